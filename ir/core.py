@@ -1,0 +1,190 @@
+"""The IR's data structures: tensor types, SSA values, ops and functions.
+
+A `Function` is a list of ops in A-normal form: every operand is a `Value` defined by a
+parameter or by an earlier op. Ops with nested computations (`reduce`, `case`, `while`,
+`fusion`, ...) hold them as `regions`, which are themselves closed `Function`s: a region only
+sees its own parameters, so captured values are explicit operands of the op.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from purejit.ir import dtypes
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """A static shape and an element type, e.g. `f32[3,4]`; `f32[]` is a scalar."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", dtypes.canonical(self.dtype))
+        if any(d < 0 for d in self.shape):
+            raise ValueError(f"negative dimension in shape {self.shape}")
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def __str__(self) -> str:
+        return f"{dtypes.dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    __repr__ = __str__
+
+
+_ids = itertools.count()
+
+
+class Value:
+    """An SSA value. Identity is the object; `id` only orders values for printing."""
+
+    __slots__ = ("type", "id")
+
+    def __init__(self, type: TensorType):
+        self.type = type
+        self.id = next(_ids)
+
+    def __repr__(self) -> str:
+        return f"Value#{self.id}:{self.type}"
+
+
+class Op:
+    """One operation: `results = name(operands) {attrs} regions`."""
+
+    __slots__ = ("name", "operands", "attrs", "results", "regions", "loc")
+
+    def __init__(
+        self,
+        name: str,
+        operands: Sequence[Value],
+        attrs: dict[str, Any],
+        results: Sequence[Value],
+        regions: Sequence["Function"] = (),
+        loc: str | None = None,
+    ):
+        self.name = name
+        self.operands = list(operands)
+        self.attrs = dict(attrs)
+        self.results = list(results)
+        self.regions = list(regions)
+        self.loc = loc
+
+    @property
+    def opdef(self):
+        from purejit.ir.registry import get_op
+
+        return get_op(self.name)
+
+    def has_trait(self, trait: str) -> bool:
+        return trait in self.opdef.traits
+
+    @property
+    def is_elementwise(self) -> bool:
+        return self.has_trait("elementwise")
+
+    @property
+    def is_pure(self) -> bool:
+        return self.has_trait("pure")
+
+    def __repr__(self) -> str:
+        return f"Op({self.name}, {len(self.operands)} operands, {self.attrs})"
+
+
+class Function:
+    """A closed function: parameters, a list of ops, and returned values."""
+
+    __slots__ = ("name", "params", "ops", "results")
+
+    def __init__(
+        self,
+        name: str,
+        params: Sequence[Value],
+        ops: Sequence[Op],
+        results: Sequence[Value],
+    ):
+        self.name = name
+        self.params = list(params)
+        self.ops = list(ops)
+        self.results = list(results)
+
+    @property
+    def param_types(self) -> list[TensorType]:
+        return [p.type for p in self.params]
+
+    @property
+    def result_types(self) -> list[TensorType]:
+        return [r.type for r in self.results]
+
+    def walk(self):
+        """Yield every op, nested regions included (pre-order)."""
+        for op in self.ops:
+            yield op
+            for region in op.regions:
+                yield from region.walk()
+
+    def op_count(self) -> int:
+        return sum(1 for _ in self.walk())
+
+    def __str__(self) -> str:
+        from purejit.ir.printer import print_function
+
+        return print_function(self)
+
+    __repr__ = __str__
+
+
+class Builder:
+    """Builds a `Function` op by op, inferring result types from the registry.
+
+    Example:
+        b = Builder("f")
+        x = b.param(TensorType((3,), np.float32))
+        (y,) = b.op("add", [x, x])
+        fn = b.finish([y])
+    """
+
+    def __init__(self, name: str = "main"):
+        self.name = name
+        self.params: list[Value] = []
+        self.ops: list[Op] = []
+
+    def param(self, type: TensorType) -> Value:
+        v = Value(type)
+        self.params.append(v)
+        return v
+
+    def op(
+        self,
+        name: str,
+        operands: Sequence[Value] = (),
+        attrs: dict[str, Any] | None = None,
+        regions: Sequence[Function] = (),
+        loc: str | None = None,
+    ) -> list[Value]:
+        from purejit.ir.registry import get_op
+
+        attrs = dict(attrs or {})
+        opdef = get_op(name)
+        types = opdef.infer([v.type for v in operands], attrs, list(regions))
+        results = [Value(t) for t in types]
+        self.ops.append(Op(name, operands, attrs, results, regions, loc))
+        return results
+
+    def finish(self, results: Sequence[Value]) -> Function:
+        return Function(self.name, self.params, self.ops, results)

@@ -1,0 +1,354 @@
+"""Elementwise ops: StableHLO's unary and binary math, compare, select, clamp, convert.
+
+Operands of an elementwise op have equal shapes (no implicit broadcasting in the IR: the
+tracer inserts `broadcast_in_dim`). References follow XLA's semantics where they differ from
+NumPy's: integer division truncates towards zero, `x / 0 == -1` and `x % 0 == x` for
+integers, shifts by the bit width or more give 0 (or the sign for arithmetic right shift),
+narrow floats are computed in f32 and rounded back.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from purejit.ir import dtypes
+from purejit.ir.core import TensorType
+from purejit.ir.ops._util import compute_dtype, nargs, same_types
+from purejit.ir.registry import OpDef, fail, register
+
+# dtype classes an op accepts
+_CLASSES = {
+    "float": dtypes.is_float,
+    "inexact": dtypes.is_inexact,
+    "num": lambda d: dtypes.is_integer(d) or dtypes.is_inexact(d),
+    "signed_num": lambda d: dtypes.is_signed(d) or dtypes.is_inexact(d),
+    "int": dtypes.is_integer,
+    "intbool": lambda d: dtypes.is_integer(d) or dtypes.is_bool(d),
+    "real": lambda d: dtypes.is_integer(d) or dtypes.is_float(d),
+    "complex": dtypes.is_complex,
+    "any": lambda d: True,
+}
+
+_EW = frozenset({"pure", "elementwise"})
+
+
+def _check_class(name: str, cls: str, t: TensorType):
+    if not _CLASSES[cls](t.dtype):
+        fail(name, f"does not accept {t} (expects {cls} element type)")
+
+
+def _real_dtype(dt):
+    return np.dtype(np.float32) if dt == np.complex64 else np.dtype(np.float64)
+
+
+def _narrow(fn):
+    """Run `fn` in f32 for bf16/f16 inputs and round the result back."""
+
+    def run(*xs):
+        dt = xs[-1].dtype
+        cdt = compute_dtype(dt)
+        if cdt != dt:
+            out = fn(*(x.astype(cdt) for x in xs))
+            return out.astype(dt) if out.dtype == cdt else out
+        return fn(*xs)
+
+    return run
+
+
+def unary(name, fn, cls, *, result=None, doc=""):
+    """Register a unary elementwise op. `result(dtype)` maps the operand to the result dtype."""
+
+    def infer(types, attrs, regions):
+        nargs(name, types, 1)
+        _check_class(name, cls, types[0])
+        dt = result(types[0].dtype) if result else types[0].dtype
+        return [TensorType(types[0].shape, dt)]
+
+    run = _narrow(fn)
+
+    def reference(args, attrs, regions, run_region):
+        out = np.asarray(run(args[0]))
+        return [out]
+
+    register(OpDef(name, infer, reference, _EW, doc=doc))
+
+
+def binary(name, fn, cls, *, traits=(), doc=""):
+    def infer(types, attrs, regions):
+        nargs(name, types, 2)
+        t = same_types(name, types)
+        _check_class(name, cls, t)
+        return [t]
+
+    run = _narrow(fn)
+
+    def reference(args, attrs, regions, run_region):
+        return [np.asarray(run(args[0], args[1])).astype(args[0].dtype)]
+
+    register(OpDef(name, infer, reference, _EW | frozenset(traits), doc=doc))
+
+
+# ---- reference helpers with XLA semantics ------------------------------------------------
+
+
+def _logistic(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _round_afz(x):
+    return np.where(np.isfinite(x), np.sign(x) * np.floor(np.abs(x) + 0.5), x).astype(x.dtype)
+
+
+def _not(x):
+    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
+
+
+def _popcnt(x):
+    return np.bitwise_count(x).astype(x.dtype)
+
+
+def _clz(x):
+    bits = x.dtype.itemsize * 8
+    u = x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(np.uint64)
+    out = np.full(x.shape, bits, dtype=np.int64)
+    for i in range(bits):
+        hit = (u >> np.uint64(bits - 1 - i)) & np.uint64(1)
+        out = np.where((out == bits) & (hit == 1), i, out)
+    return out.astype(x.dtype)
+
+
+def _abs(x):
+    return np.abs(x)
+
+
+def _divide(a, b):
+    if not dtypes.is_integer(a.dtype):
+        return a / b
+    safe = np.where(b == 0, 1, b)
+    q = np.abs(a.astype(np.int64) if a.dtype.kind == "i" else a) // np.abs(safe)
+    neg = (a < 0) != (safe < 0) if a.dtype.kind == "i" else np.zeros(a.shape, bool)
+    q = np.where(neg, -q, q)
+    return np.where(b == 0, -1, q).astype(a.dtype)
+
+
+def _remainder(a, b):
+    if not dtypes.is_integer(a.dtype):
+        return np.fmod(a, b)
+    safe = np.where(b == 0, 1, b)
+    return np.where(b == 0, a, np.fmod(a, safe)).astype(a.dtype)
+
+
+def _power(a, b):
+    if not dtypes.is_integer(a.dtype):
+        return np.power(a, b)
+    neg = b < 0
+    r = np.power(a, np.where(neg, 0, b))
+    # x ** negative: 1 for |x| == 1 (sign by parity), else 0, as XLA does
+    inv = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(neg, inv, r).astype(a.dtype)
+
+
+def _shift_left(a, b):
+    bits = a.dtype.itemsize * 8
+    ok = (b >= 0) & (b < bits)
+    return np.where(ok, np.left_shift(a, np.where(ok, b, 0)), 0).astype(a.dtype)
+
+
+def _shift_right_logical(a, b):
+    bits = a.dtype.itemsize * 8
+    u = a.view(np.dtype(f"u{a.dtype.itemsize}"))
+    ok = (b >= 0) & (b < bits)
+    sh = np.where(ok, b, 0).astype(u.dtype)
+    return np.where(ok, np.right_shift(u, sh), 0).astype(u.dtype).view(a.dtype)
+
+
+def _shift_right_arithmetic(a, b):
+    bits = a.dtype.itemsize * 8
+    s = a.view(np.dtype(f"i{a.dtype.itemsize}"))
+    sh = np.clip(b, 0, bits - 1).astype(s.dtype)
+    return np.right_shift(s, sh).view(a.dtype)
+
+
+def _vec(fn):
+    v = np.vectorize(fn, otypes=[np.float64])
+    return lambda x: v(x).astype(x.dtype)
+
+
+def _is_finite_dtype(dt):
+    return np.dtype(np.bool_)
+
+
+def _complex_part(dt):
+    return _real_dtype(dt)
+
+
+def _abs_dtype(dt):
+    return _real_dtype(dt) if dtypes.is_complex(dt) else dt
+
+
+# ---- unary ---------------------------------------------------------------------------------
+
+unary("abs", _abs, "signed_num", result=_abs_dtype)
+unary("negate", np.negative, "num")
+unary("sign", np.sign, "signed_num")
+unary("not", _not, "intbool")
+unary("popcnt", _popcnt, "int")
+unary("count_leading_zeros", _clz, "int")
+unary("floor", np.floor, "float")
+unary("ceil", np.ceil, "float")
+unary("round_nearest_afz", _round_afz, "float")
+unary("round_nearest_even", np.rint, "float")
+unary("is_finite", np.isfinite, "float", result=_is_finite_dtype)
+unary("real", np.real, "complex", result=_complex_part)
+unary("imag", np.imag, "complex", result=_complex_part)
+unary("sqrt", np.sqrt, "inexact")
+unary("rsqrt", lambda x: 1 / np.sqrt(x), "inexact")
+unary("cbrt", np.cbrt, "float")
+unary("exponential", np.exp, "inexact")
+unary("exponential_minus_one", np.expm1, "inexact")
+unary("log", np.log, "inexact")
+unary("log_plus_one", np.log1p, "inexact")
+unary("logistic", _logistic, "inexact")
+unary("sine", np.sin, "inexact")
+unary("cosine", np.cos, "inexact")
+unary("tan", np.tan, "inexact")
+unary("tanh", np.tanh, "inexact")
+# CHLO ops: XLA expands them into StableHLO when it compiles
+unary("asin", np.arcsin, "inexact")
+unary("acos", np.arccos, "inexact")
+unary("atan", np.arctan, "inexact")
+unary("sinh", np.sinh, "inexact")
+unary("cosh", np.cosh, "inexact")
+unary("asinh", np.arcsinh, "inexact")
+unary("acosh", np.arccosh, "inexact")
+unary("atanh", np.arctanh, "inexact")
+unary("erf", _vec(math.erf), "float")
+unary("lgamma", _vec(math.lgamma), "float")
+
+# ---- binary --------------------------------------------------------------------------------
+
+binary("add", np.add, "any", traits=("commutative", "associative"))
+binary("subtract", np.subtract, "num")
+binary("multiply", np.multiply, "any", traits=("commutative", "associative"))
+binary("divide", _divide, "num")
+binary("remainder", _remainder, "real")
+binary("power", _power, "num")
+binary("maximum", np.maximum, "any", traits=("commutative", "associative"))
+binary("minimum", np.minimum, "any", traits=("commutative", "associative"))
+binary("atan2", np.arctan2, "float")
+binary("and", np.bitwise_and, "intbool", traits=("commutative", "associative"))
+binary("or", np.bitwise_or, "intbool", traits=("commutative", "associative"))
+binary("xor", np.bitwise_xor, "intbool", traits=("commutative", "associative"))
+binary("shift_left", _shift_left, "int")
+binary("shift_right_logical", _shift_right_logical, "int")
+binary("shift_right_arithmetic", _shift_right_arithmetic, "int")
+
+# ---- compare, select, clamp, convert -------------------------------------------------------
+
+COMPARISONS = {
+    "EQ": np.equal,
+    "NE": np.not_equal,
+    "LT": np.less,
+    "LE": np.less_equal,
+    "GT": np.greater,
+    "GE": np.greater_equal,
+}
+
+
+def _compare_infer(types, attrs, regions):
+    nargs("compare", types, 2)
+    t = same_types("compare", types)
+    direction = attrs.get("comparison_direction")
+    if direction not in COMPARISONS:
+        fail("compare", f"comparison_direction must be one of {list(COMPARISONS)}")
+    if dtypes.is_complex(t.dtype) and direction not in ("EQ", "NE"):
+        fail("compare", f"{direction} is not defined for complex {t}")
+    return [TensorType(t.shape, np.bool_)]
+
+
+def _compare_ref(args, attrs, regions, run_region):
+    a, b = args
+    cdt = compute_dtype(a.dtype)
+    return [np.asarray(COMPARISONS[attrs["comparison_direction"]](a.astype(cdt), b.astype(cdt)))]
+
+
+register(
+    OpDef(
+        "compare",
+        _compare_infer,
+        _compare_ref,
+        _EW,
+        attrs=("comparison_direction",),
+        doc="compare(a, b) {comparison_direction=EQ|NE|LT|LE|GT|GE} -> pred",
+    )
+)
+
+
+def _select_infer(types, attrs, regions):
+    nargs("select", types, 3)
+    p, a, b = types
+    same_types("select", [a, b])
+    if p.dtype != np.bool_:
+        fail("select", f"predicate must be pred, got {p}")
+    if p.shape not in ((), a.shape):
+        fail("select", f"predicate {p} must be a scalar or match {a}")
+    return [a]
+
+
+def _select_ref(args, attrs, regions, run_region):
+    p, a, b = args
+    return [np.where(p, a, b).astype(a.dtype)]
+
+
+register(OpDef("select", _select_infer, _select_ref, _EW, doc="select(pred, on_true, on_false)"))
+
+
+def _clamp_infer(types, attrs, regions):
+    nargs("clamp", types, 3)
+    lo, x, hi = types
+    for bound in (lo, hi):
+        if bound.dtype != x.dtype or bound.shape not in ((), x.shape):
+            fail("clamp", f"bound {bound} must be a scalar or match {x}")
+    return [x]
+
+
+def _clamp_ref(args, attrs, regions, run_region):
+    lo, x, hi = args
+    return [np.minimum(np.maximum(x, lo), hi).astype(x.dtype)]
+
+
+register(OpDef("clamp", _clamp_infer, _clamp_ref, _EW, doc="clamp(min, x, max)"))
+
+
+def _convert_infer(types, attrs, regions):
+    nargs("convert", types, 1)
+    if "dtype" not in attrs:
+        fail("convert", "needs a dtype attribute")
+    return [TensorType(types[0].shape, attrs["dtype"])]
+
+
+def convert_array(x: np.ndarray, dt) -> np.ndarray:
+    """NumPy conversion with XLA's rules: complex->real drops imag, ->pred is x != 0,
+    float->int truncates and saturates, NaN -> 0."""
+    dt = np.dtype(dt)
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(dt):
+        x = np.real(x)
+    if dt == np.bool_:
+        return x != 0
+    if dtypes.is_float(x.dtype) and dtypes.is_integer(dt):
+        info = np.iinfo(dt)
+        y = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
+        y = np.clip(y, float(info.min), float(info.max))
+        return np.where(y >= float(info.max), info.max, y.astype(dt)).astype(dt)
+    return x.astype(dt)
+
+
+def _convert_ref(args, attrs, regions, run_region):
+    return [convert_array(args[0], attrs["dtype"])]
+
+
+register(
+    OpDef("convert", _convert_infer, _convert_ref, _EW, attrs=("dtype",), doc="convert {dtype}")
+)

@@ -1,0 +1,153 @@
+"""Reductions and contractions: reduce (with a region) and dot_general."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from purejit.ir.core import TensorType
+from purejit.ir.ops._util import check_rank_attr, compute_dtype, nargs
+from purejit.ir.registry import OpDef, fail, register
+
+# reduce(*inputs, *inits) {dimensions} region(acc..., x...) -> acc... -----------------------
+
+
+def _reduce_infer(types, attrs, regions):
+    if len(types) % 2 or not types:
+        fail("reduce", f"expects N inputs and N init values, got {len(types)} operands")
+    n = len(types) // 2
+    inputs, inits = types[:n], types[n:]
+    dims = check_rank_attr("reduce", "dimensions", attrs["dimensions"], inputs[0].rank)
+    for t in inputs[1:]:
+        if t.shape != inputs[0].shape:
+            fail("reduce", f"inputs have different shapes: {inputs[0]} vs {t}")
+    for x, i in zip(inputs, inits):
+        if i.shape != () or i.dtype != x.dtype:
+            fail("reduce", f"init value {i} must be a scalar of {x.dtype}")
+    if len(regions) != 1:
+        fail("reduce", "needs exactly one region")
+    (body,) = regions
+    expect = [TensorType((), t.dtype) for t in inits] * 2
+    if body.param_types != expect or body.result_types != expect[:n]:
+        fail("reduce", f"region must be {expect} -> {expect[:n]}, got {body.param_types}")
+    shape = tuple(d for i, d in enumerate(inputs[0].shape) if i not in dims)
+    return [TensorType(shape, t.dtype) for t in inputs]
+
+
+_UFUNCS = {
+    "add": np.add,
+    "multiply": np.multiply,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+def reduction_kind(body) -> str | None:
+    """The binary op name if the region is `return op(acc, x)`, else None."""
+    if len(body.ops) == 1 and len(body.params) == 2 and len(body.results) == 1:
+        op = body.ops[0]
+        if op.results == body.results and set(op.operands) == set(body.params):
+            if op.name in _UFUNCS and op.operands[0] is not op.operands[1]:
+                return op.name
+    return None
+
+
+def _reduce_ref(args, attrs, regions, run):
+    n = len(args) // 2
+    inputs, inits = args[:n], args[n:]
+    dims = tuple(attrs["dimensions"])
+    (body,) = regions
+    kind = reduction_kind(body)
+    if kind is not None:
+        x = inputs[0]
+        cdt = compute_dtype(x.dtype)
+        ufunc = _UFUNCS[kind]
+        out = ufunc.reduce(x.astype(cdt), axis=dims) if dims else x.astype(cdt)
+        out = ufunc(out, inits[0].astype(cdt))
+        return [np.asarray(out).astype(x.dtype)]
+    # general: fold along the reduced dimensions, vectorised over the kept ones
+    keep = [i for i in range(inputs[0].ndim) if i not in dims]
+    moved = [np.transpose(x, keep + list(dims)) for x in inputs]
+    batch = moved[0].shape[: len(keep)]
+    flat = [x.reshape(batch + (-1,)) for x in moved]
+    acc = [np.broadcast_to(i, batch).copy() for i in inits]
+    for k in range(flat[0].shape[-1]):
+        acc = run(body, *acc, *[x[..., k] for x in flat])
+    return [np.asarray(a) for a in acc]
+
+
+register(
+    OpDef(
+        "reduce",
+        _reduce_infer,
+        _reduce_ref,
+        frozenset({"pure"}),
+        attrs=("dimensions",),
+        num_regions=1,
+        doc="reduce(inputs..., inits...) {dimensions} region(accs..., xs...) -> accs...",
+    )
+)
+
+# dot_general(lhs, rhs) {lhs_batching_dimensions, rhs_batching_dimensions,
+#                        lhs_contracting_dimensions, rhs_contracting_dimensions} -----------
+
+DOT_ATTRS = (
+    "lhs_batching_dimensions",
+    "rhs_batching_dimensions",
+    "lhs_contracting_dimensions",
+    "rhs_contracting_dimensions",
+)
+
+
+def _dot_infer(types, attrs, regions):
+    nargs("dot_general", types, 2)
+    lhs, rhs = types
+    lb, rb, lc, rc = (tuple(attrs[k]) for k in DOT_ATTRS)
+    check_rank_attr("dot_general", "lhs dims", lb + lc, lhs.rank)
+    check_rank_attr("dot_general", "rhs dims", rb + rc, rhs.rank)
+    if lhs.dtype != rhs.dtype:
+        fail("dot_general", f"operand dtypes differ: {lhs} vs {rhs}")
+    if len(lb) != len(rb) or len(lc) != len(rc):
+        fail("dot_general", "batching/contracting dimension lists differ in length")
+    for a, b in list(zip(lb, rb)) + list(zip(lc, rc)):
+        if lhs.shape[a] != rhs.shape[b]:
+            fail("dot_general", f"{lhs} dim {a} does not match {rhs} dim {b}")
+    shape = [lhs.shape[d] for d in lb]
+    shape += [d for i, d in enumerate(lhs.shape) if i not in lb + lc]
+    shape += [d for i, d in enumerate(rhs.shape) if i not in rb + rc]
+    return [TensorType(tuple(shape), lhs.dtype)]
+
+
+def _dot_ref(args, attrs, regions, run):
+    lhs, rhs = args
+    lb, rb, lc, rc = (tuple(attrs[k]) for k in DOT_ATTRS)
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    ls = [next(letters) for _ in range(lhs.ndim)]
+    rs = [next(letters) for _ in range(rhs.ndim)]
+    for a, b in zip(lb + lc, rb + rc):
+        rs[b] = ls[a]
+    out = [ls[d] for d in lb]
+    out += [ls[i] for i in range(lhs.ndim) if i not in lb + lc]
+    out += [rs[i] for i in range(rhs.ndim) if i not in rb + rc]
+    spec = f"{''.join(ls)},{''.join(rs)}->{''.join(out)}"
+    cdt = compute_dtype(lhs.dtype)
+    if cdt == np.float32 and lhs.dtype != cdt:
+        pass
+    elif lhs.dtype == np.float32:
+        cdt = np.dtype(np.float64)  # accumulate f32 in f64: closer to XLA's result
+    res = np.einsum(spec, lhs.astype(cdt), rhs.astype(cdt))
+    return [np.asarray(res).astype(lhs.dtype)]
+
+
+register(
+    OpDef(
+        "dot_general",
+        _dot_infer,
+        _dot_ref,
+        frozenset({"pure", "contraction"}),
+        attrs=DOT_ATTRS,
+        doc="dot_general(lhs, rhs): result dims are batch, lhs free, rhs free",
+    )
+)

@@ -1,0 +1,182 @@
+"""`purejit.Array`: a concrete array, on the device (a PJRT buffer) or still on the host.
+
+Values made from NumPy or Python scalars stay on the host until a device computation needs
+them, so closing over a NumPy constant inside jit costs no transfer. Python operators
+dispatch through purejit's own eager path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from purejit import dtypes as pdt
+from purejit.core import ShapedArray
+from purejit.ir import dtypes as irdt
+
+
+class DeletedArrayError(RuntimeError):
+    pass
+
+
+class Array:
+    """A purejit array: shape, dtype, device, weak type; NumPy can read it."""
+
+    __array_priority__ = 1000
+    __slots__ = ("_buf", "_host", "aval", "_deleted_by", "__weakref__")
+
+    def __init__(self, buf=None, host: np.ndarray | None = None, weak_type: bool = False):
+        self._buf = buf
+        self._host = host
+        src = host if host is not None else buf
+        self.aval = ShapedArray(tuple(src.shape), np.dtype(src.dtype), weak_type)
+        self._deleted_by = None
+
+    # --- data ---------------------------------------------------------------------------
+    @property
+    def buffer(self):
+        """The device buffer (a jax.Array), transferring host data on first use."""
+        self._check_alive()
+        if self._buf is None:
+            from purejit.backend import pjrt
+
+            self._buf = pjrt.to_device(self._host)
+        return self._buf
+
+    @property
+    def host(self) -> np.ndarray:
+        self._check_alive()
+        if self._host is None:
+            self._host = np.asarray(self._buf)
+        return self._host
+
+    def _check_alive(self):
+        if self._deleted_by is not None:
+            raise DeletedArrayError(f"Array has been deleted ({self._deleted_by})")
+
+    def delete(self, reason: str = "deleted"):
+        if self._buf is not None:
+            self._buf.delete()
+        self._buf = self._host = None
+        self._deleted_by = reason
+
+    def is_deleted(self) -> bool:
+        return self._deleted_by is not None
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+    nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
+
+    @property
+    def device(self):
+        return next(iter(self.buffer.devices()))
+
+    def devices(self):
+        return self.buffer.devices()
+
+    def block_until_ready(self):
+        if self._buf is not None:
+            self._buf.block_until_ready()
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        h = self.host
+        return h.astype(dtype) if dtype is not None else h
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.buffer.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.buffer.__dlpack_device__()
+
+    def item(self):
+        return self.host.item()
+
+    def tolist(self):
+        return self.host.tolist()
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __bool__(self):
+        return bool(self.host)
+
+    def __int__(self):
+        return int(self.host)
+
+    def __float__(self):
+        return float(self.host)
+
+    def __complex__(self):
+        return complex(self.host)
+
+    def __index__(self):
+        if not irdt.is_integer(self.dtype):
+            raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
+        return int(self.host)
+
+    def __hash__(self):
+        raise TypeError("unhashable type: purejit.Array")
+
+    def __repr__(self):
+        if self._deleted_by is not None:
+            return "Array(<deleted>)"
+        body = np.array2string(self.host, separator=", ", prefix="Array(")
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"Array({body}, dtype={self.dtype.name}{weak})"
+
+    __str__ = lambda self: str(self.host)  # noqa: E731
+
+
+from purejit import _operators  # noqa: E402
+
+_operators.install(Array)
+
+
+def host_value(x) -> tuple[np.ndarray, bool]:
+    """A NumPy value with purejit's canonical dtype, and its weak-type flag."""
+    if isinstance(x, Array):
+        return x.host, x.weak_type
+    if isinstance(x, (bool, np.bool_)) and not isinstance(x, np.ndarray):
+        return np.array(bool(x)), False
+    if isinstance(x, (int, float, complex)) and not isinstance(x, np.generic):
+        dt = pdt.python_scalar_dtype(x)
+        if isinstance(x, int):
+            info = np.iinfo(dt)
+            if not info.min <= x <= info.max:
+                raise OverflowError(f"Python int {x} too large to convert to {dt.name}")
+        return np.array(x, dtype=dt), True
+    if isinstance(x, (np.ndarray, np.generic)):
+        arr = np.asarray(x)
+        if arr.dtype == object or arr.dtype.kind in "USVM":
+            raise TypeError(f"arrays of dtype {arr.dtype} are not supported by purejit")
+        dt = pdt.canonicalize(arr.dtype)
+        irdt.canonical(dt)
+        return (arr.astype(dt) if dt != arr.dtype else arr), False
+    from purejit.backend import pjrt
+
+    if pjrt.is_buffer(x):
+        arr = np.asarray(x)
+        return arr.astype(pdt.canonicalize(arr.dtype)), bool(getattr(x, "weak_type", False))
+    raise TypeError(
+        f"value of type {type(x).__name__} is not a valid purejit array "
+        "(expected a purejit.Array, NumPy array, jax.Array or Python scalar)"
+    )
+
+
+def as_array(x) -> Array:
+    """Wrap any concrete array-like as an Array (no transfer yet)."""
+    if isinstance(x, Array):
+        return x
+    from purejit.backend import pjrt
+
+    if pjrt.is_buffer(x):
+        dt = pdt.canonicalize(x.dtype)
+        if dt == np.dtype(x.dtype):
+            return Array(buf=x, weak_type=bool(getattr(x, "weak_type", False)))
+    v, weak = host_value(x)
+    return Array(host=v, weak_type=weak)

@@ -1,0 +1,1 @@
+"""The only door to jaxlib: StableHLO emission (`stablehlo`) and the PJRT runtime (`pjrt`)."""

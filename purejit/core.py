@@ -1,0 +1,194 @@
+"""Tracing: abstract values, tracers, the trace stack and `bind`.
+
+Every primitive (an IR op) is applied with `bind(name, *args, **attrs)`. `bind` hands it to
+the innermost active trace, which either runs it (the eager `EvalTrace` at the bottom of the
+stack) or records it (`JitTrace`, building an IR function). Transformations nest as JAX's do:
+each trace has a level; values from outer traces met by an inner trace are lifted into it
+(a `JitTrace` turns a concrete array into a constant and an outer tracer into an explicit
+captured input), so `jit(grad(f))`, control flow inside jit and jit inside jit compose.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from purejit import errors
+from purejit.ir import Function, IRTypeError, TensorType, get_op
+
+
+@dataclass(frozen=True)
+class ShapedArray:
+    """The abstract value a tracer carries: shape, dtype and JAX's weak-type flag."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    weak_type: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def type(self) -> TensorType:
+        return TensorType(self.shape, self.dtype)
+
+    def str_short(self) -> str:
+        s = str(self.type)
+        return s + ("{weak}" if self.weak_type else "")
+
+    def __str__(self):
+        return self.str_short()
+
+
+# ---- the trace stack ---------------------------------------------------------------------
+
+
+class Trace:
+    """Base class of traces. Subclasses implement `process` and `lift`."""
+
+    level: int = 0
+
+    def process(self, name: str, args: Sequence, attrs: dict, regions: Sequence[Function], weak):
+        raise NotImplementedError
+
+
+_stack: list[Trace] = []
+
+
+def current_trace() -> Trace:
+    return _stack[-1]
+
+
+@contextlib.contextmanager
+def new_trace(trace: Trace):
+    trace.level = len(_stack)
+    _stack.append(trace)
+    try:
+        yield trace
+    finally:
+        popped = _stack.pop()
+        assert popped is trace, "trace stack corrupted"
+
+
+def aval_of(x) -> ShapedArray:
+    """The abstract value of a tracer, purejit.Array, NumPy array or Python scalar."""
+    a = getattr(x, "aval", None)
+    if a is not None:
+        return a
+    from purejit.array import host_value
+
+    v, weak = host_value(x)
+    return ShapedArray(v.shape, v.dtype, weak)
+
+
+def bind(
+    name: str,
+    *args,
+    regions: Sequence[Function] = (),
+    weak: bool | None = None,
+    **attrs,
+) -> list:
+    """Apply IR op `name` to `args` in the current trace; returns the list of results.
+
+    `weak` overrides the weak-type flag of the results (default: weak iff every operand is
+    weak and the op keeps the dtype, for elementwise and shape-only ops).
+    """
+    return current_trace().process(name, args, attrs, regions, weak)
+
+
+def bind1(name: str, *args, **kw):
+    (out,) = bind(name, *args, **kw)
+    return out
+
+
+def infer_results(name, avals: list[ShapedArray], attrs, regions, weak, loc):
+    """Apply the op's type rule, turning IR errors into user-facing ones with the line."""
+    opdef = get_op(name)
+    try:
+        types = opdef.infer([a.type for a in avals], attrs, list(regions))
+    except IRTypeError as e:
+        raise errors.PurejitTypeError(f"{e}{errors.at(loc)}") from None
+    if weak is None:
+        keeps = "elementwise" in opdef.traits or "shape_only" in opdef.traits
+        weak = bool(avals) and keeps and all(a.weak_type for a in avals)
+    return [
+        ShapedArray(t.shape, t.dtype, bool(weak and avals and t.dtype == avals[-1].dtype))
+        for t in types
+    ]
+
+
+# ---- tracers ------------------------------------------------------------------------------
+
+
+class Tracer:
+    """A stand-in for an array during tracing. Python operators dispatch to purejit.numpy."""
+
+    __array_priority__ = 1000
+    __slots__ = ("trace", "aval")
+
+    def __init__(self, trace: Trace, aval: ShapedArray):
+        self.trace = trace
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.shape[0]
+
+    def _concretization_error(self, what: str):
+        loc = errors.user_location()
+        raise errors.ConcretizationTypeError(
+            f"{what} of a traced array {self.aval}{errors.at(loc)}: its value is not known "
+            "while tracing under purejit.jit. Use purejit.lax.cond / purejit.numpy.where for "
+            "data-dependent choices, or mark the argument static with static_argnums / "
+            "static_argnames."
+        )
+
+    def __bool__(self):
+        self._concretization_error("bool() (an `if` or `while` on a condition)")
+
+    def __int__(self):
+        self._concretization_error("int()")
+
+    def __float__(self):
+        self._concretization_error("float()")
+
+    def __complex__(self):
+        self._concretization_error("complex()")
+
+    def __index__(self):
+        self._concretization_error("using as an index (__index__)")
+
+    def __array__(self, dtype=None, copy=None):
+        loc = errors.user_location()
+        raise errors.TracerArrayConversionError(
+            f"np.asarray() of a traced array {self.aval}{errors.at(loc)}: NumPy cannot see "
+            "values inside purejit.jit. Use purejit.numpy instead of numpy in traced code."
+        )
+
+    def __repr__(self):
+        return f"Tracer<{self.aval}>"
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: traced array {self.aval}")
+
+
+from purejit import _operators  # noqa: E402
+
+_operators.install(Tracer)
+
+__all__ = ["Any"]

@@ -1,0 +1,142 @@
+"""JAX's dtype promotion lattice, weak types and x64 canonicalisation.
+
+The lattice (an edge a -> b means a promotes to b; the result of promoting two types is their
+least upper bound). `i*`, `f*`, `c*` are the weak types of Python int, float and complex:
+
+    b1 -> i*
+    i* -> u8, i8
+    u8 -> i16, u16        u16 -> i32, u32        u32 -> i64, u64        u64 -> f*
+    i8 -> i16 -> i32 -> i64 -> f*
+    f* -> bf16, f16, c*
+    bf16 -> f32     f16 -> f32     f32 -> f64, c64     f64 -> c128
+    c* -> c64 -> c128
+
+Some consequences (as in JAX): `u8 + i8 -> i16`, `i32 + u32 -> i64`, `i64 + u64 -> f*`
+(float32 by default), `bf16 + f16 -> f32`, `i32 + f16 -> f16`, `f32 + 2 -> f32`,
+`i8 + 2.0 -> f32` (weak float; result weak), `u8 + 300 -> u8` (the weak int takes u8).
+A weak type in the result maps to the default type of its kind (int32/float32/complex64 with
+x64 off, int64/float64/complex128 with it on) and the result stays weak.
+With x64 off, 64-bit types are canonicalised to 32-bit ones.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from purejit.config import config
+from purejit.ir.dtypes import bfloat16
+
+_b1 = np.dtype(np.bool_)
+_i8, _i16, _i32, _i64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+_u8, _u16, _u32, _u64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+_bf16, _f16, _f32, _f64 = bfloat16, np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+_c64, _c128 = np.dtype(np.complex64), np.dtype(np.complex128)
+WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "i*", "f*", "c*"
+
+_EDGES = {
+    _b1: [WEAK_INT],
+    WEAK_INT: [_u8, _i8],
+    _u8: [_i16, _u16],
+    _u16: [_i32, _u32],
+    _u32: [_i64, _u64],
+    _u64: [WEAK_FLOAT],
+    _i8: [_i16],
+    _i16: [_i32],
+    _i32: [_i64],
+    _i64: [WEAK_FLOAT],
+    WEAK_FLOAT: [_bf16, _f16, WEAK_COMPLEX],
+    _bf16: [_f32],
+    _f16: [_f32],
+    _f32: [_f64, _c64],
+    _f64: [_c128],
+    WEAK_COMPLEX: [_c64],
+    _c64: [_c128],
+    _c128: [],
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _upper(node) -> frozenset:
+    out = {node}
+    for n in _EDGES[node]:
+        out |= _upper(n)
+    return frozenset(out)
+
+
+def _lub(a, b):
+    common = _upper(a) & _upper(b)
+    for c in common:
+        if _upper(c) == common:
+            return c
+    raise TypeError(f"no least upper bound for {a} and {b}")
+
+
+def _node(dtype: np.dtype, weak: bool):
+    if not weak:
+        return dtype
+    if dtype == _b1:
+        return _b1
+    if dtype.kind in "iu":
+        return WEAK_INT
+    if dtype.kind == "c":
+        return WEAK_COMPLEX
+    return WEAK_FLOAT
+
+
+def default_int() -> np.dtype:
+    return _i64 if config.enable_x64 else _i32
+
+
+def default_float() -> np.dtype:
+    return _f64 if config.enable_x64 else _f32
+
+
+def default_complex() -> np.dtype:
+    return _c128 if config.enable_x64 else _c64
+
+
+def canonicalize(dtype) -> np.dtype:
+    """Map 64-bit types to 32-bit ones when x64 is off."""
+    dt = np.dtype(dtype)
+    if config.enable_x64:
+        return dt
+    return {_i64: _i32, _u64: _u32, _f64: _f32, _c128: _c64}.get(dt, dt)
+
+
+def promote_types(a, b) -> np.dtype:
+    """Promote two strong dtypes (as jnp.promote_types)."""
+    return result_type_weak((np.dtype(a), False), (np.dtype(b), False))[0]
+
+
+def result_type_weak(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
+    """Promote (dtype, weak) pairs; returns the result dtype and whether it is weak."""
+    node = None
+    for dt, weak in typed:
+        n = _node(np.dtype(dt), weak)
+        node = n if node is None else _lub(node, n)
+    if node == WEAK_INT:
+        return default_int(), True
+    if node == WEAK_FLOAT:
+        return default_float(), True
+    if node == WEAK_COMPLEX:
+        return default_complex(), True
+    return canonicalize(node), False
+
+
+def python_scalar_dtype(x) -> np.dtype:
+    if isinstance(x, bool):
+        return _b1
+    if isinstance(x, int):
+        return default_int()
+    if isinstance(x, float):
+        return default_float()
+    if isinstance(x, complex):
+        return default_complex()
+    raise TypeError(f"{type(x).__name__} is not a Python scalar")
+
+
+def is_inexact(dt) -> bool:
+    dt = np.dtype(dt)
+    return dt.kind in "fc" or dt == bfloat16

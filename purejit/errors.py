@@ -1,0 +1,58 @@
+"""purejit's error types and the user-source locator used in every message."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import purejit
+
+_PKG_DIRS = tuple(
+    os.path.dirname(os.path.abspath(p))
+    for p in (purejit.__file__,)
+) + tuple(
+    os.path.dirname(os.path.dirname(os.path.abspath(purejit.__file__))) + os.sep + d
+    for d in ("ir", "passes")
+)
+_SKIP = ("contextlib.py", "functools.py", "<frozen")
+
+
+def _internal(filename: str) -> bool:
+    f = os.path.abspath(filename)
+    return f.startswith(_PKG_DIRS) or any(s in filename for s in _SKIP)
+
+
+def user_frame():
+    """The innermost stack frame outside purejit (the user's code), or None."""
+    f = sys._getframe(1)
+    while f is not None and _internal(f.f_code.co_filename):
+        f = f.f_back
+    return f
+
+
+def user_location() -> str | None:
+    """`file.py:LINE` of the user's code that is running now."""
+    f = user_frame()
+    if f is None:
+        return None
+    return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}"
+
+
+def at(loc: str | None) -> str:
+    return f" (at {loc})" if loc else ""
+
+
+class PurejitTypeError(TypeError):
+    """An op got operands of the wrong shape or dtype. Names the op, the types, the line."""
+
+
+class ConcretizationTypeError(TypeError):
+    """A traced value was used where Python needs a concrete one (if, int(), float())."""
+
+
+class TracerArrayConversionError(TypeError):
+    """A traced value was passed to NumPy (np.asarray) inside jit."""
+
+
+class UnexpectedTracerError(RuntimeError):
+    """A tracer leaked out of the transformation that created it."""

@@ -1,0 +1,1 @@
+"""purejit.lax: JAX's lax names for purejit's primitives."""

@@ -1,0 +1,1 @@
+"""purejit.nn: activation functions."""

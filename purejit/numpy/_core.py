@@ -1,0 +1,470 @@
+"""The heart of purejit.numpy: lifting, dtype promotion, broadcasting and the elementwise
+functions. Every function here is a thin wrapper that binds IR ops."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from purejit import dtypes as pdt
+from purejit import errors
+from purejit.array import Array, as_array
+from purejit.core import Tracer, bind1
+
+ArrayLike = object
+
+
+def _lift(x):
+    """A Tracer or Array for any array-like (Python scalars become weak-typed arrays)."""
+    if isinstance(x, (Tracer, Array)):
+        return x
+    if isinstance(x, (list, tuple)):
+        return asarray(x)
+    return as_array(x)
+
+
+def asarray(x, dtype=None):
+    """Like jnp.asarray: accepts arrays, scalars and (nested) lists of them."""
+    if isinstance(x, (list, tuple)):
+        items = [_lift(v) for v in x]
+        if not items:
+            return as_array(np.zeros((0,), dtype or pdt.default_float()))
+        from purejit.numpy._shape import stack
+
+        out = stack(items)
+    else:
+        out = _lift(x)
+    return astype(out, dtype) if dtype is not None else out
+
+
+array = asarray
+
+
+def _dtype_arg(dtype):
+    return pdt.canonicalize(np.dtype(dtype)) if dtype is not None else None
+
+
+def astype(x, dtype):
+    x = _lift(x)
+    dt = _dtype_arg(dtype)
+    return convert(x, dt)
+
+
+def convert(x, dtype, weak: bool = False):
+    """Convert to `dtype` (strong unless `weak`); a no-op when nothing changes."""
+    dtype = np.dtype(dtype)
+    x = _lift(x)
+    if x.dtype == dtype and x.weak_type == weak:
+        return x
+    if isinstance(x, Array) and x._host is not None and x.size <= 4096:
+        # a host constant (often a Python scalar): convert now, nothing to trace
+        from purejit.ir.ops.elementwise import convert_array
+
+        return Array(host=np.asarray(convert_array(x.host, dtype)), weak_type=weak)
+    return bind1("convert", x, dtype=dtype, weak=weak)
+
+
+def result_type(*xs):
+    """The promoted dtype of the arguments, following JAX's lattice (see purejit.dtypes)."""
+    typed = []
+    for x in xs:
+        if isinstance(x, (np.dtype, type)) or isinstance(x, str):
+            typed.append((pdt.canonicalize(np.dtype(x)), False))
+        else:
+            a = _lift(x)
+            typed.append((a.dtype, a.weak_type))
+    return pdt.result_type_weak(*typed)[0]
+
+
+def promote_args(name: str, *xs, to_inexact: bool = False):
+    """Lift, promote to a common dtype (JAX's rules) and broadcast to a common shape."""
+    arrs = [_lift(x) for x in xs]
+    dt, weak = pdt.result_type_weak(*[(a.dtype, a.weak_type) for a in arrs])
+    if to_inexact and not pdt.is_inexact(dt):
+        dt, weak = pdt.default_float(), weak
+    arrs = [convert(a, dt, weak=weak and a.weak_type) for a in arrs]
+    return broadcast_arrays_named(name, *arrs)
+
+
+def broadcast_shapes_named(name: str, *shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        loc = errors.user_location()
+        desc = " vs ".join(str(list(s)) for s in shapes)
+        raise errors.PurejitTypeError(
+            f"{name}: shapes {desc} cannot broadcast{errors.at(loc)}; align them with "
+            "reshape / expand_dims or fix the operand shapes."
+        ) from None
+
+
+def broadcast_to(x, shape):
+    x = _lift(x)
+    shape = tuple(int(d) for d in shape)
+    if x.shape == shape:
+        return x
+    broadcast_shapes_named("broadcast_to", x.shape, shape)
+    if len(shape) < x.ndim or tuple(np.broadcast_shapes(x.shape, shape)) != shape:
+        loc = errors.user_location()
+        raise errors.PurejitTypeError(
+            f"broadcast_to: cannot broadcast {list(x.shape)} to {list(shape)}{errors.at(loc)}"
+        )
+    dims = tuple(range(len(shape) - x.ndim, len(shape)))
+    return bind1("broadcast_in_dim", x, shape=shape, broadcast_dimensions=dims)
+
+
+def broadcast_arrays_named(name: str, *arrs):
+    shape = broadcast_shapes_named(name, *[a.shape for a in arrs])
+    return [broadcast_to(a, shape) for a in arrs]
+
+
+def broadcast_arrays(*xs):
+    return broadcast_arrays_named("broadcast_arrays", *[_lift(x) for x in xs])
+
+
+# ---- elementwise -------------------------------------------------------------------------
+
+
+def _unary(op: str, name: str, *, inexact: bool = False, doc: str = ""):
+    def f(x, /):
+        x = _lift(x)
+        if inexact and not pdt.is_inexact(x.dtype):
+            x = convert(x, pdt.default_float(), weak=x.weak_type)
+        return bind1(op, x)
+
+    f.__name__ = name
+    f.__doc__ = doc or f"Elementwise {name} (binds IR op `{op}`)."
+    return f
+
+
+def _binary(op: str, name: str, *, inexact: bool = False, doc: str = ""):
+    def f(x, y, /):
+        a, b = promote_args(name, x, y, to_inexact=inexact)
+        return bind1(op, a, b)
+
+    f.__name__ = name
+    f.__doc__ = doc or f"Elementwise {name} with broadcasting (binds IR op `{op}`)."
+    return f
+
+
+sin = _unary("sine", "sin", inexact=True)
+cos = _unary("cosine", "cos", inexact=True)
+tan = _unary("tan", "tan", inexact=True)
+arcsin = _unary("asin", "arcsin", inexact=True)
+arccos = _unary("acos", "arccos", inexact=True)
+arctan = _unary("atan", "arctan", inexact=True)
+sinh = _unary("sinh", "sinh", inexact=True)
+cosh = _unary("cosh", "cosh", inexact=True)
+tanh = _unary("tanh", "tanh", inexact=True)
+arcsinh = _unary("asinh", "arcsinh", inexact=True)
+arccosh = _unary("acosh", "arccosh", inexact=True)
+arctanh = _unary("atanh", "arctanh", inexact=True)
+exp = _unary("exponential", "exp", inexact=True)
+expm1 = _unary("exponential_minus_one", "expm1", inexact=True)
+log = _unary("log", "log", inexact=True)
+log1p = _unary("log_plus_one", "log1p", inexact=True)
+sqrt = _unary("sqrt", "sqrt", inexact=True)
+rsqrt = _unary("rsqrt", "rsqrt", inexact=True)
+cbrt = _unary("cbrt", "cbrt", inexact=True)
+arctan2 = _binary("atan2", "arctan2", inexact=True)
+add = _binary("add", "add")
+subtract = _binary("subtract", "subtract")
+multiply = _binary("multiply", "multiply")
+maximum = _binary("maximum", "maximum")
+minimum = _binary("minimum", "minimum")
+bitwise_and = _binary("and", "bitwise_and")
+bitwise_or = _binary("or", "bitwise_or")
+bitwise_xor = _binary("xor", "bitwise_xor")
+left_shift = _binary("shift_left", "left_shift")
+
+
+def exp2(x, /):
+    x = _lift(x)
+    return exp(multiply(x, float(np.log(2.0))))
+
+
+def log2(x, /):
+    return true_divide(log(x), float(np.log(2.0)))
+
+
+def log10(x, /):
+    return true_divide(log(x), float(np.log(10.0)))
+
+
+def right_shift(x, y, /):
+    a, b = promote_args("right_shift", x, y)
+    op = "shift_right_logical" if a.dtype.kind == "u" else "shift_right_arithmetic"
+    return bind1(op, a, b)
+
+
+def negative(x, /):
+    return bind1("negate", _lift(x))
+
+
+def positive(x, /):
+    return _lift(x)
+
+
+def abs(x, /):  # noqa: A001
+    x = _lift(x)
+    if x.dtype.kind == "u" or x.dtype == np.bool_:
+        return x
+    return bind1("abs", x)
+
+
+absolute = abs
+
+
+def sign(x, /):
+    x = _lift(x)
+    if x.dtype.kind == "u":
+        return convert(not_equal(x, 0), x.dtype)
+    if x.dtype == np.bool_:
+        return x
+    return bind1("sign", x)
+
+
+def floor(x, /):
+    x = _lift(x)
+    return bind1("floor", x) if pdt.is_inexact(x.dtype) else x
+
+
+def ceil(x, /):
+    x = _lift(x)
+    return bind1("ceil", x) if pdt.is_inexact(x.dtype) else x
+
+
+def trunc(x, /):
+    x = _lift(x)
+    if not pdt.is_inexact(x.dtype):
+        return x
+    return where(less(x, 0), ceil(x), floor(x))
+
+
+fix = trunc
+
+
+def round(x, /, decimals: int = 0):  # noqa: A001
+    x = _lift(x)
+    if not pdt.is_inexact(x.dtype):
+        return x
+    if decimals == 0:
+        return bind1("round_nearest_even", x)
+    factor = 10.0**decimals
+    return true_divide(bind1("round_nearest_even", multiply(x, factor)), factor)
+
+
+around = round
+rint = lambda x, /: round(x)  # noqa: E731
+
+
+def invert(x, /):
+    return bind1("not", _lift(x))
+
+
+bitwise_not = invert
+
+
+def logical_not(x, /):
+    return bind1("not", convert(_lift(x), np.bool_))
+
+
+def _logical(op, name):
+    def f(x, y, /):
+        a, b = broadcast_arrays_named(name, convert(x, np.bool_), convert(y, np.bool_))
+        return bind1(op, a, b)
+
+    f.__name__ = name
+    return f
+
+
+logical_and = _logical("and", "logical_and")
+logical_or = _logical("or", "logical_or")
+logical_xor = _logical("xor", "logical_xor")
+
+
+def true_divide(x, y, /):
+    a, b = promote_args("true_divide", x, y, to_inexact=True)
+    return bind1("divide", a, b)
+
+
+divide = true_divide
+
+
+def floor_divide(x, y, /):
+    a, b = promote_args("floor_divide", x, y)
+    if a.dtype == np.bool_:
+        raise TypeError("floor_divide is not defined for bool arrays")
+    if pdt.is_inexact(a.dtype):
+        return floor(bind1("divide", a, b))
+    q = bind1("divide", a, b)
+    if a.dtype.kind == "u":
+        return q
+    # truncated -> floored: subtract one where the remainder is nonzero and signs differ
+    r = bind1("remainder", a, b)
+    fix_ = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
+    return where(fix_, subtract(q, convert(1, a.dtype, weak=a.weak_type)), q)
+
+
+def remainder(x, y, /):
+    a, b = promote_args("remainder", x, y)
+    r = bind1("remainder", a, b)
+    if a.dtype.kind == "u":
+        return r
+    fix_ = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
+    return where(fix_, add(r, b), r)
+
+
+mod = remainder
+
+
+def fmod(x, y, /):
+    a, b = promote_args("fmod", x, y)
+    return bind1("remainder", a, b)
+
+
+def power(x, y, /):
+    a, b = promote_args("power", x, y)
+    return bind1("power", a, b)
+
+
+pow = power  # noqa: A001
+
+
+def square(x, /):
+    x = _lift(x)
+    return bind1("multiply", x, x)
+
+
+def reciprocal(x, /):
+    return true_divide(1, x)
+
+
+def _compare(direction, name):
+    def f(x, y, /):
+        a, b = promote_args(name, x, y)
+        return bind1("compare", a, b, comparison_direction=direction)
+
+    f.__name__ = name
+    return f
+
+
+equal = _compare("EQ", "equal")
+not_equal = _compare("NE", "not_equal")
+less = _compare("LT", "less")
+less_equal = _compare("LE", "less_equal")
+greater = _compare("GT", "greater")
+greater_equal = _compare("GE", "greater_equal")
+
+
+def isfinite(x, /):
+    x = _lift(x)
+    if not pdt.is_inexact(x.dtype):
+        return full_like_bool(x, True)
+    return bind1("is_finite", x)
+
+
+def isnan(x, /):
+    x = _lift(x)
+    if not pdt.is_inexact(x.dtype):
+        return full_like_bool(x, False)
+    return not_equal(x, x)
+
+
+def isinf(x, /):
+    x = _lift(x)
+    if not pdt.is_inexact(x.dtype):
+        return full_like_bool(x, False)
+    return logical_and(logical_not(isfinite(x)), logical_not(isnan(x)))
+
+
+def full_like_bool(x, value: bool):
+    return broadcast_to(as_array(np.array(value)), x.shape)
+
+
+def where(condition, x=None, y=None, /):
+    """Elementwise choice; the one-argument form (nonzero) is not shape-static."""
+    if x is None or y is None:
+        raise NotImplementedError(
+            "purejit.numpy.where(condition) with one argument has a data-dependent shape; "
+            "pass x and y"
+        )
+    c = convert(_lift(condition), np.bool_)
+    a, b = promote_args("where", x, y)
+    c, a, b = broadcast_arrays_named("where", c, a, b)
+    return bind1("select", c, a, b)
+
+
+def clip(x, /, min=None, max=None):  # noqa: A002
+    x = _lift(x)
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
+    return x
+
+
+def real(x, /):
+    x = _lift(x)
+    return bind1("real", x) if x.dtype.kind == "c" else x
+
+
+def imag(x, /):
+    x = _lift(x)
+    return bind1("imag", x) if x.dtype.kind == "c" else broadcast_to(convert(0, x.dtype), x.shape)
+
+
+def conj(x, /):
+    x = _lift(x)
+    if x.dtype.kind != "c":
+        return x
+    raise NotImplementedError("conj of complex arrays needs the `complex` op, not yet in the IR")
+
+
+conjugate = conj
+
+
+def copysign(x, y, /):
+    a, b = promote_args("copysign", x, y, to_inexact=True)
+    return where(logical_or(less(b, 0), logical_and(equal(b, 0), less(true_divide(1, b), 0))),
+                 negative(abs(a)), abs(a))  # fmt: skip
+
+
+def signbit(x, /):
+    x = _lift(x)
+    return less(x, 0) if not pdt.is_inexact(x.dtype) else less(copysign(1, x), 0)
+
+
+def hypot(x, y, /):
+    a, b = promote_args("hypot", x, y, to_inexact=True)
+    return sqrt(add(multiply(a, a), multiply(b, b)))
+
+
+def deg2rad(x, /):
+    return multiply(convert_inexact(x), np.pi / 180)
+
+
+def rad2deg(x, /):
+    return multiply(convert_inexact(x), 180 / np.pi)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def convert_inexact(x):
+    x = _lift(x)
+    if pdt.is_inexact(x.dtype):
+        return x
+    return convert(x, pdt.default_float(), weak=x.weak_type)
+
+
+def logaddexp(x, y, /):
+    a, b = promote_args("logaddexp", x, y, to_inexact=True)
+    m = maximum(a, b)
+    return add(m, log1p(exp(negative(abs(subtract(a, b))))))
+
+
+def sinc(x, /):
+    x = convert_inexact(x)
+    px = multiply(x, np.pi)
+    safe = where(equal(x, 0), 1, px)
+    return where(equal(x, 0), 1, true_divide(sin(safe), safe))

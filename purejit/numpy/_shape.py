@@ -1,0 +1,165 @@
+"""Shape functions of purejit.numpy: reshape, transpose, expand_dims, squeeze,
+concatenate, stack, swapaxes, moveaxis, ravel."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from purejit import errors
+from purejit.core import bind1
+from purejit.numpy._core import _lift, promote_args
+
+
+def _axis(axis: int, ndim: int, name: str) -> int:
+    a = operator.index(axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(
+            f"{name}: axis {a} is out of bounds for an array of rank {ndim}"
+            f"{errors.at(errors.user_location())}"
+        )
+    return a % ndim
+
+
+def _axes(axis, ndim: int, name: str) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        out = tuple(_axis(a, ndim, name) for a in axis)
+        if len(set(out)) != len(out):
+            raise ValueError(f"{name}: repeated axis in {axis}")
+        return out
+    return (_axis(axis, ndim, name),)
+
+
+def reshape(a, shape=None, order: str = "C", *, newshape=None):
+    if order != "C":
+        raise NotImplementedError("reshape: only order='C' is supported")
+    x = _lift(a)
+    shape = newshape if shape is None else shape
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    if shape.count(-1) > 1:
+        raise ValueError("reshape: can only specify one unknown dimension (-1)")
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if known == 0 or x.size % known:
+            raise ValueError(f"reshape: cannot reshape {list(x.shape)} into {list(shape)}")
+        shape = tuple(x.size // known if d == -1 else d for d in shape)
+    if int(np.prod(shape, dtype=np.int64)) != x.size:
+        raise errors.PurejitTypeError(
+            f"reshape: cannot reshape array of shape {list(x.shape)} ({x.size} elements) into "
+            f"{list(shape)}{errors.at(errors.user_location())}"
+        )
+    if shape == x.shape:
+        return x
+    return bind1("reshape", x, shape=shape)
+
+
+def ravel(a, order: str = "C"):
+    return reshape(a, (-1,), order)
+
+
+def transpose(a, axes=None):
+    x = _lift(a)
+    if axes is None:
+        perm = tuple(reversed(range(x.ndim)))
+    else:
+        perm = tuple(_axis(p, x.ndim, "transpose") for p in axes)
+        if sorted(perm) != list(range(x.ndim)):
+            raise ValueError(f"transpose: axes {axes} are not a permutation of {x.ndim} dims")
+    if perm == tuple(range(x.ndim)):
+        return x
+    return bind1("transpose", x, permutation=perm)
+
+
+def permute_dims(a, axes):
+    return transpose(a, axes)
+
+
+def swapaxes(a, axis1: int, axis2: int):
+    x = _lift(a)
+    perm = list(range(x.ndim))
+    i, j = _axis(axis1, x.ndim, "swapaxes"), _axis(axis2, x.ndim, "swapaxes")
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(x, perm)
+
+
+def moveaxis(a, source, destination):
+    x = _lift(a)
+    src = _axes(source, x.ndim, "moveaxis")
+    dst = _axes(destination, x.ndim, "moveaxis")
+    order = [i for i in range(x.ndim) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(x, order)
+
+
+def expand_dims(a, axis):
+    x = _lift(a)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    nd = x.ndim + len(axes)
+    axes = sorted(_axis(ax, nd, "expand_dims") for ax in axes)
+    shape = list(x.shape)
+    for ax in axes:
+        shape.insert(ax, 1)
+    return reshape(x, shape)
+
+
+def squeeze(a, axis=None):
+    x = _lift(a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = _axes(axis, x.ndim, "squeeze")
+        for ax in axes:
+            if x.shape[ax] != 1:
+                raise ValueError(
+                    f"squeeze: cannot select an axis to squeeze out which has size not equal "
+                    f"to one (axis {ax} of shape {list(x.shape)})"
+                )
+    return reshape(x, [d for i, d in enumerate(x.shape) if i not in axes])
+
+
+def concatenate(arrays, axis: int | None = 0, dtype=None):
+    arrs = [_lift(a) for a in arrays]
+    if not arrs:
+        raise ValueError("concatenate: need at least one array")
+    if axis is None:
+        arrs = [ravel(a) for a in arrs]
+        axis = 0
+    if any(a.ndim == 0 for a in arrs):
+        raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+    ax = _axis(axis, arrs[0].ndim, "concatenate")
+    from purejit.numpy._core import convert, result_type
+
+    dt = np.dtype(dtype) if dtype is not None else result_type(*arrs)
+    arrs = [convert(a, dt) for a in arrs]
+    if len(arrs) == 1:
+        return arrs[0]
+    for a in arrs[1:]:
+        if a.ndim != arrs[0].ndim or any(
+            p != q for i, (p, q) in enumerate(zip(a.shape, arrs[0].shape)) if i != ax
+        ):
+            raise errors.PurejitTypeError(
+                f"concatenate: shapes {list(arrs[0].shape)} and {list(a.shape)} differ outside "
+                f"axis {ax}{errors.at(errors.user_location())}"
+            )
+    return bind1("concatenate", *arrs, dimension=ax)
+
+
+def stack(arrays, axis: int = 0, dtype=None):
+    arrs = [_lift(a) for a in arrays]
+    if not arrs:
+        raise ValueError("stack: need at least one array")
+    shapes = {a.shape for a in arrs}
+    if len(shapes) != 1:
+        raise errors.PurejitTypeError(
+            f"stack: all input arrays must have the same shape, got "
+            f"{[list(s) for s in shapes]}{errors.at(errors.user_location())}"
+        )
+    ax = _axis(axis, arrs[0].ndim + 1, "stack")
+    return concatenate([expand_dims(a, ax) for a in arrs], axis=ax, dtype=dtype)
+
+
+__all__ = ["promote_args"]

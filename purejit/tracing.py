@@ -1,0 +1,101 @@
+"""The jit trace: records primitives into an IR function.
+
+`trace_to_function(fun, in_avals)` runs `fun` on tracers and returns the IR function with
+its output avals. Values that `fun` closes over are lifted: concrete arrays become
+`constant` ops; tracers of an enclosing JitTrace (control flow bodies) become extra
+parameters, listed in `captures` so the caller passes them as explicit operands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from purejit import errors
+from purejit.array import Array, as_array
+from purejit.core import ShapedArray, Trace, Tracer, infer_results, new_trace
+from purejit.ir import Builder, Function, Op, Value
+
+
+class JitTracer(Tracer):
+    __slots__ = ("value",)
+
+    def __init__(self, trace, aval: ShapedArray, value: Value):
+        super().__init__(trace, aval)
+        self.value = value
+
+
+class JitTrace(Trace):
+    def __init__(self, name: str = "main"):
+        self.builder = Builder(name)
+        self.captures: list[tuple[Tracer, Value]] = []
+        self._consts: dict[int, tuple[object, Value]] = {}
+        self._captured: dict[int, Value] = {}
+
+    def new_arg(self, aval: ShapedArray) -> JitTracer:
+        return JitTracer(self, aval, self.builder.param(aval.type))
+
+    def lift(self, x) -> Value:
+        if isinstance(x, JitTracer):
+            if x.trace is self:
+                return x.value
+            if isinstance(x.trace, JitTrace) and x.trace.level < self.level:
+                return self._capture(x)
+            raise errors.UnexpectedTracerError(
+                f"a traced value {x.aval} from a finished trace was used"
+                f"{errors.at(errors.user_location())}; it leaked out of the function that "
+                "made it (stored in a global or a closure)."
+            )
+        if isinstance(x, Tracer):
+            raise NotImplementedError(f"lifting a {type(x).__name__} into a jit trace")
+        return self._constant(x)
+
+    def _capture(self, x: JitTracer) -> Value:
+        v = self._captured.get(id(x))
+        if v is None:
+            v = self.builder.param(x.aval.type)
+            self._captured[id(x)] = v
+            self.captures.append((x, v))
+        return v
+
+    def _constant(self, x) -> Value:
+        hit = self._consts.get(id(x))
+        if hit is not None and hit[0] is x:
+            return hit[1]
+        arr = as_array(x)
+        (v,) = self.builder.op("constant", [], {"value": arr.host})
+        self._consts[id(x)] = (x, v)
+        return v
+
+    def process(self, name, args, attrs, regions, weak):
+        loc = errors.user_location()
+        values = [self.lift(a) for a in args]
+        avals = [a.aval if isinstance(a, (Tracer, Array)) else as_array(a).aval for a in args]
+        out_avals = infer_results(name, avals, attrs, regions, weak, loc)
+        results = [Value(a.type) for a in out_avals]
+        self.builder.ops.append(Op(name, values, attrs, results, regions, loc))
+        return [JitTracer(self, a, v) for a, v in zip(out_avals, results)]
+
+
+@dataclass
+class Traced:
+    fn: Function
+    out_avals: list[ShapedArray]
+    captures: list[Tracer]  # outer values the function reads; extra trailing params
+    out: object  # whatever fun returned (flattened by the caller)
+
+
+def trace_to_function(
+    fun: Callable, in_avals: Sequence[ShapedArray], name: str = "main"
+) -> Traced:
+    """Trace `fun(*tracers)`; `fun` must return a flat list of array-likes."""
+    trace = JitTrace(name)
+    with new_trace(trace):
+        args = [trace.new_arg(a) for a in in_avals]
+        outs = fun(*args)
+        values, out_avals = [], []
+        for o in outs:
+            values.append(trace.lift(o))
+            out_avals.append(o.aval if isinstance(o, (Tracer, Array)) else as_array(o).aval)
+    fn = trace.builder.finish(values)
+    return Traced(fn, out_avals, [t for t, _ in trace.captures], outs)
