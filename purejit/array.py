@@ -31,6 +31,13 @@ class Array:
         self.aval = ShapedArray(tuple(src.shape), np.dtype(src.dtype), weak_type)
         self._deleted_by = None
 
+    @classmethod
+    def _from_buffer(cls, buf, aval: ShapedArray) -> "Array":
+        """Wrap a device buffer whose type is known (no buffer property reads)."""
+        obj = cls.__new__(cls)
+        obj._buf, obj._host, obj.aval, obj._deleted_by = buf, None, aval, None
+        return obj
+
     # --- data ---------------------------------------------------------------------------
     @property
     def buffer(self):
