@@ -25,8 +25,11 @@ class TensorType:
     dtype: np.dtype
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
-        object.__setattr__(self, "dtype", dtypes.canonical(self.dtype))
+        shape, dt = self.shape, self.dtype
+        if type(shape) is not tuple or not all(type(d) is int for d in shape):
+            object.__setattr__(self, "shape", tuple(int(d) for d in shape))
+        if type(dt) is not np.dtype or dt not in dtypes.ALL_DTYPES_SET:
+            object.__setattr__(self, "dtype", dtypes.canonical(dt))
         if any(d < 0 for d in self.shape):
             raise ValueError(f"negative dimension in shape {self.shape}")
 

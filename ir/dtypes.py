@@ -31,6 +31,7 @@ _NAMES = {
 _BY_NAME = {v: k for k, v in _NAMES.items()}
 
 ALL_DTYPES = tuple(_NAMES)
+ALL_DTYPES_SET = frozenset(_NAMES)
 
 
 def dtype_name(dtype) -> str:

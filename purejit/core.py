@@ -11,6 +11,7 @@ captured input), so `jit(grad(f))`, control flow inside jit and jit inside jit c
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -36,7 +37,7 @@ class ShapedArray:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
-    @property
+    @functools.cached_property
     def type(self) -> TensorType:
         return TensorType(self.shape, self.dtype)
 

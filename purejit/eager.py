@@ -27,27 +27,27 @@ class EvalTrace(Trace):
                     "Return it from the jitted function instead."
                 )
             arrays.append(as_array(a))
-        loc = None
-        avals = [a.aval for a in arrays]
-        try:
-            out_avals = infer_results(name, avals, attrs, regions, weak, None)
-        except errors.PurejitTypeError as e:
-            loc = errors.user_location()
-            raise errors.PurejitTypeError(f"{e}{errors.at(loc)}") from None
+        avals = tuple([a.aval for a in arrays])
         if name == "constant":
-            return [Array(host=attrs["value"], weak_type=out_avals[0].weak_type)]
+            return [Array(host=attrs["value"], weak_type=bool(weak))]
         key = (
             name,
-            tuple(a.type for a in avals),
-            tuple((k, format_attr(v)) for k, v in attrs.items()),
-            tuple(print_function(r) for r in regions),
+            avals,
+            weak,
+            tuple([(k, format_attr(v)) for k, v in attrs.items()]) if attrs else (),
+            tuple([_region_text(r) for r in regions]) if regions else (),
         )
-        exe = self.cache.get(key)
-        if exe is None:
-            exe = self._compile(name, avals, attrs, regions)
-            self.cache[key] = exe
-        outs = exe.execute([a.buffer for a in arrays])
-        return [Array(buf=o, weak_type=av.weak_type) for o, av in zip(outs, out_avals)]
+        entry = self.cache.get(key)
+        if entry is None:
+            try:
+                out_avals = infer_results(name, list(avals), attrs, regions, weak, None)
+            except errors.PurejitTypeError as e:
+                raise errors.PurejitTypeError(f"{e}{errors.at(errors.user_location())}") from None
+            entry = (self._compile(name, avals, attrs, regions), out_avals)
+            self.cache[key] = entry
+        exe, out_avals = entry
+        outs = exe.execute_unchecked([_buffer(a) for a in arrays])
+        return [Array._from_buffer(o, av) for o, av in zip(outs, out_avals)]
 
     def _compile(self, name, avals, attrs, regions):
         from purejit.backend import pjrt, stablehlo
@@ -58,6 +58,35 @@ class EvalTrace(Trace):
         fn = b.finish(outs)
         self.compiles += 1
         return pjrt.compile(stablehlo.emit(fn), fn.param_types, fn.result_types)
+
+
+_SMALL = 64
+_small_buffers: dict = {}
+_region_texts: dict = {}
+
+
+def _buffer(a: Array):
+    """The device buffer of an eager operand; small host constants (the scalars of `x * 2`)
+    are transferred once and shared, since eager ops never donate their inputs."""
+    if a._buf is not None or a.size > _SMALL:
+        return a.buffer
+    h = a.host
+    key = (h.dtype.str, h.shape, h.tobytes())
+    buf = _small_buffers.get(key)
+    if buf is None:
+        if len(_small_buffers) > 4096:
+            _small_buffers.clear()
+        buf = _small_buffers[key] = a.buffer
+    return buf
+
+
+def _region_text(fn) -> str:
+    hit = _region_texts.get(id(fn))
+    if hit is None or hit[0] is not fn:
+        if len(_region_texts) > 1024:
+            _region_texts.clear()
+        hit = _region_texts[id(fn)] = (fn, print_function(fn))
+    return hit[1]
 
 
 eval_trace = EvalTrace()

@@ -17,9 +17,16 @@ _PKG_DIRS = tuple(
 _SKIP = ("contextlib.py", "functools.py", "<frozen")
 
 
+_internal_cache: dict[str, bool] = {}
+
+
 def _internal(filename: str) -> bool:
-    f = os.path.abspath(filename)
-    return f.startswith(_PKG_DIRS) or any(s in filename for s in _SKIP)
+    hit = _internal_cache.get(filename)
+    if hit is None:
+        f = os.path.abspath(filename)
+        hit = f.startswith(_PKG_DIRS) or any(s in filename for s in _SKIP)
+        _internal_cache[filename] = hit
+    return hit
 
 
 def user_frame():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from purejit import dtypes as pdt
@@ -42,6 +44,7 @@ def _init(kind: str, dt: np.dtype):
     return np.array(v).astype(dt)
 
 
+@functools.lru_cache(maxsize=None)
 def _monoid(kind: str, dt: np.dtype):
     from purejit.core import bind1
 
@@ -145,7 +148,8 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     return sqrt(var(a, axis, dtype, out, ddof, keepdims, where, correction))
 
 
-def _arg_region(dt, find_max: bool):
+@functools.lru_cache(maxsize=None)
+def _arg_region(dt, find_max: bool, idt: np.dtype):
     from purejit.numpy import _core as c
 
     def pick(av, ai, bv, bi):
@@ -160,7 +164,6 @@ def _arg_region(dt, find_max: bool):
         take_a = c.logical_or(better, c.logical_and(same, c.less(ai, bi)))
         return [c.where(take_a, av, bv), c.where(take_a, ai, bi)]
 
-    idt = pdt.default_int()
     return _region(pick, [dt, idt, dt, idt])
 
 
@@ -188,7 +191,7 @@ def _argreduce(a, axis, keepdims, find_max, name):
         Array(host=init_v),
         Array(host=np.array(0, idt)),
         dimensions=(ax,),
-        regions=[_arg_region(x.dtype, find_max)],
+        regions=[_arg_region(x.dtype, find_max, idt)],
     )
     if keepdims:
         out = expand_dims(out, ax) if axis is not None else reshape(out, [1] * _lift(a).ndim)
