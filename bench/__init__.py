@@ -1,0 +1,1 @@
+"""purejit's benchmark suite: `python -m bench` (see bench/run.py)."""
