@@ -67,9 +67,13 @@ def _format_array(a: np.ndarray) -> str:
 class _Namer:
     def __init__(self):
         self.names: dict[Value, str] = {}
+        self.count = 0
 
     def define(self, v: Value) -> str:
-        name = f"%{len(self.names)}"
+        # a counter, not len(names): a region object shared by two ops defines its values
+        # twice, and each definition needs a fresh name
+        name = f"%{self.count}"
+        self.count += 1
         self.names[v] = name
         return name
 

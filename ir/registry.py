@@ -9,6 +9,12 @@ Traits in use:
     elementwise   result[i] depends only on operands[i]; all shapes equal
     commutative   binary op with f(a, b) == f(b, a)
     associative   binary op with f(f(a, b), c) == f(a, f(b, c))
+    idempotent    binary op with f(x, x) == x
+    involution    unary op with f(f(x)) == x
+    reduction     combines elements along dimensions with a region (input fusion root)
+    contraction   dot-like: each output element reads a whole row/column
+    constant      produces a compile-time array from its attributes
+    fusion        a fused kernel: its region is the computation, run as one loop
     shape_only    moves or copies data without arithmetic (reshape, transpose, slice, ...)
     control_flow  has regions that are run conditionally or repeatedly
     collective    communicates between devices

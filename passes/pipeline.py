@@ -1,9 +1,13 @@
 """The pass manager: runs an ordered list of named passes over a Function.
 
 A pass is any object with a `name` and `__call__(fn) -> PassResult`; it must not mutate
-the function it is given. After every pass the verifier runs. The manager can disable passes
-by name, dump the IR after each pass to a folder, and records time and op counts per pass
-(what `explain` shows).
+the function it is given. The verifier runs before the first pass and after every pass. The
+manager can disable passes by name, dump the IR after each pass to a folder, repeat a group
+of passes until none of them changes the function (`FixedPoint`), and records time, op counts
+and each pass's own report (what `explain` shows).
+
+    Pipeline([FixedPoint([ConstantFold(), Simplify(), CSE(), DCE()]), Fusion()],
+             disable=["fusion"], dump_dir="/tmp/ir").run(fn)
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 from purejit.ir import Function, print_function, verify
+from purejit.ir.verifier import VerifyError
 
 
 @dataclass
 class PassResult:
+    """What a pass returns: the new function, whether it changed, and a small report."""
+
     fn: Function
     changed: bool
     report: dict = field(default_factory=dict)
@@ -31,7 +38,11 @@ class Pass(Protocol):
 
 @dataclass
 class PassRecord:
-    """What one pass did: the IR after it, op counts, time and its own report."""
+    """What one pass did: the IR after it, op counts, time and its own report.
+
+    `iteration` counts the rounds of an enclosing `FixedPoint` group (0 outside one) and
+    `group` names that group.
+    """
 
     name: str
     ops_before: int
@@ -40,12 +51,67 @@ class PassRecord:
     changed: bool
     report: dict
     ir: str
+    iteration: int = 0
+    group: str | None = None
 
 
-def default_passes() -> list[Pass]:
+@dataclass(frozen=True)
+class FixedPoint:
+    """Run `passes` in order, again and again, until a round changes nothing.
+
+    Attributes:
+        passes: the passes of one round.
+        name: the group's name (disabling it disables every pass in it).
+        max_iterations: an upper bound on the rounds; reaching it is recorded, not an error.
+    """
+
+    passes: Sequence[Pass]
+    name: str = "cleanup"
+    max_iterations: int = 8
+
+    def __call__(self, fn: Function) -> PassResult:
+        """Run the group on its own (without records), as an ordinary pass."""
+        changed, rounds = False, 0
+        for rounds in range(1, self.max_iterations + 1):
+            round_changed = False
+            for p in self.passes:
+                res = p(fn)
+                fn, round_changed = res.fn, round_changed or res.changed
+            changed |= round_changed
+            if not round_changed:
+                break
+        return PassResult(fn, changed, {"rounds": rounds})
+
+
+def default_passes(*, multi_output: bool = True) -> list[Pass]:
+    """The standard pipeline: fold, simplify, CSE and DCE to a fixed point, then fusion.
+
+    Args:
+        multi_output: whether fusion may form groups with several results (sibling fusion);
+            off where the back end realises groups and cannot take them.
+    """
+    from purejit.passes.constant_fold import ConstantFold
+    from purejit.passes.cse import CSE
     from purejit.passes.dce import DCE
+    from purejit.passes.fusion import Fusion
+    from purejit.passes.layout import LayoutAssignment
+    from purejit.passes.liveness import BufferAssignment
+    from purejit.passes.simplify import Simplify
 
-    return [DCE()]
+    cleanup = FixedPoint([ConstantFold(), Simplify(), CSE(), DCE()], name="cleanup")
+    # layout before fusion (it moves transposes across elementwise ops); the buffer plan
+    # last, on the program that is emitted
+    return [cleanup, LayoutAssignment(), Fusion(multi_output=multi_output), BufferAssignment()]
+
+
+def pass_names(passes: Sequence[Pass]) -> list[str]:
+    """Every name a pipeline knows, groups and the passes inside them."""
+    out = []
+    for p in passes:
+        out.append(p.name)
+        if isinstance(p, FixedPoint):
+            out += pass_names(p.passes)
+    return out
 
 
 @dataclass
@@ -57,32 +123,58 @@ class Pipeline:
     dump_dir: str | None = None
     keep_ir: bool = True
 
+    def names(self) -> list[str]:
+        return pass_names(self.passes)
+
     def run(self, fn: Function) -> tuple[Function, list[PassRecord]]:
+        """Verify `fn`, run every enabled pass (verifying after each), return the result
+        and one record per pass run (the first record, "trace", is the input)."""
+        unknown = set(self.disable) - set(self.names())
+        if unknown:
+            raise ValueError(
+                f"disable names unknown passes {sorted(unknown)}; this pipeline has "
+                f"{self.names()}"
+            )
         verify(fn)
         records = [PassRecord("trace", 0, fn.op_count(), 0.0, False, {}, self._text(fn))]
         self._dump(0, "trace", fn)
-        unknown = set(self.disable) - {p.name for p in self.passes}
-        if unknown:
-            raise ValueError(f"disable names unknown passes {sorted(unknown)}")
-        for k, p in enumerate(self.passes, start=1):
-            if p.name in self.disable:
-                continue
-            before = fn.op_count()
-            t0 = time.perf_counter()
-            res = p(fn)
-            dt = time.perf_counter() - t0
-            verify(res.fn)
-            fn = res.fn
-            records.append(
-                PassRecord(p.name, before, fn.op_count(), dt, res.changed, res.report, self._text(fn))
-            )
-            self._dump(k, p.name, fn)
+        for p in self.passes:
+            fn = self._run_item(p, fn, records)
         return fn, records
+
+    def _run_item(self, p, fn: Function, records: list, group: str | None = None, it: int = 0):
+        if p.name in self.disable:
+            return fn
+        if isinstance(p, FixedPoint):
+            for round_ in range(1, p.max_iterations + 1):
+                n = len(records)
+                for q in p.passes:
+                    fn = self._run_item(q, fn, records, p.name, round_)
+                if not any(r.changed for r in records[n:]):
+                    break
+            else:
+                if records and records[-1].group == p.name:
+                    records[-1].report["not_converged_after"] = p.max_iterations
+            return fn
+        before = fn.op_count()
+        t0 = time.perf_counter()
+        res = p(fn)
+        dt = time.perf_counter() - t0
+        try:
+            verify(res.fn)
+        except VerifyError as e:
+            raise VerifyError(f"after pass {p.name!r}: {e}") from None
+        fn = res.fn
+        text = self._text(fn)
+        rec = PassRecord(p.name, before, fn.op_count(), dt, res.changed, res.report, text, it, group)
+        records.append(rec)
+        self._dump(len(records) - 1, p.name if not it else f"{p.name}.{it}", fn)
+        return fn
 
     def _text(self, fn):
         return print_function(fn) if self.keep_ir else ""
 
-    def _dump(self, k, name, fn):
+    def _dump(self, k: int, name: str, fn: Function):
         if self.dump_dir:
             os.makedirs(self.dump_dir, exist_ok=True)
             with open(os.path.join(self.dump_dir, f"{k:02d}_{name}.pjir"), "w") as f:

@@ -23,6 +23,13 @@ from purejit.errors import (  # noqa: E402
     UnexpectedTracerError,
 )
 from purejit import numpy, lax, nn  # noqa: E402
+from purejit import sharding  # noqa: E402
+from purejit.sharding import device_put  # noqa: E402
+from purejit.shard_map import shard_map  # noqa: E402
+from purejit.backend.pjrt import devices  # noqa: E402
+from purejit.recompile import cache_stats  # noqa: E402
+from purejit.export import Exported, deserialize, export  # noqa: E402
+from purejit.explain import explain  # noqa: E402  (shadows the module name, as export)
 
 __version__ = "0.1.0"
 
@@ -34,11 +41,20 @@ __all__ = [
     "PurejitTypeError",
     "TracerArrayConversionError",
     "UnexpectedTracerError",
+    "cache_stats",
     "config",
+    "deserialize",
+    "export",
+    "Exported",
+    "explain",
+    "device_put",
+    "devices",
     "disable_jit",
     "jit",
     "lax",
     "nn",
     "numpy",
+    "shard_map",
+    "sharding",
     "tree_util",
 ]

@@ -50,12 +50,7 @@ def _leaf_aval(x, path: str, fname: str) -> ShapedArray:
         ) from None
 
 
-@dataclass
-class CacheStats:
-    traces: int = 0
-    compiles: int = 0
-    hits: int = 0
-    misses: int = 0
+from purejit.recompile import CacheStats  # noqa: E402  (counters + miss reasons, issue 5)
 
 
 @dataclass
@@ -72,6 +67,10 @@ class Lowered:
     out_tree: PyTreeDef
     out_avals: list[ShapedArray]
     timings: dict = field(default_factory=dict)
+    in_paths: list[str] | None = None  # the user's names of the input leaves, for errors
+    donation: Any = None  # a purejit.donation.DonationPlan when arguments are donated
+    layout: Any = None  # a purejit.sharding.ProgramLayout for programs over several devices
+    xla_disable_passes: tuple = ()  # XLA passes off (fusion="purejit" realised, issue 8)
 
     def ir(self) -> str:
         """The optimised purejit IR as text."""
@@ -81,13 +80,32 @@ class Lowered:
         """The StableHLO module handed to XLA."""
         return self.module
 
+    def explain(self):
+        """What the compiler did, pass by pass, and XLA's kernels (`purejit.explain`)."""
+        from purejit.explain import explain_lowered
+
+        return explain_lowered(self)
+
     def compile(self) -> "Compiled":
         from purejit.backend import pjrt
 
         t0 = time.perf_counter()
-        exe = pjrt.compile(self.module, self.fn.param_types, self.fn.result_types)
-        self.timings["xla_compile"] = time.perf_counter() - t0
-        return Compiled(self, exe)
+        hit = False
+        if self.layout is not None:  # SPMD: one program for every device of the mesh
+            exe = self.layout.compile(self.module, self.fn)
+        else:  # through the persistent cache when config cache_dir is set (issue 5)
+            from purejit import compile_cache
+
+            exe, hit = compile_cache.compile(
+                self.module,
+                self.fn.param_types,
+                self.fn.result_types,
+                disable_xla_passes=self.xla_disable_passes,
+            )
+        self.timings["cache_load" if hit else "xla_compile"] = time.perf_counter() - t0
+        compiled = Compiled(self, exe)
+        compiled.cache_hit = hit
+        return compiled
 
 
 class Compiled:
@@ -106,7 +124,8 @@ class Compiled:
                 f"{self.lowered.name}: compiled for arguments {self.lowered.in_tree}, "
                 f"called with {tree}"
             )
-        for path, x, want in zip(tree_paths(tree, "args"), leaves, self.lowered.in_avals):
+        paths = self.lowered.in_paths or tree_paths(tree, "args")
+        for path, x, want in zip(paths, leaves, self.lowered.in_avals):
             got = _leaf_aval(x, path, self.lowered.name)
             if got.shape != want.shape or got.dtype != want.dtype:
                 raise TypeError(
@@ -128,7 +147,23 @@ class Compiled:
                 f"{self.lowered.name}: arguments {[str(a.type) for a in avals]} do not match "
                 f"the compiled parameters {[str(t) for t in self._exe.param_types]}"
             )
+        donation = self.lowered.donation
+        if donation is not None and donation.aliases:
+            return self._run_donating(arrays, donation)
         outs = self._exe.execute_unchecked([a.buffer for a in arrays])
+        results = [Array._from_buffer(o, a) for o, a in zip(outs, self.lowered.out_avals)]
+        if self._single_output:
+            return results[0]
+        return tree_unflatten(self.lowered.out_tree, results)
+
+    def _run_donating(self, arrays, donation):
+        from purejit import donation as dn
+
+        paths = self.lowered.in_paths or [f"#{i}" for i in range(len(arrays))]
+        bufs = [a.buffer for a in arrays]
+        dn.check_donated_inputs(arrays, donation, paths, self.lowered.name)
+        outs = self._exe.execute_unchecked(bufs)
+        dn.consume_donated(arrays, donation, paths, self.lowered.name)
         results = [Array._from_buffer(o, a) for o, a in zip(outs, self.lowered.out_avals)]
         if self._single_output:
             return results[0]
@@ -154,9 +189,22 @@ class Jitted:
         *,
         static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (),
+        donate_argnums: int | Sequence[int] = (),
+        donate_argnames: str | Sequence[str] = (),
         passes=None,
+        compiler_options=None,
+        in_shardings=None,
+        out_shardings=None,
+        buckets=None,
+        bucket_overflow: str = "error",
+        recompile_warn_after: int | None = None,
+        recompile_raise: bool | None = None,
     ):
         functools.update_wrapper(self, fun)
+        from purejit.compile_options import CompilerOptions
+
+        self.compiler_options = CompilerOptions.parse(compiler_options)
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings
         if not isinstance(getattr(self, "__name__", None), str):
             # functools.partial objects and callable instances have no __name__
             inner = getattr(fun, "func", None)
@@ -179,6 +227,19 @@ class Jitted:
         self.static_argnums = frozenset(nums)
         self.static_argnames = frozenset(names)
         self._fast_ok = not self.static_argnums and not self.static_argnames
+        from purejit.donation import normalize_donation
+
+        self.donate_argnums, self.donate_argnames = normalize_donation(
+            donate_argnums, donate_argnames, self._sig, self.static_argnums, self.static_argnames
+        )
+        # issue 5: shape buckets (purejit/buckets.py) and the recompilation trap guard
+        self.recompile_warn_after, self.recompile_raise = recompile_warn_after, recompile_raise
+        self._buckets = None
+        if buckets is not None:
+            from purejit.buckets import Buckets
+
+            self._buckets = Buckets(buckets, bucket_overflow, self.__name__, self._sig)
+            self._fast_ok = False  # every call must go through the padding
 
     def _split(self, args, kwargs):
         n = len(args)
@@ -208,9 +269,33 @@ class Jitted:
     def _signature(self, args, kwargs):
         static, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, tree = tree_flatten((tuple(dyn_args), dyn_kwargs))
-        paths = tree_paths(tree, "args")
-        avals = [_leaf_aval(x, p, self.__name__) for x, p in zip(leaves, paths)]
+        try:
+            avals = [x.aval if isinstance(x, (Tracer, Array)) else as_array(x).aval for x in leaves]
+        except (TypeError, OverflowError):
+            # name the offending leaf by the user's parameter names: `params['w'][0]`
+            paths = self._leaf_paths(tree, static, len(args))
+            avals = [_leaf_aval(x, p, self.__name__) for x, p in zip(leaves, paths)]
         return static, leaves, tree, avals
+
+    def _leaf_paths(self, tree: PyTreeDef, static, nargs: int) -> list[str]:
+        """A readable path per dynamic leaf, rooted at the parameter names of `fun`."""
+        static_pos = {k for k, _ in static if isinstance(k, int)}
+        dyn_pos = [i for i in range(nargs) if i not in static_pos]
+        params = list(self._sig.parameters.values()) if self._sig else []
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+        def pos_name(i):
+            if i < len(params) and params[i].kind in positional:
+                return params[i].name
+            return f"args[{i}]"
+
+        args_td, kwargs_td = tree.children
+        out: list[str] = []
+        for j, td in enumerate(args_td.children):
+            out += tree_paths(td, pos_name(dyn_pos[j]))
+        for k, td in zip(kwargs_td.aux, kwargs_td.children):
+            out += tree_paths(td, k)
+        return out
 
     def _rebuild(self, static, tree, leaves):
         dyn_args, dyn_kwargs = tree_unflatten(tree, leaves)
@@ -239,7 +324,7 @@ class Jitted:
             for p, x in zip(tree_paths(out_tree, "output"), leaves):
                 if not isinstance(x, (Tracer, Array, np.ndarray, np.generic, int, float, complex)):
                     raise TypeError(
-                        f"{self.__name__}: {p} is a {type(x).__name__}, not an array. A "
+                        f"{self.__name__}: {p} has type {type(x).__name__}, not an array. A "
                         "jitted function must return a pytree of arrays (tuples, lists, "
                         "dicts, None, namedtuples, registered nodes)."
                     )
@@ -250,10 +335,19 @@ class Jitted:
         traced = trace_to_function(flat_fun, avals, name=self.__name__)
         t1 = time.perf_counter()
         self.stats.traces += 1
-        pipeline = self.passes if self.passes is not None else Pipeline()
+        pipeline = self.compiler_options.pipeline(self.passes)
         fn, records = pipeline.run(traced.fn)
         t2 = time.perf_counter()
-        module = stablehlo.emit(fn)
+        nargs = len(tree.children[0].children) + sum(isinstance(k, int) for k, _ in static)
+        paths = self._leaf_paths(tree, static, nargs)
+        donation = self._donation(fn, tree, static, nargs, paths)
+        layout = self._layout(fn, tree, out_tree_box[0])
+        arg_attrs = donation.arg_attrs() if donation else None
+        xla_off = ()
+        if layout is not None:
+            module = layout.emit(fn, arg_attrs=arg_attrs)
+        else:  # compiler_options decide how fusion groups reach XLA (issue 8)
+            module, xla_off = self.compiler_options.emit(fn, arg_attrs=arg_attrs)
         t3 = time.perf_counter()
         return Lowered(
             self.__name__,
@@ -266,7 +360,37 @@ class Jitted:
             out_tree_box[0],
             traced.out_avals,
             {"trace": t1 - t0, "passes": t2 - t1, "emit": t3 - t2},
+            paths,
+            donation,
+            layout,
+            xla_off,
         )
+
+    def _layout(self, fn, tree, out_tree):
+        """The SPMD layout (purejit.sharding) of this program, None for one device."""
+        from purejit import sharding
+
+        what = f"{self.__name__}: in_shardings"
+        ins = sharding.leaf_shardings(self.in_shardings, tree.children[0], what)
+        if ins is not None:  # keyword arguments take the default placement
+            ins = ins + [None] * (len(fn.params) - len(ins))
+        outs = sharding.leaf_shardings(
+            self.out_shardings, out_tree, f"{self.__name__}: out_shardings"
+        )
+        return sharding.plan_layout(fn, ins, outs)
+
+    def _donation(self, fn, tree, static, nargs, paths):
+        """The donation plan for this signature (None when nothing is donated)."""
+        if not self.donate_argnums and not self.donate_argnames:
+            return None
+        from purejit import donation as dn
+
+        mask = dn.donated_leaves(tree, static, nargs, self.donate_argnums, self.donate_argnames)
+        if not any(mask):
+            return None
+        plan = dn.plan_donation(fn.param_types, mask, fn.result_types)
+        dn.warn_unusable(plan, fn.param_types, paths, self.__name__)
+        return plan
 
     def __call__(self, *args, **kwargs):
         if config.jit_disabled or not isinstance(current_trace(), EvalTrace):
@@ -284,12 +408,14 @@ class Jitted:
                     self.stats.hits += 1
                     return compiled.run_arrays(args, fast_key)
         static, leaves, tree, avals = self._signature(args, kwargs)
+        if self._buckets is not None:
+            return self._buckets.call(self, static, leaves, tree, avals)
         key = (tree, tuple(avals), static)
         compiled = self._cache.get(key)
         if compiled is None:
-            self.stats.misses += 1
+            self.stats.on_miss(self, static, tree, avals)  # explains it; trap guard
             compiled = self._lower(static, tree, avals).compile()
-            self.stats.compiles += 1
+            self.stats.on_compiled(compiled)
             self._cache[key] = compiled
             if self._fast_ok and not kwargs and all(type(a) is Array for a in args):
                 self._fast[tuple(a.aval for a in args)] = compiled
@@ -310,7 +436,16 @@ def jit(
     *,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
+    donate_argnums: int | Sequence[int] = (),
+    donate_argnames: str | Sequence[str] = (),
     passes=None,
+    compiler_options=None,
+    in_shardings=None,
+    out_shardings=None,
+    buckets=None,
+    bucket_overflow: str = "error",
+    recompile_warn_after: int | None = None,
+    recompile_raise: bool | None = None,
 ):
     """Compile `fun` with purejit: trace once per abstract signature, run through XLA.
 
@@ -319,15 +454,62 @@ def jit(
         static_argnums: positions of arguments whose Python values are baked into the
             program (they must be hashable); a new value recompiles.
         static_argnames: the same, by keyword name.
+        donate_argnums: positions of arguments (whole pytrees) whose buffers XLA may reuse
+            for outputs of the same shape and dtype; the donated arrays are deleted after
+            the call. A donated argument no output can reuse gives a warning.
+        donate_argnames: the same, by keyword name.
         passes: a `purejit.passes.Pipeline` to use instead of the default one.
+        compiler_options: a dict: `disable_passes` (names), `dump_dir` (IR after every
+            pass), `fusion` ("xla", default: XLA fuses the flat program; "purejit": purejit's
+            fusion groups become XLA's kernels where the back end allows, see
+            `purejit/compile_options.py`).
+        in_shardings: a `purejit.sharding.NamedSharding` (or None) per positional argument,
+            as a pytree prefix; the program is compiled for the mesh's devices and XLA's SPMD
+            partitioner inserts the communication. Arguments are resharded to fit.
+        out_shardings: the same for the outputs (default: replicated, or the out_specs of
+            a shard_map that returns them directly).
+        buckets: `{argument name or position: {axis: [sizes...]}}`: pad that axis with
+            zeros up to the next size, run that size's executable, slice the outputs back
+            (only where purejit proves each output row depends on the same input row).
+        bucket_overflow: "error" (default) for inputs above the largest bucket, or "exact"
+            to compile their exact size.
+        recompile_warn_after: warn once after this many recompilations, naming the churning
+            dimension (default `config.recompile_warn_after`, 8; 0 disables).
+        recompile_raise: raise `purejit.recompile.RecompilationError` instead of warning.
     Returns:
         A callable with `.lower(*args)` for ahead-of-time use.
     """
     if fun is None:
         return functools.partial(
-            jit, static_argnums=static_argnums, static_argnames=static_argnames, passes=passes
+            jit,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            donate_argnums=donate_argnums,
+            donate_argnames=donate_argnames,
+            passes=passes,
+            compiler_options=compiler_options,
+            in_shardings=in_shardings,
+            out_shardings=out_shardings,
+            buckets=buckets,
+            bucket_overflow=bucket_overflow,
+            recompile_warn_after=recompile_warn_after,
+            recompile_raise=recompile_raise,
         )
-    return Jitted(fun, static_argnums=static_argnums, static_argnames=static_argnames, passes=passes)
+    return Jitted(
+        fun,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        donate_argnums=donate_argnums,
+        donate_argnames=donate_argnames,
+        passes=passes,
+        compiler_options=compiler_options,
+        in_shardings=in_shardings,
+        out_shardings=out_shardings,
+        buckets=buckets,
+        bucket_overflow=bucket_overflow,
+        recompile_warn_after=recompile_warn_after,
+        recompile_raise=recompile_raise,
+    )
 
 
 __all__ = ["errors"]

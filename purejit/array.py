@@ -159,7 +159,7 @@ def host_value(x) -> tuple[np.ndarray, bool]:
         return np.array(x, dtype=dt), True
     if isinstance(x, (np.ndarray, np.generic)):
         arr = np.asarray(x)
-        if arr.dtype == object or arr.dtype.kind in "USVM":
+        if arr.dtype not in irdt.ALL_DTYPES_SET:
             raise TypeError(f"arrays of dtype {arr.dtype} are not supported by purejit")
         dt = pdt.canonicalize(arr.dtype)
         irdt.canonical(dt)

@@ -14,13 +14,22 @@ class _Config:
         self._values = {
             "enable_x64": os.environ.get("PUREJIT_ENABLE_X64", "0") in ("1", "true", "True"),
             "jit_log_compiles": False,
+            # issue 5: persistent compile cache and the recompilation trap guard
+            "cache_dir": os.environ.get("PUREJIT_CACHE_DIR") or None,
+            "cache_max_bytes": int(os.environ.get("PUREJIT_CACHE_MAX_BYTES") or 2**30),
+            "recompile_warn_after": 8,
+            "recompile_raise": False,
         }
         self._local = threading.local()
 
-    def update(self, name: str, value):
-        if name not in self._values:
-            raise KeyError(f"unknown purejit option {name!r}; known: {sorted(self._values)}")
-        self._values[name] = value
+    def update(self, name: str | None = None, value=None, **options):
+        """Set an option: `update("cache_dir", path)` or `update(cache_dir=path)`."""
+        if name is not None:
+            options = {name: value, **options}
+        for k in options:
+            if k not in self._values:
+                raise KeyError(f"unknown purejit option {k!r}; known: {sorted(self._values)}")
+        self._values.update(options)
 
     def read(self, name: str):
         return self._values[name]

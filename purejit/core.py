@@ -94,13 +94,14 @@ def bind(
     name: str,
     *args,
     regions: Sequence[Function] = (),
-    weak: bool | None = None,
+    weak: bool | tuple[bool, ...] | None = None,
     **attrs,
 ) -> list:
     """Apply IR op `name` to `args` in the current trace; returns the list of results.
 
-    `weak` overrides the weak-type flag of the results (default: weak iff every operand is
-    weak and the op keeps the dtype, for elementwise and shape-only ops).
+    `weak` overrides the weak-type flag of the results, one bool for all or a tuple with one
+    per result (default: weak iff every operand is weak and the op keeps the dtype, for
+    elementwise and shape-only ops).
     """
     return current_trace().process(name, args, attrs, regions, weak)
 
@@ -117,13 +118,13 @@ def infer_results(name, avals: list[ShapedArray], attrs, regions, weak, loc):
         types = opdef.infer([a.type for a in avals], attrs, list(regions))
     except IRTypeError as e:
         raise errors.PurejitTypeError(f"{e}{errors.at(loc)}") from None
-    if weak is None:
-        keeps = "elementwise" in opdef.traits or "shape_only" in opdef.traits
-        weak = bool(avals) and keeps and all(a.weak_type for a in avals)
-    return [
-        ShapedArray(t.shape, t.dtype, bool(weak and avals and t.dtype == avals[-1].dtype))
-        for t in types
-    ]
+    if weak is not None:  # an explicit flag (or a tuple of one per result) from the caller wins
+        flags = weak if isinstance(weak, tuple) else (weak,) * len(types)
+        return [ShapedArray(t.shape, t.dtype, bool(w)) for t, w in zip(types, flags)]
+    keeps = "elementwise" in opdef.traits or "shape_only" in opdef.traits
+    weak = bool(avals) and keeps and all(a.weak_type for a in avals)
+    # as in JAX, this holds for dtype-changing elementwise ops too: `1.0 < 2.0` is a weak bool
+    return [ShapedArray(t.shape, t.dtype, weak) for t in types]
 
 
 # ---- tracers ------------------------------------------------------------------------------

@@ -1,1 +1,159 @@
-"""purejit.lax: JAX's lax names for purejit's primitives."""
+"""purejit.lax: JAX's lax API on purejit arrays: control flow and the low-level ops.
+
+Unlike purejit.numpy, lax functions do not promote dtypes: binary ops need operands of one
+dtype (Python scalars take their default dtype), as in jax.lax.
+
+Control flow (real StableHLO `case` / `while`, never unrolled unless asked):
+    cond, switch, while_loop, fori_loop, scan, map
+
+Indexing:
+    dynamic_slice, dynamic_update_slice, dynamic_slice_in_dim, dynamic_index_in_dim,
+    dynamic_update_slice_in_dim, dynamic_update_index_in_dim
+
+Arrays, reductions, sorting:
+    select, clamp, iota, broadcasted_iota, full, convert_element_type, broadcast_in_dim,
+    broadcast, reshape, transpose, rev, slice, concatenate, pad, squeeze, expand_dims,
+    reduce, dot_general, dot, cumsum, cumprod, cummax, cummin, sort, sort_key_val, top_k,
+    argmax, argmin
+
+Elementwise, one line each binding an IR op:
+    add, sub, mul, div, rem, pow, max, min, atan2;
+    bitwise_and, bitwise_or, bitwise_xor, bitwise_not, shift_left, shift_right_logical,
+    shift_right_arithmetic, population_count, clz;
+    eq, ne, lt, le, gt, ge;
+    neg, abs, sign, floor, ceil, round, is_finite, exp, expm1, log, log1p, logistic, sqrt,
+    rsqrt, cbrt, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh, acosh, atanh, erf,
+    lgamma, real, imag, square, reciprocal, integer_pow
+"""
+
+from purejit._lax_control import cond, fori_loop, map, scan, switch, while_loop
+from purejit.lax_parallel import (  # noqa: F401  (collectives, for shard_map bodies)
+    all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, psum,
+    psum_scatter,
+)  # fmt: skip
+from purejit._lax_ops import (
+    argmax,
+    argmin,
+    binary,
+    broadcast,
+    broadcast_in_dim,
+    broadcasted_iota,
+    clamp,
+    concatenate,
+    convert_element_type,
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    dot,
+    dot_general,
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice,
+    dynamic_update_slice_in_dim,
+    expand_dims,
+    full,
+    integer_pow,
+    iota,
+    pad,
+    reduce,
+    reshape,
+    rev,
+    round,
+    select,
+    slice,
+    sort,
+    sort_key_val,
+    squeeze,
+    top_k,
+    transpose,
+    unary,
+)  # fmt: skip
+
+add = binary("add", "add")
+sub = binary("subtract", "sub")
+mul = binary("multiply", "mul")
+div = binary("divide", "div")
+rem = binary("remainder", "rem")
+pow = binary("power", "pow")
+max = binary("maximum", "max")
+min = binary("minimum", "min")
+atan2 = binary("atan2", "atan2")
+bitwise_and = binary("and", "bitwise_and")
+bitwise_or = binary("or", "bitwise_or")
+bitwise_xor = binary("xor", "bitwise_xor")
+shift_left = binary("shift_left", "shift_left")
+shift_right_logical = binary("shift_right_logical", "shift_right_logical")
+shift_right_arithmetic = binary("shift_right_arithmetic", "shift_right_arithmetic")
+eq = binary("compare", "eq", comparison_direction="EQ")
+ne = binary("compare", "ne", comparison_direction="NE")
+lt = binary("compare", "lt", comparison_direction="LT")
+le = binary("compare", "le", comparison_direction="LE")
+gt = binary("compare", "gt", comparison_direction="GT")
+ge = binary("compare", "ge", comparison_direction="GE")
+
+neg = unary("negate", "neg")
+abs = unary("abs", "abs")
+sign = unary("sign", "sign")
+floor = unary("floor", "floor")
+ceil = unary("ceil", "ceil")
+is_finite = unary("is_finite", "is_finite")
+bitwise_not = unary("not", "bitwise_not")
+population_count = unary("popcnt", "population_count")
+clz = unary("count_leading_zeros", "clz")
+exp = unary("exponential", "exp")
+expm1 = unary("exponential_minus_one", "expm1")
+log = unary("log", "log")
+log1p = unary("log_plus_one", "log1p")
+logistic = unary("logistic", "logistic")
+sqrt = unary("sqrt", "sqrt")
+rsqrt = unary("rsqrt", "rsqrt")
+cbrt = unary("cbrt", "cbrt")
+sin = unary("sine", "sin")
+cos = unary("cosine", "cos")
+tan = unary("tan", "tan")
+asin = unary("asin", "asin")
+acos = unary("acos", "acos")
+atan = unary("atan", "atan")
+sinh = unary("sinh", "sinh")
+cosh = unary("cosh", "cosh")
+tanh = unary("tanh", "tanh")
+asinh = unary("asinh", "asinh")
+acosh = unary("acosh", "acosh")
+atanh = unary("atanh", "atanh")
+erf = unary("erf", "erf")
+lgamma = unary("lgamma", "lgamma")
+real = unary("real", "real")
+imag = unary("imag", "imag")
+
+
+def square(x):
+    """`x * x`."""
+    return mul(x, x)
+
+
+def reciprocal(x):
+    """`1 / x` in x's dtype."""
+    return integer_pow(x, -1)
+
+
+__all__ = [
+    "abs", "acos", "acosh", "add", "argmax", "argmin", "asin", "asinh", "atan", "atan2",
+    "atanh", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast",
+    "broadcast_in_dim", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz", "concatenate",
+    "cond", "convert_element_type", "cos", "cosh", "cummax", "cummin", "cumprod", "cumsum",
+    "div", "dot", "dot_general", "dynamic_index_in_dim", "dynamic_slice",
+    "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice",
+    "dynamic_update_slice_in_dim", "eq", "erf", "exp", "expand_dims", "expm1", "floor",
+    "fori_loop", "full", "ge", "gt", "imag", "integer_pow", "iota", "is_finite", "le",
+    "lgamma", "log", "log1p", "logistic", "lt", "map", "max", "min", "mul", "ne", "neg", "pad",
+    "population_count", "pow", "real", "reciprocal", "reduce", "rem", "reshape", "rev", "round",
+    "rsqrt", "scan", "select", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    "sign", "sin", "sinh", "slice", "sort", "sort_key_val", "sqrt", "square", "squeeze", "sub",
+    "switch", "tan", "tanh", "top_k", "transpose", "while_loop",
+    # collectives (purejit/lax_parallel.py)
+    "all_gather", "all_to_all", "axis_index", "axis_size", "pmax", "pmean", "pmin",
+    "ppermute", "psum", "psum_scatter",
+]  # fmt: skip

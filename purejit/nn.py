@@ -1,1 +1,260 @@
-"""purejit.nn: activation functions."""
+"""purejit.nn: activation functions and friends, with jax.nn's names, defaults and numerics.
+
+Everything here is composed from purejit.numpy, so it runs eagerly and under jit alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from purejit import dtypes as pdt
+from purejit.core import bind1
+from purejit import numpy as jnp
+from purejit.numpy._shape import _axes
+
+__all__ = [
+    "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
+    "identity", "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "one_hot",
+    "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
+    "squareplus", "standardize", "swish", "tanh",
+]  # fmt: skip
+
+
+def _inexact(x):
+    return jnp.convert_inexact(jnp._lift(x))
+
+
+def _const(v, like):
+    """A weakly typed scalar, so it takes `like`'s dtype."""
+    return jnp.convert(np.array(v, like.dtype), like.dtype, weak=True)
+
+
+def identity(x):
+    """Returns x unchanged."""
+    return jnp._lift(x)
+
+
+def relu(x):
+    """max(x, 0)."""
+    x = jnp._lift(x)
+    return jnp.maximum(x, _const(0, x))
+
+
+def relu6(x):
+    """min(max(x, 0), 6)."""
+    x = jnp._lift(x)
+    return jnp.minimum(jnp.maximum(x, _const(0, x)), _const(6, x))
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)) (XLA's `logistic`)."""
+    return bind1("logistic", _inexact(x))
+
+
+def silu(x):
+    """x * sigmoid(x)."""
+    x = _inexact(x)
+    return jnp.multiply(x, sigmoid(x))
+
+
+swish = silu
+
+
+def tanh(x):
+    """Hyperbolic tangent."""
+    return jnp.tanh(x)
+
+
+def gelu(x, approximate: bool = True):
+    """Gaussian error linear unit: tanh approximation by default, exact (erf) otherwise."""
+    x = _inexact(x)
+    if approximate:
+        cube = jnp.multiply(jnp.multiply(x, x), x)
+        inner = jnp.multiply(_const(np.sqrt(2 / np.pi), x),
+                             jnp.add(x, jnp.multiply(_const(0.044715, x), cube)))  # fmt: skip
+        cdf = jnp.multiply(_const(0.5, x), jnp.add(_const(1, x), jnp.tanh(inner)))
+        return jnp.multiply(x, cdf)
+    erf = bind1("erf", jnp.multiply(x, _const(1 / np.sqrt(2), x)))
+    return jnp.true_divide(jnp.multiply(x, jnp.add(erf, _const(1, x))), _const(2, x))
+
+
+def softplus(x):
+    """log(1 + exp(x)), computed stably."""
+    x = _inexact(x)
+    return jnp.logaddexp(x, _const(0, x))
+
+
+def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x)."""
+    return jnp.negative(softplus(jnp.negative(_inexact(x))))
+
+
+def elu(x, alpha=1.0):
+    """x if x > 0 else alpha * (exp(x) - 1)."""
+    x = _inexact(x)
+    pos = jnp.greater(x, _const(0, x))
+    safe = jnp.where(pos, _const(0, x), x)
+    return jnp.where(pos, x, jnp.multiply(alpha, jnp.expm1(safe)))
+
+
+def celu(x, alpha=1.0):
+    """max(x, 0) + alpha * expm1(min(x, 0) / alpha)."""
+    x = _inexact(x)
+    neg = jnp.true_divide(jnp.minimum(x, _const(0, x)), alpha)
+    return jnp.add(jnp.maximum(x, _const(0, x)), jnp.multiply(alpha, jnp.expm1(neg)))
+
+
+def selu(x):
+    """Scaled ELU with the self-normalising constants."""
+    alpha = 1.6732632423543772848170429916717
+    scale = 1.0507009873554804934193349852946
+    return jnp.multiply(scale, elu(x, alpha))
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """x if x >= 0 else negative_slope * x."""
+    x = _inexact(x)
+    return jnp.where(jnp.greater_equal(x, _const(0, x)), x, jnp.multiply(negative_slope, x))
+
+
+def hard_tanh(x):
+    """x clipped to [-1, 1]."""
+    x = jnp._lift(x)
+    return jnp.where(jnp.greater(x, 1), _const(1, x),
+                     jnp.where(jnp.less(x, -1), _const(-1, x), x))  # fmt: skip
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6."""
+    x = _inexact(x)
+    return jnp.true_divide(relu6(jnp.add(x, _const(3, x))), _const(6, x))
+
+
+def hard_silu(x):
+    """x * hard_sigmoid(x)."""
+    x = _inexact(x)
+    return jnp.multiply(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+def mish(x):
+    """x * tanh(softplus(x))."""
+    x = _inexact(x)
+    return jnp.multiply(x, jnp.tanh(softplus(x)))
+
+
+def soft_sign(x):
+    """x / (|x| + 1)."""
+    x = _inexact(x)
+    return jnp.true_divide(x, jnp.add(jnp.abs(x), _const(1, x)))
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x^2 + b)) / 2."""
+    x = _inexact(x)
+    return jnp.true_divide(jnp.add(x, jnp.sqrt(jnp.add(jnp.multiply(x, x), b))), _const(2, x))
+
+
+def glu(x, axis: int = -1):
+    """Gated linear unit: a * sigmoid(b) for the two halves a, b of `axis`."""
+    a, b = jnp.split(jnp._lift(x), 2, axis=axis)
+    return jnp.multiply(a, sigmoid(b))
+
+
+# ---- normalisations along an axis -----------------------------------------------------------
+
+
+def _masked(x, where, fill):
+    return x if where is None else jnp.where(where, x, _const(fill, x))
+
+
+def _max_keep(x, axis, where):
+    """max over `axis` (keepdims) that ignores masked elements; -inf for an empty reduction."""
+    m = jnp.max(_masked(x, where, -np.inf), axis=axis, keepdims=True)
+    return m
+
+
+def softmax(x, axis=-1, where=None):
+    """exp(x) / sum(exp(x)) along `axis`, shifted by the max for stability."""
+    x = _inexact(x)
+    unnormalized = jnp.exp(jnp.subtract(x, _max_keep(x, axis, where)))
+    unnormalized = _masked(unnormalized, where, 0)
+    out = jnp.true_divide(unnormalized, jnp.sum(unnormalized, axis=axis, keepdims=True))
+    return _masked(out, where, 0)
+
+
+def log_softmax(x, axis=-1, where=None):
+    """x - logsumexp(x) along `axis`, computed stably."""
+    x = _inexact(x)
+    shifted = jnp.subtract(x, _max_keep(x, axis, where))
+    e = _masked(jnp.exp(shifted), where, 0)
+    out = jnp.subtract(shifted, jnp.log(jnp.sum(e, axis=axis, keepdims=True)))
+    return _masked(out, where, -np.inf)
+
+
+def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False,
+              where=None):  # fmt: skip
+    """log(sum(b * exp(a))) along `axis`, computed stably (as jax.nn.logsumexp).
+
+    Args:
+        a: the input.
+        axis: the reduced axes (all by default).
+        b: optional scale factors, broadcast against `a`.
+        keepdims: keep the reduced axes with size 1.
+        return_sign: also return the sign of the sum (then the result is log|sum|).
+        where: optional mask of the elements to include.
+    Returns:
+        The result, or (result, sign) when return_sign.
+    """
+    if b is not None:
+        a, b = jnp.promote_args("logsumexp", a, b, to_inexact=True)
+        a = jnp.where(jnp.not_equal(b, 0), a, _const(-np.inf, a))
+    else:
+        a = _inexact(a)
+    dims = _axes(axis, a.ndim, "logsumexp")
+    amax = jnp.max(_masked(a, where, -np.inf), axis=dims, keepdims=True)
+    amax = jnp.where(jnp.isfinite(amax), amax, _const(0, amax))
+    e = jnp.exp(jnp.subtract(a, amax))
+    if b is not None:
+        e = jnp.multiply(e, b)
+    s = jnp.sum(_masked(e, where, 0), axis=dims, keepdims=True)
+    sign = jnp.sign(s)
+    out = jnp.add(jnp.log(jnp.abs(s)), amax)
+    if not keepdims:
+        out, sign = jnp.squeeze(out, dims), jnp.squeeze(sign, dims)
+    if return_sign:
+        return out, sign
+    if b is not None:
+        out = jnp.where(jnp.less(sign, 0), _const(np.nan, out), out)
+    return out
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+    """(x - mean) / sqrt(variance + epsilon) along `axis` (statistics computed if not given)."""
+    x = _inexact(x)
+    if where is not None:
+        raise NotImplementedError("standardize(where=...) is not supported")
+    if mean is None:
+        mean = jnp.mean(x, axis=axis, keepdims=True)
+    if variance is None:
+        sq = jnp.mean(jnp.multiply(x, x), axis=axis, keepdims=True)
+        variance = jnp.subtract(sq, jnp.multiply(mean, mean))
+    return jnp.multiply(jnp.subtract(x, mean), jnp.rsqrt(jnp.add(variance, epsilon)))
+
+
+def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
+    """A one-hot encoding of integer `x`: a new axis of size num_classes (float32 default)."""
+    x = jnp._lift(x)
+    out_ndim = x.ndim + 1
+    ax = axis % out_ndim if -out_ndim <= axis < out_ndim else None
+    if ax is None:
+        raise ValueError(f"one_hot: axis {axis} out of range for a result of rank {out_ndim}")
+    lhs = jnp.expand_dims(x, ax)
+    shape = list(lhs.shape)
+    shape[ax] = int(num_classes)
+    classes = bind1("iota", shape=tuple(shape), dtype=x.dtype, dimension=ax)
+    hot = jnp.equal(jnp.broadcast_to(lhs, shape), classes)
+    dt = pdt.default_float() if dtype is None else pdt.canonicalize(dtype)
+    return jnp.convert(hot, dt)

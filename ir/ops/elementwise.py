@@ -57,7 +57,7 @@ def _narrow(fn):
     return run
 
 
-def unary(name, fn, cls, *, result=None, doc=""):
+def unary(name, fn, cls, *, result=None, traits=(), doc=""):
     """Register a unary elementwise op. `result(dtype)` maps the operand to the result dtype."""
 
     def infer(types, attrs, regions):
@@ -72,7 +72,7 @@ def unary(name, fn, cls, *, result=None, doc=""):
         out = np.asarray(run(args[0]))
         return [out]
 
-    register(OpDef(name, infer, reference, _EW, doc=doc))
+    register(OpDef(name, infer, reference, _EW | frozenset(traits), doc=doc))
 
 
 def binary(name, fn, cls, *, traits=(), doc=""):
@@ -98,20 +98,41 @@ def _logistic(x):
 
 
 def _round_afz(x):
-    return np.where(np.isfinite(x), np.sign(x) * np.floor(np.abs(x) + 0.5), x).astype(x.dtype)
+    # halves away from zero; floor(|x| + 0.5) would round 0.49999997f up, so step from trunc
+    t = np.trunc(x)
+    away = np.abs(x - t) >= 0.5
+    return np.copysign(np.where(away, t + np.sign(x), t), x).astype(x.dtype)
+
+
+def _sign(x):
+    # XLA keeps the zero's sign (sign(-0.0) == -0.0); NaN stays NaN
+    if dtypes.is_float(x.dtype):
+        return np.where(x == 0, x, np.sign(x)).astype(x.dtype)
+    return np.sign(x)
 
 
 def _not(x):
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
 
 
+def _unsigned(x):
+    """The same bits viewed as the unsigned integer type of the same width."""
+    return x.view(np.dtype(f"u{x.dtype.itemsize}"))
+
+
+def _signed(x):
+    """The same bits viewed as the signed integer type of the same width."""
+    return x.view(np.dtype(f"i{x.dtype.itemsize}"))
+
+
 def _popcnt(x):
-    return np.bitwise_count(x).astype(x.dtype)
+    # counts the bits of the two's complement pattern (np.bitwise_count counts |x| for signed)
+    return np.bitwise_count(_unsigned(x)).astype(x.dtype)
 
 
 def _clz(x):
     bits = x.dtype.itemsize * 8
-    u = x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(np.uint64)
+    u = _unsigned(x).astype(np.uint64)
     out = np.full(x.shape, bits, dtype=np.int64)
     for i in range(bits):
         hit = (u >> np.uint64(bits - 1 - i)) & np.uint64(1)
@@ -123,52 +144,113 @@ def _abs(x):
     return np.abs(x)
 
 
+def _int_min_overflow(a, b):
+    """Where a signed division `a / b` overflows (INT_MIN / -1)."""
+    if a.dtype.kind != "i":
+        return np.zeros(np.shape(a), bool)
+    return (a == np.iinfo(a.dtype).min) & (b == -1)
+
+
 def _divide(a, b):
+    # XLA: truncates towards zero; x / 0 == -1 (all bits set); INT_MIN / -1 == INT_MIN
     if not dtypes.is_integer(a.dtype):
         return a / b
-    safe = np.where(b == 0, 1, b)
-    q = np.abs(a.astype(np.int64) if a.dtype.kind == "i" else a) // np.abs(safe)
-    neg = (a < 0) != (safe < 0) if a.dtype.kind == "i" else np.zeros(a.shape, bool)
-    q = np.where(neg, -q, q)
-    return np.where(b == 0, -1, q).astype(a.dtype)
+    zero, over = b == 0, _int_min_overflow(a, b)
+    safe = np.where(zero | over, np.ones_like(b), b)
+    q = a // safe  # floor division; correct it to truncation below
+    inexact = (q * safe) != a
+    q = np.where(inexact & ((a < 0) != (safe < 0)), q + 1, q)
+    all_ones = np.full(np.shape(a), -1, np.int64).astype(a.dtype)
+    return np.where(zero, all_ones, np.where(over, a, q)).astype(a.dtype)
 
 
 def _remainder(a, b):
+    # XLA: the sign of the dividend (C's fmod); x % 0 == x; INT_MIN % -1 == 0
     if not dtypes.is_integer(a.dtype):
         return np.fmod(a, b)
-    safe = np.where(b == 0, 1, b)
-    return np.where(b == 0, a, np.fmod(a, safe)).astype(a.dtype)
+    zero, over = b == 0, _int_min_overflow(a, b)
+    safe = np.where(zero | over, np.ones_like(b), b)
+    r = np.fmod(a, safe)
+    return np.where(zero, a, np.where(over, np.zeros_like(a), r)).astype(a.dtype)
 
 
 def _power(a, b):
+    if dtypes.is_complex(a.dtype):
+        # XLA: 0 ** b is 1 for b == 0, 0 for real b > 0, NaN otherwise (NumPy gives 0 for
+        # any b with a positive real part)
+        out = np.power(a, b)
+        positive_real = (b.imag == 0) & (b.real > 0)
+        undefined = (a == 0) & (b != 0) & ~positive_real
+        return np.where(undefined, np.array(complex(np.nan, np.nan), a.dtype), out)
     if not dtypes.is_integer(a.dtype):
         return np.power(a, b)
-    neg = b < 0
-    r = np.power(a, np.where(neg, 0, b))
-    # x ** negative: 1 for |x| == 1 (sign by parity), else 0, as XLA does
-    inv = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
-    return np.where(neg, inv, r).astype(a.dtype)
+    # XLA's integer power: square-and-multiply over the low 6 bits of the exponent, wrapping
+    # in the operand's width; a negative exponent (its bits read as signed, for unsigned
+    # types too) gives 1 for a base of 1, +-1 for a base of -1, 0 otherwise.
+    base, e = _unsigned(a).copy(), _unsigned(b).copy()
+    acc = np.ones_like(base)
+    one = base.dtype.type(1)
+    for _ in range(6):
+        acc = np.where((e & one) == one, acc * base, acc)
+        base = base * base
+        e = e >> one
+    sa = _signed(a)
+    odd = (_unsigned(b) & one) == one
+    small = np.where(sa == 1, 1, np.where(sa == -1, np.where(odd, -1, 1), 0)).astype(sa.dtype)
+    return np.where(_signed(b) < 0, small.view(a.dtype), acc.view(a.dtype)).astype(a.dtype)
 
 
 def _shift_left(a, b):
+    # the shift amount is read as unsigned: negative or >= bit width gives 0
     bits = a.dtype.itemsize * 8
-    ok = (b >= 0) & (b < bits)
-    return np.where(ok, np.left_shift(a, np.where(ok, b, 0)), 0).astype(a.dtype)
+    sh = _unsigned(b)
+    ok = sh < bits
+    out = np.left_shift(_unsigned(a), np.where(ok, sh, 0).astype(sh.dtype))
+    return np.where(ok, out, 0).astype(sh.dtype).view(a.dtype)
 
 
 def _shift_right_logical(a, b):
     bits = a.dtype.itemsize * 8
-    u = a.view(np.dtype(f"u{a.dtype.itemsize}"))
-    ok = (b >= 0) & (b < bits)
-    sh = np.where(ok, b, 0).astype(u.dtype)
-    return np.where(ok, np.right_shift(u, sh), 0).astype(u.dtype).view(a.dtype)
+    sh = _unsigned(b)
+    ok = sh < bits
+    out = np.right_shift(_unsigned(a), np.where(ok, sh, 0).astype(sh.dtype))
+    return np.where(ok, out, 0).astype(sh.dtype).view(a.dtype)
 
 
 def _shift_right_arithmetic(a, b):
+    # a shift amount >= the bit width (read as unsigned) fills with the sign bit
     bits = a.dtype.itemsize * 8
-    s = a.view(np.dtype(f"i{a.dtype.itemsize}"))
-    sh = np.clip(b, 0, bits - 1).astype(s.dtype)
+    s = _signed(a)
+    sh = np.minimum(_unsigned(b), bits - 1).astype(s.dtype)
     return np.right_shift(s, sh).view(a.dtype)
+
+
+def _lgamma(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except (ValueError, OverflowError):  # poles at 0, -1, -2, ...: +inf, as XLA gives
+        return math.inf
+
+
+def _minmax(pick, real_fn):
+    """maximum/minimum. Real types: NumPy's (NaN propagates, as in XLA). Complex: JAX's
+    lexicographic order on (real, imag), picking `a` where `pick(a, b)` holds, else `b`."""
+
+    def run(a, b):
+        if dtypes.is_float(a.dtype):
+            # XLA orders -0.0 below +0.0: maximum(0.0, -0.0) == 0.0, minimum == -0.0
+            out = real_fn(a, b)
+            both_zero = (a == 0) & (b == 0)
+            neg = np.signbit(a) | np.signbit(b) if pick is np.less else np.signbit(a) & np.signbit(b)
+            zero = np.where(neg, -0.0, 0.0).astype(out.dtype)
+            return np.where(both_zero, zero, out)
+        if not dtypes.is_complex(a.dtype):
+            return real_fn(a, b)
+        ra, rb, ia, ib = a.real, b.real, a.imag, b.imag
+        take_a = np.where(ra == rb, pick(ia, ib), pick(ra, rb))
+        return np.where(take_a, a, b)
+
+    return run
 
 
 def _vec(fn):
@@ -191,9 +273,9 @@ def _abs_dtype(dt):
 # ---- unary ---------------------------------------------------------------------------------
 
 unary("abs", _abs, "signed_num", result=_abs_dtype)
-unary("negate", np.negative, "num")
-unary("sign", np.sign, "signed_num")
-unary("not", _not, "intbool")
+unary("negate", np.negative, "num", traits=("involution",))
+unary("sign", _sign, "signed_num")
+unary("not", _not, "intbool", traits=("involution",))
 unary("popcnt", _popcnt, "int")
 unary("count_leading_zeros", _clz, "int")
 unary("floor", np.floor, "float")
@@ -225,7 +307,7 @@ unary("asinh", np.arcsinh, "inexact")
 unary("acosh", np.arccosh, "inexact")
 unary("atanh", np.arctanh, "inexact")
 unary("erf", _vec(math.erf), "float")
-unary("lgamma", _vec(math.lgamma), "float")
+unary("lgamma", _vec(_lgamma), "float")
 
 # ---- binary --------------------------------------------------------------------------------
 
@@ -235,11 +317,21 @@ binary("multiply", np.multiply, "any", traits=("commutative", "associative"))
 binary("divide", _divide, "num")
 binary("remainder", _remainder, "real")
 binary("power", _power, "num")
-binary("maximum", np.maximum, "any", traits=("commutative", "associative"))
-binary("minimum", np.minimum, "any", traits=("commutative", "associative"))
+binary(
+    "maximum",
+    _minmax(np.greater, np.maximum),
+    "any",
+    traits=("commutative", "associative", "idempotent"),
+)
+binary(
+    "minimum",
+    _minmax(np.less, np.minimum),
+    "any",
+    traits=("commutative", "associative", "idempotent"),
+)
 binary("atan2", np.arctan2, "float")
-binary("and", np.bitwise_and, "intbool", traits=("commutative", "associative"))
-binary("or", np.bitwise_or, "intbool", traits=("commutative", "associative"))
+binary("and", np.bitwise_and, "intbool", traits=("commutative", "associative", "idempotent"))
+binary("or", np.bitwise_or, "intbool", traits=("commutative", "associative", "idempotent"))
 binary("xor", np.bitwise_xor, "intbool", traits=("commutative", "associative"))
 binary("shift_left", _shift_left, "int")
 binary("shift_right_logical", _shift_right_logical, "int")

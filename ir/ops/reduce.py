@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from purejit.ir import dtypes
 from purejit.ir.core import TensorType
+from purejit.ir.interpreter import run_batched
 from purejit.ir.ops._util import check_rank_attr, compute_dtype, nargs
 from purejit.ir.registry import OpDef, fail, register
 
@@ -54,6 +56,16 @@ def reduction_kind(body) -> str | None:
     return None
 
 
+def _fix_signed_zero(kind, x, init, out, dims):
+    """XLA orders -0.0 below +0.0 in maximum/minimum, so a max over zeros is +0.0 if any is."""
+    if kind not in ("maximum", "minimum") or not dtypes.is_float(x.dtype):
+        return out
+    want = (lambda v: (v == 0) & ~np.signbit(v)) if kind == "maximum" else (lambda v: (v == 0) & np.signbit(v))
+    hit = np.any(want(x), axis=dims) | want(init)
+    zero = np.asarray(0.0 if kind == "maximum" else -0.0, out.dtype)
+    return np.where((out == 0) & hit, zero, out)
+
+
 def _reduce_ref(args, attrs, regions, run):
     n = len(args) // 2
     inputs, inits = args[:n], args[n:]
@@ -65,8 +77,8 @@ def _reduce_ref(args, attrs, regions, run):
         cdt = compute_dtype(x.dtype)
         ufunc = _UFUNCS[kind]
         out = ufunc.reduce(x.astype(cdt), axis=dims) if dims else x.astype(cdt)
-        out = ufunc(out, inits[0].astype(cdt))
-        return [np.asarray(out).astype(x.dtype)]
+        out = np.asarray(ufunc(out, inits[0].astype(cdt)))
+        return [_fix_signed_zero(kind, x, inits[0], out, dims).astype(x.dtype)]
     # general: fold along the reduced dimensions, vectorised over the kept ones
     keep = [i for i in range(inputs[0].ndim) if i not in dims]
     moved = [np.transpose(x, keep + list(dims)) for x in inputs]
@@ -74,7 +86,7 @@ def _reduce_ref(args, attrs, regions, run):
     flat = [x.reshape(batch + (-1,)) for x in moved]
     acc = [np.broadcast_to(i, batch).copy() for i in inits]
     for k in range(flat[0].shape[-1]):
-        acc = run(body, *acc, *[x[..., k] for x in flat])
+        acc = run_batched(body, *acc, *[x[..., k] for x in flat])
     return [np.asarray(a) for a in acc]
 
 
@@ -83,7 +95,7 @@ register(
         "reduce",
         _reduce_infer,
         _reduce_ref,
-        frozenset({"pure"}),
+        frozenset({"pure", "reduction"}),
         attrs=("dimensions",),
         num_regions=1,
         doc="reduce(inputs..., inits...) {dimensions} region(accs..., xs...) -> accs...",

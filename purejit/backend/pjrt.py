@@ -136,3 +136,86 @@ def versions() -> dict:
     import jaxlib
 
     return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
+
+
+# ---- issue 5: persistent compile cache and export (serialised executables, StableHLO
+# portable artifacts). Every jaxlib call of purejit/compile_cache.py and purejit/export.py
+# lives here. ----------------------------------------------------------------------------
+
+
+def cache_environment(device=None) -> dict:
+    """What a serialised executable depends on besides the program: versions and device."""
+    dev = device or default_device()
+    return {
+        **versions(),
+        "platform": dev.platform,
+        "device_kind": getattr(dev, "device_kind", ""),
+        "platform_version": getattr(dev.client, "platform_version", ""),
+    }
+
+
+def compile_options_bytes(*, disable_xla_passes: Sequence[str] = ()) -> bytes:
+    """The serialised XLA CompileOptions that `compile` uses (part of the cache key)."""
+    return compile_options(disable_passes=disable_xla_passes).SerializeAsString()
+
+
+def serialize_executable(executable: Executable, device=None) -> bytes:
+    """The bytes of a compiled executable (only for the same jaxlib and device kind)."""
+    dev = device or default_device()
+    return dev.client.serialize_executable(executable._exe)
+
+
+def deserialize_executable(
+    blob: bytes,
+    param_types: list[TensorType],
+    result_types: list[TensorType],
+    *,
+    device=None,
+    disable_xla_passes: Sequence[str] = (),
+) -> Executable:
+    """Load an executable written by `serialize_executable`; raises on foreign or bad bytes.
+
+    Loading runs code from `blob`: only pass bytes this machine's purejit wrote itself.
+    """
+    from jaxlib import xla_client
+
+    dev = device or default_device()
+    exe = dev.client.deserialize_executable(
+        blob,
+        xla_client.DeviceList((dev,)),
+        compile_options(disable_passes=disable_xla_passes),
+    )
+    return Executable(exe, param_types, result_types)
+
+
+def stablehlo_versions() -> dict:
+    """StableHLO versions this jaxlib can write: current, minimum, and the 4 and 12 week
+    compatibility windows (`get_version_from_compatibility_requirement`)."""
+    from jaxlib.mlir.dialects import stablehlo
+
+    req = stablehlo.StablehloCompatibilityRequirement
+    return {
+        "current": stablehlo.get_current_version(),
+        "minimum": stablehlo.get_minimum_version(),
+        "week_4": stablehlo.get_version_from_compatibility_requirement(req.WEEK_4),
+        "week_12": stablehlo.get_version_from_compatibility_requirement(req.WEEK_12),
+    }
+
+
+def portable_artifact(module_text: str, target_version: str) -> bytes:
+    """Serialise a StableHLO module (text) to versioned portable bytecode."""
+    from jaxlib.mlir.dialects import stablehlo
+
+    return stablehlo.serialize_portable_artifact_str(module_text, target_version)
+
+
+def artifact_text(artifact: bytes) -> str:
+    """The StableHLO module held by a portable artifact, as MLIR text."""
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    from purejit.backend.mlir_context import context
+
+    bytecode = stablehlo.deserialize_portable_artifact_str(artifact)
+    with context():
+        return str(ir.Module.parse(bytecode))

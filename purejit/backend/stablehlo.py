@@ -75,6 +75,7 @@ class EmitContext:
         self.lines: list[str] = []
         self.counter = 0
         self.indent = "    "
+        self.module_ops: dict[str, str] = {}  # module-level ops by symbol (e.g. sdy.mesh)
 
     def fresh(self) -> str:
         self.counter += 1
@@ -158,7 +159,15 @@ def emit_op(ctx, op, args, name, attrs="", regions=()):
     )
 
 
-def emit(fn: Function, *, arg_attrs: list[str] | None = None, module_attrs: str = "") -> str:
+def emit(
+    fn: Function,
+    *,
+    arg_attrs: list[str] | None = None,
+    module_attrs: str = "",
+    result_attrs: list[str] | None = None,
+    num_partitions: int = 1,
+    ctx: "EmitContext | None" = None,
+) -> str:
     """The StableHLO module (text) for `fn`, exported as `@main`.
 
     Args:
@@ -166,10 +175,13 @@ def emit(fn: Function, *, arg_attrs: list[str] | None = None, module_attrs: str 
         arg_attrs: optional MLIR attribute dictionaries, one per parameter
             (e.g. `{tf.aliasing_output = 0 : i32}` for donation).
         module_attrs: extra module attributes.
+        result_attrs: optional MLIR attribute dictionaries, one per result (e.g. shardings).
+        num_partitions: devices of an SPMD program (`mhlo.num_partitions`).
+        ctx: an emission context to use (module-level ops already in it are kept).
     Returns:
         MLIR text that `compile_and_load` accepts.
     """
-    ctx = EmitContext()
+    ctx = ctx or EmitContext()
     names = {}
     params = []
     for i, p in enumerate(fn.params):
@@ -180,13 +192,19 @@ def emit(fn: Function, *, arg_attrs: list[str] | None = None, module_attrs: str 
     outs = [names[v] for v in fn.results]
     rtypes = ", ".join(mlir_type(v.type) for v in fn.results)
     ctx.lines.append(f'    "func.return"({", ".join(outs)}) : ({rtypes}) -> ()')
-    mattrs = "mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32"
+    rdecl = rtypes
+    if result_attrs:
+        rdecl = ", ".join(
+            mlir_type(v.type) + (f" {a}" if a else "") for v, a in zip(fn.results, result_attrs)
+        )
+    mattrs = f"mhlo.num_partitions = {num_partitions} : i32, mhlo.num_replicas = 1 : i32"
     if module_attrs:
         mattrs += ", " + module_attrs
     return "\n".join(
         [
             f"module @purejit_{_sym(fn.name)} attributes {{{mattrs}}} {{",
-            f"  func.func public @main({', '.join(params)}) -> ({rtypes}) {{",
+            *(f"  {m}" for m in ctx.module_ops.values()),
+            f"  func.func public @main({', '.join(params)}) -> ({rdecl}) {{",
             *ctx.lines,
             "  }",
             "}",
@@ -217,7 +235,7 @@ _SAME_NAME = [
     "round_nearest_afz", "round_nearest_even", "is_finite", "real", "imag", "sqrt", "rsqrt",
     "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "sine",
     "cosine", "tan", "tanh", "add", "subtract", "multiply", "divide", "remainder", "power",
-    "maximum", "minimum", "atan2", "and", "or", "xor", "shift_left", "shift_right_logical",
+    "atan2", "and", "or", "xor", "shift_left", "shift_right_logical",
     "shift_right_arithmetic", "select", "clamp", "convert", "reshape",
     "dynamic_update_slice",
 ]  # fmt: skip
@@ -323,3 +341,309 @@ def _reduce(ctx, op, args):
 def _dynamic_slice(ctx, op, args):
     attrs = f"slice_sizes = {i64_array(op.attrs['slice_sizes'])}"
     return emit_op(ctx, op, args, "stablehlo.dynamic_slice", attrs)
+
+
+# ---- core IR ops: semantics fixes (issue 2, IR side) ---------------------------------------
+
+
+@lowering("maximum", "minimum")
+def _minmax(ctx, op, args):
+    """Real types map to stablehlo.maximum/minimum. For complex, XLA's CPU backend compares
+    only real parts, so emit JAX's lexicographic order on (real, imag) with compare+select."""
+    t = op.operands[0].type
+    if not dtypes.is_complex(t.dtype):
+        return emit_op(ctx, op, args, f"stablehlo.{op.name}")
+    real_t = TensorType(t.shape, np.float32 if t.dtype == np.complex64 else np.float64)
+    pred_t = TensorType(t.shape, np.bool_)
+    direction = "GT" if op.name == "maximum" else "LT"
+
+    def cmp(x, y, d):
+        attrs = (
+            f"comparison_direction = #stablehlo<comparison_direction {d}>, "
+            "compare_type = #stablehlo<comparison_type FLOAT>"
+        )
+        return ctx.op("stablehlo.compare", [x, y], [real_t, real_t], [pred_t], attrs)[0]
+
+    (ra,) = ctx.op("stablehlo.real", [args[0]], [t], [real_t])
+    (rb,) = ctx.op("stablehlo.real", [args[1]], [t], [real_t])
+    (ia,) = ctx.op("stablehlo.imag", [args[0]], [t], [real_t])
+    (ib,) = ctx.op("stablehlo.imag", [args[1]], [t], [real_t])
+    same_real = cmp(ra, rb, "EQ")
+    (take_a,) = ctx.op(
+        "stablehlo.select",
+        [same_real, cmp(ia, ib, direction), cmp(ra, rb, direction)],
+        [pred_t] * 3,
+        [pred_t],
+    )
+    return ctx.op("stablehlo.select", [take_a, *args], [pred_t, t, t], [t])
+
+
+# ---- gather / scatter ---------------------------------------------------------------------
+
+
+def _dim_fields(attrs: dict, names) -> str:
+    """`name = [..]` fields of a #stablehlo dimension-numbers attribute; empty lists omitted."""
+    out = []
+    for k in names:
+        v = list(attrs[k])
+        if v:
+            out.append(f"{k} = [{', '.join(map(str, v))}]")
+    return ", ".join(out)
+
+
+def _flag(v) -> str:
+    return "true" if v else "false"
+
+
+@lowering("gather")
+def _gather(ctx, op, args):
+    a = op.attrs
+    fields = _dim_fields(a, ("offset_dims", "collapsed_slice_dims", "start_index_map"))
+    sep = ", " if fields else ""
+    attrs = (
+        f"dimension_numbers = #stablehlo.gather<{fields}{sep}"
+        f"index_vector_dim = {a['index_vector_dim']}>, "
+        f"indices_are_sorted = {_flag(a.get('indices_are_sorted', False))}, "
+        f"slice_sizes = {i64_array(a['slice_sizes'])}"
+    )
+    return emit_op(ctx, op, args, "stablehlo.gather", attrs)
+
+
+@lowering("scatter")
+def _scatter(ctx, op, args):
+    a = op.attrs
+    fields = _dim_fields(
+        a, ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims")
+    )
+    sep = ", " if fields else ""
+    attrs = (
+        f"scatter_dimension_numbers = #stablehlo.scatter<{fields}{sep}"
+        f"index_vector_dim = {a['index_vector_dim']}>, "
+        f"indices_are_sorted = {_flag(a.get('indices_are_sorted', False))}, "
+        f"unique_indices = {_flag(a.get('unique_indices', False))}"
+    )
+    region = ctx.region(op.regions[0])
+    return emit_op(ctx, op, args, "stablehlo.scatter", attrs, [region])
+
+
+# ---- control flow ---------------------------------------------------------------------------
+# IR regions are closed functions whose captured values are explicit operands; StableHLO's
+# `case` branches take no block arguments and `while` regions take only the carry, so the
+# remaining region parameters are bound to the outer SSA names (XLA turns those implicit
+# captures into operands of the HLO conditional / while when it imports the module).
+
+
+def _capturing_region(ctx: EmitContext, fn: Function, num_block_args: int, outer: list[str]):
+    """Emit `fn` as a region: its first `num_block_args` parameters become block arguments,
+    the rest are read from the enclosing scope under the names in `outer`."""
+    saved_lines, saved_indent = ctx.lines, ctx.indent
+    ctx.lines, ctx.indent = [], saved_indent + "  "
+    names, args = {}, []
+    for p in fn.params[:num_block_args]:
+        names[p] = ctx.fresh()
+        args.append(f"{names[p]}: {mlir_type(p.type)}")
+    names.update(zip(fn.params[num_block_args:], outer))
+    ctx._body(fn, names)
+    outs = ", ".join(names[v] for v in fn.results)
+    types = ", ".join(mlir_type(v.type) for v in fn.results)
+    ctx.lines.append(f'{ctx.indent}"stablehlo.return"({outs}) : ({types}) -> ()')
+    body = "\n".join(ctx.lines)
+    ctx.lines, ctx.indent = saved_lines, saved_indent
+    label = f"{saved_indent}^bb0({', '.join(args)}):\n" if args else ""
+    return f"{{\n{label}{body}\n{saved_indent}}}"
+
+
+@lowering("case")
+def _case(ctx, op, args):
+    branches = [_capturing_region(ctx, r, 0, args[1:]) for r in op.regions]
+    types = [r.type for r in op.results]
+    return ctx.op("stablehlo.case", args[:1], [op.operands[0].type], types, "", branches)
+
+
+@lowering("while")
+def _while(ctx, op, args):
+    n = len(op.results)
+    cond, body = (_capturing_region(ctx, r, n, args[n:]) for r in op.regions)
+    types = [r.type for r in op.results]
+    return ctx.op("stablehlo.while", args[:n], types, types, "", [cond, body])
+
+
+@lowering("sort")
+def _sort(ctx, op, args):
+    stable = "true" if op.attrs.get("is_stable", False) else "false"
+    attrs = f"dimension = {op.attrs['dimension']} : i64, is_stable = {stable}"
+    return emit_op(ctx, op, args, "stablehlo.sort", attrs, [ctx.region(op.regions[0])])
+
+
+@lowering("top_k")
+def _top_k(ctx, op, args):
+    return emit_op(ctx, op, args, "chlo.top_k", f"k = {op.attrs['k']} : i64")
+
+
+@lowering("reduce_window")
+def _reduce_window(ctx, op, args):
+    a = op.attrs
+    pads = ", ".join(f"[{lo}, {hi}]" for lo, hi in a["padding"])
+    attrs = ", ".join(
+        [f"{k} = {i64_array(a[k])}" for k in
+         ("window_dimensions", "window_strides", "base_dilations", "window_dilations")]
+        + [f"padding = dense<[{pads}]> : tensor<{len(a['padding'])}x2xi64>"]
+    )  # fmt: skip
+    return emit_op(ctx, op, args, "stablehlo.reduce_window", attrs, [ctx.region(op.regions[0])])
+
+
+# ---- collectives and SPMD ------------------------------------------------------------------
+# Devices are partition ids; groups use global device ids (`use_global_device_ids`), as JAX
+# emits them under shard_map. A program with a `manual_computation` declares one Shardy mesh
+# `@mesh`; its body is emitted inside `sdy.manual_computation` with every mesh axis manual.
+
+
+def _channel(ctx: EmitContext) -> str:
+    ctx.channel_id = getattr(ctx, "channel_id", 0) + 1
+    return f"channel_handle = #stablehlo.channel_handle<handle = {ctx.channel_id}, type = 1>"
+
+
+def _i64_matrix(rows) -> str:
+    rows = [list(r) for r in rows]
+    body = "[" + ", ".join("[" + ", ".join(map(str, r)) + "]" for r in rows) + "]"
+    return f"dense<{body}> : tensor<{len(rows)}x{len(rows[0]) if rows else 0}xi64>"
+
+
+def _groups_attr(op) -> str:
+    return f"replica_groups = {_i64_matrix(op.attrs['replica_groups'])}"
+
+
+def _reducer_region(ctx: EmitContext, computation: str, dtype) -> str:
+    from purejit.ir import Builder
+
+    b = Builder("reducer")
+    x, y = b.param(TensorType((), dtype)), b.param(TensorType((), dtype))
+    (z,) = b.op(computation, [x, y])
+    return ctx.region(b.finish([z]))
+
+
+@lowering("all_reduce")
+def _all_reduce(ctx, op, args):
+    region = _reducer_region(ctx, op.attrs["computation"], op.operands[0].type.dtype)
+    attrs = f"{_channel(ctx)}, {_groups_attr(op)}, use_global_device_ids"
+    return emit_op(ctx, op, args, "stablehlo.all_reduce", attrs, [region])
+
+
+@lowering("reduce_scatter")
+def _reduce_scatter(ctx, op, args):
+    region = _reducer_region(ctx, op.attrs["computation"], op.operands[0].type.dtype)
+    attrs = (
+        f"{_channel(ctx)}, {_groups_attr(op)}, "
+        f"scatter_dimension = {op.attrs['scatter_dimension']} : i64, use_global_device_ids"
+    )
+    return emit_op(ctx, op, args, "stablehlo.reduce_scatter", attrs, [region])
+
+
+@lowering("all_gather")
+def _all_gather(ctx, op, args):
+    attrs = (
+        f"all_gather_dim = {op.attrs['all_gather_dim']} : i64, {_channel(ctx)}, "
+        f"{_groups_attr(op)}, use_global_device_ids"
+    )
+    return emit_op(ctx, op, args, "stablehlo.all_gather", attrs)
+
+
+@lowering("collective_permute")
+def _collective_permute(ctx, op, args):
+    pairs = op.attrs["source_target_pairs"]
+    if not pairs:  # nothing is sent: every device receives zeros
+        zero = np.zeros((), op.results[0].type.dtype)
+        (z,) = ctx.op("stablehlo.constant", [], [], [TensorType((), zero.dtype)],
+                      f"value = {dense(zero)}")
+        return ctx.op("stablehlo.broadcast_in_dim", [z], [TensorType((), zero.dtype)],
+                      [op.results[0].type], f"broadcast_dimensions = {i64_array([])}")
+    attrs = f"{_channel(ctx)}, source_target_pairs = {_i64_matrix(pairs)}"
+    return emit_op(ctx, op, args, "stablehlo.collective_permute", attrs)
+
+
+@lowering("all_to_all")
+def _all_to_all(ctx, op, args):
+    a = op.attrs
+    attrs = (
+        f"{_channel(ctx)}, concat_dimension = {a['concat_dimension']} : i64, "
+        f"{_groups_attr(op)}, split_count = {a['split_count']} : i64, "
+        f"split_dimension = {a['split_dimension']} : i64"
+    )
+    return emit_op(ctx, op, args, "stablehlo.all_to_all", attrs)
+
+
+@lowering("partition_id")
+def _partition_id(ctx, op, args):
+    return emit_op(ctx, op, args, "stablehlo.partition_id")
+
+
+def sdy_mesh(axis_names, mesh_shape) -> str:
+    """The `sdy.mesh @mesh` op for a mesh."""
+    axes = ", ".join(f'"{n}"={int(s)}' for n, s in zip(axis_names, mesh_shape))
+    return f"sdy.mesh @mesh = <[{axes}]>"
+
+
+def sdy_dims(spec) -> str:
+    """`<@mesh, [{"x"}, {}]>`: one closed dimension sharding per dimension of `spec`."""
+    dims = ", ".join("{" + ", ".join(f'"{a}"' for a in axes) + "}" for axes in spec)
+    return f"<@mesh, [{dims}]>"
+
+
+def sdy_sharding_attr(spec) -> str:
+    """An argument/result attribute dictionary placing a value as `spec` says."""
+    return f"{{sdy.sharding = #sdy.sharding{sdy_dims(spec)}}}"
+
+
+def declare_mesh(ctx: EmitContext, axis_names, mesh_shape):
+    text = sdy_mesh(axis_names, mesh_shape)
+    if ctx.module_ops.setdefault("mesh", text) != text:
+        raise NotImplementedError(
+            f"a program over two meshes ({ctx.module_ops['mesh']} and {text}); purejit "
+            "compiles one mesh per program"
+        )
+
+
+@lowering("manual_computation")
+def _manual_computation(ctx, op, args):
+    a = op.attrs
+    declare_mesh(ctx, a["axis_names"], a["mesh_shape"])
+    body = op.regions[0]
+    saved_lines, saved_indent = ctx.lines, ctx.indent
+    ctx.lines, ctx.indent = [], saved_indent + "  "
+    names, params = {}, []
+    for p in body.params:
+        names[p] = ctx.fresh()
+        params.append(f"{names[p]}: {mlir_type(p.type)}")
+    ctx._body(body, names)
+    outs = ", ".join(names[v] for v in body.results)
+    rtypes = ", ".join(mlir_type(v.type) for v in body.results)
+    ctx.lines.append(f"{ctx.indent}sdy.return {outs} : {rtypes}")
+    inner = ctx.lines
+    ctx.lines, ctx.indent = saved_lines, saved_indent
+    n = len(op.results)
+    res = ctx.fresh()
+    head = f"{res}:{n} = " if n > 1 else f"{res} = "
+    ins = ", ".join(sdy_dims(s) for s in a["in_specs"])
+    outs_sh = ", ".join(sdy_dims(s) for s in a["out_specs"])
+    manual = ", ".join(f'"{x}"' for x in a["axis_names"])
+    in_t = ", ".join(mlir_type(v.type) for v in op.operands)
+    out_t = ", ".join(mlir_type(v.type) for v in op.results)
+    ctx.lines.append(
+        f"{ctx.indent}{head}sdy.manual_computation({', '.join(args)}) in_shardings=[{ins}] "
+        f"out_shardings=[{outs_sh}] manual_axes={{{manual}}} ({', '.join(params)}) {{"
+    )
+    ctx.lines.extend(inner)
+    ctx.lines.append(f"{ctx.indent}}} : ({in_t}) -> ({out_t})")
+    return [f"{res}#{i}" for i in range(n)] if n > 1 else [res]
+
+
+# ---- fusion (issue 8: whole-program optimisation) ------------------------------------------
+# The route (inline for XLA, `mhlo.fusion`, or a non-inlined call) is `ctx.fusion_route`;
+# see purejit/backend/fusion.py.
+
+
+@lowering("fusion")
+def _fusion(ctx, op, args):
+    from purejit.backend import fusion
+
+    return fusion.lower_fusion(ctx, op, args)

@@ -10,6 +10,20 @@ from purejit.numpy._shape import (  # noqa: F401
     concatenate, expand_dims, moveaxis, permute_dims, ravel, reshape, squeeze, stack, swapaxes,
     transpose,
 )  # fmt: skip
+from purejit.numpy._indexing import (  # noqa: F401
+    _IndexUpdateHelper, _indexing_getitem, take, take_along_axis,
+)  # fmt: skip
+from purejit.numpy._creation import (  # noqa: F401
+    arange, empty, empty_like, eye, full, full_like, identity, linspace, meshgrid, ones,
+    ones_like, tri, tril, triu, zeros, zeros_like,
+)  # fmt: skip
+from purejit.numpy._manip import (  # noqa: F401
+    array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, diag, diagonal, dstack, flip,
+    fliplr, flipud, hsplit, hstack, pad, repeat, roll, rot90, row_stack, split, tile, trace,
+    vsplit, vstack,
+)  # fmt: skip
+from purejit.numpy._einsum import einsum  # noqa: F401
+from purejit.numpy._sorting import argsort, cumprod, cumsum, sort  # noqa: F401
 import numpy as _np
 
 from purejit.ir.dtypes import bfloat16  # noqa: F401

@@ -81,7 +81,8 @@ def promote_args(name: str, *xs, to_inexact: bool = False):
     dt, weak = pdt.result_type_weak(*[(a.dtype, a.weak_type) for a in arrs])
     if to_inexact and not pdt.is_inexact(dt):
         dt, weak = pdt.default_float(), weak
-    arrs = [convert(a, dt, weak=weak and a.weak_type) for a in arrs]
+    # as in JAX, every operand takes the result's weak flag (i8 + 1.0 -> f32, weak)
+    arrs = [convert(a, dt, weak=weak) for a in arrs]
     return broadcast_arrays_named(name, *arrs)
 
 
@@ -391,7 +392,8 @@ def where(condition, x=None, y=None, /):
     c = convert(_lift(condition), np.bool_)
     a, b = promote_args("where", x, y)
     c, a, b = broadcast_arrays_named("where", c, a, b)
-    return bind1("select", c, a, b)
+    # weak iff both branches are (the strong bool condition does not decide it), as in JAX
+    return bind1("select", c, a, b, weak=a.weak_type and b.weak_type)
 
 
 def clip(x, /, min=None, max=None):  # noqa: A002

@@ -1,0 +1,37 @@
+# purejit: `make demo` runs the tour, `make test` runs the test suite.
+# Both create .venv (Python 3.11+) and install `-e .[test]` on first use; the install is
+# redone only when pyproject.toml changes (the stamp file .venv/.installed tracks it).
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# the first Python 3.11+ found on PATH; override with `make test PYTHON=/path/to/python3.12`
+PYTHON ?= $(shell for p in python3 python3.13 python3.12 python3.11; do \
+	command -v $$p >/dev/null 2>&1 && \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && \
+	echo $$p && break; done)
+PYTEST_WORKERS ?= 2
+
+.PHONY: demo test info venv clean-venv
+
+demo: $(STAMP)
+	$(PY) -m purejit demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS)
+
+info: $(STAMP)
+	$(PY) -m purejit info
+
+venv: $(STAMP)
+
+$(PY):
+	@test -n "$(PYTHON)" || { echo "purejit needs Python 3.11 or newer on PATH" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,264 @@
+"""Ordering and windowed ops: sort (with a comparator region), top_k, reduce_window.
+
+sort(xs...) {dimension, is_stable} region(a0, b0, a1, b1, ...) -> pred[]
+    Sorts every operand along `dimension` by the permutation that orders the comparator:
+    the region gets one scalar pair (lhs, rhs) per operand and says whether lhs comes
+    first. Sorting by the first k operands (num_keys) is a comparator that only reads them.
+
+top_k(x) {k} -> (values, indices)
+    The k largest entries along the last dimension, largest first; ties go to the lower
+    index and NaN counts as larger than every number (XLA's TopK). Indices are s32.
+
+reduce_window(inputs..., inits...) {window_dimensions, window_strides, base_dilations,
+                                    window_dilations, padding} region(acc..., x...)
+    XLA's ReduceWindow; cumulative sums and products are a window as long as the axis
+    with padding on one side, which XLA rewrites into a fast scan.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from purejit.ir import dtypes
+from purejit.ir.core import TensorType
+from purejit.ir.ops._util import check_rank_attr, compute_dtype
+from purejit.ir.ops.reduce import reduction_kind
+from purejit.ir.registry import OpDef, fail, register
+
+_PRED = TensorType((), np.bool_)
+
+# sort ----------------------------------------------------------------------------------------
+
+
+def _sort_infer(types, attrs, regions):
+    if not types:
+        fail("sort", "expects at least one operand")
+    shape = types[0].shape
+    for t in types[1:]:
+        if t.shape != shape:
+            fail("sort", f"operands have different shapes: {types[0]} vs {t}")
+    if not shape:
+        fail("sort", f"cannot sort a scalar {types[0]}")
+    check_rank_attr("sort", "dimension", [attrs["dimension"]], len(shape))
+    if not isinstance(attrs.get("is_stable", False), bool):
+        fail("sort", "is_stable must be a bool")
+    if len(regions) != 1:
+        fail("sort", "needs exactly one comparator region")
+    expect = [TensorType((), t.dtype) for t in types for _ in (0, 1)]
+    (cmp,) = regions
+    if cmp.param_types != expect or cmp.result_types != [_PRED]:
+        got = f"{cmp.param_types} -> {cmp.result_types}"
+        fail("sort", f"comparator must be {expect} -> [pred[]], got {got}")
+    return list(types)
+
+
+def _sort_ref(args, attrs, regions, run):
+    dim = attrs["dimension"]
+    (cmp,) = regions
+    moved = [np.moveaxis(a, dim, -1) for a in args]
+    n = moved[0].shape[-1]
+    lanes = [m.reshape(-1, n) for m in moved]
+    out = [lane.copy() for lane in lanes]
+
+    for r in range(lanes[0].shape[0]):
+        row = [lane[r] for lane in lanes]
+
+        def less(i, j, row=row):
+            pairs = [v for x in row for v in (x[i], x[j])]
+            return bool(run(cmp, *pairs)[0])
+
+        def order(i, j, less=less):
+            return -1 if less(i, j) else (1 if less(j, i) else 0)
+
+        perm = sorted(range(n), key=functools.cmp_to_key(order))  # stable
+        for o, x in zip(out, row):
+            o[r] = x[perm]
+    return [np.moveaxis(o.reshape(m.shape), -1, dim) for o, m in zip(out, moved)]
+
+
+register(
+    OpDef(
+        "sort",
+        _sort_infer,
+        _sort_ref,
+        frozenset({"pure"}),
+        attrs=("dimension", "is_stable"),
+        num_regions=1,
+        doc="sort(xs...) {dimension, is_stable} region(lhs0, rhs0, ...) -> pred[]",
+    )
+)
+
+# top_k -----------------------------------------------------------------------------------------
+
+
+def _top_k_infer(types, attrs, regions):
+    if len(types) != 1:
+        fail("top_k", f"expects one operand, got {len(types)}")
+    (t,) = types
+    k = attrs["k"]
+    if t.rank == 0:
+        fail("top_k", f"operand must have rank >= 1, got {t}")
+    if dtypes.is_complex(t.dtype):
+        fail("top_k", f"does not accept complex {t}")
+    if not isinstance(k, int) or not 0 <= k <= t.shape[-1]:
+        fail("top_k", f"k={k} must be in [0, {t.shape[-1]}] for {t}")
+    shape = t.shape[:-1] + (k,)
+    return [TensorType(shape, t.dtype), TensorType(shape, np.int32)]
+
+
+def _descending_key(v, inexact: bool):
+    if inexact:
+        f = float(v)
+        return (0, 0.0) if math.isnan(f) else (1, -f)
+    return (1, -int(v))
+
+
+def _top_k_ref(args, attrs, regions, run):
+    (x,) = args
+    k = attrs["k"]
+    n = x.shape[-1]
+    lanes = x.reshape(-1, n)
+    inexact = dtypes.is_inexact(x.dtype)
+    idx = np.zeros((lanes.shape[0], k), np.int32)
+    for r, lane in enumerate(lanes):
+        keys = [_descending_key(v, inexact) for v in lane]
+        idx[r] = sorted(range(n), key=lambda i: (keys[i], i))[:k]
+    vals = np.take_along_axis(lanes, idx.astype(np.int64), axis=1)
+    shape = x.shape[:-1] + (k,)
+    return [vals.reshape(shape), idx.reshape(shape)]
+
+
+register(
+    OpDef(
+        "top_k",
+        _top_k_infer,
+        _top_k_ref,
+        frozenset({"pure"}),
+        attrs=("k",),
+        doc="top_k(x) {k} -> (values, s32 indices) along the last dimension",
+    )
+)
+
+# reduce_window ---------------------------------------------------------------------------------
+
+WINDOW_ATTRS = (
+    "window_dimensions",
+    "window_strides",
+    "base_dilations",
+    "window_dilations",
+    "padding",
+)
+
+
+def window_output_shape(shape, attrs) -> tuple[int, ...]:
+    """The result shape of reduce_window on `shape` (XLA's formula)."""
+    out = []
+    for d, w, s, bd, wd, (lo, hi) in zip(shape, *(attrs[k] for k in WINDOW_ATTRS)):
+        padded = (d - 1) * bd + 1 + lo + hi if d else lo + hi
+        extent = (w - 1) * wd + 1
+        out.append((padded - extent) // s + 1 if padded >= extent else 0)
+    return tuple(out)
+
+
+def _reduce_window_infer(types, attrs, regions):
+    op = "reduce_window"
+    if len(types) % 2 or not types:
+        fail(op, f"expects N inputs and N init values, got {len(types)} operands")
+    n = len(types) // 2
+    inputs, inits = types[:n], types[n:]
+    rank = inputs[0].rank
+    for t in inputs[1:]:
+        if t.shape != inputs[0].shape:
+            fail(op, f"inputs have different shapes: {inputs[0]} vs {t}")
+    for x, i in zip(inputs, inits):
+        if i.shape != () or i.dtype != x.dtype:
+            fail(op, f"init value {i} must be a scalar of {x.dtype}")
+    for k in WINDOW_ATTRS:
+        if len(attrs[k]) != rank:
+            fail(op, f"{k}={list(attrs[k])} needs {rank} entries for {inputs[0]}")
+    for k in WINDOW_ATTRS[:4]:
+        if any(v < 1 for v in attrs[k]):
+            fail(op, f"{k}={list(attrs[k])} must be positive")
+    if any(len(p) != 2 for p in attrs["padding"]):
+        fail(op, "padding must be a list of (low, high) pairs")
+    if len(regions) != 1:
+        fail(op, "needs exactly one region")
+    expect = [TensorType((), t.dtype) for t in inits] * 2
+    (body,) = regions
+    if body.param_types != expect or body.result_types != expect[:n]:
+        fail(op, f"region must be {expect} -> {expect[:n]}, got {body.param_types}")
+    shape = window_output_shape(inputs[0].shape, attrs)
+    return [TensorType(shape, t.dtype) for t in inputs]
+
+
+_UFUNCS = {
+    "add": np.add,
+    "multiply": np.multiply,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+def _pad_dilate(x, init, attrs):
+    """x with base dilation and (possibly negative) padding applied, holes filled with init."""
+    for ax, (bd, (lo, hi)) in enumerate(zip(attrs["base_dilations"], attrs["padding"])):
+        d = x.shape[ax]
+        if bd > 1 and d > 1:
+            shape = list(x.shape)
+            shape[ax] = (d - 1) * bd + 1
+            y = np.full(shape, init, x.dtype)
+            index = [slice(None)] * x.ndim
+            index[ax] = slice(None, None, bd)
+            y[tuple(index)] = x
+            x = y
+        widths = [(0, 0)] * x.ndim
+        widths[ax] = (max(lo, 0), max(hi, 0))
+        x = np.pad(x, widths, constant_values=init)
+        index = [slice(None)] * x.ndim
+        index[ax] = slice(max(-lo, 0), x.shape[ax] - max(-hi, 0))
+        x = x[tuple(index)]
+    return x
+
+
+def _reduce_window_ref(args, attrs, regions, run):
+    n = len(args) // 2
+    inputs, inits = args[:n], args[n:]
+    (body,) = regions
+    out_shape = window_output_shape(inputs[0].shape, attrs)
+    padded = [_pad_dilate(x, i, attrs) for x, i in zip(inputs, inits)]
+    strides, wdil = attrs["window_strides"], attrs["window_dilations"]
+    acc = [np.full(out_shape, i, x.dtype) for x, i in zip(inputs, inits)]
+    kind = reduction_kind(body)
+    for offset in np.ndindex(*attrs["window_dimensions"]):
+        index = tuple(
+            slice(o * wd, o * wd + (m - 1) * s + 1, s) if m else slice(0, 0)
+            for o, wd, s, m in zip(offset, wdil, strides, out_shape)
+        )
+        windows = [p[index] for p in padded]
+        if kind is not None:
+            cdt = compute_dtype(acc[0].dtype)
+            acc = [_UFUNCS[kind](acc[0].astype(cdt), windows[0].astype(cdt)).astype(acc[0].dtype)]
+            continue
+        for pos in np.ndindex(*out_shape):
+            res = run(body, *[a[pos] for a in acc], *[w[pos] for w in windows])
+            for a, r in zip(acc, res):
+                a[pos] = r
+    return acc
+
+
+register(
+    OpDef(
+        "reduce_window",
+        _reduce_window_infer,
+        _reduce_window_ref,
+        frozenset({"pure"}),
+        attrs=WINDOW_ATTRS,
+        num_regions=1,
+        doc="reduce_window(inputs..., inits...) {window attrs} region(accs..., xs...) -> accs",
+    )
+)

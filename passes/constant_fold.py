@@ -1,0 +1,118 @@
+"""Constant folding with the registry's NumPy reference rules.
+
+Guarantees: a pure op whose operands are all `constant` ops, none of them and none of its
+results larger than `max_elements`, is replaced by `constant` ops holding what its reference
+rule computes (the same numbers the interpreter gives). A result whose elements are all equal
+becomes `broadcast_in_dim(scalar constant)` instead of a full array, so folding never bloats
+the program. Works inside regions.
+Never touches: ops with effects or without `pure`, ops without operands (`iota`, `constant`),
+a data-movement op of a scalar (`broadcast_in_dim(c)` is already the folded form), ops whose
+reference rule raises (they stay for XLA).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from purejit.ir import Function, Op, TensorType, Value, interpret
+from purejit.passes.cse import mergeable
+from purejit.passes.pipeline import PassResult
+
+
+def constant_value(op: Op | None) -> np.ndarray | None:
+    """The array a `constant`-trait op produces, else None."""
+    if op is not None and op.has_trait("constant"):
+        return np.asarray(op.attrs["value"])
+    return None
+
+
+def splat_scalar(a: np.ndarray) -> np.ndarray | None:
+    """The 0-d array every element of `a` equals (bitwise for floats), or None."""
+    if a.size == 0:
+        return None
+    flat = np.ascontiguousarray(a).reshape(-1)
+    raw = flat.view(np.uint8).reshape(a.size, -1)
+    same = bool((raw == raw[:1]).all())
+    return flat[:1].reshape(()).copy() if same else None
+
+
+def splat_ops(value: np.ndarray, type: TensorType, results: list[Value], loc) -> list[Op]:
+    """`broadcast_in_dim(constant scalar)` defining `results[0]` of `type`."""
+    scalar = Value(TensorType((), type.dtype))
+    return [
+        Op("constant", [], {"value": np.array(value, type.dtype)}, [scalar], (), loc),
+        Op(
+            "broadcast_in_dim",
+            [scalar],
+            {"shape": tuple(type.shape), "broadcast_dimensions": ()},
+            results,
+            (),
+            loc,
+        ),
+    ]
+
+
+def _foldable(op: Op, consts: dict, limit: int) -> bool:
+    if not op.operands or not mergeable(op) or op.has_trait("constant"):
+        return False
+    if any(v not in consts for v in op.operands):
+        return False
+    if op.has_trait("shape_only") and len(op.operands) == 1 and op.operands[0].type.rank == 0:
+        return False  # broadcast of a scalar constant: already canonical
+    sizes = [v.type.size for v in op.operands] + [r.type.size for r in op.results]
+    return max(sizes) <= limit
+
+
+def _fold(fn: Function, limit: int) -> tuple[Function, int]:
+    consts: dict[Value, np.ndarray] = {}
+    ops: list[Op] = []
+    folded = 0
+    for op in fn.ops:
+        if op.regions:
+            regions = []
+            for r in op.regions:
+                new_r, n = _fold(r, limit)
+                folded += n
+                regions.append(new_r)
+            op = Op(op.name, op.operands, op.attrs, op.results, regions, op.loc)
+        value = constant_value(op)
+        if value is not None:
+            consts[op.results[0]] = value
+        elif _foldable(op, consts, limit):
+            try:
+                outs = op.opdef.reference(
+                    [consts[v] for v in op.operands], op.attrs, op.regions, interpret
+                )
+                outs = [np.asarray(o).astype(r.type.dtype) for o, r in zip(outs, op.results)]
+            except Exception:  # no reference for these inputs: leave it to XLA
+                outs = None
+            if outs is not None and all(o.shape == r.type.shape for o, r in zip(outs, op.results)):
+                folded += 1
+                for o, r in zip(outs, op.results):
+                    s = splat_scalar(o) if o.size > 1 else None
+                    if s is not None:
+                        ops += splat_ops(s, r.type, [r], op.loc)
+                    else:
+                        ops.append(Op("constant", [], {"value": o}, [r], (), op.loc))
+                        consts[r] = o
+                continue
+        ops.append(op)
+    return Function(fn.name, fn.params, ops, fn.results), folded
+
+
+@dataclass(frozen=True)
+class ConstantFold:
+    """Evaluate ops on small constants at compile time (see the module docstring).
+
+    Attributes:
+        max_elements: the largest operand or result (in elements) that is folded.
+    """
+
+    name: str = "fold"
+    max_elements: int = 1024
+
+    def __call__(self, fn: Function) -> PassResult:
+        new, folded = _fold(fn, self.max_elements)
+        return PassResult(new, folded > 0, {"folded_ops": folded})

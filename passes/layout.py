@@ -1,0 +1,481 @@
+"""Layout assignment: dimension orders that let `dot_general` run without transposes.
+
+XLA runs a `dot_general` as a batch of matrix products and wants each operand as
+`[batch..., rows, cols]`: batch dimensions leading (in the order the dot lists them), the
+contracting dimensions grouped at the minor end of the left operand and at either end of
+the right one. When an operand is not in that order XLA inserts a transpose kernel that
+copies it. This pass removes those copies where the program can produce the operand in the
+right order to begin with: it pushes the needed permutation up into the producers, where it
+costs nothing:
+
+    transpose(transpose(x, p), q)      -> transpose(x, p∘q), or x when that is the identity
+    transpose(elementwise(a, b), p)    -> elementwise(transpose(a, p), transpose(b, p))
+    transpose(broadcast_in_dim(x), p)  -> broadcast_in_dim(x') with permuted dimensions
+    transpose(constant / iota, p)      -> a constant / iota made in the new order
+    transpose(reshape(x), p)           -> reshape(transpose(x, p')) when p moves whole groups
+    transpose(dot_general(a, b), p)    -> dot_general in a new order: batch dimensions
+                                          reordered, operands swapped, operand transposes
+                                          pushed further up
+
+Each rewrite is taken only when it lowers the bytes moved by transposes (explicit ones and
+the ones XLA would insert for dot operands): a permutation that reaches a parameter or an
+op it cannot pass stays as an explicit transpose there and counts at that value's size, so
+the pass trades a large activation transpose for a small weight transpose but never the
+reverse. It also canonicalises every `dot_general`'s dimension numbers (contracting pairs in
+left-operand order; after a rewrite, batch dimensions `0..n-1`).
+
+Guarantees: results keep their types and values (checked by the interpreter in the tests);
+values with several users are never recomputed (only transposes, broadcasts, reshapes,
+constants and iotas are duplicated, which XLA fuses into their users anyway).
+Never touches: parameters and results of the function, ops with side effects, regions'
+signatures (region bodies are rewritten on their own).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from purejit.ir import Function, Op, TensorType, Value
+from purejit.ir.ops.reduce import DOT_ATTRS
+from purejit.passes.pipeline import PassResult
+
+_MAX_DEPTH = 48
+
+
+def _inverse(perm):
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+def _is_identity(perm) -> bool:
+    return all(i == p for i, p in enumerate(perm))
+
+
+def _moves_data(shape, perm) -> bool:
+    """Whether `transpose(x, perm)` moves bytes: not when it only moves size-1 dims."""
+    big = [p for p in perm if shape[p] != 1]
+    return big != sorted(big)
+
+
+def _transpose_bytes(v: Value, perm) -> int:
+    return v.type.nbytes if _moves_data(v.type.shape, perm) else 0
+
+
+def _permuted(t: TensorType, perm) -> TensorType:
+    return TensorType(tuple(t.shape[p] for p in perm), t.dtype)
+
+
+@dataclass
+class _Plan:
+    """How to produce `transpose(value, perm)`; `cost` is the bytes moved by the transposes
+    the plan keeps, `saved` the bytes of transposes (explicit or implied) it removes."""
+
+    kind: str
+    value: Value
+    perm: tuple
+    cost: int = 0
+    saved: int = 0
+    children: tuple = ()
+    data: object = None
+
+
+def _dot_parts(op: Op):
+    lb, rb, lc, rc = (tuple(op.attrs[k]) for k in DOT_ATTRS)
+    lhs, rhs = op.operands
+    lf = [d for d in range(lhs.type.rank) if d not in lb + lc]
+    rf = [d for d in range(rhs.type.rank) if d not in rb + rc]
+    return lhs, rhs, lb, rb, lc, rc, lf, rf
+
+
+class _Rewriter:
+    """Rewrites one function body (top level; regions get their own rewriter)."""
+
+    def __init__(self, fn: Function, lhs_forms=("FK",)):
+        self.fn = fn
+        self.lhs_forms = lhs_forms
+        self.producer: dict[Value, Op] = {}
+        self.uses: dict[Value, int] = {}
+        for op in fn.ops:
+            for v in op.operands:
+                self.uses[v] = self.uses.get(v, 0) + 1
+        for v in fn.results:
+            self.uses[v] = self.uses.get(v, 0) + 1
+        self.out: list[Op] = []
+        self.subst: dict[Value, Value] = {}
+        self.stats = {"dots_relaid": 0, "transposes_folded": 0, "bytes_saved": 0}
+        self.memo: dict = {}  # plans for the current decision; cleared after each rewrite
+
+    # ---- bookkeeping ----------------------------------------------------------------------
+    def _emit(self, op: Op):
+        self.out.append(op)
+        for r in op.results:
+            self.producer[r] = op
+
+    def _new(self, name, operands, attrs, type_: TensorType, loc=None) -> Value:
+        v = Value(type_)
+        for x in operands:
+            self.uses[x] = self.uses.get(x, 0) + 1
+        self._emit(Op(name, operands, attrs, [v], (), loc))
+        return v
+
+    def _drop_use(self, v: Value):
+        """One use of `v` went away; when none is left, its producer's uses go too."""
+        self.uses[v] -= 1
+        if self.uses[v] == 0:
+            op = self.producer.get(v)
+            if op is not None and op.is_pure and all(self.uses.get(r, 0) == 0 for r in op.results):
+                for x in op.operands:
+                    self._drop_use(x)
+
+    def _single_use(self, v: Value) -> bool:
+        return self.uses.get(v, 0) == 1
+
+    # ---- planning -------------------------------------------------------------------------
+    def plan(self, v: Value, perm, depth: int = 0) -> _Plan:
+        """The cheapest way to obtain `transpose(v, perm)`."""
+        perm = tuple(perm)
+        if _is_identity(perm):
+            return _Plan("same", v, perm)
+        key = (v, perm)
+        if key not in self.memo:
+            self.memo[key] = self._plan(v, perm, depth)
+        return self.memo[key]
+
+    def _plan(self, v: Value, perm, depth: int) -> _Plan:
+        residual = _Plan("residual", v, perm, cost=_transpose_bytes(v, perm))
+        op = self.producer.get(v)
+        if op is None or depth > _MAX_DEPTH or not op.is_pure or op.regions:
+            return residual
+        best = residual
+        for candidate in self._candidates(op, v, perm, depth):
+            if candidate is not None and candidate.cost - candidate.saved < best.cost - best.saved:
+                best = candidate
+        return best
+
+    def _candidates(self, op: Op, v: Value, perm, depth):
+        single = self._single_use(v)
+        if op.name == "transpose":
+            inner = op.attrs["permutation"]
+            child = self.plan(op.operands[0], [inner[p] for p in perm], depth + 1)
+            saved = _transpose_bytes(op.operands[0], inner) if single else 0
+            yield _Plan("through", v, perm, child.cost, child.saved + saved, (child,))
+            return
+        if op.has_trait("constant"):
+            yield _Plan("constant", v, perm)
+            return
+        if op.name == "iota":
+            yield _Plan("iota", v, perm)
+            return
+        if op.name == "broadcast_in_dim":
+            yield self._plan_broadcast(op, v, perm, depth)
+            return
+        if op.name == "reshape":
+            yield self._plan_reshape(op, v, perm, depth)
+            return
+        if not single:
+            return  # pushing further would compute the producer twice
+        if op.is_elementwise and len(op.results) == 1:
+            children = tuple(
+                self.plan(x, perm, depth + 1) if x.type.rank else None for x in op.operands
+            )
+            cost = sum(c.cost for c in children if c)
+            saved = sum(c.saved for c in children if c)
+            yield _Plan("elementwise", v, perm, cost, saved, children)
+            return
+        if op.name == "dot_general":
+            yield self._plan_dot(op, perm, depth)
+
+    def _plan_broadcast(self, op, v, perm, depth):
+        inv = _inverse(perm)
+        dims = [inv[d] for d in op.attrs["broadcast_dimensions"]]
+        order = sorted(range(len(dims)), key=lambda j: dims[j])
+        child = self.plan(op.operands[0], order, depth + 1)
+        return _Plan("broadcast", v, perm, child.cost, child.saved, (child,), sorted(dims))
+
+    def _plan_reshape(self, op, v, perm, depth):
+        groups = _reshape_groups(op.operands[0].type.shape, v.type.shape)
+        if groups is None:
+            return None
+        out_of = {}
+        for g, (_, outs) in enumerate(groups):
+            for d in outs:
+                out_of[d] = g
+        # perm must list whole output groups, each in its own order
+        order, k = [], 0
+        while k < len(perm):
+            g = out_of[perm[k]]
+            outs = groups[g][1]
+            if tuple(perm[k : k + len(outs)]) != tuple(outs):
+                return None
+            order.append(g)
+            k += len(outs)
+        in_perm = [d for g in order for d in groups[g][0]]
+        in_perm += [d for ins, outs in groups if not outs for d in ins]  # size-1 dims
+        child = self.plan(op.operands[0], in_perm, depth + 1)
+        return _Plan("reshape", v, perm, child.cost, child.saved, (child,))
+
+    def _dot_options(self, op: Op, perm):
+        """Every way to compute `transpose(dot, perm)` as one dot_general with operands in a
+        form XLA takes without copies: yields (swap, operand A, target perm of A, operand B,
+        target perm of B, new attrs)."""
+        lhs, rhs, lb, rb, lc, rc, lf, rf = _dot_parts(op)
+        nb, nlf = len(lb), len(lf)
+        if sorted(perm[:nb]) != list(range(nb)):
+            return
+        sigma = perm[:nb]
+        rest = perm[nb:]
+        lf_ids = set(range(nb, nb + nlf))
+        nrf = len(rf)
+        arrangements = []
+        if set(rest[:nlf]) == lf_ids:
+            arrangements.append((False, rest[:nlf], rest[nlf:]))
+        if set(rest[:nrf]) == set(rest) - lf_ids and set(rest[nrf:]) == lf_ids and nlf and nrf:
+            arrangements.append((True, rest[nrf:], rest[:nrf]))
+        for swap, lf_pos, rf_pos in arrangements:
+            l_free = [lf[p - nb] for p in lf_pos]
+            r_free = [rf[p - nb - nlf] for p in rf_pos]
+            lbatch = [lb[s] for s in sigma]
+            rbatch = [rb[s] for s in sigma]
+            pairs = list(zip(lc, rc))
+            if swap:
+                a, b = rhs, lhs
+                a_batch, b_batch, a_free, b_free = rbatch, lbatch, r_free, l_free
+                pairs = [(r, lft) for lft, r in pairs]
+            else:
+                a, b = lhs, rhs
+                a_batch, b_batch, a_free, b_free = lbatch, rbatch, l_free, r_free
+            nk = len(pairs)
+            for key in (0, 1):
+                ps = sorted(pairs, key=lambda pr: pr[key])
+                a_con = [p[0] for p in ps]
+                b_con = [p[1] for p in ps]
+                for a_form in self.lhs_forms:
+                    a_perm, lcon = _form(a_form, a_batch, a_free, a_con)
+                    for b_form in ("FK", "KF"):
+                        b_perm, rcon = _form(b_form, b_batch, b_free, b_con)
+                        attrs = {
+                            "lhs_batching_dimensions": tuple(range(nb)),
+                            "rhs_batching_dimensions": tuple(range(nb)),
+                            "lhs_contracting_dimensions": lcon,
+                            "rhs_contracting_dimensions": rcon,
+                        }
+                        yield swap, a, a_perm, b, b_perm, attrs
+
+    def implied_cost(self, op: Op) -> int:
+        """Bytes XLA moves to put this dot's operands in order (0: already fine)."""
+        best = None
+        n = op.results[0].type.rank
+        for _, a, ap, b, bp, _ in self._dot_options(op, tuple(range(n))):
+            c = _transpose_bytes(a, ap) + _transpose_bytes(b, bp)
+            best = c if best is None else min(best, c)
+        return best or 0
+
+    def _plan_dot(self, op: Op, perm, depth) -> _Plan | None:
+        best = None
+        implied = self.implied_cost(op)  # the old dot's operand copies go away
+        for swap, a, ap, b, bp, attrs in self._dot_options(op, perm):
+            ca = self.plan(a, ap, depth + 1)
+            cb = self.plan(b, bp, depth + 1)
+            cost, saved = ca.cost + cb.cost, ca.saved + cb.saved + implied
+            p = _Plan("dot", op.results[0], perm, cost, saved, (ca, cb), (op, attrs))
+            if best is None or p.cost - p.saved < best.cost - best.saved:
+                best = p
+        return best
+
+    # ---- building -------------------------------------------------------------------------
+    def build(self, plan: _Plan, memo: dict) -> Value:
+        key = (plan.value, plan.perm)
+        if key in memo:
+            return memo[key]
+        v = self._build(plan, memo)
+        memo[key] = v
+        return v
+
+    def _build(self, plan: _Plan, memo) -> Value:
+        v, perm = plan.value, plan.perm
+        op = self.producer.get(v)
+        out_type = _permuted(v.type, perm)
+        loc = op.loc if op is not None else None
+        if plan.kind == "same":
+            return v
+        if plan.kind == "residual":
+            return self._new("transpose", [v], {"permutation": perm}, out_type, loc)
+        if plan.kind == "through":
+            self.stats["transposes_folded"] += 1
+            return self.build(plan.children[0], memo)
+        if plan.kind == "constant":
+            value = np.ascontiguousarray(np.transpose(op.attrs["value"], perm))
+            return self._new(op.name, [], {**op.attrs, "value": value}, out_type, loc)
+        if plan.kind == "iota":
+            attrs = {**op.attrs, "shape": out_type.shape}
+            attrs["dimension"] = _inverse(perm)[op.attrs["dimension"]]
+            return self._new("iota", [], attrs, out_type, loc)
+        if plan.kind == "broadcast":
+            x = self.build(plan.children[0], memo)
+            attrs = {**op.attrs, "shape": out_type.shape, "broadcast_dimensions": tuple(plan.data)}
+            return self._new("broadcast_in_dim", [x], attrs, out_type, loc)
+        if plan.kind == "reshape":
+            x = self.build(plan.children[0], memo)
+            return self._new("reshape", [x], {**op.attrs, "shape": out_type.shape}, out_type, loc)
+        if plan.kind == "elementwise":
+            xs = [
+                self.build(c, memo) if c is not None else x
+                for c, x in zip(plan.children, op.operands)
+            ]
+            return self._new(op.name, xs, dict(op.attrs), out_type, loc)
+        if plan.kind == "dot":
+            dot, attrs = plan.data
+            a = self.build(plan.children[0], memo)
+            b = self.build(plan.children[1], memo)
+            self.stats["dots_relaid"] += 1
+            return self._new("dot_general", [a, b], attrs, out_type, dot.loc)
+        raise AssertionError(plan.kind)
+
+    # ---- the walk -------------------------------------------------------------------------
+    def run(self) -> Function:
+        for op in self.fn.ops:
+            operands = [self.subst.get(v, v) for v in op.operands]
+            regions = [_rewrite(r, self.stats, self.lhs_forms) for r in op.regions]
+            op = Op(op.name, operands, op.attrs, op.results, regions, op.loc)
+            if op.name == "transpose" and self._fold_transpose(op):
+                continue
+            if op.name == "dot_general":
+                op = self._relayout_dot(op)
+            self._emit(op)
+        results = [self.subst.get(v, v) for v in self.fn.results]
+        return Function(self.fn.name, self.fn.params, self.out, results)
+
+    def _fold_transpose(self, op: Op) -> bool:
+        (x,) = op.operands
+        perm = tuple(op.attrs["permutation"])
+        self.memo = {}
+        plan = self.plan(x, perm)
+        baseline = _transpose_bytes(x, perm)  # this transpose goes away
+        if plan.kind == "residual" or plan.cost - plan.saved >= max(baseline, 1):
+            return False
+        new = self.build(plan, {})
+        # the transpose's users now read `new`; its own use of `x` is gone
+        self.uses[new] = self.uses.get(new, 0) + self.uses.get(op.results[0], 0)
+        self._drop_use(x)
+        self.subst[op.results[0]] = new
+        self.stats["transposes_folded"] += 1
+        self.stats["bytes_saved"] += baseline + plan.saved - plan.cost
+        return True
+
+    def _relayout_dot(self, op: Op) -> Op:
+        implied = self.implied_cost(op)
+        if implied == 0:
+            return _canonical_dot(op)
+        n = op.results[0].type.rank
+        best = None
+        self.memo = {}
+        for swap, a, ap, b, bp, attrs in self._dot_options(op, tuple(range(n))):
+            if swap:
+                continue
+            ca, cb = self.plan(a, ap), self.plan(b, bp)
+            cost = ca.cost + cb.cost - ca.saved - cb.saved
+            if best is None or cost < best[0]:
+                best = (cost, ca, cb, attrs)
+        if best is None or best[0] >= implied:
+            return _canonical_dot(op)
+        _, ca, cb, attrs = best
+        lhs, rhs = op.operands
+        memo: dict = {}
+        a = self.build(ca, memo)
+        b = self.build(cb, memo)
+        for old, new in ((lhs, a), (rhs, b)):
+            if new is not old:
+                self.uses[new] = self.uses.get(new, 0) + 1
+                self._drop_use(old)
+        self.stats["dots_relaid"] += 1
+        self.stats["bytes_saved"] += implied - best[0]
+        return Op("dot_general", [a, b], attrs, op.results, (), op.loc)
+
+
+def _form(form: str, batch, free, con):
+    """An operand's dimension order for form "FK" (`[batch, free, contracting]`) or "KF"
+    (`[batch, contracting, free]`), and where its contracting dimensions end up."""
+    nb = len(batch)
+    if form == "FK":
+        return tuple(batch + free + con), tuple(range(nb + len(free), nb + len(free) + len(con)))
+    return tuple(batch + con + free), tuple(range(nb, nb + len(con)))
+
+
+def _canonical_dot(op: Op) -> Op:
+    """Contracting pairs in the order of the left operand's dimensions."""
+    lc, rc = op.attrs["lhs_contracting_dimensions"], op.attrs["rhs_contracting_dimensions"]
+    pairs = sorted(zip(lc, rc))
+    attrs = dict(op.attrs)
+    attrs["lhs_contracting_dimensions"] = tuple(p[0] for p in pairs)
+    attrs["rhs_contracting_dimensions"] = tuple(p[1] for p in pairs)
+    if attrs == op.attrs:
+        return op
+    return Op(op.name, op.operands, attrs, op.results, op.regions, op.loc)
+
+
+def _reshape_groups(src, dst):
+    """Split a reshape into aligned groups `(source dims, result dims)` whose sizes multiply
+    to the same number, in order; a group may have no dims on one side (size-1 dims).
+    None when a zero-size dimension makes the split ambiguous."""
+    if 0 in src or 0 in dst:
+        return None
+    groups, i, j = [], 0, 0
+    while i < len(src) or j < len(dst):
+        gi, gj, pi, pj = [], [], 1, 1
+        if i < len(src):
+            pi, i = src[i], i + 1
+            gi.append(i - 1)
+        if j < len(dst):
+            pj, j = dst[j], j + 1
+            gj.append(j - 1)
+        while pi != pj:
+            if pi < pj and i < len(src):
+                pi, i = pi * src[i], i + 1
+                gi.append(i - 1)
+            elif pj < pi and j < len(dst):
+                pj, j = pj * dst[j], j + 1
+                gj.append(j - 1)
+            else:
+                return None
+        groups.append((gi, gj))
+    return groups
+
+
+def _rewrite(fn: Function, stats: dict, lhs_forms=("FK",)) -> Function:
+    r = _Rewriter(fn, lhs_forms)
+    new = r.run()
+    for k, v in r.stats.items():
+        stats[k] = stats.get(k, 0) + v
+    return _remove_dead(new)
+
+
+def _remove_dead(fn: Function) -> Function:
+    live = set(fn.results)
+    kept = []
+    for op in reversed(fn.ops):
+        if any(r in live for r in op.results) or not op.is_pure or op.has_trait("side_effect"):
+            kept.append(op)
+            live.update(op.operands)
+    kept.reverse()
+    return Function(fn.name, fn.params, kept, fn.results)
+
+
+@dataclass(frozen=True)
+class LayoutAssignment:
+    """The layout pass (see the module docstring). Its report counts the dots whose operand
+    orders changed, the transposes folded away and the transpose bytes saved per call."""
+
+    name: str = "layout"
+    transposed_lhs: bool = False
+
+    def __call__(self, fn: Function) -> PassResult:
+        stats: dict = {}
+        new = _rewrite(fn, stats, ("FK", "KF") if self.transposed_lhs else ("FK",))
+        from purejit.ir import print_function
+
+        changed = print_function(new) != print_function(fn)
+        return PassResult(new if changed else fn, changed, stats)

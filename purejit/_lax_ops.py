@@ -1,0 +1,523 @@
+"""The low-level ops of purejit.lax: strict versions of the IR ops (no dtype promotion, as in
+jax.lax), indexing, reductions, sorting and cumulative reductions."""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from purejit import dtypes as pdt
+from purejit import errors
+from purejit.array import Array
+from purejit.core import ShapedArray, bind, bind1
+from purejit.numpy._core import _lift, broadcast_arrays_named, convert
+from purejit.tracing import trace_to_function
+from purejit.tree_util import tree_flatten, tree_unflatten
+
+
+def _same_dtypes(name: str, *xs):
+    dts = [x.dtype for x in xs]
+    if any(d != dts[0] for d in dts):
+        raise errors.PurejitTypeError(
+            f"lax.{name} requires arguments to have the same dtypes, got "
+            f"{', '.join(d.name for d in dts)}{errors.at(errors.user_location())} "
+            f"(purejit.numpy.{name} promotes dtypes; or convert with convert_element_type)"
+        )
+
+
+def unary(op: str, name: str) -> Callable:
+    """A lax unary function binding IR op `op`."""
+
+    def f(x, /):
+        return bind1(op, _lift(x))
+
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name} (IR op `{op}`); no dtype promotion."
+    return f
+
+
+def binary(op: str, name: str, **attrs) -> Callable:
+    """A lax binary function binding IR op `op`: equal dtypes required, shapes broadcast."""
+
+    def f(x, y, /):
+        a, b = _lift(x), _lift(y)
+        _same_dtypes(name, a, b)
+        a, b = broadcast_arrays_named(name, a, b)
+        return bind1(op, a, b, **attrs)
+
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name} (IR op `{op}`); both operands must have one dtype."
+    return f
+
+
+def convert_element_type(operand, new_dtype):
+    """Convert to `new_dtype` (XLA's conversion: float->int truncates, saturating)."""
+    return convert(_lift(operand), pdt.canonicalize(np.dtype(new_dtype)))
+
+
+def select(pred, on_true, on_false):
+    """`on_true` where `pred` else `on_false`; pred is bool, scalar or of the same shape."""
+    p, a, b = _lift(pred), _lift(on_true), _lift(on_false)
+    _same_dtypes("select", a, b)
+    return bind1("select", p, a, b)
+
+
+def clamp(min, x, max):
+    """`min(max(x, min), max)`; bounds are scalars or have x's shape, all of x's dtype."""
+    lo, v, hi = _lift(min), _lift(x), _lift(max)
+    _same_dtypes("clamp", lo, v, hi)
+    return bind1("clamp", lo, v, hi)
+
+
+def iota(dtype, size: int):
+    """`[0, 1, ..., size - 1]` of `dtype`."""
+    return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
+    """An array of `shape` counting along `dimension`."""
+    dt = pdt.canonicalize(np.dtype(dtype))
+    return bind1("iota", shape=tuple(int(d) for d in shape), dtype=dt, dimension=int(dimension))
+
+
+def broadcast_in_dim(operand, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
+    """Broadcast `operand` to `shape`; operand dim i becomes dim broadcast_dimensions[i]."""
+    x = _lift(operand)
+    shape, dims = tuple(int(d) for d in shape), tuple(int(d) for d in broadcast_dimensions)
+    if x.shape == shape and dims == tuple(range(x.ndim)):
+        return x
+    return bind1("broadcast_in_dim", x, shape=shape, broadcast_dimensions=dims)
+
+
+def broadcast(operand, sizes: Sequence[int]):
+    """Add leading dimensions `sizes` to `operand`."""
+    x = _lift(operand)
+    n = len(sizes)
+    return broadcast_in_dim(x, (*sizes, *x.shape), tuple(range(n, n + x.ndim)))
+
+
+def reshape(operand, new_sizes: Sequence[int], dimensions=None):
+    """Reshape (row-major); `dimensions` transposes first."""
+    x = _lift(operand)
+    if dimensions is not None:
+        x = transpose(x, dimensions)
+    shape = tuple(int(d) for d in new_sizes)
+    return x if x.shape == shape else bind1("reshape", x, shape=shape)
+
+
+def transpose(operand, permutation: Sequence[int]):
+    """Permute dimensions: result dim i is operand dim permutation[i]."""
+    x = _lift(operand)
+    perm = tuple(int(p) for p in permutation)
+    return x if perm == tuple(range(x.ndim)) else bind1("transpose", x, permutation=perm)
+
+
+def rev(operand, dimensions: Sequence[int]):
+    """Reverse the order of elements along `dimensions`."""
+    return bind1("reverse", _lift(operand), dimensions=tuple(int(d) for d in dimensions))
+
+
+# ---- indexing ------------------------------------------------------------------------------
+
+
+def _start_indices(name: str, indices, shape) -> list:
+    """Scalar start indices of one integer dtype; negative ones count from the end (JAX)."""
+    indices = list(indices)
+    if len(indices) != len(shape):
+        raise errors.PurejitTypeError(
+            f"lax.{name}: {len(indices)} start indices for an array of rank {len(shape)}"
+            f"{errors.at(errors.user_location())}"
+        )
+    traced = [_lift(i) for i in indices if not isinstance(i, (int, np.integer))]
+    for t in traced:
+        if t.shape != () or t.dtype.kind not in "iu":
+            raise errors.PurejitTypeError(
+                f"lax.{name}: start indices must be integer scalars, got {t.aval.str_short()}"
+                f"{errors.at(errors.user_location())}"
+            )
+    dt = np.dtype(np.int32)
+    for t in traced:
+        dt = pdt.promote_types(dt, t.dtype) if t.dtype.itemsize >= 4 else dt
+    out = []
+    for i, d in zip(indices, shape):
+        if isinstance(i, (int, np.integer)):
+            i = int(i) + d if int(i) < 0 else int(i)
+            out.append(Array(host=np.array(i, dt)))
+            continue
+        t = convert(_lift(i), dt)
+        if dt.kind == "i":
+            zero, size = Array(host=np.array(0, dt)), Array(host=np.array(d, dt))
+            neg = bind1("compare", t, zero, comparison_direction="LT")
+            t = bind1("select", neg, bind1("add", t, size), t)
+        out.append(t)
+    return out
+
+
+def dynamic_slice(operand, start_indices: Sequence, slice_sizes: Sequence[int]):
+    """`operand[s0:s0+n0, ...]` with traced starts, clamped to stay in bounds (XLA)."""
+    x = _lift(operand)
+    starts = _start_indices("dynamic_slice", start_indices, x.shape)
+    return bind1("dynamic_slice", x, *starts, slice_sizes=tuple(int(n) for n in slice_sizes))
+
+
+def dynamic_update_slice(operand, update, start_indices: Sequence):
+    """`operand` with `update` written at the (clamped) start indices."""
+    x, u = _lift(operand), _lift(update)
+    _same_dtypes("dynamic_update_slice", x, u)
+    starts = _start_indices("dynamic_update_slice", start_indices, x.shape)
+    return bind1("dynamic_update_slice", x, u, *starts)
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0):
+    """dynamic_slice along one axis."""
+    x = _lift(operand)
+    axis = _axis(axis, x.ndim)
+    starts = [0] * x.ndim
+    starts[axis] = start_index
+    sizes = list(x.shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(x, starts, sizes)
+
+
+def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True):
+    """The slice at `index` along `axis` (kept as a size-1 axis if keepdims)."""
+    x = _lift(operand)
+    axis = _axis(axis, x.ndim)
+    out = dynamic_slice_in_dim(x, index, 1, axis)
+    return out if keepdims else reshape(out, x.shape[:axis] + x.shape[axis + 1 :])
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis: int):
+    """dynamic_update_slice along one axis."""
+    x = _lift(operand)
+    axis = _axis(axis, x.ndim)
+    starts = [0] * x.ndim
+    starts[axis] = start_index
+    return dynamic_update_slice(x, update, starts)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis: int):
+    """Write `update` (with or without the size-1 axis) at `index` along `axis`."""
+    x, u = _lift(operand), _lift(update)
+    axis = _axis(axis, x.ndim)
+    if u.ndim == x.ndim - 1:
+        u = reshape(u, u.shape[:axis] + (1,) + u.shape[axis:])
+    return dynamic_update_slice_in_dim(x, u, index, axis)
+
+
+def _axis(axis: int, ndim: int) -> int:
+    a = operator.index(axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"axis {a} is out of bounds for an array of rank {ndim}")
+    return a % ndim
+
+
+# ---- reductions and contractions -------------------------------------------------------------
+
+
+def _scalar_region(fun: Callable, dtypes_, name: str):
+    avals = [ShapedArray((), np.dtype(d)) for d in dtypes_]
+    traced = trace_to_function(fun, avals, name=name)
+    if traced.captures:
+        raise NotImplementedError(
+            f"lax.{name}: the computation reads traced values from the enclosing function; "
+            "pass them as operands instead"
+        )
+    return traced.fn
+
+
+def reduce(operands, init_values, computation: Callable, dimensions: Sequence[int]):
+    """Reduce `operands` (a pytree) over `dimensions` with `computation(acc, x)`.
+
+    Args:
+        operands: an array or pytree of arrays of one shape.
+        init_values: scalars matching operands' structure and dtypes.
+        computation: (acc pytree, x pytree) -> acc pytree of scalars.
+        dimensions: the dimensions to reduce.
+    Returns:
+        The reduced array(s), in operands' structure.
+    """
+    xs, tree = tree_flatten(operands)
+    inits, init_tree = tree_flatten(init_values)
+    if init_tree != tree:
+        raise TypeError(f"lax.reduce: operands {tree} and init_values {init_tree} differ")
+    xs = [_lift(x) for x in xs]
+    inits = [convert(_lift(i), x.dtype) for i, x in zip(inits, xs)]
+    n = len(xs)
+
+    def body(*args):
+        acc = tree_unflatten(tree, args[:n])
+        out = computation(acc, tree_unflatten(tree, args[n:]))
+        return [convert(_lift(o), x.dtype) for o, x in zip(tree_flatten(out)[0], xs)]
+
+    region = _scalar_region(body, [x.dtype for x in xs] * 2, "reduce")
+    dims = tuple(_axis(d, xs[0].ndim) for d in dimensions)
+    outs = bind("reduce", *xs, *inits, dimensions=dims, regions=[region])
+    return tree_unflatten(tree, outs)
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """XLA's DotGeneral: dimension_numbers = ((lhs_contract, rhs_contract),
+    (lhs_batch, rhs_batch)); result dims are batch, lhs free, rhs free."""
+    a, b = _lift(lhs), _lift(rhs)
+    if preferred_element_type is not None:
+        dt = pdt.canonicalize(np.dtype(preferred_element_type))
+        a, b = convert(a, dt), convert(b, dt)
+    _same_dtypes("dot_general", a, b)
+    (lc, rc), (lb, rb) = dimension_numbers
+    attrs = {
+        "lhs_batching_dimensions": tuple(lb),
+        "rhs_batching_dimensions": tuple(rb),
+        "lhs_contracting_dimensions": tuple(lc),
+        "rhs_contracting_dimensions": tuple(rc),
+    }
+    return bind1("dot_general", a, b, **attrs)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector/matrix product contracting lhs's last and rhs's first dimension."""
+    a, b = _lift(lhs), _lift(rhs)
+    dims = (((a.ndim - 1,), (0,)), ((), ()))
+    return dot_general(a, b, dims, precision, preferred_element_type)
+
+
+# ---- cumulative reductions: reduce_window over the whole axis ----------------------------------
+
+
+def _identity(kind: str, dt: np.dtype) -> np.ndarray:
+    if kind == "add":
+        return np.zeros((), dt)
+    if kind == "multiply":
+        return np.ones((), dt)
+    big = kind == "minimum"
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return np.array(info.max if big else info.min, dt)
+    return np.array(np.inf if big else -np.inf).astype(dt)
+
+
+@functools.lru_cache(maxsize=256)
+def _monoid_region(kind: str, dt: np.dtype):
+    return _scalar_region(lambda a, b: [bind1(kind, a, b)], [dt, dt], kind)
+
+
+def _cumulative(kind: str, name: str, operand, axis: int, reverse: bool):
+    x = _lift(operand)
+    if x.dtype == np.bool_ or x.dtype.kind not in "iufc" and x.dtype != pdt.bfloat16:
+        raise errors.PurejitTypeError(
+            f"lax.{name} does not accept dtype {x.dtype.name}; it needs numbers"
+            f"{errors.at(errors.user_location())}"
+        )
+    axis = _axis(axis, x.ndim)
+    n = x.shape[axis]
+    if n == 0:
+        return x
+    ones = (1,) * x.ndim
+    window = tuple(n if k == axis else 1 for k in range(x.ndim))
+    pad = tuple(((0, n - 1) if reverse else (n - 1, 0)) if k == axis else (0, 0)
+                for k in range(x.ndim))  # fmt: skip
+    init = Array(host=_identity(kind, x.dtype))
+    return bind1(
+        "reduce_window", x, init, window_dimensions=window, window_strides=ones,
+        base_dilations=ones, window_dilations=ones, padding=pad,
+        regions=[_monoid_region(kind, x.dtype)], weak=x.weak_type,
+    )  # fmt: skip
+
+
+def cumsum(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative sum along `axis` (from the end if `reverse`)."""
+    return _cumulative("add", "cumsum", operand, axis, reverse)
+
+
+def cumprod(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative product along `axis`."""
+    return _cumulative("multiply", "cumprod", operand, axis, reverse)
+
+
+def cummax(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative maximum along `axis`."""
+    return _cumulative("maximum", "cummax", operand, axis, reverse)
+
+
+def cummin(operand, axis: int = 0, reverse: bool = False):
+    """Cumulative minimum along `axis`."""
+    return _cumulative("minimum", "cummin", operand, axis, reverse)
+
+
+# ---- sorting -----------------------------------------------------------------------------------
+
+
+def _lt_eq(x, y):
+    """(x < y, x == y) in a total order: NaN after every number and equal to NaN; -0 == 0."""
+    lt = bind1("compare", x, y, comparison_direction="LT")
+    eq = bind1("compare", x, y, comparison_direction="EQ")
+    if pdt.is_inexact(x.dtype):
+        x_nan = bind1("compare", x, x, comparison_direction="NE")
+        y_nan = bind1("compare", y, y, comparison_direction="NE")
+        lt = bind1("or", lt, bind1("and", y_nan, bind1("not", x_nan)))
+        eq = bind1("or", eq, bind1("and", x_nan, y_nan))
+    return lt, eq
+
+
+@functools.lru_cache(maxsize=256)
+def _comparator(dtypes_: tuple, num_keys: int):
+    """lhs < rhs, lexicographic over the first num_keys operands (complex: real, imag)."""
+
+    def less(*args):
+        keys = []
+        for k in range(num_keys):
+            x, y = args[2 * k], args[2 * k + 1]
+            if x.dtype.kind == "c":
+                keys += [(bind1("real", x), bind1("real", y)), (bind1("imag", x), bind1("imag", y))]
+            else:
+                keys.append((x, y))
+        lt, _ = _lt_eq(*keys[-1])
+        for x, y in reversed(keys[:-1]):  # lt_k or (eq_k and rest)
+            lt_k, eq_k = _lt_eq(x, y)
+            lt = bind1("or", lt_k, bind1("and", eq_k, lt))
+        return [lt]
+
+    return _scalar_region(less, [d for d in dtypes_ for _ in (0, 1)], "sort")
+
+
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """Sort along `dimension`, as jax.lax.sort.
+
+    Args:
+        operand: an array or a sequence of arrays of one shape; all are permuted together.
+        dimension: the axis to sort along.
+        is_stable: keep the order of equal keys.
+        num_keys: sort lexicographically by the first num_keys operands. NaNs sort last.
+    Returns:
+        The sorted array, or a tuple of sorted arrays for a sequence operand.
+    """
+    single = not isinstance(operand, (tuple, list))
+    xs = [_lift(x) for x in ([operand] if single else operand)]
+    if not 1 <= num_keys <= len(xs):
+        raise ValueError(f"lax.sort: num_keys={num_keys} must be in [1, {len(xs)}]")
+    shapes = {x.shape for x in xs}
+    if len(shapes) != 1:
+        raise errors.PurejitTypeError(
+            f"lax.sort: operands must have one shape, got {sorted(shapes)}"
+            f"{errors.at(errors.user_location())}"
+        )
+    dim = _axis(dimension, xs[0].ndim)
+    region = _comparator(tuple(x.dtype for x in xs), num_keys)
+    weak = tuple(x.weak_type for x in xs)
+    outs = bind("sort", *xs, dimension=dim, is_stable=bool(is_stable), regions=[region], weak=weak)
+    return outs[0] if single else tuple(outs)
+
+
+def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
+    """Sort `keys` along `dimension` and permute `values` the same way."""
+    return sort((keys, values), dimension=dimension, is_stable=is_stable, num_keys=1)
+
+
+def top_k(operand, k: int, *, axis: int = -1):
+    """The k largest entries along `axis` and their indices (int32), largest first.
+
+    Ties keep the lower index first; NaN counts as the largest value (XLA's TopK).
+    """
+    x = _lift(operand)
+    k = operator.index(k)
+    axis = _axis(axis, x.ndim)
+    last = x.ndim - 1
+    if axis != last:
+        perm = list(range(x.ndim))
+        perm[axis], perm[last] = last, axis
+        vals, idx = top_k(transpose(x, perm), k)
+        return transpose(vals, perm), transpose(idx, perm)
+    vals, idx = bind("top_k", x, k=k, weak=(x.weak_type, False))
+    return vals, idx
+
+
+def argmax(operand, axis: int, index_dtype):
+    """Index of the largest value along `axis` (first one on ties; NaN wins)."""
+    from purejit.numpy import argmax as np_argmax
+
+    return convert(np_argmax(operand, axis=axis), pdt.canonicalize(np.dtype(index_dtype)))
+
+
+def argmin(operand, axis: int, index_dtype):
+    """Index of the smallest value along `axis` (first one on ties; NaN wins)."""
+    from purejit.numpy import argmin as np_argmin
+
+    return convert(np_argmin(operand, axis=axis), pdt.canonicalize(np.dtype(index_dtype)))
+
+
+# ---- shapes ----------------------------------------------------------------------------------
+
+
+def slice(operand, start_indices, limit_indices, strides=None):
+    """`operand[start:limit:stride]` per dimension, with static bounds."""
+    x = _lift(operand)
+    strides = tuple(strides) if strides is not None else (1,) * x.ndim
+    return bind1("slice", x, start_indices=tuple(start_indices),
+                 limit_indices=tuple(limit_indices), strides=strides)  # fmt: skip
+
+
+def concatenate(operands, dimension: int):
+    """Join arrays of one dtype along `dimension`."""
+    xs = [_lift(x) for x in operands]
+    _same_dtypes("concatenate", *xs)
+    return xs[0] if len(xs) == 1 else bind1("concatenate", *xs, dimension=int(dimension))
+
+
+def pad(operand, padding_value, padding_config):
+    """Pad with `padding_value`; padding_config is [(low, high, interior)] per dimension."""
+    x, v = _lift(operand), _lift(padding_value)
+    _same_dtypes("pad", x, v)
+    lo, hi, interior = (tuple(int(c[k]) for c in padding_config) for k in range(3))
+    return bind1("pad", x, v, edge_padding_low=lo, edge_padding_high=hi,
+                 interior_padding=interior)  # fmt: skip
+
+
+def squeeze(array, dimensions: Sequence[int]):
+    """Remove the size-1 `dimensions`."""
+    x = _lift(array)
+    dims = {_axis(d, x.ndim) for d in dimensions}
+    return reshape(x, tuple(n for k, n in enumerate(x.shape) if k not in dims))
+
+
+def expand_dims(array, dimensions: Sequence[int]):
+    """Insert size-1 dimensions at `dimensions` (positions in the result)."""
+    x = _lift(array)
+    shape = list(x.shape)
+    for d in sorted(_axis(d, x.ndim + len(dimensions)) for d in dimensions):
+        shape.insert(d, 1)
+    return reshape(x, shape)
+
+
+def full(shape: Sequence[int], fill_value, dtype=None):
+    """An array of `shape` filled with `fill_value`."""
+    v = _lift(fill_value)
+    if dtype is not None:
+        v = convert(v, pdt.canonicalize(np.dtype(dtype)))
+    return broadcast_in_dim(v, tuple(shape), ())
+
+
+def integer_pow(x, y: int):
+    """`x ** y` for a static integer `y`, by repeated squaring."""
+    x = _lift(x)
+    y = operator.index(y)
+    result, base, n = None, x, abs(y)
+    while n:
+        if n & 1:
+            result = base if result is None else bind1("multiply", result, base)
+        n >>= 1
+        if n:
+            base = bind1("multiply", base, base)
+    if result is None:
+        result = full(x.shape, np.ones((), x.dtype))
+    if y < 0:
+        result = bind1("divide", full(x.shape, np.ones((), x.dtype)), result)
+    return result
+
+
+def round(x, rounding_method: int = 0):
+    """Round to the nearest integer: ties away from zero (method 0) or to even (method 1)."""
+    op = "round_nearest_even" if int(rounding_method) == 1 else "round_nearest_afz"
+    return bind1(op, _lift(x))

@@ -1,0 +1,252 @@
+"""Multi-device runtime: sharded buffers, SPMD compilation and `execute_sharded`.
+
+A global array split over devices is one `jax.Array` made from its per-device buffers
+(`make_array_from_single_device_arrays`); purejit computes every shard's slice itself
+(`purejit.sharding.NamedSharding.devices_indices_map`), jax only moves the bytes.
+
+An SPMD program is compiled once for all devices of its mesh with `num_partitions = N`,
+`use_spmd_partitioning` and Shardy, and a device assignment in partition-id order. Before
+every `execute_sharded` the shard of each argument on each device is checked (shape and
+dtype) against what the executable expects: jaxlib crashes on wrong shard shapes.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+import numpy as np
+
+from purejit.ir import TensorType
+
+
+class ShardingMismatchError(ValueError):
+    """A sharded argument does not fit the compiled program's parameter sharding."""
+
+
+@functools.lru_cache(maxsize=None)
+def _jax():
+    import jax
+
+    return jax
+
+
+def _is_local(dev) -> bool:
+    return dev.process_index == _jax().process_index()
+
+
+@functools.lru_cache(maxsize=256)
+def jax_sharding(ns):
+    """The jax.sharding.NamedSharding with the same mesh, axis names and spec as `ns`."""
+    jsh = _jax().sharding
+    mesh = jsh.Mesh(ns.mesh.devices, ns.mesh.axis_names)
+    return jsh.NamedSharding(mesh, jsh.PartitionSpec(*ns.spec))
+
+
+def named_sharding_of(buf):
+    """purejit's NamedSharding of a jax.Array split over several devices, else None."""
+    from purejit.sharding import Mesh, NamedSharding, PartitionSpec
+
+    jsh = getattr(buf, "sharding", None)
+    if jsh is None or len(jsh.device_set) <= 1:
+        return None
+    if isinstance(jsh, _jax().sharding.NamedSharding):
+        spec = PartitionSpec(*(tuple(p) if isinstance(p, (list, tuple)) else p for p in jsh.spec))
+        return NamedSharding(Mesh(jsh.mesh.devices, jsh.mesh.axis_names), spec)
+    return None
+
+
+def put_sharded(host: np.ndarray, ns):
+    """Split the global host array over `ns`'s devices; returns a global jax.Array."""
+    jax = _jax()
+    host = np.asarray(host)
+    ns.shard_shape(host.shape)  # raises on shapes that do not divide
+    shards = [
+        jax.device_put(np.ascontiguousarray(host[idx]), dev)
+        for dev, idx in ns.devices_indices_map(host.shape).items()
+        if _is_local(dev)
+    ]
+    return jax.make_array_from_single_device_arrays(host.shape, jax_sharding(ns), shards)
+
+
+def _norm_index(idx, shape):
+    return tuple(s.indices(n)[:2] for s, n in zip(idx, shape))
+
+
+@functools.lru_cache(maxsize=1024)
+def _same_layout(jsh, ns, shape) -> bool:
+    have = jsh.devices_indices_map(shape)
+    want = ns.devices_indices_map(shape)
+    if {d.id for d in have} != {d.id for d in want}:
+        return False
+    want_ids = {d.id: _norm_index(i, shape) for d, i in want.items()}
+    return all(_norm_index(i, shape) == want_ids[d.id] for d, i in have.items())
+
+
+def place(buf, ns, t: TensorType):
+    """`buf` laid out as `ns` says: as is when it already is, else resharded through host."""
+    jax = _jax()
+    if isinstance(buf, jax.Array) and _same_layout(buf.sharding, ns, t.shape):
+        return buf
+    if isinstance(buf, jax.Array) and not buf.is_fully_addressable:
+        raise ShardingMismatchError(
+            f"argument {t} is sharded as {buf.sharding} across processes, but the program "
+            f"expects {ns!r}; reshard it (purejit.device_put) before the call"
+        )
+    return put_sharded(np.asarray(buf), ns)
+
+
+# ---- OpSharding (what the compiled program expects) ---------------------------------------
+
+
+def op_sharding_tiles(op, rank: int) -> tuple[int, ...]:
+    """How many pieces each of the `rank` dimensions is cut in, from an OpSharding."""
+    kind = str(op.type).rsplit(".", 1)[-1]
+    if kind in ("REPLICATED", "MAXIMAL", "MANUAL"):
+        return (1,) * rank
+    if kind != "OTHER":
+        raise NotImplementedError(f"parameter sharding of type {kind} is not supported")
+    dims = list(op.tile_assignment_dimensions)
+    return tuple(dims[:rank])
+
+
+def _check_program(exe, kind: str, shardings, types, getter):
+    try:
+        ops = getter()
+    except Exception:  # noqa: BLE001 - some jaxlib builds cannot report them
+        return
+    if len(ops) != len(types):
+        raise ShardingMismatchError(
+            f"compiled program has {len(ops)} {kind} shardings, purejit expects {len(types)}"
+        )
+    for i, (op, ns, t) in enumerate(zip(ops, shardings, types)):
+        tiles = op_sharding_tiles(op, t.rank)
+        got = tuple(-(-n // k) for n, k in zip(t.shape, tiles))
+        want = ns.shard_shape(t.shape)
+        if got != want:
+            raise ShardingMismatchError(
+                f"{kind} {i} ({t}): XLA compiled per-device shape {list(got)}, purejit's "
+                f"sharding {ns.spec!r} gives {list(want)}"
+            )
+
+
+# ---- compile and execute ------------------------------------------------------------------
+
+
+def compile_options(devices: Sequence, *, disable_passes: Sequence[str] = ()):
+    """CompileOptions for one SPMD program over `devices` (in partition-id order)."""
+    from jaxlib import xla_client
+
+    opts = xla_client.CompileOptions()
+    opts.num_replicas = 1
+    opts.num_partitions = len(devices)
+    build = opts.executable_build_options
+    build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = True
+    build.allow_spmd_sharding_propagation_to_parameters = [False]
+    build.allow_spmd_sharding_propagation_to_output = [False]
+    opts.device_assignment = xla_client.DeviceAssignment.create(
+        np.array([[d.id for d in devices]], dtype=np.int64)
+    )
+    if disable_passes:
+        build.debug_options.xla_disable_hlo_passes = ",".join(disable_passes)
+    return opts
+
+
+class SpmdExecutable:
+    """A program compiled for every device of a mesh; `execute` takes global arrays."""
+
+    def __init__(self, exe, devices, param_types, result_types, in_shardings, out_shardings):
+        self._exe = exe
+        self.devices = list(devices)
+        self.param_types = list(param_types)
+        self.result_types = list(result_types)
+        self.in_shardings = list(in_shardings)
+        self.out_shardings = list(out_shardings)
+        self._local = [d for d in self.devices if _is_local(d)]
+        self._shard_types = [
+            TensorType(ns.shard_shape(t.shape), t.dtype)
+            for ns, t in zip(self.in_shardings, self.param_types)
+        ]
+        _check_program(exe, "parameter", self.in_shardings, self.param_types,
+                       exe.get_parameter_shardings)
+        _check_program(exe, "result", self.out_shardings, self.result_types,
+                       exe.get_output_shardings)
+
+    def _validate(self, bufs):
+        for i, (b, t, st) in enumerate(zip(bufs, self.param_types, self._shard_types)):
+            if tuple(b.shape) != t.shape or np.dtype(b.dtype) != t.dtype:
+                raise ShardingMismatchError(f"argument {i}: array {b.dtype}{list(b.shape)} "
+                                            f"where {t} is expected")
+            shards = b.addressable_shards
+            if {s.device.id for s in shards} != {d.id for d in self._local}:
+                raise ShardingMismatchError(
+                    f"argument {i}: shards live on devices {sorted(s.device.id for s in shards)}"
+                    f", the program runs on {sorted(d.id for d in self._local)}"
+                )
+            for s in shards:
+                if tuple(s.data.shape) != st.shape or np.dtype(s.data.dtype) != st.dtype:
+                    raise ShardingMismatchError(
+                        f"argument {i} ({t}): shard on device {s.device.id} is "
+                        f"{s.data.dtype}{list(s.data.shape)}, the program expects {st}"
+                    )
+
+    def execute(self, buffers: Sequence) -> list:
+        """Run on global arrays (resharded as needed); returns global jax.Arrays."""
+        if len(buffers) != len(self.param_types):
+            raise ShardingMismatchError(
+                f"program takes {len(self.param_types)} arrays, got {len(buffers)}"
+            )
+        bufs = [place(b, ns, t) for b, ns, t in zip(buffers, self.in_shardings, self.param_types)]
+        self._validate(bufs)
+        results = self._exe.execute_sharded(bufs)
+        per_device = results.disassemble_into_single_device_arrays()
+        jax = _jax()
+        return [
+            jax.make_array_from_single_device_arrays(t.shape, jax_sharding(ns), list(arrs))
+            for arrs, ns, t in zip(per_device, self.out_shardings, self.result_types)
+        ]
+
+    execute_unchecked = execute  # shard shapes are always checked: jaxlib crashes otherwise
+
+    def hlo_text(self) -> str:
+        return self._exe.hlo_modules()[0].to_string()
+
+    def cost_analysis(self) -> dict:
+        return dict(self._exe.cost_analysis())
+
+    def memory_analysis(self):
+        return self._exe.get_compiled_memory_stats()
+
+    def parameter_shardings(self):
+        return self._exe.get_parameter_shardings()
+
+
+def compile(
+    module_text: str,
+    devices: Sequence,
+    param_types: list[TensorType],
+    result_types: list[TensorType],
+    in_shardings: Sequence,
+    out_shardings: Sequence,
+    *,
+    disable_xla_passes: Sequence[str] = (),
+) -> SpmdExecutable:
+    """Compile an SPMD StableHLO module for `devices` (partition-id order)."""
+    from jaxlib import xla_client
+
+    client = devices[0].client
+    exe = client.compile_and_load(
+        module_text,
+        xla_client.DeviceList(tuple(d for d in devices)),
+        compile_options(devices, disable_passes=disable_xla_passes),
+    )
+    return SpmdExecutable(exe, devices, param_types, result_types, in_shardings, out_shardings)
+
+
+def device_by_id(device_id: int):
+    """The device (of any process) with this global id."""
+    for d in _jax().devices():
+        if d.id == device_id:
+            return d
+    raise ValueError(f"no device with id {device_id}; devices are {[d.id for d in _jax().devices()]}")

@@ -1,0 +1,250 @@
+"""The persistent compile cache: serialised XLA executables on disk, shared between processes.
+
+Turn it on with `purejit.config.update("cache_dir", path)` (default: the environment variable
+`PUREJIT_CACHE_DIR`). A compile request is keyed on the SHA-256 of
+
+    the emitted StableHLO module (text or portable bytecode) + the serialised XLA compile
+    options + jax/jaxlib versions + platform, device kind and platform version
+
+so a second process running the same program loads the executable instead of compiling it.
+
+On disk, one file per key, `<key>.pjx`: a magic line, a JSON header (format, key, payload
+length and SHA-256) and the payload. A file that is truncated, corrupt, written by another
+format or for another key, or that the runtime refuses to load, is ignored (logged) and
+rewritten after compiling, never a crash. Writers write a temporary file in the same folder
+and `os.replace` it, so concurrent writers never expose half a file. The folder is bounded
+by `cache_max_bytes` (default 1 GiB, `PUREJIT_CACHE_MAX_BYTES`): after each write the least
+recently used entries (file mtime, refreshed on every hit) are deleted.
+
+Loading an executable runs code from the file: keep the cache folder private (it is created
+with mode 0o700) and never point it at files from someone else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from purejit.config import config
+from purejit.ir import TensorType
+
+logger = logging.getLogger("purejit")
+
+_MAGIC = b"PUREJIT-XLA-CACHE\n"
+_FORMAT = 1
+_SUFFIX = ".pjx"
+_STALE_TMP_SECONDS = 3600
+
+
+@dataclass
+class CacheCounters:
+    """Process-wide counters of the persistent cache."""
+
+    hits: int = 0
+    misses: int = 0
+    writes: int = 0
+    bad_files: int = 0
+    evictions: int = 0
+
+
+counters = CacheCounters()
+
+
+def cache_key(module: str | bytes, *, disable_xla_passes: Sequence[str] = (), device=None) -> str:
+    """The hex SHA-256 that names the cache entry of `module` compiled for `device`."""
+    from purejit.backend import pjrt
+
+    h = hashlib.sha256()
+    h.update(b"purejit-compile-cache/%d\0" % _FORMAT)
+    h.update(module.encode() if isinstance(module, str) else b"bytecode\0" + bytes(module))
+    h.update(b"\0options\0" + pjrt.compile_options_bytes(disable_xla_passes=disable_xla_passes))
+    env = pjrt.cache_environment(device)
+    h.update(b"\0env\0" + json.dumps(env, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def compile(
+    module: str | bytes,
+    param_types: list[TensorType],
+    result_types: list[TensorType],
+    *,
+    device=None,
+    disable_xla_passes: Sequence[str] = (),
+    cache_dir: str | None = None,
+):
+    """Compile `module`, or load it from the persistent cache when `cache_dir` is set.
+
+    Args:
+        module: StableHLO as MLIR text, or portable artifact bytes.
+        param_types, result_types: the program's signature (checked at every execute).
+        device: the device to compile for (default: the default device).
+        disable_xla_passes: XLA passes to switch off (part of the key).
+        cache_dir: the cache folder; default `purejit.config.read("cache_dir")`; None or ""
+            compiles without caching.
+    Returns:
+        `(executable, hit)`: a `pjrt.Executable` and whether it came from the cache.
+    """
+    from purejit.backend import pjrt
+
+    cache_dir = config.read("cache_dir") if cache_dir is None else cache_dir
+    kw = dict(device=device, disable_xla_passes=disable_xla_passes)
+    if not cache_dir:
+        return pjrt.compile(module, param_types, result_types, **kw), False
+    key = cache_key(module, disable_xla_passes=disable_xla_passes, device=device)
+    path = os.path.join(os.fspath(cache_dir), key + _SUFFIX)
+    blob = _read(path, key)
+    if blob is not None:
+        try:
+            exe = pjrt.deserialize_executable(blob, param_types, result_types, **kw)
+        except Exception as e:  # the runtime refused the bytes: a foreign or damaged entry
+            counters.bad_files += 1
+            logger.warning("purejit cache: ignoring %s, it does not load (%s)", path, e)
+        else:
+            counters.hits += 1
+            _touch(path)
+            return exe, True
+    counters.misses += 1
+    exe = pjrt.compile(module, param_types, result_types, **kw)
+    try:
+        payload = pjrt.serialize_executable(exe, device)
+        write_entry(os.fspath(cache_dir), key, payload)
+        evict(os.fspath(cache_dir), int(config.read("cache_max_bytes")), keep=key + _SUFFIX)
+    except OSError as e:  # a read-only or full disk must not fail the compile
+        logger.warning("purejit cache: could not write to %s (%s)", cache_dir, e)
+    return exe, False
+
+
+# --- files ----------------------------------------------------------------------------------
+
+
+def _read(path: str, key: str) -> bytes | None:
+    """The payload of a valid entry for `key`, or None (missing, or bad and logged)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        logger.warning("purejit cache: cannot read %s (%s)", path, e)
+        return None
+    payload, why = parse_entry(data, key)
+    if payload is None:
+        counters.bad_files += 1
+        logger.warning("purejit cache: ignoring %s (%s); it will be rewritten", path, why)
+    return payload
+
+
+def parse_entry(data: bytes, key: str) -> tuple[bytes | None, str]:
+    """Split and check one cache file: `(payload, "")` or `(None, what is wrong)`."""
+    if not data.startswith(_MAGIC):
+        return None, "not a purejit cache file"
+    rest = data[len(_MAGIC) :]
+    nl = rest.find(b"\n")
+    if nl < 0:
+        return None, "truncated header"
+    try:
+        header = json.loads(rest[:nl])
+    except ValueError:
+        return None, "corrupt header"
+    if not isinstance(header, dict) or header.get("format") != _FORMAT:
+        return None, f"format {header.get('format') if isinstance(header, dict) else '?'}"
+    if header.get("key") != key:
+        return None, "written for another key"
+    payload = rest[nl + 1 :]
+    if len(payload) != header.get("length"):
+        return None, f"truncated: {len(payload)} of {header.get('length')} bytes"
+    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        return None, "checksum mismatch"
+    return payload, ""
+
+
+def encode_entry(key: str, payload: bytes) -> bytes:
+    """The bytes of one cache file holding `payload` under `key`."""
+    header = {
+        "format": _FORMAT,
+        "key": key,
+        "length": len(payload),
+        "sha256": hashlib.sha256(payload).hexdigest(),
+        "written": time.time(),
+    }
+    return _MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+
+
+def write_entry(cache_dir: str, key: str, payload: bytes) -> str:
+    """Atomically write the entry for `key`: a temporary file, then `os.replace`."""
+    os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+    final = os.path.join(cache_dir, key + _SUFFIX)
+    fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=cache_dir)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(encode_entry(key, payload))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    counters.writes += 1
+    return final
+
+
+def _touch(path: str):
+    """Mark an entry as used now (LRU order is by mtime; atime is often not kept)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def evict(cache_dir: str, max_bytes: int, keep: str | None = None) -> int:
+    """Delete least recently used entries until the folder holds at most `max_bytes`.
+
+    Also removes temporary files that crashed writers left behind. Safe against other
+    processes deleting the same files. Returns the number of entries deleted.
+    """
+    entries, total, now = [], 0, time.time()
+    try:
+        names = os.listdir(cache_dir)
+    except OSError:
+        return 0
+    for name in names:
+        p = os.path.join(cache_dir, name)
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if name.endswith(".tmp"):
+            if now - st.st_mtime > _STALE_TMP_SECONDS:
+                _unlink(p)
+            continue
+        if name.endswith(_SUFFIX):
+            entries.append((st.st_mtime, name, st.st_size))
+            total += st.st_size
+    removed = 0
+    for _, name, size in sorted(entries):
+        if total <= max_bytes:
+            break
+        if name == keep:
+            continue
+        if _unlink(os.path.join(cache_dir, name)):
+            removed += 1
+            counters.evictions += 1
+        total -= size
+    return removed
+
+
+def _unlink(path: str) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except OSError:
+        return False

@@ -1,0 +1,104 @@
+"""`compiler_options` of `purejit.jit`: which passes run, where stages are dumped, and who
+decides the kernels.
+
+    purejit.jit(f, compiler_options={"disable_passes": ["fusion"], "dump_dir": "/tmp/ir"})
+    purejit.jit(f, compiler_options={"fusion": "purejit"})
+
+Keys:
+    disable_passes  pass names to skip (see `purejit.passes.Pipeline().names()`)
+    dump_dir        a folder that receives the IR after every pass (`NN_pass.pjir`)
+    fusion          "xla" (default): purejit's groups are inlined and XLA fuses the flat
+                    program. "purejit": purejit's groups are handed to XLA as its kernels
+                    where a capability probe finds a way (`purejit/backend/fusion.py`), with
+                    XLA's own fusion pass off; elsewhere the flat program, with one warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+FUSION_MODES = ("xla", "purejit")
+KNOWN_KEYS = ("disable_passes", "dump_dir", "fusion")
+
+
+@dataclass(frozen=True)
+class CompilerOptions:
+    """Validated compiler options (see the module docstring)."""
+
+    disable_passes: tuple[str, ...] = ()
+    dump_dir: str | None = None
+    fusion: str = "xla"
+
+    @classmethod
+    def parse(cls, options: "Mapping[str, Any] | CompilerOptions | None") -> "CompilerOptions":
+        """Check a user's `compiler_options` dict and return the options it names."""
+        if options is None:
+            return cls()
+        if isinstance(options, CompilerOptions):
+            return options
+        if not isinstance(options, Mapping):
+            raise TypeError(
+                f"compiler_options must be a dict, got {type(options).__name__}; keys: "
+                f"{list(KNOWN_KEYS)}"
+            )
+        unknown = set(options) - set(KNOWN_KEYS)
+        if unknown:
+            raise ValueError(
+                f"compiler_options: unknown keys {sorted(unknown)}; known: {list(KNOWN_KEYS)}"
+            )
+        disable = options.get("disable_passes", ())
+        if isinstance(disable, str):
+            disable = (disable,)
+        fusion = options.get("fusion", "xla")
+        if fusion not in FUSION_MODES:
+            raise ValueError(
+                f'compiler_options: fusion={fusion!r} must be one of {list(FUSION_MODES)}'
+            )
+        dump_dir = options.get("dump_dir")
+        return cls(tuple(disable), None if dump_dir is None else str(dump_dir), fusion)
+
+    def capability(self):
+        """The back end's fusion capability when `fusion="purejit"`, else None."""
+        if self.fusion != "purejit":
+            return None
+        from purejit.backend import fusion
+
+        cap = fusion.probe_route()
+        if not cap.realised:
+            fusion.warn_not_realised(cap)
+        return cap
+
+    def pipeline(self, passes=None):
+        """The pass pipeline: the user's `passes=` (or the default) with these options."""
+        from purejit.passes import Pipeline
+        from purejit.passes.pipeline import default_passes
+
+        cap = self.capability()
+        if passes is None:
+            # groups realised as kernels must have one result where the route needs it
+            passes = Pipeline(default_passes(multi_output=not (cap and cap.realised)))
+        disable = tuple(passes.disable) + tuple(d for d in self.disable_passes)
+        if not self.disable_passes and self.dump_dir is None:
+            return passes
+        return Pipeline(
+            passes.passes, disable, self.dump_dir or passes.dump_dir, passes.keep_ir
+        )
+
+    def emit(self, fn, **emit_kwargs) -> tuple[str, tuple[str, ...]]:
+        """The StableHLO module for `fn` and the XLA passes to switch off when compiling.
+
+        Args:
+            fn: the optimised IR function.
+            **emit_kwargs: passed on to `purejit.backend.stablehlo.emit` (`arg_attrs`, ...).
+        """
+        from purejit.backend import fusion, stablehlo
+
+        cap = self.capability()
+        if cap is None or not cap.realised:
+            return stablehlo.emit(fn, **emit_kwargs), ()
+        ctx = stablehlo.EmitContext()
+        ctx.fusion_route = cap.route
+        text = stablehlo.emit(fn, ctx=ctx, **emit_kwargs)
+        disable = (fusion.xla_fusion_pass(cap.platform),) if cap.route == "mhlo.fusion" else ()
+        return text, disable

@@ -1,0 +1,162 @@
+"""Buffer donation: `jit(f, donate_argnums=..., donate_argnames=...)`, as in JAX.
+
+A donated argument tells XLA it may write an output into that argument's memory. purejit
+pairs every donated input leaf with an output of the same shape and dtype (in order, as JAX
+does), marks the pair with `tf.aliasing_output = N` on the parameter of `@main`, and after
+the call deletes the donated `purejit.Array`, so that using it again raises an error naming
+the argument and the function. A donated leaf that no output can reuse is not donated and
+gives a warning (once, when the function is compiled for that signature).
+
+Host values (NumPy arrays, Python scalars) may be donated: they are copied to the device
+first, and only that copy is given to XLA; the caller's NumPy array is untouched.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from dataclasses import dataclass
+from typing import Sequence
+
+from purejit.ir import TensorType
+
+
+def normalize_donation(
+    donate_argnums, donate_argnames, sig: inspect.Signature | None, static_argnums, static_argnames
+) -> tuple[frozenset[int], frozenset[str]]:
+    """Positions and names of donated arguments; each implies the other through `sig`.
+
+    Raises ValueError when a donated argument is also static (a static value has no buffer).
+    """
+    nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    names = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames)
+    params = list(sig.parameters.values()) if sig else []
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    pos_names = [p.name for p in params if p.kind in positional]
+    nums_set = {int(i) for i in nums}
+    nums_set |= {pos_names.index(n) for n in names if n in pos_names}
+    names_set = set(names) | {pos_names[i] for i in nums_set if 0 <= i < len(pos_names)}
+    clash = sorted(set(nums_set) & set(static_argnums)) or sorted(names_set & set(static_argnames))
+    if clash:
+        raise ValueError(
+            f"donate_argnums/donate_argnames and static_argnums/static_argnames overlap at "
+            f"{clash}: a static argument has no buffer to donate"
+        )
+    return frozenset(nums_set), frozenset(names_set)
+
+
+def donated_leaves(tree, static, nargs: int, nums: frozenset[int], names: frozenset[str]):
+    """One bool per dynamic leaf of `tree` (the flattened `(dyn_args, dyn_kwargs)`).
+
+    Args:
+        tree: the PyTreeDef of `(tuple(dyn_args), dyn_kwargs)`.
+        static: the `(position or name, value)` pairs of the static arguments.
+        nargs: the number of positional arguments of the call (static ones included).
+        nums: donated positions (negative ones count from the end of the call's arguments).
+        names: donated keyword names.
+    """
+    static_pos = {k for k, _ in static if isinstance(k, int)}
+    dyn_pos = [i for i in range(nargs) if i not in static_pos]
+    want = {i % nargs for i in nums if -nargs <= i < nargs} if nargs else set()
+    args_td, kwargs_td = tree.children
+    mask: list[bool] = []
+    for j, td in enumerate(args_td.children):
+        mask += [dyn_pos[j] in want] * td.num_leaves
+    for k, td in zip(kwargs_td.aux, kwargs_td.children):
+        mask += [k in names] * td.num_leaves
+    return tuple(mask)
+
+
+@dataclass(frozen=True)
+class DonationPlan:
+    """Which parameter of `@main` aliases which output, and which donations were unusable."""
+
+    donated: tuple[bool, ...]  # per parameter
+    aliases: dict[int, int]  # parameter index -> output index
+    unusable: tuple[int, ...]  # donated parameters that no output could reuse
+    param_types: tuple[TensorType, ...] = ()
+
+    def arg_attrs(self) -> list[str] | None:
+        """MLIR attribute dictionaries for `stablehlo.emit(fn, arg_attrs=...)`."""
+        if not self.aliases:
+            return None
+        return [
+            f"{{tf.aliasing_output = {self.aliases[i]} : i32}}" if i in self.aliases else ""
+            for i in range(len(self.donated))
+        ]
+
+    @property
+    def alias_bytes(self) -> int:
+        """Bytes written in place (what XLA reports as `alias_size_in_bytes`)."""
+        return sum(self.param_types[i].nbytes for i in self.aliases)
+
+
+def plan_donation(
+    param_types: Sequence[TensorType], donated: Sequence[bool], result_types: Sequence[TensorType]
+) -> DonationPlan:
+    """Pair each donated parameter with the first unclaimed output of the same type.
+
+    Args:
+        param_types: the types of `@main`'s parameters.
+        donated: one bool per parameter.
+        result_types: the types of `@main`'s results.
+    Returns:
+        A DonationPlan; `unusable` lists donated parameters left without an output.
+    """
+    if len(donated) != len(param_types):
+        raise ValueError(f"{len(donated)} donation flags for {len(param_types)} parameters")
+    free = list(range(len(result_types)))
+    aliases: dict[int, int] = {}
+    unusable: list[int] = []
+    for i, (t, d) in enumerate(zip(param_types, donated)):
+        if not d:
+            continue
+        hit = next((o for o in free if result_types[o] == t), None)
+        if hit is None:
+            unusable.append(i)
+        else:
+            free.remove(hit)
+            aliases[i] = hit
+    return DonationPlan(
+        tuple(bool(d) for d in donated), aliases, tuple(unusable), tuple(param_types)
+    )
+
+
+def warn_unusable(plan: DonationPlan, param_types: Sequence[TensorType], paths, fname: str):
+    """Warn, as JAX does, about donated arguments that no output can reuse."""
+    if not plan.unusable:
+        return
+    what = ", ".join(f"{paths[i]}: {param_types[i]}" for i in plan.unusable)
+    warnings.warn(
+        f"Some donated buffers were not usable by {fname}: {what}. No output has the same "
+        "shape and dtype, so these arguments are not donated (and not deleted).",
+        UserWarning,
+        stacklevel=5,
+    )
+
+
+def check_donated_inputs(arrays, plan: DonationPlan, paths, fname: str):
+    """Before a call: a donated buffer may not also be passed as another argument."""
+    if not plan.aliases:
+        return
+    seen: dict[int, int] = {}
+    for i, a in enumerate(arrays):
+        buf = a._buf
+        if buf is None:
+            continue
+        j = seen.setdefault(id(buf), i)
+        if j != i and (i in plan.aliases or j in plan.aliases):
+            raise ValueError(
+                f"{fname}: argument {paths[i]} and argument {paths[j]} are the same buffer, "
+                "and one of them is donated; XLA cannot read a buffer it is writing in "
+                "place. Pass a copy, or do not donate it."
+            )
+
+
+def consume_donated(arrays, plan: DonationPlan, paths, fname: str):
+    """After a call: delete every donated Array whose buffer XLA took over."""
+    for i in plan.aliases:
+        arrays[i].delete(
+            f"it was donated as argument {paths[i]} of the jitted function {fname}; "
+            "a donated array cannot be used after the call"
+        )

@@ -1,0 +1,220 @@
+"""`purejit.explain(f, *args)`: what the compiler did to one program, and what XLA made of it.
+
+Printed, an `Explanation` shows
+    - the program is one graph (purejit traces the whole function; it never splits it),
+    - every pass with its op counts, time and report, and the IR after each pass under the
+      pass's name (stages a pass left unchanged are named, not printed again),
+    - purejit's kernels: the fusion groups and lone ops with the bytes each reads and
+      writes, and the whole program's memory traffic run op by op against fused,
+    - XLA's side: the kernels in the compiled executable, matched to purejit's groups
+      through the `purejit.fusion.N` locations the emitter puts on every group, and
+      `cost_analysis()` flops and bytes next to purejit's estimates, with each difference
+      flagged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from purejit.passes import cost
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _report_text(report: dict) -> str:
+    parts = []
+    for k, v in report.items():
+        if isinstance(v, (list, dict)):
+            continue
+        parts.append(f"{k}={v}")
+    return ", ".join(parts)
+
+
+@dataclass
+class Explanation:
+    """Everything `explain` found; `str()` gives the readable report."""
+
+    name: str
+    stages: list  # PassRecord per pass run ("trace" first)
+    kernels: list  # purejit's predicted kernels (cost.KernelEstimate), emission order
+    eager_bytes: int
+    fused_bytes: int
+    flops: int
+    fusion: str  # "xla" or the route that realises purejit's groups
+    xla_kernels: list = field(default_factory=list)  # backend.fusion.Kernel
+    xla_cost: dict = field(default_factory=dict)
+    platform: str = ""
+    differences: list = field(default_factory=list)
+    graphs: int = 1
+
+    @property
+    def groups(self) -> list:
+        """purejit's fusion groups (the kernels that are `fusion` ops)."""
+        return [k for k in self.kernels if k.group is not None]
+
+    @property
+    def kernels_match(self) -> bool:
+        """Whether XLA's kernels are exactly purejit's (no difference flagged)."""
+        return not self.differences
+
+    def __str__(self) -> str:
+        return "\n".join(self._lines())
+
+    __repr__ = __str__
+
+    def _lines(self) -> list[str]:
+        out = [
+            f"purejit.explain: {self.name}",
+            f"graphs: {self.graphs} (the whole function is traced into one program; purejit "
+            "never splits it)",
+            "fusion: "
+            + (
+                "xla (purejit's groups are inlined; XLA fuses the flat program)"
+                if self.fusion == "xla"
+                else f"purejit via {self.fusion} (each group is handed to XLA as one kernel)"
+            ),
+            "",
+            "passes",
+            f"  {'pass':<18}{'round':>5}  {'ops':>13}  {'changed':>7}  {'ms':>7}  report",
+        ]
+        for r in self.stages:
+            rnd = str(r.iteration) if r.iteration else ""
+            ops = f"{r.ops_before:>5} -> {r.ops_after:<5}" if r.name != "trace" else f"{r.ops_after:>13}"
+            changed = "yes" if r.changed else ("" if r.name == "trace" else "no")
+            out.append(
+                f"  {r.name:<18}{rnd:>5}  {ops:>13}  {changed:>7}  {r.seconds * 1e3:7.2f}  "
+                f"{_report_text(r.report)}"
+            )
+        out += ["", "IR after each pass"]
+        for r in self.stages:
+            where = f" [{r.group} round {r.iteration}]" if r.group else ""
+            if r.name != "trace" and not r.changed:
+                out.append(f"=== {r.name}{where}: unchanged ({r.ops_after} ops) ===")
+                continue
+            out.append(f"=== {r.name}{where} ({r.ops_after} ops) ===")
+            out += (r.ir or "(IR not kept: Pipeline(keep_ir=False))").splitlines()
+        out += ["", "kernels (purejit's plan)"]
+        out.append(f"  {'#':>3}  {'kernel':<16}{'read':>10}{'write':>10}{'eager':>10}  ops")
+        for k in self.kernels:
+            label = f"fusion/{k.op.attrs['kind']}" if k.group is not None else k.op.name
+            tag = str(k.group) if k.group is not None else "-"
+            ops = ", ".join(k.ops) if k.group is not None else ""
+            out.append(
+                f"  {tag:>3}  {label:<16}{_size(k.bytes_read):>10}{_size(k.bytes_written):>10}"
+                f"{_size(k.bytes_eager):>10}  {ops}"
+            )
+        n_eager = sum(len(k.ops) for k in self.kernels)
+        ratio = self.eager_bytes / self.fused_bytes if self.fused_bytes else 1.0
+        out.append(
+            f"  memory traffic: op by op {_size(self.eager_bytes)} in {n_eager} kernels (every "
+            f"op reads its inputs and writes its result: 2 round trips per op) -> fused "
+            f"{_size(self.fused_bytes)} in {len(self.kernels)} kernels (1 read + 1 write "
+            f"each), {ratio:.1f}x less"
+        )
+        out += ["", f"XLA ({self.platform})"]
+        out.append(f"  kernels: {len(self.xla_kernels)} (purejit predicts {len(self.kernels)})")
+        for k in self.xla_kernels:
+            groups = sorted(k.groups())
+            src = f"groups {groups}" if groups else "lone op(s)"
+            out.append(f"    {k.name:<28} {k.kind:<10} <- {src}")
+        xf, xb = self.xla_cost.get("flops"), self.xla_cost.get("bytes accessed")
+        if xf is not None or xb is not None:
+            out.append(
+                f"  cost_analysis: flops {xf:.0f} (purejit estimates {self.flops}), bytes "
+                f"accessed {_size(xb or 0)} (purejit estimates {_size(self.fused_bytes)})"
+            )
+        out += ["", "differences"]
+        out += [f"  - {d}" for d in self.differences] or [
+            "  none: XLA's kernels are purejit's groups and lone ops"
+        ]
+        return out
+
+
+def _compare(ex: Explanation) -> list[str]:
+    """Every way XLA's kernels differ from purejit's plan, in words."""
+    diffs = []
+    by_group: dict[int, list] = {}
+    for k in ex.xla_kernels:
+        for gid in k.groups():
+            by_group.setdefault(gid, []).append(k)
+    for k in ex.groups:
+        found = by_group.get(k.group, [])
+        if not found:
+            diffs.append(f"group {k.group} ({', '.join(k.ops)}): no XLA kernel holds its ops")
+        elif len(found) > 1:
+            names = ", ".join(x.name for x in found)
+            diffs.append(f"group {k.group} was split by XLA into {len(found)} kernels ({names})")
+    for k in ex.xla_kernels:
+        gs = sorted(k.groups())
+        if len(gs) > 1:
+            diffs.append(f"XLA merged groups {gs} into one kernel ({k.name})")
+    lone_pj = sum(1 for k in ex.kernels if k.group is None)
+    lone_xla = sum(1 for k in ex.xla_kernels if not k.groups())
+    if lone_pj != lone_xla:
+        diffs.append(
+            f"purejit predicts {lone_pj} kernels for ops outside groups, XLA made {lone_xla}"
+            + (" (XLA fused some of them into other kernels)" if lone_xla < lone_pj else "")
+        )
+    if len(ex.xla_kernels) != len(ex.kernels):
+        diffs.append(f"kernel count: purejit {len(ex.kernels)}, XLA {len(ex.xla_kernels)}")
+    xb = ex.xla_cost.get("bytes accessed")
+    if xb and ex.fused_bytes and not 0.5 <= xb / ex.fused_bytes <= 2.0:
+        diffs.append(
+            f"bytes: XLA's cost_analysis says {_size(xb)}, purejit estimates "
+            f"{_size(ex.fused_bytes)} ({xb / ex.fused_bytes:.2f}x)"
+        )
+    xf = ex.xla_cost.get("flops")
+    if xf and ex.flops and not 0.5 <= xf / ex.flops <= 2.0:
+        diffs.append(f"flops: XLA counts {xf:.0f}, purejit estimates {ex.flops}")
+    return diffs
+
+
+def explain_lowered(lowered, *, compiled=None) -> Explanation:
+    """The explanation of a `Lowered` (compiles it unless `compiled` is given)."""
+    from purejit.backend import fusion, pjrt
+
+    compiled = compiled or lowered.compile()
+    kernels = cost.predicted_kernels(lowered.fn)
+    eager, fused = cost.traffic(lowered.fn)
+    route = "xla"
+    if "mhlo.fusion" in lowered.module:
+        route = "mhlo.fusion"
+    elif 'inlineable = "false"' in lowered.module:
+        route = "call"
+    ex = Explanation(
+        name=lowered.name,
+        stages=list(lowered.records),
+        kernels=kernels,
+        eager_bytes=eager,
+        fused_bytes=fused,
+        flops=sum(k.flops for k in kernels),
+        fusion=route,
+        xla_kernels=fusion.kernels(compiled.as_text()),
+        xla_cost=dict(compiled.cost_analysis() or {}),
+        platform=pjrt.platform(),
+    )
+    ex.differences = _compare(ex)
+    return ex
+
+
+def explain(f, *args, **kwargs) -> Explanation:
+    """Explain how purejit compiles `f` for these arguments.
+
+    Args:
+        f: a function or a `purejit.jit`-wrapped one (its options, e.g.
+            `compiler_options={"fusion": "purejit"}`, are used).
+        *args, **kwargs: example arguments (arrays or anything with shape and dtype).
+    Returns:
+        An `Explanation`; `print()` it for the report, or read its fields (`stages`,
+        `kernels`, `groups`, `xla_kernels`, `xla_cost`, `differences`).
+    """
+    from purejit.api import Jitted, jit
+
+    jitted = f if isinstance(f, Jitted) else jit(f)
+    return explain_lowered(jitted.lower(*args, **kwargs))

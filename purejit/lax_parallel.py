@@ -1,0 +1,181 @@
+"""Collectives over named mesh axes, for `purejit.shard_map` bodies (JAX's `lax` names).
+
+`axis_name` is one mesh axis name or a tuple of them (combined, the first one major). Each
+function maps over a pytree of arrays and binds one IR collective per leaf, with replica
+groups computed from the mesh of the enclosing shard_map.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from purejit import errors
+from purejit.core import bind1
+from purejit.ir import spmd
+from purejit.shard_map import current_mesh
+from purejit.tree_util import tree_map
+
+
+def _axes(axis_name) -> tuple[str, ...]:
+    return (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
+
+
+def _groups(axis_name, what):
+    mesh = current_mesh(axis_name, what)
+    axes = _axes(axis_name)
+    return mesh, axes, spmd.replica_groups(mesh.mesh_shape, mesh.axis_names, axes)
+
+
+def axis_size(axis_name) -> int:
+    """The number of devices along `axis_name` (a product for several axes)."""
+    mesh = current_mesh(axis_name, "axis_size")
+    return int(np.prod([mesh.shape[a] for a in _axes(axis_name)], dtype=np.int64))
+
+
+def _lift(x):
+    from purejit.numpy import asarray
+
+    return asarray(x)
+
+
+def _all_reduce(x, axis_name, computation, what):
+    if not _axes(axis_name):
+        return x
+    _, _, groups = _groups(axis_name, what)
+
+    def one(leaf):
+        leaf = _lift(leaf)
+        if computation == "add" and leaf.dtype == np.bool_:
+            raise errors.PurejitTypeError(
+                f"{what}: cannot sum a bool array{errors.at(errors.user_location())}; "
+                "convert it to an integer type first"
+            )
+        return bind1("all_reduce", leaf, replica_groups=groups, computation=computation)
+
+    return tree_map(one, x)
+
+
+def psum(x, axis_name):
+    """Sum `x` over the devices along `axis_name`; every device gets the total."""
+    return _all_reduce(x, axis_name, "add", "psum")
+
+
+def pmax(x, axis_name):
+    """Elementwise maximum over the devices along `axis_name`."""
+    return _all_reduce(x, axis_name, "maximum", "pmax")
+
+
+def pmin(x, axis_name):
+    """Elementwise minimum over the devices along `axis_name`."""
+    return _all_reduce(x, axis_name, "minimum", "pmin")
+
+
+def pmean(x, axis_name):
+    """Mean over the devices along `axis_name` (integers give floats, as in JAX)."""
+    n = axis_size(axis_name)
+    return tree_map(lambda s: s / n, psum(x, axis_name))
+
+
+def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
+    """Gather the shards along `axis_name`: stacked on a new `axis`, or concatenated (tiled)."""
+    from purejit.numpy import expand_dims
+
+    _, _, groups = _groups(axis_name, "all_gather")
+
+    def one(leaf):
+        leaf = _lift(leaf)
+        ax = axis + leaf.ndim + (0 if tiled else 1) if axis < 0 else axis
+        if not tiled:
+            leaf = expand_dims(leaf, ax)
+        return bind1("all_gather", leaf, replica_groups=groups, all_gather_dim=ax)
+
+    return tree_map(one, x)
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = False):
+    """Sum over `axis_name` and keep this device's piece along `scatter_dimension`.
+
+    Untiled, that dimension's size must equal the axis size and it is removed.
+    """
+    from purejit.numpy import squeeze
+
+    _, _, groups = _groups(axis_name, "psum_scatter")
+    n = len(groups[0])
+
+    def one(leaf):
+        leaf = _lift(leaf)
+        d = scatter_dimension % max(leaf.ndim, 1)
+        if not tiled and leaf.shape[d] != n:
+            raise errors.PurejitTypeError(
+                f"psum_scatter: dimension {d} of {leaf.aval} must equal the axis size {n} "
+                f"when tiled=False{errors.at(errors.user_location())}"
+            )
+        out = bind1("reduce_scatter", leaf, replica_groups=groups, scatter_dimension=d,
+                    computation="add")
+        return out if tiled else squeeze(out, d)
+
+    return tree_map(one, x)
+
+
+def ppermute(x, axis_name, perm):
+    """Send each device's value to another along `axis_name`: `perm` holds (source, target)
+    pairs of axis indices; devices no pair targets receive zeros."""
+    _, _, groups = _groups(axis_name, "ppermute")
+    n = len(groups[0])
+    perm = [(int(s), int(t)) for s, t in perm]
+    for s, t in perm:
+        if not (0 <= s < n and 0 <= t < n):
+            raise ValueError(f"ppermute: pair {(s, t)} out of range for axis size {n}")
+    pairs = tuple((g[s], g[t]) for g in groups for s, t in perm)
+    return tree_map(lambda leaf: bind1("collective_permute", _lift(leaf),
+                                       source_target_pairs=pairs), x)
+
+
+def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool = False):
+    """Split `split_axis` in axis-size pieces, send piece k to device k, concatenate what
+    arrives along `concat_axis`. Untiled: `split_axis` has the axis size and is removed, a new
+    axis of that size is inserted at `concat_axis` (JAX's semantics)."""
+    from purejit.numpy import expand_dims, squeeze
+
+    _, _, groups = _groups(axis_name, "all_to_all")
+    n = len(groups[0])
+
+    def one(leaf):
+        leaf = _lift(leaf)
+        s, c = split_axis % leaf.ndim, concat_axis
+        if tiled:
+            return bind1("all_to_all", leaf, replica_groups=groups, split_dimension=s,
+                         concat_dimension=c % leaf.ndim, split_count=n)
+        if leaf.shape[s] != n:
+            raise errors.PurejitTypeError(
+                f"all_to_all: dimension {s} of {leaf.aval} must equal the axis size {n} when "
+                f"tiled=False{errors.at(errors.user_location())}"
+            )
+        c = c % leaf.ndim
+        cx = c if c <= s else c + 1  # where the new axis goes, in the input's coordinates
+        sx = s + 1 if c <= s else s
+        y = bind1("all_to_all", expand_dims(leaf, cx), replica_groups=groups,
+                  split_dimension=sx, concat_dimension=cx, split_count=n)
+        return squeeze(y, sx)
+
+    return tree_map(one, x)
+
+
+def axis_index(axis_name):
+    """This device's index along `axis_name` (int32; several axes combine, first major)."""
+    mesh = current_mesh(axis_name, "axis_index")
+    shape, names = mesh.mesh_shape, mesh.axis_names
+    pid = bind1("partition_id")
+    idx = None
+    for a in _axes(axis_name):
+        k = names.index(a)
+        stride = int(np.prod(shape[k + 1:], dtype=np.int64))
+        c = bind1("divide", pid, np.asarray(stride, np.uint32)) if stride > 1 else pid
+        c = bind1("remainder", c, np.asarray(shape[k], np.uint32))
+        if idx is None:
+            idx = c
+        else:
+            idx = bind1("add", bind1("multiply", idx, np.asarray(shape[k], np.uint32)), c)
+    if idx is None:
+        return _lift(np.int32(0))
+    return bind1("convert", idx, dtype=np.dtype(np.int32))

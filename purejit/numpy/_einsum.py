@@ -1,0 +1,190 @@
+"""einsum: any subscripts (ellipsis, repeated indices, implicit or explicit output).
+
+Each operand is first simplified on its own: a label repeated within it becomes one dim (its
+diagonal), and a label that no other operand and not the output needs is summed away. The
+operands are then contracted pairwise from left to right with `dot_general`: labels shared by
+both and still needed later are batch dims, shared labels needed nowhere else are contracted.
+A final transpose puts the labels in the output order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from purejit import errors
+from purejit.core import bind1
+from purejit.numpy import _core as c
+from purejit.numpy._shape import transpose
+
+_ELLIPSIS_LABELS = [chr(0x100 + i) for i in range(64)]  # never valid subscript letters
+
+
+def _fail(msg: str, cls=ValueError):
+    return cls(f"einsum: {msg}{errors.at(errors.user_location())}")
+
+
+def _parse(subscripts: str, ranks: list[int]):
+    """Input label lists (ellipsis expanded) and the output label list."""
+    spec = subscripts.replace(" ", "")
+    lhs, arrow, rhs = spec.partition("->")
+    inputs = lhs.split(",")
+    if len(inputs) != len(ranks):
+        raise _fail(f"{len(inputs)} operand subscripts for {len(ranks)} operands")
+    ell_rank = 0
+    parsed = []
+    for term, r in zip(inputs, ranks):
+        if term.count("...") > 1 or (term.replace("...", "").count(".")):
+            raise _fail(f"invalid subscript {term!r}")
+        named = term.replace("...", "")
+        for ch in named:
+            if not ch.isalpha():
+                raise _fail(f"invalid subscript character {ch!r} in {subscripts!r}")
+        if "..." in term:
+            k = r - len(named)
+            if k < 0:
+                raise _fail(f"operand of rank {r} has too many subscripts {term!r}")
+            ell_rank = max(ell_rank, k)
+        elif len(named) != r:
+            raise _fail(f"subscripts {term!r} do not match an operand of rank {r}")
+        parsed.append(term)
+    labels = []
+    for term, r in zip(parsed, ranks):
+        named = term.replace("...", "")
+        if "..." in term:
+            k = r - len(named)
+            ell = _ELLIPSIS_LABELS[ell_rank - k : ell_rank]  # right-aligned broadcasting
+            head, _, tail = term.partition("...")
+            labels.append(list(head) + ell + list(tail))
+        else:
+            labels.append(list(term))
+    ell_all = _ELLIPSIS_LABELS[:ell_rank]
+    if arrow:
+        if rhs.count("...") > 1:
+            raise _fail(f"invalid output subscripts {rhs!r}")
+        head, dots, tail = rhs.partition("...")
+        out = list(head) + (ell_all if dots else []) + list(tail)
+        if not dots and ell_rank and any(any(lab in ell_all for lab in ls) for ls in labels):
+            raise _fail("output subscripts must contain '...' when the inputs do")
+        seen = set()
+        for ch in head + tail:
+            if not ch.isalpha():
+                raise _fail(f"invalid output subscript {ch!r}")
+            if ch in seen:
+                raise _fail(f"output subscript {ch!r} appears more than once")
+            seen.add(ch)
+            if not any(ch in ls for ls in labels):
+                raise _fail(f"output subscript {ch!r} does not appear in the inputs")
+    else:
+        counts: dict[str, int] = {}
+        for ls in labels:
+            for lab in ls:
+                if lab not in ell_all:
+                    counts[lab] = counts.get(lab, 0) + 1
+        out = ell_all + sorted(lab for lab, n in counts.items() if n == 1)
+    return labels, out
+
+
+def _diagonal(x, labels: list[str]):
+    """Merge repeated labels of one operand into a single dim (their diagonal)."""
+    while True:
+        dup = next((lab for i, lab in enumerate(labels) if lab in labels[:i]), None)
+        if dup is None:
+            return x, labels
+        i = labels.index(dup)
+        j = labels.index(dup, i + 1)
+        if x.shape[i] != x.shape[j]:
+            raise _fail(f"repeated subscript {dup!r} has sizes {x.shape[i]} and {x.shape[j]}")
+        from purejit.numpy._manip import diagonal
+
+        x = diagonal(x, 0, i, j)  # dims i and j removed, the diagonal appended last
+        labels = [lab for k, lab in enumerate(labels) if k not in (i, j)] + [dup]
+
+
+def _sum_labels(x, labels, drop):
+    axes = tuple(i for i, lab in enumerate(labels) if lab in drop)
+    if not axes:
+        return x, labels
+    from purejit.numpy._reductions import sum as _sum
+
+    return _sum(x, axis=axes), [lab for lab in labels if lab not in drop]
+
+
+def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
+           preferred_element_type=None):  # fmt: skip
+    """Einstein summation over `operands` as described by `subscripts` (NumPy's syntax).
+
+    Args:
+        subscripts: e.g. "ij,jk->ik", "...ij,...jk", "ii->i", "bhqd,bhkd->bhqk".
+        *operands: the arrays.
+        preferred_element_type: the dtype of the result (default: the promoted dtype).
+    Returns:
+        The contracted array.
+    """
+    if not isinstance(subscripts, str):
+        raise NotImplementedError("einsum: only the subscripts-string form is supported")
+    if out is not None:
+        raise NotImplementedError("einsum: out= is not supported (arrays are immutable)")
+    xs = [c._lift(x) for x in operands]
+    if not xs:
+        raise _fail("needs at least one operand")
+    dt = c.result_type(*xs) if preferred_element_type is None else np.dtype(
+        preferred_element_type)  # fmt: skip
+    weak = all(x.weak_type for x in xs) and preferred_element_type is None
+    xs = [c.convert(x, dt) for x in xs]
+    labels, out_labels = _parse(subscripts, [x.ndim for x in xs])
+    sizes: dict[str, int] = {}
+    for x, ls in zip(xs, labels):
+        for lab, n in zip(ls, x.shape):
+            m = sizes.get(lab, n)
+            broadcastable = lab in _ELLIPSIS_LABELS and 1 in (m, n)
+            if m != n and not broadcastable:
+                raise _fail(f"subscript {lab!r} has sizes {m} and {n} ({subscripts!r})")
+            sizes[lab] = max(m, n) if broadcastable else n
+    terms = []
+    for x, ls in zip(xs, labels):
+        x, ls = _diagonal(x, ls)
+        # broadcast size-1 dims (ellipsis broadcasting) to the common size
+        target = tuple(sizes[lab] for lab in ls)
+        if x.shape != target:
+            x = c.broadcast_to(x, target)
+        terms.append((x, ls))
+    # sum away labels that only this operand has and the output does not keep
+    simplified = []
+    for k, (x, ls) in enumerate(terms):
+        others = set(out_labels)
+        for j, (_, ls2) in enumerate(terms):
+            if j != k:
+                others |= set(ls2)
+        simplified.append(_sum_labels(x, ls, {lab for lab in ls if lab not in others}))
+    x, ls = simplified[0]
+    for k in range(1, len(simplified)):
+        y, ly = simplified[k]
+        later = set(out_labels)
+        for _, l2 in simplified[k + 1 :]:
+            later |= set(l2)
+        x, ls = _contract(x, ls, y, ly, later)
+    x, ls = _sum_labels(x, ls, {lab for lab in ls if lab not in out_labels})
+    x = transpose(x, [ls.index(lab) for lab in out_labels])
+    if weak:
+        x = c.convert(x, x.dtype, weak=True)
+    return x
+
+
+def _contract(x, lx, y, ly, later: set):
+    """dot_general of two labelled operands; returns the result and its labels."""
+    shared = [lab for lab in lx if lab in ly]
+    batch = [lab for lab in shared if lab in later]
+    contract = [lab for lab in shared if lab not in later]
+    x, lx = _sum_labels(x, lx, {lab for lab in lx if lab not in ly and lab not in later})
+    y, ly = _sum_labels(y, ly, {lab for lab in ly if lab not in lx and lab not in later})
+    out = bind1(
+        "dot_general", x, y,
+        lhs_batching_dimensions=tuple(lx.index(lab) for lab in batch),
+        rhs_batching_dimensions=tuple(ly.index(lab) for lab in batch),
+        lhs_contracting_dimensions=tuple(lx.index(lab) for lab in contract),
+        rhs_contracting_dimensions=tuple(ly.index(lab) for lab in contract),
+    )  # fmt: skip
+    labels = batch + [lab for lab in lx if lab not in shared] + [lab for lab in ly
+                                                                  if lab not in shared]
+    return out, labels
+

@@ -1,0 +1,677 @@
+"""Indexing: `x[idx]` and `x.at[idx].set/add/...`, with NumPy's rules and JAX's bounds rules.
+
+An index is first parsed into one entry per position (`_parse`): a new axis, a slice, a static
+int, a traced scalar, or an integer array (boolean masks that are known while tracing become
+integer arrays; traced masks have a data-dependent shape and are refused). Reading then uses,
+from cheapest to most general: `slice`/`reverse`/`reshape` for static basic indexing,
+`dynamic_slice` for traced scalar indices, and one `gather` for integer arrays (advanced
+indexing, after the static slices were applied). Writing uses `dynamic_update_slice` for a
+static box and one `scatter` otherwise.
+
+Bounds, as in JAX: negative indices count from the end; out-of-range indices are clamped when
+reading and the update is dropped when writing (mode="clip" clamps writes instead;
+get(mode="fill") returns `fill_value` for out-of-range reads).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from purejit import dtypes as pdt
+from purejit import errors
+from purejit.array import Array
+from purejit.core import ShapedArray, Tracer, bind1
+from purejit.numpy import _core as c
+from purejit.numpy._shape import reshape
+
+
+@dataclass
+class _Entry:
+    kind: str  # new | slice | int | scalar | array | mask | bool | ellipsis
+    value: object = None
+    dim: int = -1  # the operand dim this entry indexes (slice, int, scalar, array)
+    pos: int = -1  # position in the expanded index (for NumPy's placement rule)
+
+    @property
+    def consumes(self) -> int:
+        if self.kind in ("slice", "int", "scalar", "array"):
+            return 1
+        return np.ndim(self.value) if self.kind == "mask" else 0
+
+    @property
+    def advanced(self) -> bool:
+        return self.kind in ("int", "scalar", "array")
+
+
+def _err(msg: str, cls=IndexError):
+    return cls(f"{msg}{errors.at(errors.user_location())}")
+
+
+def _static_int(v, what: str) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, Tracer):
+        raise _err(
+            f"{what} must be a static integer, got a traced value {v.aval}; use "
+            "purejit.lax.dynamic_slice for slices that start at a traced position"
+        )
+    return operator.index(v)
+
+
+def _classify(e) -> _Entry:
+    if e is None:
+        return _Entry("new")
+    if e is Ellipsis:
+        return _Entry("ellipsis")
+    if isinstance(e, slice):
+        parts = (_static_int(getattr(e, k), f"slice {k}") for k in ("start", "stop", "step"))
+        return _Entry("slice", slice(*parts))
+    if isinstance(e, (bool, np.bool_)):
+        return _Entry("bool", bool(e))
+    if isinstance(e, (int, np.integer)):
+        return _Entry("int", int(e))
+    if isinstance(e, (list, tuple)):
+        arr = np.asarray(e)
+        e = arr.astype(np.int32) if arr.size == 0 and arr.dtype.kind == "f" else arr
+    if isinstance(e, np.ndarray):
+        if e.dtype == np.bool_:
+            return _Entry("bool", bool(e)) if e.ndim == 0 else _Entry("mask", e)
+        if e.dtype.kind not in "iu":
+            raise _err(f"indexer must have an integer or boolean type, got {e.dtype}", TypeError)
+        return _Entry("int", int(e)) if e.ndim == 0 else _Entry("array", e)
+    if isinstance(e, (Array, Tracer)):
+        if e.dtype == np.bool_:
+            if isinstance(e, Tracer):
+                raise _err(
+                    f"boolean mask indexing with a traced mask {e.aval} has a data-dependent "
+                    "shape, which purejit.jit cannot compile; use purejit.numpy.where(mask, "
+                    "x, fill) instead",
+                    NotImplementedError,
+                )
+            return _classify(e.host)
+        if e.dtype.kind not in "iu":
+            raise _err(f"indexer must have an integer or boolean type, got {e.dtype}", TypeError)
+        return _Entry("scalar" if e.ndim == 0 else "array", e)
+    raise _err(f"invalid index {e!r} of type {type(e).__name__}", TypeError)
+
+
+def _parse(shape: tuple[int, ...], idx) -> list[_Entry]:
+    """One entry per position of the (Ellipsis-expanded) index, each knowing its dim."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    items = [_classify(e) for e in idx]
+    if sum(it.kind == "ellipsis" for it in items) > 1:
+        raise _err("an index can only have a single ellipsis ('...')")
+    used = sum(it.consumes for it in items)
+    if used > len(shape):
+        raise _err(
+            f"too many indices for array: array is {len(shape)}-dimensional, but {used} "
+            "were indexed"
+        )
+    fill = [_Entry("slice", slice(None)) for _ in range(len(shape) - used)]
+    if any(it.kind == "ellipsis" for it in items):
+        k = next(i for i, it in enumerate(items) if it.kind == "ellipsis")
+        items = items[:k] + fill + items[k + 1 :]
+    else:
+        items = items + fill
+    out, d = [], 0
+    for it in items:
+        if it.kind == "mask":
+            m = it.value
+            if m.shape != tuple(shape[d : d + m.ndim]):
+                raise _err(f"boolean index of shape {list(m.shape)} does not match the "
+                           f"indexed dims {list(shape[d:d + m.ndim])}")  # fmt: skip
+            for nz in np.nonzero(m):
+                out.append(_Entry("array", nz.astype(_index_dtype(shape)), d))
+                d += 1
+            continue
+        if it.consumes:
+            it.dim = d
+            d += 1
+        out.append(it)
+    for p, it in enumerate(out):
+        it.pos = p
+    return out
+
+
+def _index_dtype(shape) -> np.dtype:
+    return np.dtype(np.int64) if max(shape, default=0) >= 2**31 - 1 else np.dtype(np.int32)
+
+
+def _slice_bounds(s: slice, n: int) -> tuple[int, int, int]:
+    """(start, step, count) of a static slice over a dim of size n."""
+    if s.step == 0:
+        raise _err("slice step cannot be zero", ValueError)
+    start, stop, step = s.indices(n)
+    return start, step, len(range(start, stop, step))
+
+
+def _static_slices(x, entries):
+    """Apply every slice entry with `slice` and `reverse`; later they select whole dims."""
+    starts, limits, strides, rev = [0] * x.ndim, list(x.shape), [1] * x.ndim, []
+    for e in entries:
+        if e.kind != "slice":
+            continue
+        start, step, count = _slice_bounds(e.value, x.shape[e.dim])
+        if count == 0:
+            starts[e.dim] = limits[e.dim] = 0
+            continue
+        lo = start if step > 0 else start + (count - 1) * step
+        starts[e.dim], limits[e.dim] = lo, lo + (count - 1) * abs(step) + 1
+        strides[e.dim] = abs(step) if count > 1 else 1
+        if step < 0 and count > 1:
+            rev.append(e.dim)
+    if starts != [0] * x.ndim or limits != list(x.shape) or strides != [1] * x.ndim:
+        x = bind1("slice", x, start_indices=tuple(starts), limit_indices=tuple(limits),
+                  strides=tuple(strides))  # fmt: skip
+    if rev:
+        x = bind1("reverse", x, dimensions=tuple(rev))
+    return x
+
+
+def _wrap_static(i, n: int):
+    return np.where(i < 0, i + n, i)
+
+
+def _wrap_dynamic(i, n: int, idt):
+    i = c.convert(i, idt)
+    if idt.kind == "u":
+        return i
+    return c.where(c.less(i, 0), c.add(i, np.array(n, idt)), i)
+
+
+def _scalar_const(v, dt) -> Array:
+    return Array(host=np.array(v, dtype=dt))
+
+
+# ---- reading --------------------------------------------------------------------------------
+
+
+def _indexing_getitem(x, idx, *, mode=None, fill_value=None):
+    """`x[idx]` with NumPy's indexing rules and JAX's bounds rules (see the module doc)."""
+    x = c._lift(x)
+    entries = _parse(x.shape, idx)
+    if mode not in (None, "clip", "promise_in_bounds", "fill", "drop"):
+        raise ValueError(f"invalid indexing mode {mode!r}")
+    bools = [e for e in entries if e.kind == "bool"]
+    advanced = any(e.kind == "array" for e in entries) or mode in ("fill", "drop")
+    if bools and advanced:
+        raise _err("boolean scalar indices combined with integer arrays", NotImplementedError)
+    x = _static_slices(x, entries)
+    if advanced:
+        out = _gather(x, entries, mode, fill_value)
+    else:
+        out = _basic(x, entries)
+    if any(e.kind == "bool" and not e.value for e in entries):  # x[False] selects nothing
+        out = _empty_new_axes(out, entries)
+    return out
+
+
+def _basic(x, entries):
+    """Static ints (and traced scalars via dynamic_slice) after the slices were applied."""
+    scalars = [e for e in entries if e.kind == "scalar"]
+    starts, sizes = [0] * x.ndim, list(x.shape)
+    for e in entries:
+        if e.kind in ("int", "scalar") and x.shape[e.dim] == 0:
+            raise _err(f"index is out of bounds for axis {e.dim} with size 0")
+        if e.kind == "int":
+            i = e.value + x.shape[e.dim] if e.value < 0 else e.value
+            starts[e.dim], sizes[e.dim] = min(max(i, 0), x.shape[e.dim] - 1), 1
+    if starts != [0] * x.ndim or sizes != list(x.shape):
+        x = bind1("slice", x, start_indices=tuple(starts),
+                  limit_indices=tuple(s + n for s, n in zip(starts, sizes)),
+                  strides=(1,) * x.ndim)  # fmt: skip
+    if scalars:
+        idt = _index_dtype(x.shape)
+        dyn = [_scalar_const(0, idt)] * x.ndim
+        sizes = list(x.shape)
+        for e in scalars:
+            dyn[e.dim] = _wrap_dynamic(e.value, x.shape[e.dim], idt)
+            sizes[e.dim] = 1
+        x = bind1("dynamic_slice", x, *dyn, slice_sizes=tuple(sizes), weak=x.weak_type)
+    shape = []
+    for e in entries:
+        if e.kind in ("new", "bool"):
+            shape.append(1)
+        elif e.kind == "slice":
+            shape.append(x.shape[e.dim])
+    return reshape(x, shape)
+
+
+def _index_columns(x, adv, idt, clip: bool):
+    """The advanced indices, wrapped (and clamped if `clip`), broadcast to one shape B."""
+    cols = []
+    for e in adv:
+        n = x.shape[e.dim]
+        v = e.value
+        if isinstance(v, (int, np.ndarray)):
+            v = _wrap_static(np.asarray(v, dtype=np.int64), n)
+            cols.append(np.clip(v, 0, max(n - 1, 0)).astype(idt) if clip else v.astype(idt))
+        else:
+            v = _wrap_dynamic(v, n, idt)
+            cols.append(c.clip(v, 0, np.array(max(n - 1, 0), idt)) if clip else v)
+    shapes = [np.shape(v) for v in cols]
+    try:
+        batch = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise _err(
+            f"shape mismatch: indexing arrays could not be broadcast together with shapes "
+            f"{' '.join(str(list(s)) for s in shapes)}"
+        ) from None
+    return cols, batch
+
+
+def _stack_columns(cols, batch, idt):
+    """An index array of shape batch + (len(cols),): on the host when all are static."""
+    if all(isinstance(v, np.ndarray) for v in cols):
+        return Array(host=np.stack([np.broadcast_to(v, batch) for v in cols], -1).astype(idt))
+    from purejit.numpy._shape import concatenate
+
+    parts = [reshape(c.broadcast_to(v, batch), batch + (1,)) for v in cols]
+    return parts[0] if len(parts) == 1 else concatenate(parts, axis=-1)
+
+
+def _layout(entries):
+    """Result slots in order: ('B',) for the broadcast index block, ('d', dim), ('new',)."""
+    adv_pos = [e.pos for e in entries if e.advanced]
+    contiguous = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))
+    slots = [] if contiguous else [("B",)]
+    for e in entries:
+        if e.kind in ("new", "bool"):
+            slots.append(("new",))
+        elif e.kind == "slice":
+            slots.append(("d", e.dim))
+        elif contiguous and e.pos == adv_pos[0]:
+            slots.append(("B",))
+    return slots
+
+
+def _gather(x, entries, mode, fill_value):
+    adv = [e for e in entries if e.advanced]
+    if not adv:
+        return _basic(x, entries)
+    for e in adv:
+        if x.shape[e.dim] == 0:
+            raise _err(f"index is out of bounds for axis {e.dim} with size 0")
+    idt = _index_dtype(x.shape)
+    cols, batch = _index_columns(x, adv, idt, clip=False)
+    indices = _stack_columns(cols, batch, idt)
+    slots = _layout(entries)
+    gathered_slots = [s for s in slots if s[0] != "new"]
+    offset_dims, p = [], 0
+    for s in gathered_slots:
+        if s[0] == "B":
+            p += len(batch)
+        else:
+            offset_dims.append(p)
+            p += 1
+    adv_dims = tuple(e.dim for e in adv)
+    sizes = tuple(1 if d in adv_dims else n for d, n in enumerate(x.shape))
+    out = bind1(
+        "gather", x, indices,
+        offset_dims=tuple(offset_dims), collapsed_slice_dims=tuple(sorted(adv_dims)),
+        start_index_map=adv_dims, index_vector_dim=len(batch), slice_sizes=sizes,
+        indices_are_sorted=False, weak=x.weak_type,
+    )  # fmt: skip
+    if mode in ("fill", "drop"):
+        out = _fill_invalid(out, x, adv, cols, batch, gathered_slots, fill_value)
+    shape = []
+    for s in slots:
+        if s[0] == "B":
+            shape.extend(batch)
+        else:
+            shape.append(1 if s[0] == "new" else x.shape[s[1]])
+    return reshape(out, shape)
+
+
+def _fill_invalid(out, x, adv, cols, batch, gathered_slots, fill_value):
+    """Replace elements read from out-of-range indices by `fill_value` (mode='fill')."""
+    ok = None
+    for e, v in zip(adv, cols):
+        n = x.shape[e.dim]
+        if isinstance(v, np.ndarray):
+            good = Array(host=np.broadcast_to((v >= 0) & (v < n), batch).copy())
+        else:
+            good = c.broadcast_to(c.logical_and(c.greater_equal(v, 0), c.less(v, n)), batch)
+        ok = good if ok is None else c.logical_and(ok, good)
+    pos, p = [], 0
+    for s in gathered_slots:
+        if s[0] == "B":
+            pos = list(range(p, p + len(batch)))
+            p += len(batch)
+        else:
+            p += 1
+    ok = bind1("broadcast_in_dim", ok, shape=out.shape, broadcast_dimensions=tuple(pos))
+    if fill_value is None:
+        fill_value = _default_fill(out.dtype)
+    return c.where(ok, out, c.convert(np.array(fill_value), out.dtype))
+
+
+def _default_fill(dt: np.dtype):
+    if pdt.is_inexact(dt):
+        return np.nan
+    if dt == np.bool_:
+        return True
+    info = np.iinfo(dt)
+    return info.min if dt.kind == "i" else info.max
+
+
+def _empty_new_axes(out, entries):
+    """x[False]: the new axis of each False has size 0."""
+    limits = list(out.shape)
+    k = 0
+    for e in entries:
+        if e.kind in ("new", "bool"):
+            if e.kind == "bool" and not e.value:
+                limits[k] = 0
+            k += 1
+        elif e.kind == "slice":
+            k += 1
+    return bind1("slice", out, start_indices=(0,) * out.ndim, limit_indices=tuple(limits),
+                 strides=(1,) * out.ndim)  # fmt: skip
+
+
+# ---- writing: x.at[idx] ---------------------------------------------------------------------
+
+
+class _IndexUpdateHelper:
+    """`x.at`: `x.at[idx]` returns a reference with `.get()`, `.set(v)`, `.add(v)`, ..."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index):
+        return _IndexUpdateRef(self.array, index)
+
+    def __repr__(self):
+        return f"_IndexUpdateHelper({self.array!r})"
+
+
+class _IndexUpdateRef:
+    """Functional updates of `x[index]`; each method returns a new array (as in JAX)."""
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array, self.index = array, index
+
+    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
+        """`x[index]`; mode='fill' returns fill_value where an index is out of range."""
+        return _indexing_getitem(self.array, self.index, mode=mode, fill_value=fill_value)
+
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """x with x[index] replaced by values (out-of-range updates are dropped)."""
+        return _update(self.array, self.index, values, "set", mode, indices_are_sorted,
+                       unique_indices)  # fmt: skip
+
+    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """x with values added at index; repeated indices accumulate."""
+        return _update(self.array, self.index, values, "add", mode, indices_are_sorted,
+                       unique_indices)  # fmt: skip
+
+    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """x with values subtracted at index; repeated indices accumulate."""
+        return self.add(c.negative(c._lift(values)), indices_are_sorted=indices_are_sorted,
+                        unique_indices=unique_indices, mode=mode)  # fmt: skip
+
+    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """x with x[index] multiplied by values; repeated indices accumulate."""
+        return _update(self.array, self.index, values, "multiply", mode, indices_are_sorted,
+                       unique_indices)  # fmt: skip
+
+    mul = multiply
+
+    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """x with x[index] divided by values (x must have an inexact dtype)."""
+        x = c._lift(self.array)
+        if not pdt.is_inexact(x.dtype):
+            raise TypeError(f"at[].divide() needs an inexact dtype, got {x.dtype}")
+        return self.multiply(c.reciprocal(c.convert(c._lift(values), x.dtype)),
+                             indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices, mode=mode)  # fmt: skip
+
+    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """x with x[index] = minimum(x[index], values)."""
+        return _update(self.array, self.index, values, "minimum", mode, indices_are_sorted,
+                       unique_indices)  # fmt: skip
+
+    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """x with x[index] = maximum(x[index], values)."""
+        return _update(self.array, self.index, values, "maximum", mode, indices_are_sorted,
+                       unique_indices)  # fmt: skip
+
+    def __repr__(self):
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+
+def _target_shape(x, entries) -> tuple[int, ...]:
+    """The shape of x[idx], computed without tracing anything."""
+    dims = {}
+    for e in entries:
+        if e.kind == "slice":
+            dims[e.dim] = _slice_bounds(e.value, x.shape[e.dim])[2]
+    adv = [e for e in entries if e.advanced]
+    batch = tuple(np.broadcast_shapes(*[np.shape(e.value) for e in adv])) if adv else ()
+    if any(e.kind == "array" for e in entries):
+        slots = _layout(entries)
+    else:
+        slots = [("new",) if e.kind in ("new", "bool") else ("d", e.dim)
+                 for e in entries if e.kind in ("new", "bool", "slice")]  # fmt: skip
+    shape = []
+    for s in slots:
+        if s[0] == "B":
+            shape.extend(batch)
+        else:
+            shape.append(1 if s[0] == "new" else dims[s[1]])
+    return tuple(shape)
+
+
+def _combiner_region(kind: str, dt: np.dtype):
+    from purejit.tracing import trace_to_function
+
+    avals = [ShapedArray((), dt)] * 2
+    if kind == "set":
+        body = lambda old, new: [new]  # noqa: E731
+    else:
+        body = lambda old, new: [bind1(kind, old, new)]  # noqa: E731
+    return trace_to_function(body, avals, name="region").fn
+
+
+def _apply(kind: str, old, new):
+    return new if kind == "set" else bind1(kind, old, new)
+
+
+def _update(x, idx, values, kind, mode, indices_are_sorted, unique_indices):
+    x = c._lift(x)
+    if mode not in (None, "clip", "promise_in_bounds", "fill", "drop"):
+        raise ValueError(f"invalid update mode {mode!r}")
+    entries = _parse(x.shape, idx)
+    if any(e.kind == "bool" for e in entries) and any(e.kind == "array" for e in entries):
+        raise _err("boolean scalar indices combined with integer arrays", NotImplementedError)
+    if any(e.kind == "bool" and not e.value for e in entries):
+        return x  # x[False] selects nothing
+    target = _target_shape(x, entries)
+    v = c.convert(c._lift(values), x.dtype)
+    try:
+        v = c.broadcast_to(v, target)
+    except errors.PurejitTypeError:
+        raise _err(
+            f"at[].{kind}: values of shape {list(v.shape)} cannot broadcast to the indexed "
+            f"shape {list(target)}",
+            ValueError,
+        ) from None
+    basic = all(
+        e.kind in ("new", "bool", "int")
+        or (e.kind == "slice" and _slice_bounds(e.value, x.shape[e.dim])[1] == 1)
+        for e in entries
+    )
+    if basic:
+        return _update_box(x, entries, v, kind, mode)
+    return _update_scatter(x, entries, v, kind, mode, indices_are_sorted, unique_indices)
+
+
+def _update_box(x, entries, v, kind, mode):
+    """Static ints and unit-step slices: a box, written with dynamic_update_slice."""
+    starts, sizes = [0] * x.ndim, list(x.shape)
+    for e in entries:
+        n = x.shape[e.dim] if e.dim >= 0 else 0
+        if e.kind == "int":
+            i = e.value + n if e.value < 0 else e.value
+            if mode == "clip":
+                i = min(max(i, 0), n - 1)
+            if not 0 <= i < n:
+                return x  # out of range: the update is dropped
+            starts[e.dim], sizes[e.dim] = i, 1
+        elif e.kind == "slice":
+            start, _, count = _slice_bounds(e.value, n)
+            if count == 0:
+                return x
+            starts[e.dim], sizes[e.dim] = start, count
+    v = reshape(v, sizes)
+    if sizes == list(x.shape):
+        return c.convert(_apply(kind, x, v), x.dtype, weak=x.weak_type)
+    if kind != "set":
+        old = bind1("slice", x, start_indices=tuple(starts),
+                    limit_indices=tuple(s + n for s, n in zip(starts, sizes)),
+                    strides=(1,) * x.ndim)  # fmt: skip
+        v = _apply(kind, old, v)
+    idt = _index_dtype(x.shape)
+    st = [_scalar_const(s, idt) for s in starts]
+    return bind1("dynamic_update_slice", x, v, *st, weak=x.weak_type)
+
+
+def _update_scatter(x, entries, v, kind, mode, indices_are_sorted, unique_indices):
+    """The general case: one scatter whose dimension numbers follow the index entries."""
+    idt = _index_dtype(x.shape)
+    adv = [e for e in entries if e.advanced]
+    for e in adv:
+        if x.shape[e.dim] == 0:
+            return x
+    has_array = any(e.kind == "array" for e in entries)
+    if adv:
+        cols, bshape = _index_columns(x, adv, idt, clip=mode == "clip")
+    else:
+        cols, bshape = [], ()
+    if has_array:
+        slots = _layout(entries)
+    else:  # traced scalars only: their block B has rank 0, its place does not matter
+        slots = [("new",) if e.kind in ("new", "bool") else ("d", e.dim)
+                 for e in entries if not e.advanced] + [("B",)]  # fmt: skip
+    # update dims: windows (unit-step slices) and batch dims (strided slices, the B block)
+    batch, col_specs, window_pos, inserted = [], [], [], []
+    p = 0
+    for s in slots:
+        if s[0] == "new":
+            continue
+        if s[0] == "B":
+            col_specs.extend(("adv", i, len(batch)) for i in range(len(adv)))
+            batch.extend(bshape)
+            p += len(bshape)
+            continue
+        d = s[1]
+        e = next(en for en in entries if en.kind == "slice" and en.dim == d)
+        start, step, count = _slice_bounds(e.value, x.shape[d])
+        if step == 1:
+            window_pos.append(p)
+            if start:
+                col_specs.append(("start", d, start))
+        else:
+            col_specs.append(("strided", d, len(batch), start + step * np.arange(count)))
+            batch.append(count)
+            inserted.append(d)
+        p += 1
+    batch = tuple(batch)
+    inserted += [e.dim for e in adv]
+    columns, smap = [], []
+    for spec in col_specs:
+        if spec[0] == "adv":
+            col = cols[spec[1]]
+            at = tuple(range(spec[2], spec[2] + len(bshape)))
+            smap.append(adv[spec[1]].dim)
+        elif spec[0] == "strided":
+            col, at = spec[3].astype(idt), (spec[2],)
+            smap.append(spec[1])
+        else:
+            col, at = np.array(spec[2], idt), ()
+            smap.append(spec[1])
+        columns.append(_place(col, at, batch, bshape if spec[0] == "adv" else None))
+    indices = _stack_columns(columns, batch, idt)
+    updates = reshape(v, _drop_new(v, slots, bshape))
+    region = _combiner_region(kind, x.dtype)
+    return bind1(
+        "scatter", x, indices, updates, regions=[region],
+        update_window_dims=tuple(window_pos), inserted_window_dims=tuple(sorted(inserted)),
+        scatter_dims_to_operand_dims=tuple(smap), index_vector_dim=len(batch),
+        indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices),
+        weak=x.weak_type,
+    )  # fmt: skip
+
+
+def _place(col, at, batch, bshape):
+    """Put an index column (of shape bshape, or 1-D, or scalar) at dims `at` of `batch`."""
+    if isinstance(col, np.ndarray):
+        col = np.broadcast_to(col, bshape) if bshape is not None else col
+        shape = [1] * len(batch)
+        for a, n in zip(at, col.shape):
+            shape[a] = n
+        return np.broadcast_to(col.reshape(shape), batch)
+    col = c.broadcast_to(col, bshape)
+    return bind1("broadcast_in_dim", col, shape=batch, broadcast_dimensions=at)
+
+
+def _drop_new(v, slots, bshape):
+    """The update shape: the target shape without the new axes."""
+    shape, k = [], 0
+    for s in slots:
+        if s[0] == "B":
+            shape.extend(v.shape[k : k + len(bshape)])
+            k += len(bshape)
+        else:
+            if s[0] != "new":
+                shape.append(v.shape[k])
+            k += 1
+    return shape
+
+
+def take(a, indices, axis=None, mode=None, fill_value=None):
+    """Elements of `a` at `indices` along `axis` (flattened `a` when axis is None)."""
+    x = c._lift(a)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    axis = operator.index(axis) % max(x.ndim, 1)
+    idx = (slice(None),) * axis + (_as_index_array(indices),)
+    return _indexing_getitem(x, idx, mode=mode, fill_value=fill_value)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """`arr` indexed by `indices` along `axis`, other dims matched position by position."""
+    x = c._lift(arr)
+    ind = _as_index_array(indices)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    axis = operator.index(axis) % x.ndim
+    if np.ndim(ind) != x.ndim:
+        raise _err(f"take_along_axis: indices of rank {np.ndim(ind)} for an array of rank "
+                   f"{x.ndim}", ValueError)  # fmt: skip
+    shape = tuple(np.broadcast_shapes(
+        tuple(1 if i == axis else n for i, n in enumerate(x.shape)),
+        tuple(1 if i == axis else n for i, n in enumerate(np.shape(ind)))))  # fmt: skip
+    idx = []
+    for d in range(x.ndim):
+        if d == axis:
+            idx.append(ind)
+        else:
+            r = np.arange(x.shape[d]).reshape([-1 if k == d else 1 for k in range(x.ndim)])
+            idx.append(r if x.shape[d] == shape[d] else np.zeros_like(r[:1]))
+    return _indexing_getitem(x, tuple(idx), mode=mode, fill_value=fill_value)
+
+
+def _as_index_array(i):
+    if isinstance(i, (Array, Tracer, np.ndarray)):
+        return i
+    return np.asarray(i)

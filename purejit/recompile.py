@@ -1,0 +1,309 @@
+"""Why a jitted function recompiled: cache-miss reasons, counters and the recompilation trap guard.
+
+Every jitted function keeps a `CacheStats`: how often it was traced, compiled by XLA, loaded
+from the persistent cache, and how often a call hit the in-memory cache. Each miss after the
+first compile is explained against the closest signature seen before, e.g.
+
+    f recompiled (miss 3) at train.py:41: x: f32[32,512] -> f32[64,512]; static n: 3 -> 4
+
+logged on the `purejit` logger (INFO; WARNING when `jit_log_compiles` is on) and kept in
+`purejit.cache_stats(f).miss_reasons`.
+
+The trap guard: a function whose shapes churn recompiles on every call, which is slower than
+running eagerly. After `recompile_warn_after` recompilations (default 8; per function via
+`purejit.jit(f, recompile_warn_after=...)` or globally via `purejit.config`), purejit warns
+once, naming the dimension that keeps changing and suggesting `buckets=`; with
+`recompile_raise=True` it raises `RecompilationError` instead of compiling again.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import inspect
+import logging
+import warnings
+from dataclasses import dataclass, field
+
+from purejit import errors
+from purejit.config import config
+from purejit.tree_util import PyTreeDef, tree_paths
+
+logger = logging.getLogger("purejit")
+
+_MAX_SIGNATURES = 64  # previous signatures kept to explain misses against
+
+
+class RecompilationWarning(UserWarning):
+    """A jitted function keeps recompiling because its argument shapes or statics churn."""
+
+
+class RecompilationError(RuntimeError):
+    """Raised instead of `RecompilationWarning` when `recompile_raise` is on."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference between a new signature and the closest previous one.
+
+    `arg` is the top-level argument name (what `buckets=` takes), `name` the leaf path
+    (`params['w']`), `axes` the dimensions whose size changed (same-rank arrays only).
+    """
+
+    arg: str
+    name: str
+    old: str
+    new: str
+    static: bool = False
+    axes: tuple[int, ...] = ()
+    old_shape: tuple[int, ...] | None = None
+    new_shape: tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        return f"{'static ' if self.static else ''}{self.name}: {self.old} -> {self.new}"
+
+
+@dataclass(frozen=True)
+class MissReason:
+    """Why one call missed the cache: the changes, the call site and the miss number."""
+
+    number: int
+    changes: tuple[Change, ...]
+    location: str | None
+
+    def __str__(self) -> str:
+        what = "; ".join(map(str, self.changes)) or "same signature (cache was cleared)"
+        return what + errors.at(self.location)
+
+
+@dataclass
+class CacheStats:
+    """Counters of one jitted function. `misses` counts every compile request, the first too."""
+
+    traces: int = 0
+    compiles: int = 0
+    hits: int = 0
+    misses: int = 0
+    persistent_hits: int = 0
+    miss_reasons: list[MissReason] = field(default_factory=list)
+    warned: bool = False
+    _signatures: list[dict] = field(default_factory=list, repr=False)
+    _churn: collections.Counter = field(default_factory=collections.Counter, repr=False)
+    _sizes: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def recompiles(self) -> int:
+        """Misses after the first one: each is a compile the user may not have wanted."""
+        return max(self.misses - 1, 0)
+
+    def snapshot(self) -> "CacheStats":
+        return copy.deepcopy(self)
+
+    # --- hooks called by purejit.api -----------------------------------------------------
+    def on_miss(self, jitted, static, tree: PyTreeDef, avals) -> MissReason | None:
+        """Record a miss of `jitted` for this signature; explain it and run the trap guard."""
+        self.misses += 1
+        sig = describe_signature(jitted, static, tree, avals)
+        reason = None
+        if self._signatures:
+            reason = MissReason(self.misses - 1, _diff(self._closest(sig), sig), _call_site())
+            self.miss_reasons.append(reason)
+            level = logging.WARNING if config.read("jit_log_compiles") else logging.INFO
+            logger.log(level, "%s recompiled (miss %d): %s", _name(jitted), reason.number, reason)
+            self._count_churn(reason)
+        self._signatures.append(sig)
+        del self._signatures[:-_MAX_SIGNATURES]
+        if reason is not None:
+            self._guard(jitted)
+        return reason
+
+    def on_compiled(self, compiled) -> None:
+        """Count a compile, or a load from the persistent cache."""
+        if getattr(compiled, "cache_hit", False):
+            self.persistent_hits += 1
+        else:
+            self.compiles += 1
+
+    # --- internals ------------------------------------------------------------------------
+    def _closest(self, sig: dict) -> dict:
+        return min(reversed(self._signatures), key=lambda s: _distance(s, sig))
+
+    def _count_churn(self, reason: MissReason):
+        for c in reason.changes:
+            if c.static:
+                key = ("static", c.arg, c.name, None)
+                self._churn[key] += 1
+                self._sizes.setdefault(key, []).append(c.new)
+                continue
+            for ax in c.axes:
+                key = ("axis", c.arg, c.name, ax)
+                self._churn[key] += 1
+                seen = self._sizes.setdefault(key, [c.old_shape[ax]])
+                seen.append(c.new_shape[ax])
+
+    def _guard(self, jitted):
+        limit = getattr(jitted, "recompile_warn_after", None)
+        limit = config.read("recompile_warn_after") if limit is None else limit
+        if self.warned or limit is None or limit <= 0 or self.recompiles < limit:
+            return
+        self.warned = True
+        msg = trap_message(_name(jitted), self.recompiles, self._churn, self._sizes)
+        raise_ = getattr(jitted, "recompile_raise", None)
+        raise_ = config.read("recompile_raise") if raise_ is None else raise_
+        logger.warning("%s", msg)
+        if raise_:
+            raise RecompilationError(msg)
+        frame = errors.user_frame()
+        if frame is None:
+            warnings.warn(msg, RecompilationWarning, stacklevel=2)
+        else:
+            warnings.warn_explicit(
+                msg,
+                RecompilationWarning,
+                frame.f_code.co_filename,
+                frame.f_lineno,
+                module=frame.f_globals.get("__name__", "purejit"),
+                registry=frame.f_globals.setdefault("__warningregistry__", {}),
+            )
+
+
+def cache_stats(f) -> CacheStats:
+    """The counters and miss reasons of a function wrapped by `purejit.jit` (a copy).
+
+    Args:
+        f: the result of `purejit.jit(...)`.
+    Returns:
+        A `CacheStats` with `traces`, `compiles` (XLA compilations), `persistent_hits`
+        (executables loaded from `cache_dir`), `hits` (in-memory cache hits), `misses`,
+        `recompiles` and `miss_reasons` (each with `.changes` and `.location`).
+    """
+    stats = getattr(f, "stats", None)
+    if not isinstance(stats, CacheStats):
+        raise TypeError(
+            f"purejit.cache_stats expects a function wrapped by purejit.jit, got "
+            f"{type(f).__name__}"
+        )
+    return stats.snapshot()
+
+
+# --- signatures ---------------------------------------------------------------------------
+
+
+def arg_leaf_names(jitted, static, tree: PyTreeDef) -> list[tuple[str, str]]:
+    """(argument name, leaf path) for every dynamic leaf, using the parameter names of f.
+
+    `tree` is the dynamic tree `((args...), {kwargs})`; positional leaves are named after
+    the parameters they bind to (`x`, `params['w']`), extra positionals `args[3]`.
+    """
+    args_td, kwargs_td = tree.children
+    static_pos = {k for k, _ in static if isinstance(k, int)}
+    nargs = len(args_td.children) + len(static_pos)
+    dyn_pos = [i for i in range(nargs) if i not in static_pos]
+    out = []
+    for j, td in enumerate(args_td.children):
+        arg = positional_name(jitted, dyn_pos[j])
+        out += [(arg, p) for p in tree_paths(td, arg)]
+    for k, td in zip(kwargs_td.aux, kwargs_td.children):
+        out += [(k, p) for p in tree_paths(td, k)]
+    return out
+
+
+def positional_name(jitted, i: int) -> str:
+    """The parameter name that positional argument `i` binds to, or `args[i]`."""
+    sig = getattr(jitted, "_sig", None)
+    params = list(sig.parameters.values()) if sig is not None else []
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if i < len(params) and params[i].kind in positional:
+        return params[i].name
+    return f"args[{i}]"
+
+
+def describe_signature(jitted, static, tree: PyTreeDef, avals) -> dict:
+    """name -> (kind, text, shape) for every leaf and static argument of one call."""
+    sig: dict = {}
+    for (arg, name), a in zip(arg_leaf_names(jitted, static, tree), avals):
+        sig[name] = ("leaf", arg, a.str_short(), tuple(a.shape))
+    for k, v in static:
+        name = positional_name(jitted, k) if isinstance(k, int) else k
+        sig[name] = ("static", name, _short_repr(v), None)
+    return sig
+
+
+def _short_repr(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _distance(a: dict, b: dict) -> int:
+    return sum(a.get(k) != b.get(k) for k in set(a) | set(b))
+
+
+def _diff(old: dict, new: dict) -> tuple[Change, ...]:
+    changes = []
+    for name in list(old) + [k for k in new if k not in old]:
+        o, n = old.get(name), new.get(name)
+        if o == n:
+            continue
+        ref = n or o
+        static = ref[0] == "static"
+        otext = o[2] if o else "absent"
+        ntext = n[2] if n else "absent"
+        axes, oshape, nshape = (), None, None
+        if o and n and not static and o[3] is not None and len(o[3]) == len(n[3]):
+            oshape, nshape = o[3], n[3]
+            axes = tuple(i for i, (p, q) in enumerate(zip(oshape, nshape)) if p != q)
+        changes.append(Change(ref[1], name, otext, ntext, static, axes, oshape, nshape))
+    return tuple(changes)
+
+
+def _name(jitted) -> str:
+    return getattr(jitted, "__name__", repr(jitted))
+
+
+def _call_site() -> str | None:
+    return errors.user_location()
+
+
+# --- the trap guard's message ----------------------------------------------------------------
+
+
+def suggest_buckets(sizes) -> list[int]:
+    """Powers of two covering the sizes seen (at most 8 of them, ending at the largest)."""
+    top = max(sizes)
+    hi = 1 << max(top - 1, 0).bit_length()
+    lo = 1 << max(min(sizes) - 1, 0).bit_length()
+    out = []
+    b = hi
+    while b >= lo and len(out) < 8:
+        out.append(b)
+        b //= 2
+    return sorted(out)
+
+
+def trap_message(fname: str, recompiles: int, churn: collections.Counter, sizes: dict) -> str:
+    """The single warning of the trap guard: what churns and what to do about it."""
+    head = (
+        f"purejit: {fname} has recompiled {recompiles} times; every new signature traces and "
+        "compiles again, which is slower than not compiling at all."
+    )
+    if not churn:
+        return head + " Its cache was cleared repeatedly (clear_cache)."
+    (kind, arg, name, axis), count = churn.most_common(1)[0]
+    seen = sizes.get((kind, arg, name, axis), [])
+    if kind == "static":
+        vals = ", ".join(dict.fromkeys(seen[:8]))
+        return (
+            f"{head} The static argument {name} changed in {count} of them (values {vals}"
+            f"{', ...' if len(seen) > 8 else ''}). Pass it as a traced array instead of a "
+            "static argument, or keep its values few."
+        )
+    uniq = sorted(set(seen))
+    shown = ", ".join(map(str, uniq[:10])) + (", ..." if len(uniq) > 10 else "")
+    sugg = suggest_buckets(uniq)
+    return (
+        f"{head} Dimension {axis} of {name} changed in {count} of them (sizes seen: {shown}). "
+        f"Pad it to a few fixed sizes: purejit.jit({fname}, buckets={{{arg!r}: {{{axis}: "
+        f"{sugg}}}}}) pads up to the next bucket and slices the results back (only where "
+        "each output row depends on the same input row), or pass recompile_warn_after=0 "
+        "to silence this warning."
+    )

@@ -1,0 +1,192 @@
+"""`purejit.shard_map`: write the per-device program, run it on every device of a mesh.
+
+    @partial(purejit.shard_map, mesh=mesh, in_specs=(P("x", None), P()), out_specs=P("x"))
+    def f(x_block, w):
+        return purejit.lax.psum(x_block @ w, "x")
+
+The body is traced once on per-device shapes into an IR region; the call becomes one
+`manual_computation` op (Shardy's `sdy.manual_computation`, every mesh axis manual). Outside
+jit the call is compiled and run as a one-op jitted program. Values the body closes over are
+replicated inputs. Collectives (`purejit.lax.psum`, `all_gather`, `ppermute`, ...) look their
+axis names up in the mesh of the innermost shard_map being traced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Callable
+
+from purejit import errors
+from purejit.core import ShapedArray, aval_of, bind, current_trace
+from purejit.eager import EvalTrace
+from purejit.ir import spmd
+from purejit.sharding import Mesh, NamedSharding, PartitionSpec
+from purejit.tree_util import PyTreeDef, tree_flatten, tree_unflatten
+
+_axis_env: list[Mesh] = []
+
+
+@contextlib.contextmanager
+def _axes(mesh: Mesh):
+    _axis_env.append(mesh)
+    try:
+        yield
+    finally:
+        _axis_env.pop()
+
+
+def current_mesh(axis_name, what: str) -> Mesh:
+    """The mesh of the innermost shard_map being traced; raises if `axis_name` is unbound."""
+    names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
+    if not _axis_env:
+        raise NameError(
+            f"{what}: unbound axis name {axis_name!r}{errors.at(errors.user_location())}: "
+            "collectives run inside purejit.shard_map bodies"
+        )
+    mesh = _axis_env[-1]
+    missing = [a for a in names if a not in mesh.axis_names]
+    if missing:
+        raise NameError(
+            f"{what}: axis names {missing} are not axes of the enclosing shard_map mesh "
+            f"{mesh!r}{errors.at(errors.user_location())}"
+        )
+    return mesh
+
+
+def _is_spec(x) -> bool:
+    return x is None or isinstance(x, (PartitionSpec, NamedSharding))
+
+
+def broadcast_prefix(prefix, treedef: PyTreeDef, what: str) -> list:
+    """One entry of `prefix` per leaf of `treedef`; a spec (or None) covers a whole subtree."""
+    out: list = []
+
+    def rec(p, td: PyTreeDef):
+        if _is_spec(p) or td.kind is None:
+            if not _is_spec(p):
+                raise TypeError(f"{what}: expected a PartitionSpec or None, got {p!r}")
+            out.extend([p] * td.num_leaves)
+            return
+        children, sub = tree_flatten(p, is_leaf=_is_spec)
+        if sub.kind is not None and (sub.kind != td.kind or len(sub.children) != len(td.children)):
+            raise ValueError(f"{what}: {sub} is not a prefix of the argument structure {td}")
+        items = _children(p)
+        for c, t in zip(items, td.children):
+            rec(c, t)
+
+    rec(prefix, treedef)
+    return out
+
+
+def _children(p):
+    if isinstance(p, dict):
+        return [p[k] for k in sorted(p)]
+    return list(p)
+
+
+def _dims(spec, rank: int, what: str) -> spmd.Spec:
+    if spec is None:
+        return ((),) * rank
+    if isinstance(spec, NamedSharding):
+        spec = spec.spec
+    try:
+        return spec.dims(rank)
+    except ValueError as e:
+        raise ValueError(f"{what}: {e}") from None
+
+
+class ShardMapped:
+    """A function wrapped by `purejit.shard_map`."""
+
+    def __init__(self, f: Callable, mesh: Mesh, in_specs, out_specs):
+        functools.update_wrapper(self, f)
+        self.f = f
+        self.mesh = mesh
+        self.in_specs = in_specs
+        self.out_specs = out_specs
+        self._jitted = None
+
+    def __call__(self, *args):
+        if isinstance(current_trace(), EvalTrace):
+            if self._jitted is None:
+                from purejit.api import jit
+
+                self._jitted = jit(self._bind, )
+                self._jitted.__name__ = getattr(self.f, "__name__", "shard_map")
+            return self._jitted(*args)
+        return self._bind(*args)
+
+    def _bind(self, *args):
+        from purejit.tracing import trace_to_function
+
+        name = getattr(self.f, "__name__", "shard_map")
+        if _axis_env:
+            raise NotImplementedError(f"shard_map {name}: a shard_map nested in another one")
+        mesh = self.mesh
+        leaves, in_tree = tree_flatten(args)
+        specs = broadcast_prefix(tuple(self.in_specs) if isinstance(self.in_specs, list)
+                                 else self.in_specs, in_tree, f"shard_map {name} in_specs")
+        sizes = mesh.shape
+        in_dims, local = [], []
+        for i, (x, s) in enumerate(zip(leaves, specs)):
+            a = aval_of(x)
+            d = _dims(s, a.ndim, f"shard_map {name} in_specs[{i}]")
+            try:
+                shape = spmd.local_shape(f"shard_map {name}", a.shape, d, sizes)
+            except spmd.SpmdError as e:
+                raise errors.PurejitTypeError(f"{e} (argument {i}: {a}){errors.at(errors.user_location())}") from None
+            in_dims.append(d)
+            local.append(ShapedArray(shape, a.dtype, a.weak_type))
+        out_tree_box = []
+
+        def body(*tracers):
+            out = self.f(*tree_unflatten(in_tree, list(tracers)))
+            out_leaves, out_tree = tree_flatten(out)
+            out_tree_box.append(out_tree)
+            return out_leaves
+
+        with _axes(mesh):
+            traced = trace_to_function(body, local, name=f"{name}_body")
+        out_tree = out_tree_box[0]
+        out_specs = broadcast_prefix(self.out_specs, out_tree, f"shard_map {name} out_specs")
+        out_dims = [_dims(s, a.ndim, f"shard_map {name} out_specs[{i}]")
+                    for i, (s, a) in enumerate(zip(out_specs, traced.out_avals))]
+        for c in traced.captures:  # closed-over values are replicated inputs
+            in_dims.append(((),) * c.aval.ndim)
+        outs = bind(
+            "manual_computation",
+            *leaves,
+            *traced.captures,
+            regions=[traced.fn],
+            weak=tuple(a.weak_type for a in traced.out_avals),
+            axis_names=mesh.axis_names,
+            mesh_shape=mesh.mesh_shape,
+            device_ids=mesh.device_ids,
+            in_specs=tuple(in_dims),
+            out_specs=tuple(out_dims),
+        )
+        return tree_unflatten(out_tree, outs)
+
+
+def shard_map(f: Callable | None = None, *, mesh: Mesh, in_specs, out_specs, check_rep=False,
+              check_vma=False):
+    """Map a per-device function over the devices of `mesh`.
+
+    Args:
+        f: the per-device body; it sees each argument's shard (local shape) and may call the
+            collectives of `purejit.lax` over the mesh's axis names.
+        mesh: the `purejit.sharding.Mesh` to run on.
+        in_specs: a PartitionSpec (or None = replicated) per argument, as a pytree prefix of
+            the arguments tuple.
+        out_specs: a PartitionSpec per output (pytree prefix of the outputs). Mesh axes that an
+            output spec does not name are assumed replicated (not checked).
+        check_rep, check_vma: accepted for JAX compatibility; replication is not checked.
+    Returns:
+        A function of global arrays returning global arrays.
+    """
+    if f is None:
+        return functools.partial(shard_map, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"shard_map: mesh must be a purejit.sharding.Mesh, got {type(mesh).__name__}")
+    return ShardMapped(f, mesh, in_specs, out_specs)

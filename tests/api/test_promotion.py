@@ -1,0 +1,133 @@
+"""JAX's type promotion, weak types included, with x64 off (the default).
+
+Every pair of dtypes and Python scalars is promoted by purejit.numpy and by jax.numpy; the
+result dtype and weak flag must agree. The jit path is checked by lowering (tracing only, no
+XLA compile) and the eager path on 0-d arrays (one compiled `add` per result dtype).
+"""
+
+import itertools
+
+import jax
+import jax.numpy as jjnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+import purejit
+import purejit.numpy as jnp
+from purejit import dtypes as pdt
+
+DTYPES = [
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    ml_dtypes.bfloat16, np.float16, np.float32, np.float64, np.complex64,
+]  # fmt: skip
+SCALARS = {"bool": True, "int": 3, "float": 1.5, "complex": 1 + 2j}
+
+
+def _operands():
+    ops = [(np.dtype(d).name, np.ones((), d)) for d in DTYPES]
+    return ops + list(SCALARS.items())
+
+
+OPERANDS = _operands()
+PAIRS = list(itertools.product(OPERANDS, OPERANDS))
+
+
+def _jax_result(fn, a, b):
+    out = jax.eval_shape(fn, a, b)  # JAX's own promotion, traced without compiling
+    return np.dtype(out.dtype), bool(out.weak_type)
+
+
+def test_binary_promotion_matches_jax_under_jit():
+    """All 18 x 18 operand kinds through `purejit.jit(add).lower`: dtype and weak flag."""
+    lower = purejit.jit(jnp.add).lower
+    mismatches = []
+    for (na, a), (nb, b) in PAIRS:
+        want = _jax_result(jjnp.add, a, b)
+        (aval,) = lower(a, b).out_avals
+        got = (np.dtype(aval.dtype), aval.weak_type)
+        if got != want:
+            mismatches.append(f"{na} + {nb}: purejit {got}, jax {want}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+def test_binary_promotion_matches_jax_eagerly():
+    """The same table on the eager path, for arrays against arrays and Python scalars."""
+    mismatches = []
+    for (na, a), (nb, b) in PAIRS:
+        if isinstance(a, bool) and isinstance(b, bool):
+            continue  # Python's own `True + True`; nothing of purejit's runs
+        want = _jax_result(jjnp.add, a, b)
+        r = jnp.add(a, b)
+        got = (np.dtype(r.dtype), r.weak_type)
+        if got != want:
+            mismatches.append(f"{na} + {nb}: purejit {got}, jax {want}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+@pytest.mark.parametrize("fname", ["multiply", "maximum", "where_", "true_divide", "less"])
+def test_other_ops_promote_like_jax(fname):
+    """Arithmetic, comparison, `where` and true division follow the same table."""
+    lower = purejit.jit(_fn(jnp, fname)).lower
+    ref = _fn(jjnp, fname)
+    rows = ("int8", "uint32", "bfloat16", "float16", "int", "float", "bool")
+    subset = [p for p in PAIRS if p[0][0] in rows]
+    if fname == "less":  # ordering complex numbers is not supported (see test below)
+        subset = [p for p in subset if "complex" not in p[1][0]]
+    for (na, a), (nb, b) in subset:
+        want = _jax_result(ref, a, b)
+        (aval,) = lower(a, b).out_avals
+        assert (np.dtype(aval.dtype), aval.weak_type) == want, f"{fname}({na}, {nb})"
+
+
+def test_ordering_complex_numbers_is_an_error_naming_the_op():
+    # JAX orders complex numbers lexicographically; purejit's `compare` does not (yet)
+    with pytest.raises(purejit.PurejitTypeError, match="compare: LT .*complex"):
+        jnp.less(np.ones(2, np.complex64), 1.0)
+
+
+def _fn(np_, fname):
+    if fname == "where_":
+        return lambda a, b: np_.where(True, a, b)
+    return getattr(np_, fname)
+
+
+def test_promote_types_table_matches_jax():
+    for a, b in itertools.product(DTYPES, DTYPES):
+        want = jjnp.promote_types(a, b)
+        got = pdt.promote_types(a, b)
+        # jnp.promote_types does not canonicalise 64-bit types; purejit does when x64 is off
+        assert got == pdt.canonicalize(want), (a, b)
+
+
+def test_documented_examples():
+    """The consequences listed in purejit/dtypes.py and the README."""
+    t = pdt.result_type_weak
+    u8, i8, i32, u32, f16, bf16, f32 = (
+        np.dtype(d) for d in ("uint8", "int8", "int32", "uint32", "float16", ml_dtypes.bfloat16,
+                              "float32")  # fmt: skip
+    )
+    assert t((u8, False), (i8, False)) == (np.dtype("int16"), False)
+    assert t((i32, False), (u32, False)) == (np.dtype("int32"), False)  # i64, canonicalised
+    assert t((bf16, False), (f16, False)) == (f32, False)
+    assert t((i32, False), (f16, False)) == (f16, False)
+    assert t((f32, False), (i32, True)) == (f32, False)  # f32 + 2
+    assert t((i8, False), (f32, True)) == (f32, True)  # i8 + 2.0: weak float32
+    assert t((u8, False), (i32, True)) == (u8, False)  # u8 + 300 stays u8
+
+
+def test_weak_scalars_do_not_widen_arrays():
+    x = np.ones(3, np.float16)
+    assert jnp.add(x, 2.5).dtype == np.float16
+    assert jnp.multiply(np.ones(3, np.int8), 3).dtype == np.int8
+    y = purejit.jit(lambda v: v * 2 + 1)(np.ones(2, ml_dtypes.bfloat16))
+    assert y.dtype == ml_dtypes.bfloat16 and not y.weak_type
+    z = jnp.add(2, 3.0)  # two Python scalars: weak float32
+    assert z.dtype == np.float32 and z.weak_type
+
+
+def test_x64_canonicalisation_of_inputs():
+    for d, want in [(np.int64, np.int32), (np.uint64, np.uint32), (np.float64, np.float32),
+                    (np.complex128, np.complex64)]:  # fmt: skip
+        assert jnp.asarray(np.ones(2, d)).dtype == want
+        assert purejit.jit(lambda v: v)(np.ones(2, d)).dtype == want
