@@ -40,8 +40,8 @@ def attention(xp, x, wq, wk, wv, wo, layout: str):
     return xp.einsum("qhd,hdD->qD", o, wo)
 
 
-_ENTRY = re.compile(r"^ENTRY [^\n]*\{\n(.*?)\n\}", re.S | re.M)
-_COMP = re.compile(r"^%?([\w.\-]+) [^\n]*\{\n(.*?)\n\}", re.S | re.M)
+_ENTRY = re.compile(r"^ENTRY [^\n]*\{\n(.*?)\n\}", re.DOTALL | re.MULTILINE)
+_COMP = re.compile(r"^%?([\w.\-]+) [^\n]*\{\n(.*?)\n\}", re.DOTALL | re.MULTILINE)
 _INSTR = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = (\w+)\[([\d,]*)\]\S* (\w[\w-]*)\(")
 _CALLS = re.compile(r"calls=%?([\w.\-]+)")
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "s32": 4, "pred": 1}
@@ -89,12 +89,12 @@ def _time(fn, args, budget: float) -> float:
 def run(seq: int, heads: int, head_dim: int, model: int, budget: float):
     import jax
     import jax.numpy as jnp
+    from purejit.passes import Pipeline
+    from purejit.passes.layout import LayoutAssignment
+    from purejit.passes.pipeline import default_passes
 
     import purejit
     import purejit.numpy as pnp
-    from purejit.passes import Pipeline
-    from purejit.passes.pipeline import default_passes
-    from purejit.passes.layout import LayoutAssignment
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((seq, model), np.float32)
@@ -117,7 +117,7 @@ def run(seq: int, heads: int, head_dim: int, model: int, budget: float):
             "layout on": Pipeline(),
             "layout on, transposed lhs": with_layout(LayoutAssignment(transposed_lhs=True)),
         }
-        jx = jax.jit(lambda *a: attention(jnp, *a, layout=layout))
+        jx = jax.jit(lambda *a, lay=layout: attention(jnp, *a, layout=lay))
         jx_args = [jax.device_put(a) for a in args]
         t_jax = _time(jx, jx_args, budget)
         jax_kernels = transpose_kernels(jx.lower(*jx_args).compile().as_text())
@@ -125,7 +125,7 @@ def run(seq: int, heads: int, head_dim: int, model: int, budget: float):
         print(f"  {'variant':<28}{'transposes':>11}{'MiB moved':>11}{'ms':>9}{'/ jax':>8}")
         ref = np.asarray(jx(*jx_args))
         for name, pipe in variants.items():
-            f = purejit.jit(lambda *a: attention(pnp, *a, layout=layout), passes=pipe)
+            f = purejit.jit(lambda *a, lay=layout: attention(pnp, *a, layout=lay), passes=pipe)
             compiled = f.lower(*args).compile()
             kernels = transpose_kernels(compiled.as_text())
             pj_args = [pnp.asarray(a) for a in args]

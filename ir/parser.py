@@ -15,7 +15,7 @@ _TOKEN = re.compile(
     r"""
     (?P<ws>\s+)
   | (?P<value>%[A-Za-z0-9_.]+)
-  | (?P<symbol>@[A-Za-z0-9_.]+)
+  | (?P<symbol>@(?:[A-Za-z0-9_.]+|"(?:[^"\\]|\\.)*"))
   | (?P<hex>0x[0-9a-fA-F]*)
   | (?P<number>-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+|inf\b))
   | (?P<string>"(?:[^"\\]|\\.)*")
@@ -28,7 +28,11 @@ _TOKEN = re.compile(
 
 
 class ParseError(ValueError):
-    pass
+    """Malformed IR text; the message starts with `line N:`."""
+
+
+def _describe(kind: str, val: str) -> str:
+    return "end of input" if kind == "eof" else repr(val)
 
 
 class _Parser:
@@ -61,8 +65,8 @@ class _Parser:
 
     def expect(self, text):
         kind, val, pos = self.next()
-        if val != text:
-            raise self._error(pos, f"expected {text!r}, got {val!r}")
+        if val != text or kind in ("eof", "string"):
+            raise self._error(pos, f"expected {text!r}, got {_describe(kind, val)}")
 
     def accept(self, text) -> bool:
         if self.peek()[1] == text:
@@ -75,15 +79,20 @@ class _Parser:
     def type(self) -> TensorType:
         kind, name, pos = self.next()
         if kind != "ident" or not dtypes.is_dtype_name(name):
-            raise self._error(pos, f"expected a type, got {name!r}")
+            raise self._error(pos, f"expected a type, got {_describe(kind, name)}")
         self.expect("[")
         dims = []
         while not self.accept("]"):
-            dims.append(int(self.next()[1]))
+            kind, val, dpos = self.next()
+            if kind != "number" or not val.isdigit():
+                raise self._error(dpos, f"bad dimension {_describe(kind, val)} in a {name} type")
+            dims.append(int(val))
             self.accept(",")
         return TensorType(tuple(dims), dtypes.dtype_from_name(name))
 
-    def define(self, name: str, type: TensorType) -> Value:
+    def define(self, name: str, type: TensorType, pos: int) -> Value:
+        if any(name in scope for scope in self.scopes):
+            raise self._error(pos, f"redefinition of value {name}")
         v = Value(type)
         self.scopes[-1][name] = v
         return v
@@ -91,7 +100,7 @@ class _Parser:
     def use(self) -> Value:
         kind, name, pos = self.next()
         if kind != "value":
-            raise self._error(pos, f"expected a value, got {name!r}")
+            raise self._error(pos, f"expected a value, got {_describe(kind, name)}")
         for scope in reversed(self.scopes):
             if name in scope:
                 return scope[name]
@@ -101,9 +110,11 @@ class _Parser:
         self.expect("(")
         out = []
         while not self.accept(")"):
-            name = self.next()[1]
+            kind, name, pos = self.next()
+            if kind != "value":
+                raise self._error(pos, f"expected a parameter name, got {_describe(kind, name)}")
             self.expect(":")
-            out.append(self.define(name, self.type()))
+            out.append(self.define(name, self.type(), pos))
             self.accept(",")
         return out
 
@@ -136,7 +147,7 @@ class _Parser:
                 return self.array()
             if dtypes.is_dtype_name(val):
                 return dtypes.dtype_from_name(val)
-        raise self._error(pos, f"bad attribute value {val!r}")
+        raise self._error(pos, f"bad attribute value {_describe(kind, val)}")
 
     def array(self) -> np.ndarray:
         self.expect("<")
@@ -145,12 +156,22 @@ class _Parser:
         kind, val, pos = self.peek()
         if kind == "hex":
             self.next()
-            data = bytes.fromhex(val[2:])
-            arr = np.frombuffer(data, dtype=t.dtype).reshape(t.shape).copy()
+            if len(val) % 2 or (len(val) - 2) // 2 != t.nbytes:
+                raise self._error(pos, f"array<{t}> needs {t.nbytes} bytes, got {len(val) / 2 - 1:g}")
+            arr = np.frombuffer(bytes.fromhex(val[2:]), dtype=t.dtype).reshape(t.shape).copy()
         else:
             flat = self.attr()
-            arr = np.array(flat, dtype=np.float64 if dtypes.is_inexact(t.dtype) else None)
-            arr = arr.astype(t.dtype).reshape(t.shape)
+            if not isinstance(flat, tuple) or len(flat) != t.size:
+                n = len(flat) if isinstance(flat, tuple) else 1
+                raise self._error(pos, f"array<{t}> needs {t.size} values, got {n}")
+            try:
+                if dtypes.is_inexact(t.dtype):  # via float64: bf16 has no parser of its own
+                    arr = np.array(flat, dtype=np.float64).astype(t.dtype)
+                else:  # exactly, also for u64 values beyond the int64 range
+                    arr = np.array(flat, dtype=t.dtype)
+            except (TypeError, ValueError, OverflowError) as e:
+                raise self._error(pos, f"bad value in array<{t}>: {e}") from None
+            arr = arr.reshape(t.shape)
         self.expect(">")
         return arr
 
@@ -159,14 +180,20 @@ class _Parser:
     def op(self) -> Op:
         names = []
         if self.peek()[0] == "value":
-            names.append(self.next()[1])
+            names.append(self.next()[1:])
             while self.accept(","):
-                names.append(self.next()[1])
+                kind, val, vpos = self.next()
+                if kind != "value":
+                    raise self._error(vpos, f"expected a result name, got {_describe(kind, val)}")
+                names.append((val, vpos))
             self.expect("=")
         kind, opname, pos = self.next()
         if kind != "ident":
-            raise self._error(pos, f"expected an op name, got {opname!r}")
-        get_op(opname)
+            raise self._error(pos, f"expected an op name, got {_describe(kind, opname)}")
+        try:
+            get_op(opname)
+        except NotImplementedError:
+            raise self._error(pos, f"unknown op {opname!r}") from None
         self.expect("(")
         operands = []
         while not self.accept(")"):
@@ -175,7 +202,9 @@ class _Parser:
         attrs = {}
         if self.accept("{"):
             while not self.accept("}"):
-                key = self.next()[1]
+                kkind, key, kpos = self.next()
+                if kkind != "ident":
+                    raise self._error(kpos, f"expected an attribute name, got {_describe(kkind, key)}")
                 self.expect("=")
                 attrs[key] = self.attr()
                 self.accept(",")
@@ -196,7 +225,7 @@ class _Parser:
             ops, results = self.body()
             self.scopes.pop()
             regions.append(Function("region", params, ops, results))
-        results = [self.define(n, t) for n, t in zip(names, types)]
+        results = [self.define(n, t, npos) for (n, npos), t in zip(names, types)]
         return Op(opname, operands, attrs, results, regions)
 
     def body(self):
@@ -217,15 +246,21 @@ class _Parser:
         kind, sym, pos = self.next()
         if kind != "symbol":
             raise self._error(pos, "expected @name after func")
+        name = json.loads(sym[1:]) if sym[1] == '"' else sym[1:]
         params = self.params()
         self.expect("->")
         self.expect("(")
+        declared, tpos = [], self.peek()[2]
         while not self.accept(")"):
-            self.type()
+            declared.append(self.type())
             self.accept(",")
         self.expect("{")
         ops, results = self.body()
-        return Function(sym[1:], params, ops, results)
+        if [v.type for v in results] != declared:
+            got = ", ".join(str(v.type) for v in results)
+            raise self._error(tpos, f"@{name} declares results ({', '.join(map(str, declared))}) "
+                              f"but returns ({got})")
+        return Function(name, params, ops, results)
 
 
 def parse(text: str) -> Function:

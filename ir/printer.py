@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from purejit.ir import dtypes
 from purejit.ir.core import Function, Op, Value
 
 _INLINE_ELEMENTS = 16
+_SIMPLE_NAME = re.compile(r"[A-Za-z0-9_.]+")
 
 
 def format_attr(v) -> str:
@@ -115,7 +117,8 @@ def print_function(fn: Function) -> str:
     namer = _Namer()
     params = ", ".join(f"{namer.define(p)}: {p.type}" for p in fn.params)
     results = ", ".join(str(t) for t in fn.result_types)
-    out = [f"func @{fn.name}({params}) -> ({results}) {{"]
+    name = fn.name if _SIMPLE_NAME.fullmatch(fn.name) else json.dumps(fn.name)
+    out = [f"func @{name}({params}) -> ({results}) {{"]
     _print_body(fn, namer, "  ", out)
     out.append("}")
     return "\n".join(line.rstrip() for line in out)

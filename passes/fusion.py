@@ -67,8 +67,11 @@ def is_core(op: Op) -> bool:
 class _Graph:
     """Positions, users and group membership of one function's ops."""
 
-    def __init__(self, fn: Function, max_const: int):
+    def __init__(self, fn: Function, opts: "Fusion"):
         self.fn = fn
+        self.opts = opts
+        max_const = opts.max_constant_elements
+        allowed = {id(op) for op in fn.ops if op.name not in opts.exclude_ops}
         self.ops = fn.ops
         self.pos = {id(op): i for i, op in enumerate(fn.ops)}
         self.defs: dict[Value, Op] = {r: op for op in fn.ops for r in op.results}
@@ -81,7 +84,8 @@ class _Graph:
         self.group: dict[int, int] = {}  # id(core op) -> group id
         self.members: dict[int, list[Op]] = {}
         self.copied: set[int] = set()  # ids of cheap elementwise ops copied into their users
-        self.cheap = {id(op) for op in fn.ops if is_cheap(op)}
+        self.cheap = {id(op) for op in fn.ops if is_cheap(op) and id(op) in allowed}
+        self.core = {id(op) for op in fn.ops if is_core(op) and id(op) in allowed}
         self._uses: dict[Value, list] = {}
 
     def is_leaf_const(self, op: Op | None) -> bool:
@@ -120,6 +124,26 @@ class _Graph:
         self._uses[v] = out
         return out
 
+    def only_elementwise_after(self, op: Op, gid: int) -> bool:
+        """Whether everything in group `gid` downstream of `op` is elementwise (copied
+        index ops that lead into the group are not)."""
+        stack, seen = [op.results[0]], set()
+        while stack:
+            v = stack.pop()
+            for u in self.users.get(v, ()):
+                if id(u) in seen:
+                    continue
+                seen.add(id(u))
+                if id(u) in self.cheap:
+                    if any(c is not None and self.group[id(c)] == gid
+                           for c, _ in self.effective_uses(u.results[0])):
+                        return False
+                elif id(u) in self.copied or self.group.get(id(u)) == gid:
+                    if not u.has_trait("elementwise"):
+                        return False
+                    stack.append(u.results[0])
+        return True
+
 
 _MAX_COPIES = 4
 
@@ -141,11 +165,16 @@ def _form_groups(g: _Graph):
     """Step 1: producer-into-consumer merging, last op first."""
     next_id = 0
     for op in reversed(g.ops):
-        if not is_core(op):
+        if id(op) not in g.core:
             continue
         uses = g.effective_uses(op.results[0])
         targets = {g.group[id(u)] if u is not None else None for u, _ in uses}
-        if len(targets) == 1 and None not in targets and not any(gr for _, gr in uses):
+        if (
+            len(targets) == 1
+            and None not in targets
+            and not any(gr for _, gr in uses)
+            and _after_reduction_ok(g, op, next(iter(targets)))
+        ):
             (gid,) = targets
         elif len(targets) > 1 and _worth_copying(g, op, uses, targets):
             g.copied.add(id(op))
@@ -155,6 +184,12 @@ def _form_groups(g: _Graph):
             g.members[gid] = []
         g.group[id(op)] = gid
         g.members[gid].append(op)
+
+
+def _after_reduction_ok(g: _Graph, op: Op, gid: int) -> bool:
+    if not g.opts.elementwise_after_reduction or not op.has_trait("reduction"):
+        return True
+    return g.only_elementwise_after(op, gid)
 
 
 def _roots(g: _Graph, gid: int) -> list[Op]:
@@ -288,7 +323,7 @@ def _clone(op: Op, operands: list[Value], env: dict) -> Op:
     return Op(op.name, operands, op.attrs, results, op.regions, op.loc)
 
 
-def _fuse(fn: Function, multi_output: bool, max_const: int) -> tuple[Function, list[dict]]:
+def _fuse(fn: Function, opts: "Fusion") -> tuple[Function, list[dict]]:
     # fuse inside control-flow bodies first
     groups_info: list[dict] = []
     ops = []
@@ -296,15 +331,15 @@ def _fuse(fn: Function, multi_output: bool, max_const: int) -> tuple[Function, l
         if op.regions and op.has_trait("control_flow"):
             regions = []
             for r in op.regions:
-                new_r, info = _fuse(r, multi_output, max_const)
+                new_r, info = _fuse(r, opts)
                 groups_info += info
                 regions.append(new_r)
             op = Op(op.name, op.operands, op.attrs, op.results, regions, op.loc)
         ops.append(op)
     fn = Function(fn.name, fn.params, ops, fn.results)
-    g = _Graph(fn, max_const)
+    g = _Graph(fn, opts)
     _form_groups(g)
-    if multi_output:
+    if opts.multi_output:
         _merge_siblings(g)
 
     # nodes of the new function: fusion ops and the ops left alone, in a topological order
@@ -366,16 +401,20 @@ class Fusion:
     Attributes:
         multi_output: allow sibling fusion (kernels with several results).
         max_constant_elements: constants up to this size are copied into groups.
+        exclude_ops: op names never put in a group (what a back end cannot take).
+        elementwise_after_reduction: only elementwise ops may follow a reduction in a group.
     """
 
     name: str = "fusion"
     multi_output: bool = True
     max_constant_elements: int = 16
+    exclude_ops: tuple[str, ...] = ()
+    elementwise_after_reduction: bool = False
 
     def __call__(self, fn: Function) -> PassResult:
         if any(op.has_trait("fusion") for op in fn.walk()):
             return PassResult(fn, False, {"groups": 0, "note": "already fused"})
-        new, groups = _fuse(fn, self.multi_output, self.max_constant_elements)
+        new, groups = _fuse(fn, self)
         eager = sum(gr["bytes_eager"] for gr in groups)
         fused = sum(gr["bytes_read"] + gr["bytes_written"] for gr in groups)
         report = {

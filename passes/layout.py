@@ -36,7 +36,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from purejit.ir import Function, Op, TensorType, Value
 from purejit.ir.ops.reduce import DOT_ATTRS
 from purejit.passes.pipeline import PassResult
@@ -67,6 +66,17 @@ def _transpose_bytes(v: Value, perm) -> int:
 
 def _permuted(t: TensorType, perm) -> TensorType:
     return TensorType(tuple(t.shape[p] for p in perm), t.dtype)
+
+
+# how a transpose passes through each producer (ops with the `constant` trait and
+# elementwise ops are handled by trait)
+_PUSH_RULES = {
+    "transpose": "_plan_transpose",
+    "iota": "_plan_iota",
+    "broadcast_in_dim": "_plan_broadcast",
+    "reshape": "_plan_reshape",
+    "dot_general": "_plan_dot",
+}
 
 
 @dataclass
@@ -157,39 +167,39 @@ class _Rewriter:
         return best
 
     def _candidates(self, op: Op, v: Value, perm, depth):
-        single = self._single_use(v)
-        if op.name == "transpose":
-            inner = op.attrs["permutation"]
-            child = self.plan(op.operands[0], [inner[p] for p in perm], depth + 1)
-            saved = _transpose_bytes(op.operands[0], inner) if single else 0
-            yield _Plan("through", v, perm, child.cost, child.saved + saved, (child,))
-            return
         if op.has_trait("constant"):
+            # transpose(constant) -> the constant in the new order
             yield _Plan("constant", v, perm)
-            return
-        if op.name == "iota":
-            yield _Plan("iota", v, perm)
-            return
-        if op.name == "broadcast_in_dim":
-            yield self._plan_broadcast(op, v, perm, depth)
-            return
-        if op.name == "reshape":
-            yield self._plan_reshape(op, v, perm, depth)
-            return
-        if not single:
-            return  # pushing further would compute the producer twice
-        if op.is_elementwise and len(op.results) == 1:
-            children = tuple(
-                self.plan(x, perm, depth + 1) if x.type.rank else None for x in op.operands
-            )
-            cost = sum(c.cost for c in children if c)
-            saved = sum(c.saved for c in children if c)
-            yield _Plan("elementwise", v, perm, cost, saved, children)
-            return
-        if op.name == "dot_general":
-            yield self._plan_dot(op, perm, depth)
+        elif op.name in _PUSH_RULES:
+            yield getattr(self, _PUSH_RULES[op.name])(op, v, perm, depth)
+        elif op.is_elementwise and len(op.results) == 1:
+            yield self._plan_elementwise(op, v, perm, depth)
+
+    def _plan_transpose(self, op, v, perm, depth):
+        # transpose(transpose(x, p), q) -> transpose(x, p∘q); the inner one dies if unshared
+        inner = op.attrs["permutation"]
+        child = self.plan(op.operands[0], [inner[p] for p in perm], depth + 1)
+        saved = _transpose_bytes(op.operands[0], inner) if self._single_use(v) else 0
+        return _Plan("through", v, perm, child.cost, child.saved + saved, (child,))
+
+    def _plan_iota(self, op, v, perm, depth):
+        # transpose(iota(d)) -> iota(perm⁻¹[d])
+        return _Plan("iota", v, perm)
+
+    def _plan_elementwise(self, op, v, perm, depth):
+        # transpose(f(a, b), p) -> f(transpose(a, p), transpose(b, p)); scalars stay
+        if not self._single_use(v):
+            return None  # pushing further would compute the producer twice
+        children = tuple(
+            self.plan(x, perm, depth + 1) if x.type.rank else None for x in op.operands
+        )
+        cost = sum(c.cost for c in children if c)
+        saved = sum(c.saved for c in children if c)
+        return _Plan("elementwise", v, perm, cost, saved, children)
 
     def _plan_broadcast(self, op, v, perm, depth):
+        # transpose(broadcast_in_dim(x, dims), p) -> broadcast_in_dim(transpose(x, σ),
+        # sorted(p⁻¹[dims])), σ sorting x's dims by where they land
         inv = _inverse(perm)
         dims = [inv[d] for d in op.attrs["broadcast_dimensions"]]
         order = sorted(range(len(dims)), key=lambda j: dims[j])
@@ -197,6 +207,8 @@ class _Rewriter:
         return _Plan("broadcast", v, perm, child.cost, child.saved, (child,), sorted(dims))
 
     def _plan_reshape(self, op, v, perm, depth):
+        # transpose(reshape(x), p) -> reshape(transpose(x, p')) when p moves whole groups of
+        # dims that the reshape splits or merges
         groups = _reshape_groups(op.operands[0].type.shape, v.type.shape)
         if groups is None:
             return None
@@ -248,7 +260,6 @@ class _Rewriter:
             else:
                 a, b = lhs, rhs
                 a_batch, b_batch, a_free, b_free = lbatch, rbatch, l_free, r_free
-            nk = len(pairs)
             for key in (0, 1):
                 ps = sorted(pairs, key=lambda pr: pr[key])
                 a_con = [p[0] for p in ps]
@@ -274,7 +285,11 @@ class _Rewriter:
             best = c if best is None else min(best, c)
         return best or 0
 
-    def _plan_dot(self, op: Op, perm, depth) -> _Plan | None:
+    def _plan_dot(self, op: Op, v, perm, depth) -> _Plan | None:
+        # transpose(dot_general(a, b), p) -> dot_general(a', b') with batch dims reordered,
+        # operands swapped, and a', b' transposes of a, b planned in turn
+        if not self._single_use(v):
+            return None
         best = None
         implied = self.implied_cost(op)  # the old dot's operand copies go away
         for swap, a, ap, b, bp, attrs in self._dot_options(op, perm):

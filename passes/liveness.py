@@ -27,8 +27,8 @@ Regions are not planned on their own: an op with regions counts as one op.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from purejit.ir import Function, TensorType, Value
 from purejit.passes.pipeline import PassResult
@@ -136,13 +136,18 @@ class MemoryPlan:
         kinds = {k: sum(b.kind == k for b in self.buffers) for k in ("param", "output", "temp")}
         at = "entry" if self.peak_at < 0 else f"op #{self.peak_at} {self.op_names[self.peak_at]}"
         lines = [
-            f"memory plan of @{self.fn_name}: {len(self.assignment)} values in "
-            f"{len(self.buffers)} buffers ({kinds['param']} params, {kinds['output']} outputs, "
-            f"{kinds['temp']} temps)",
+            (
+                f"memory plan of @{self.fn_name}: {len(self.assignment)} values in "
+                f"{len(self.buffers)} buffers ({kinds['param']} params, "
+                f"{kinds['output']} outputs, {kinds['temp']} temps)"
+            ),
             f"  peak live      {_fmt(self.peak_bytes)} at {at}",
-            f"  params {_fmt(self.param_bytes)}, outputs {_fmt(self.output_bytes)}, "
-            f"temps {_fmt(self.temp_bytes)} (without reuse {_fmt(self.unplanned_temp_bytes)}), "
-            f"aliased {_fmt(self.alias_bytes)}, constants {_fmt(self.constant_bytes)}",
+            (
+                f"  params {_fmt(self.param_bytes)}, outputs {_fmt(self.output_bytes)}, "
+                f"temps {_fmt(self.temp_bytes)} "
+                f"(without reuse {_fmt(self.unplanned_temp_bytes)}), "
+                f"aliased {_fmt(self.alias_bytes)}, constants {_fmt(self.constant_bytes)}"
+            ),
         ]
         if self.virtual:
             names = ", ".join(self.names[v] for v in sorted(self.virtual, key=lambda v: v.id))
@@ -160,6 +165,27 @@ class MemoryPlan:
             lines.append(f"  ... {len(self.buffers) - max_buffers} more buffers")
         if any(b.donated for b in self.buffers):
             lines.append("  (* donated parameter)")
+        return "\n".join(lines)
+
+    def format_vs_xla(self, stats) -> str:
+        """purejit's numbers next to XLA's for the same program.
+
+        Args:
+            stats: what `Compiled.memory_analysis()` returns (XLA's CompiledMemoryStats:
+                `peak_memory_in_bytes`, `temp_size_in_bytes`, `argument_size_in_bytes`,
+                `output_size_in_bytes`, `alias_size_in_bytes`).
+        """
+        rows = [
+            ("peak", self.peak_bytes, getattr(stats, "peak_memory_in_bytes", None)),
+            ("temporaries", self.temp_bytes, stats.temp_size_in_bytes),
+            ("arguments", self.param_bytes, stats.argument_size_in_bytes),
+            ("outputs", self.output_bytes, stats.output_size_in_bytes),
+            ("aliased", self.alias_bytes, stats.alias_size_in_bytes),
+        ]
+        lines = [f"  {'bytes':<12}{'purejit plan':>14}{'XLA':>14}"]
+        for name, ours, xla in rows:
+            theirs = "n/a" if xla is None else _fmt(int(xla))
+            lines.append(f"  {name:<12}{_fmt(ours):>14}{theirs:>14}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -216,12 +242,19 @@ def memory_plan(fn: Function, *, donated: Sequence[bool] | None = None) -> Memor
     """Live ranges, buffer assignment and peak live bytes of `fn`'s top level.
 
     Args:
-        fn: a verified IR function; its op order is the schedule.
+        fn: a verified IR function; its op order is the schedule. A `purejit.Lowered` is
+            accepted too: its optimised function and its donated arguments are used.
         donated: one bool per parameter; donated parameters are paired with outputs of the
             same type (`pair_aliases`) and their buffers are reusable after their last use.
     Returns:
-        A MemoryPlan (`.format()` prints it, `.summary()` gives the numbers).
+        A MemoryPlan (`.format()` prints it, `.summary()` gives the numbers,
+        `.format_vs_xla(compiled.memory_analysis())` compares with XLA).
     """
+    if not isinstance(fn, Function) and isinstance(getattr(fn, "fn", None), Function):
+        plan_of = getattr(fn, "donation", None)  # a purejit.Lowered
+        if donated is None and plan_of is not None:
+            donated = plan_of.donated
+        fn = fn.fn
     n = len(fn.ops)
     donated = list(donated) if donated is not None else [False] * len(fn.params)
     aliases, _ = pair_aliases(fn.param_types, donated, fn.result_types)
@@ -342,9 +375,9 @@ def _choose(r, op, k, dying, claimed, assign, buffers, last, alias_of):
         holder = buffers[b].residents[-1]
         # the donated parameter (or whatever lives there) must be dead by now; an
         # elementwise op may overwrite an operand it reads at the same position
-        if last[holder] < k or (holder in dying and _can_overwrite(op, holder, r)):
-            if b not in claimed:
-                return b
+        free_now = last[holder] < k or (holder in dying and _can_overwrite(op, holder, r))
+        if free_now and b not in claimed:
+            return b
     for v in dying:
         if not _can_overwrite(op, v, r):
             continue

@@ -83,12 +83,13 @@ class FixedPoint:
         return PassResult(fn, changed, {"rounds": rounds})
 
 
-def default_passes(*, multi_output: bool = True) -> list[Pass]:
+def default_passes(**fusion_options) -> list[Pass]:
     """The standard pipeline: fold, simplify, CSE and DCE to a fixed point, then fusion.
 
     Args:
-        multi_output: whether fusion may form groups with several results (sibling fusion);
-            off where the back end realises groups and cannot take them.
+        **fusion_options: options of the fusion pass (`multi_output`, `exclude_ops`,
+            `elementwise_after_reduction`): what a back end that realises purejit's groups
+            as kernels can take.
     """
     from purejit.passes.constant_fold import ConstantFold
     from purejit.passes.cse import CSE
@@ -101,7 +102,7 @@ def default_passes(*, multi_output: bool = True) -> list[Pass]:
     cleanup = FixedPoint([ConstantFold(), Simplify(), CSE(), DCE()], name="cleanup")
     # layout before fusion (it moves transposes across elementwise ops); the buffer plan
     # last, on the program that is emitted
-    return [cleanup, LayoutAssignment(), Fusion(multi_output=multi_output), BufferAssignment()]
+    return [cleanup, LayoutAssignment(), Fusion(**fusion_options), BufferAssignment()]
 
 
 def pass_names(passes: Sequence[Pass]) -> list[str]:
@@ -166,8 +167,10 @@ class Pipeline:
             raise VerifyError(f"after pass {p.name!r}: {e}") from None
         fn = res.fn
         text = self._text(fn)
-        rec = PassRecord(p.name, before, fn.op_count(), dt, res.changed, res.report, text, it, group)
-        records.append(rec)
+        after = fn.op_count()
+        records.append(
+            PassRecord(p.name, before, after, dt, res.changed, res.report, text, it, group)
+        )
         self._dump(len(records) - 1, p.name if not it else f"{p.name}.{it}", fn)
         return fn
 

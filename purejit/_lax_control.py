@@ -1,18 +1,16 @@
-"""Structured control flow: cond, switch, while_loop, fori_loop, scan, map (as in jax.lax).
+"""Structured control flow: cond, switch and while_loop (as in jax.lax), and the helpers
+the loops in `_lax_scan.py` share.
 
 Each branch or loop body is traced once into a closed IR function (`trace_to_function`);
 values it reads from the enclosing trace become extra parameters, which are passed as
-explicit operands of the `case` / `while` op. `scan` is a `while` over a counter: the body
-slices `xs` with `dynamic_slice` and writes `ys` with `dynamic_update_slice`, so a 1000-step
-loop is one XLA while, not 1000 copies of the body. Outside jit, the ops run eagerly (the
-eager trace compiles one `case` or `while` op); under `purejit.disable_jit()` they run as
-Python control flow, as JAX does.
+explicit operands of the `case` / `while` op. Outside jit the ops run eagerly (the eager
+trace compiles one `case` or `while` op); under `purejit.disable_jit()` they run as Python
+control flow, as JAX does.
 """
 
 from __future__ import annotations
 
 import builtins
-import operator
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -28,6 +26,7 @@ from purejit.tracing import trace_to_function
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
 
 _NO_OPERAND = object()
+_PRED = TensorType((), np.bool_)
 
 
 # ---- tracing bodies into closed regions --------------------------------------------------
@@ -190,8 +189,9 @@ def _case(api, index, branches, names, ref: int, operands):
         if b.out_tree != r.out_tree:
             raise _tree_error(api, "the branch outputs", na, r.out_tree, nb, b.out_tree, hint)
         if not all(builtins.map(_typematch, r.out_avals, b.out_avals)):
-            raise _type_error(api, "the branch outputs", r.out_tree, na, r.out_avals, nb,
-                              b.out_avals, hint)  # fmt: skip
+            raise _type_error(
+                api, "the branch outputs", r.out_tree, na, r.out_avals, nb, b.out_avals, hint
+            )
     regions, captures = _close(bodies, len(leaves))
     weak = tuple(a.weak_type for a in bodies[0].out_avals)  # as JAX: the first branch's flags
     outs = bind("case", index, *leaves, *captures, regions=regions, weak=weak)
@@ -272,7 +272,7 @@ def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
     return _case("switch", i, branches, names, 0, operands)
 
 
-# ---- while_loop and fori_loop ------------------------------------------------------------
+# ---- while_loop ---------------------------------------------------------------------------
 
 
 def _promote_weak(leaves, in_avals, out_avals) -> tuple[list, bool]:
@@ -291,11 +291,26 @@ def _check_carry(api, fun, what, tree, in_avals, out_tree, out_avals):
     hint = f"Make {what} return a carry with the same structure, shapes and dtypes as its input."
     name = _describe(fun, what)
     if out_tree != tree:
-        raise _tree_error(api, f"the carry input and output of {name}", "carry input", tree,
-                          "carry output", out_tree, hint)  # fmt: skip
+        raise _tree_error(
+            api,
+            f"the carry input and output of {name}",
+            "carry input",
+            tree,
+            "carry output",
+            out_tree,
+            hint,
+        )
     if not all(builtins.map(_typematch, in_avals, out_avals)):
-        raise _type_error(api, f"the carry input and output of {name}", tree, "carry input",
-                          in_avals, "carry output", out_avals, hint)  # fmt: skip
+        raise _type_error(
+            api,
+            f"the carry input and output of {name}",
+            tree,
+            "carry input",
+            in_avals,
+            "carry output",
+            out_avals,
+            hint,
+        )
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
@@ -324,9 +339,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
         got = c.out_avals
         if c.out_tree.num_leaves != 1 or c.out_tree.kind is not None or got[0].type != _PRED:
             shown = ", ".join(a.str_short() for a in got)
+            shown = shown if c.out_tree.kind is None else f"{c.out_tree} of [{shown}]"
             raise errors.PurejitTypeError(
-                f"while_loop: cond_fun must return a boolean scalar, but got {c.out_tree} of "
-                f"[{shown}]{errors.at(errors.user_location())}"
+                f"while_loop: cond_fun must return a boolean scalar, but got {shown}"
+                f"{errors.at(errors.user_location())}"
             )
         b = _trace(body_fun, rebuild, avals, "while_loop", "body_fun")
         if b.out_tree != tree:
@@ -342,245 +358,3 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     weak = tuple(a.weak_type for a in b.out_avals)
     outs = bind("while", *leaves, *captures, regions=regions, weak=weak)
     return tree_unflatten(tree, outs)
-
-
-_PRED = TensorType((), np.bool_)
-
-
-def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
-    """`for i in range(lower, upper): val = body_fun(i, val)`, as jax.lax.fori_loop.
-
-    With concrete bounds the loop is a `scan` with a static trip count (one counted XLA
-    while); with traced bounds it is a `while_loop`.
-
-    Args:
-        lower, upper: integer scalars.
-        body_fun: (i, carry) -> carry.
-        init_val: the initial carry.
-        unroll: body copies per loop iteration (static bounds only).
-    Returns:
-        The final carry.
-    """
-    lo, hi = _lift(lower), _lift(upper)
-    for name, b in (("lower", lo), ("upper", hi)):
-        if b.shape != () or b.dtype.kind not in "iu":
-            raise TypeError(f"fori_loop: {name} must be an integer scalar, got {b.aval}")
-    if lo.dtype != hi.dtype:
-        if lo.weak_type and not hi.weak_type:
-            lo = convert(lo, hi.dtype)
-        elif hi.weak_type and not lo.weak_type:
-            hi = convert(hi, lo.dtype)
-        else:
-            raise TypeError(
-                "fori_loop: lower and upper arguments must have equal types, got "
-                f"{lo.dtype.name} and {hi.dtype.name}"
-            )
-    if _concrete(lower, upper):
-        length = builtins.max(int(upper) - int(lower), 0)
-        if config.jit_disabled and length == 0:
-            return init_val
-
-        def step(carry, _):
-            i, x = carry
-            return (i + 1, body_fun(i, x)), None
-
-        (_, out), _ = scan(step, (int(lower), init_val), None, length=length,
-                           unroll=False if unroll is None else unroll)  # fmt: skip
-        return out
-    if unroll not in (None, False, 1):
-        raise ValueError(
-            "fori_loop: `unroll` can only be used when the loop bounds are statically known"
-        )
-
-    def body(carry):
-        i, n, x = carry
-        return i + 1, n, body_fun(i, x)
-
-    _, _, out = while_loop(lambda c: c[0] < c[1], body, (lo, hi, init_val))
-    return out
-
-
-# ---- scan and map ------------------------------------------------------------------------
-
-
-def _scan_length(xs_leaves, length) -> int:
-    lengths = set()
-    for x in xs_leaves:
-        if x.ndim == 0:
-            raise ValueError(f"scan: every leaf of xs must have a leading axis, got {x.aval}")
-        lengths.add(x.shape[0])
-    if length is not None:
-        length = operator.index(length)
-        if lengths and lengths != {length}:
-            raise ValueError(
-                f"scan: length={length} does not match the leading axis sizes of xs "
-                f"{sorted(lengths)}"
-            )
-        return length
-    if len(lengths) > 1:
-        raise ValueError(f"scan: xs leaves have different leading axis sizes {sorted(lengths)}")
-    if not lengths:
-        raise ValueError("scan: got no values to scan over and `length` not provided")
-    return lengths.pop()
-
-
-def _const(b: Builder, value) -> Value:
-    (v,) = b.op("constant", [], {"value": np.asarray(value)})
-    return v
-
-
-def _scan_regions(f: Function, nc, xs_t, ys_t, length, steps, stop, reverse):
-    """cond and body of one `while` running `steps` unrolled scan steps per iteration.
-
-    Region parameters: counter, carry (nc), ys buffers, xs, captured values.
-    """
-    carry_t = f.param_types[:nc]
-    cap_t = f.param_types[nc + len(xs_t) :]
-    types = [TensorType((), np.int32), *carry_t, *ys_t, *xs_t, *cap_t]
-
-    cb = Builder("scan_cond")
-    params = [cb.param(t) for t in types]
-    cond = cb.finish(cb.op("compare", [params[0], _const(cb, np.int32(stop))],
-                           {"comparison_direction": "LT"}))  # fmt: skip
-
-    b = Builder("scan_body")
-    params = [b.param(t) for t in types]
-    i = params[0]
-    carry = params[1 : 1 + nc]
-    ys = params[1 + nc : 1 + nc + len(ys_t)]
-    xs = params[1 + nc + len(ys_t) : 1 + nc + len(ys_t) + len(xs_t)]
-    caps = params[1 + nc + len(ys_t) + len(xs_t) :]
-    zero, one = _const(b, np.int32(0)), _const(b, np.int32(1))
-    last = _const(b, np.int32(length - 1)) if reverse else None
-    for _ in range(steps):
-        (idx,) = b.op("subtract", [last, i]) if reverse else (i,)
-        slices = []
-        for x in xs:
-            rest = x.type.shape[1:]
-            (s,) = b.op("dynamic_slice", [x, idx] + [zero] * len(rest),
-                        {"slice_sizes": (1, *rest)})  # fmt: skip
-            slices.append(b.op("reshape", [s], {"shape": rest})[0])
-        outs = _inline(b, f, [*carry, *slices, *caps])
-        carry, new_ys = outs[:nc], outs[nc:]
-        new_bufs = []
-        for buf, y in zip(ys, new_ys):
-            (row,) = b.op("reshape", [y], {"shape": (1, *y.type.shape)})
-            operands = [buf, row, idx] + [zero] * y.type.rank
-            new_bufs.append(b.op("dynamic_update_slice", operands)[0])
-        ys = new_bufs
-        (i,) = b.op("add", [i, one])
-    return [cond, b.finish([i, *carry, *ys])]
-
-
-def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
-         unroll: int | bool = 1, _split_transpose: bool = False):  # fmt: skip
-    """Loop `f` over the leading axis of `xs` carrying state, as jax.lax.scan.
-
-    Semantics: `for x in xs: carry, y = f(carry, x)`; returns `(carry, stacked ys)`.
-
-    Args:
-        f: (carry, x) -> (carry, y); carry keeps its structure, shapes and dtypes.
-        init: the initial carry (a pytree of arrays).
-        xs: a pytree of arrays scanned along axis 0, or None (then `length` is required).
-        length: the number of steps (checked against xs when both are given).
-        reverse: scan from the end; ys stay in the order of xs.
-        unroll: body copies per loop iteration; True (or 0) unrolls fully.
-    Returns:
-        (final carry, ys) with ys leaves of shape (length, ...).
-    """
-    if not callable(f):
-        raise TypeError("scan: f argument should be a callable.")
-    init_leaves, init_tree = _leaves(init, "scan", "init")
-    xs_leaves, xs_tree = _leaves(xs, "scan", "xs")
-    length = _scan_length(xs_leaves, length)
-    if isinstance(unroll, bool):
-        unroll = builtins.max(length, 1) if unroll else 1
-    unroll = operator.index(unroll)
-    if unroll < 0:
-        raise ValueError("scan: `unroll` must be a bool or a non-negative int")
-    unroll = unroll or builtins.max(length, 1)
-    if config.jit_disabled and _concrete(*init_leaves, *xs_leaves):
-        return _scan_python(f, init_leaves, init_tree, xs_leaves, xs_tree, length, reverse)
-    nc = len(init_leaves)
-    x_avals = [ShapedArray(x.shape[1:], x.dtype, x.weak_type) for x in xs_leaves]
-
-    def rebuild(flat):
-        return tree_unflatten(init_tree, flat[:nc]), tree_unflatten(xs_tree, flat[nc:])
-
-    def make(leaves):
-        avals = [x.aval for x in leaves]
-        body = _trace(f, rebuild, avals + x_avals, "scan", "f")
-        t = body.out_tree
-        if t.kind not in (tuple, list) or len(t.children) != 2:
-            raise errors.PurejitTypeError(
-                f"scan: {_describe(f, 'f')} must return a pair (carry, y), got {t}"
-                f"{errors.at(errors.user_location())}"
-            )
-        if t.children[0] != init_tree:
-            _check_carry("scan", f, "f", init_tree, avals, t.children[0], [])
-        return avals, body
-
-    avals, body = make(init_leaves)
-    init_leaves, changed = _promote_weak(init_leaves, avals, body.out_avals[:nc])
-    if changed:
-        avals, body = make(init_leaves)
-    carry_tree, y_tree = body.out_tree.children
-    _check_carry("scan", f, "f", init_tree, avals, carry_tree, body.out_avals[:nc])
-    y_avals = body.out_avals[nc:]
-    ys = [_zeros((length, *a.shape), a.dtype) for a in y_avals]
-    carry = init_leaves
-    if length:
-        xs_t = [x.aval.type for x in xs_leaves]
-        ys_t = [TensorType((length, *a.shape), a.dtype) for a in y_avals]
-        weak = (False, *(a.weak_type for a in body.out_avals))
-        state = [Array(host=np.array(0, np.int32)), *carry, *ys]
-        trips, rem = divmod(length, unroll)
-        # the main loop runs `unroll` steps per iteration; a second one does the remainder
-        for n_trips, steps, stop in ((trips, unroll, trips * unroll), (int(rem > 0), rem, length)):
-            if n_trips:
-                regions = _scan_regions(body.fn, nc, xs_t, ys_t, length, steps, stop, reverse)
-                state = bind("while", *state, *xs_leaves, *body.captures, regions=regions,
-                             weak=weak)  # fmt: skip
-        carry, ys = state[1 : 1 + nc], state[1 + nc :]
-    return tree_unflatten(init_tree, carry), tree_unflatten(y_tree, ys)
-
-
-def _zeros(shape, dtype):
-    return bind1("broadcast_in_dim", Array(host=np.zeros((), dtype)), shape=tuple(shape),
-                 broadcast_dimensions=())  # fmt: skip
-
-
-def _scan_python(f, init_leaves, init_tree, xs_leaves, xs_tree, length, reverse):
-    """scan under disable_jit: a Python loop, as JAX does."""
-    if length == 0:
-        raise ValueError("scan: zero-length scan is not supported under disable_jit()")
-    from purejit.numpy import stack
-
-    carry = tree_unflatten(init_tree, init_leaves)
-    ys = []
-    steps = range(length - 1, -1, -1) if reverse else range(length)
-    for i in steps:
-        carry, y = f(carry, tree_unflatten(xs_tree, [x[i] for x in xs_leaves]))
-        ys.append(y)
-    if reverse:
-        ys.reverse()
-    y_leaves = [tree_flatten(y)[0] for y in ys]
-    y_tree = tree_flatten(ys[0])[1]
-    stacked = [stack([row[k] for row in y_leaves]) for k in range(y_tree.num_leaves)]
-    return carry, tree_unflatten(y_tree, stacked)
-
-
-def map(f: Callable, xs, *, batch_size: int | None = None):
-    """Apply `f` to every slice of `xs` along axis 0 with a loop, as jax.lax.map.
-
-    Args:
-        f: x -> y (pytrees).
-        xs: a pytree of arrays with a common leading axis.
-        batch_size: not supported (it needs vmap).
-    Returns:
-        The stacked outputs.
-    """
-    if batch_size is not None:
-        raise NotImplementedError("lax.map(batch_size=...) needs vmap, which purejit lacks")
-    _, ys = scan(lambda _, x: ((), f(x)), (), xs)
-    return ys

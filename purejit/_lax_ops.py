@@ -317,14 +317,22 @@ def _cumulative(kind: str, name: str, operand, axis: int, reverse: bool):
         return x
     ones = (1,) * x.ndim
     window = tuple(n if k == axis else 1 for k in range(x.ndim))
-    pad = tuple(((0, n - 1) if reverse else (n - 1, 0)) if k == axis else (0, 0)
-                for k in range(x.ndim))  # fmt: skip
+    pad = tuple(
+        ((0, n - 1) if reverse else (n - 1, 0)) if k == axis else (0, 0) for k in range(x.ndim)
+    )
     init = Array(host=_identity(kind, x.dtype))
     return bind1(
-        "reduce_window", x, init, window_dimensions=window, window_strides=ones,
-        base_dilations=ones, window_dilations=ones, padding=pad,
-        regions=[_monoid_region(kind, x.dtype)], weak=x.weak_type,
-    )  # fmt: skip
+        "reduce_window",
+        x,
+        init,
+        window_dimensions=window,
+        window_strides=ones,
+        base_dilations=ones,
+        window_dilations=ones,
+        padding=pad,
+        regions=[_monoid_region(kind, x.dtype)],
+        weak=x.weak_type,
+    )
 
 
 def cumsum(operand, axis: int = 0, reverse: bool = False):
@@ -455,8 +463,13 @@ def slice(operand, start_indices, limit_indices, strides=None):
     """`operand[start:limit:stride]` per dimension, with static bounds."""
     x = _lift(operand)
     strides = tuple(strides) if strides is not None else (1,) * x.ndim
-    return bind1("slice", x, start_indices=tuple(start_indices),
-                 limit_indices=tuple(limit_indices), strides=strides)  # fmt: skip
+    return bind1(
+        "slice",
+        x,
+        start_indices=tuple(start_indices),
+        limit_indices=tuple(limit_indices),
+        strides=strides,
+    )
 
 
 def concatenate(operands, dimension: int):
@@ -471,8 +484,7 @@ def pad(operand, padding_value, padding_config):
     x, v = _lift(operand), _lift(padding_value)
     _same_dtypes("pad", x, v)
     lo, hi, interior = (tuple(int(c[k]) for c in padding_config) for k in range(3))
-    return bind1("pad", x, v, edge_padding_low=lo, edge_padding_high=hi,
-                 interior_padding=interior)  # fmt: skip
+    return bind1("pad", x, v, edge_padding_low=lo, edge_padding_high=hi, interior_padding=interior)
 
 
 def squeeze(array, dimensions: Sequence[int]):

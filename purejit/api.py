@@ -336,7 +336,9 @@ class Jitted:
         t1 = time.perf_counter()
         self.stats.traces += 1
         pipeline = self.compiler_options.pipeline(self.passes)
-        fn, records = pipeline.run(traced.fn)
+        from purejit import compile_cache  # persistent pass cache when cache_dir is set
+
+        fn, records = compile_cache.run_pipeline(pipeline, traced.fn)
         t2 = time.perf_counter()
         nargs = len(tree.children[0].children) + sum(isinstance(k, int) for k, _ in static)
         paths = self._leaf_paths(tree, static, nargs)

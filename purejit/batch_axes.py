@@ -39,6 +39,7 @@ import numpy as np
 
 from purejit import errors
 from purejit.ir import Function, Op, Value
+from purejit.ir.ops.reduce import DOT_ATTRS
 
 
 class BucketError(ValueError):
@@ -121,8 +122,9 @@ class _Ctx:
         )
 
     def norm(self, states: list[list]) -> list[list]:
-        return [[("B", self.find(s[1])) if isinstance(s, tuple) else s for s in st]
-                for st in states]
+        return [
+            [("B", self.find(s[1])) if isinstance(s, tuple) else s for s in st] for st in states
+        ]
 
     def join(self, op: Op, pairs: list[tuple[Value, int]]):
         """The state of one result axis made row by row from these operand axes."""
@@ -344,8 +346,11 @@ def _reshape(ctx, op):
             continue
         before = int(np.prod(ins[:a], dtype=np.int64))
         j = next(
-            (j for j in range(len(outs))
-             if outs[j] == s and int(np.prod(outs[:j], dtype=np.int64)) == before),
+            (
+                j
+                for j in range(len(outs))
+                if outs[j] == s and int(np.prod(outs[:j], dtype=np.int64)) == before
+            ),
             None,
         )
         if j is not None:
@@ -387,7 +392,11 @@ def _pad(ctx, op):
     x = op.operands[0]
     out = []
     for a, pads in enumerate(
-        zip(op.attrs["edge_padding_low"], op.attrs["edge_padding_high"], op.attrs["interior_padding"])
+        zip(
+            op.attrs["edge_padding_low"],
+            op.attrs["edge_padding_high"],
+            op.attrs["interior_padding"],
+        )
     ):
         if any(pads) and ctx.is_tied(x, a):
             ctx.fail(op, x, a, "pads")
@@ -407,15 +416,7 @@ def _reverse(ctx, op):
 
 def _dot_general(ctx, op):
     lhs, rhs = op.operands
-    lb, rb, lc, rc = (
-        tuple(op.attrs[k])
-        for k in (
-            "lhs_batching_dimensions",
-            "rhs_batching_dimensions",
-            "lhs_contracting_dimensions",
-            "rhs_contracting_dimensions",
-        )
-    )
+    lb, rb, lc, rc = (tuple(op.attrs[k]) for k in DOT_ATTRS)
     for v, dims in ((lhs, lc), (rhs, rc)):
         for a in dims:
             if ctx.is_tied(v, a):
@@ -463,8 +464,11 @@ def _window_dims(op, x):
         a["window_dilations"],
         a["padding"],
     )
-    return [d for d, (w, s, bd, wd, p) in enumerate(trivial) if (w, s, bd, wd) != (1, 1, 1, 1)
-            or tuple(p) != (0, 0)]
+    return [
+        d
+        for d, (w, s, bd, wd, p) in enumerate(trivial)
+        if (w, s, bd, wd) != (1, 1, 1, 1) or tuple(p) != (0, 0)
+    ]
 
 
 def _dynamic_slice(ctx, op):

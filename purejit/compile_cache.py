@@ -8,7 +8,13 @@ Turn it on with `purejit.config.update("cache_dir", path)` (default: the environ
 
 so a second process running the same program loads the executable instead of compiling it.
 
-On disk, one file per key, `<key>.pjx`: a magic line, a JSON header (format, key, payload
+The optimisation passes are cached the same way (`run_pipeline`): keyed on the traced IR's
+text, the pipeline's options and a hash of the source of purejit's IR and passes, an entry
+holds the optimised IR function and the pass records (what `explain` shows), pickled (the
+text form would do, but parsing it costs more than the passes), so a warm process skips the
+passes too and only traces, emits and loads.
+
+On disk, one file per key, `<key>.pjx` (executables) or `<key>.pjir` (optimised IR): a magic line, a JSON header (format, key, payload
 length and SHA-256) and the payload. A file that is truncated, corrupt, written by another
 format or for another key, or that the runtime refuses to load, is ignored (logged) and
 rewritten after compiling, never a crash. Writers write a temporary file in the same folder
@@ -26,10 +32,11 @@ import hashlib
 import json
 import logging
 import os
+import pickle
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from purejit.config import config
 from purejit.ir import TensorType
@@ -39,6 +46,7 @@ logger = logging.getLogger("purejit")
 _MAGIC = b"PUREJIT-XLA-CACHE\n"
 _FORMAT = 1
 _SUFFIX = ".pjx"
+_IR_SUFFIX = ".pjir"
 _STALE_TMP_SECONDS = 3600
 
 
@@ -48,6 +56,8 @@ class CacheCounters:
 
     hits: int = 0
     misses: int = 0
+    pass_hits: int = 0
+    pass_misses: int = 0
     writes: int = 0
     bad_files: int = 0
     evictions: int = 0
@@ -93,7 +103,7 @@ def compile(
     from purejit.backend import pjrt
 
     cache_dir = config.read("cache_dir") if cache_dir is None else cache_dir
-    kw = dict(device=device, disable_xla_passes=disable_xla_passes)
+    kw = {"device": device, "disable_xla_passes": disable_xla_passes}
     if not cache_dir:
         return pjrt.compile(module, param_types, result_types, **kw), False
     key = cache_key(module, disable_xla_passes=disable_xla_passes, device=device)
@@ -102,7 +112,7 @@ def compile(
     if blob is not None:
         try:
             exe = pjrt.deserialize_executable(blob, param_types, result_types, **kw)
-        except Exception as e:  # the runtime refused the bytes: a foreign or damaged entry
+        except Exception as e:  # noqa: BLE001 - the runtime refused a foreign or damaged entry
             counters.bad_files += 1
             logger.warning("purejit cache: ignoring %s, it does not load (%s)", path, e)
         else:
@@ -176,10 +186,10 @@ def encode_entry(key: str, payload: bytes) -> bytes:
     return _MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload
 
 
-def write_entry(cache_dir: str, key: str, payload: bytes) -> str:
+def write_entry(cache_dir: str, key: str, payload: bytes, suffix: str = _SUFFIX) -> str:
     """Atomically write the entry for `key`: a temporary file, then `os.replace`."""
     os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-    final = os.path.join(cache_dir, key + _SUFFIX)
+    final = os.path.join(cache_dir, key + suffix)
     fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=cache_dir)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -226,7 +236,7 @@ def evict(cache_dir: str, max_bytes: int, keep: str | None = None) -> int:
             if now - st.st_mtime > _STALE_TMP_SECONDS:
                 _unlink(p)
             continue
-        if name.endswith(_SUFFIX):
+        if name.endswith((_SUFFIX, _IR_SUFFIX)):
             entries.append((st.st_mtime, name, st.st_size))
             total += st.st_size
     removed = 0
@@ -248,3 +258,117 @@ def _unlink(path: str) -> bool:
         return True
     except OSError:
         return False
+
+
+# --- the pass cache ---------------------------------------------------------------------------
+
+
+def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
+    """`pipeline.run(fn)`, or its result from the persistent cache when `cache_dir` is set.
+
+    Args:
+        pipeline: a `purejit.passes.Pipeline`.
+        fn: the traced function.
+        cache_dir: default `purejit.config.read("cache_dir")`; None or "" runs the passes.
+    Returns:
+        `(optimised function, pass records)`, as `Pipeline.run` returns them.
+    """
+    cache_dir = config.read("cache_dir") if cache_dir is None else cache_dir
+    fingerprint = _pipeline_fingerprint(pipeline) if cache_dir else None
+    if fingerprint is None:
+        return pipeline.run(fn)
+    from purejit.ir import print_function, verify
+
+    text = print_function(fn)
+    h = hashlib.sha256(b"purejit-pass-cache/%d\0" % _FORMAT)
+    for part in (_code_fingerprint(), fingerprint, text):
+        h.update(part.encode() + b"\0")
+    key = h.hexdigest()
+    path = os.path.join(os.fspath(cache_dir), key + _IR_SUFFIX)
+    blob = _read(path, key)
+    if blob is not None:
+        try:
+            opt, records = pickle.loads(blob)
+            _refresh_ids(opt)
+            verify(opt)
+        except Exception as e:  # noqa: BLE001 - damaged, or written by other code
+            counters.bad_files += 1
+            logger.warning("purejit cache: ignoring %s, it does not parse (%s)", path, e)
+        else:
+            counters.pass_hits += 1
+            _touch(path)
+            return opt, records
+    counters.pass_misses += 1
+    opt, records = pipeline.run(fn)
+    try:
+        try:
+            payload = pickle.dumps((opt, records), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - a pass report holds something unpicklable
+            printable = [_printable_record(r) for r in records]
+            payload = pickle.dumps((opt, printable), protocol=pickle.HIGHEST_PROTOCOL)
+        write_entry(os.fspath(cache_dir), key, payload, _IR_SUFFIX)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError) as e:
+        logger.warning("purejit cache: could not write the pass cache to %s (%s)", cache_dir, e)
+    return opt, records
+
+
+def _pipeline_fingerprint(pipeline) -> str | None:
+    """The pipeline's options as text; None when they cannot be told apart reliably (an
+    object printed with its address) or when stages are dumped to files."""
+    if getattr(pipeline, "dump_dir", None):
+        return None
+    text = repr((list(pipeline.passes), list(pipeline.disable), pipeline.keep_ir))
+    return None if " at 0x" in text else text
+
+
+_CODE_FINGERPRINT: list[str] = []
+
+
+def _code_fingerprint() -> str:
+    """A hash of the source of purejit's IR and passes, so edited passes never reuse stale
+    results."""
+    if not _CODE_FINGERPRINT:
+        import purejit.ir
+        import purejit.passes
+
+        h = hashlib.sha256()
+        for pkg in (purejit.ir, purejit.passes):
+            root = os.path.dirname(pkg.__file__)
+            for dirpath, dirs, files in sorted(os.walk(root)):
+                dirs.sort()
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        with open(os.path.join(dirpath, name), "rb") as f:
+                            h.update(name.encode() + b"\0" + f.read())
+        _CODE_FINGERPRINT.append(h.hexdigest())
+    return _CODE_FINGERPRINT[0]
+
+
+def _printable_record(r):
+    """A pass record whose report (shown by `explain`, read by nothing else) is text."""
+    import dataclasses
+
+    return dataclasses.replace(r, report={str(k): repr(v) for k, v in r.report.items()})
+
+
+def _refresh_ids(fn):
+    """Give unpickled values new ids in their old order: ids order values (CSE sorts
+    commutative operands by them) and must not collide with this process's values."""
+    from purejit.ir import core
+
+    seen: dict[int, object] = {}
+
+    def visit(f):
+        for v in f.params:
+            seen[id(v)] = v
+        for op in f.ops:
+            for v in op.operands + op.results:
+                seen[id(v)] = v
+            for g in op.regions:
+                visit(g)
+        for v in f.results:
+            seen[id(v)] = v
+
+    visit(fn)
+    for v in sorted(seen.values(), key=lambda v: v.id):
+        v.id = next(core._ids)

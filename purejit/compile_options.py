@@ -76,8 +76,8 @@ class CompilerOptions:
 
         cap = self.capability()
         if passes is None:
-            # groups realised as kernels must have one result where the route needs it
-            passes = Pipeline(default_passes(multi_output=not (cap and cap.realised)))
+            # groups realised as kernels must stay within what the route can take
+            passes = Pipeline(default_passes(**(cap.fusion_options() if cap else {})))
         disable = tuple(passes.disable) + tuple(d for d in self.disable_passes)
         if not self.disable_passes and self.dump_dir is None:
             return passes

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from purejit.ir import TensorType
 

@@ -61,8 +61,7 @@ class Exported:
         leaves, tree = tree_flatten((tuple(args), kwargs))
         if tree != self.in_tree:
             raise TypeError(
-                f"exported {self.name} takes arguments structured as {self.in_tree}, "
-                f"got {tree}"
+                f"exported {self.name} takes arguments structured as {self.in_tree}, got {tree}"
             )
         from purejit.array import as_array
 

@@ -96,7 +96,7 @@ class CacheStats:
         """Misses after the first one: each is a compile the user may not have wanted."""
         return max(self.misses - 1, 0)
 
-    def snapshot(self) -> "CacheStats":
+    def snapshot(self) -> CacheStats:
         return copy.deepcopy(self)
 
     # --- hooks called by purejit.api -----------------------------------------------------
@@ -180,8 +180,7 @@ def cache_stats(f) -> CacheStats:
     stats = getattr(f, "stats", None)
     if not isinstance(stats, CacheStats):
         raise TypeError(
-            f"purejit.cache_stats expects a function wrapped by purejit.jit, got "
-            f"{type(f).__name__}"
+            f"purejit.cache_stats expects a function wrapped by purejit.jit, got {type(f).__name__}"
         )
     return stats.snapshot()
 

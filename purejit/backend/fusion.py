@@ -28,7 +28,12 @@ ROUTES = ("xla", "mhlo.fusion", "call")
 TAG = "purejit.fusion."
 
 # the XLA pass that fuses on each platform; switched off when purejit's groups are the kernels
-_XLA_FUSION_PASS = {"cpu": "fusion", "cuda": "priority-fusion", "rocm": "priority-fusion"}
+_XLA_FUSION_PASS = {
+    "cpu": "fusion",
+    "gpu": "priority-fusion",
+    "cuda": "priority-fusion",
+    "rocm": "priority-fusion",
+}
 
 
 def xla_fusion_pass(platform: str) -> str:
@@ -44,13 +49,21 @@ def _next_tag(ctx) -> str:
     return f"{TAG}{n}"
 
 
+def _tag_text(text: str, tag: str) -> str:
+    """Append `loc(tag)` to every complete op line of `text` (nested regions included)."""
+    out = []
+    for line in text.split("\n"):
+        s = line.strip()
+        if s.startswith(("%", '"', "})")) and not s.endswith(("{", "(")) and " loc(" not in s:
+            line = f'{line} loc("{tag}")'
+        out.append(line)
+    return "\n".join(out)
+
+
 def _tag_lines(ctx, start: int, tag: str):
-    """Append `loc(tag)` to the ops emitted since `start` (each entry ends with its type)."""
+    """Tag every op emitted since `start` with `loc(tag)`; XLA keeps it as `op_name`."""
     for i in range(start, len(ctx.lines)):
-        line = ctx.lines[i]
-        last = line.rsplit("\n", 1)[-1].lstrip()
-        if last.startswith(("%", '"')) and " loc(" not in last:
-            ctx.lines[i] = f'{line} loc("{tag}")'
+        ctx.lines[i] = _tag_text(ctx.lines[i], tag)
 
 
 _warned: set[str] = set()
@@ -67,12 +80,13 @@ def lower_fusion(ctx, op, args: list[str]) -> list[str]:
     route = getattr(ctx, "fusion_route", "xla")
     tag = _next_tag(ctx)
     (body,) = op.regions
-    if route != "xla" and len(op.results) != 1:
+    problem = None if route == "xla" else route_problem(body, route)
+    if problem is not None:
         _warn_once(
-            f"multi:{route}",
-            f"fusion: a group with {len(op.results)} results cannot be realised with "
-            f"{route} on this back end (only single-result groups are); it is inlined and "
-            "XLA fuses it.",
+            f"unsafe:{route}:{problem}",
+            f"fusion: a group with {problem} cannot be realised with {route} on this back "
+            "end; it is inlined and XLA fuses it (run the default pipeline, which forms only "
+            "groups the back end takes).",
         )
         route = "xla"
     start = len(ctx.lines)
@@ -101,6 +115,27 @@ def lower_fusion(ctx, op, args: list[str]) -> list[str]:
         raise NotImplementedError(f"fusion: unknown route {route!r}; known: {list(ROUTES)}")
     _tag_lines(ctx, start, tag)
     return outs
+
+
+def route_problem(body, route: str) -> str | None:
+    """What in a group's region `route` cannot take (see fusion_check.py), or None."""
+    from purejit.backend.fusion_check import EXCLUDED_OPS
+
+    if len(body.results) != 1:
+        return f"{len(body.results)} results"
+    if route != "mhlo.fusion":
+        return None
+    after_reduction: set = set()
+    for op in body.ops:
+        if op.name in EXCLUDED_OPS:
+            return f"a {op.name}"
+        if any(v in after_reduction for v in op.operands):
+            if not op.has_trait("elementwise"):
+                return f"a {op.name} after a reduction"
+            after_reduction.update(op.results)
+        if op.has_trait("reduction"):
+            after_reduction.update(op.results)
+    return None
 
 
 def _private_func(ctx, sym: str, body) -> str:
@@ -241,15 +276,38 @@ def kernels(hlo_text: str) -> list[Kernel]:
 
 @dataclass(frozen=True)
 class Capability:
-    """What the running back end does with purejit's groups."""
+    """What the running back end does with purejit's groups.
 
-    route: str  # the best route that makes each group one kernel, or "xla" (none does)
+    Attributes:
+        route: the best route that makes each group one kernel, or "xla" (none does).
+        platform: the PJRT platform probed.
+        detail: the probe's findings, for warnings and `explain`.
+        exclude_ops: ops the route cannot take inside a group (the Fusion pass leaves them).
+        elementwise_after_reduction: a group may hold only elementwise ops downstream of
+            a reduction.
+        multi_output: groups may have several results.
+    """
+
+    route: str
     platform: str
-    detail: str  # why: the probe's findings, for warnings and `explain`
+    detail: str
+    exclude_ops: tuple[str, ...] = ()
+    elementwise_after_reduction: bool = False
+    multi_output: bool = False
 
     @property
     def realised(self) -> bool:
         return self.route != "xla"
+
+    def fusion_options(self) -> dict:
+        """Options of `purejit.passes.fusion.Fusion` that keep groups within the route."""
+        if not self.realised:
+            return {}
+        return {
+            "multi_output": self.multi_output,
+            "exclude_ops": self.exclude_ops,
+            "elementwise_after_reduction": self.elementwise_after_reduction,
+        }
 
 
 def _probe_function():
@@ -307,18 +365,45 @@ def _try_route(route: str, device) -> str | None:
     return None
 
 
+def _check_in_child(platform: str, timeout: float = 120.0) -> str | None:
+    """Run `fusion_check` in a child process: None if every kind of group compiled to one
+    kernel with the right numbers, else what happened (an abort only kills the child)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    cmd = [sys.executable, "-m", "purejit.backend.fusion_check", platform]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"mhlo.fusion check did not finish ({type(e).__name__})"
+    if res.returncode == 0 and res.stdout.strip().endswith("OK"):
+        return None
+    lines = (res.stdout + res.stderr).strip().splitlines()
+    why = next((ln for ln in lines if "Check failed" in ln or "Error" in ln), lines[-1:] or [""])
+    why = why if isinstance(why, str) else why[0]
+    return f"mhlo.fusion check failed (exit {res.returncode}): {why.strip()[:160]}"
+
+
 @functools.lru_cache(maxsize=None)
 def _probe(platform: str, device_id: int) -> Capability:
     from purejit.backend import pjrt
+    from purejit.backend.fusion_check import EXCLUDED_OPS
 
     device = next(d for d in pjrt.devices(platform) if d.id == device_id)
     findings = []
-    for route in ("mhlo.fusion", "call"):
-        problem = _try_route(route, device)
-        if problem is None:
-            findings.append(f"{route}: each group is one kernel")
-            return Capability(route, platform, "; ".join(findings))
-        findings.append(problem)
+    problem = _try_route("mhlo.fusion", device) or _check_in_child(platform)
+    if problem is None:
+        detail = "mhlo.fusion: each group is one kernel (no transpose/reshape inside a group; "
+        detail += "only elementwise ops after a reduction)"
+        return Capability("mhlo.fusion", platform, detail, EXCLUDED_OPS, True, False)
+    findings.append(problem)
+    problem = _try_route("call", device)
+    if problem is None:
+        findings.append("call: each group is one kernel")
+        return Capability("call", platform, "; ".join(findings))
+    findings.append(problem)
     return Capability("xla", platform, "; ".join(findings))
 
 

@@ -9,7 +9,7 @@ import contextlib
 def context():
     from jaxlib.mlir import ir
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from jaxlib.mlir.dialects import chlo, stablehlo
+    from jaxlib.mlir.dialects import chlo, sdy, stablehlo
 
     ctx = ir.Context()
     reg = ir.DialectRegistry()
@@ -18,5 +18,6 @@ def context():
     ctx.load_all_available_dialects()
     stablehlo.register_dialect(ctx)
     chlo.register_dialect(ctx)
+    sdy.register_dialect(ctx)  # Shardy: manual_computation lowers to sdy.manual_computation
     with ctx, ir.Location.unknown(ctx):
         yield ctx

@@ -130,6 +130,30 @@ def _check_program(exe, kind: str, shardings, types, getter):
             )
 
 
+# ---- pacing on the CPU backend --------------------------------------------------------------
+# jaxlib's CPU client runs each device's share of an SPMD program on one thread pool of
+# max(#cores, #devices) threads, and the task that enqueues a device's share blocks on a
+# per-device semaphore (32 computations in flight) once too many calls are pending. With
+# enough unsynchronised calls queued, every pool thread ends up waiting on a semaphore while
+# the shares that would release it, and the peers a collective's rendezvous waits for, have
+# no thread left: the rendezvous aborts the process after 40 s. Keeping at most
+# CPU_MAX_IN_FLIGHT SPMD calls pending (waiting on the oldest before the next launch) keeps
+# the semaphores from ever filling.
+
+import collections  # noqa: E402
+
+CPU_MAX_IN_FLIGHT = 4
+_in_flight: collections.deque = collections.deque()
+
+
+def _pace(platform: str):
+    if platform != "cpu":
+        return
+    while len(_in_flight) >= CPU_MAX_IN_FLIGHT:
+        for a in _in_flight.popleft():
+            a.block_until_ready()
+
+
 # ---- compile and execute ------------------------------------------------------------------
 
 
@@ -199,13 +223,17 @@ class SpmdExecutable:
             )
         bufs = [place(b, ns, t) for b, ns, t in zip(buffers, self.in_shardings, self.param_types)]
         self._validate(bufs)
+        _pace(self.devices[0].platform)
         results = self._exe.execute_sharded(bufs)
         per_device = results.disassemble_into_single_device_arrays()
         jax = _jax()
-        return [
+        outs = [
             jax.make_array_from_single_device_arrays(t.shape, jax_sharding(ns), list(arrs))
             for arrs, ns, t in zip(per_device, self.out_shardings, self.result_types)
         ]
+        if self.devices[0].platform == "cpu":
+            _in_flight.append(list(per_device[0]) if per_device else [])
+        return outs
 
     execute_unchecked = execute  # shard shapes are always checked: jaxlib crashes otherwise
 

@@ -178,17 +178,26 @@ bitwise_xor = _binary("xor", "bitwise_xor")
 left_shift = _binary("shift_left", "left_shift")
 
 
+def _strong_const(v, dt):
+    return as_array(np.array(v).astype(dt))
+
+
 def exp2(x, /):
-    x = _lift(x)
-    return exp(multiply(x, float(np.log(2.0))))
+    """2**x, computed as exp(x * ln 2); weakly typed inputs stay weak (as in JAX)."""
+    x = convert_inexact(x)
+    return exp(bind1("multiply", x, convert(np.log(2.0), x.dtype, weak=x.weak_type)))
 
 
 def log2(x, /):
-    return true_divide(log(x), float(np.log(2.0)))
+    """log(x) / log(2) (a strongly typed result, as in JAX)."""
+    x = convert_inexact(x)
+    return bind1("divide", log(x), _strong_const(np.log(2.0), x.dtype), weak=False)
 
 
 def log10(x, /):
-    return true_divide(log(x), float(np.log(10.0)))
+    """log(x) / log(10) (a strongly typed result, as in JAX)."""
+    x = convert_inexact(x)
+    return bind1("divide", log(x), _strong_const(np.log(10.0), x.dtype), weak=False)
 
 
 def right_shift(x, y, /):
@@ -255,7 +264,14 @@ def round(x, /, decimals: int = 0):  # noqa: A001
 
 
 around = round
-rint = lambda x, /: round(x)  # noqa: E731
+
+
+def rint(x, /):
+    """Round half to even; integer and bool inputs become the default float (as in JAX)."""
+    x = _lift(x)
+    if not pdt.is_inexact(x.dtype):
+        return convert(x, pdt.default_float())
+    return bind1("round_nearest_even", x)
 
 
 def invert(x, /):
@@ -300,14 +316,24 @@ def floor_divide(x, y, /):
     q = bind1("divide", a, b)
     if a.dtype.kind == "u":
         return q
-    # truncated -> floored: subtract one where the remainder is nonzero and signs differ
+    # truncated -> floored: subtract one where the signs differ and the remainder is nonzero
+    # (x // 0 follows JAX: XLA's -1, minus one when x != 0)
     r = bind1("remainder", a, b)
-    fix_ = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
+    fix_ = logical_and(not_equal(bind1("sign", a), bind1("sign", b)), not_equal(r, 0))
     return where(fix_, subtract(q, convert(1, a.dtype, weak=a.weak_type)), q)
 
 
+def _nonzero_divisor(b):
+    """Integer divisors with 0 replaced by 1, so x % 0 == 0 (as in JAX)."""
+    if pdt.is_inexact(b.dtype):
+        return b
+    return where(equal(b, 0), convert(1, b.dtype, weak=b.weak_type), b)
+
+
 def remainder(x, y, /):
+    """x - floor(x / y) * y: the result has the sign of y."""
     a, b = promote_args("remainder", x, y)
+    b = _nonzero_divisor(b)
     r = bind1("remainder", a, b)
     if a.dtype.kind == "u":
         return r
@@ -319,8 +345,9 @@ mod = remainder
 
 
 def fmod(x, y, /):
+    """C's fmod: the remainder of truncated division (sign of x)."""
     a, b = promote_args("fmod", x, y)
-    return bind1("remainder", a, b)
+    return bind1("remainder", a, _nonzero_divisor(b))
 
 
 def power(x, y, /):
@@ -412,7 +439,9 @@ def real(x, /):
 
 def imag(x, /):
     x = _lift(x)
-    return bind1("imag", x) if x.dtype.kind == "c" else broadcast_to(convert(0, x.dtype), x.shape)
+    if x.dtype.kind == "c":
+        return bind1("imag", x)
+    return broadcast_to(convert(0, x.dtype, weak=x.weak_type), x.shape)
 
 
 def conj(x, /):
@@ -437,8 +466,16 @@ def signbit(x, /):
 
 
 def hypot(x, y, /):
+    """sqrt(x**2 + y**2) without overflow: big * sqrt(1 + (small / big)**2)."""
     a, b = promote_args("hypot", x, y, to_inexact=True)
-    return sqrt(add(multiply(a, a), multiply(b, b)))
+    a, b = abs(a), abs(b)
+    big, small = maximum(a, b), minimum(a, b)
+    zero = equal(big, 0)
+    one = convert(1, big.dtype, weak=big.weak_type)
+    ratio = true_divide(small, where(zero, one, big))
+    r = where(zero, big, multiply(big, sqrt(add(one, multiply(ratio, ratio)))))
+    inf = logical_or(isinf(a), isinf(b))
+    return where(inf, _strong_const(np.inf, r.dtype), r)
 
 
 def deg2rad(x, /):

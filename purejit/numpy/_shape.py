@@ -131,10 +131,14 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     if any(a.ndim == 0 for a in arrs):
         raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
     ax = _axis(axis, arrs[0].ndim, "concatenate")
-    from purejit.numpy._core import convert, result_type
+    from purejit import dtypes as pdt
+    from purejit.numpy._core import convert
 
-    dt = np.dtype(dtype) if dtype is not None else result_type(*arrs)
-    arrs = [convert(a, dt) for a in arrs]
+    if dtype is not None:
+        dt, weak = pdt.canonicalize(dtype), False
+    else:  # all weakly typed inputs give a weakly typed result (as in JAX)
+        dt, weak = pdt.result_type_weak(*[(a.dtype, a.weak_type) for a in arrs])
+    arrs = [convert(a, dt, weak=weak) for a in arrs]
     if len(arrs) == 1:
         return arrs[0]
     for a in arrs[1:]:

@@ -16,8 +16,15 @@ def _flat_axis(x, axis):
     return x, lax._axis(axis, x.ndim)
 
 
-def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
-         descending: bool = False):  # fmt: skip
+def sort(
+    a,
+    axis: int | None = -1,
+    *,
+    kind=None,
+    order=None,
+    stable: bool = True,
+    descending: bool = False,
+):
     """A sorted copy of `a` along `axis` (None: flattened); NaNs go last (first if
     `descending`), as in jax.numpy.sort."""
     if order is not None:
@@ -29,8 +36,15 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
     return lax.rev(out, (ax,)) if descending else out
 
 
-def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
-            descending: bool = False):  # fmt: skip
+def argsort(
+    a,
+    axis: int | None = -1,
+    *,
+    kind=None,
+    order=None,
+    stable: bool = True,
+    descending: bool = False,
+):
     """Indices that sort `a` along `axis` (default int dtype); equal values keep their
     order when `stable`, also when `descending`."""
     if order is not None:

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 import purejit
-import purejit.lax as lax
-import purejit.nn as nn
 import purejit.numpy as jnp
+from purejit import lax, nn
 from purejit.batch_axes import BucketError
 from purejit.buckets import BucketOverflowError
 

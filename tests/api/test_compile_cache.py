@@ -98,7 +98,7 @@ def _check_runs(exe):
 
 
 def test_hit_in_process_and_key_sensitivity(tmp_path, lowered):
-    exe, hit = _compile(lowered, tmp_path)
+    _, hit = _compile(lowered, tmp_path)
     assert not hit
     exe2, hit2 = _compile(lowered, tmp_path)
     assert hit2
@@ -116,7 +116,8 @@ def test_hit_in_process_and_key_sensitivity(tmp_path, lowered):
 def test_bad_files_are_ignored_and_rewritten(tmp_path, lowered, damage, caplog):
     _compile(lowered, tmp_path)
     path = _entry(lowered, tmp_path)
-    data = open(path, "rb").read()
+    with open(path, "rb") as f:
+        data = f.read()
     key = cc.cache_key(lowered.module)
     if damage == "truncate":
         data = data[: len(data) // 2]
@@ -139,7 +140,8 @@ def test_bad_files_are_ignored_and_rewritten(tmp_path, lowered, damage, caplog):
     assert cc.counters.bad_files == before + 1
     assert any("ignoring" in r.getMessage() for r in caplog.records)
     _check_runs(exe)
-    assert cc.parse_entry(open(path, "rb").read(), key)[0] is not None  # rewritten
+    with open(path, "rb") as f:
+        assert cc.parse_entry(f.read(), key)[0] is not None  # rewritten
     assert _compile(lowered, tmp_path)[1]
 
 
@@ -153,7 +155,8 @@ def test_concurrent_writes_never_expose_partial_files(tmp_path):
         path = os.path.join(tmp_path, key + ".pjx")
         while not stop.is_set():
             try:
-                data = open(path, "rb").read()
+                with open(path, "rb") as f:
+                    data = f.read()
             except FileNotFoundError:
                 continue
             if cc.parse_entry(data, key)[0] is None:
@@ -161,7 +164,9 @@ def test_concurrent_writes_never_expose_partial_files(tmp_path):
 
     r = threading.Thread(target=reader)
     r.start()
-    writers = [threading.Thread(target=cc.write_entry, args=(str(tmp_path), key, p)) for p in payloads]
+    writers = [
+        threading.Thread(target=cc.write_entry, args=(str(tmp_path), key, p)) for p in payloads
+    ]
     for w in writers:
         w.start()
     for w in writers:
@@ -211,3 +216,41 @@ def test_unwritable_cache_dir_does_not_fail_the_compile(tmp_path, lowered):
     exe, hit = _compile(lowered, blocker / "sub")
     assert not hit
     _check_runs(exe)
+
+
+def test_pass_cache_skips_the_passes_and_gives_the_same_program(tmp_path):
+    from purejit.ir import print_function
+    from purejit.passes import Pipeline
+
+    from purejit.backend import stablehlo
+
+    def f(x, w):
+        h = jnp.tanh(x @ w) + jnp.tanh(x @ w)  # CSE has work to do
+        return (h - h.mean(axis=-1, keepdims=True)).sum(axis=0)
+
+    traced = purejit.jit(f).lower(np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)).traced
+    before = cc.counters.pass_hits
+    opt1, rec1 = cc.run_pipeline(Pipeline(), traced, cache_dir=str(tmp_path))
+    opt2, rec2 = cc.run_pipeline(Pipeline(), traced, cache_dir=str(tmp_path))
+    assert cc.counters.pass_hits == before + 1
+    assert opt2 is not opt1
+    assert print_function(opt2) == print_function(opt1)
+    assert stablehlo.emit(opt2) == stablehlo.emit(opt1)
+    assert [r.name for r in rec2] == [r.name for r in rec1]  # explain still sees every pass
+    ids = [v.id for v in opt2.params]
+    assert ids == sorted(ids) and min(ids) > max(v.id for v in opt1.params)
+    # another pipeline (a pass disabled) is another key
+    cc.run_pipeline(Pipeline(disable=("cse",)), traced, cache_dir=str(tmp_path))
+    assert cc.counters.pass_hits == before + 1
+    # a damaged entry is ignored and rewritten
+    for name in os.listdir(tmp_path):
+        if name.endswith(".pjir"):
+            data = (tmp_path / name).read_bytes()
+            key = name[: -len(".pjir")]
+            (tmp_path / name).write_bytes(cc.encode_entry(key, b"\x80garbage"))
+            break
+    bad = cc.counters.bad_files
+    cc.run_pipeline(Pipeline(), traced, cache_dir=str(tmp_path))
+    cc.run_pipeline(Pipeline(disable=("cse",)), traced, cache_dir=str(tmp_path))
+    assert cc.counters.bad_files == bad + 1
+    assert data  # the entry existed before it was damaged

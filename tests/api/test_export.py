@@ -70,8 +70,13 @@ def test_runs_in_a_fresh_process_without_the_users_code(tmp_path):
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
-        [sys.executable, "-c", child], capture_output=True, text=True, timeout=120,
-        cwd=str(tmp_path), env=env,
+        [sys.executable, "-c", child],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(tmp_path),
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -81,8 +86,11 @@ def test_runs_in_a_fresh_process_without_the_users_code(tmp_path):
 
 def test_wrong_shapes_dtypes_and_structure_are_clear_errors():
     e = purejit.deserialize(_exported().serialize())
-    with pytest.raises(TypeError, match=r"argument x is f32\[5,3\], but it was exported for "
-                                        r"f32\[4,3\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"argument x is f32\[5,3\], but it was exported for "
+        r"f32\[4,3\]",
+    ):
         e(np.ones((5, 3), np.float32), PARAMS)
     with pytest.raises(TypeError, match=r"argument params\['b'\] is s32\[2\].*f32\[2\]"):
         e(X, {"w": PARAMS["w"], "b": np.zeros(2, np.int32)})

@@ -29,6 +29,7 @@ def assert_same(got, want, rtol=1e-5):
     assert len(g_leaves) == len(w_leaves), (g_tree, w_def)
     assert repr(g_tree).replace(" ", "") == _jax_tree_repr(want), (g_tree, w_def)
     for g, w in zip(g_leaves, w_leaves):
+        assert g.weak_type == w.weak_type, ("weak type", g, w)
         g, w = np.asarray(g), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
         np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-6)
@@ -93,8 +94,10 @@ def test_cond_numeric_and_python_predicates():
     preds = [np.int32(0), np.int32(3), np.float32(2.5), np.float32(0), np.bool_(True)]
     check(make, *[(p, f32(1, 2)) for p in preds], eager=())
     for p in (0, True):  # Python scalars, eagerly
-        assert_same(plax.cond(p, lambda v: v * 2, lambda v: v, f32(3)),
-                    jax.lax.cond(p, lambda v: v * 2, lambda v: v, f32(3)))  # fmt: skip
+        assert_same(
+            plax.cond(p, lambda v: v * 2, lambda v: v, f32(3)),
+            jax.lax.cond(p, lambda v: v * 2, lambda v: v, f32(3)),
+        )
 
 
 def test_cond_operand_keyword_and_no_operands():
@@ -173,7 +176,7 @@ def test_while_weak_carry_is_promoted_like_jax():
 def test_fori_loop_static_bounds():
     def make(lax, jnp):
         def f(x):
-            body = lambda i, c: c * 1.5 + i  # noqa: E731
+            body = lambda i, c: c * 1.5 + i
             return [lax.fori_loop(lo, hi, body, x) for lo, hi in [(0, 10), (3, 7), (5, 2)]]
 
         return f
@@ -205,8 +208,11 @@ def test_fori_loop_1000_steps_is_one_while():
     text = purejit.jit(f).lower(f32(0.5, 1)).as_text()
     assert text.count('"stablehlo.while"') == 1
     assert text.count('"stablehlo.sine"') == 1  # the body once, not 1000 times
-    want = jax.jit(lambda x: jax.lax.fori_loop(
-        0, 1000, lambda i, c: jjnp.sin(c) + i.astype(jjnp.float32) * 1e-3, x))(f32(0.5, 1))  # fmt: skip
+    want = jax.jit(
+        lambda x: jax.lax.fori_loop(
+            0, 1000, lambda i, c: jjnp.sin(c) + i.astype(jjnp.float32) * 1e-3, x
+        )
+    )(f32(0.5, 1))
     assert_same(purejit.jit(f)(f32(0.5, 1)), want, rtol=1e-4)
 
 
@@ -228,7 +234,7 @@ def test_scan_pytrees_reverse_unroll(reverse, unroll):
 
     rng = np.random.default_rng(0)
     h0 = rng.normal(size=3).astype(np.float32)
-    xs = {"a": rng.normal(size=(7, 3)).astype(np.float32), "b": f32(*range(1, 8))}
+    xs = {"a": rng.normal(size=(5, 3)).astype(np.float32), "b": f32(*range(1, 6))}
     w = rng.normal(size=(3, 3)).astype(np.float32)
     check(make, (h0, xs, w), eager=(0,) if unroll == 1 else (), rtol=1e-4)
 

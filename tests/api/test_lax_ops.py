@@ -117,12 +117,13 @@ def test_reduce_dot_general_and_argminmax():
                 lax.reduce((x, idx), (-jnp.inf, 0), argmax_pair, (1,)),
                 lax.dot_general(y, z, (((2,), (1,)), ((0,), (0,)))),
                 lax.dot_general(x, x, (((0,), (0,)), ((), ()))),
-                lax.dot_general(idx, idx, (((1,), (1,)), ((), ())),
-                                preferred_element_type=jnp.float32),
+                lax.dot_general(
+                    idx, idx, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32
+                ),
                 lax.dot(x, x.T),
                 lax.argmax(x, 1, jnp.int32),
                 lax.argmin(x, 0, jnp.int32),
-            ]  # fmt: skip
+            ]
 
         return f
 
@@ -237,17 +238,19 @@ def test_ops_run_eagerly():
 
 # ---- elementwise one-liners ----------------------------------------------------------------
 
-FLOAT_UNARY = [
-    "neg", "abs", "sign", "floor", "ceil", "round", "is_finite", "exp", "expm1", "log", "log1p",
-    "logistic", "sqrt", "rsqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-    "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "lgamma", "square", "reciprocal",
-]  # fmt: skip
-FLOAT_BINARY = ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2",
-                "eq", "ne", "lt", "le", "gt", "ge"]  # fmt: skip
-INT_UNARY = ["neg", "abs", "sign", "bitwise_not", "population_count", "clz", "square"]
-INT_BINARY = ["add", "sub", "mul", "div", "rem", "max", "min", "bitwise_and", "bitwise_or",
-              "bitwise_xor", "shift_left", "shift_right_logical", "shift_right_arithmetic",
-              "eq", "lt"]  # fmt: skip
+FLOAT_UNARY = (
+    "neg abs sign floor ceil round is_finite exp expm1 log log1p logistic sqrt rsqrt cbrt sin "
+    "cos tanh square reciprocal"
+).split()
+FLOAT_BINARY = "add sub mul div rem pow max min atan2 eq ne lt le gt ge".split()
+INT_UNARY = "neg abs sign bitwise_not population_count clz square".split()
+INT_BINARY = (
+    "add sub mul div rem max min bitwise_and bitwise_or bitwise_xor shift_left "
+    "shift_right_logical shift_right_arithmetic eq lt"
+).split()
+# CHLO ops expand into long polynomials that take XLA seconds to compile; their numbers are
+# the backend op tests' business, so here we only check which IR op each one-liner binds
+CHLO_UNARY = "tan asin acos atan sinh cosh asinh acosh atanh erf lgamma".split()
 
 
 def test_elementwise_aliases():
@@ -269,12 +272,23 @@ def test_elementwise_aliases():
     check(make, (x, y, u, i, j), rtol=2e-5)
 
 
+def test_chlo_aliases_bind_their_ops():
+    def f(u):
+        return [getattr(plax, n)(u) for n in CHLO_UNARY]
+
+    ops = [op.name for op in purejit.jit(f).lower(np.float32(0.5)).traced.ops]
+    assert ops == CHLO_UNARY
+
+
 def test_lax_binary_ops_do_not_promote():
     def f(x, n):
         return plax.add(x, n)
 
-    with pytest.raises(TypeError, match=r"lax.add requires arguments to have the same dtypes, "
-                       r"got float32, int32") as e:  # fmt: skip
+    with pytest.raises(
+        TypeError,
+        match=r"lax.add requires arguments to have the same dtypes, "
+        r"got float32, int32",
+    ) as e:
         purejit.jit(f)(np.float32(1), np.int32(2))
     assert f"{HERE}:{f.__code__.co_firstlineno + 1}" in str(e.value)
     with pytest.raises(TypeError, match="float32, int32"):

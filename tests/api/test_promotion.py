@@ -131,3 +131,27 @@ def test_x64_canonicalisation_of_inputs():
                     (np.complex128, np.complex64)]:  # fmt: skip
         assert jnp.asarray(np.ones(2, d)).dtype == want
         assert purejit.jit(lambda v: v)(np.ones(2, d)).dtype == want
+
+
+def test_readme_promotion_table_matches_the_implementation():
+    """The table in README.md is the one purejit.dtypes implements (x64 off)."""
+    import pathlib
+
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("<!-- promotion-table")[1].split("<!-- end promotion-table")[0]
+    rows = [ln for ln in block.splitlines() if ln.startswith("| **")]
+    header = [c.strip() for c in block.splitlines()[1].strip("|").split("|")][1:]
+    names = {"b1": np.bool_, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "i8": np.int8,
+             "i16": np.int16, "i32": np.int32, "bf16": ml_dtypes.bfloat16, "f16": np.float16,
+             "f32": np.float32, "c64": np.complex64}  # fmt: skip
+    weak = {"i*": np.int32, "f*": np.float32, "c*": np.complex64}
+
+    def typed(n):
+        return (np.dtype(weak[n]), True) if n in weak else (np.dtype(names[n]), False)
+
+    assert len(rows) == len(header) == 14
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        a = cells[0].replace("\\", "")[2:-2]  # **i\*** -> i*
+        for b, want in zip(header, cells[1:]):
+            assert pdt.result_type_weak(typed(a), typed(b)) == typed(want), (a, b, want)

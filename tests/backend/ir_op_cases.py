@@ -225,7 +225,7 @@ def clz(dt):
 
 
 def round_afz(v: float) -> float:
-    if not math.isfinite(v):
+    if not math.isfinite(v) or abs(v) >= 2.0**52:  # already an integer
         return v
     r = float(Decimal(abs(v)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
     return math.copysign(r, v)

@@ -197,6 +197,8 @@ def indexing_cases() -> list[Case]:
         upd = rand((2, 3, 2), dt, "upd")
         for st, idt in (((0, 0, 0), S32), ((1, 2, 3), S32), ((-1, 9, 4), S32), ((3, 200, 1), U8),
                         ((2, -(2**40), 5), S64), ((1, 1, 100), S8)):  # fmt: skip
+            if dt != F32 and st not in ((1, 2, 3), (-1, 9, 4)):
+                continue  # every kind of start on f32; in range and clamped on the others
             starts = [np.array(s, idt) for s in st]
 
             def ds(x, *s):

@@ -59,27 +59,42 @@ def mismatches(actual, expected, *, rtol: float, atol: float = 0.0, signed_zeros
 
     Integers and bools compare exactly. Floats compare with `rtol`/`atol`; NaN matches NaN,
     infinities must match exactly, and (with `signed_zeros`) a zero's sign must match.
-    Complex numbers compare component-wise the same way.
+    Complex numbers compare by the magnitude of the difference (NaN matching NaN per part);
+    the sign of a complex zero is not checked (XLA and NumPy differ there).
     """
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.dtype != expected.dtype or actual.shape != expected.shape:
         return f"got {actual.dtype}{list(actual.shape)}, want {expected.dtype}{list(expected.shape)}"
     if not dtypes.is_inexact(actual.dtype):
         bad = actual != expected
-    else:
+    elif dtypes.is_complex(actual.dtype):
         a, e = _wide(actual), _wide(expected)
-        parts = [(a.real, e.real), (a.imag, e.imag)] if dtypes.is_complex(a.dtype) else [(a, e)]
-        bad = np.zeros(a.shape, bool)
-        for x, y in parts:
-            both_nan = np.isnan(x) & np.isnan(y)
-            close = np.isclose(x, y, rtol=rtol, atol=atol) & (np.isinf(x) == np.isinf(y))
-            if signed_zeros:
-                close &= ~((x == 0) & (y == 0)) | (np.signbit(x) == np.signbit(y))
-            bad |= ~(both_nan | close)
+        nan_a = np.isnan(a.real) | np.isnan(a.imag)
+        nan_e = np.isnan(e.real) | np.isnan(e.imag)
+        with np.errstate(invalid="ignore"):
+            close = (a == e) | (np.abs(a - e) <= atol + rtol * np.abs(e))
+        bad = (nan_a != nan_e) | (~nan_e & ~close)
+    else:
+        x, y = _wide(actual), _wide(expected)
+        both_nan = np.isnan(x) & np.isnan(y)
+        close = np.isclose(x, y, rtol=rtol, atol=atol) & (np.isinf(x) == np.isinf(y))
+        if signed_zeros:
+            close &= ~((x == 0) & (y == 0)) | (np.signbit(x) == np.signbit(y))
+        bad = ~(both_nan | close)
     if not bad.any():
         return ""
     idx = np.flatnonzero(bad)[:6]
     return (
         f"{bad.sum()} of {bad.size} differ; got {actual.reshape(-1)[idx]}, "
         f"want {expected.reshape(-1)[idx]}"
+    )
+
+
+def merge(fns: list[Function], name: str = "merged") -> Function:
+    """One function running several independent functions side by side (to compile once)."""
+    return Function(
+        name,
+        [p for f in fns for p in f.params],
+        [op for f in fns for op in f.ops],
+        [r for f in fns for r in f.results],
     )

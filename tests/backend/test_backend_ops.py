@@ -1,50 +1,68 @@
 """Every IR op against NumPy, through the reference interpreter AND the compiled path.
 
 For each case (an op, its inputs in one dtype, and the result NumPy says it must give; see
-ir_op_table.py and ir_op_table_shape.py) the test builds a one-op function with `Builder`,
-runs it with `interpret`, then emits StableHLO, verifies it with jaxlib's MLIR verifier,
-compiles it with PJRT and executes it on device buffers; both results must equal NumPy's in
-dtype, shape and value.
+ir_op_table.py and ir_op_table_shape.py) the test builds a one-op function with `Builder`
+and runs it with `interpret`. For the compiled path, the one-op functions of all cases of
+an op are placed side by side in one module (one XLA compile per op, not per case), which is
+emitted as StableHLO, checked by jaxlib's MLIR verifier, compiled with PJRT and executed on
+device buffers. Both results must equal NumPy's in dtype, shape and value.
 """
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
-from ir_op_table import CONVERT_TYPES, convert_inputs, elementwise_cases
 from ir_op_cases import convert
+from ir_op_table import CONVERT_TYPES, convert_inputs, elementwise_cases
 from ir_op_table_shape import all_shape_cases
-from lowering_harness import mismatches, one_op, run_compiled
+from lowering_harness import merge, mismatches, one_op, run_compiled
 
 from purejit.ir import Builder, TensorType, interpret, verify
 
-CASES = elementwise_cases() + all_shape_cases()
+BY_OP = collections.defaultdict(list)
+for _case in elementwise_cases() + all_shape_cases():
+    BY_OP[_case.op].append(_case)
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_op_matches_numpy(case):
-    fn = one_op(case.op, case.args, case.attrs, case.regions)
-    want = case.expected(*case.args)
-    assert [TensorType(np.shape(w), np.asarray(w).dtype) for w in want] == fn.result_types
-    tol = dict(rtol=case.rtol, atol=case.atol, signed_zeros=case.signed_zeros)
-    got = interpret(fn, *case.args)
-    for w, g in zip(want, got, strict=True):
-        assert not (msg := mismatches(g, w, **tol)), f"interpreter: {msg}"
-    got = run_compiled(fn, *case.args)
-    for w, g in zip(want, got, strict=True):
-        assert not (msg := mismatches(g, w, **tol)), f"compiled: {msg}"
+@pytest.mark.parametrize("op", sorted(BY_OP))
+def test_op_matches_numpy(op):
+    fns, wants, failures = [], [], []
+    for case in BY_OP[op]:
+        fn = one_op(case.op, case.args, case.attrs, case.regions)
+        want = case.expected(*case.args)
+        assert [TensorType(np.shape(w), np.asarray(w).dtype) for w in want] == fn.result_types
+        for w, g in zip(want, interpret(fn, *case.args), strict=True):
+            if msg := mismatches(g, w, rtol=case.rtol, atol=case.atol, signed_zeros=case.signed_zeros):
+                failures.append(f"interpreter {case.id}: {msg}")
+        fns.append(fn)
+        wants.append(want)
+    got = run_compiled(merge(fns, f"all_{op}"), *[a for c in BY_OP[op] for a in c.args])
+    for case, want in zip(BY_OP[op], wants):
+        for w in want:
+            g = got.pop(0)
+            if msg := mismatches(g, w, rtol=case.rtol, atol=case.atol, signed_zeros=case.signed_zeros):
+                failures.append(f"compiled {case.id}: {msg}")
+    assert not failures, "\n".join(failures)
 
 
-@pytest.mark.parametrize("src", CONVERT_TYPES, ids=str)
-def test_convert_matches_numpy(src):
-    """convert from `src` to every type: one function with one convert per target type."""
-    x = convert_inputs(src)
+def test_convert_matches_numpy():
+    """convert between every pair of types (one function holding every conversion)."""
     b = Builder("converts")
-    p = b.param(TensorType(x.shape, x.dtype))
-    outs = [b.op("convert", [p], {"dtype": dt})[0] for dt in CONVERT_TYPES]
+    args, outs, want, labels = [], [], [], []
+    for src in CONVERT_TYPES:
+        x = convert_inputs(src)
+        args.append(x)
+        p = b.param(TensorType(x.shape, x.dtype))
+        for dt in CONVERT_TYPES:
+            outs += b.op("convert", [p], {"dtype": dt})
+            want.append(convert(x, dt))
+            labels.append(f"{src}->{dt}")
     fn = verify(b.finish(outs))
-    want = [convert(x, dt) for dt in CONVERT_TYPES]
-    for path, got in (("interpreter", interpret(fn, x)), ("compiled", run_compiled(fn, x))):
-        for dt, w, g in zip(CONVERT_TYPES, want, got, strict=True):
-            msg = mismatches(g, w, rtol=0, signed_zeros=True)
-            assert not msg, f"{path} {src}->{dt}: {msg}"
+    failures = []
+    for path, got in (("interpreter", interpret(fn, *args)), ("compiled", run_compiled(fn, *args))):
+        for label, w, g in zip(labels, want, got, strict=True):
+            if msg := mismatches(g, w, rtol=0):
+                failures.append(f"{path} {label}: {msg}")
+    assert not failures, "\n".join(failures)

@@ -5,7 +5,6 @@ Peaks are computed by hand in the comments; one case is compared with XLA's own
 
 import numpy as np
 import pytest
-
 from purejit.ir import interpret, parse, print_function
 from purejit.passes.liveness import BufferAssignment, memory_plan, pair_aliases
 from purejit.passes.pipeline import Pipeline
@@ -81,8 +80,10 @@ def test_constants_and_fused_broadcasts_take_no_buffer():
     assert plan.constant_bytes == 4 and plan.peak_bytes == 2 * K
 
 
-SGD = """func @sgd(%0: f32[1024], %1: f32[1024], %2: f32[]) -> (f32[1024]) {
-  %3 = fusion(%0, %1, %2) {kind="loop"} : (f32[1024]) region(%4: f32[1024], %5: f32[1024], %6: f32[]) {
+SGD = """\
+func @sgd(%0: f32[1024], %1: f32[1024], %2: f32[]) -> (f32[1024]) {
+  %3 = fusion(%0, %1, %2) {kind="loop"} : (f32[1024]) region(%4: f32[1024], %5: f32[1024], \
+%6: f32[]) {
     %7 = broadcast_in_dim(%6) {shape=[1024], broadcast_dimensions=[]} : (f32[1024])
     %8 = multiply(%7, %5) : (f32[1024])
     %9 = subtract(%4, %8) : (f32[1024])
@@ -108,7 +109,8 @@ def test_plan_matches_xla_peak_for_the_same_program():
     from purejit.backend import pjrt, stablehlo
 
     fn = parse(SGD)
-    for donated, attrs in (([False] * 3, None), ([True, False, False], ["{tf.aliasing_output = 0 : i32}", "", ""])):
+    alias = ["{tf.aliasing_output = 0 : i32}", "", ""]
+    for donated, attrs in (([False] * 3, None), ([True, False, False], alias)):
         plan = memory_plan(fn, donated=donated)
         exe = pjrt.compile(stablehlo.emit(fn, arg_attrs=attrs), fn.param_types, fn.result_types)
         xla = exe.memory_analysis()
@@ -136,3 +138,18 @@ def test_pass_must_not_change_the_function_and_reports_the_plan():
     assert rec.report["plan"].format().startswith("memory plan of @chain")
     x = np.linspace(-1, 1, 256, dtype=np.float32)
     np.testing.assert_array_equal(interpret(out, x, x)[0], interpret(fn, x, x)[0])
+
+
+def test_memory_plan_of_a_lowered_function_next_to_xla():
+    import purejit
+
+    def sgd(p, g):
+        return p - 0.1 * g
+
+    x = np.ones(256, np.float32)
+    lowered = purejit.jit(sgd, donate_argnums=0).lower(x, x)
+    plan = memory_plan(lowered)  # takes the donation from the Lowered
+    assert plan.aliases == {0: 0} and plan.alias_bytes == K
+    table = plan.format_vs_xla(lowered.compile().memory_analysis())
+    assert table.splitlines()[0].split() == ["bytes", "purejit", "plan", "XLA"]
+    assert "aliased" in table and table.count("1.0 KiB") >= 2

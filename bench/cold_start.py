@@ -1,0 +1,146 @@
+"""Cold start: the first call of a 12-layer transformer, without and with a warm persistent cache.
+
+    python -m bench.cold_start [--quick] [--layers 12] [--d 256] [--seq 128] [--batch 4]
+
+Every measurement runs in a fresh Python process (imports and backend start excluded, the
+first call of the model timed, result brought to the host):
+
+    purejit cold   empty `cache_dir`: trace, passes, StableHLO, XLA compile, run (fills it)
+    purejit warm   a new process on that cache: trace, pass cache, StableHLO, executable load
+    jax.jit cold   empty `jax_compilation_cache_dir`
+    jax.jit warm   a new process on that cache
+
+The model is `bench.models.transformer` (pre-LN encoder, written once for purejit.numpy and
+jax.numpy). Prints a Markdown table with the first-call times, the warm/cold ratios (goal
+from issue 5: purejit warm <= 10% of cold) and purejit's time split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def _child(args):
+    from bench.models import transformer, transformer_params
+
+    params = transformer_params(args.layers, args.d, np.random.default_rng(0))
+    x = np.random.default_rng(1).standard_normal((args.batch, args.seq, args.d)).astype(np.float32)
+    out = {}
+    if args.child == "purejit":
+        import purejit
+        import purejit.numpy as pnp
+        from purejit import compile_cache
+
+        purejit.config.update(cache_dir=args.cache)
+        np.asarray(purejit.jit(lambda a: a + 1)(np.ones(3, np.float32)))  # start the backend
+        f = purejit.jit(lambda p, x: transformer(pnp, p, x, args.heads))
+        t0 = time.perf_counter()
+        y = np.asarray(f(params, x))
+        out["first_call"] = time.perf_counter() - t0
+        stats = purejit.cache_stats(f)
+        out["xla_compiles"] = stats.compiles
+        out["cache_loads"] = stats.persistent_hits
+        out["pass_cache_hits"] = compile_cache.counters.pass_hits
+        lowered = next(iter(f._cache.values())).lowered
+        out["timings"] = lowered.timings
+    else:
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_compilation_cache_dir", args.cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+        jax.jit(lambda a: a + 1)(np.ones(3, np.float32)).block_until_ready()
+        f = jax.jit(lambda p, x: transformer(jnp, p, x, args.heads))
+        t0 = time.perf_counter()
+        y = np.asarray(f(params, x))
+        out["first_call"] = time.perf_counter() - t0
+    out["checksum"] = float(np.abs(y).sum())
+    print("RESULT " + json.dumps(out))
+
+
+def _spawn(kind: str, cache: str, args) -> dict:
+    cmd = [sys.executable, "-m", "bench.cold_start", "--child", kind, "--cache", cache]
+    for k in ("layers", "d", "heads", "seq", "batch"):
+        cmd += [f"--{k}", str(getattr(args, k))]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("PUREJIT_CACHE_DIR", None)
+    proc = subprocess.run(
+        cmd, check=False, capture_output=True, text=True, env=env, cwd=root, timeout=1800
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{kind} child failed:\n{proc.stderr[-3000:]}")
+    line = next(s for s in proc.stdout.splitlines() if s.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="4 layers, d=128, seq 64 (CPU)")
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--d", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--child", choices=("purejit", "jax"), help=argparse.SUPPRESS)
+    ap.add_argument("--cache", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        return _child(args)
+    if args.quick:
+        args.layers, args.d, args.seq, args.batch = 4, 128, 64, 2
+
+    rows = {}
+    with tempfile.TemporaryDirectory() as pj, tempfile.TemporaryDirectory() as jx:
+        rows["purejit cold"] = _spawn("purejit", pj, args)
+        rows["purejit warm"] = _spawn("purejit", pj, args)
+        rows["jax.jit cold"] = _spawn("jax", jx, args)
+        rows["jax.jit warm"] = _spawn("jax", jx, args)
+    sums = {r["checksum"] for r in rows.values()}
+    spread = (max(sums) - min(sums)) / max(max(sums), 1e-30)
+
+    import jax
+
+    dev = jax.devices()[0]
+    print(
+        f"\n### Cold start: {args.layers}-layer transformer, d={args.d}, heads={args.heads}, "
+        f"batch {args.batch} x seq {args.seq} ({dev.platform}: {dev.device_kind})\n"
+    )
+    print("| run | first call (s) | warm / cold | vs jax.jit cold |")
+    print("|---|---:|---:|---:|")
+    jcold = rows["jax.jit cold"]["first_call"]
+    for fw in ("purejit", "jax.jit"):
+        cold = rows[f"{fw} cold"]["first_call"]
+        for mode in ("cold", "warm"):
+            t = rows[f"{fw} {mode}"]["first_call"]
+            print(f"| {fw} {mode} | {t:.3f} | {t / cold:.1%} | {t / jcold:.2f}x |")
+    warm, cold = rows["purejit warm"], rows["purejit cold"]
+    print("\npurejit time split (s):\n")
+    print("| run | trace | passes | emit | XLA compile / cache load | XLA compiles |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, r in (("cold", cold), ("warm", warm)):
+        t = r["timings"]
+        xla = t.get("xla_compile", t.get("cache_load", 0.0))
+        print(
+            f"| {name} | {t['trace']:.3f} | {t['passes']:.3f} | {t['emit']:.3f} | {xla:.3f} "
+            f"| {r['xla_compiles']} |"
+        )
+    ratio = warm["first_call"] / cold["first_call"]
+    print(
+        f"\npurejit warm first call = {ratio:.1%} of cold (goal <= 10%); outputs agree to "
+        f"{spread:.1e} (relative, sum of |y|)"
+    )
+    return rows
+
+
+if __name__ == "__main__":
+    main()
