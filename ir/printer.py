@@ -59,10 +59,14 @@ def _format_array(a: np.ndarray) -> str:
     head = f"{dtypes.dtype_name(a.dtype)}[{','.join(map(str, a.shape))}]"
     if a.size <= _INLINE_ELEMENTS and not dtypes.is_complex(a.dtype):
         if a.dtype == np.bool_ or dtypes.is_integer(a.dtype):
-            flat = a.reshape(-1).tolist()
-        else:
+            return f"array<{head}: {format_attr(a.reshape(-1).tolist())}>"
+        with np.errstate(invalid="ignore"):
             flat = [float(x) for x in a.reshape(-1)]
-        return f"array<{head}: {format_attr(flat)}>"
+            # what the parser will read back: "nan" is the canonical NaN
+            back = np.array([float(format_attr(f)) for f in flat], np.float64).astype(a.dtype)
+            exact = back.tobytes() == a.tobytes()
+        if exact:  # NaNs with a sign or payload are kept bit for bit in hex instead
+            return f"array<{head}: {format_attr(flat)}>"
     return f"array<{head}: 0x{np.ascontiguousarray(a).tobytes().hex()}>"
 
 

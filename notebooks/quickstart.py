@@ -128,7 +128,43 @@ with purejit.disable_jit():
     print(clip_positive(np.array([1.0, -2.0, 3.0], np.float32)))
 
 # %% [markdown]
-# ## 4. Looking inside: `lower()`, `.ir()`, `.as_text()`, `.compile()`
+# ## 4. Control flow
+#
+# Data-dependent choices and loops inside `jit` use `purejit.lax`, as in JAX: `cond` compiles
+# both branches into the program, `fori_loop` / `scan` / `while_loop` compile the body once.
+
+# %%
+from purejit import lax
+
+
+@purejit.jit
+def clip_positive_jit(v):
+    return lax.cond(v.sum() > 0, lambda u: jnp.maximum(u, 0), lambda u: u, v)
+
+
+print(clip_positive_jit(np.array([1.0, -2.0, 3.0], np.float32)))
+print(clip_positive_jit(np.array([-1.0, -2.0, 0.5], np.float32)))
+
+
+@purejit.jit
+def newton_sqrt(a):
+    return lax.fori_loop(0, 8, lambda i, x: 0.5 * (x + a / x), a)
+
+
+@purejit.jit
+def running_sum(xs):
+    def step(carry, x):
+        carry = carry + x
+        return carry, carry
+
+    return lax.scan(step, jnp.zeros((), xs.dtype), xs)
+
+
+print(newton_sqrt(np.array([2.0, 9.0], np.float32)))
+print(running_sum(np.arange(5, dtype=np.float32)))
+
+# %% [markdown]
+# ## 5. Looking inside: `lower()`, `.ir()`, `.as_text()`, `.compile()`
 #
 # `lower` traces and optimises without running anything. `.ir()` is purejit's optimised IR,
 # `.records` says what each pass did, `.as_text()` is the StableHLO module handed to XLA.
@@ -149,6 +185,13 @@ compiled = lowered.compile()
 print("flops:", compiled.cost_analysis()["flops"])
 print(compiled.memory_analysis())
 np.testing.assert_allclose(compiled(params, x), y, rtol=1e-6)
+
+# %% [markdown]
+# `purejit.explain` puts it together: every pass with its report, the IR after each one,
+# purejit's fusion plan and the kernels XLA actually produced.
+
+# %%
+print(purejit.explain(predict, params, x))
 
 # %% [markdown]
 # The compiled object only accepts the signature it was compiled for:

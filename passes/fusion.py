@@ -23,7 +23,8 @@ How groups form (a greedy pass over the cost model of `purejit.passes.cost`):
     2. siblings (`multi_output=True`): two groups that read the same input and produce the
        same shape merge into one kernel with two results when the merged kernel moves fewer
        bytes and neither group depends on the other.
-A group becomes a `fusion` op when it holds at least two ops that are not constants.
+A group becomes a `fusion` op when it holds at least `min_group_ops` (2) ops that are not
+constants.
 
 Guarantees: the result computes the same numbers (every live op is kept, moved into a
 region or left in place; ops left dead by copying are removed); no work is done twice except
@@ -347,7 +348,7 @@ def _fuse(fn: Function, opts: "Fusion") -> tuple[Function, list[dict]]:
     placed: set[int] = set()
     for gid, members in g.members.items():
         inputs, outputs, region, kind = _build_region(g, gid)
-        if sum(not op.has_trait("constant") for op in region.ops) < 2:
+        if sum(not op.has_trait("constant") for op in region.ops) < opts.min_group_ops:
             continue
         fusion = Op("fusion", inputs, {"kind": kind}, outputs, [region], members[-1].loc)
         nodes.append((max(g.pos[id(op)] for op in members), fusion))
@@ -403,6 +404,9 @@ class Fusion:
         max_constant_elements: constants up to this size are copied into groups.
         exclude_ops: op names never put in a group (what a back end cannot take).
         elementwise_after_reduction: only elementwise ops may follow a reduction in a group.
+        min_group_ops: the fewest ops (constants aside) a group needs to become a `fusion`
+            op; 1 wraps lone ops too, so that a back end running groups as kernels cannot
+            rewrite them (XLA splits a lone reduction into two kernels, for one).
     """
 
     name: str = "fusion"
@@ -410,6 +414,7 @@ class Fusion:
     max_constant_elements: int = 16
     exclude_ops: tuple[str, ...] = ()
     elementwise_after_reduction: bool = False
+    min_group_ops: int = 2
 
     def __call__(self, fn: Function) -> PassResult:
         if any(op.has_trait("fusion") for op in fn.walk()):

@@ -116,7 +116,12 @@ class _Rewriter:
             self.uses[v] = self.uses.get(v, 0) + 1
         self.out: list[Op] = []
         self.subst: dict[Value, Value] = {}
-        self.stats = {"dots_relaid": 0, "transposes_folded": 0, "bytes_saved": 0}
+        self.stats = {
+            "dots_relaid": 0,
+            "dots_canonicalised": 0,
+            "transposes_folded": 0,
+            "bytes_saved": 0,
+        }
         self.memo: dict = {}  # plans for the current decision; cleared after each rewrite
 
     # ---- bookkeeping ----------------------------------------------------------------------
@@ -360,6 +365,9 @@ class _Rewriter:
                 continue
             if op.name == "dot_general":
                 op = self._relayout_dot(op)
+                if op.name == "dot_general" and _canonical_dot(op) is not op:
+                    op = _canonical_dot(op)
+                    self.stats["dots_canonicalised"] += 1
             self._emit(op)
         results = [self.subst.get(v, v) for v in self.fn.results]
         return Function(self.fn.name, self.fn.params, self.out, results)
@@ -384,7 +392,7 @@ class _Rewriter:
     def _relayout_dot(self, op: Op) -> Op:
         implied = self.implied_cost(op)
         if implied == 0:
-            return _canonical_dot(op)
+            return op
         n = op.results[0].type.rank
         best = None
         self.memo = {}
@@ -396,7 +404,7 @@ class _Rewriter:
             if best is None or cost < best[0]:
                 best = (cost, ca, cb, attrs)
         if best is None or best[0] >= implied:
-            return _canonical_dot(op)
+            return op
         _, ca, cb, attrs = best
         lhs, rhs = op.operands
         memo: dict = {}
@@ -490,7 +498,5 @@ class LayoutAssignment:
     def __call__(self, fn: Function) -> PassResult:
         stats: dict = {}
         new = _rewrite(fn, stats, ("FK", "KF") if self.transposed_lhs else ("FK",))
-        from purejit.ir import print_function
-
-        changed = print_function(new) != print_function(fn)
+        changed = any(stats[k] for k in ("dots_relaid", "dots_canonicalised", "transposes_folded"))
         return PassResult(new if changed else fn, changed, stats)

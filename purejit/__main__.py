@@ -16,8 +16,13 @@ def _fmt_bytes(n) -> str:
     return str(n)
 
 
-def info(out=sys.stdout) -> None:
-    """Print purejit's, jax's, jaxlib's and StableHLO's versions, the backend and devices."""
+def info(out=None) -> None:
+    """Print purejit's, jax's, jaxlib's and StableHLO's versions, the backend and devices.
+
+    Args:
+        out: a text stream (default: sys.stdout at call time).
+    """
+    out = out or sys.stdout
     import platform
 
     import numpy as np

@@ -216,7 +216,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
     """Run `true_fun(*operands)` if `pred` else `false_fun(*operands)`, as jax.lax.cond.
 
     Args:
-        pred: a boolean scalar (a number is compared with 0, as in JAX).
+        pred: a boolean scalar (an integer is compared with 0, as in JAX; floats error).
         true_fun, false_fun: functions of the operands returning pytrees with the same
             structure, shapes and dtypes.
         *operands: pytrees of arrays passed to the branch.
@@ -228,10 +228,12 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
     operands = _operands("cond", operands, operand)
     p = _scalar("cond", pred, "pred")
     if p.dtype != np.bool_:
-        if p.dtype.kind not in "iuf" and p.dtype != pdt.bfloat16:
+        if p.dtype.kind not in "iu":
+            # as in JAX: integers are compared with 0; floats are an error
             raise errors.PurejitTypeError(
-                f"cond: pred must be a boolean scalar (or a real number), got "
-                f"{p.aval.str_short()}{errors.at(errors.user_location())}"
+                f"cond: pred must be a boolean (or integer) scalar, got "
+                f"{p.aval.str_short()}{errors.at(errors.user_location())}; compare it "
+                "explicitly, e.g. `x > 0`"
             )
         p = bind1("compare", p, convert(0, p.dtype), comparison_direction="NE")
     if config.jit_disabled and _concrete(p):

@@ -284,7 +284,11 @@ class Jitted:
         params = list(self._sig.parameters.values()) if self._sig else []
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
+        var = next((k for k, p in enumerate(params) if p.kind == p.VAR_POSITIONAL), None)
+
         def pos_name(i):
+            if var is not None and i >= var:  # def f(x, *rest): rest[0], rest[1], ...
+                return f"{params[var].name}[{i - var}]"
             if i < len(params) and params[i].kind in positional:
                 return params[i].name
             return f"args[{i}]"

@@ -44,6 +44,7 @@ class _Target:
     axis: int
     sizes: tuple[int, ...]
     name: str  # "x axis 0"
+    path: str  # "x"
 
 
 class Buckets:
@@ -102,7 +103,7 @@ class Buckets:
         out = []
         for j, (arg, path) in enumerate(arg_leaf_names(jitted, static, tree)):
             for axis, sizes in keys.get(arg, {}).items():
-                out.append(_Target(j, axis, sizes, f"{path} axis {axis}"))
+                out.append(_Target(j, axis, sizes, f"{path} axis {axis}", path))
         self._targets[ck] = out
         return out
 
@@ -115,10 +116,7 @@ class Buckets:
         for t in targets:
             a = padded_avals[t.leaf]
             if not -len(a.shape) <= t.axis < len(a.shape):
-                raise BucketError(
-                    f"buckets: {t.name} does not exist, {t.name.rsplit(' axis', 1)[0]} is "
-                    f"{a.str_short()}"
-                )
+                raise BucketError(f"buckets: {t.name} does not exist, {t.path} is {a.str_short()}")
             axis = t.axis % len(a.shape)
             n = a.shape[axis]
             b = self._bucket(jitted, t, n)
@@ -130,7 +128,8 @@ class Buckets:
         key = ("buckets", tree, tuple(padded_avals), static)
         compiled = jitted._cache.get(key)
         if compiled is None:
-            jitted.stats.on_miss(jitted, static, tree, padded_avals)
+            planned = {(t.path, t.axis % len(avals[t.leaf].shape)) for t in targets}
+            jitted.stats.on_miss(jitted, static, tree, padded_avals, planned)
             compiled = self._build(jitted, static, tree, padded_avals, targets)
             jitted.stats.on_compiled(compiled)
             jitted._cache[key] = compiled

@@ -28,6 +28,7 @@ with mode 0o700) and never point it at files from someone else.
 
 from __future__ import annotations
 
+import collections.abc
 import hashlib
 import json
 import logging
@@ -123,6 +124,10 @@ def compile(
     exe = pjrt.compile(module, param_types, result_types, **kw)
     try:
         payload = pjrt.serialize_executable(exe, device)
+    except Exception as e:  # noqa: BLE001 - a runtime that cannot serialise: just don't cache
+        logger.warning("purejit cache: this executable cannot be serialised (%s)", e)
+        return exe, False
+    try:
         write_entry(os.fspath(cache_dir), key, payload)
         evict(os.fspath(cache_dir), int(config.read("cache_max_bytes")), keep=key + _SUFFIX)
     except OSError as e:  # a read-only or full disk must not fail the compile
@@ -277,7 +282,7 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     fingerprint = _pipeline_fingerprint(pipeline) if cache_dir else None
     if fingerprint is None:
         return pipeline.run(fn)
-    from purejit.ir import print_function, verify
+    from purejit.ir import print_function
 
     text = print_function(fn)
     h = hashlib.sha256(b"purejit-pass-cache/%d\0" % _FORMAT)
@@ -288,9 +293,11 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     blob = _read(path, key)
     if blob is not None:
         try:
-            opt, records = pickle.loads(blob)
+            # no verify(): the pipeline verified it before writing, the checksum and the
+            # code hash in the key guard it since
+            opt, records_blob = pickle.loads(blob)
             _refresh_ids(opt)
-            verify(opt)
+            records = LazyRecords(records_blob)
         except Exception as e:  # noqa: BLE001 - damaged, or written by other code
             counters.bad_files += 1
             logger.warning("purejit cache: ignoring %s, it does not parse (%s)", path, e)
@@ -302,10 +309,12 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     opt, records = pipeline.run(fn)
     try:
         try:
-            payload = pickle.dumps((opt, records), protocol=pickle.HIGHEST_PROTOCOL)
+            rec = pickle.dumps(list(records), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - a pass report holds something unpicklable
             printable = [_printable_record(r) for r in records]
-            payload = pickle.dumps((opt, printable), protocol=pickle.HIGHEST_PROTOCOL)
+            rec = pickle.dumps(printable, protocol=pickle.HIGHEST_PROTOCOL)
+        # the records are pickled apart: a hit unpickles them only when someone reads them
+        payload = pickle.dumps((opt, rec), protocol=pickle.HIGHEST_PROTOCOL)
         write_entry(os.fspath(cache_dir), key, payload, _IR_SUFFIX)
     except (OSError, pickle.PicklingError, TypeError, AttributeError) as e:
         logger.warning("purejit cache: could not write the pass cache to %s (%s)", cache_dir, e)
@@ -342,6 +351,31 @@ def _code_fingerprint() -> str:
                             h.update(name.encode() + b"\0" + f.read())
         _CODE_FINGERPRINT.append(h.hexdigest())
     return _CODE_FINGERPRINT[0]
+
+
+class LazyRecords(collections.abc.Sequence):
+    """Pass records read from the pass cache, unpickled on first use (`explain`, dumps):
+    they hold every stage's IR text, which costs more to load than the program itself."""
+
+    def __init__(self, blob: bytes):
+        self._blob, self._items = blob, None
+
+    def _load(self) -> list:
+        if self._items is None:
+            self._items, self._blob = pickle.loads(self._blob), None
+        return self._items
+
+    def __getitem__(self, i):
+        return self._load()[i]
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def __iter__(self):
+        return iter(self._load())
+
+    def __repr__(self) -> str:
+        return repr(self._load())
 
 
 def _printable_record(r):

@@ -9,6 +9,7 @@ only the reference here).
 from __future__ import annotations
 
 import collections
+import itertools
 import time
 
 import numpy as np
@@ -38,7 +39,7 @@ def init_params(sizes, seed=0):
             (rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32),
             np.zeros((n,), np.float32),
         )
-        for m, n in zip(sizes[:-1], sizes[1:])
+        for m, n in itertools.pairwise(sizes)
     ]
 
 

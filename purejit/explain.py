@@ -109,7 +109,11 @@ class Explanation:
                 f"  {tag:>3}  {label:<16}{_size(k.bytes_read):>10}{_size(k.bytes_written):>10}"
                 f"{_size(k.bytes_eager):>10}  {ops}"
             )
-        n_eager = sum(len(k.ops) for k in self.kernels)
+        n_eager = sum(
+            not cost.is_view(o)
+            for k in self.kernels
+            for o in (k.op.regions[0].ops if k.group is not None else [k.op])
+        )
         ratio = self.eager_bytes / self.fused_bytes if self.fused_bytes else 1.0
         out.append(
             f"  memory traffic: op by op {_size(self.eager_bytes)} in {n_eager} kernels (every "

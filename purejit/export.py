@@ -16,13 +16,14 @@ consumers keep reading it for 5 years (its backward-compatibility guarantee). Pa
 0.9.0, if the program's ops exist there), `"current"` for the newest, or an explicit
 "x.y.z". Static arguments are baked into the program; the artifact takes the others.
 
-Trees are stored as JSON: tuples, lists, dicts with str or int keys and None are portable;
-namedtuples and custom registered nodes are refused with `ExportError`, since rebuilding them
-would need the user's classes.
+Trees are stored as JSON: tuples, lists, dicts and OrderedDicts with str or int keys and
+None are portable; namedtuples, defaultdicts and custom registered nodes are refused with
+`ExportError`, since rebuilding them would need the user's classes or factories.
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -223,7 +224,7 @@ def treedef_to_json(td: PyTreeDef):
         return {"list": children}
     if td.kind is type(None):
         return {"none": []}
-    if td.kind is dict:
+    if td.kind in (dict, collections.OrderedDict):
         keys = []
         for k in td.aux:
             if isinstance(k, bool) or not isinstance(k, (str, int)):
@@ -232,11 +233,13 @@ def treedef_to_json(td: PyTreeDef):
                     "int keys are portable"
                 )
             keys.append(["s", k] if isinstance(k, str) else ["i", k])
-        return {"dict": children, "keys": keys}
+        tag = "dict" if td.kind is dict else "ordered_dict"
+        return {tag: children, "keys": keys}
     raise ExportError(
         f"cannot export the pytree node type {td.kind.__module__}.{td.kind.__qualname__}: "
         "rebuilding it would need that class in the loading process. Only tuples, lists, "
-        "dicts and None are portable; convert it (e.g. a namedtuple with ._asdict())."
+        "dicts, OrderedDicts and None are portable; convert it (e.g. a namedtuple with "
+        "._asdict())."
     )
 
 
@@ -252,9 +255,10 @@ def treedef_from_json(obj) -> PyTreeDef:
         return PyTreeDef(list, None, tuple(treedef_from_json(c) for c in obj["list"]))
     if "none" in obj:
         return PyTreeDef(type(None), None, ())
-    if "dict" in obj:
-        keys = tuple(k if t == "s" else int(k) for t, k in obj["keys"])
-        return PyTreeDef(dict, keys, tuple(treedef_from_json(c) for c in obj["dict"]))
+    for tag, kind in (("dict", dict), ("ordered_dict", collections.OrderedDict)):
+        if tag in obj:
+            keys = tuple(k if t == "s" else int(k) for t, k in obj["keys"])
+            return PyTreeDef(kind, keys, tuple(treedef_from_json(c) for c in obj[tag]))
     raise ExportError(f"corrupt tree structure in purejit export: {obj!r}")
 
 

@@ -90,6 +90,7 @@ class CacheStats:
     _signatures: list[dict] = field(default_factory=list, repr=False)
     _churn: collections.Counter = field(default_factory=collections.Counter, repr=False)
     _sizes: dict = field(default_factory=dict, repr=False)
+    _churn_misses: int = field(default=0, repr=False)
 
     @property
     def recompiles(self) -> int:
@@ -100,8 +101,13 @@ class CacheStats:
         return copy.deepcopy(self)
 
     # --- hooks called by purejit.api -----------------------------------------------------
-    def on_miss(self, jitted, static, tree: PyTreeDef, avals) -> MissReason | None:
-        """Record a miss of `jitted` for this signature; explain it and run the trap guard."""
+    def on_miss(
+        self, jitted, static, tree: PyTreeDef, avals, expected=frozenset()
+    ) -> MissReason | None:
+        """Record a miss of `jitted` for this signature; explain it and run the trap guard.
+
+        `expected` holds (leaf path, axis) pairs whose changes are planned (bucketed axes):
+        they are explained but do not count towards the trap guard."""
         self.misses += 1
         sig = describe_signature(jitted, static, tree, avals)
         reason = None
@@ -110,10 +116,11 @@ class CacheStats:
             self.miss_reasons.append(reason)
             level = logging.WARNING if config.read("jit_log_compiles") else logging.INFO
             logger.log(level, "%s recompiled (miss %d): %s", _name(jitted), reason.number, reason)
-            self._count_churn(reason)
+            churned = self._count_churn(reason, expected)
         self._signatures.append(sig)
         del self._signatures[:-_MAX_SIGNATURES]
-        if reason is not None:
+        if reason is not None and churned:
+            self._churn_misses += 1
             self._guard(jitted)
         return reason
 
@@ -128,23 +135,30 @@ class CacheStats:
     def _closest(self, sig: dict) -> dict:
         return min(reversed(self._signatures), key=lambda s: _distance(s, sig))
 
-    def _count_churn(self, reason: MissReason):
+    def _count_churn(self, reason: MissReason, expected) -> bool:
+        """Count what changed; False when every change was an expected (bucketed) axis."""
+        counted = False
         for c in reason.changes:
-            if c.static:
-                key = ("static", c.arg, c.name, None)
-                self._churn[key] += 1
-                self._sizes.setdefault(key, []).append(c.new)
+            if c.axes:
+                for ax in c.axes:
+                    if (c.name, ax) in expected:
+                        continue
+                    key = ("axis", c.arg, c.name, ax)
+                    self._churn[key] += 1
+                    seen = self._sizes.setdefault(key, [c.old_shape[ax]])
+                    seen.append(c.new_shape[ax])
+                    counted = True
                 continue
-            for ax in c.axes:
-                key = ("axis", c.arg, c.name, ax)
-                self._churn[key] += 1
-                seen = self._sizes.setdefault(key, [c.old_shape[ax]])
-                seen.append(c.new_shape[ax])
+            key = ("static" if c.static else "type", c.arg, c.name, None)
+            self._churn[key] += 1
+            self._sizes.setdefault(key, [c.old]).append(c.new)
+            counted = True
+        return counted
 
     def _guard(self, jitted):
         limit = getattr(jitted, "recompile_warn_after", None)
         limit = config.read("recompile_warn_after") if limit is None else limit
-        if self.warned or limit is None or limit <= 0 or self.recompiles < limit:
+        if self.warned or limit is None or limit <= 0 or self._churn_misses < limit:
             return
         self.warned = True
         msg = trap_message(_name(jitted), self.recompiles, self._churn, self._sizes)
@@ -289,12 +303,18 @@ def trap_message(fname: str, recompiles: int, churn: collections.Counter, sizes:
         return head + " Its cache was cleared repeatedly (clear_cache)."
     (kind, arg, name, axis), count = churn.most_common(1)[0]
     seen = sizes.get((kind, arg, name, axis), [])
-    if kind == "static":
+    if kind in ("static", "type"):
         vals = ", ".join(dict.fromkeys(seen[:8]))
+        more = ", ..." if len(seen) > 8 else ""
+        if kind == "type":
+            return (
+                f"{head} The type of {name} changed in {count} of them ({vals}{more}). Convert "
+                "it to one dtype and rank before calling."
+            )
         return (
             f"{head} The static argument {name} changed in {count} of them (values {vals}"
-            f"{', ...' if len(seen) > 8 else ''}). Pass it as a traced array instead of a "
-            "static argument, or keep its values few."
+            f"{more}). Pass it as a traced array instead of a static argument, or keep its "
+            "values few."
         )
     uniq = sorted(set(seen))
     shown = ", ".join(map(str, uniq[:10])) + (", ..." if len(uniq) > 10 else "")

@@ -6,6 +6,7 @@ Dict keys are sorted, as in JAX. `None` is a node with no children.
 
 from __future__ import annotations
 
+import collections
 from typing import Any, Callable, Hashable, NamedTuple
 
 
@@ -38,6 +39,17 @@ register_pytree_node(
     lambda keys, c: dict(zip(keys, c)),
 )
 register_pytree_node(type(None), lambda _: ([], None), lambda _, c: None)
+# as in JAX: an OrderedDict keeps its insertion order, a defaultdict sorts its keys like a dict
+register_pytree_node(
+    collections.OrderedDict,
+    lambda d: (list(d.values()), tuple(d)),
+    lambda keys, c: collections.OrderedDict(zip(keys, c)),
+)
+register_pytree_node(
+    collections.defaultdict,
+    lambda d: ([d[k] for k in sorted(d)], (d.default_factory, tuple(sorted(d)))),
+    lambda aux, c: collections.defaultdict(aux[0], zip(aux[1], c)),
+)
 
 
 def _is_namedtuple(x) -> bool:
@@ -144,6 +156,13 @@ def td_flatten_up_to(treedef: PyTreeDef, tree) -> list:
     return leaves
 
 
+_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
+
+
+def _dict_keys(td: PyTreeDef) -> tuple:
+    return td.aux[1] if td.kind is collections.defaultdict else td.aux
+
+
 def tree_paths(treedef: PyTreeDef, prefix: str = "") -> list[str]:
     """A readable path for every leaf, e.g. `x['w'][0]`, for error messages."""
     out: list[str] = []
@@ -153,7 +172,7 @@ def tree_paths(treedef: PyTreeDef, prefix: str = "") -> list[str]:
             out.append(path)
             return
         for i, c in enumerate(td.children):
-            key = td.aux[i] if td.kind is dict else i
+            key = _dict_keys(td)[i] if td.kind in _DICTS else i
             rec(c, f"{path}[{key!r}]")
 
     rec(treedef, prefix)

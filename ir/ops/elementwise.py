@@ -15,7 +15,7 @@ import numpy as np
 
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
-from purejit.ir.ops._util import compute_dtype, nargs, same_types
+from purejit.ir.ops._util import compute_dtype, dtype_attr, nargs, need_attrs, same_types
 from purejit.ir.registry import OpDef, fail, register
 
 # dtype classes an op accepts
@@ -354,7 +354,7 @@ def _compare_infer(types, attrs, regions):
     t = same_types("compare", types)
     direction = attrs.get("comparison_direction")
     if direction not in COMPARISONS:
-        fail("compare", f"comparison_direction must be one of {list(COMPARISONS)}")
+        fail("compare", f"comparison_direction={direction!r} for {t} is not one of {list(COMPARISONS)}")
     if dtypes.is_complex(t.dtype) and direction not in ("EQ", "NE"):
         fail("compare", f"{direction} is not defined for complex {t}")
     return [TensorType(t.shape, np.bool_)]
@@ -403,6 +403,8 @@ def _clamp_infer(types, attrs, regions):
     for bound in (lo, hi):
         if bound.dtype != x.dtype or bound.shape not in ((), x.shape):
             fail("clamp", f"bound {bound} must be a scalar or match {x}")
+    if dtypes.is_complex(x.dtype):
+        fail("clamp", f"is not defined for complex {x} (no order)")
     return [x]
 
 
@@ -416,9 +418,8 @@ register(OpDef("clamp", _clamp_infer, _clamp_ref, _EW, doc="clamp(min, x, max)")
 
 def _convert_infer(types, attrs, regions):
     nargs("convert", types, 1)
-    if "dtype" not in attrs:
-        fail("convert", "needs a dtype attribute")
-    return [TensorType(types[0].shape, attrs["dtype"])]
+    need_attrs("convert", attrs, "dtype")
+    return [TensorType(types[0].shape, dtype_attr("convert", "dtype", attrs["dtype"]))]
 
 
 def convert_array(x: np.ndarray, dt) -> np.ndarray:

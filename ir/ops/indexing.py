@@ -9,6 +9,7 @@ import numpy as np
 
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
+from purejit.ir.ops._util import int_list, need_attrs
 from purejit.ir.registry import OpDef, fail, register
 
 
@@ -18,6 +19,8 @@ def _check_starts(op, operand, starts):
     for s in starts:
         if s.shape != () or not dtypes.is_integer(s.dtype):
             fail(op, f"start indices must be integer scalars, got {s}")
+    if len({s.dtype for s in starts}) > 1:  # StableHLO requires one index type
+        fail(op, f"start indices have different types: {', '.join(str(s) for s in starts)}")
 
 
 def clamp_starts(starts, shape, sizes):
@@ -28,9 +31,12 @@ def clamp_starts(starts, shape, sizes):
 
 
 def _ds_infer(types, attrs, regions):
+    if not types:
+        fail("dynamic_slice", "expects an operand and start indices")
     t, starts = types[0], types[1:]
     _check_starts("dynamic_slice", t, starts)
-    sizes = tuple(attrs["slice_sizes"])
+    need_attrs("dynamic_slice", attrs, "slice_sizes")
+    sizes = int_list("dynamic_slice", "slice_sizes", attrs["slice_sizes"])
     if len(sizes) != t.rank or any(not 0 <= n <= d for n, d in zip(sizes, t.shape)):
         fail("dynamic_slice", f"slice_sizes={list(sizes)} do not fit in {t}")
     return [TensorType(sizes, t.dtype)]

@@ -7,7 +7,7 @@ import numpy as np
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
 from purejit.ir.interpreter import run_batched
-from purejit.ir.ops._util import check_rank_attr, compute_dtype, nargs
+from purejit.ir.ops._util import check_rank_attr, compute_dtype, int_list, nargs, need_attrs
 from purejit.ir.registry import OpDef, fail, register
 
 # reduce(*inputs, *inits) {dimensions} region(acc..., x...) -> acc... -----------------------
@@ -18,13 +18,15 @@ def _reduce_infer(types, attrs, regions):
         fail("reduce", f"expects N inputs and N init values, got {len(types)} operands")
     n = len(types) // 2
     inputs, inits = types[:n], types[n:]
-    dims = check_rank_attr("reduce", "dimensions", attrs["dimensions"], inputs[0].rank)
+    need_attrs("reduce", attrs, "dimensions")
+    dims = check_rank_attr("reduce", "dimensions", attrs["dimensions"], inputs[0].rank,
+                           type=inputs[0])  # fmt: skip
     for t in inputs[1:]:
         if t.shape != inputs[0].shape:
             fail("reduce", f"inputs have different shapes: {inputs[0]} vs {t}")
     for x, i in zip(inputs, inits):
         if i.shape != () or i.dtype != x.dtype:
-            fail("reduce", f"init value {i} must be a scalar of {x.dtype}")
+            fail("reduce", f"init value {i} must be a scalar of the input's type (input {x})")
     if len(regions) != 1:
         fail("reduce", "needs exactly one region")
     (body,) = regions
@@ -116,9 +118,10 @@ DOT_ATTRS = (
 def _dot_infer(types, attrs, regions):
     nargs("dot_general", types, 2)
     lhs, rhs = types
-    lb, rb, lc, rc = (tuple(attrs[k]) for k in DOT_ATTRS)
-    check_rank_attr("dot_general", "lhs dims", lb + lc, lhs.rank)
-    check_rank_attr("dot_general", "rhs dims", rb + rc, rhs.rank)
+    need_attrs("dot_general", attrs, *DOT_ATTRS)
+    lb, rb, lc, rc = (int_list("dot_general", k, attrs[k]) for k in DOT_ATTRS)
+    check_rank_attr("dot_general", "lhs batching+contracting dims", lb + lc, lhs.rank, type=lhs)
+    check_rank_attr("dot_general", "rhs batching+contracting dims", rb + rc, rhs.rank, type=rhs)
     if lhs.dtype != rhs.dtype:
         fail("dot_general", f"operand dtypes differ: {lhs} vs {rhs}")
     if len(lb) != len(rb) or len(lc) != len(rc):

@@ -6,7 +6,16 @@ from __future__ import annotations
 import numpy as np
 
 from purejit.ir.core import TensorType
-from purejit.ir.ops._util import check_rank_attr, nargs, same_types
+from purejit.ir.ops._util import (
+    check_rank_attr,
+    dtype_attr,
+    int_attr,
+    int_list,
+    nargs,
+    need_attrs,
+    same_types,
+    shape_attr,
+)
 from purejit.ir.registry import OpDef, fail, register
 
 _SHAPE = frozenset({"pure", "shape_only"})
@@ -23,8 +32,8 @@ def _constant_infer(types, attrs, regions):
     nargs("constant", types, 0)
     v = attrs.get("value")
     if not isinstance(v, np.ndarray):
-        fail("constant", "value must be a numpy array")
-    return [TensorType(v.shape, v.dtype)]
+        fail("constant", f"value must be a numpy array, got {type(v).__name__}")
+    return [TensorType(v.shape, dtype_attr("constant", "value dtype", v.dtype))]
 
 
 _op(
@@ -40,9 +49,15 @@ _op(
 
 def _iota_infer(types, attrs, regions):
     nargs("iota", types, 0)
-    shape = tuple(attrs["shape"])
-    check_rank_attr("iota", "dimension", [attrs["dimension"]], len(shape))
-    return [TensorType(shape, attrs["dtype"])]
+    need_attrs("iota", attrs, "shape", "dtype", "dimension")
+    shape = shape_attr("iota", "shape", attrs["shape"])
+    dt = dtype_attr("iota", "dtype", attrs["dtype"])
+    out = TensorType(shape, dt)
+    if dt == np.bool_:  # StableHLO's iota has integer, float and complex forms only
+        fail("iota", f"cannot make {out}: iota is not defined for pred")
+    check_rank_attr("iota", "dimension", [int_attr("iota", "dimension", attrs["dimension"])],
+                    len(shape), type=out)  # fmt: skip
+    return [out]
 
 
 def _iota_ref(args, attrs, regions, run):
@@ -59,11 +74,13 @@ _op("iota", _iota_infer, _iota_ref, attrs=("shape", "dtype", "dimension"))
 def _bcast_infer(types, attrs, regions):
     nargs("broadcast_in_dim", types, 1)
     (t,) = types
-    shape = tuple(attrs["shape"])
-    dims = tuple(attrs["broadcast_dimensions"])
+    need_attrs("broadcast_in_dim", attrs, "shape", "broadcast_dimensions")
+    shape = shape_attr("broadcast_in_dim", "shape", attrs["shape"])
+    dims = int_list("broadcast_in_dim", "broadcast_dimensions", attrs["broadcast_dimensions"])
     if len(dims) != t.rank:
-        fail("broadcast_in_dim", f"{t}: broadcast_dimensions={list(dims)} must have {t.rank}")
-    check_rank_attr("broadcast_in_dim", "broadcast_dimensions", dims, len(shape))
+        fail("broadcast_in_dim", f"{t}: broadcast_dimensions={list(dims)} needs {t.rank} entries")
+    check_rank_attr("broadcast_in_dim", "broadcast_dimensions", dims, len(shape),
+                    type=f"{t} -> shape {list(shape)}")  # fmt: skip
     for i, d in enumerate(dims):
         if t.shape[i] not in (1, shape[d]):
             fail("broadcast_in_dim", f"cannot broadcast {t} to shape {list(shape)}")
@@ -94,7 +111,8 @@ _op(
 def _reshape_infer(types, attrs, regions):
     nargs("reshape", types, 1)
     (t,) = types
-    out = TensorType(tuple(attrs["shape"]), t.dtype)
+    need_attrs("reshape", attrs, "shape")
+    out = TensorType(shape_attr("reshape", "shape", attrs["shape"]), t.dtype)
     if out.size != t.size:
         fail("reshape", f"cannot reshape {t} ({t.size} elements) to {out}")
     return [out]
@@ -113,9 +131,10 @@ _op(
 def _transpose_infer(types, attrs, regions):
     nargs("transpose", types, 1)
     (t,) = types
-    perm = tuple(attrs["permutation"])
+    need_attrs("transpose", attrs, "permutation")
+    perm = int_list("transpose", "permutation", attrs["permutation"])
     if sorted(perm) != list(range(t.rank)):
-        fail("transpose", f"permutation={list(perm)} is not a permutation of {t.rank} dims")
+        fail("transpose", f"permutation={list(perm)} is not a permutation of the dims of {t}")
     return [TensorType(tuple(t.shape[p] for p in perm), t.dtype)]
 
 
@@ -132,13 +151,16 @@ _op(
 def _slice_infer(types, attrs, regions):
     nargs("slice", types, 1)
     (t,) = types
-    start, limit, strides = (tuple(attrs[k]) for k in ("start_indices", "limit_indices", "strides"))
+    keys = ("start_indices", "limit_indices", "strides")
+    need_attrs("slice", attrs, *keys)
+    start, limit, strides = (int_list("slice", k, attrs[k]) for k in keys)
     if not len(start) == len(limit) == len(strides) == t.rank:
         fail("slice", f"{t}: start/limit/strides must each have {t.rank} entries")
     shape = []
     for s, lim, st, d in zip(start, limit, strides, t.shape):
         if not (0 <= s <= lim <= d) or st < 1:
-            fail("slice", f"{t}: bad slice start={list(start)} limit={list(limit)}")
+            fail("slice", f"{t}: bad slice start={list(start)} limit={list(limit)} "
+                 f"strides={list(strides)}")  # fmt: skip
         shape.append(-(-(lim - s) // st))
     return [TensorType(tuple(shape), t.dtype)]
 
@@ -159,9 +181,10 @@ _op("slice", _slice_infer, _slice_ref, attrs=("start_indices", "limit_indices", 
 def _concat_infer(types, attrs, regions):
     if not types:
         fail("concatenate", "needs at least one operand")
-    d = attrs["dimension"]
+    need_attrs("concatenate", attrs, "dimension")
+    d = int_attr("concatenate", "dimension", attrs["dimension"])
     first = types[0]
-    check_rank_attr("concatenate", "dimension", [d], first.rank)
+    check_rank_attr("concatenate", "dimension", [d], first.rank, type=first)
     for t in types[1:]:
         if t.dtype != first.dtype or t.rank != first.rank or any(
             a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d
@@ -186,10 +209,10 @@ def _pad_infer(types, attrs, regions):
     nargs("pad", types, 2)
     t, v = types
     if v.shape != () or v.dtype != t.dtype:
-        fail("pad", f"padding value {v} must be a scalar of {t.dtype}")
-    lo, hi, interior = (
-        tuple(attrs[k]) for k in ("edge_padding_low", "edge_padding_high", "interior_padding")
-    )
+        fail("pad", f"padding value {v} must be a scalar of {t.dtype} (operand {t})")
+    keys = ("edge_padding_low", "edge_padding_high", "interior_padding")
+    need_attrs("pad", attrs, *keys)
+    lo, hi, interior = (int_list("pad", k, attrs[k]) for k in keys)
     if not len(lo) == len(hi) == len(interior) == t.rank or any(i < 0 for i in interior):
         fail("pad", f"{t}: padding lists must have {t.rank} entries, interior >= 0")
     shape = []
@@ -228,7 +251,8 @@ _op(
 
 def _reverse_infer(types, attrs, regions):
     nargs("reverse", types, 1)
-    check_rank_attr("reverse", "dimensions", attrs["dimensions"], types[0].rank)
+    need_attrs("reverse", attrs, "dimensions")
+    check_rank_attr("reverse", "dimensions", attrs["dimensions"], types[0].rank, type=types[0])
     return [types[0]]
 
 

@@ -18,6 +18,9 @@ XLA's kernels to purejit's groups.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -307,6 +310,7 @@ class Capability:
             "multi_output": self.multi_output,
             "exclude_ops": self.exclude_ops,
             "elementwise_after_reduction": self.elementwise_after_reduction,
+            "min_group_ops": 1,  # lone fusible ops too: XLA may not rewrite a kernel
         }
 
 
@@ -365,9 +369,10 @@ def _try_route(route: str, device) -> str | None:
     return None
 
 
-def _check_in_child(platform: str, timeout: float = 120.0) -> str | None:
-    """Run `fusion_check` in a child process: None if every kind of group compiled to one
-    kernel with the right numbers, else what happened (an abort only kills the child)."""
+def _check_in_child(platform: str, timeout: float = 300.0) -> tuple[str | None, list[str]]:
+    """Run `fusion_check` in a child process. Returns (None, unsupported elementwise ops)
+    if every kind of group compiled to one kernel with the right numbers, else (what
+    happened, []); an abort only kills the child."""
     import os
     import subprocess
     import sys
@@ -377,27 +382,86 @@ def _check_in_child(platform: str, timeout: float = 120.0) -> str | None:
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired) as e:
-        return f"mhlo.fusion check did not finish ({type(e).__name__})"
-    if res.returncode == 0 and res.stdout.strip().endswith("OK"):
+        return f"mhlo.fusion check did not finish ({type(e).__name__})", []
+    out = res.stdout.strip().splitlines()
+    if res.returncode == 0 and len(out) >= 2 and out[-2] == "OK":
+        return None, list(json.loads(out[-1])["unsupported"])
+    lines = (res.stdout + res.stderr).strip().splitlines() or [""]
+    why = next((ln for ln in lines if "Check failed" in ln or "Error" in ln), lines[-1])
+    return f"mhlo.fusion check failed (exit {res.returncode}): {why.strip()[:160]}", []
+
+
+def _cache_file() -> str:
+    from purejit.config import config
+
+    root = config.read("cache_dir") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "purejit"
+    )
+    return os.path.join(root, "fusion_probe.json")
+
+
+def _cache_key(platform: str, device) -> str:
+    """What the probe's answer depends on: the runtime, the device, purejit's ops and the
+    check itself. The answer is still the probe's; the key only says when to ask again."""
+    from purejit.backend import fusion_check, pjrt
+    from purejit.ir import all_ops
+
+    with open(fusion_check.__file__, "rb") as f:
+        check_src = f.read()
+    parts = [
+        json.dumps(pjrt.versions(), sort_keys=True),
+        platform,
+        getattr(device, "device_kind", ""),
+        ",".join(sorted(all_ops())),
+        hashlib.sha256(check_src).hexdigest(),
+    ]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
+
+
+def _load_cached(key: str) -> Capability | None:
+    try:
+        with open(_cache_file()) as f:
+            entry = json.load(f).get(key)
+    except (OSError, ValueError):
         return None
-    lines = (res.stdout + res.stderr).strip().splitlines()
-    why = next((ln for ln in lines if "Check failed" in ln or "Error" in ln), lines[-1:] or [""])
-    why = why if isinstance(why, str) else why[0]
-    return f"mhlo.fusion check failed (exit {res.returncode}): {why.strip()[:160]}"
+    if not entry:
+        return None
+    entry["exclude_ops"] = tuple(entry["exclude_ops"])
+    return Capability(**entry)
 
 
-@functools.lru_cache(maxsize=None)
-def _probe(platform: str, device_id: int) -> Capability:
-    from purejit.backend import pjrt
+def _store(key: str, cap: Capability):
+    path = _cache_file()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            data = {}
+        data[key] = {**cap.__dict__, "exclude_ops": list(cap.exclude_ops)}
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, path)  # atomic: parallel test workers may race
+    except OSError:
+        pass  # a read-only home: probe again next time
+
+
+def _run_probe(platform: str, device) -> Capability:
     from purejit.backend.fusion_check import EXCLUDED_OPS
 
-    device = next(d for d in pjrt.devices(platform) if d.id == device_id)
     findings = []
-    problem = _try_route("mhlo.fusion", device) or _check_in_child(platform)
+    problem = _try_route("mhlo.fusion", device)
+    unsupported: list[str] = []
     if problem is None:
-        detail = "mhlo.fusion: each group is one kernel (no transpose/reshape inside a group; "
-        detail += "only elementwise ops after a reduction)"
-        return Capability("mhlo.fusion", platform, detail, EXCLUDED_OPS, True, False)
+        problem, unsupported = _check_in_child(platform)
+    if problem is None:
+        detail = "mhlo.fusion: each group is one kernel (no transpose/reshape inside a group"
+        detail += ", only elementwise ops after a reduction"
+        detail += f", without {', '.join(unsupported)})" if unsupported else ")"
+        exclude = tuple(EXCLUDED_OPS) + tuple(unsupported)
+        return Capability("mhlo.fusion", platform, detail, exclude, True, False)
     findings.append(problem)
     problem = _try_route("call", device)
     if problem is None:
@@ -407,8 +471,26 @@ def _probe(platform: str, device_id: int) -> Capability:
     return Capability("xla", platform, "; ".join(findings))
 
 
+@functools.lru_cache(maxsize=None)
+def _probe(platform: str, device_id: int) -> Capability:
+    from purejit.backend import pjrt
+
+    device = next(d for d in pjrt.devices(platform) if d.id == device_id)
+    key = _cache_key(platform, device)
+    cap = _load_cached(key)
+    if cap is None:
+        cap = _run_probe(platform, device)
+        _store(key, cap)
+    return cap
+
+
 def probe_route(device=None) -> Capability:
-    """Which route realises purejit's groups as XLA kernels on `device` (cached)."""
+    """Which route realises purejit's groups as XLA kernels on `device`.
+
+    The first probe on a machine compiles a few small programs (one in a child process,
+    some seconds); its answer is kept per process and in `fusion_probe.json` under
+    `config.cache_dir` (default `~/.cache/purejit`), keyed by the jax/jaxlib versions, the
+    device, purejit's ops and the check's source."""
     from purejit.backend import pjrt
 
     dev = device or pjrt.default_device()

@@ -5,15 +5,20 @@ them layouts, and some of its emitters then abort the whole process (`Check fail
 has_layout()`): measured for a transpose anywhere in a group, and for reshapes (of a
 reduction's result, or of a group input to [n, 1]). purejit therefore never puts transposes
 or reshapes in a group on this route (a row-major reshape is a free bitcast outside one) and
-allows only elementwise ops after a reduction. Whether the remaining kinds of group compile and compute
-the right numbers is checked here, one group per kind, in a child process, so an abort costs
-the probe and not the user's program:
+allows only elementwise ops after a reduction. Some elementwise ops are also missing inside
+a fusion, where XLA's expander passes do not reach (`logistic`: "Unsupported elementwise
+operation"). This module checks, in a child process so that an abort costs the probe and
+not the user's program, that every kind of group compiles to one kernel with the right
+numbers, and which elementwise ops fail alone in a group (those are left out of groups):
 
-    python -m purejit.backend.fusion_check PLATFORM   ->  prints "OK" and exits 0
+    python -m purejit.backend.fusion_check PLATFORM
+        -> prints "OK" and then `{"unsupported": [...]}`, exits 0
 """
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 
 import numpy as np
@@ -100,6 +105,92 @@ def check_module():
     return b.finish(outs), inputs
 
 
+def _elementwise_region(name: str):
+    """A one-op region applying op `name` to parameters of a dtype it accepts (f32, s32 or
+    pred, tried in that order); None when it takes none of them."""
+    from purejit.ir import Builder, TensorType, get_op
+    from purejit.ir.registry import IRTypeError
+
+    opdef = get_op(name)
+    for dt in (np.float32, np.int32, np.bool_):
+        t = TensorType((4, 8), dt)
+        for n in (1, 2, 3):
+            attrs = {"comparison_direction": "LT"} if name == "compare" else {}
+            if name == "convert":
+                attrs = {"dtype": np.dtype(np.float16)}
+            types = [t] * n
+            if name == "select":
+                types = [TensorType((4, 8), np.bool_)] + types[1:]
+            try:
+                opdef.infer(types, attrs, [])
+            except (IRTypeError, KeyError, TypeError, ValueError, IndexError):
+                continue
+            rb = Builder("region")
+            return rb.finish(rb.op(name, [rb.param(x) for x in types], attrs))
+    return None
+
+
+def _failing(names: list[str], regions: dict, platform: str) -> list[str]:
+    """The ops among `names` that fail in a group: one compile for all of them; when it
+    fails, the group its error names (by its `purejit.fusion.N` location) is dropped, or,
+    without a name, the set is halved."""
+    from purejit.backend import fusion, pjrt, stablehlo
+    from purejit.ir import Builder, interpret
+
+    if not names:
+        return []
+    b = Builder("purejit_fusion_op_check")
+    rng = np.random.default_rng(1)
+    ins, outs = [], []
+    for name in names:
+        region = regions[name]
+        ps = [b.param(p.type) for p in region.params]
+        ins += [(rng.random(p.type.shape) * 3 + 0.2).astype(p.type.dtype) for p in region.params]
+        outs += b.op("fusion", ps, {"kind": "loop"}, [region])
+    fn = b.finish(outs)
+    device = pjrt.devices(platform)[0]
+    ctx = stablehlo.EmitContext()
+    ctx.fusion_route = "mhlo.fusion"
+    try:
+        exe = pjrt.compile(
+            stablehlo.emit(fn, ctx=ctx),
+            fn.param_types,
+            fn.result_types,
+            device=device,
+            disable_xla_passes=(fusion.xla_fusion_pass(platform),),
+        )
+    except Exception as e:
+        if len(names) == 1:
+            return list(names)
+        named = re.search(r"purejit\.fusion\.(\d+)", str(e))
+        if named and int(named.group(1)) < len(names):
+            k = int(named.group(1))
+            return [names[k]] + _failing(names[:k] + names[k + 1 :], regions, platform)
+        half = len(names) // 2
+        return _failing(names[:half], regions, platform) + _failing(names[half:], regions, platform)
+    got = exe.execute([pjrt.to_device(x, device) for x in ins])
+    want = interpret(fn, *ins)
+    bad = []
+    for name, g, w in zip(names, got, want):
+        g64, w64 = np.asarray(g).astype(np.float64), np.asarray(w).astype(np.float64)
+        if not np.allclose(g64, w64, rtol=1e-3, atol=1e-3, equal_nan=True):
+            bad.append(name)
+    return bad
+
+
+def unsupported_elementwise(platform: str) -> list[str]:
+    """Elementwise ops that fail to compile, or compute wrong numbers, alone in a group."""
+    from purejit.ir import all_ops
+
+    regions = {}
+    for name, opdef in sorted(all_ops().items()):
+        if "elementwise" in opdef.traits:
+            region = _elementwise_region(name)
+            if region is not None:
+                regions[name] = region
+    return _failing(sorted(regions), regions, platform)
+
+
 def main(platform: str) -> int:
     from purejit.backend import fusion, pjrt, stablehlo
     from purejit.ir import interpret
@@ -127,6 +218,7 @@ def main(platform: str) -> int:
             print(f"wrong numbers for a {name} group")
             return 1
     print("OK")
+    print(json.dumps({"unsupported": unsupported_elementwise(platform)}))
     return 0
 
 

@@ -162,7 +162,10 @@ def compile_options_bytes(*, disable_xla_passes: Sequence[str] = ()) -> bytes:
 def serialize_executable(executable: Executable, device=None) -> bytes:
     """The bytes of a compiled executable (only for the same jaxlib and device kind)."""
     dev = device or default_device()
-    return dev.client.serialize_executable(executable._exe)
+    ser = getattr(dev.client, "serialize_executable", None)
+    if ser is not None:
+        return ser(executable._exe)
+    return executable._exe.serialize()  # jaxlib versions without the client method
 
 
 def deserialize_executable(

@@ -99,18 +99,27 @@ def place(buf, ns, t: TensorType):
 # ---- OpSharding (what the compiled program expects) ---------------------------------------
 
 
-def op_sharding_tiles(op, rank: int) -> tuple[int, ...]:
-    """How many pieces each of the `rank` dimensions is cut in, from an OpSharding."""
+def op_sharding_tiles(op, rank: int) -> dict[int, tuple[int, ...]]:
+    """For each partition id, the tile coordinates (one per dimension) an OpSharding gives it.
+
+    Replicated values give every partition tile (0, ..., 0); `None` stands for "all"."""
     kind = str(op.type).rsplit(".", 1)[-1]
-    if kind in ("REPLICATED", "MAXIMAL", "MANUAL"):
-        return (1,) * rank
+    if kind == "REPLICATED":
+        return {}
     if kind != "OTHER":
-        raise NotImplementedError(f"parameter sharding of type {kind} is not supported")
-    dims = list(op.tile_assignment_dimensions)
-    return tuple(dims[:rank])
+        raise NotImplementedError(f"compiled sharding of type {kind} is not supported")
+    dims = [int(d) for d in op.tile_assignment_dimensions]
+    if len(op.tile_assignment_devices):
+        devs = np.array(list(op.tile_assignment_devices)).reshape(dims)
+    else:
+        shape = [int(d) for d in op.iota_reshape_dims]
+        devs = np.arange(int(np.prod(shape))).reshape(shape)
+        devs = devs.transpose([int(p) for p in op.iota_transpose_perm]).reshape(dims)
+    return {int(devs[idx]): tuple(idx[:rank]) for idx in np.ndindex(*dims)}
 
 
 def _check_program(exe, kind: str, shardings, types, getter):
+    """Check XLA's compiled parameter/result shardings place every shard where purejit will."""
     try:
         ops = getter()
     except Exception:  # noqa: BLE001 - some jaxlib builds cannot report them
@@ -121,13 +130,22 @@ def _check_program(exe, kind: str, shardings, types, getter):
         )
     for i, (op, ns, t) in enumerate(zip(ops, shardings, types)):
         tiles = op_sharding_tiles(op, t.rank)
-        got = tuple(-(-n // k) for n, k in zip(t.shape, tiles))
         want = ns.shard_shape(t.shape)
-        if got != want:
+        counts = tuple(max((x[d] for x in tiles.values()), default=0) + 1 for d in range(t.rank))
+        if tuple(-(-n // k) for n, k in zip(t.shape, counts)) != want:
             raise ShardingMismatchError(
-                f"{kind} {i} ({t}): XLA compiled per-device shape {list(got)}, purejit's "
-                f"sharding {ns.spec!r} gives {list(want)}"
+                f"{kind} {i} ({t}): XLA compiled {list(counts)} tiles per dimension, purejit's "
+                f"sharding {ns.spec!r} gives per-device shape {list(want)}"
             )
+        for p, (dev, idx) in enumerate(ns.devices_indices_map(t.shape).items()):
+            start = tuple(sl.indices(n)[0] for sl, n in zip(idx, t.shape))
+            tile = tiles.get(p, (0,) * t.rank)
+            got = tuple(k * w for k, w in zip(tile, want))
+            if got != start:
+                raise ShardingMismatchError(
+                    f"{kind} {i} ({t}): XLA compiled partition {p} to hold the shard at "
+                    f"{list(got)}, purejit's sharding {ns.spec!r} puts {list(start)} there"
+                )
 
 
 # ---- pacing on the CPU backend --------------------------------------------------------------

@@ -622,7 +622,7 @@ def _manual_computation(ctx, op, args):
     ctx.lines, ctx.indent = saved_lines, saved_indent
     n = len(op.results)
     res = ctx.fresh()
-    head = f"{res}:{n} = " if n > 1 else f"{res} = "
+    head = f"{res}:{n} = " if n > 1 else (f"{res} = " if n == 1 else "")
     ins = ", ".join(sdy_dims(s) for s in a["in_specs"])
     outs_sh = ", ".join(sdy_dims(s) for s in a["out_specs"])
     manual = ", ".join(f'"{x}"' for x in a["axis_names"])
@@ -634,7 +634,7 @@ def _manual_computation(ctx, op, args):
     )
     ctx.lines.extend(inner)
     ctx.lines.append(f"{ctx.indent}}} : ({in_t}) -> ({out_t})")
-    return [f"{res}#{i}" for i in range(n)] if n > 1 else [res]
+    return [f"{res}#{i}" for i in range(n)] if n > 1 else [res][:n]
 
 
 # ---- fusion (issue 8: whole-program optimisation) ------------------------------------------

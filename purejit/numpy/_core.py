@@ -185,19 +185,19 @@ def _strong_const(v, dt):
 def exp2(x, /):
     """2**x, computed as exp(x * ln 2); weakly typed inputs stay weak (as in JAX)."""
     x = convert_inexact(x)
-    return exp(bind1("multiply", x, convert(np.log(2.0), x.dtype, weak=x.weak_type)))
+    return exp(multiply(x, convert(np.log(2.0), x.dtype, weak=x.weak_type)))
 
 
 def log2(x, /):
     """log(x) / log(2) (a strongly typed result, as in JAX)."""
     x = convert_inexact(x)
-    return bind1("divide", log(x), _strong_const(np.log(2.0), x.dtype), weak=False)
+    return true_divide(log(x), _strong_const(np.log(2.0), x.dtype))
 
 
 def log10(x, /):
     """log(x) / log(10) (a strongly typed result, as in JAX)."""
     x = convert_inexact(x)
-    return bind1("divide", log(x), _strong_const(np.log(10.0), x.dtype), weak=False)
+    return true_divide(log(x), _strong_const(np.log(10.0), x.dtype))
 
 
 def right_shift(x, y, /):

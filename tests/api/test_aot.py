@@ -3,11 +3,11 @@
 
 import numpy as np
 import pytest
+from purejit.ir import parse, print_function
 
 import purejit
 import purejit.numpy as jnp
 from purejit.backend import pjrt, stablehlo
-from purejit.ir import parse, print_function
 
 
 def mlp(params, x):

@@ -88,13 +88,12 @@ def test_disable_jit_runs_python_control_flow():
 
 
 def test_disable_jit_restores_on_exception_and_nests():
-    with pytest.raises(RuntimeError):
-        with purejit.disable_jit():
-            assert purejit.config.jit_disabled
-            with purejit.disable_jit(False):
-                assert not purejit.config.jit_disabled
-            assert purejit.config.jit_disabled
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), purejit.disable_jit():
+        assert purejit.config.jit_disabled
+        with purejit.disable_jit(False):
+            assert not purejit.config.jit_disabled
+        assert purejit.config.jit_disabled
+        raise RuntimeError("boom")
     assert not purejit.config.jit_disabled
     f = purejit.jit(lambda x: x + 1)
     f(np.float32(1))

@@ -187,3 +187,9 @@ def test_leaked_tracer():
     with pytest.raises(purejit.UnexpectedTracerError) as e:
         leaked[0] + 1
     assert "escaped" in str(e.value) and HERE in str(e.value)
+
+
+def test_non_array_in_varargs_names_the_star_parameter():
+    f = purejit.jit(lambda x, *rest: x + sum(rest))
+    with pytest.raises(TypeError, match=r"argument rest\[1\] of type str"):
+        f(f32(1), f32(1), "oops")

@@ -120,12 +120,15 @@ def test_custom_nodes_are_refused():
     Pair = collections.namedtuple("Pair", "a b")
     with pytest.raises(ExportError, match="namedtuple|Pair"):
         purejit.export(lambda p: p.a + p.b, Pair(X, X))
+    with pytest.raises(ExportError, match="defaultdict"):
+        purejit.export(lambda d: d["a"] * 2, collections.defaultdict(list, a=X))
     with pytest.raises(ExportError, match="dict key"):
         purejit.export(lambda d: d[(1, 2)] * 2, {(1, 2): X})
 
 
 def test_treedef_json_round_trip():
-    tree = ((1, [2, None, {"a": 3, "b": (4,)}, {7: 1, 2: 0}]), {"k": 5})
+    od = collections.OrderedDict([("z", 1), ("a", 2)])
+    tree = ((1, [2, None, {"a": 3, "b": (4,)}, {7: 1, 2: 0}, od]), {"k": 5})
     td = tree_structure(tree)
     assert treedef_from_json(json.loads(json.dumps(treedef_to_json(td)))) == td
 

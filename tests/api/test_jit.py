@@ -6,6 +6,7 @@ import functools
 import jax
 import jax.numpy as jjnp
 import numpy as np
+
 import purejit
 import purejit.numpy as jnp
 

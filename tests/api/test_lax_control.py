@@ -91,8 +91,11 @@ def test_cond_numeric_and_python_predicates():
     def make(lax, jnp):
         return lambda p, x: lax.cond(p, lambda v: v + 1, lambda v: v - 1, x)
 
-    preds = [np.int32(0), np.int32(3), np.float32(2.5), np.float32(0), np.bool_(True)]
+    preds = [np.int32(0), np.int32(3), np.uint8(1), np.bool_(True)]
     check(make, *[(p, f32(1, 2)) for p in preds], eager=())
+    # JAX also accepts float predicates; purejit follows issue 3 and rejects them clearly
+    with pytest.raises(TypeError, match=r"cond: pred must be a boolean \(or integer\) scalar"):
+        purejit.jit(make(plax, None))(np.float32(2.5), f32(1, 2))
     for p in (0, True):  # Python scalars, eagerly
         assert_same(
             plax.cond(p, lambda v: v * 2, lambda v: v, f32(3)),
@@ -175,8 +178,10 @@ def test_while_weak_carry_is_promoted_like_jax():
 
 def test_fori_loop_static_bounds():
     def make(lax, jnp):
+        def body(i, c):
+            return c * 1.5 + i
+
         def f(x):
-            body = lambda i, c: c * 1.5 + i
             return [lax.fori_loop(lo, hi, body, x) for lo, hi in [(0, 10), (3, 7), (5, 2)]]
 
         return f

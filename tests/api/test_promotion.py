@@ -12,10 +12,13 @@ import jax.numpy as jjnp
 import ml_dtypes
 import numpy as np
 import pytest
+from purejit.passes import Pipeline
 
 import purejit
 import purejit.numpy as jnp
 from purejit import dtypes as pdt
+
+NO_PASSES = Pipeline(passes=[])  # types come from tracing; skip the optimiser for speed
 
 DTYPES = [
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
@@ -40,7 +43,7 @@ def _jax_result(fn, a, b):
 
 def test_binary_promotion_matches_jax_under_jit():
     """All 18 x 18 operand kinds through `purejit.jit(add).lower`: dtype and weak flag."""
-    lower = purejit.jit(jnp.add).lower
+    lower = purejit.jit(jnp.add, passes=NO_PASSES).lower
     mismatches = []
     for (na, a), (nb, b) in PAIRS:
         want = _jax_result(jjnp.add, a, b)
@@ -68,7 +71,7 @@ def test_binary_promotion_matches_jax_eagerly():
 @pytest.mark.parametrize("fname", ["multiply", "maximum", "where_", "true_divide", "less"])
 def test_other_ops_promote_like_jax(fname):
     """Arithmetic, comparison, `where` and true division follow the same table."""
-    lower = purejit.jit(_fn(jnp, fname)).lower
+    lower = purejit.jit(_fn(jnp, fname), passes=NO_PASSES).lower
     ref = _fn(jjnp, fname)
     rows = ("int8", "uint32", "bfloat16", "float16", "int", "float", "bool")
     subset = [p for p in PAIRS if p[0][0] in rows]
@@ -103,10 +106,8 @@ def test_promote_types_table_matches_jax():
 def test_documented_examples():
     """The consequences listed in purejit/dtypes.py and the README."""
     t = pdt.result_type_weak
-    u8, i8, i32, u32, f16, bf16, f32 = (
-        np.dtype(d) for d in ("uint8", "int8", "int32", "uint32", "float16", ml_dtypes.bfloat16,
-                              "float32")  # fmt: skip
-    )
+    names = ("uint8", "int8", "int32", "uint32", "float16", ml_dtypes.bfloat16, "float32")
+    u8, i8, i32, u32, f16, bf16, f32 = (np.dtype(d) for d in names)
     assert t((u8, False), (i8, False)) == (np.dtype("int16"), False)
     assert t((i32, False), (u32, False)) == (np.dtype("int32"), False)  # i64, canonicalised
     assert t((bf16, False), (f16, False)) == (f32, False)

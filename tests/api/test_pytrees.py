@@ -105,3 +105,19 @@ def test_empty_and_leafless_trees():
     x, n, d, lst = f(np.float32(1), None)
     assert n is None and d == {} and lst == []
     assert float(x) == 1.0
+
+
+def test_ordered_dict_and_defaultdict():
+    od = collections.OrderedDict([("z", 1), ("a", 2)])
+    leaves, td = tu.tree_flatten(od)
+    assert leaves == [1, 2]  # insertion order, as in JAX
+    assert tu.tree_unflatten(td, [3, 4]) == collections.OrderedDict([("z", 3), ("a", 4)])
+    dd = collections.defaultdict(list, {"b": 1, "a": 2})
+    leaves, td = tu.tree_flatten(dd)
+    assert leaves == [2, 1]  # sorted keys
+    back = tu.tree_unflatten(td, [5, 6])
+    assert back == {"a": 5, "b": 6} and back.default_factory is list
+    assert leaves == jax.tree_util.tree_leaves(dd)
+    assert tu.tree_paths(td, "d") == ["d['a']", "d['b']"]
+    out = purejit.jit(lambda t: collections.OrderedDict(y=t["z"] * 2))(od)
+    assert isinstance(out, collections.OrderedDict) and int(out["y"]) == 2

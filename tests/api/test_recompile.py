@@ -150,3 +150,18 @@ def test_results_unchanged_by_tracking():
     for n in (2, 3):
         x = np.linspace(-1, 1, n).astype(np.float32)
         np.testing.assert_allclose(np.asarray(jf(x)), np.tanh(x) * 3, rtol=1e-6)
+
+
+def test_trap_guard_names_dtype_churn_and_ignores_bucketed_axes():
+    jf = purejit.jit(lambda x: x * 2, recompile_warn_after=2)
+    jf(_x(2))
+    jf(_x(2, dtype=np.int32))
+    with pytest.warns(RecompilationWarning, match=r"The type of x changed in 2 .*s32\[2\]"):
+        jf(_x(2, dtype=np.int8))
+    # bucket compiles are planned: 3 buckets, warn after 2, no warning
+    jb = purejit.jit(lambda x: x + 1, buckets={"x": {0: [2, 4, 8]}}, recompile_warn_after=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RecompilationWarning)
+        for n in (1, 3, 7):
+            jb(_x(n))
+    assert purejit.cache_stats(jb).compiles == 3

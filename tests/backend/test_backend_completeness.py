@@ -196,6 +196,17 @@ def test_text_examples_round_trip(name):
     assert print_function(parse(text)) == text
 
 
+@pytest.mark.parametrize("name", OPS)
+def test_op_round_trips_through_text(name):
+    """print(parse(print(fn))) == print(fn) for an instance of every registered op."""
+    fn = example(name)
+    assert fn is not None, f"no instance of op {name!r} (see test_op_emits_verified_stablehlo)"
+    text = print_function(fn)
+    again = verify(parse(text))
+    assert print_function(again) == text
+    assert [op.name for op in again.walk()] == [op.name for op in fn.walk()]
+
+
 def test_every_op_is_covered_by_the_value_tests_or_listed_as_foreign():
     """Ops of the IR's core families must have value tests, not only an emission check."""
     from purejit.ir.ops import elementwise, indexing, reduce, shape

@@ -129,7 +129,12 @@ def test_must_not_change_when_nothing_is_cheaper():
     src = SEED.replace("512", "8")
     out, report = _run(src)
     assert out == print_function(parse(src))
-    assert report == {"dots_relaid": 0, "transposes_folded": 0, "bytes_saved": 0}
+    assert report == {
+        "dots_relaid": 0,
+        "dots_canonicalised": 0,
+        "transposes_folded": 0,
+        "bytes_saved": 0,
+    }
     res = LayoutAssignment()(parse(src))
     assert not res.changed
 
@@ -139,8 +144,9 @@ def test_canonical_contracting_order():
   %2 = dot_general(%0, %1) {{{_dot([], [], [2, 1], [0, 1])}}} : (f32[3,6])
   return %2
 }}"""
-    out, _ = _run(src)
+    out, report = _run(src)
     assert _dot([], [], [1, 2], [1, 0]) in out
+    assert report["dots_canonicalised"] == 1
 
 
 def test_value_with_two_users_is_not_recomputed():
@@ -193,8 +199,6 @@ def test_attention_transpose_kernels_gone_from_compiled_hlo():
     import sys
     from pathlib import Path
 
-    import jax
-    import jax.numpy as jjnp
     from purejit.passes import Pipeline
     from purejit.passes.pipeline import default_passes
 
@@ -212,7 +216,8 @@ def test_attention_transpose_kernels_gone_from_compiled_hlo():
     relaxed = default_passes()
     relaxed[[p.name for p in relaxed].index("layout")] = LayoutAssignment(transposed_lhs=True)
     counts = {}
-    ref = jax.jit(lambda *a: _attention(jjnp, *a))(*args)
+    with np.errstate(all="ignore"):
+        ref = _attention(np, *(a.astype(np.float64) for a in args))
     for name, pipe in (
         ("off", Pipeline(disable=["layout"])),
         ("on", Pipeline()),
@@ -227,3 +232,59 @@ def test_attention_transpose_kernels_gone_from_compiled_hlo():
     assert counts["off"] >= 4
     assert counts["on"] < counts["off"]
     assert counts["relaxed"] == 1
+
+
+def _transpose_bytes(fn):
+    """Bytes moved by explicit transposes plus those XLA inserts for dot operands."""
+    from purejit.passes.layout import _Rewriter
+
+    r = _Rewriter(fn)
+    explicit = sum(op.results[0].type.nbytes for op in fn.ops if op.name == "transpose")
+    return explicit + sum(r.implied_cost(op) for op in fn.ops if op.name == "dot_general")
+
+
+def test_random_programs_keep_values_and_never_move_more_bytes():
+    from purejit.ir import Builder, TensorType
+
+    rng = np.random.default_rng(7)
+    relaid = 0
+    for trial in range(40):
+        b = Builder(f"r{trial}")
+        dims = [2, 3, 4, 5][: rng.integers(2, 5)]  # distinct sizes: a size names a dim
+        x = b.param(TensorType(tuple(dims), np.float32))
+        y = b.param(TensorType(tuple(dims), np.float32))
+        v = x
+        for _ in range(rng.integers(1, 6)):
+            kind = rng.integers(0, 3)
+            perm = tuple(int(p) for p in rng.permutation(len(dims)))
+            if kind == 0:
+                (v,) = b.op("transpose", [v], {"permutation": perm})
+            elif kind == 1:
+                (v,) = b.op("exponential", [v])
+            else:
+                (yt,) = b.op("transpose", [y], {"permutation": perm})
+                (yt,) = b.op("negate", [yt])
+                if yt.type == v.type:
+                    (v,) = b.op("add", [v, yt])
+        # a dot of v with y, batch and contracting dims chosen at random
+        i, j = (int(d) for d in rng.choice(len(dims), 2, replace=False))
+        attrs = {
+            "lhs_batching_dimensions": (i,),
+            "rhs_batching_dimensions": (dims.index(v.type.shape[i]),),
+            "lhs_contracting_dimensions": (j,),
+            "rhs_contracting_dimensions": (dims.index(v.type.shape[j]),),
+        }
+        (v,) = b.op("dot_general", [v, y], attrs)
+        if rng.integers(0, 2):
+            perm = tuple(int(p) for p in rng.permutation(v.type.rank))
+            (v,) = b.op("transpose", [v], {"permutation": perm})
+        fn = verify(b.finish([v]))
+        res = LayoutAssignment()(fn)
+        verify(res.fn)
+        relaid += res.report["dots_relaid"]
+        args = [rng.standard_normal(p.type.shape).astype(np.float32) for p in fn.params]
+        np.testing.assert_allclose(
+            interpret(res.fn, *args)[0], interpret(fn, *args)[0], rtol=1e-5, atol=1e-5
+        )
+        assert _transpose_bytes(res.fn) <= _transpose_bytes(fn), print_function(fn)
+    assert relaid > 0  # the generator does reach the dot rewrites

@@ -1,0 +1,178 @@
+"""Tensor-parallel MLP layer: purejit shard_map with and without the collective-matmul pass,
+against the same program in JAX's shard_map.
+
+    python -m bench.tp_mlp                      # every GPU (or CPU device) of the host
+    python -m bench.tp_mlp --cpu-devices 8 --size small      # 8 forced CPU devices
+    python -m bench.tp_mlp --size large --dtype bfloat16 --json out.json
+
+The layer is the sequence-parallel Megatron MLP over one mesh axis of n devices:
+
+    x [T/n, D] --all_gather--> [T, D] @ W1 [D, F/n] -> gelu-ish (tanh) -> @ W2 [F/n, D]
+      --reduce_scatter--> [T/n, D]
+
+Variants: purejit with the pass off, on (rings of collective_permute), auto (cost model), and
+jax.jit(jax.shard_map(...)). Each is warmed up, then `--iters` calls are timed between two
+synchronisations, `--repeats` times; the median step time is reported with the ratios
+purejit/JAX and on/off, XLA's temp_size_in_bytes per device, and the largest difference from
+JAX's result. Absolute times are only meaningful on GPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+SIZES = {  # tokens T, model width D, hidden width F
+    "small": (512, 256, 1024),
+    "medium": (4096, 2048, 8192),
+    "large": (8192, 8192, 32768),
+}
+
+
+def _parse(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--size", choices=sorted(SIZES), default=None,
+                   help="problem size (default: large on GPU, small on CPU)")
+    p.add_argument("--tokens", type=int)
+    p.add_argument("--dmodel", type=int)
+    p.add_argument("--dff", type=int)
+    p.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bf16 on GPU)")
+    p.add_argument("--devices", type=int, default=None, help="mesh size (default: all)")
+    p.add_argument("--cpu-devices", type=int, default=None,
+                   help="force this many host CPU devices (sets XLA_FLAGS before jax starts)")
+    p.add_argument("--iters", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--json", default=None, help="also write the results to this file")
+    return p.parse_args(argv)
+
+
+def _time(fn, iters, repeats):
+    """Median seconds per call: `iters` calls between two synchronisations, `repeats` times."""
+    fn().block_until_ready()
+    fn().block_until_ready()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            out = fn()
+        out.block_until_ready()
+        samples.append((time.perf_counter() - t0) / iters)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+def main(argv=None):
+    args = _parse(argv)
+    if args.cpu_devices:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   f" --xla_force_host_platform_device_count={args.cpu_devices}")
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+    import numpy as np
+
+    import purejit
+    import purejit.numpy as pnp
+    from purejit import lax
+    from purejit.passes import Pipeline
+    from purejit.passes.collective_matmul import CollectiveMatmul
+    from purejit.passes.pipeline import default_passes
+    from purejit.sharding import Mesh, NamedSharding
+    from purejit.sharding import PartitionSpec as P
+
+    devs = purejit.devices()
+    platform = devs[0].platform
+    n = args.devices or len(devs)
+    if n < 2:
+        sys.exit("tp_mlp needs at least 2 devices (on CPU pass --cpu-devices 8)")
+    on_gpu = platform != "cpu"
+    size = args.size or ("large" if on_gpu else "small")
+    T, D, F = SIZES[size]
+    T, D, F = args.tokens or T, args.dmodel or D, args.dff or F
+    dtype_name = args.dtype or ("bfloat16" if on_gpu else "float32")
+    dtype = np.dtype(purejit.numpy.bfloat16 if dtype_name == "bfloat16" else dtype_name)
+    iters = args.iters or (50 if on_gpu else 5)
+    if T % n or F % n:
+        sys.exit(f"tokens {T} and hidden width {F} must divide by the {n} devices")
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((T, D)).astype(np.float32).astype(dtype)
+    w1 = (rng.standard_normal((D, F)) / np.sqrt(D)).astype(np.float32).astype(dtype)
+    w2 = (rng.standard_normal((F, D)) / np.sqrt(F)).astype(np.float32).astype(dtype)
+
+    # ---- purejit ---------------------------------------------------------------------------
+    mesh = Mesh(np.array(devs[:n]), ("tp",))
+    specs = (P("tp"), P(None, "tp"), P("tp"))
+
+    def body(x, w1, w2):
+        h = pnp.tanh(lax.all_gather(x, "tp", tiled=True) @ w1)
+        return lax.psum_scatter(h @ w2, "tp", scatter_dimension=0, tiled=True)
+
+    layer = purejit.shard_map(body, mesh=mesh, in_specs=specs, out_specs=P("tp"))
+    args_pj = [purejit.device_put(a, NamedSharding(mesh, s)) for a, s in zip((x, w1, w2), specs)]
+    results, outputs = {}, {}
+    for mode in ("off", "on", "auto"):
+        f = purejit.jit(layer, passes=Pipeline([CollectiveMatmul(mode=mode), *default_passes()]))
+        low = f.lower(*args_pj)
+        compiled = low.compile()
+        rec = next(r for r in low.records if r.name == "collective_matmul")
+        step = _time(lambda f=f: f(*args_pj), iters, args.repeats)
+        outputs[mode] = np.asarray(f(*args_pj)).astype(np.float32)
+        results[f"purejit_{mode}"] = {
+            "step_s": step,
+            "temp_bytes": compiled.memory_analysis().temp_size_in_bytes,
+            "rings": rec.report["rewritten"],
+        }
+
+    # ---- JAX -------------------------------------------------------------------------------
+    from jax.sharding import Mesh as JMesh
+    from jax.sharding import NamedSharding as JNamed
+    from jax.sharding import PartitionSpec as JP
+
+    jmesh = JMesh(np.array(jax.devices()[:n]), ("tp",))
+    jspecs = (JP("tp"), JP(None, "tp"), JP("tp"))
+
+    def jbody(x, w1, w2):
+        h = jax.numpy.tanh(jax.lax.all_gather(x, "tp", tiled=True) @ w1)
+        return jax.lax.psum_scatter(h @ w2, "tp", scatter_dimension=0, tiled=True)
+
+    jlayer = jax.jit(jax.shard_map(jbody, mesh=jmesh, in_specs=jspecs, out_specs=JP("tp")))
+    args_jax = [jax.device_put(a, JNamed(jmesh, s)) for a, s in zip((x, w1, w2), jspecs)]
+    jcompiled = jlayer.lower(*args_jax).compile()
+    results["jax"] = {
+        "step_s": _time(lambda: jlayer(*args_jax), iters, args.repeats),
+        "temp_bytes": jcompiled.memory_analysis().temp_size_in_bytes,
+        "rings": 0,
+    }
+    want = np.asarray(jlayer(*args_jax)).astype(np.float32)
+    for mode, out in outputs.items():
+        results[f"purejit_{mode}"]["max_abs_diff_vs_jax"] = float(np.abs(out - want).max())
+
+    # ---- report ------------------------------------------------------------------------------
+    flops = 2 * 2 * T * D * F / n
+    jt = results["jax"]["step_s"]
+    print(f"tp_mlp on {n} x {devs[0].device_kind} ({platform}), T={T} D={D} F={F} "
+          f"{np.dtype(dtype).name}, {iters} iters x {args.repeats}\n")
+    print("| variant | step (ms) | vs JAX | TFLOP/s per device | temp MB | rings | max diff |")
+    print("|---|---|---|---|---|---|---|")
+    for name, r in results.items():
+        r["vs_jax"] = r["step_s"] / jt
+        r["tflops_per_device"] = flops / r["step_s"] / 1e12
+        print(f"| {name} | {r['step_s'] * 1e3:.3f} | {r['vs_jax']:.2f} | "
+              f"{r["tflops_per_device"]:.3g} | {r['temp_bytes'] / 2**20:.2f} | {r['rings']} | "
+              f"{r.get('max_abs_diff_vs_jax', 0.0):.2e} |")
+    on_off = results["purejit_on"]["step_s"] / results["purejit_off"]["step_s"]
+    print(f"\npass on / off step time: {on_off:.2f}")
+    summary = {"devices": n, "device_kind": devs[0].device_kind, "platform": platform,
+               "T": T, "D": D, "F": F, "dtype": np.dtype(dtype).name, "results": results,
+               "on_over_off": on_off}
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(summary, fh, indent=2)
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""Indexing (`x[idx]`) and functional updates (`x.at[idx].set/add/...`) against jax.numpy.
+
+Each case runs eagerly and under purejit.jit and must match JAX's values, shapes, dtypes and
+weak types, including JAX's bounds rules (reads clamp, writes drop out-of-range updates).
+"""
+
+import numpy as np
+import pytest
+from jnp_compare import check
+
+import purejit
+import purejit.numpy as jnp
+
+X = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5)
+RNG = np.random.default_rng(0)
+
+READS = {
+    "int": (1,),
+    "negative int": (-1,),
+    "out of range int (clamped)": (7,),
+    "slice": (slice(1, 3),),
+    "reversed": (slice(None, None, -1),),
+    "steps": (slice(None, None, 2), None, -1),
+    "negative steps": (slice(2, 0, -2), slice(None), slice(-1, -6, -3)),
+    "ellipsis": (Ellipsis, 2),
+    "newaxes": (None, Ellipsis, None),
+    "empty slice": (slice(2, 1),),
+    "int array": (np.array([0, 2, -1]),),
+    "out of range array (clamped)": (np.array([0, 7, -9]),),
+    "broadcast arrays": (slice(None), np.array([[0], [3]]), np.array([1, 2, 4])),
+    "int and array split by slice": (0, slice(None), np.array([0, 1])),
+    "arrays split by newaxis": (slice(None), None, np.array([0, 1]), None, np.array([1, 2])),
+    "arrays with newaxis after": (np.array([0]), slice(None), None, np.array([1])),
+    "list index": ([0, 2], Ellipsis, slice(1, None, 2)),
+    "static bool mask": (np.array([True, False, True]),),
+    "2-D bool mask": (np.arange(12).reshape(3, 4) % 3 == 0,),
+    "True": (True,),
+    "False": (False,),
+}
+
+
+@pytest.mark.parametrize("name", list(READS))
+def test_getitem_static(name):
+    idx = READS[name]
+    check(lambda m, x: x[idx], X)
+
+
+@pytest.mark.parametrize("i", [1, -1, 7, -9])
+def test_getitem_traced_scalar(i):
+    """A traced scalar index reads with dynamic_slice: negative wraps, out of range clamps."""
+    check(lambda m, x, i: x[i], X, np.int32(i))
+    check(lambda m, x, i: x[:, i, 1:], X, np.int32(i))
+
+
+def test_traced_scalar_uses_dynamic_slice():
+    ir = purejit.jit(lambda x, i: x[i]).lower(X, np.int32(0)).ir()
+    assert "dynamic_slice" in ir and "gather" not in ir
+
+
+def test_getitem_traced_arrays():
+    idx = np.array([[0, 2], [-1, 5]], np.int32)
+    check(lambda m, x, i: x[i], X, idx)
+    check(lambda m, x, i, j: x[:, i, j], X, idx, np.int32(-2))
+    check(lambda m, x, i: x[1:, i], X, np.array([3, -1], np.int8))
+
+
+def test_static_slicing_emits_no_gather():
+    ir = purejit.jit(lambda x: x[1:, ::-2, None, 3]).lower(X).ir()
+    assert "gather" not in ir and "slice" in ir and "reverse" in ir
+
+
+def test_weak_type_is_kept():
+    out = purejit.jit(lambda x: x[1])(jnp.asarray(2.0) * np.ones(3, np.float32))
+    assert not out.weak_type
+    check(lambda m: m.full((3, 2), 2.0)[m.array([0, 2])])
+
+
+@pytest.mark.parametrize("kind", ["set", "add", "multiply", "min", "max", "subtract"])
+@pytest.mark.parametrize(
+    "idx",
+    [
+        (1,),
+        (-1, 2),
+        (slice(1, 3),),
+        (slice(None, None, 2), 1),
+        (Ellipsis, slice(4, 0, -2)),
+        (np.array([0, 2, -1]),),
+        (np.array([0, 5, -7]),),
+        (slice(None), np.array([[0], [3]]), np.array([1, 2, 4])),
+        (0, slice(None), np.array([0, 1])),
+        (None, 1, slice(None)),
+        (7,),
+        (np.array([True, False, True]),),
+    ],
+    ids=lambda v: repr(v).replace(" ", ""),
+)
+def test_at_update_scalar(kind, idx):
+    check(lambda m, x, v: getattr(x.at[idx], kind)(v), X, np.float32(3.5))
+
+
+@pytest.mark.parametrize(
+    "idx",
+    [(slice(1, None, 2), slice(None), slice(0, 4, 3)), (slice(None), None, np.array([0, 1]),
+                                                       None, np.array([1, 2]))],
+)
+def test_at_set_array(idx):
+    v = RNG.normal(size=X[idx].shape).astype(np.float32)
+    check(lambda m, x, v: x.at[idx].set(v), X, v)
+    check(lambda m, x, v: x.at[idx].add(v), X, v)
+
+
+def test_at_duplicates_accumulate():
+    check(lambda m, x, i: x.at[i].add(1.0), X, np.array([0, 0, 2, 2, 2], np.int32))
+    check(lambda m, x, i: x.at[:, i].multiply(2.0), X, np.array([1, 1, -3], np.int32))
+
+
+def test_at_traced_indices():
+    """Traced scalars and arrays: negative wraps, out-of-range updates are dropped."""
+    check(lambda m, x, i: x.at[i, 1].set(-1.0), X, np.int32(-1))
+    check(lambda m, x, i: x.at[i, 1].set(-1.0), X, np.int32(3))
+    check(lambda m, x, i: x.at[:, i].set(-1.0), X, np.array([0, 9, -2], np.int32))
+
+
+def test_at_modes():
+    i = np.array([0, 9, -2, -5], np.int32)
+    check(lambda m, x, i: x.at[:, i].set(-1.0, mode="clip"), X, i)
+    check(lambda m, x, i: x.at[:, i].get(mode="fill", fill_value=-5.0), X, i)
+    check(lambda m, x, i: x.at[1, i].get(mode="clip"), X, i)
+    check(lambda m, x, i: x.astype(m.int32).at[i].get(mode="fill"), X, i)
+
+
+def test_at_dtypes():
+    """The update takes x's dtype; integer arrays and divide work like JAX."""
+    check(lambda m, x: x.astype(m.int32).at[1].add(5), X)
+    check(lambda m, x: x.astype(m.int32).at[1, 2].set(2.7), X)
+    check(lambda m, x: x.at[1:, 0].divide(4.0), X)
+    check(lambda m, x: x.astype(m.uint8).at[0].max(200), X)
+
+
+def test_at_update_box_uses_dynamic_update_slice():
+    ir = purejit.jit(lambda x: x.at[1, 1:3].set(0.0)).lower(X).ir()
+    assert "dynamic_update_slice" in ir and "scatter" not in ir
+    ir = purejit.jit(lambda x, i: x.at[i].add(1.0)).lower(X, np.array([0], np.int32)).ir()
+    assert "scatter" in ir
+
+
+def test_take_and_take_along_axis():
+    check(lambda m, x, i: m.take(x, i, axis=1), X, np.array([0, 3, -2], np.int32))
+    check(lambda m, x, i: m.take(x, i), X, np.array([[0, 59], [7, 3]], np.int32))
+    ind = RNG.integers(0, 5, (3, 4, 2)).astype(np.int32)
+    check(lambda m, x, i: m.take_along_axis(x, i, axis=2), X, ind)
+    check(lambda m, x, i: m.take_along_axis(x, i, axis=0), X, ind[:1, :, :1] % 3)
+
+
+def test_iteration_and_scalars():
+    x = jnp.arange(6).reshape(2, 3)
+    rows = list(x)
+    assert [np.asarray(r).tolist() for r in rows] == [[0, 1, 2], [3, 4, 5]]
+    assert int(x[1, -1]) == 5
+
+
+def test_errors():
+    x = jnp.asarray(X)
+    with pytest.raises(IndexError, match="too many indices"):
+        x[0, 0, 0, 0]
+    with pytest.raises(IndexError, match="single ellipsis"):
+        x[..., 0, ...]
+    with pytest.raises(TypeError, match="integer or boolean"):
+        x[np.array([0.5])]
+    with pytest.raises(IndexError, match="could not be broadcast"):
+        x[np.array([0, 1]), np.array([0, 1, 2])]
+    with pytest.raises(NotImplementedError, match="data-dependent shape"):
+        purejit.jit(lambda x: x[x > 3])(X)
+    with pytest.raises(IndexError, match="static integer"):
+        purejit.jit(lambda x, i: x[i:])(X, np.int32(1))
+    with pytest.raises(ValueError, match="cannot broadcast"):
+        x.at[0].set(np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="step cannot be zero"):
+        x[::0]
+
+
+def test_error_names_user_line():
+    with pytest.raises(IndexError, match=r"test_numpy_indexing\.py:\d+"):
+        jnp.asarray(X)[np.array([0, 1]), np.array([0, 1, 2])]

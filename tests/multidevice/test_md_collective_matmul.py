@@ -1,0 +1,151 @@
+"""The collective-matmul pass: IR before/after, interpreter equality, cost model, no-ops.
+
+In-process (the SPMD interpreter simulates the devices); the compiled 8-device check with
+temp_size_in_bytes is in cases_collective_matmul.py.
+"""
+
+import numpy as np
+import pytest
+
+from purejit.ir import Builder, TensorType, interpret, parse, print_function, verify
+from purejit.ir.spmd import interpret_spmd, replica_groups
+from purejit.passes.collective_matmul import CollectiveMatmul, find_candidates
+
+F32 = np.float32
+MM = dict(lhs_batching_dimensions=(), rhs_batching_dimensions=(),
+          lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,))
+RNG = np.random.default_rng(0)
+
+
+def ops(fn):
+    return [op.name for op in fn.walk()]
+
+
+def same_numbers(before, after, n, tol=1e-5):
+    args = [RNG.standard_normal((n,) + p.type.shape).astype(F32) for p in before.params]
+    for a, b in zip(interpret_spmd(before, *args), interpret_spmd(after, *args)):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def tp_mlp(n=4, groups=None):
+    """Megatron MLP body: all_gather -> dot -> tanh -> dot -> reduce_scatter."""
+    g = groups or replica_groups((n,), ("x",), ("x",))
+    b = Builder("tp_mlp")
+    x = b.param(TensorType((2, 8), F32))
+    w1 = b.param(TensorType((8, 6), F32))
+    w2 = b.param(TensorType((6, 8), F32))
+    (xg,) = b.op("all_gather", [x], {"replica_groups": g, "all_gather_dim": 0})
+    (h,) = b.op("dot_general", [xg, w1], MM)
+    (a,) = b.op("tanh", [h])
+    (y,) = b.op("dot_general", [a, w2], MM)
+    (r,) = b.op("reduce_scatter", [y], {"replica_groups": g, "scatter_dimension": 0,
+                                        "computation": "add"})
+    return verify(b.finish([r]))
+
+
+def test_rewrites_both_patterns_and_keeps_numbers():
+    before = tp_mlp()
+    res = CollectiveMatmul(mode="on")(before)
+    after = verify(res.fn)
+    assert ops(before) == ["all_gather", "dot_general", "tanh", "dot_general", "reduce_scatter"]
+    names = ops(after)
+    assert "all_gather" not in names and "reduce_scatter" not in names
+    assert names.count("collective_permute") == 2 * 3  # two rings of n - 1 = 3 steps
+    assert names.count("dot_general") == 2 * 4  # n partial matmuls per ring
+    assert res.changed and res.report["rewritten"] == 2
+    same_numbers(before, after, 4)
+    text = print_function(after)
+    assert print_function(parse(text)) == text
+
+
+def test_two_groups_on_a_2d_mesh():
+    groups = replica_groups((2, 4), ("a", "x"), ("x",))  # ((0,1,2,3), (4,5,6,7))
+    before = tp_mlp(groups=groups)
+    after = CollectiveMatmul(mode="on")(before).fn
+    same_numbers(before, after, 8)
+
+
+def test_gathered_rhs_and_scatter_from_rhs_dim():
+    g = replica_groups((4,), ("x",), ("x",))
+
+    def build(two_uses):
+        b = Builder("rhs")
+        w = b.param(TensorType((8, 5), F32))
+        x = b.param(TensorType((3, 8), F32))
+        (wg,) = b.op("all_gather", [w], {"replica_groups": g, "all_gather_dim": 1})  # [8, 20]
+        (y,) = b.op("dot_general", [x, wg], MM)  # [3, 20]: rhs free dim 1 -> result dim 1
+        if two_uses:
+            (z,) = b.op("dot_general", [x, wg], MM)
+            return verify(b.finish([y, z]))
+        (r,) = b.op("reduce_scatter", [y], {"replica_groups": g, "scatter_dimension": 1,
+                                            "computation": "add"})
+        return verify(b.finish([r]))
+
+    assert find_candidates(build(True)) == []  # the gathered value has two uses: left alone
+    before = build(False)
+    res = CollectiveMatmul(mode="on")(before)
+    assert res.report["rewritten"] == 1  # one dot cannot take part in both rings
+    same_numbers(before, verify(res.fn), 4)
+
+
+def test_must_not_change():
+    g = ((0, 1, 2, 3),)
+    b = Builder("keep")
+    x = b.param(TensorType((4, 2), F32))
+    w = b.param(TensorType((8, 3), F32))
+    (xg,) = b.op("all_gather", [x], {"replica_groups": g, "all_gather_dim": 1})  # contracting
+    (y,) = b.op("dot_general", [xg, w], MM)
+    (m,) = b.op("reduce_scatter", [y], {"replica_groups": g, "scatter_dimension": 0,
+                                        "computation": "maximum"})
+    fn = verify(b.finish([m]))
+    res = CollectiveMatmul(mode="on")(fn)
+    assert not res.changed and print_function(res.fn) == print_function(fn)
+    off = CollectiveMatmul(mode="off")(tp_mlp())
+    assert not off.changed and off.report["rewritten"] == 0
+    assert len(off.report["candidates"]) == 2
+    with pytest.raises(ValueError, match="mode"):
+        CollectiveMatmul(mode="always")(tp_mlp())
+
+
+def test_cost_model_prefers_the_ring_only_for_large_matmuls():
+    small = CollectiveMatmul()(tp_mlp())
+    assert not small.changed
+    assert all(c["ring_s"] > c["plain_s"] for c in small.report["candidates"])
+    n, g = 8, replica_groups((8,), ("x",), ("x",))
+    b = Builder("big")
+    x = b.param(TensorType((1024, 8192), F32))
+    w = b.param(TensorType((8192, 4096), F32))
+    (xg,) = b.op("all_gather", [x], {"replica_groups": g, "all_gather_dim": 0})
+    (y,) = b.op("dot_general", [xg, w], MM)
+    big = CollectiveMatmul()(verify(b.finish([y])))
+    (c,) = big.report["candidates"]
+    assert big.changed and c["ring_s"] < c["plain_s"] and c["devices"] == n
+    slow_link = CollectiveMatmul(step_latency_s=1.0)(verify(b.finish([y])))
+    assert not slow_link.changed
+
+
+def test_inside_manual_computation_whole_program():
+    body = tp_mlp()
+    b = Builder("main")
+    xs = [b.param(TensorType(s, F32)) for s in ((8, 8), (8, 24), (24, 8))]
+    (out,) = b.op("manual_computation", xs, {
+        "axis_names": ("x",), "mesh_shape": (4,), "device_ids": (0, 1, 2, 3),
+        "in_specs": ((("x",), ()), ((), ("x",)), (("x",), ())), "out_specs": ((("x",), ()),)},
+        [body])
+    fn = verify(b.finish([out]))
+    res = CollectiveMatmul(mode="on")(fn)
+    assert res.report["rewritten"] == 2 and "collective_permute" in ops(res.fn)
+    args = [RNG.standard_normal(p.type.shape).astype(F32) for p in fn.params]
+    (want,) = interpret(fn, *args)
+    np.testing.assert_allclose(want, np.tanh(args[0] @ args[1]) @ args[2], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(interpret(verify(res.fn), *args)[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_on_8_devices_pass_on_and_off():
+    import os
+
+    from _harness import run_cases
+
+    results = run_cases(os.path.join(os.path.dirname(__file__), "cases_collective_matmul.py"))
+    failed = {k: v for k, v in results.items() if v != "ok"}
+    assert not failed, "\n\n".join(f"{k}:\n{v}" for k, v in failed.items())
