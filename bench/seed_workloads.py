@@ -26,12 +26,17 @@ import warnings
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from bench.run import fmt_t, steady  # noqa: E402
-from bench.workloads import build  # noqa: E402
+from bench.run import fmt_t, steady
+from bench.workloads import build
 
-SEEDS = ("complex_activation", "tiny_ops_chain", "mlp_dead_matmul", "layernorm_linear_gelu_residual")
+SEEDS = (
+    "complex_activation",
+    "tiny_ops_chain",
+    "mlp_dead_matmul",
+    "layernorm_linear_gelu_residual",
+)
 MODES = ("numpy", "purejit eager", "purejit jit", "purejit jit fusion=purejit", "jax.jit")
 
 
@@ -56,7 +61,7 @@ def measure(w, budget: float) -> dict:
 
     pj_args = tuple(pnp.asarray(a) + 0 for a in w.args)  # on the device
     jx_args = tuple(jax.device_put(a) for a in w.args)
-    pj = lambda *a: w.fn(pnp, *a)  # noqa: E731
+    pj = lambda *a: w.fn(pnp, *a)
     jitted = {
         "purejit jit": purejit.jit(pj),
         "purejit jit fusion=purejit": purejit.jit(pj, compiler_options={"fusion": "purejit"}),
@@ -71,7 +76,7 @@ def measure(w, budget: float) -> dict:
     for mode, (fn, args) in fns.items():
         try:
             res["time"][mode] = steady(fn, args, budget)
-        except Exception as e:  # reported, never hidden
+        except Exception as e:  # noqa: BLE001  (reported in the table, never hidden)
             res["time"][mode] = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
     for mode, f in jitted.items():
         with warnings.catch_warnings():
@@ -87,13 +92,18 @@ def measure(w, budget: float) -> dict:
 
 def table(results, platform: str, device: str) -> str:
     """The Markdown report."""
-    head = ["workload", "input"] + [m for m in MODES] + ["kernels: plan / XLA (xla)",
-                                                         "plan / XLA (purejit)", "jax.jit"]
+    head = (
+        ["workload", "input"]
+        + [m for m in MODES]
+        + ["kernels: plan / XLA (xla)", "plan / XLA (purejit)", "jax.jit"]
+    )
     lines = [
         f"# purejit seed workloads: {platform} ({device})",
         "",
-        "Time per call; every mode as a ratio to `jax.jit` (lower is better). Kernels: "
-        "purejit's plan (kernels, of them fusion groups) / kernels XLA compiled.",
+        (
+            "Time per call; every mode as a ratio to `jax.jit` (lower is better). Kernels: "
+            "purejit's plan (kernels, of them fusion groups) / kernels XLA compiled."
+        ),
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
@@ -108,7 +118,9 @@ def table(results, platform: str, device: str) -> str:
             elif m == "jax.jit":
                 cells.append(fmt_t(t))
             else:
-                cells.append(f"{t / base:.2f}x ({fmt_t(t)})" if isinstance(base, float) else fmt_t(t))
+                cells.append(
+                    f"{t / base:.2f}x ({fmt_t(t)})" if isinstance(base, float) else fmt_t(t)
+                )
         k = r["kernels"]
         ks = []
         for mode in ("purejit jit", "purejit jit fusion=purejit"):
@@ -116,7 +128,10 @@ def table(results, platform: str, device: str) -> str:
             flag = "" if k[mode + " match"] else " ≠"
             ks.append(f"{plan} ({groups} groups) / {xla}{flag}")
         lines.append(
-            f"| {r['name']} | {r['shape']} | " + " | ".join(cells) + " | " + " | ".join(ks)
+            f"| {r['name']} | {r['shape']} | "
+            + " | ".join(cells)
+            + " | "
+            + " | ".join(ks)
             + f" | {k['jax.jit']} |"
         )
     route = next((r.get("fusion route") for r in results if r.get("fusion route")), "xla")
@@ -126,7 +141,9 @@ def table(results, platform: str, device: str) -> str:
         + (" (flat program: not realised here)" if route == "xla" else ""),
         "≠: XLA's kernels differ from purejit's plan (`purejit.explain` names each difference).",
     ]
-    errors = [(r["name"], m, t) for r in results for m, t in r["time"].items() if isinstance(t, str)]
+    errors = [
+        (r["name"], m, t) for r in results for m, t in r["time"].items() if isinstance(t, str)
+    ]
     lines += [f"- {n} / {m}: {e}" for n, m, e in errors]
     return "\n".join(lines)
 

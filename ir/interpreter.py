@@ -1,7 +1,8 @@
 """The reference interpreter: runs any IR function with NumPy, op by op.
 
 It is the oracle for pass and lowering tests: a pass keeps meaning iff the interpreter gives
-the same numbers before and after it.
+the same numbers before and after it. Its arithmetic is IEEE (subnormals are kept, where
+XLA's CPU backend flushes them to zero); each op's reference follows XLA's semantics.
 """
 
 from __future__ import annotations
@@ -81,12 +82,14 @@ def run_batched(fn: Function, *arrays) -> list[np.ndarray]:
     batch = arrays[0].shape if arrays else ()
     for p, a in zip(fn.params, arrays):
         if p.type.shape != () or a.shape != batch or a.dtype != p.type.dtype:
-            raise InterpretError(f"@{fn.name}: batched argument {a.dtype}{list(a.shape)} for {p.type}")
+            got = f"{a.dtype}{list(a.shape)}"
+            raise InterpretError(f"@{fn.name}: batched argument {got} for {p.type}")
     if _vectorisable(fn):
         env = dict(zip(fn.params, arrays))
         with np.errstate(all="ignore"):
             for op in fn.ops:
-                outs = get_op(op.name).reference([env[v] for v in op.operands], op.attrs, [], interpret)
+                ins = [env[v] for v in op.operands]
+                outs = get_op(op.name).reference(ins, op.attrs, [], interpret)
                 for r, o in zip(op.results, outs):
                     env[r] = np.asarray(o).astype(r.type.dtype, copy=False)
         return [np.broadcast_to(env[v], batch).copy() for v in fn.results]

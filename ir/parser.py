@@ -157,7 +157,8 @@ class _Parser:
         if kind == "hex":
             self.next()
             if len(val) % 2 or (len(val) - 2) // 2 != t.nbytes:
-                raise self._error(pos, f"array<{t}> needs {t.nbytes} bytes, got {len(val) / 2 - 1:g}")
+                got = f"{len(val) / 2 - 1:g}"
+                raise self._error(pos, f"array<{t}> needs {t.nbytes} bytes, got {got}")
             arr = np.frombuffer(bytes.fromhex(val[2:]), dtype=t.dtype).reshape(t.shape).copy()
         else:
             flat = self.attr()
@@ -204,7 +205,8 @@ class _Parser:
             while not self.accept("}"):
                 kkind, key, kpos = self.next()
                 if kkind != "ident":
-                    raise self._error(kpos, f"expected an attribute name, got {_describe(kkind, key)}")
+                    got = _describe(kkind, key)
+                    raise self._error(kpos, f"expected an attribute name, got {got}")
                 self.expect("=")
                 attrs[key] = self.attr()
                 self.accept(",")

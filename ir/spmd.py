@@ -200,10 +200,7 @@ def interpret_spmd(fn: Function, *stacked) -> list[np.ndarray]:
             if op.has_trait("per_device"):
                 outs = [np.asarray(o) for o in ref(ins, op.attrs, op.regions, runner)]
             elif any(_has_per_device(r) for r in op.regions):
-                raise NotImplementedError(
-                    f"interpret_spmd: op {op.name} has a region with collectives; the SPMD "
-                    "interpreter runs such regions only in manual computations"
-                )
+                outs = _uniform_control_flow(op, ins)
             else:
                 per = [ref([a[d] for a in ins], op.attrs, op.regions, interpret)
                        for d in range(n)]
@@ -215,6 +212,38 @@ def interpret_spmd(fn: Function, *stacked) -> list[np.ndarray]:
                     raise InterpretError(f"{op.name}: per-device shape {o.shape[1:]} for {r.type}")
                 env[r] = o.astype(r.type.dtype, copy=False)
     return [env[v] for v in fn.results]
+
+
+def _uniform(op, pred: np.ndarray) -> np.ndarray:
+    from purejit.ir.interpreter import InterpretError
+
+    flat = pred.reshape(len(pred), -1)
+    if not (flat == flat[:1]).all():
+        raise InterpretError(
+            f"interpret_spmd: {op.name} around collectives takes different branches on "
+            "different devices; collectives need every device on the same path"
+        )
+    return pred[0]
+
+
+def _uniform_control_flow(op, ins) -> list[np.ndarray]:
+    """`while` / `case` whose regions hold collectives: every device must take the same
+    path (as on hardware, where a diverging collective hangs); regions run on all devices."""
+    if op.name == "while":
+        cond, body = op.regions
+        n = len(body.results)
+        carry, inv = list(ins[:n]), list(ins[n:])
+        while bool(_uniform(op, interpret_spmd(cond, *carry, *inv)[0])):
+            carry = interpret_spmd(body, *carry, *inv)
+        return carry
+    if op.name == "case":
+        k = int(_uniform(op, ins[0]))
+        k = k if 0 <= k < len(op.regions) else len(op.regions) - 1  # as XLA: last branch
+        return interpret_spmd(op.regions[k], *ins[1:])
+    raise NotImplementedError(
+        f"interpret_spmd: op {op.name} has a region with collectives; the SPMD interpreter "
+        "runs those only in while, case and manual_computation"
+    )
 
 
 def local_types(op: str, types: list[TensorType], specs, sizes) -> list[TensorType]:

@@ -60,7 +60,8 @@ def _verify_body(fn: Function, where: str):
         got = [r.type for r in op.results]
         if got != list(expected):
             want = "(" + ", ".join(map(str, expected)) + ")"
-            raise VerifyError(f"{tag}: result types {_types(op.results)} but the type rule gives {want}")
+            got = _types(op.results)
+            raise VerifyError(f"{tag}: result types {got} but the type rule gives {want}")
         for r in op.results:
             _define(r, defined, tag, "result")
     for v in fn.results:

@@ -12,9 +12,10 @@ function body, shard_map bodies (`manual_computation` regions) included:
       -> a ring of n steps: acc = collective_permute(acc) + dot(block (p - s - 1) mod n of x, w)
 
 `p` is the device's position in its replica group, read from `partition_id`; ring neighbours
-are the next device of each replica group. The ring never materialises the gathered operand
-or the unscattered product, so `temp_size_in_bytes` falls, and each step's transfer can run
-while the previous step multiplies.
+are the next device of each replica group. A ring is a `while` loop (one step's buffers live
+at a time; `unroll=True` emits the steps one after the other instead). It never materialises
+the gathered operand or the unscattered product, so `temp_size_in_bytes` falls, and each
+step's transfer can run while the step multiplies.
 
 Which candidates are rewritten is decided by a cost model of bytes and flops (`mode="auto"`):
 the ring pays a fixed latency per step but overlaps transfer and compute, so it wins when both
@@ -32,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from purejit.ir import Function, Op, TensorType, Value, get_op
+from purejit.ir import Function, Op, Value
+from purejit.passes import _rings
 from purejit.passes.pipeline import PassResult
 
 _DOT = ("lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
@@ -85,108 +87,6 @@ class Candidate:
     n: int  # devices per replica group
 
 
-class _Emitter:
-    def __init__(self, loc):
-        self.ops: list[Op] = []
-        self.loc = loc
-        self._consts: dict = {}
-
-    def op(self, name, operands=(), **attrs) -> Value:
-        types = get_op(name).infer([v.type for v in operands], attrs, [])
-        (res,) = [Value(t) for t in types]
-        self.ops.append(Op(name, list(operands), attrs, [res], [], self.loc))
-        return res
-
-    def const(self, value) -> Value:
-        value = np.asarray(value)
-        key = (value.dtype.str, value.shape, value.tobytes())
-        if key not in self._consts:
-            self._consts[key] = self.op("constant", value=value)
-        return self._consts[key]
-
-    def zeros(self, t: TensorType) -> Value:
-        z = self.const(np.zeros((), t.dtype))
-        return self.op("broadcast_in_dim", [z], shape=t.shape, broadcast_dimensions=())
-
-    def u32(self, x) -> Value:
-        return self.const(np.uint32(x))
-
-    def position(self, groups) -> Value:
-        """This device's position in its replica group (u32 scalar), via partition_id."""
-        table = np.zeros(max(i for g in groups for i in g) + 1, np.uint32)
-        for g in groups:
-            for k, i in enumerate(g):
-                table[i] = k
-        pid = self.op("convert", [self.op("partition_id")], dtype=np.dtype(np.int32))
-        row = self.op("dynamic_slice", [self.const(table), pid], slice_sizes=(1,))
-        return self.op("reshape", [row], shape=())
-
-    def block_start(self, p: Value, offset: int, n: int, block: int) -> Value:
-        """((p + offset) mod n) * block as an s32 start index."""
-        t = self.op("remainder", [self.op("add", [p, self.u32(offset % n)]), self.u32(n)])
-        return self.op("convert", [self.op("multiply", [t, self.u32(block)])],
-                       dtype=np.dtype(np.int32))
-
-    def starts(self, rank: int, dim: int, start: Value) -> list[Value]:
-        zero = self.const(np.int32(0))
-        return [start if i == dim else zero for i in range(rank)]
-
-
-def _ring(groups) -> tuple[tuple[int, int], ...]:
-    return tuple((g[k], g[(k + 1) % len(g)]) for g in groups for k in range(len(g)))
-
-
-def _dot(e: _Emitter, dot: Op, lhs: Value, rhs: Value) -> Value:
-    return e.op("dot_general", [lhs, rhs], **{k: dot.attrs[k] for k in dot.attrs})
-
-
-def rewrite_all_gather_dot(c: Candidate, get=lambda v: v) -> tuple[list[Op], Value]:
-    """The ring for `dot(all_gather(x), w)`; returns its ops and the value replacing y.
-    `get` maps a value of the original body to the one to use now."""
-    groups = c.collective.attrs["replica_groups"]
-    e = _Emitter(c.dot.loc)
-    shard = get(c.collective.operands[0])
-    other = get(c.dot.operands[1 - c.side])
-    out_t = c.dot.results[0].type
-    block = shard.type.shape[c.dim]
-    p = e.position(groups)
-    out = e.zeros(out_t)
-    cur = shard
-    for s in range(c.n):
-        nxt = e.op("collective_permute", [cur], source_target_pairs=_ring(groups)) \
-            if s < c.n - 1 else None
-        part = _dot(e, c.dot, *((cur, other) if c.side == 0 else (other, cur)))
-        # after s steps this device holds the shard of position (p - s) mod n
-        start = e.block_start(p, c.n - s, c.n, block)
-        out = e.op("dynamic_update_slice", [out, part, *e.starts(out_t.rank, c.out_dim, start)])
-        cur = nxt
-    return e.ops, out
-
-
-def rewrite_dot_reduce_scatter(c: Candidate, get=lambda v: v) -> tuple[list[Op], Value]:
-    """The ring for `reduce_scatter(dot(x, w))`; returns its ops and the value replacing it."""
-    groups = c.collective.attrs["replica_groups"]
-    e = _Emitter(c.collective.loc)
-    sliced = get(c.dot.operands[c.side])
-    other = get(c.dot.operands[1 - c.side])
-    block = sliced.type.shape[c.dim] // c.n
-    sizes = tuple(block if i == c.dim else n for i, n in enumerate(sliced.type.shape))
-    p = e.position(groups)
-    acc = None
-    for s in range(c.n):
-        # the partial sum arriving now targets block (p - s - 1) mod n
-        start = e.block_start(p, 2 * c.n - s - 1, c.n, block)
-        piece = e.op("dynamic_slice", [sliced, *e.starts(sliced.type.rank, c.dim, start)],
-                     slice_sizes=sizes)
-        part = _dot(e, c.dot, *((piece, other) if c.side == 0 else (other, piece)))
-        if acc is None:
-            acc = part
-        else:
-            moved = e.op("collective_permute", [acc], source_target_pairs=_ring(groups))
-            acc = e.op("add", [moved, part])
-    return e.ops, acc
-
-
 @dataclass(frozen=True)
 class CollectiveMatmul:
     """The pass. Options are its fields.
@@ -196,6 +96,8 @@ class CollectiveMatmul:
         link_bytes_per_s: bandwidth of one device's link to its ring neighbour.
         flops_per_s: one device's matmul rate.
         step_latency_s: fixed cost of one ring step (a transfer and a kernel launch).
+        unroll: emit the ring's steps one after the other instead of as a `while` loop (the
+            loop keeps one step's buffers live; unrolled, XLA may schedule steps freely).
     """
 
     name: str = "collective_matmul"
@@ -203,6 +105,7 @@ class CollectiveMatmul:
     link_bytes_per_s: float = 150e9
     flops_per_s: float = 200e12
     step_latency_s: float = 8e-6
+    unroll: bool = False
 
     def estimate(self, c: Candidate) -> dict:
         """Estimated seconds with and without the ring (the cost model)."""
@@ -249,7 +152,7 @@ class CollectiveMatmul:
         if not chosen:
             return body
         report["rewritten"] += len(chosen)
-        return apply(body, chosen)
+        return apply(body, chosen, unroll=self.unroll)
 
 
 def find_candidates(fn: Function) -> list[Candidate]:
@@ -293,7 +196,7 @@ def find_candidates(fn: Function) -> list[Candidate]:
     return out
 
 
-def apply(fn: Function, chosen: list[Candidate]) -> Function:
+def apply(fn: Function, chosen: list[Candidate], *, unroll: bool = False) -> Function:
     """Rewrite the chosen candidates of `fn`'s body; returns a new function."""
     removed = {id(c.collective if c.kind.startswith("all_gather") else c.dot) for c in chosen}
     at = {id(c.dot if c.kind.startswith("all_gather") else c.collective): c for c in chosen}
@@ -307,9 +210,9 @@ def apply(fn: Function, chosen: list[Candidate]) -> Function:
             operands = [subst.get(v, v) for v in op.operands]
             ops.append(Op(op.name, operands, op.attrs, op.results, op.regions, op.loc))
             continue
-        rewrite = rewrite_all_gather_dot if c.kind.startswith("all_gather") else \
-            rewrite_dot_reduce_scatter
-        new_ops, value = rewrite(c, lambda v: subst.get(v, v))
+        rewrite = _rings.all_gather_dot if c.kind.startswith("all_gather") else \
+            _rings.dot_reduce_scatter
+        new_ops, value = rewrite(c, lambda v: subst.get(v, v), unroll)
         ops.extend(new_ops)
         subst[op.results[0]] = value
     return Function(fn.name, fn.params, ops, [subst.get(v, v) for v in fn.results])

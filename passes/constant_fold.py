@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from purejit.ir import Function, Op, TensorType, Value, interpret
 from purejit.passes.cse import mergeable
 from purejit.passes.pipeline import PassResult
@@ -86,7 +85,8 @@ def _fold(fn: Function, limit: int) -> tuple[Function, int]:
                     [consts[v] for v in op.operands], op.attrs, op.regions, interpret
                 )
                 outs = [np.asarray(o).astype(r.type.dtype) for o, r in zip(outs, op.results)]
-            except Exception:  # no reference for these inputs: leave it to XLA
+            except (ArithmeticError, ValueError, TypeError, IndexError, NotImplementedError):
+                # no reference for these inputs: leave the op to XLA
                 outs = None
             if outs is not None and all(o.shape == r.type.shape for o, r in zip(outs, op.results)):
                 folded += 1

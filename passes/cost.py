@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from purejit.ir import Function, Op, Value
 
-
 # elementwise ops cheap enough to recompute in each kernel that reads them (one ALU op per
 # element); anything not listed (transcendentals, division, ops added later) counts as
 # expensive and is never computed twice

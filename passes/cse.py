@@ -10,10 +10,10 @@ may not be merged), parameters, the order of the ops it keeps.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
-
 from purejit.ir import Function, Op, Value, print_function
 from purejit.passes.pipeline import PassResult
 
@@ -29,7 +29,7 @@ def _attr_key(v):
         return ("array", v.dtype.str, v.shape, v.tobytes())
     if isinstance(v, (list, tuple)):
         return tuple(_attr_key(x) for x in v)
-    if isinstance(v, float) and v != v:
+    if isinstance(v, float) and math.isnan(v):
         return ("nan",)
     if isinstance(v, np.dtype):
         return ("dtype", v.str)

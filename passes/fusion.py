@@ -29,8 +29,8 @@ constants.
 Guarantees: the result computes the same numbers (every live op is kept, moved into a
 region or left in place; ops left dead by copying are removed); no work is done twice except
 index ops, constants and cheap elementwise copies (never along a growing path); groups have
-one result unless `multi_output`. Looks into `control_flow` regions. Never touches: ops it cannot fuse,
-parameters, the function's results.
+one result unless `multi_output`. Looks into `control_flow` regions. Never touches: ops it
+cannot fuse, parameters, the function's results.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def is_core(op: Op) -> bool:
 class _Graph:
     """Positions, users and group membership of one function's ops."""
 
-    def __init__(self, fn: Function, opts: "Fusion"):
+    def __init__(self, fn: Function, opts: Fusion):
         self.fn = fn
         self.opts = opts
         max_const = opts.max_constant_elements
@@ -136,8 +136,10 @@ class _Graph:
                     continue
                 seen.add(id(u))
                 if id(u) in self.cheap:
-                    if any(c is not None and self.group[id(c)] == gid
-                           for c, _ in self.effective_uses(u.results[0])):
+                    if any(
+                        c is not None and self.group[id(c)] == gid
+                        for c, _ in self.effective_uses(u.results[0])
+                    ):
                         return False
                 elif id(u) in self.copied or self.group.get(id(u)) == gid:
                     if not u.has_trait("elementwise"):
@@ -227,12 +229,18 @@ def _inputs(g: _Graph, gid: int) -> list[Value]:
     return out
 
 
+_REACH_BUDGET = 128  # nodes a dependence check may visit before it answers "maybe"
+
+
 def _reaches(g: _Graph, start: list[Op], target: int, skip: int) -> bool:
     """Whether a path from the users of `start` (outside group `skip`) reaches `target`,
-    with groups condensed to single nodes."""
+    with groups condensed to single nodes. Past `_REACH_BUDGET` visited nodes it answers
+    True: refusing a sibling merge is always safe, and this keeps the pass linear-ish."""
     seen: set = set()
     stack = [u for op in start for r in op.results for u in g.users.get(r, [])]
     while stack:
+        if len(seen) > _REACH_BUDGET:
+            return True
         op = stack.pop()
         gid = g.group.get(id(op))
         if gid == target:
@@ -324,7 +332,7 @@ def _clone(op: Op, operands: list[Value], env: dict) -> Op:
     return Op(op.name, operands, op.attrs, results, op.regions, op.loc)
 
 
-def _fuse(fn: Function, opts: "Fusion") -> tuple[Function, list[dict]]:
+def _fuse(fn: Function, opts: Fusion) -> tuple[Function, list[dict]]:
     # fuse inside control-flow bodies first
     groups_info: list[dict] = []
     ops = []

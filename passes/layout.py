@@ -40,7 +40,8 @@ from purejit.ir import Function, Op, TensorType, Value
 from purejit.ir.ops.reduce import DOT_ATTRS
 from purejit.passes.pipeline import PassResult
 
-_MAX_DEPTH = 48
+_MAX_DEPTH = 24  # producers a permutation may travel through
+_BUDGET = 256  # plans considered per decision: keeps the pass linear in program size
 
 
 def _inverse(perm):
@@ -62,6 +63,17 @@ def _moves_data(shape, perm) -> bool:
 
 def _transpose_bytes(v: Value, perm) -> int:
     return v.type.nbytes if _moves_data(v.type.shape, perm) else 0
+
+
+_TRAITS: dict[str, frozenset] = {}
+
+
+def _has(op: Op, trait: str) -> bool:
+    """`op.has_trait(trait)`, with the registry lookup cached (the pass asks often)."""
+    traits = _TRAITS.get(op.name)
+    if traits is None:
+        traits = _TRAITS[op.name] = op.opdef.traits
+    return trait in traits
 
 
 def _permuted(t: TensorType, perm) -> TensorType:
@@ -123,6 +135,7 @@ class _Rewriter:
             "bytes_saved": 0,
         }
         self.memo: dict = {}  # plans for the current decision; cleared after each rewrite
+        self.budget = _BUDGET
 
     # ---- bookkeeping ----------------------------------------------------------------------
     def _emit(self, op: Op):
@@ -142,7 +155,11 @@ class _Rewriter:
         self.uses[v] -= 1
         if self.uses[v] == 0:
             op = self.producer.get(v)
-            if op is not None and op.is_pure and all(self.uses.get(r, 0) == 0 for r in op.results):
+            if (
+                op is not None
+                and _has(op, "pure")
+                and all(not self.uses.get(r) for r in op.results)
+            ):
                 for x in op.operands:
                     self._drop_use(x)
 
@@ -157,13 +174,16 @@ class _Rewriter:
             return _Plan("same", v, perm)
         key = (v, perm)
         if key not in self.memo:
+            self.budget -= 1
+            if self.budget < 0:
+                return _Plan("residual", v, perm, cost=_transpose_bytes(v, perm))
             self.memo[key] = self._plan(v, perm, depth)
         return self.memo[key]
 
     def _plan(self, v: Value, perm, depth: int) -> _Plan:
         residual = _Plan("residual", v, perm, cost=_transpose_bytes(v, perm))
         op = self.producer.get(v)
-        if op is None or depth > _MAX_DEPTH or not op.is_pure or op.regions:
+        if op is None or depth > _MAX_DEPTH or not _has(op, "pure") or op.regions:
             return residual
         best = residual
         for candidate in self._candidates(op, v, perm, depth):
@@ -172,12 +192,12 @@ class _Rewriter:
         return best
 
     def _candidates(self, op: Op, v: Value, perm, depth):
-        if op.has_trait("constant"):
+        if _has(op, "constant"):
             # transpose(constant) -> the constant in the new order
             yield _Plan("constant", v, perm)
         elif op.name in _PUSH_RULES:
             yield getattr(self, _PUSH_RULES[op.name])(op, v, perm, depth)
-        elif op.is_elementwise and len(op.results) == 1:
+        elif _has(op, "elementwise") and len(op.results) == 1:
             yield self._plan_elementwise(op, v, perm, depth)
 
     def _plan_transpose(self, op, v, perm, depth):
@@ -375,7 +395,7 @@ class _Rewriter:
     def _fold_transpose(self, op: Op) -> bool:
         (x,) = op.operands
         perm = tuple(op.attrs["permutation"])
-        self.memo = {}
+        self.memo, self.budget = {}, _BUDGET
         plan = self.plan(x, perm)
         baseline = _transpose_bytes(x, perm)  # this transpose goes away
         if plan.kind == "residual" or plan.cost - plan.saved >= max(baseline, 1):
@@ -395,7 +415,7 @@ class _Rewriter:
             return op
         n = op.results[0].type.rank
         best = None
-        self.memo = {}
+        self.memo, self.budget = {}, _BUDGET
         for swap, a, ap, b, bp, attrs in self._dot_options(op, tuple(range(n))):
             if swap:
                 continue
@@ -480,7 +500,7 @@ def _remove_dead(fn: Function) -> Function:
     live = set(fn.results)
     kept = []
     for op in reversed(fn.ops):
-        if any(r in live for r in op.results) or not op.is_pure or op.has_trait("side_effect"):
+        if any(r in live for r in op.results) or not _has(op, "pure") or _has(op, "side_effect"):
             kept.append(op)
             live.update(op.operands)
     kept.reverse()

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from purejit.ir import Function, print_function, verify
 from purejit.ir.verifier import VerifyError
@@ -41,7 +42,8 @@ class PassRecord:
     """What one pass did: the IR after it, op counts, time and its own report.
 
     `iteration` counts the rounds of an enclosing `FixedPoint` group (0 outside one) and
-    `group` names that group.
+    `group` names that group. `ir_source` is the text, or the function itself until `ir` is
+    first read (printing every stage of every compile would cost more than the passes).
     """
 
     name: str
@@ -50,9 +52,16 @@ class PassRecord:
     seconds: float
     changed: bool
     report: dict
-    ir: str
+    ir_source: "str | Function" = ""
     iteration: int = 0
     group: str | None = None
+
+    @property
+    def ir(self) -> str:
+        """The IR after this pass, as text."""
+        if not isinstance(self.ir_source, str):
+            self.ir_source = print_function(self.ir_source)
+        return self.ir_source
 
 
 @dataclass(frozen=True)
@@ -133,8 +142,7 @@ class Pipeline:
         unknown = set(self.disable) - set(self.names())
         if unknown:
             raise ValueError(
-                f"disable names unknown passes {sorted(unknown)}; this pipeline has "
-                f"{self.names()}"
+                f"disable names unknown passes {sorted(unknown)}; this pipeline has {self.names()}"
             )
         verify(fn)
         records = [PassRecord("trace", 0, fn.op_count(), 0.0, False, {}, self._text(fn))]
@@ -175,7 +183,7 @@ class Pipeline:
         return fn
 
     def _text(self, fn):
-        return print_function(fn) if self.keep_ir else ""
+        return fn if self.keep_ir else ""
 
     def _dump(self, k: int, name: str, fn: Function):
         if self.dump_dir:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
-
 from purejit.ir import Function, Op, TensorType, Value, dtypes, get_op
 from purejit.passes.constant_fold import constant_value, splat_ops, splat_scalar
 from purejit.passes.cse import mergeable
@@ -264,9 +263,11 @@ BY_NAME = {
     ],
     "constant": [
         # splat(c)[shape] -> broadcast(c)  (a constant whose elements are equal)
-        lambda m: m.broadcast(m.new("constant", [], value=s), m.out_type)
-        if m.out_type.size > 1 and (s := splat_scalar(m.op.attrs["value"])) is not None
-        else None,
+        lambda m: (
+            m.broadcast(m.new("constant", [], value=s), m.out_type)
+            if m.out_type.size > 1 and (s := splat_scalar(m.op.attrs["value"])) is not None
+            else None
+        ),
     ],
 }
 

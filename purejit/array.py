@@ -83,6 +83,18 @@ class Array:
     def devices(self):
         return self.buffer.devices()
 
+    @property
+    def sharding(self):
+        """The `purejit.sharding.NamedSharding` of an array split over devices, else None."""
+        from purejit.sharding import sharding_of
+
+        return sharding_of(self)
+
+    @property
+    def addressable_shards(self):
+        """This process's shards: objects with `.device`, `.index` (slices) and `.data`."""
+        return self.buffer.addressable_shards
+
     def block_until_ready(self):
         if self._buf is not None:
             self._buf.block_until_ready()

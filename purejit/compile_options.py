@@ -15,8 +15,9 @@ Keys:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 FUSION_MODES = ("xla", "purejit")
 KNOWN_KEYS = ("disable_passes", "dump_dir", "fusion")
@@ -31,7 +32,7 @@ class CompilerOptions:
     fusion: str = "xla"
 
     @classmethod
-    def parse(cls, options: "Mapping[str, Any] | CompilerOptions | None") -> "CompilerOptions":
+    def parse(cls, options: Mapping[str, Any] | CompilerOptions | None) -> CompilerOptions:
         """Check a user's `compiler_options` dict and return the options it names."""
         if options is None:
             return cls()
@@ -53,7 +54,7 @@ class CompilerOptions:
         fusion = options.get("fusion", "xla")
         if fusion not in FUSION_MODES:
             raise ValueError(
-                f'compiler_options: fusion={fusion!r} must be one of {list(FUSION_MODES)}'
+                f"compiler_options: fusion={fusion!r} must be one of {list(FUSION_MODES)}"
             )
         dump_dir = options.get("dump_dir")
         return cls(tuple(disable), None if dump_dir is None else str(dump_dir), fusion)
@@ -81,9 +82,7 @@ class CompilerOptions:
         disable = tuple(passes.disable) + tuple(d for d in self.disable_passes)
         if not self.disable_passes and self.dump_dir is None:
             return passes
-        return Pipeline(
-            passes.passes, disable, self.dump_dir or passes.dump_dir, passes.keep_ir
-        )
+        return Pipeline(passes.passes, disable, self.dump_dir or passes.dump_dir, passes.keep_ir)
 
     def emit(self, fn, **emit_kwargs) -> tuple[str, tuple[str, ...]]:
         """The StableHLO module for `fn` and the XLA passes to switch off when compiling.
@@ -95,10 +94,6 @@ class CompilerOptions:
         from purejit.backend import fusion, stablehlo
 
         cap = self.capability()
-        if cap is None or not cap.realised:
+        if cap is None:
             return stablehlo.emit(fn, **emit_kwargs), ()
-        ctx = stablehlo.EmitContext()
-        ctx.fusion_route = cap.route
-        text = stablehlo.emit(fn, ctx=ctx, **emit_kwargs)
-        disable = (fusion.xla_fusion_pass(cap.platform),) if cap.route == "mhlo.fusion" else ()
-        return text, disable
+        return fusion.emit(fn, cap, **emit_kwargs)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from purejit.ir import TensorType
+from purejit.passes.liveness import pair_aliases
 
 
 def normalize_donation(
@@ -103,20 +104,7 @@ def plan_donation(
     Returns:
         A DonationPlan; `unusable` lists donated parameters left without an output.
     """
-    if len(donated) != len(param_types):
-        raise ValueError(f"{len(donated)} donation flags for {len(param_types)} parameters")
-    free = list(range(len(result_types)))
-    aliases: dict[int, int] = {}
-    unusable: list[int] = []
-    for i, (t, d) in enumerate(zip(param_types, donated)):
-        if not d:
-            continue
-        hit = next((o for o in free if result_types[o] == t), None)
-        if hit is None:
-            unusable.append(i)
-        else:
-            free.remove(hit)
-            aliases[i] = hit
+    aliases, unusable = pair_aliases(param_types, donated, result_types)
     return DonationPlan(
         tuple(bool(d) for d in donated), aliases, tuple(unusable), tuple(param_types)
     )

@@ -71,8 +71,10 @@ class Explanation:
     def _lines(self) -> list[str]:
         out = [
             f"purejit.explain: {self.name}",
-            f"graphs: {self.graphs} (the whole function is traced into one program; purejit "
-            "never splits it)",
+            (
+                f"graphs: {self.graphs} (the whole function is traced into one program; "
+                "purejit never splits it)"
+            ),
             "fusion: "
             + (
                 "xla (purejit's groups are inlined; XLA fuses the flat program)"
@@ -85,7 +87,11 @@ class Explanation:
         ]
         for r in self.stages:
             rnd = str(r.iteration) if r.iteration else ""
-            ops = f"{r.ops_before:>5} -> {r.ops_after:<5}" if r.name != "trace" else f"{r.ops_after:>13}"
+            ops = (
+                f"{r.ops_before:>5} -> {r.ops_after:<5}"
+                if r.name != "trace"
+                else f"{r.ops_after:>13}"
+            )
             changed = "yes" if r.changed else ("" if r.name == "trace" else "no")
             out.append(
                 f"  {r.name:<18}{rnd:>5}  {ops:>13}  {changed:>7}  {r.seconds * 1e3:7.2f}  "

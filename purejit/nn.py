@@ -73,9 +73,11 @@ def gelu(x, approximate: bool = True):
         inner = jnp.multiply(_const(np.sqrt(2 / np.pi), x),
                              jnp.add(x, jnp.multiply(_const(0.044715, x), cube)))  # fmt: skip
         cdf = jnp.multiply(_const(0.5, x), jnp.add(_const(1, x), jnp.tanh(inner)))
-        return jnp.multiply(x, cdf)
-    erf = bind1("erf", jnp.multiply(x, _const(1 / np.sqrt(2), x)))
-    return jnp.true_divide(jnp.multiply(x, jnp.add(erf, _const(1, x))), _const(2, x))
+        out = jnp.multiply(x, cdf)
+    else:
+        erf = bind1("erf", jnp.multiply(x, _const(1 / np.sqrt(2), x)))
+        out = jnp.true_divide(jnp.multiply(x, jnp.add(erf, _const(1, x))), _const(2, x))
+    return jnp.convert(out, out.dtype)  # strongly typed, as in JAX
 
 
 def softplus(x):

@@ -2,9 +2,21 @@
 
 Operands of an elementwise op have equal shapes (no implicit broadcasting in the IR: the
 tracer inserts `broadcast_in_dim`). References follow XLA's semantics where they differ from
-NumPy's: integer division truncates towards zero, `x / 0 == -1` and `x % 0 == x` for
-integers, shifts by the bit width or more give 0 (or the sign for arithmetic right shift),
-narrow floats are computed in f32 and rounded back.
+NumPy's (checked against XLA on CPU by tests/backend/test_backend_ops.py):
+  * integer divide truncates towards zero; `x / 0 == -1` (all bits set), `x % 0 == x`,
+    `INT_MIN / -1 == INT_MIN`, `INT_MIN % -1 == 0`;
+  * shift amounts are read as unsigned: >= the bit width gives 0 (the sign for arithmetic
+    right shifts), so does a negative amount;
+  * integer power squares over the exponent's low 6 bits; a negative exponent gives
+    1 (base 1), +-1 (base -1) or 0;
+  * popcnt and count_leading_zeros count the two's complement bits;
+  * maximum/minimum propagate NaN and order -0.0 below +0.0; on complex numbers they order
+    (real, imag) lexicographically, as JAX does;
+  * round_nearest_afz and sign keep the sign of zero; lgamma is +inf at its poles;
+  * complex `0 ** b` is 1 for b == 0, 0 for real b > 0, NaN otherwise;
+  * narrow floats (bf16, f16) are computed in f32 and rounded back.
+Complex infinities and NaNs, and subnormal numbers (XLA's CPU backend flushes them to zero),
+are outside what the reference promises to match.
 """
 
 from __future__ import annotations
@@ -241,7 +253,8 @@ def _minmax(pick, real_fn):
             # XLA orders -0.0 below +0.0: maximum(0.0, -0.0) == 0.0, minimum == -0.0
             out = real_fn(a, b)
             both_zero = (a == 0) & (b == 0)
-            neg = np.signbit(a) | np.signbit(b) if pick is np.less else np.signbit(a) & np.signbit(b)
+            either, both = np.signbit(a) | np.signbit(b), np.signbit(a) & np.signbit(b)
+            neg = either if pick is np.less else both
             zero = np.where(neg, -0.0, 0.0).astype(out.dtype)
             return np.where(both_zero, zero, out)
         if not dtypes.is_complex(a.dtype):
@@ -354,7 +367,8 @@ def _compare_infer(types, attrs, regions):
     t = same_types("compare", types)
     direction = attrs.get("comparison_direction")
     if direction not in COMPARISONS:
-        fail("compare", f"comparison_direction={direction!r} for {t} is not one of {list(COMPARISONS)}")
+        known = list(COMPARISONS)
+        fail("compare", f"comparison_direction={direction!r} for {t} is not one of {known}")
     if dtypes.is_complex(t.dtype) and direction not in ("EQ", "NE"):
         fail("compare", f"{direction} is not defined for complex {t}")
     return [TensorType(t.shape, np.bool_)]

@@ -1,4 +1,9 @@
-"""Reductions and contractions: reduce (with a region) and dot_general."""
+"""Reductions and contractions: reduce (with a region) and dot_general.
+
+`reduce`'s init values must be identities of its body (0 for add, -inf for maximum, ...):
+XLA may apply them any number of times (and drops them when nothing is reduced), so with any
+other init the result is not defined. The reference applies each init exactly once.
+"""
 
 from __future__ import annotations
 
@@ -62,7 +67,11 @@ def _fix_signed_zero(kind, x, init, out, dims):
     """XLA orders -0.0 below +0.0 in maximum/minimum, so a max over zeros is +0.0 if any is."""
     if kind not in ("maximum", "minimum") or not dtypes.is_float(x.dtype):
         return out
-    want = (lambda v: (v == 0) & ~np.signbit(v)) if kind == "maximum" else (lambda v: (v == 0) & np.signbit(v))
+    negative = kind == "minimum"
+
+    def want(v):  # the zero that wins: +0.0 for maximum, -0.0 for minimum
+        return (v == 0) & (np.signbit(v) == negative)
+
     hit = np.any(want(x), axis=dims) | want(init)
     zero = np.asarray(0.0 if kind == "maximum" else -0.0, out.dtype)
     return np.where((out == 0) & hit, zero, out)
@@ -74,6 +83,8 @@ def _reduce_ref(args, attrs, regions, run):
     dims = tuple(attrs["dimensions"])
     (body,) = regions
     kind = reduction_kind(body)
+    if kind in ("maximum", "minimum") and dtypes.is_complex(inputs[0].dtype):
+        kind = None  # NumPy's complex order is not the IR's (JAX's); run the region
     if kind is not None:
         x = inputs[0]
         cdt = compute_dtype(x.dtype)

@@ -226,7 +226,8 @@ def _pad_infer(types, attrs, regions):
 
 def _pad_ref(args, attrs, regions, run):
     x, v = args
-    lo, hi, interior = attrs["edge_padding_low"], attrs["edge_padding_high"], attrs["interior_padding"]
+    lo, hi = attrs["edge_padding_low"], attrs["edge_padding_high"]
+    interior = attrs["interior_padding"]
     # interior padding first, then edges (negative edges crop)
     shape = [d + max(d - 1, 0) * i for d, i in zip(x.shape, interior)]
     y = np.full(shape, v, dtype=x.dtype)

@@ -83,7 +83,8 @@ def lower_fusion(ctx, op, args: list[str]) -> list[str]:
     route = getattr(ctx, "fusion_route", "xla")
     tag = _next_tag(ctx)
     (body,) = op.regions
-    problem = None if route == "xla" else route_problem(body, route)
+    cap = getattr(ctx, "fusion_capability", None)
+    problem = None if route == "xla" else route_problem(body, route, cap)
     if problem is not None:
         _warn_once(
             f"unsafe:{route}:{problem}",
@@ -120,7 +121,7 @@ def lower_fusion(ctx, op, args: list[str]) -> list[str]:
     return outs
 
 
-def route_problem(body, route: str) -> str | None:
+def route_problem(body, route: str, cap: Capability | None = None) -> str | None:
     """What in a group's region `route` cannot take (see fusion_check.py), or None."""
     from purejit.backend.fusion_check import EXCLUDED_OPS
 
@@ -128,9 +129,10 @@ def route_problem(body, route: str) -> str | None:
         return f"{len(body.results)} results"
     if route != "mhlo.fusion":
         return None
+    excluded = set(EXCLUDED_OPS) | set(cap.exclude_ops if cap else ())
     after_reduction: set = set()
-    for op in body.ops:
-        if op.name in EXCLUDED_OPS:
+    for op in body.walk():
+        if op.name in excluded:
             return f"a {op.name}"
         if any(v in after_reduction for v in op.operands):
             if not op.has_trait("elementwise"):
@@ -192,8 +194,7 @@ class Kernel:
 def _split_instruction(line: str):
     """(name, opcode, rest) of an HLO instruction line, or None."""
     line = line.strip()
-    if line.startswith("ROOT "):
-        line = line[5:]
+    line = line.removeprefix("ROOT ")
     if not line.startswith("%") or " = " not in line:
         return None
     name, rhs = line.split(" = ", 1)
@@ -352,11 +353,13 @@ def _try_route(route: str, device) -> str | None:
     ctx.fusion_route = route
     text = stablehlo.emit(fn, ctx=ctx)
     disable = (xla_fusion_pass(device.platform),) if route == "mhlo.fusion" else ()
+    from jax.errors import JaxRuntimeError
+
     try:
         exe = pjrt.compile(
             text, fn.param_types, fn.result_types, device=device, disable_xla_passes=disable
         )
-    except Exception as e:  # the back end rejected the construct
+    except JaxRuntimeError as e:  # the back end rejected the construct
         return f"{route} rejected: {str(e).splitlines()[0][:160]}"
     n = len(kernels(exe.hlo_text()))
     if n != 2:
@@ -380,7 +383,9 @@ def _check_in_child(platform: str, timeout: float = 300.0) -> tuple[str | None, 
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     cmd = [sys.executable, "-m", "purejit.backend.fusion_check", platform]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        res = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, env=env, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"mhlo.fusion check did not finish ({type(e).__name__})", []
     out = res.stdout.strip().splitlines()
@@ -471,7 +476,7 @@ def _run_probe(platform: str, device) -> Capability:
     return Capability("xla", platform, "; ".join(findings))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _probe(platform: str, device_id: int) -> Capability:
     from purejit.backend import pjrt
 
@@ -495,6 +500,21 @@ def probe_route(device=None) -> Capability:
 
     dev = device or pjrt.default_device()
     return _probe(dev.platform, dev.id)
+
+
+def emit(fn, cap: Capability, **emit_kwargs) -> tuple[str, tuple[str, ...]]:
+    """The StableHLO module of `fn` with its groups realised by `cap`'s route, and the XLA
+    passes to switch off when compiling it."""
+    from purejit.backend import stablehlo
+
+    if not cap.realised:
+        return stablehlo.emit(fn, **emit_kwargs), ()
+    ctx = stablehlo.EmitContext()
+    ctx.fusion_route = cap.route
+    ctx.fusion_capability = cap
+    text = stablehlo.emit(fn, ctx=ctx, **emit_kwargs)
+    off = (xla_fusion_pass(cap.platform),) if cap.route == "mhlo.fusion" else ()
+    return text, off
 
 
 def warn_not_realised(cap: Capability):

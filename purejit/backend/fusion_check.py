@@ -55,32 +55,46 @@ def _cases():
         return op(b, "slice", x, start_indices=(0, 0), limit_indices=(8, 8), strides=(1, 1))
 
     def cases():
-        yield "elementwise", [m], lambda b, x: op(
-            b, "tanh", op(b, "add", op(b, "sine", x), const(b, 1.0))
+        yield (
+            "elementwise",
+            [m],
+            lambda b, x: op(b, "tanh", op(b, "add", op(b, "sine", x), const(b, 1.0))),
         )
         yield "row_bcast", [v, m], lambda b, a, x: op(b, "multiply", x, bcast(b, a, (1,)))
         yield "col_bcast", [col, m], lambda b, a, x: op(b, "subtract", x, bcast(b, a, (0, 1)))
-        yield "slice_reverse", [m], lambda b, x: op(
-            b, "sine", op(b, "reverse", sliced(b, x), dimensions=(1,))
+        yield (
+            "slice_reverse",
+            [m],
+            lambda b, x: op(b, "sine", op(b, "reverse", sliced(b, x), dimensions=(1,))),
         )
-        yield "iota", [m], lambda b, x: op(
-            b, "add", x, op(b, "iota", shape=(8, 16), dtype=f32, dimension=1)
+        yield (
+            "iota",
+            [m],
+            lambda b, x: op(b, "add", x, op(b, "iota", shape=(8, 16), dtype=f32, dimension=1)),
         )
-        yield "select", [m], lambda b, x: op(
-            b,
+        yield (
             "select",
-            op(b, "compare", x, const(b, 0.5), comparison_direction="GT"),
-            x,
-            op(b, "negate", x),
+            [m],
+            lambda b, x: op(
+                b,
+                "select",
+                op(b, "compare", x, const(b, 0.5), comparison_direction="GT"),
+                x,
+                op(b, "negate", x),
+            ),
         )
-        yield "convert", [TensorType((8, 16), s32)], lambda b, x: op(
-            b, "convert", op(b, "multiply", x, const(b, 3, s32)), dtype=f32
+        yield (
+            "convert",
+            [TensorType((8, 16), s32)],
+            lambda b, x: op(b, "convert", op(b, "multiply", x, const(b, 3, s32)), dtype=f32),
         )
         yield "row_reduce", [m], lambda b, x: op(b, "tanh", reduce(b, op(b, "sine", x), (1,)))
         yield "col_reduce", [m], lambda b, x: op(b, "exponential", reduce(b, x, (0,)))
         yield "full_reduce", [m], lambda b, x: reduce(b, op(b, "multiply", x, x), (0, 1), "maximum")
-        yield "bcast_reduce", [v, m], lambda b, a, x: reduce(
-            b, op(b, "add", x, bcast(b, a, (1,))), (1,)
+        yield (
+            "bcast_reduce",
+            [v, m],
+            lambda b, a, x: reduce(b, op(b, "add", x, bcast(b, a, (1,))), (1,)),
         )
 
     return list(cases())
@@ -134,6 +148,8 @@ def _failing(names: list[str], regions: dict, platform: str) -> list[str]:
     """The ops among `names` that fail in a group: one compile for all of them; when it
     fails, the group its error names (by its `purejit.fusion.N` location) is dropped, or,
     without a name, the set is halved."""
+    from jax.errors import JaxRuntimeError
+
     from purejit.backend import fusion, pjrt, stablehlo
     from purejit.ir import Builder, interpret
 
@@ -159,7 +175,7 @@ def _failing(names: list[str], regions: dict, platform: str) -> list[str]:
             device=device,
             disable_xla_passes=(fusion.xla_fusion_pass(platform),),
         )
-    except Exception as e:
+    except JaxRuntimeError as e:
         if len(names) == 1:
             return list(names)
         named = re.search(r"purejit\.fusion\.(\d+)", str(e))

@@ -43,6 +43,32 @@ def assert_same(ref, got, *, rtol=2e-6, atol=1e-6, weak=True, where=""):
                                    atol=max(atol, tol), equal_nan=True, err_msg=where)  # fmt: skip
 
 
+def check_cases(cases: dict, *args, eager=(), rtol=2e-6, atol=1e-6, weak=True):
+    """Many programs over the same arguments, each `fn(m, *args)`, in one compile per side.
+
+    The JAX reference runs under jax.jit and purejit's under purejit.jit, one program holding
+    every case (compiles are the slow part of these tests). The cases named in `eager` (or
+    all of them when eager is True) also run eagerly, op by op.
+    """
+    names = list(cases)
+    jax_args = [jjnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    refs = jax.jit(lambda *a: [cases[n](jjnp, *a) for n in names])(*jax_args)
+    outs = purejit.jit(lambda *a: [cases[n](jnp, *a) for n in names])(*args)
+    for n, r, g in zip(names, refs, outs):
+        _compare(r, g, rtol, atol, weak, f"jit {n!r}")
+    for n in names if eager is True else eager:
+        g = cases[n](jnp, *[jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args])
+        _compare(refs[names.index(n)], g, rtol, atol, weak, f"eager {n!r}")
+    return dict(zip(names, refs))
+
+
+def _compare(ref, got, rtol, atol, weak, where):
+    ref_leaves, leaves = _leaves(ref), _leaves(got)
+    assert len(leaves) == len(ref_leaves), f"{where}: {len(leaves)} outputs, not {len(ref_leaves)}"
+    for i, (r, g) in enumerate(zip(ref_leaves, leaves)):
+        assert_same(r, g, rtol=rtol, atol=atol, weak=weak, where=f"{where} output {i}")
+
+
 def check(fn, *args, rtol=2e-6, atol=1e-6, weak=True, eager=True, jit=True):
     """Run fn(m, *args) with m = jax.numpy (reference) and purejit.numpy, eager and jitted.
 
@@ -51,7 +77,6 @@ def check(fn, *args, rtol=2e-6, atol=1e-6, weak=True, eager=True, jit=True):
     Returns the reference result.
     """
     ref = fn(jjnp, *[jjnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args])
-    ref_leaves = _leaves(ref)
     runs = []
     if eager:
         runs.append(("eager", fn(jnp, *[jnp.asarray(a) if isinstance(a, np.ndarray) else a
@@ -59,11 +84,8 @@ def check(fn, *args, rtol=2e-6, atol=1e-6, weak=True, eager=True, jit=True):
     if jit:
         runs.append(("jit", purejit.jit(lambda *a: fn(jnp, *a))(*args)))
     for mode, out in runs:
-        leaves = _leaves(out)
-        assert len(leaves) == len(ref_leaves), f"{mode}: {len(leaves)} outputs, JAX has {len(ref_leaves)}"
-        for i, (r, g) in enumerate(zip(ref_leaves, leaves)):
-            assert_same(r, g, rtol=rtol, atol=atol, weak=weak, where=f"{mode} output {i}")
+        _compare(ref, out, rtol, atol, weak, mode)
     return ref
 
 
-__all__ = ["assert_same", "check", "jax"]
+__all__ = ["assert_same", "check", "check_cases"]

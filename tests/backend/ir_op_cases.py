@@ -10,6 +10,7 @@ Complex inputs are finite: XLA and NumPy disagree on several complex infinities 
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Callable
@@ -60,7 +61,8 @@ def _short(dt) -> str:
 
 
 def rng_for(*key) -> np.random.Generator:
-    return np.random.default_rng(abs(hash(tuple(str(k) for k in key))) % (2**32))
+    """A generator seeded by `key`, the same in every process (str hashes are salted)."""
+    return np.random.default_rng(zlib.crc32("|".join(map(str, key)).encode()))
 
 
 # ---- inputs -------------------------------------------------------------------------------
@@ -291,4 +293,5 @@ def convert(x: np.ndarray, dt) -> np.ndarray:
         return np.array(out, dtype=object).astype(dt).reshape(x.shape)
     if x.dtype == PRED:
         return x.astype(np.int64).astype(dt)
-    return wide(x).astype(dt)
+    with np.errstate(over="ignore"):  # out-of-range floats become inf, as in XLA
+        return wide(x).astype(dt)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 from ir_op_cases import BF16, C64, F16, F32, F64, PRED, RTOL, S8, S32, S64, U8, Case, rng_for
 from lowering_harness import scalar_region
-
 from purejit.ir import Builder, TensorType
 
 DTYPES = (F32, BF16, F16, S32, U8, PRED, C64)
@@ -34,30 +33,72 @@ def shape_cases() -> list[Case]:
     for dt in DTYPES:
         x = rand((2, 3, 4), dt)
         cases += [
-            Case("broadcast_in_dim", [rand((3, 1), dt)], _same(lambda v: np.broadcast_to(v, (2, 3, 5))),
-                 {"shape": (2, 3, 5), "broadcast_dimensions": (1, 2)}, label=f"expand,{dt}"),
-            Case("broadcast_in_dim", [rand((3, 4), dt)],
-                 _same(lambda v: np.broadcast_to(v.T[:, None, :], (4, 2, 3))),
-                 {"shape": (4, 2, 3), "broadcast_dimensions": (2, 0)}, label=f"permuted,{dt}"),
-            Case("broadcast_in_dim", [rand((), dt)], _same(lambda v: np.broadcast_to(v, (4, 2))),
-                 {"shape": (4, 2), "broadcast_dimensions": ()}, label=f"scalar,{dt}"),
+            Case(
+                "broadcast_in_dim",
+                [rand((3, 1), dt)],
+                _same(lambda v: np.broadcast_to(v, (2, 3, 5))),
+                {"shape": (2, 3, 5), "broadcast_dimensions": (1, 2)},
+                label=f"expand,{dt}",
+            ),
+            Case(
+                "broadcast_in_dim",
+                [rand((3, 4), dt)],
+                _same(lambda v: np.broadcast_to(v.T[:, None, :], (4, 2, 3))),
+                {"shape": (4, 2, 3), "broadcast_dimensions": (2, 0)},
+                label=f"permuted,{dt}",
+            ),
+            Case(
+                "broadcast_in_dim",
+                [rand((), dt)],
+                _same(lambda v: np.broadcast_to(v, (4, 2))),
+                {"shape": (4, 2), "broadcast_dimensions": ()},
+                label=f"scalar,{dt}",
+            ),
             Case("reshape", [x], _same(lambda v: v.reshape(4, 6)), {"shape": (4, 6)}),
-            Case("reshape", [x], _same(lambda v: v.reshape(24)),
-                 {"shape": (24,)}, label=f"flat,{dt}"),
-            Case("transpose", [x], _same(lambda v: v.transpose(2, 0, 1)), {"permutation": (2, 0, 1)}),
-            Case("slice", [x], _same(lambda v: v[1:2, 0:3:2, 1:4:3]),
-                 {"start_indices": (1, 0, 1), "limit_indices": (2, 3, 4), "strides": (1, 2, 3)}),
-            Case("concatenate", [x, rand((2, 1, 4), dt, "b"), rand((2, 2, 4), dt, "c")],
-                 _same(lambda *v: np.concatenate(v, axis=1)), {"dimension": 1}),
+            Case(
+                "reshape", [x], _same(lambda v: v.reshape(24)), {"shape": (24,)}, label=f"flat,{dt}"
+            ),
+            Case(
+                "transpose", [x], _same(lambda v: v.transpose(2, 0, 1)), {"permutation": (2, 0, 1)}
+            ),
+            Case(
+                "slice",
+                [x],
+                _same(lambda v: v[1:2, 0:3:2, 1:4:3]),
+                {"start_indices": (1, 0, 1), "limit_indices": (2, 3, 4), "strides": (1, 2, 3)},
+            ),
+            Case(
+                "concatenate",
+                [x, rand((2, 1, 4), dt, "b"), rand((2, 2, 4), dt, "c")],
+                _same(lambda *v: np.concatenate(v, axis=1)),
+                {"dimension": 1},
+            ),
             Case("reverse", [x], _same(lambda v: v[::-1, :, ::-1]), {"dimensions": (0, 2)}),
-            Case("constant", [], lambda dt=dt: [rand((2, 3), dt, "k")], {"value": rand((2, 3), dt, "k")}),
-            Case("constant", [], lambda dt=dt: [rand((40,), dt, "big")], {"value": rand((40,), dt, "big")},
-                 label=f"large,{dt}"),
+            Case(
+                "constant",
+                [],
+                lambda dt=dt: [rand((2, 3), dt, "k")],
+                {"value": rand((2, 3), dt, "k")},
+            ),
+            Case(
+                "constant",
+                [],
+                lambda dt=dt: [rand((40,), dt, "big")],
+                {"value": rand((40,), dt, "big")},
+                label=f"large,{dt}",
+            ),
         ]
         cases += _pad_cases(x, dt)
         if dt != PRED:  # StableHLO's iota has no pred form (IR rejects it too)
-            cases.append(Case("iota", [], lambda dt=dt: [np.broadcast_to(np.arange(4), (3, 4)).astype(dt)],
-                              {"shape": (3, 4), "dtype": dt, "dimension": 1}, label=str(dt)))
+            cases.append(
+                Case(
+                    "iota",
+                    [],
+                    lambda dt=dt: [np.broadcast_to(np.arange(4), (3, 4)).astype(dt)],
+                    {"shape": (3, 4), "dtype": dt, "dimension": 1},
+                    label=str(dt),
+                )
+            )
     return cases
 
 
@@ -121,11 +162,22 @@ def reduce_cases() -> list[Case]:
                 return [np.asarray(fn(wide, (0, 2))).astype(dt)]
 
             rtol = RTOL.get(np.dtype(dt), 0.0) * (4 if kind in ("add", "multiply") else 1)
-            cases.append(Case("reduce", [x, init], exp, {"dimensions": (0, 2)},
-                              (scalar_region(kind, dt),), rtol=rtol, atol=rtol,
-                              signed_zeros=kind not in ("add", "multiply"), label=f"{kind},{dt}"))
+            cases.append(
+                Case(
+                    "reduce",
+                    [x, init],
+                    exp,
+                    {"dimensions": (0, 2)},
+                    (scalar_region(kind, dt),),
+                    rtol=rtol,
+                    atol=rtol,
+                    signed_zeros=kind not in ("add", "multiply"),
+                    label=f"{kind},{dt}",
+                )
+            )
     cases.append(_argmax_case())
     cases.append(_complex_sum_case())
+    cases += _complex_minmax_cases()
     return cases
 
 
@@ -156,8 +208,28 @@ def _argmax_case() -> Case:
 def _complex_sum_case() -> Case:
     x = rand((3, 8), C64, "csum")
     exp = lambda x, i: [x.astype(np.complex128).sum(1).astype(C64)]  # noqa: E731
-    return Case("reduce", [x, np.array(0, C64)], exp, {"dimensions": (1,)},
-                (scalar_region("add", C64),), rtol=1e-5, atol=1e-5, label="add,c64")
+    return Case(
+        "reduce",
+        [x, np.array(0, C64)],
+        exp,
+        {"dimensions": (1,)},
+        (scalar_region("add", C64),),
+        rtol=1e-5,
+        atol=1e-5,
+        label="add,c64",
+    )
+
+
+def _complex_minmax_cases() -> list[Case]:
+    """Complex max/min order (real, imag) lexicographically, as JAX does."""
+    x = np.array([[1 + 2j, 1 + 3j, 0.5 + 9j], [2 - 1j, 2 - 2j, -1 + 0j]], C64)
+    out = []
+    for kind, want in (("maximum", [1 + 3j, 2 - 1j]), ("minimum", [0.5 + 9j, -1 + 0j])):
+        init = np.array(-np.inf if kind == "maximum" else np.inf, C64)
+        exp = (lambda w: lambda x, i: [np.array(w, C64)])(want)
+        out.append(Case("reduce", [x, init], exp, {"dimensions": (1,)},
+                        (scalar_region(kind, C64),), label=f"{kind},c64"))  # fmt: skip
+    return out
 
 
 # ---- dot_general -------------------------------------------------------------------------
@@ -171,15 +243,31 @@ def dot_cases() -> list[Case]:
     for dt in (F32, BF16, F16, S32, S8, C64, F64):
         a, b = rand((2, 3, 4), dt, "l"), rand((2, 4, 5), dt, "r")
         rtol = RTOL.get(np.dtype(dt), 0.0) * 8
-        w = (lambda v: v.astype(np.complex128 if v.dtype.kind == "c" else np.float64)) if rtol else None
+        w = (
+            (lambda v: v.astype(np.complex128 if v.dtype.kind == "c" else np.float64))
+            if rtol
+            else None
+        )
 
         def exp(a, b, dt=dt, w=w):
             return [np.einsum("bij,bjk->bik", *((w(a), w(b)) if w else (a, b))).astype(dt)]
 
         cases.append(Case("dot_general", [a, b], exp, batched, rtol=rtol, atol=rtol, label=str(dt)))
         u, v = rand((3, 2), dt, "u"), rand((4,), dt, "v")
-        cases.append(Case("dot_general", [u, v], lambda u, v: [np.multiply.outer(u, v)], outer,
-                          rtol=rtol, atol=rtol, label=f"outer,{dt}"))
+        cases.append(
+            Case(
+                "dot_general",
+                [u, v],
+                lambda u, v: [np.multiply.outer(u, v)],
+                outer,
+                rtol=rtol,
+                atol=rtol,
+                label=f"outer,{dt}",
+            )
+        )
+    a, b = rand((2, 3, 4), PRED, "l"), rand((2, 4, 5), PRED, "r")
+    as_int = lambda a, b: [np.einsum("bij,bjk->bik", a.astype(int), b.astype(int)) > 0]  # noqa: E731
+    cases.append(Case("dot_general", [a, b], as_int, batched, label="pred: or of ands"))
     return cases
 
 
@@ -212,13 +300,12 @@ def indexing_cases() -> list[Case]:
                 return [y]
 
             lab = f"{st},{dt}"
-            cases.append(Case("dynamic_slice", [x, *starts], ds, {"slice_sizes": (2, 3, 2)}, label=lab))
+            cases.append(
+                Case("dynamic_slice", [x, *starts], ds, {"slice_sizes": (2, 3, 2)}, label=lab)
+            )
             cases.append(Case("dynamic_update_slice", [x, upd, *starts], dus, label=lab))
     return cases
 
 
 def all_shape_cases() -> list[Case]:
     return shape_cases() + reduce_cases() + dot_cases() + indexing_cases()
-
-
-__all__ = ["F64", "S8", "all_shape_cases"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import jax
 import ml_dtypes
 import numpy as np
+from purejit.ir import Builder, Function, TensorType, dtypes, verify
 
 from purejit.backend import pjrt, stablehlo
-from purejit.ir import Builder, Function, TensorType, dtypes, verify
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -64,7 +64,9 @@ def mismatches(actual, expected, *, rtol: float, atol: float = 0.0, signed_zeros
     """
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.dtype != expected.dtype or actual.shape != expected.shape:
-        return f"got {actual.dtype}{list(actual.shape)}, want {expected.dtype}{list(expected.shape)}"
+        return (
+            f"got {actual.dtype}{list(actual.shape)}, want {expected.dtype}{list(expected.shape)}"
+        )
     if not dtypes.is_inexact(actual.dtype):
         bad = actual != expected
     elif dtypes.is_complex(actual.dtype):

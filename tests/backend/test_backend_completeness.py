@@ -18,9 +18,9 @@ import pytest
 from ir_op_table import elementwise_cases
 from ir_op_table_shape import all_shape_cases
 from lowering_harness import emit_checked, one_op
+from purejit.ir import IRTypeError, TensorType, all_ops, parse, print_function, verify
 
 from purejit.backend import stablehlo
-from purejit.ir import IRTypeError, TensorType, all_ops, parse, print_function, verify
 
 # IR-text instances of ops whose attributes or regions a generic search cannot invent.
 TEXT_EXAMPLES = {

@@ -18,7 +18,6 @@ from ir_op_cases import convert
 from ir_op_table import CONVERT_TYPES, convert_inputs, elementwise_cases
 from ir_op_table_shape import all_shape_cases
 from lowering_harness import merge, mismatches, one_op, run_compiled
-
 from purejit.ir import Builder, TensorType, interpret, verify
 
 BY_OP = collections.defaultdict(list)
@@ -34,7 +33,9 @@ def test_op_matches_numpy(op):
         want = case.expected(*case.args)
         assert [TensorType(np.shape(w), np.asarray(w).dtype) for w in want] == fn.result_types
         for w, g in zip(want, interpret(fn, *case.args), strict=True):
-            if msg := mismatches(g, w, rtol=case.rtol, atol=case.atol, signed_zeros=case.signed_zeros):
+            if msg := mismatches(
+                g, w, rtol=case.rtol, atol=case.atol, signed_zeros=case.signed_zeros
+            ):
                 failures.append(f"interpreter {case.id}: {msg}")
         fns.append(fn)
         wants.append(want)
@@ -42,7 +43,9 @@ def test_op_matches_numpy(op):
     for case, want in zip(BY_OP[op], wants):
         for w in want:
             g = got.pop(0)
-            if msg := mismatches(g, w, rtol=case.rtol, atol=case.atol, signed_zeros=case.signed_zeros):
+            if msg := mismatches(
+                g, w, rtol=case.rtol, atol=case.atol, signed_zeros=case.signed_zeros
+            ):
                 failures.append(f"compiled {case.id}: {msg}")
     assert not failures, "\n".join(failures)
 

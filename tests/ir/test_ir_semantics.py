@@ -9,7 +9,6 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from purejit.ir import Builder, TensorType, interpret, verify
 from purejit.ir.interpreter import run_batched
 
@@ -106,8 +105,11 @@ def test_integer_power(pair):
 @given(
     st.sampled_from([np.float32, np.float64, np.float16]),
     st.sampled_from(INT_TYPES + [np.bool_]),
-    st.lists(st.one_of(st.floats(allow_subnormal=False, width=16), st.floats(-1e20, 1e20)),
-             min_size=1, max_size=30),  # fmt: skip
+    st.lists(
+        st.one_of(st.floats(allow_subnormal=False, width=16), st.floats(-1e20, 1e20)),
+        min_size=1,
+        max_size=30,
+    ),  # fmt: skip
 )
 def test_convert_float_to_int_truncates_and_saturates(src, dst, xs):
     with np.errstate(over="ignore"):  # large values become inf in f16: also a case to test
@@ -119,7 +121,11 @@ def test_convert_float_to_int_truncates_and_saturates(src, dst, xs):
             assert g == (v != 0)
             continue
         info = np.iinfo(dst)
-        want = 0 if math.isnan(v) else min(max(math.trunc(v) if math.isfinite(v) else v, info.min), info.max)
+        want = (
+            0
+            if math.isnan(v)
+            else min(max(math.trunc(v) if math.isfinite(v) else v, info.min), info.max)
+        )
         assert g == want, (src, dst, v, g)
 
 
@@ -178,13 +184,14 @@ def test_broadcast_in_dim_matches_numpy(data):
     perm = data.draw(st.permutations(dims))
     in_shape = [data.draw(st.sampled_from([1, out_shape[d]])) for d in perm]
     x = np.arange(int(np.prod(in_shape)), dtype=np.float32).reshape(in_shape)
-    got = run1("broadcast_in_dim", [x], {"shape": tuple(out_shape), "broadcast_dimensions": tuple(perm)})[0]
-    # operand dim k lands on result dim perm[k]
-    order = np.argsort(perm)
-    aligned = np.transpose(x, order) if x.ndim else x
-    expanded = np.reshape(aligned, [in_shape[order[list(np.sort(perm)).index(d)]] if d in perm else 1
-                                    for d in range(len(out_shape))])  # fmt: skip
-    np.testing.assert_array_equal(got, np.broadcast_to(expanded, out_shape))
+    got = run1(
+        "broadcast_in_dim", [x], {"shape": tuple(out_shape), "broadcast_dimensions": tuple(perm)}
+    )[0]
+    # element by element: operand dim k indexes result dim perm[k] (index 0 if it has size 1)
+    want = np.empty(out_shape, np.float32)
+    for idx in np.ndindex(*out_shape):
+        want[idx] = x[tuple(idx[d] if n > 1 else 0 for d, n in zip(perm, in_shape))]
+    np.testing.assert_array_equal(got, want)
 
 
 def _argmax_region():
@@ -212,8 +219,9 @@ def test_variadic_reduce_computes_argmax(rows, cols, seed):
 def test_run_batched_equals_running_each_position():
     region = _argmax_region()
     rng = np.random.default_rng(0)
-    args = [rng.normal(size=(3, 4)).astype(np.float32), rng.integers(0, 9, (3, 4)).astype(np.int32),
-            rng.normal(size=(3, 4)).astype(np.float32), rng.integers(0, 9, (3, 4)).astype(np.int32)]  # fmt: skip
+    values = [rng.normal(size=(3, 4)).astype(np.float32) for _ in range(2)]
+    indices = [rng.integers(0, 9, (3, 4)).astype(np.int32) for _ in range(2)]
+    args = [values[0], indices[0], values[1], indices[1]]
     batched = run_batched(region, *args)
     for pos in np.ndindex(3, 4):
         one = interpret(region, *[a[pos] for a in args])

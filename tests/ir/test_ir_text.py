@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from purejit.ir import (
     Builder,
     ParseError,
@@ -125,7 +124,9 @@ def test_float_attributes_nan_inf_and_exponents_round_trip():
         again = parse(text)
         assert print_function(again) == text
         got = again.ops[0].attrs["alpha"]
-        assert (math.isnan(got) and math.isnan(v)) or (got == v and math.copysign(1, got) == math.copysign(1, v))
+        assert (math.isnan(got) and math.isnan(v)) or (
+            got == v and math.copysign(1, got) == math.copysign(1, v)
+        )
         assert again.ops[0].attrs["tag"] == 'a "quoted"\nname'
 
 
@@ -179,19 +180,63 @@ def test_any_constant_round_trips(value):
 # ---- parse errors name the line ------------------------------------------------------------
 
 BAD = {
-    "unknown op": ("func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = frobnicate(%0) : (f32[2])\n  return %1\n}", 2, "frobnicate"),
-    "undefined value": ("func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) : (f32[2])\n\n  %2 = add(%1, %7) : (f32[2])\n  return %2\n}", 4, "%7"),
-    "bad dtype": ("func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) : (q32[2])\n  return %1\n}", 2, "q32"),
-    "bad dimension": ("func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) : (f32[x])\n  return %1\n}", 2, "x"),
-    "redefinition": ("func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) : (f32[2])\n  %1 = negate(%1) : (f32[2])\n  return %1\n}", 3, "%1"),
-    "result count": ("func @f(%0: f32[2]) -> (f32[2]) {\n  %1, %2 = negate(%0) : (f32[2])\n  return %1\n}", 2, "negate"),
-    "missing paren": ("func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0 : (f32[2])\n  return %1\n}", 2, ""),
-    "bad character": ("func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) ; (f32[2])\n  return %1\n}", 2, ";"),
-    "bad hex": ("func @f() -> (f32[2]) {\n  %0 = constant() {value=array<f32[2]: 0x00ff>} : (f32[2])\n  return %0\n}", 2, "bytes"),
-    "bad inline array": ("func @f() -> (f32[2]) {\n  %0 = constant() {value=array<f32[2]: [1.0, 2.0, 3.0]>} : (f32[2])\n  return %0\n}", 2, "3"),
+    "unknown op": (
+        "func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = frobnicate(%0) : (f32[2])\n  return %1\n}",
+        2,
+        "frobnicate",
+    ),
+    "undefined value": (
+        "func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) : (f32[2])\n\n  %2 = add(%1, %7) : (f32[2])\n  return %2\n}",
+        4,
+        "%7",
+    ),
+    "bad dtype": (
+        "func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) : (q32[2])\n  return %1\n}",
+        2,
+        "q32",
+    ),
+    "bad dimension": (
+        "func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) : (f32[x])\n  return %1\n}",
+        2,
+        "x",
+    ),
+    "redefinition": (
+        "func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) : (f32[2])\n  %1 = negate(%1) : (f32[2])\n  return %1\n}",
+        3,
+        "%1",
+    ),
+    "result count": (
+        "func @f(%0: f32[2]) -> (f32[2]) {\n  %1, %2 = negate(%0) : (f32[2])\n  return %1\n}",
+        2,
+        "negate",
+    ),
+    "missing paren": (
+        "func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0 : (f32[2])\n  return %1\n}",
+        2,
+        "",
+    ),
+    "bad character": (
+        "func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) ; (f32[2])\n  return %1\n}",
+        2,
+        ";",
+    ),
+    "bad hex": (
+        "func @f() -> (f32[2]) {\n  %0 = constant() {value=array<f32[2]: 0x00ff>} : (f32[2])\n  return %0\n}",
+        2,
+        "bytes",
+    ),
+    "bad inline array": (
+        "func @f() -> (f32[2]) {\n  %0 = constant() {value=array<f32[2]: [1.0, 2.0, 3.0]>} : (f32[2])\n  return %0\n}",
+        2,
+        "3",
+    ),
     "trailing text": ("func @f(%0: f32[2]) -> (f32[2]) {\n  return %0\n}\nfunc", 4, "trailing"),
-    "unterminated": ("func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) : (f32[2])\n", 3, "end of input"),
-}  # fmt: skip
+    "unterminated": (
+        "func @f(%0: f32[2]) -> (f32[2]) {\n  %1 = negate(%0) : (f32[2])\n",
+        3,
+        "end of input",
+    ),
+}
 
 
 @pytest.mark.parametrize("name", BAD)

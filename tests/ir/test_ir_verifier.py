@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from purejit.ir import Builder, Function, Op, TensorType, Value, VerifyError, parse, verify
 
 F32_3 = TensorType((3,), np.float32)
@@ -36,7 +35,10 @@ def test_use_before_def():
 
 def test_wrong_result_type():
     x, y = Value(F32_3), Value(TensorType((3,), np.int32))
-    with pytest.raises(VerifyError, match=r"op #0 negate: result types \(s32\[3\]\) but the type rule gives \(f32\[3\]\)"):
+    with pytest.raises(
+        VerifyError,
+        match=r"op #0 negate: result types \(s32\[3\]\) but the type rule gives \(f32\[3\]\)",
+    ):
         verify(Function("f", [x], [Op("negate", [x], {}, [y])], [y]))
 
 
@@ -50,7 +52,9 @@ def test_wrong_region_signature():
     x, init, out = Value(TensorType((4,), np.int32)), Value(S32), Value(S32)
     region = _add_region(F32)  # f32 body for an s32 reduction
     op = Op("reduce", [x, init], {"dimensions": (0,)}, [out], [region])
-    with pytest.raises(VerifyError, match=r"reduce: region must be .*s32.* got \[f32\[\], f32\[\]\]"):
+    with pytest.raises(
+        VerifyError, match=r"reduce: region must be .*s32.* got \[f32\[\], f32\[\]\]"
+    ):
         verify(Function("f", [x, init], [op], [out]))
 
 

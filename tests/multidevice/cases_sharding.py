@@ -54,9 +54,9 @@ def case_device_put_places_each_shard():
     ns = NamedSharding(MESH, P("x", "y"))
     a = purejit.device_put(x, ns)
     close(a, x)
-    assert sharding_of(a) == ns
+    assert sharding_of(a) == ns and a.sharding == ns
     want = ns.devices_indices_map(x.shape)
-    for shard in a.buffer.addressable_shards:
+    for shard in a.addressable_shards:
         close(shard.data, x[want[shard.device]])
         assert shard.data.shape == (2, 3)
     replicated = purejit.device_put(x, NamedSharding(MESH, P()))

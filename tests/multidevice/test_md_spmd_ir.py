@@ -169,3 +169,18 @@ def test_lowering_is_valid_mlir():
     assert 'sdy.mesh @mesh = <["x"=4, "y"=2]>' in text
     assert "use_global_device_ids" in text and "sdy.manual_computation" in text
     stablehlo.verify_module(text)
+
+
+def test_cse_merges_partition_ids_but_never_collectives():
+    from purejit.passes.cse import CSE
+
+    b = Builder("f")
+    x = b.param(TensorType((2,), F32))
+    g = {"replica_groups": ((0,),), "computation": "add"}
+    (s1,) = b.op("all_reduce", [x], g)
+    (s2,) = b.op("all_reduce", [x], g)
+    (p1,) = b.op("partition_id")
+    (p2,) = b.op("partition_id")
+    fn = verify(b.finish([s1, s2, p1, p2]))
+    names = [op.name for op in CSE()(fn).fn.ops]
+    assert names.count("all_reduce") == 2 and names.count("partition_id") == 1, names

@@ -2,7 +2,6 @@
 cases, and the interpreter gives the same numbers."""
 
 import numpy as np
-
 from purejit.ir import interpret, parse, print_function, verify
 from purejit.passes.constant_fold import ConstantFold
 from purejit.passes.cse import CSE

@@ -2,7 +2,6 @@
 and the interpreter gives the same numbers."""
 
 import numpy as np
-
 from purejit.ir import interpret, parse, print_function, verify
 from purejit.passes.cse import CSE
 
@@ -72,11 +71,11 @@ def test_equal_regions_merge_and_cse_runs_inside_regions():
   %16 = add(%15, %11) : (f32[4])
   return %16
 }"""
-    out, res = _run(src)
+    out, _ = _run(src)
     # the first reduce's body is cleaned, the second (equal to the cleaned first only in
     # the next round) stays this round; the max-reduce differs and stays
     assert out.count("reduce(") == 3 and out.count("add(%3, %4)") == 1
-    out2, res2 = _run(out)
+    out2, res2 = _run(out)  # a second round
     assert out2.count("reduce(") == 2 and res2.report == {"merged_ops": 1}
     assert "maximum" in out2
 

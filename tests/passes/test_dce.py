@@ -2,7 +2,6 @@
 interpreter gives the same numbers."""
 
 import numpy as np
-
 from purejit.ir import interpret, parse, print_function, verify
 from purejit.passes.dce import DCE
 

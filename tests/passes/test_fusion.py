@@ -3,7 +3,6 @@ options a realising back end sets, and the interpreter (and XLA) give the same n
 
 import numpy as np
 import pytest
-
 from purejit.ir import interpret, parse, print_function, verify
 from purejit.passes import cost
 from purejit.passes.fusion import Fusion
@@ -168,7 +167,7 @@ def test_siblings_that_depend_on_each_other_are_not_merged():
   %5 = add(%4, %3) : (f32[4,4])
   return %5
 }"""
-    out, res = _run(src)
+    _, res = _run(src)
     assert res.report["groups"] == 2
     assert [op.name for op in res.fn.ops] == ["fusion", "dot_general", "fusion"]
 

@@ -6,13 +6,12 @@ import warnings
 
 import numpy as np
 import pytest
+from purejit.passes import Pipeline, cost
+from purejit.passes.fusion import Fusion
 
 import purejit
 import purejit.numpy as jnp
 from purejit.backend import fusion as fb
-from purejit.passes import Pipeline, cost
-from purejit.passes.fusion import Fusion
-
 
 # the seed workloads ------------------------------------------------------------------------
 
@@ -48,12 +47,12 @@ def ln_linear_gelu_residual(x, g, b, w):
 def _seeds():
     r = np.random.default_rng(0)
     n, d = 32, 64
-    m = lambda *s: (r.standard_normal(s) / np.sqrt(s[0])).astype(np.float32)  # noqa: E731
+    m = lambda *s: (r.standard_normal(s) / np.sqrt(s[0])).astype(np.float32)
     return [
         (complex_activation, (r.standard_normal(4096).astype(np.float32),)),
         (tiny_ops_chain, (r.standard_normal(4096).astype(np.float32),)),
         (mlp_dead_matmul, (m(n, d), m(d, d), m(d, d), m(d, d))),
-        (ln_linear_gelu_residual, (m(n, d), np.ones(d, np.float32), np.zeros(d, np.float32), m(d, d))),
+        (ln_linear_gelu_residual, (m(n, d), np.ones(d, "f4"), np.zeros(d, "f4"), m(d, d))),
     ]
 
 
@@ -131,7 +130,7 @@ def test_default_xla_mode_inlines_groups_into_a_flat_program():
     assert 'loc("purejit.fusion.0")' in text  # every op of the group is tagged
 
 
-HLO = """HloModule m, is_scheduled=true, entry_computation_layout={(f32[8]{0})->(f32[8]{0}, f32[8]{0})}
+HLO = """HloModule m, is_scheduled=true, entry_computation_layout={(f32[8]{0})->f32[8]{0}}
 
 %fused (p: f32[8]) -> f32[8] {
   %p = f32[8]{0} parameter(0)

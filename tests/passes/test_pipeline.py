@@ -6,9 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-
-import purejit
-import purejit.numpy as jnp
 from purejit.ir import Function, Op, parse, print_function
 from purejit.ir.verifier import VerifyError
 from purejit.passes import Pipeline
@@ -16,6 +13,9 @@ from purejit.passes.cse import CSE
 from purejit.passes.dce import DCE
 from purejit.passes.pipeline import FixedPoint, PassResult, default_passes
 from purejit.passes.simplify import Simplify
+
+import purejit
+import purejit.numpy as jnp
 
 SRC = """func @f(%0: f32[4]) -> (f32[4]) {
   %1 = constant() {value=array<f32[]: [1.0]>} : (f32[])
@@ -119,7 +119,8 @@ def _mlp_args():
 
 def test_compiler_options_disable_passes_and_dump_dir(tmp_path):
     args = _mlp_args()
-    f = purejit.jit(_mlp, compiler_options={"disable_passes": ["fusion"], "dump_dir": str(tmp_path)})
+    options = {"disable_passes": ["fusion"], "dump_dir": str(tmp_path)}
+    f = purejit.jit(_mlp, compiler_options=options)
     lowered = f.lower(*args)
     assert "fusion" not in {r.name for r in lowered.records}
     assert "fusion(" not in lowered.ir()

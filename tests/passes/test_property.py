@@ -5,12 +5,12 @@ groups as XLA's kernels where the back end allows) agrees."""
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from purejit.backend import fusion as fb
-from purejit.backend import pjrt, stablehlo
 from purejit.ir import Builder, TensorType, interpret, verify
 from purejit.passes import Pipeline
 from purejit.passes.pipeline import default_passes
+
+from purejit.backend import fusion as fb
+from purejit.backend import pjrt, stablehlo
 
 F32 = np.dtype(np.float32)
 M, V, R = TensorType((4, 6), F32), TensorType((6,), F32), TensorType((4,), F32)
@@ -32,8 +32,8 @@ def build(steps) -> "Function":  # noqa: F821
     mats = [b.param(M), b.param(M)]
     vec = b.param(V)
     for kind, i, j, k in steps:
-        if len(b.ops) > 34:  # programs of 5 to 40 ops
-            break
+        if sum(1 + sum(len(r.ops) for r in o.regions) for o in b.ops) > 34:
+            break  # programs of 5 to 40 ops (a step adds at most 5)
         x, y = mats[i % len(mats)], mats[j % len(mats)]
         if kind == "unary":
             (out,) = b.op(UNARY[k % len(UNARY)], [x])
@@ -95,10 +95,7 @@ CAP = fb.probe_route()
 
 
 def _compile_run(fn, route, args):
-    ctx = stablehlo.EmitContext()
-    ctx.fusion_route = route
-    text = stablehlo.emit(fn, ctx=ctx)
-    off = (fb.xla_fusion_pass(CAP.platform),) if route == "mhlo.fusion" else ()
+    text, off = fb.emit(fn, CAP) if route != "xla" else (stablehlo.emit(fn), ())
     exe = pjrt.compile(text, fn.param_types, fn.result_types, disable_xla_passes=off)
     return [np.asarray(o) for o in exe.execute([pjrt.to_device(a) for a in args])]
 

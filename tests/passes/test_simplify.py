@@ -3,7 +3,6 @@ must-not-change cases, and the interpreter gives the same numbers."""
 
 import numpy as np
 import pytest
-
 from purejit.ir import interpret, parse, print_function, verify
 from purejit.passes.dce import DCE
 from purejit.passes.pipeline import FixedPoint
