@@ -10,8 +10,8 @@ The layer is the sequence-parallel Megatron MLP over one mesh axis of n devices:
     x [T/n, D] --all_gather--> [T, D] @ W1 [D, F/n] -> gelu-ish (tanh) -> @ W2 [F/n, D]
       --reduce_scatter--> [T/n, D]
 
-Variants: purejit with the pass off, on (rings of collective_permute), auto (cost model), and
-jax.jit(jax.shard_map(...)). Each is warmed up, then `--iters` calls are timed between two
+Variants: purejit with the pass off, on (rings of collective_permute as while loops), on with
+the rings unrolled, auto (the pass's cost model decides), and jax.jit(jax.shard_map(...)). Each is warmed up, then `--iters` calls are timed between two
 synchronisations, `--repeats` times; the median step time is reported with the ratios
 purejit/JAX and on/off, XLA's temp_size_in_bytes per device, and the largest difference from
 JAX's result. Absolute times are only meaningful on GPUs.
@@ -49,19 +49,22 @@ def _parse(argv):
     return p.parse_args(argv)
 
 
-def _time(fn, iters, repeats):
-    """Median seconds per call: `iters` calls between two synchronisations, `repeats` times."""
-    fn().block_until_ready()
-    fn().block_until_ready()
-    samples = []
+def _time_all(fns: dict, iters: int, repeats: int) -> dict:
+    """Median seconds per call of each function: `iters` calls between two synchronisations,
+    `repeats` rounds, the variants interleaved in every round so that a busy host slows them
+    alike."""
+    for fn in fns.values():
+        fn().block_until_ready()
+        fn().block_until_ready()
+    samples = {k: [] for k in fns}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            out = fn()
-        out.block_until_ready()
-        samples.append((time.perf_counter() - t0) / iters)
-    samples.sort()
-    return samples[len(samples) // 2]
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                out = fn()
+            out.block_until_ready()
+            samples[k].append((time.perf_counter() - t0) / iters)
+    return {k: sorted(v)[len(v) // 2] for k, v in samples.items()}
 
 
 def main(argv=None):
@@ -112,16 +115,18 @@ def main(argv=None):
 
     layer = purejit.shard_map(body, mesh=mesh, in_specs=specs, out_specs=P("tp"))
     args_pj = [purejit.device_put(a, NamedSharding(mesh, s)) for a, s in zip((x, w1, w2), specs)]
-    results, outputs = {}, {}
-    for mode in ("off", "on", "auto"):
-        f = purejit.jit(layer, passes=Pipeline([CollectiveMatmul(mode=mode), *default_passes()]))
+    results, outputs, calls = {}, {}, {}
+    variants = {"off": CollectiveMatmul(mode="off"), "on": CollectiveMatmul(mode="on"),
+                "on_unrolled": CollectiveMatmul(mode="on", unroll=True),
+                "auto": CollectiveMatmul(mode="auto")}
+    for mode, cm in variants.items():
+        f = purejit.jit(layer, passes=Pipeline([cm, *default_passes()]))
         low = f.lower(*args_pj)
         compiled = low.compile()
         rec = next(r for r in low.records if r.name == "collective_matmul")
-        step = _time(lambda f=f: f(*args_pj), iters, args.repeats)
+        calls[f"purejit_{mode}"] = lambda f=f: f(*args_pj)
         outputs[mode] = np.asarray(f(*args_pj)).astype(np.float32)
         results[f"purejit_{mode}"] = {
-            "step_s": step,
             "temp_bytes": compiled.memory_analysis().temp_size_in_bytes,
             "rings": rec.report["rewritten"],
         }
@@ -141,12 +146,14 @@ def main(argv=None):
     jlayer = jax.jit(jax.shard_map(jbody, mesh=jmesh, in_specs=jspecs, out_specs=JP("tp")))
     args_jax = [jax.device_put(a, JNamed(jmesh, s)) for a, s in zip((x, w1, w2), jspecs)]
     jcompiled = jlayer.lower(*args_jax).compile()
+    calls["jax"] = lambda: jlayer(*args_jax)
     results["jax"] = {
-        "step_s": _time(lambda: jlayer(*args_jax), iters, args.repeats),
         "temp_bytes": jcompiled.memory_analysis().temp_size_in_bytes,
         "rings": 0,
     }
     want = np.asarray(jlayer(*args_jax)).astype(np.float32)
+    for name, step in _time_all(calls, iters, args.repeats).items():
+        results[name]["step_s"] = step
     for mode, out in outputs.items():
         results[f"purejit_{mode}"]["max_abs_diff_vs_jax"] = float(np.abs(out - want).max())
 
@@ -161,7 +168,7 @@ def main(argv=None):
         r["vs_jax"] = r["step_s"] / jt
         r["tflops_per_device"] = flops / r["step_s"] / 1e12
         print(f"| {name} | {r['step_s'] * 1e3:.3f} | {r['vs_jax']:.2f} | "
-              f"{r["tflops_per_device"]:.3g} | {r['temp_bytes'] / 2**20:.2f} | {r['rings']} | "
+              f"{r['tflops_per_device']:.3g} | {r['temp_bytes'] / 2**20:.2f} | {r['rings']} | "
               f"{r.get('max_abs_diff_vs_jax', 0.0):.2e} |")
     on_off = results["purejit_on"]["step_s"] / results["purejit_off"]["step_s"]
     print(f"\npass on / off step time: {on_off:.2f}")

@@ -326,6 +326,15 @@ def _build_region(g: _Graph, gid: int) -> tuple[list[Value], list[Value], Functi
     return inputs, outputs, region, kind
 
 
+def _next_to(g: _Graph, inputs: list[Value], outputs: list[Value], names) -> bool:
+    """Whether a group reads a value made by, or feeds, an op named in `names`."""
+    if not names:
+        return False
+    if any((d := g.defs.get(v)) is not None and d.name in names for v in inputs):
+        return True
+    return any(u.name in names for v in outputs for u in g.users.get(v, ()))
+
+
 def _clone(op: Op, operands: list[Value], env: dict) -> Op:
     results = [Value(r.type) for r in op.results]
     env.update(zip(op.results, results))
@@ -357,6 +366,8 @@ def _fuse(fn: Function, opts: Fusion) -> tuple[Function, list[dict]]:
     for gid, members in g.members.items():
         inputs, outputs, region, kind = _build_region(g, gid)
         if sum(not op.has_trait("constant") for op in region.ops) < opts.min_group_ops:
+            continue
+        if _next_to(g, inputs, outputs, opts.keep_apart_from):
             continue
         fusion = Op("fusion", inputs, {"kind": kind}, outputs, [region], members[-1].loc)
         nodes.append((max(g.pos[id(op)] for op in members), fusion))
@@ -415,6 +426,9 @@ class Fusion:
         min_group_ops: the fewest ops (constants aside) a group needs to become a `fusion`
             op; 1 wraps lone ops too, so that a back end running groups as kernels cannot
             rewrite them (XLA splits a lone reduction into two kernels, for one).
+        keep_apart_from: op names whose results a group may not read and which may not read
+            a group's results (the group's ops then stay unfused): XLA's layout assignment
+            relays such neighbours of a pre-built fusion and then rejects it.
     """
 
     name: str = "fusion"
@@ -423,6 +437,7 @@ class Fusion:
     exclude_ops: tuple[str, ...] = ()
     elementwise_after_reduction: bool = False
     min_group_ops: int = 2
+    keep_apart_from: tuple[str, ...] = ()
 
     def __call__(self, fn: Function) -> PassResult:
         if any(op.has_trait("fusion") for op in fn.walk()):

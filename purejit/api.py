@@ -93,14 +93,15 @@ class Lowered:
         hit = False
         if self.layout is not None:  # SPMD: one program for every device of the mesh
             exe = self.layout.compile(self.module, self.fn)
+        elif self.xla_disable_passes:  # purejit's fusion groups as kernels (issue 8)
+            from purejit.backend import fusion
+
+            exe, hit = fusion.compile_realised(self)
         else:  # through the persistent cache when config cache_dir is set (issue 5)
             from purejit import compile_cache
 
             exe, hit = compile_cache.compile(
-                self.module,
-                self.fn.param_types,
-                self.fn.result_types,
-                disable_xla_passes=self.xla_disable_passes,
+                self.module, self.fn.param_types, self.fn.result_types
             )
         self.timings["cache_load" if hit else "xla_compile"] = time.perf_counter() - t0
         compiled = Compiled(self, exe)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit.core import bind1
 from purejit import numpy as jnp
+from purejit.core import bind1
 from purejit.numpy._shape import _axes
 
 __all__ = [

@@ -22,7 +22,6 @@ scatter(operands..., scatter_indices, updates...) {update_window_dims, inserted_
 from __future__ import annotations
 
 import numpy as np
-
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
 from purejit.ir.ops._util import check_rank_attr, compute_dtype
@@ -74,7 +73,9 @@ def _gather_infer(types, attrs, regions):
     sizes = tuple(attrs["slice_sizes"])
     if len(sizes) != t.rank or any(not 0 <= n <= d for n, d in zip(sizes, t.shape)):
         fail("gather", f"slice_sizes={list(sizes)} do not fit in {t}")
-    collapsed = _sorted_unique("gather", "collapsed_slice_dims", attrs["collapsed_slice_dims"], t.rank)
+    collapsed = _sorted_unique(
+        "gather", "collapsed_slice_dims", attrs["collapsed_slice_dims"], t.rank
+    )
     for d in collapsed:
         if sizes[d] != 1:
             fail("gather", f"collapsed dim {d} must have slice size 1, got {sizes[d]}")

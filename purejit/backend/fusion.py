@@ -312,6 +312,9 @@ class Capability:
             "exclude_ops": self.exclude_ops,
             "elementwise_after_reduction": self.elementwise_after_reduction,
             "min_group_ops": 1,  # lone fusible ops too: XLA may not rewrite a kernel
+            # layout assignment relays a transpose's neighbours (making it a bitcast) but not
+            # the inside of a pre-built fusion, which the HLO verifier then rejects
+            "keep_apart_from": ("transpose",) if self.route == "mhlo.fusion" else (),
         }
 
 
@@ -515,6 +518,36 @@ def emit(fn, cap: Capability, **emit_kwargs) -> tuple[str, tuple[str, ...]]:
     text = stablehlo.emit(fn, ctx=ctx, **emit_kwargs)
     off = (xla_fusion_pass(cap.platform),) if cap.route == "mhlo.fusion" else ()
     return text, off
+
+
+def compile_realised(lowered):
+    """Compile a `Lowered` whose groups are realised as kernels (through the persistent
+    cache); if XLA rejects the module, fall back to the flat program with one warning
+    (and keep it in `lowered.module`). Returns (executable, cache hit)."""
+    from jax.errors import JaxRuntimeError
+
+    from purejit import compile_cache
+    from purejit.backend import stablehlo
+
+    fn = lowered.fn
+    try:
+        return compile_cache.compile(
+            lowered.module,
+            fn.param_types,
+            fn.result_types,
+            disable_xla_passes=lowered.xla_disable_passes,
+        )
+    except JaxRuntimeError as e:
+        _warn_once(
+            f"compile:{e.__class__.__name__}",
+            f"fusion: XLA rejected the program with purejit's groups as kernels "
+            f"({str(e).splitlines()[0][:160]}); using the flat program, which XLA fuses.",
+        )
+    donation = getattr(lowered, "donation", None)
+    arg_attrs = donation.arg_attrs() if donation else None
+    lowered.module = stablehlo.emit(fn, arg_attrs=arg_attrs)
+    lowered.xla_disable_passes = ()
+    return compile_cache.compile(lowered.module, fn.param_types, fn.result_types)
 
 
 def warn_not_realised(cap: Capability):

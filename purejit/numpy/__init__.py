@@ -10,9 +10,8 @@ from purejit.numpy._shape import (  # noqa: F401
     concatenate, expand_dims, moveaxis, permute_dims, ravel, reshape, squeeze, stack, swapaxes,
     transpose,
 )  # fmt: skip
-from purejit.numpy._indexing import (  # noqa: F401
-    _IndexUpdateHelper, _indexing_getitem, take, take_along_axis,
-)  # fmt: skip
+from purejit.numpy._indexing import _indexing_getitem, take, take_along_axis  # noqa: F401
+from purejit.numpy._index_update import _IndexUpdateHelper  # noqa: F401
 from purejit.numpy._creation import (  # noqa: F401
     arange, empty, empty_like, eye, full, full_like, identity, linspace, meshgrid, ones,
     ones_like, tri, tril, triu, zeros, zeros_like,

@@ -31,6 +31,7 @@ def asarray(x, dtype=None):
         from purejit.numpy._shape import stack
 
         out = stack(items)
+        out = convert(out, out.dtype)  # an array made from a list is strongly typed (JAX)
     else:
         out = _lift(x)
     return astype(out, dtype) if dtype is not None else out

@@ -184,7 +184,7 @@ def _contract(x, lx, y, ly, later: set):
         lhs_contracting_dimensions=tuple(lx.index(lab) for lab in contract),
         rhs_contracting_dimensions=tuple(ly.index(lab) for lab in contract),
     )  # fmt: skip
-    labels = batch + [lab for lab in lx if lab not in shared] + [lab for lab in ly
-                                                                  if lab not in shared]
+    labels = (
+        batch + [lab for lab in lx if lab not in shared] + [lab for lab in ly if lab not in shared]
+    )
     return out, labels
-

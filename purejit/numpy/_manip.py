@@ -3,6 +3,7 @@ hstack/vstack/dstack/column_stack, diag/diagonal/trace."""
 
 from __future__ import annotations
 
+import itertools
 import operator
 
 import numpy as np
@@ -46,7 +47,7 @@ def _split(ary, indices_or_sections, axis, name, even: bool):
         points = [operator.index(i) for i in np.asarray(indices_or_sections).reshape(-1)]
         cuts = [0] + points + [n]
     bounds = [min(max(p + n if p < 0 else p, 0), n) for p in cuts]
-    return [_slice_axis(x, a, max(a, b), ax) for a, b in zip(bounds[:-1], bounds[1:])]
+    return [_slice_axis(x, a, max(a, b), ax) for a, b in itertools.pairwise(bounds)]
 
 
 def split(ary, indices_or_sections, axis: int = 0):
@@ -80,7 +81,9 @@ def _pad_widths(pad_width, ndim: int) -> list[tuple[int, int]]:
     try:
         w = np.broadcast_to(w, (ndim, 2))
     except ValueError:
-        raise ValueError(f"pad: pad_width {pad_width!r} does not fit an array of rank {ndim}")
+        raise ValueError(
+            f"pad: pad_width {pad_width!r} does not fit an array of rank {ndim}"
+        ) from None
     if (w < 0).any():
         raise ValueError(f"pad: pad_width must be non-negative, got {pad_width!r}")
     return [(int(a), int(b)) for a, b in w]
@@ -108,8 +111,7 @@ def pad(array, pad_width, mode="constant", *, constant_values=0, **kwargs):
         return _pad_constant(x, widths, constant_values)
     if mode not in ("edge", "reflect", "symmetric", "wrap"):
         raise NotImplementedError(
-            f"pad: mode {mode!r} is not supported (use constant, edge, reflect, symmetric or "
-            "wrap)"
+            f"pad: mode {mode!r} is not supported (use constant, edge, reflect, symmetric or wrap)"
         )
     from purejit.numpy._indexing import take
 

@@ -59,7 +59,8 @@ def test_einsum_dtypes():
         "int": lambda m, a, b: m.einsum("ij,j->i", a, a[0]),
         "mixed int/float": lambda m, a, b: m.einsum("ij,j->i", a, b),
         "preferred_element_type": lambda m, a, b: m.einsum(
-            "ij,j->i", a, a[0], preferred_element_type=m.float32),  # fmt: skip
+            "ij,j->i", a, a[0], preferred_element_type=m.float32
+        ),
     }
     check_cases(cases, i, _r(3), rtol=1e-5, atol=1e-5, eager=True)
 

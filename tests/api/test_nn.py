@@ -97,7 +97,9 @@ def test_one_hot():
     labels = np.array([[0, 2, 5], [-1, 1, 3]], np.int32)
     for kw in [{}, dict(axis=0), dict(dtype=np.int32), dict(axis=1, dtype=jax.numpy.bfloat16)]:
         ref = jnn.one_hot(labels, 4, **kw)
-        assert_same(ref, purejit.jit(lambda a: pnn.one_hot(a, 4, **kw))(labels), where=str(kw))
+        assert_same(
+            ref, purejit.jit(lambda a, kw=kw: pnn.one_hot(a, 4, **kw))(labels), where=str(kw)
+        )
         assert_same(ref, pnn.one_hot(labels, 4, **kw), where=f"eager {kw}")
 
 

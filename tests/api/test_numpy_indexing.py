@@ -175,6 +175,8 @@ def test_take_and_take_along_axis():
         "take flat": lambda m, x, i: m.take(x, i * 11),
         "along 2": lambda m, x, i: m.take_along_axis(x, i, axis=2),
         "along 0": lambda m, x, i: m.take_along_axis(x, i[:1, :, :1] % 3, axis=0),
+        "along out of range": lambda m, x, i: m.take_along_axis(x, i[:, :3, :1] * 2 - 3, axis=1),
+        "take clip": lambda m, x, i: m.take(x, i[0, 0] - 2, axis=1, mode="clip"),
     }
     check_cases(cases, X, ind, eager=["along 2"])
 

@@ -4,9 +4,9 @@ type rules reject malformed dimension numbers."""
 
 import numpy as np
 import pytest
+from purejit.ir import Builder, IRTypeError, TensorType, interpret, parse, print_function, verify
 
 from purejit.backend import pjrt, stablehlo
-from purejit.ir import Builder, IRTypeError, TensorType, interpret, parse, print_function, verify
 
 RNG = np.random.default_rng(0)
 
@@ -46,7 +46,8 @@ def _gather_attrs(offset, collapsed, smap, ivd, sizes):
 
 GATHERS = {
     "rows (out of range starts clamp)": (
-        (5, 3), np.array([[0], [4], [7], [-3]], np.int32), _gather_attrs((1,), (0,), (0,), 1, (1, 3))
+        (5, 3), np.array([[0], [4], [7], [-3]], np.int32),
+        _gather_attrs((1,), (0,), (0,), 1, (1, 3)),
     ),
     "windows, offset dims first, index_vector_dim 0": (
         (6, 4, 5), RNG.integers(-2, 8, size=(2, 3, 2)).astype(np.int32),
@@ -77,8 +78,14 @@ def test_scatter_reference_matches_xla(kind):
     if kind != "set":
         idx[3] = 0  # overlapping windows accumulate (set's order is unspecified)
     u = RNG.normal(size=(6, 2, 4)).astype(np.float32)
-    attrs = dict(update_window_dims=(1, 2), inserted_window_dims=(), unique_indices=False,
-                 scatter_dims_to_operand_dims=(0,), index_vector_dim=1, indices_are_sorted=False)
+    attrs = dict(
+        update_window_dims=(1, 2),
+        inserted_window_dims=(),
+        unique_indices=False,
+        scatter_dims_to_operand_dims=(0,),
+        index_vector_dim=1,
+        indices_are_sorted=False,
+    )
     fn = _fn("scatter", [x, idx, u], attrs, [_region(kind, x.dtype)])
     (ref,), (got,) = _interpret_and_run(fn, x, idx, u)
     np.testing.assert_allclose(ref, got, rtol=1e-6)
@@ -94,8 +101,14 @@ def test_scatter_points_in_two_dims_int():
     x = np.zeros((3, 4), np.int32)
     idx = np.array([[0, 1], [2, 3], [0, 1], [3, 0], [1, -1]], np.int32)
     u = np.arange(1, 6, dtype=np.int32)
-    attrs = dict(update_window_dims=(), inserted_window_dims=(0, 1), unique_indices=False,
-                 scatter_dims_to_operand_dims=(0, 1), index_vector_dim=1, indices_are_sorted=False)
+    attrs = dict(
+        update_window_dims=(),
+        inserted_window_dims=(0, 1),
+        unique_indices=False,
+        scatter_dims_to_operand_dims=(0, 1),
+        index_vector_dim=1,
+        indices_are_sorted=False,
+    )
     fn = _fn("scatter", [x, idx, u], attrs, [_region("add", x.dtype)])
     (ref,), (got,) = _interpret_and_run(fn, x, idx, u)
     np.testing.assert_array_equal(ref, got)
@@ -112,8 +125,14 @@ def test_variadic_scatter():
     (s0,) = b.op("add", [a0, n0])
     (s1,) = b.op("multiply", [a1, n1])
     region = b.finish([s0, s1])
-    attrs = dict(update_window_dims=(), inserted_window_dims=(0,), unique_indices=False,
-                 scatter_dims_to_operand_dims=(0,), index_vector_dim=1, indices_are_sorted=False)
+    attrs = dict(
+        update_window_dims=(),
+        inserted_window_dims=(0,),
+        unique_indices=False,
+        scatter_dims_to_operand_dims=(0,),
+        index_vector_dim=1,
+        indices_are_sorted=False,
+    )
     fn = _fn("scatter", [x, y, idx, u, v], attrs, [region])
     ref, got = _interpret_and_run(fn, x, y, idx, u, v)
     for r, g in zip(ref, got):
@@ -144,8 +163,14 @@ def test_scatter_type_errors():
     x = b.param(TensorType((5, 3), np.float32))
     i = b.param(TensorType((4, 1), np.int32))
     u = b.param(TensorType((4, 3), np.float32))
-    good = dict(update_window_dims=(1,), inserted_window_dims=(0,), unique_indices=False,
-                scatter_dims_to_operand_dims=(0,), index_vector_dim=1, indices_are_sorted=False)
+    good = dict(
+        update_window_dims=(1,),
+        inserted_window_dims=(0,),
+        unique_indices=False,
+        scatter_dims_to_operand_dims=(0,),
+        index_vector_dim=1,
+        indices_are_sorted=False,
+    )
     b.op("scatter", [x, i, u], good, [_region("add", np.float32)])
     with pytest.raises(IRTypeError, match="region must be"):
         b.op("scatter", [x, i, u], good, [_region("add", np.int32)])

@@ -43,25 +43,31 @@ def tp_mlp(n=4, groups=None):
     return verify(b.finish([r]))
 
 
-def test_rewrites_both_patterns_and_keeps_numbers():
+@pytest.mark.parametrize("unroll", [False, True])
+def test_rewrites_both_patterns_and_keeps_numbers(unroll):
     before = tp_mlp()
-    res = CollectiveMatmul(mode="on")(before)
+    res = CollectiveMatmul(mode="on", unroll=unroll)(before)
     after = verify(res.fn)
     assert ops(before) == ["all_gather", "dot_general", "tanh", "dot_general", "reduce_scatter"]
     names = ops(after)
     assert "all_gather" not in names and "reduce_scatter" not in names
-    assert names.count("collective_permute") == 2 * 3  # two rings of n - 1 = 3 steps
-    assert names.count("dot_general") == 2 * 4  # n partial matmuls per ring
+    if unroll:  # two rings of n - 1 = 3 transfers and n = 4 partial matmuls
+        assert names.count("collective_permute") == 2 * 3 and names.count("dot_general") == 8
+        assert "while" not in names
+    else:  # two loops, one transfer and one matmul per step, one more matmul outside
+        assert [op.name for op in after.ops].count("while") == 2
+        assert names.count("collective_permute") == 2 and names.count("dot_general") == 4
     assert res.changed and res.report["rewritten"] == 2
     same_numbers(before, after, 4)
     text = print_function(after)
     assert print_function(parse(text)) == text
 
 
-def test_two_groups_on_a_2d_mesh():
+@pytest.mark.parametrize("unroll", [False, True])
+def test_two_groups_on_a_2d_mesh(unroll):
     groups = replica_groups((2, 4), ("a", "x"), ("x",))  # ((0,1,2,3), (4,5,6,7))
     before = tp_mlp(groups=groups)
-    after = CollectiveMatmul(mode="on")(before).fn
+    after = CollectiveMatmul(mode="on", unroll=unroll)(before).fn
     same_numbers(before, after, 8)
 
 

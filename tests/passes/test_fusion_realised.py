@@ -171,3 +171,18 @@ def test_kernel_counter_reads_fusions_lone_ops_and_loop_bodies():
         ("d", "custom-call"),
     ]
     assert [sorted(k.groups()) for k in ks] == [[0], [1], []]
+
+
+@pytest.mark.skipif(not CAP.realised, reason="needs a route that realises groups")
+def test_a_module_xla_rejects_falls_back_to_the_flat_program():
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    lowered = purejit.jit(tiny_ops_chain, compiler_options={"fusion": "purejit"}).lower(x)
+    assert lowered.xla_disable_passes
+    # a module XLA cannot take (an op it does not know) stands in for a rejected group
+    lowered.module = lowered.module.replace('"mhlo.fusion"', '"mhlo.not_an_op"', 1)
+    fb._warned.clear()
+    with pytest.warns(RuntimeWarning, match="using the flat program"):
+        compiled = lowered.compile()
+    assert "mhlo.fusion" not in lowered.module and not lowered.xla_disable_passes
+    want = purejit.jit(tiny_ops_chain)(x)
+    np.testing.assert_allclose(np.asarray(compiled(x)), np.asarray(want), rtol=1e-6)
