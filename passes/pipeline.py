@@ -52,7 +52,7 @@ class PassRecord:
     seconds: float
     changed: bool
     report: dict
-    ir_source: "str | Function" = ""
+    ir_source: str | Function = ""
     iteration: int = 0
     group: str | None = None
 

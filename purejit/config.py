@@ -30,6 +30,12 @@ class _Config:
             if k not in self._values:
                 raise KeyError(f"unknown purejit option {k!r}; known: {sorted(self._values)}")
         self._values.update(options)
+        if "enable_x64" in options:
+            # PJRT transfers go through jax.device_put, which narrows 64-bit host data unless
+            # jax's own flag agrees with ours
+            from purejit.backend import pjrt
+
+            pjrt.set_x64(bool(options["enable_x64"]))
 
     def read(self, name: str):
         return self._values[name]

@@ -27,6 +27,10 @@ def _size(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+def _n(k: int, noun: str) -> str:
+    return f"{k} {noun}" + ("" if k == 1 else "s")
+
+
 def _report_text(report: dict) -> str:
     parts = []
     for k, v in report.items():
@@ -122,10 +126,10 @@ class Explanation:
         )
         ratio = self.eager_bytes / self.fused_bytes if self.fused_bytes else 1.0
         out.append(
-            f"  memory traffic: op by op {_size(self.eager_bytes)} in {n_eager} kernels (every "
-            f"op reads its inputs and writes its result: 2 round trips per op) -> fused "
-            f"{_size(self.fused_bytes)} in {len(self.kernels)} kernels (1 read + 1 write "
-            f"each), {ratio:.1f}x less"
+            f"  memory traffic: op by op {_size(self.eager_bytes)} in {_n(n_eager, 'kernel')} "
+            f"(every op reads its inputs and writes its result: 2 round trips per op) -> "
+            f"fused {_size(self.fused_bytes)} in {_n(len(self.kernels), 'kernel')} (1 read + "
+            f"1 write each), {ratio:.1f}x less"
         )
         out += ["", f"XLA ({self.platform})"]
         out.append(f"  kernels: {len(self.xla_kernels)} (purejit predicts {len(self.kernels)})")

@@ -25,6 +25,14 @@ def _jax():
     return jax
 
 
+_x64_synced = [False]
+
+
+def set_x64(flag: bool) -> None:
+    """Keep jax's x64 flag (used by device_put) in step with purejit's enable_x64."""
+    _jax().config.update("jax_enable_x64", flag)
+
+
 def client(platform: str | None = None):
     from jax.extend.backend import get_backend
 
@@ -46,6 +54,11 @@ def platform() -> str:
 
 def to_device(value: np.ndarray, device=None):
     """Copy a host array into a PJRT buffer (a jax.Array) on `device`."""
+    if value.dtype.itemsize == 8 and value.dtype.kind in "iufc" and not _x64_synced[0]:
+        from purejit.config import config
+
+        set_x64(config.enable_x64)
+        _x64_synced[0] = True
     return _jax().device_put(value, device or default_device())
 
 
