@@ -11,8 +11,9 @@ The layer is the sequence-parallel Megatron MLP over one mesh axis of n devices:
       --reduce_scatter--> [T/n, D]
 
 Variants: purejit with the pass off, on (rings of collective_permute as while loops), on with
-the rings unrolled, auto (the pass's cost model decides), and jax.jit(jax.shard_map(...)). Each is warmed up, then `--iters` calls are timed between two
-synchronisations, `--repeats` times; the median step time is reported with the ratios
+the rings unrolled, auto (the pass's cost model decides), and jax.jit(jax.shard_map(...)).
+Each is warmed up, then `--iters` calls are timed between two synchronisations, `--repeats`
+rounds with the variants interleaved; the median step time is reported with the ratios
 purejit/JAX and on/off, XLA's temp_size_in_bytes per device, and the largest difference from
 JAX's result. Absolute times are only meaningful on GPUs.
 """
@@ -34,15 +35,23 @@ SIZES = {  # tokens T, model width D, hidden width F
 
 def _parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--size", choices=sorted(SIZES), default=None,
-                   help="problem size (default: large on GPU, small on CPU)")
+    p.add_argument(
+        "--size",
+        choices=sorted(SIZES),
+        default=None,
+        help="problem size (default: large on GPU, small on CPU)",
+    )
     p.add_argument("--tokens", type=int)
     p.add_argument("--dmodel", type=int)
     p.add_argument("--dff", type=int)
     p.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bf16 on GPU)")
     p.add_argument("--devices", type=int, default=None, help="mesh size (default: all)")
-    p.add_argument("--cpu-devices", type=int, default=None,
-                   help="force this many host CPU devices (sets XLA_FLAGS before jax starts)")
+    p.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=None,
+        help="force this many host CPU devices (sets XLA_FLAGS before jax starts)",
+    )
     p.add_argument("--iters", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--json", default=None, help="also write the results to this file")
@@ -70,8 +79,10 @@ def _time_all(fns: dict, iters: int, repeats: int) -> dict:
 def main(argv=None):
     args = _parse(argv)
     if args.cpu_devices:
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                                   f" --xla_force_host_platform_device_count={args.cpu_devices}")
+        os.environ["XLA_FLAGS"] = (
+            os.environ.get("XLA_FLAGS", "")
+            + f" --xla_force_host_platform_device_count={args.cpu_devices}"
+        )
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
     import numpy as np
@@ -116,9 +127,12 @@ def main(argv=None):
     layer = purejit.shard_map(body, mesh=mesh, in_specs=specs, out_specs=P("tp"))
     args_pj = [purejit.device_put(a, NamedSharding(mesh, s)) for a, s in zip((x, w1, w2), specs)]
     results, outputs, calls = {}, {}, {}
-    variants = {"off": CollectiveMatmul(mode="off"), "on": CollectiveMatmul(mode="on"),
-                "on_unrolled": CollectiveMatmul(mode="on", unroll=True),
-                "auto": CollectiveMatmul(mode="auto")}
+    variants = {
+        "off": CollectiveMatmul(mode="off"),
+        "on": CollectiveMatmul(mode="on"),
+        "on_unrolled": CollectiveMatmul(mode="on", unroll=True),
+        "auto": CollectiveMatmul(mode="auto"),
+    }
     for mode, cm in variants.items():
         f = purejit.jit(layer, passes=Pipeline([cm, *default_passes()]))
         low = f.lower(*args_pj)
@@ -160,21 +174,33 @@ def main(argv=None):
     # ---- report ------------------------------------------------------------------------------
     flops = 2 * 2 * T * D * F / n
     jt = results["jax"]["step_s"]
-    print(f"tp_mlp on {n} x {devs[0].device_kind} ({platform}), T={T} D={D} F={F} "
-          f"{np.dtype(dtype).name}, {iters} iters x {args.repeats}\n")
+    print(
+        f"tp_mlp on {n} x {devs[0].device_kind} ({platform}), T={T} D={D} F={F} "
+        f"{np.dtype(dtype).name}, {iters} iters x {args.repeats}\n"
+    )
     print("| variant | step (ms) | vs JAX | TFLOP/s per device | temp MB | rings | max diff |")
     print("|---|---|---|---|---|---|---|")
     for name, r in results.items():
         r["vs_jax"] = r["step_s"] / jt
         r["tflops_per_device"] = flops / r["step_s"] / 1e12
-        print(f"| {name} | {r['step_s'] * 1e3:.3f} | {r['vs_jax']:.2f} | "
-              f"{r['tflops_per_device']:.3g} | {r['temp_bytes'] / 2**20:.2f} | {r['rings']} | "
-              f"{r.get('max_abs_diff_vs_jax', 0.0):.2e} |")
+        print(
+            f"| {name} | {r['step_s'] * 1e3:.3f} | {r['vs_jax']:.2f} | "
+            f"{r['tflops_per_device']:.3g} | {r['temp_bytes'] / 2**20:.2f} | {r['rings']} | "
+            f"{r.get('max_abs_diff_vs_jax', 0.0):.2e} |"
+        )
     on_off = results["purejit_on"]["step_s"] / results["purejit_off"]["step_s"]
     print(f"\npass on / off step time: {on_off:.2f}")
-    summary = {"devices": n, "device_kind": devs[0].device_kind, "platform": platform,
-               "T": T, "D": D, "F": F, "dtype": np.dtype(dtype).name, "results": results,
-               "on_over_off": on_off}
+    summary = {
+        "devices": n,
+        "device_kind": devs[0].device_kind,
+        "platform": platform,
+        "T": T,
+        "D": D,
+        "F": F,
+        "dtype": np.dtype(dtype).name,
+        "results": results,
+        "on_over_off": on_off,
+    }
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(summary, fh, indent=2)

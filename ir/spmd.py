@@ -190,8 +190,9 @@ def interpret_spmd(fn: Function, *stacked) -> list[np.ndarray]:
     for p, a in zip(fn.params, stacked):
         a = np.asarray(a)
         if a.shape[1:] != p.type.shape or a.dtype != p.type.dtype:
-            raise InterpretError(f"@{fn.name}: per-device argument {a.dtype}{list(a.shape[1:])} "
-                                 f"for {p.type}")
+            raise InterpretError(
+                f"@{fn.name}: per-device argument {a.dtype}{list(a.shape[1:])} for {p.type}"
+            )
         env[p] = a
     with np.errstate(all="ignore"):
         for op in fn.ops:
@@ -202,8 +203,7 @@ def interpret_spmd(fn: Function, *stacked) -> list[np.ndarray]:
             elif any(_has_per_device(r) for r in op.regions):
                 outs = _uniform_control_flow(op, ins)
             else:
-                per = [ref([a[d] for a in ins], op.attrs, op.regions, interpret)
-                       for d in range(n)]
+                per = [ref([a[d] for a in ins], op.attrs, op.regions, interpret) for d in range(n)]
                 outs = [np.stack([np.asarray(p[k]) for p in per]) for k in range(len(op.results))]
             if len(outs) != len(op.results):
                 raise InterpretError(f"{op.name}: reference gave {len(outs)} results")

@@ -77,13 +77,15 @@ class Emitter:
         return self.op1("dot_general", [lhs, rhs], **dict(like.attrs))
 
     def place(self, out: Value, part: Value, dim: int, start: Value) -> Value:
-        return self.op1("dynamic_update_slice", [out, part, *self.starts(out.type.rank, dim,
-                                                                          start)])
+        return self.op1(
+            "dynamic_update_slice", [out, part, *self.starts(out.type.rank, dim, start)]
+        )
 
     def piece(self, x: Value, dim: int, block: int, start: Value) -> Value:
         sizes = tuple(block if i == dim else s for i, s in enumerate(x.type.shape))
-        return self.op1("dynamic_slice", [x, *self.starts(x.type.rank, dim, start)],
-                        slice_sizes=sizes)
+        return self.op1(
+            "dynamic_slice", [x, *self.starts(x.type.rank, dim, start)], slice_sizes=sizes
+        )
 
 
 def ring_pairs(groups) -> tuple[tuple[int, int], ...]:
@@ -99,7 +101,7 @@ def _loop(e: Emitter, name: str, carry: list[Value], invariants: list[Value], li
     lt = cond_e.op1("compare", [cp[len(carry) - 1], cond_e.s32(limit)], comparison_direction="LT")
     cond = Function(f"{name}_cond", cp, cond_e.ops, [lt])
     bp = [Value(t) for t in types]
-    new = step(body_e, bp[:len(carry)], bp[len(carry):])
+    new = step(body_e, bp[: len(carry)], bp[len(carry) :])
     body = Function(f"{name}_body", bp, body_e.ops, new)
     return e.op("while", carry + invariants, regions=[cond, body])
 
@@ -118,22 +120,25 @@ def all_gather_dot(c, get, unroll: bool) -> tuple[list[Op], Value]:
         cur = shard
         for k in range(n - 1):
             nxt = e.op1("collective_permute", [cur], source_target_pairs=pairs)
-            out = e.place(out, e.dot(c.dot, c.side, cur, other), c.out_dim,
-                          e.block_start(p, k, n, n, block))
+            out = e.place(
+                out, e.dot(c.dot, c.side, cur, other), c.out_dim, e.block_start(p, k, n, n, block)
+            )
             cur = nxt
     else:
+
         def step(b, carry, inv):
             cur, acc, k = carry
             w, pos = inv
             nxt = b.op1("collective_permute", [cur], source_target_pairs=pairs)
-            acc = b.place(acc, b.dot(c.dot, c.side, cur, w), c.out_dim,
-                          b.block_start(pos, k, n, n, block))
+            acc = b.place(
+                acc, b.dot(c.dot, c.side, cur, w), c.out_dim, b.block_start(pos, k, n, n, block)
+            )
             return [nxt, acc, b.op1("add", [k, b.s32(1)])]
 
-        cur, out, _ = _loop(e, "all_gather_ring", [shard, out, e.s32(0)], [other, p], n - 1,
-                            step)
-    out = e.place(out, e.dot(c.dot, c.side, cur, other), c.out_dim,
-                  e.block_start(p, n - 1, n, n, block))
+        cur, out, _ = _loop(e, "all_gather_ring", [shard, out, e.s32(0)], [other, p], n - 1, step)
+    out = e.place(
+        out, e.dot(c.dot, c.side, cur, other), c.out_dim, e.block_start(p, n - 1, n, n, block)
+    )
     return e.ops, out
 
 

@@ -37,8 +37,12 @@ from purejit.ir import Function, Op, Value
 from purejit.passes import _rings
 from purejit.passes.pipeline import PassResult
 
-_DOT = ("lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
-        "rhs_contracting_dimensions")
+_DOT = (
+    "lhs_batching_dimensions",
+    "rhs_batching_dimensions",
+    "lhs_contracting_dimensions",
+    "rhs_contracting_dimensions",
+)
 
 
 def _dot_dims(op: Op):
@@ -71,7 +75,7 @@ def source_dim(op: Op, od: int) -> tuple[int, int] | None:
 
 
 def dot_flops(op: Op) -> int:
-    lb, rb, lc, rc = _dot_dims(op)
+    _, _, lc, _ = _dot_dims(op)
     k = int(np.prod([op.operands[0].type.shape[d] for d in lc], dtype=np.int64))
     return 2 * op.results[0].type.size * k
 
@@ -109,8 +113,11 @@ class CollectiveMatmul:
 
     def estimate(self, c: Candidate) -> dict:
         """Estimated seconds with and without the ring (the cost model)."""
-        full = c.collective.results[0].type if c.kind.startswith("all_gather") \
+        full = (
+            c.collective.results[0].type
+            if c.kind.startswith("all_gather")
             else c.dot.results[0].type
+        )
         moved = full.nbytes * (c.n - 1) / c.n
         t_comm = moved / self.link_bytes_per_s
         t_comp = dot_flops(c.dot) / self.flops_per_s
@@ -118,8 +125,14 @@ class CollectiveMatmul:
         plain = t_comm + t_comp + 2 * lat
         step = max(t_comm / (c.n - 1), t_comp / c.n) + lat
         ring = t_comp / c.n + (c.n - 1) * step + lat
-        return {"kind": c.kind, "devices": c.n, "bytes": int(moved), "flops": dot_flops(c.dot),
-                "plain_s": plain, "ring_s": ring}
+        return {
+            "kind": c.kind,
+            "devices": c.n,
+            "bytes": int(moved),
+            "flops": dot_flops(c.dot),
+            "plain_s": plain,
+            "ring_s": ring,
+        }
 
     def chosen(self, c: Candidate) -> bool:
         if self.mode not in ("auto", "on", "off"):
@@ -191,8 +204,17 @@ def find_candidates(fn: Function) -> list[Candidate]:
             src = source_dim(dot, int(op.attrs["scatter_dimension"]))
             n = len(op.attrs["replica_groups"][0])
             if src is not None and n > 1:
-                out.append(Candidate("dot->reduce_scatter", op, dot, src[0], src[1],
-                                     int(op.attrs["scatter_dimension"]), n))
+                out.append(
+                    Candidate(
+                        "dot->reduce_scatter",
+                        op,
+                        dot,
+                        src[0],
+                        src[1],
+                        int(op.attrs["scatter_dimension"]),
+                        n,
+                    )
+                )
     return out
 
 
@@ -210,8 +232,9 @@ def apply(fn: Function, chosen: list[Candidate], *, unroll: bool = False) -> Fun
             operands = [subst.get(v, v) for v in op.operands]
             ops.append(Op(op.name, operands, op.attrs, op.results, op.regions, op.loc))
             continue
-        rewrite = _rings.all_gather_dot if c.kind.startswith("all_gather") else \
-            _rings.dot_reduce_scatter
+        rewrite = (
+            _rings.all_gather_dot if c.kind.startswith("all_gather") else _rings.dot_reduce_scatter
+        )
         new_ops, value = rewrite(c, lambda v: subst.get(v, v), unroll)
         ops.extend(new_ops)
         subst[op.results[0]] = value

@@ -44,8 +44,13 @@ def initialize(
     Must be called before any device is used. On clusters that JAX can detect (Slurm, Open
     MPI, TPU pods), the arguments may be left out.
     """
-    _backend.initialize(coordinator_address, num_processes, process_id, local_device_ids,
-                        initialization_timeout=initialization_timeout)
+    _backend.initialize(
+        coordinator_address,
+        num_processes,
+        process_id,
+        local_device_ids,
+        initialization_timeout=initialization_timeout,
+    )
 
 
 def shutdown() -> None:

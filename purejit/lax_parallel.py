@@ -110,8 +110,9 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = Fals
                 f"psum_scatter: dimension {d} of {leaf.aval} must equal the axis size {n} "
                 f"when tiled=False{errors.at(errors.user_location())}"
             )
-        out = bind1("reduce_scatter", leaf, replica_groups=groups, scatter_dimension=d,
-                    computation="add")
+        out = bind1(
+            "reduce_scatter", leaf, replica_groups=groups, scatter_dimension=d, computation="add"
+        )
         return out if tiled else squeeze(out, d)
 
     return tree_map(one, x)
@@ -127,8 +128,9 @@ def ppermute(x, axis_name, perm):
         if not (0 <= s < n and 0 <= t < n):
             raise ValueError(f"ppermute: pair {(s, t)} out of range for axis size {n}")
     pairs = tuple((g[s], g[t]) for g in groups for s, t in perm)
-    return tree_map(lambda leaf: bind1("collective_permute", _lift(leaf),
-                                       source_target_pairs=pairs), x)
+    return tree_map(
+        lambda leaf: bind1("collective_permute", _lift(leaf), source_target_pairs=pairs), x
+    )
 
 
 def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool = False):
@@ -144,8 +146,14 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
         leaf = _lift(leaf)
         s, c = split_axis % leaf.ndim, concat_axis
         if tiled:
-            return bind1("all_to_all", leaf, replica_groups=groups, split_dimension=s,
-                         concat_dimension=c % leaf.ndim, split_count=n)
+            return bind1(
+                "all_to_all",
+                leaf,
+                replica_groups=groups,
+                split_dimension=s,
+                concat_dimension=c % leaf.ndim,
+                split_count=n,
+            )
         if leaf.shape[s] != n:
             raise errors.PurejitTypeError(
                 f"all_to_all: dimension {s} of {leaf.aval} must equal the axis size {n} when "
@@ -154,8 +162,14 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
         c = c % leaf.ndim
         cx = c if c <= s else c + 1  # where the new axis goes, in the input's coordinates
         sx = s + 1 if c <= s else s
-        y = bind1("all_to_all", expand_dims(leaf, cx), replica_groups=groups,
-                  split_dimension=sx, concat_dimension=cx, split_count=n)
+        y = bind1(
+            "all_to_all",
+            expand_dims(leaf, cx),
+            replica_groups=groups,
+            split_dimension=sx,
+            concat_dimension=cx,
+            split_count=n,
+        )
         return squeeze(y, sx)
 
     return tree_map(one, x)
@@ -169,7 +183,7 @@ def axis_index(axis_name):
     idx = None
     for a in _axes(axis_name):
         k = names.index(a)
-        stride = int(np.prod(shape[k + 1:], dtype=np.int64))
+        stride = int(np.prod(shape[k + 1 :], dtype=np.int64))
         c = bind1("divide", pid, np.asarray(stride, np.uint32)) if stride > 1 else pid
         c = bind1("remainder", c, np.asarray(shape[k], np.uint32))
         if idx is None:

@@ -68,7 +68,7 @@ def broadcast_prefix(prefix, treedef: PyTreeDef, what: str) -> list:
                 raise TypeError(f"{what}: expected a PartitionSpec or None, got {p!r}")
             out.extend([p] * td.num_leaves)
             return
-        children, sub = tree_flatten(p, is_leaf=_is_spec)
+        _, sub = tree_flatten(p, is_leaf=_is_spec)
         if sub.kind is not None and (sub.kind != td.kind or len(sub.children) != len(td.children)):
             raise ValueError(f"{what}: {sub} is not a prefix of the argument structure {td}")
         items = _children(p)
@@ -109,12 +109,15 @@ class ShardMapped:
 
     def __call__(self, *args):
         if isinstance(current_trace(), EvalTrace):
-            if self._jitted is None:
-                from purejit.api import jit
+            # outside jit: compile the one manual computation (even under disable_jit, as
+            # the per-device body only exists as an SPMD program)
+            from purejit.api import disable_jit, jit
 
-                self._jitted = jit(self._bind, )
+            if self._jitted is None:
+                self._jitted = jit(self._bind)
                 self._jitted.__name__ = getattr(self.f, "__name__", "shard_map")
-            return self._jitted(*args)
+            with disable_jit(False):
+                return self._jitted(*args)
         return self._bind(*args)
 
     def _bind(self, *args):
@@ -125,8 +128,11 @@ class ShardMapped:
             raise NotImplementedError(f"shard_map {name}: a shard_map nested in another one")
         mesh = self.mesh
         leaves, in_tree = tree_flatten(args)
-        specs = broadcast_prefix(tuple(self.in_specs) if isinstance(self.in_specs, list)
-                                 else self.in_specs, in_tree, f"shard_map {name} in_specs")
+        specs = broadcast_prefix(
+            tuple(self.in_specs) if isinstance(self.in_specs, list) else self.in_specs,
+            in_tree,
+            f"shard_map {name} in_specs",
+        )
         sizes = mesh.shape
         in_dims, local = [], []
         for i, (x, s) in enumerate(zip(leaves, specs)):
@@ -135,7 +141,9 @@ class ShardMapped:
             try:
                 shape = spmd.local_shape(f"shard_map {name}", a.shape, d, sizes)
             except spmd.SpmdError as e:
-                raise errors.PurejitTypeError(f"{e} (argument {i}: {a}){errors.at(errors.user_location())}") from None
+                raise errors.PurejitTypeError(
+                    f"{e} (argument {i}: {a}){errors.at(errors.user_location())}"
+                ) from None
             in_dims.append(d)
             local.append(ShapedArray(shape, a.dtype, a.weak_type))
         out_tree_box = []
@@ -150,8 +158,10 @@ class ShardMapped:
             traced = trace_to_function(body, local, name=f"{name}_body")
         out_tree = out_tree_box[0]
         out_specs = broadcast_prefix(self.out_specs, out_tree, f"shard_map {name} out_specs")
-        out_dims = [_dims(s, a.ndim, f"shard_map {name} out_specs[{i}]")
-                    for i, (s, a) in enumerate(zip(out_specs, traced.out_avals))]
+        out_dims = [
+            _dims(s, a.ndim, f"shard_map {name} out_specs[{i}]")
+            for i, (s, a) in enumerate(zip(out_specs, traced.out_avals))
+        ]
         for c in traced.captures:  # closed-over values are replicated inputs
             in_dims.append(((),) * c.aval.ndim)
         outs = bind(
@@ -169,8 +179,9 @@ class ShardMapped:
         return tree_unflatten(out_tree, outs)
 
 
-def shard_map(f: Callable | None = None, *, mesh: Mesh, in_specs, out_specs, check_rep=False,
-              check_vma=False):
+def shard_map(
+    f: Callable | None = None, *, mesh: Mesh, in_specs, out_specs, check_rep=False, check_vma=False
+):
     """Map a per-device function over the devices of `mesh`.
 
     Args:
@@ -188,5 +199,7 @@ def shard_map(f: Callable | None = None, *, mesh: Mesh, in_specs, out_specs, che
     if f is None:
         return functools.partial(shard_map, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
     if not isinstance(mesh, Mesh):
-        raise TypeError(f"shard_map: mesh must be a purejit.sharding.Mesh, got {type(mesh).__name__}")
+        raise TypeError(
+            f"shard_map: mesh must be a purejit.sharding.Mesh, got {type(mesh).__name__}"
+        )
     return ShardMapped(f, mesh, in_specs, out_specs)

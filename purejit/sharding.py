@@ -71,6 +71,8 @@ class Mesh:
             raise ValueError(f"Mesh: a device appears twice ({ids})")
         self.devices = arr
         self.axis_names = axis_names
+        self._ids = tuple(int(i) for i in ids)
+        self._hash = hash((self._ids, tuple(arr.shape), axis_names))
 
     @property
     def shape(self) -> dict[str, int]:
@@ -86,7 +88,7 @@ class Mesh:
 
     @property
     def device_ids(self) -> tuple[int, ...]:
-        return tuple(int(d.id) for d in self.devices.flat)
+        return self._ids
 
     @property
     def device_list(self) -> list:
@@ -97,10 +99,10 @@ class Mesh:
         return (self.device_ids, self.mesh_shape, self.axis_names)
 
     def __eq__(self, other):
-        return isinstance(other, Mesh) and self._key() == other._key()
+        return self is other or (isinstance(other, Mesh) and self._key() == other._key())
 
     def __hash__(self):
-        return hash(self._key())
+        return self._hash
 
     def __repr__(self):
         axes = ", ".join(f"{n}={s}" for n, s in self.shape.items())
@@ -124,22 +126,27 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], devices=Non
     devs = list(devices if devices is not None else pjrt.devices())
     n = int(np.prod(axis_shapes))
     if n > len(devs):
-        raise ValueError(f"make_mesh: mesh {tuple(axis_shapes)} needs {n} devices, have {len(devs)}")
+        raise ValueError(
+            f"make_mesh: mesh {tuple(axis_shapes)} needs {n} devices, have {len(devs)}"
+        )
     return Mesh(np.array(devs[:n], dtype=object).reshape(tuple(axis_shapes)), axis_names)
 
 
 class NamedSharding:
     """An array layout: split over `mesh` as `spec` says, replicated over the other axes."""
 
-    def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec()):
-        if not isinstance(spec, PartitionSpec):
+    def __init__(self, mesh: Mesh, spec: PartitionSpec | None = None):
+        if spec is None:
+            spec = PartitionSpec()
+        elif not isinstance(spec, PartitionSpec):
             spec = PartitionSpec(*spec)
         for p in spec:
-            for a in (() if p is None else (p,) if isinstance(p, str) else p):
+            for a in () if p is None else (p,) if isinstance(p, str) else p:
                 if a not in mesh.axis_names:
                     raise ValueError(f"{spec!r} names axis {a!r}, not in {mesh!r}")
         self.mesh = mesh
         self.spec = spec
+        self._hash = None
 
     def dims(self, rank: int) -> spmd.Spec:
         return self.spec.dims(rank)
@@ -147,7 +154,9 @@ class NamedSharding:
     def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
         """The per-device shape; raises if a dimension does not divide evenly."""
         sizes = self.mesh.shape
-        return spmd.local_shape("sharding", tuple(global_shape), self.dims(len(global_shape)), sizes)
+        return spmd.local_shape(
+            "sharding", tuple(global_shape), self.dims(len(global_shape)), sizes
+        )
 
     def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
         """For each device, the tuple of slices of the global array it holds."""
@@ -170,16 +179,20 @@ class NamedSharding:
         return (self.mesh, self.dims(rank))
 
     def __eq__(self, other):
+        if self is other:
+            return True
         if not isinstance(other, NamedSharding) or other.mesh != self.mesh:
             return False
         n = max(len(self.spec), len(other.spec))
         return self.dims(n) == other.dims(n)
 
     def __hash__(self):
-        spec = self.spec.dims(len(self.spec))
-        while spec and spec[-1] == ():
-            spec = spec[:-1]
-        return hash((self.mesh, spec))
+        if self._hash is None:
+            spec = self.spec.dims(len(self.spec))
+            while spec and spec[-1] == ():  # P("x") and P("x", None) are equal
+                spec = spec[:-1]
+            self._hash = hash((self.mesh, spec))
+        return self._hash
 
     def __repr__(self):
         return f"NamedSharding({self.mesh!r}, {self.spec!r})"
@@ -246,20 +259,32 @@ class ProgramLayout:
         for i, (ns, p) in enumerate(zip(self.in_shardings, fn.params)):
             extra = arg_attrs[i] if arg_attrs and arg_attrs[i] else ""
             attrs.append(_merge_attrs(stablehlo.sdy_sharding_attr(ns.dims(p.type.rank)), extra))
-        results = [stablehlo.sdy_sharding_attr(ns.dims(r.type.rank))
-                   for ns, r in zip(self.out_shardings, fn.results)]
-        return stablehlo.emit(fn, arg_attrs=attrs, result_attrs=results,
-                              num_partitions=self.mesh.size, ctx=ctx)
+        results = [
+            stablehlo.sdy_sharding_attr(ns.dims(r.type.rank))
+            for ns, r in zip(self.out_shardings, fn.results)
+        ]
+        return stablehlo.emit(
+            fn, arg_attrs=attrs, result_attrs=results, num_partitions=self.mesh.size, ctx=ctx
+        )
 
     def compile(self, module: str, fn, **kw):
         from purejit.backend import spmd as backend_spmd
 
-        return backend_spmd.compile(module, self.mesh.device_list, fn.param_types,
-                                    fn.result_types, self.in_shardings, self.out_shardings, **kw)
+        return backend_spmd.compile(
+            module,
+            self.mesh.device_list,
+            fn.param_types,
+            fn.result_types,
+            self.in_shardings,
+            self.out_shardings,
+            **kw,
+        )
 
     def __repr__(self):
-        return (f"ProgramLayout({self.mesh!r}, in={[s.spec for s in self.in_shardings]}, "
-                f"out={[s.spec for s in self.out_shardings]})")
+        return (
+            f"ProgramLayout({self.mesh!r}, in={[s.spec for s in self.in_shardings]}, "
+            f"out={[s.spec for s in self.out_shardings]})"
+        )
 
 
 def _merge_attrs(a: str, b: str) -> str:
@@ -310,11 +335,14 @@ def plan_layout(fn, in_shardings=None, out_shardings=None) -> ProgramLayout | No
                 consumer.setdefault(v, NamedSharding(mesh, PartitionSpec(*dims)))
             for v, dims in zip(op.results, op.attrs["out_specs"]):
                 producer[v] = NamedSharding(mesh, PartitionSpec(*dims))
-    ins = [s if s is not None else consumer.get(p, replicated)
-           for s, p in zip(in_shardings, fn.params)]
+    ins = [
+        s if s is not None else consumer.get(p, replicated) for s, p in zip(in_shardings, fn.params)
+    ]
     by_param = dict(zip(fn.params, ins))
-    outs = [s if s is not None else producer.get(r, by_param.get(r, replicated))
-            for s, r in zip(out_shardings, fn.results)]
+    outs = [
+        s if s is not None else producer.get(r, by_param.get(r, replicated))
+        for s, r in zip(out_shardings, fn.results)
+    ]
     for kind, shs, vals in (("argument", ins, fn.params), ("result", outs, fn.results)):
         for i, (s, v) in enumerate(zip(shs, vals)):
             try:

@@ -267,7 +267,9 @@ def _manual_infer(types, attrs, regions):
         local = spmd.local_types("manual_computation", list(types), attrs["in_specs"], sizes)
         outs = body.result_types
         if len(attrs["out_specs"]) != len(outs):
-            fail("manual_computation", f"{len(attrs['out_specs'])} out_specs for {len(outs)} results")
+            fail(
+                "manual_computation", f"{len(attrs['out_specs'])} out_specs for {len(outs)} results"
+            )
         result = [
             TensorType(spmd.global_shape(t.shape, s, sizes), t.dtype)
             for t, s in zip(outs, attrs["out_specs"])
@@ -285,32 +287,82 @@ def _manual_ref(args, attrs, regions, run):
     names, shape = tuple(attrs["axis_names"]), tuple(attrs["mesh_shape"])
     if getattr(run, "spmd", False):
         raise NotImplementedError("interpret_spmd: manual_computation nested in another one")
-    stacked = [spmd.split_global(np.asarray(a), s, shape, names)
-               for a, s in zip(args, attrs["in_specs"])]
+    stacked = [
+        spmd.split_global(np.asarray(a), s, shape, names) for a, s in zip(args, attrs["in_specs"])
+    ]
     outs = spmd.interpret_spmd(regions[0], *stacked)
     return [spmd.join_global(o, s, shape, names) for o, s in zip(outs, attrs["out_specs"])]
 
 
 # registration -------------------------------------------------------------------------------
 
-register(OpDef("all_reduce", _all_reduce_infer, _all_reduce_ref, _COLLECTIVE,
-               attrs=("replica_groups", "computation"),
-               doc="all_reduce(x) {replica_groups, computation}: reduce within each group"))
-register(OpDef("all_gather", _all_gather_infer, _all_gather_ref, _COLLECTIVE,
-               attrs=("replica_groups", "all_gather_dim"),
-               doc="all_gather(x) {replica_groups, all_gather_dim}: concatenate in group order"))
-register(OpDef("reduce_scatter", _reduce_scatter_infer, _reduce_scatter_ref, _COLLECTIVE,
-               attrs=("replica_groups", "scatter_dimension", "computation"),
-               doc="reduce_scatter(x): reduce within each group, keep this device's piece"))
-register(OpDef("collective_permute", _permute_infer, _permute_ref, _COLLECTIVE,
-               attrs=("source_target_pairs",),
-               doc="collective_permute(x) {source_target_pairs}: non-targets receive zeros"))
-register(OpDef("all_to_all", _all_to_all_infer, _all_to_all_ref, _COLLECTIVE,
-               attrs=("replica_groups", "split_dimension", "concat_dimension", "split_count"),
-               doc="all_to_all(x): split, exchange piece k with group member k, concatenate"))
-register(OpDef("partition_id", _partition_id_infer, _partition_id_ref,
-               frozenset({"pure", "per_device"}),
-               doc="partition_id() -> u32[]: this device's position in the mesh"))
-register(OpDef("manual_computation", _manual_infer, _manual_ref, frozenset(), attrs=MANUAL_ATTRS,
-               num_regions=1,
-               doc="manual_computation(xs) region(local xs) -> local ys: shard_map's body"))
+register(
+    OpDef(
+        "all_reduce",
+        _all_reduce_infer,
+        _all_reduce_ref,
+        _COLLECTIVE,
+        attrs=("replica_groups", "computation"),
+        doc="all_reduce(x) {replica_groups, computation}: reduce within each group",
+    )
+)
+register(
+    OpDef(
+        "all_gather",
+        _all_gather_infer,
+        _all_gather_ref,
+        _COLLECTIVE,
+        attrs=("replica_groups", "all_gather_dim"),
+        doc="all_gather(x) {replica_groups, all_gather_dim}: concatenate in group order",
+    )
+)
+register(
+    OpDef(
+        "reduce_scatter",
+        _reduce_scatter_infer,
+        _reduce_scatter_ref,
+        _COLLECTIVE,
+        attrs=("replica_groups", "scatter_dimension", "computation"),
+        doc="reduce_scatter(x): reduce within each group, keep this device's piece",
+    )
+)
+register(
+    OpDef(
+        "collective_permute",
+        _permute_infer,
+        _permute_ref,
+        _COLLECTIVE,
+        attrs=("source_target_pairs",),
+        doc="collective_permute(x) {source_target_pairs}: non-targets receive zeros",
+    )
+)
+register(
+    OpDef(
+        "all_to_all",
+        _all_to_all_infer,
+        _all_to_all_ref,
+        _COLLECTIVE,
+        attrs=("replica_groups", "split_dimension", "concat_dimension", "split_count"),
+        doc="all_to_all(x): split, exchange piece k with group member k, concatenate",
+    )
+)
+register(
+    OpDef(
+        "partition_id",
+        _partition_id_infer,
+        _partition_id_ref,
+        frozenset({"pure", "per_device"}),
+        doc="partition_id() -> u32[]: this device's position in the mesh",
+    )
+)
+register(
+    OpDef(
+        "manual_computation",
+        _manual_infer,
+        _manual_ref,
+        frozenset(),
+        attrs=MANUAL_ATTRS,
+        num_regions=1,
+        doc="manual_computation(xs) region(local xs) -> local ys: shard_map's body",
+    )
+)

@@ -12,6 +12,7 @@ dtype) against what the executable expects: jaxlib crashes on wrong shard shapes
 
 from __future__ import annotations
 
+import collections
 import functools
 from typing import Sequence
 
@@ -102,7 +103,7 @@ def place(buf, ns, t: TensorType):
 def op_sharding_tiles(op, rank: int) -> dict[int, tuple[int, ...]]:
     """For each partition id, the tile coordinates (one per dimension) an OpSharding gives it.
 
-    Replicated values give every partition tile (0, ..., 0); `None` stands for "all"."""
+    A replicated value gives an empty map (every partition holds tile (0, ..., 0))."""
     kind = str(op.type).rsplit(".", 1)[-1]
     if kind == "REPLICATED":
         return {}
@@ -158,8 +159,6 @@ def _check_program(exe, kind: str, shardings, types, getter):
 # CPU_MAX_IN_FLIGHT SPMD calls pending (waiting on the oldest before the next launch) keeps
 # the semaphores from ever filling.
 
-import collections  # noqa: E402
-
 CPU_MAX_IN_FLIGHT = 4
 _in_flight: collections.deque = collections.deque()
 
@@ -206,20 +205,27 @@ class SpmdExecutable:
         self.in_shardings = list(in_shardings)
         self.out_shardings = list(out_shardings)
         self._local = [d for d in self.devices if _is_local(d)]
+        self._jax_in = [jax_sharding(ns) for ns in self.in_shardings]
+        self._jax_out = [jax_sharding(ns) for ns in self.out_shardings]
         self._shard_types = [
             TensorType(ns.shard_shape(t.shape), t.dtype)
             for ns, t in zip(self.in_shardings, self.param_types)
         ]
-        _check_program(exe, "parameter", self.in_shardings, self.param_types,
-                       exe.get_parameter_shardings)
-        _check_program(exe, "result", self.out_shardings, self.result_types,
-                       exe.get_output_shardings)
+        _check_program(
+            exe, "parameter", self.in_shardings, self.param_types, exe.get_parameter_shardings
+        )
+        _check_program(
+            exe, "result", self.out_shardings, self.result_types, exe.get_output_shardings
+        )
 
     def _validate(self, bufs):
         for i, (b, t, st) in enumerate(zip(bufs, self.param_types, self._shard_types)):
             if tuple(b.shape) != t.shape or np.dtype(b.dtype) != t.dtype:
-                raise ShardingMismatchError(f"argument {i}: array {b.dtype}{list(b.shape)} "
-                                            f"where {t} is expected")
+                raise ShardingMismatchError(
+                    f"argument {i}: array {b.dtype}{list(b.shape)} where {t} is expected"
+                )
+            if b.sharding == self._jax_in[i]:
+                continue  # jax made it from shards of exactly this layout: shapes follow
             shards = b.addressable_shards
             if {s.device.id for s in shards} != {d.id for d in self._local}:
                 raise ShardingMismatchError(
@@ -239,15 +245,18 @@ class SpmdExecutable:
             raise ShardingMismatchError(
                 f"program takes {len(self.param_types)} arrays, got {len(buffers)}"
             )
-        bufs = [place(b, ns, t) for b, ns, t in zip(buffers, self.in_shardings, self.param_types)]
+        bufs = [
+            b if getattr(b, "sharding", None) == js else place(b, ns, t)
+            for b, js, ns, t in zip(buffers, self._jax_in, self.in_shardings, self.param_types)
+        ]
         self._validate(bufs)
         _pace(self.devices[0].platform)
         results = self._exe.execute_sharded(bufs)
         per_device = results.disassemble_into_single_device_arrays()
         jax = _jax()
         outs = [
-            jax.make_array_from_single_device_arrays(t.shape, jax_sharding(ns), list(arrs))
-            for arrs, ns, t in zip(per_device, self.out_shardings, self.result_types)
+            jax.make_array_from_single_device_arrays(t.shape, js, list(arrs))
+            for arrs, js, t in zip(per_device, self._jax_out, self.result_types)
         ]
         if self.devices[0].platform == "cpu":
             _in_flight.append(list(per_device[0]) if per_device else [])
@@ -295,4 +304,6 @@ def device_by_id(device_id: int):
     for d in _jax().devices():
         if d.id == device_id:
             return d
-    raise ValueError(f"no device with id {device_id}; devices are {[d.id for d in _jax().devices()]}")
+    raise ValueError(
+        f"no device with id {device_id}; devices are {[d.id for d in _jax().devices()]}"
+    )

@@ -99,6 +99,11 @@ def broadcast_shapes_named(name: str, *shapes):
         ) from None
 
 
+def broadcast_shapes(*shapes):
+    """The shape that arrays of the given shapes broadcast to (NumPy's rules)."""
+    return broadcast_shapes_named("broadcast_shapes", *[tuple(s) for s in shapes])
+
+
 def broadcast_to(x, shape):
     x = _lift(x)
     shape = tuple(int(d) for d in shape)

@@ -181,6 +181,24 @@ def test_take_and_take_along_axis():
     check_cases(cases, X, ind, eager=["along 2"])
 
 
+def test_edge_cases():
+    cases = {
+        "0-d ()": lambda m, s, e, x: s[()],
+        "0-d ..., None": lambda m, s, e, x: s[..., None],
+        "empty rows": lambda m, s, e, x: e[:, 1],
+        "empty index array": lambda m, s, e, x: x[np.array([], np.int32)],
+        "set with empty index array": lambda m, s, e, x: x.at[np.array([], np.int32)].set(1.0),
+        "set everything": lambda m, s, e, x: x.at[:].set(5.0),
+        "add everything": lambda m, s, e, x: x.at[...].add(x),
+        "set empty slice": lambda m, s, e, x: x.at[2:1].set(5.0),
+        "set reversed rows": lambda m, s, e, x: x.at[::-1].set(m.arange(4.0)[:, None]),
+        "set into weak": lambda m, s, e, x: m.full((3,), 1.0).at[1].set(s),
+        "set bool": lambda m, s, e, x: (x > 3).at[1].set(True),
+    }
+    args = np.array(3, np.float32), np.zeros((0, 3), np.float32), X[0, :4, :3]
+    check_cases(cases, *args, eager=["set reversed rows"])
+
+
 def test_iteration_and_scalars():
     x = jnp.arange(6).reshape(2, 3)
     rows = list(x)

@@ -27,7 +27,9 @@ def case_names(path: str) -> list[str]:
     """The `case_*` functions defined at the top level of the file at `path`."""
     with open(path) as f:
         tree = ast.parse(f.read())
-    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("case_")]
+    return [
+        n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("case_")
+    ]
 
 
 def child_env(num_devices: int = NUM_DEVICES) -> dict:
@@ -46,8 +48,7 @@ def run_cases(path: str, timeout: float = 300.0) -> dict[str, str]:
     names = case_names(path)
     cmd = [sys.executable, os.path.abspath(__file__), os.path.abspath(path)]
     try:
-        proc = subprocess.run(cmd, env=child_env(), capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run(cmd, env=child_env(), capture_output=True, text=True, timeout=timeout)
         out, err, why = proc.stdout, proc.stderr, f"child exited with status {proc.returncode}"
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -56,7 +57,7 @@ def run_cases(path: str, timeout: float = 300.0) -> dict[str, str]:
     results = {}
     for line in out.splitlines():
         if line.startswith(_MARK):
-            r = json.loads(line[len(_MARK):])
+            r = json.loads(line[len(_MARK) :])
             results[r["name"]] = "ok" if r["ok"] else r["error"]
     tail = "\n".join((out + "\n" + err).strip().splitlines()[-30:])
     for n in names:

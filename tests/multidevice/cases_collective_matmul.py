@@ -24,8 +24,7 @@ def body(x, w1, w2):  # sequence-parallel Megatron MLP
     return lax.psum_scatter(h @ w2, "i", scatter_dimension=0, tiled=True)
 
 
-MLP = purejit.shard_map(body, mesh=MESH, in_specs=(P("i"), P(None, "i"), P("i")),
-                        out_specs=P("i"))
+MLP = purejit.shard_map(body, mesh=MESH, in_specs=(P("i"), P(None, "i"), P("i")), out_specs=P("i"))
 
 
 def compiled(mode, unroll=False):
@@ -37,8 +36,8 @@ def compiled(mode, unroll=False):
 
 def case_pass_on_off_same_results_less_temp_memory():
     want = np.tanh(X @ W1) @ W2
-    f_off, low_off, c_off = compiled("off")
-    f_on, low_on, c_on = compiled("on")
+    f_off, _, c_off = compiled("off")
+    f_on, _, c_on = compiled("on")
     off, on = np.asarray(f_off(X, W1, W2)), np.asarray(f_on(X, W1, W2))
     np.testing.assert_allclose(off, want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(on, off, rtol=1e-5, atol=1e-5)
@@ -55,11 +54,10 @@ def case_pass_on_off_same_results_less_temp_memory():
 
 
 def case_unrolled_rings_same_results():
-    f, low, comp = compiled("on", unroll=True)
+    f, _, comp = compiled("on", unroll=True)
     hlo = comp.as_text()
     assert hlo.count("collective-permute(") >= 2 * 7 and "all-gather(" not in hlo
-    np.testing.assert_allclose(np.asarray(f(X, W1, W2)), np.tanh(X @ W1) @ W2,
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(f(X, W1, W2)), np.tanh(X @ W1) @ W2, rtol=1e-4, atol=1e-4)
 
 
 def case_auto_mode_reports_its_estimates():
@@ -68,5 +66,4 @@ def case_auto_mode_reports_its_estimates():
     rec = next(r for r in low.records if r.name == "collective_matmul")
     kinds = sorted(c["kind"] for c in rec.report["candidates"])
     assert kinds == ["all_gather->dot", "dot->reduce_scatter"], rec.report
-    np.testing.assert_allclose(np.asarray(f(X, W1, W2)), np.tanh(X @ W1) @ W2,
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(f(X, W1, W2)), np.tanh(X @ W1) @ W2, rtol=1e-4, atol=1e-4)

@@ -59,8 +59,11 @@ def case_all_reduce_two_axes_and_pytree():
     @purejit.jit
     @smap(MESH2, P("x", "y"), {"both": P(), "over_x": P(None, "y"), "over_y": P("x")})
     def f(b):
-        return {"both": lax.psum(b, ("x", "y")), "over_x": lax.psum(b, "x"),
-                "over_y": lax.psum({"v": b}, "y")["v"]}
+        return {
+            "both": lax.psum(b, ("x", "y")),
+            "over_x": lax.psum(b, "x"),
+            "over_y": lax.psum({"v": b}, "y")["v"],
+        }
 
     out = f(x)
     close(out["both"], blocks.sum((0, 1)))
@@ -74,8 +77,11 @@ def case_all_gather_tiled_untiled_axis():
     @purejit.jit
     @smap(MESH2, P("x", "y"), (P(None, "y"), P(None, None, "y"), P("x")))
     def f(b):  # b: [2, 2]
-        return (lax.all_gather(b, "x", tiled=True), lax.all_gather(b, "x"),
-                lax.all_gather(b, "y", axis=1, tiled=True))
+        return (
+            lax.all_gather(b, "x", tiled=True),
+            lax.all_gather(b, "x"),
+            lax.all_gather(b, "y", axis=1, tiled=True),
+        )
 
     tiled, stacked, by_y = f(x)
     close(tiled, x)
@@ -158,8 +164,11 @@ def case_axis_index():
     @purejit.jit
     @smap(MESH2, (), (P(("x", "y")), P(("x", "y")), P(("x", "y"))))
     def f():
-        return (lax.axis_index("x")[None], lax.axis_index("y")[None],
-                lax.axis_index(("y", "x"))[None])
+        return (
+            lax.axis_index("x")[None],
+            lax.axis_index("y")[None],
+            lax.axis_index(("y", "x"))[None],
+        )
 
     ix, iy, iyx = (np.asarray(a) for a in f())
     assert ix.dtype == np.int32
@@ -186,9 +195,16 @@ def case_compiled_matches_interpreter():
     for g, r in zip(got, want):
         close(g, r, 1e-4)
     text = low.as_text()
-    for needle in ("sdy.mesh @mesh", "sdy.manual_computation", "stablehlo.all_reduce",
-                   "stablehlo.all_gather", "stablehlo.collective_permute", "stablehlo.all_to_all",
-                   "stablehlo.partition_id", "mhlo.num_partitions = 8"):
+    for needle in (
+        "sdy.mesh @mesh",
+        "sdy.manual_computation",
+        "stablehlo.all_reduce",
+        "stablehlo.all_gather",
+        "stablehlo.collective_permute",
+        "stablehlo.all_to_all",
+        "stablehlo.partition_id",
+        "mhlo.num_partitions = 8",
+    ):
         assert needle in text, needle
 
 
@@ -209,8 +225,15 @@ def case_same_as_jax_shard_map():
         a = jax.lax.all_to_all(g, "x", 0, 0, tiled=True)
         return s + p * jax.lax.axis_index("x").astype(jax.numpy.float32), g, a
 
-    theirs = jax.jit(jax.shard_map(jbody, mesh=jmesh, in_specs=(JP("x"), JP(None, "y")),
-                                   out_specs=(JP("x", "y"), JP("x"), JP("x")), check_vma=False))
+    theirs = jax.jit(
+        jax.shard_map(
+            jbody,
+            mesh=jmesh,
+            in_specs=(JP("x"), JP(None, "y")),
+            out_specs=(JP("x", "y"), JP("x"), JP("x")),
+            check_vma=False,
+        )
+    )
     for a, b in zip(ours(x, w), theirs(x, w)):
         close(a, b, 1e-4)
 
@@ -223,9 +246,11 @@ def case_eager_call_and_sharded_results():
     close(out, x * 2 + np.arange(8, dtype=np.float32)[:, None])
     sh = purejit.sharding.sharding_of(out)
     assert sh == NamedSharding(MESH1, P("i")), sh
+    with purejit.disable_jit():
+        close(f(x), out)
     shards = {s.device.id: np.asarray(s.data) for s in out.buffer.addressable_shards}
     for d, dev in enumerate(MESH1.devices.flat):
-        close(shards[dev.id], np.asarray(out)[d:d + 1])
+        close(shards[dev.id], np.asarray(out)[d : d + 1])
 
 
 def case_closure_is_replicated():
@@ -249,8 +274,34 @@ def case_shape_errors_name_the_problem():
         raise AssertionError("a 6-row array split 8 ways must fail")
     try:
         purejit.jit(smap(MESH1, P("i"), P("i"))(lambda b: lax.psum(b, "nope"))).lower(
-            np.zeros((8, 2), np.float32))
+            np.zeros((8, 2), np.float32)
+        )
     except NameError as e:
         assert "nope" in str(e), e
     else:
         raise AssertionError("an unknown axis name must fail")
+
+
+def case_many_pipelined_calls_complete():
+    """200 unsynchronised calls, each feeding the next: a matmul, then a ring of ppermutes.
+    Without purejit's pacing of SPMD calls on CPU this could hang in XLA's rendezvous (see
+    purejit/backend/spmd.py)."""
+    w = (np.eye(64) * 0.5).astype(np.float32)
+
+    def step(b, w):
+        y = jnp.tanh(b @ w)
+        for _ in range(3):
+            y = lax.ppermute(y, "i", [(k, (k + 1) % 8) for k in range(8)]) + y
+        return y / 8
+
+    f = purejit.jit(smap(MESH1, (P("i"), P()), P("i"))(step))
+    x = purejit.device_put(rand(8 * 16, 64), NamedSharding(MESH1, P("i")))
+    want = np.asarray(x)
+    for _ in range(200):
+        x = f(x, w)
+    for _ in range(200):
+        y = np.tanh(want @ w)
+        for _ in range(3):
+            y = np.roll(y.reshape(8, 16, 64), 1, axis=0).reshape(128, 64) + y
+        want = y / 8
+    close(x, want, 1e-4)

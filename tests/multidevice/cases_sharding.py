@@ -97,14 +97,24 @@ def case_partitioner_inserts_all_reduce_for_sharded_contraction():
 
 def case_arguments_are_resharded_to_fit():
     x = rand(8, 4)
-    f = purejit.jit(lambda v: v * 3, in_shardings=NamedSharding(MESH, P("x")),
-                    out_shardings=NamedSharding(MESH, P("x")))
-    for given in (x, purejit.device_put(x, NamedSharding(MESH, P(None, "y"))),
-                  purejit.device_put(x, DEVS[5])):
+    f = purejit.jit(
+        lambda v: v * 3,
+        in_shardings=NamedSharding(MESH, P("x")),
+        out_shardings=NamedSharding(MESH, P("x")),
+    )
+    for given in (
+        x,
+        purejit.device_put(x, NamedSharding(MESH, P(None, "y"))),
+        purejit.device_put(x, DEVS[5]),
+    ):
         close(f(given), x * 3)
     same = purejit.device_put(x, NamedSharding(MESH, P("x")))
-    assert backend_spmd.place(same.buffer, NamedSharding(MESH, P("x")),
-                              purejit.ir.TensorType((8, 4), np.float32)) is same.buffer
+    assert (
+        backend_spmd.place(
+            same.buffer, NamedSharding(MESH, P("x")), purejit.ir.TensorType((8, 4), np.float32)
+        )
+        is same.buffer
+    )
 
 
 def case_shard_shapes_checked_before_execute():
@@ -115,20 +125,30 @@ def case_shard_shapes_checked_before_execute():
     assert isinstance(exe, backend_spmd.SpmdExecutable)
     wrong = purejit.device_put(x, NamedSharding(MESH, P(None, "y"))).buffer
     raises(backend_spmd.ShardingMismatchError, lambda: exe._validate([wrong]), "shard on device")
-    raises(backend_spmd.ShardingMismatchError,
-           lambda: exe.execute([purejit.device_put(rand(8, 5), NamedSharding(MESH, P("x"))).buffer]),
-           "f32[8,4]")
+    raises(
+        backend_spmd.ShardingMismatchError,
+        lambda: exe.execute([purejit.device_put(rand(8, 5), NamedSharding(MESH, P("x"))).buffer]),
+        "f32[8,4]",
+    )
     close(exe.execute([purejit.device_put(x, NamedSharding(MESH, P("x"))).buffer])[0], x + 1)
 
 
 def case_shard_map_inside_sharded_jit():
     x = rand(8, 8)
-    inner = purejit.shard_map(lambda b: purejit.lax.psum(b, "x"), mesh=MESH,
-                              in_specs=P("x", "y"), out_specs=P(None, "y"))
-    f = purejit.jit(lambda v: inner(v * 2) + 1, in_shardings=NamedSharding(MESH, P()),
-                    out_shardings=NamedSharding(MESH, P()))
-    want = np.concatenate([(2 * x).reshape(4, 2, 8).sum(0)[:, :4],
-                           (2 * x).reshape(4, 2, 8).sum(0)[:, 4:]], axis=1) + 1
+    inner = purejit.shard_map(
+        lambda b: purejit.lax.psum(b, "x"), mesh=MESH, in_specs=P("x", "y"), out_specs=P(None, "y")
+    )
+    f = purejit.jit(
+        lambda v: inner(v * 2) + 1,
+        in_shardings=NamedSharding(MESH, P()),
+        out_shardings=NamedSharding(MESH, P()),
+    )
+    want = (
+        np.concatenate(
+            [(2 * x).reshape(4, 2, 8).sum(0)[:, :4], (2 * x).reshape(4, 2, 8).sum(0)[:, 4:]], axis=1
+        )
+        + 1
+    )
     close(f(x), want, 1e-5)
 
 

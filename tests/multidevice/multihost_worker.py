@@ -33,9 +33,14 @@ def main(address: str, pid: int):
         gathered = lax.all_gather(b, "host", tiled=True)  # [2, 3]: from both processes
         return total, ring, gathered, jnp.tanh(b) * 2
 
-    f = purejit.jit(purejit.shard_map(
-        body, mesh=mesh, in_specs=P(("host", "local")),
-        out_specs=(P(), P(("host", "local")), P("local"), P(("host", "local")))))
+    f = purejit.jit(
+        purejit.shard_map(
+            body,
+            mesh=mesh,
+            in_specs=P(("host", "local")),
+            out_specs=(P(), P(("host", "local")), P("local"), P(("host", "local"))),
+        )
+    )
     total, ring, gathered, local_math = f(xs)
     np.testing.assert_allclose(np.asarray(total), x.sum(0, keepdims=True), rtol=1e-6)
     rolled = np.roll(x, 1, axis=0)

@@ -12,8 +12,12 @@ from purejit.ir.spmd import interpret_spmd, replica_groups
 from purejit.passes.collective_matmul import CollectiveMatmul, find_candidates
 
 F32 = np.float32
-MM = dict(lhs_batching_dimensions=(), rhs_batching_dimensions=(),
-          lhs_contracting_dimensions=(1,), rhs_contracting_dimensions=(0,))
+MM = dict(
+    lhs_batching_dimensions=(),
+    rhs_batching_dimensions=(),
+    lhs_contracting_dimensions=(1,),
+    rhs_contracting_dimensions=(0,),
+)
 RNG = np.random.default_rng(0)
 
 
@@ -38,8 +42,9 @@ def tp_mlp(n=4, groups=None):
     (h,) = b.op("dot_general", [xg, w1], MM)
     (a,) = b.op("tanh", [h])
     (y,) = b.op("dot_general", [a, w2], MM)
-    (r,) = b.op("reduce_scatter", [y], {"replica_groups": g, "scatter_dimension": 0,
-                                        "computation": "add"})
+    (r,) = b.op(
+        "reduce_scatter", [y], {"replica_groups": g, "scatter_dimension": 0, "computation": "add"}
+    )
     return verify(b.finish([r]))
 
 
@@ -83,8 +88,11 @@ def test_gathered_rhs_and_scatter_from_rhs_dim():
         if two_uses:
             (z,) = b.op("dot_general", [x, wg], MM)
             return verify(b.finish([y, z]))
-        (r,) = b.op("reduce_scatter", [y], {"replica_groups": g, "scatter_dimension": 1,
-                                            "computation": "add"})
+        (r,) = b.op(
+            "reduce_scatter",
+            [y],
+            {"replica_groups": g, "scatter_dimension": 1, "computation": "add"},
+        )
         return verify(b.finish([r]))
 
     assert find_candidates(build(True)) == []  # the gathered value has two uses: left alone
@@ -101,8 +109,11 @@ def test_must_not_change():
     w = b.param(TensorType((8, 3), F32))
     (xg,) = b.op("all_gather", [x], {"replica_groups": g, "all_gather_dim": 1})  # contracting
     (y,) = b.op("dot_general", [xg, w], MM)
-    (m,) = b.op("reduce_scatter", [y], {"replica_groups": g, "scatter_dimension": 0,
-                                        "computation": "maximum"})
+    (m,) = b.op(
+        "reduce_scatter",
+        [y],
+        {"replica_groups": g, "scatter_dimension": 0, "computation": "maximum"},
+    )
     fn = verify(b.finish([m]))
     res = CollectiveMatmul(mode="on")(fn)
     assert not res.changed and print_function(res.fn) == print_function(fn)
@@ -134,10 +145,18 @@ def test_inside_manual_computation_whole_program():
     body = tp_mlp()
     b = Builder("main")
     xs = [b.param(TensorType(s, F32)) for s in ((8, 8), (8, 24), (24, 8))]
-    (out,) = b.op("manual_computation", xs, {
-        "axis_names": ("x",), "mesh_shape": (4,), "device_ids": (0, 1, 2, 3),
-        "in_specs": ((("x",), ()), ((), ("x",)), (("x",), ())), "out_specs": ((("x",), ()),)},
-        [body])
+    (out,) = b.op(
+        "manual_computation",
+        xs,
+        {
+            "axis_names": ("x",),
+            "mesh_shape": (4,),
+            "device_ids": (0, 1, 2, 3),
+            "in_specs": ((("x",), ()), ((), ("x",)), (("x",), ())),
+            "out_specs": ((("x",), ()),),
+        },
+        [body],
+    )
     fn = verify(b.finish([out]))
     res = CollectiveMatmul(mode="on")(fn)
     assert res.report["rewritten"] == 2 and "collective_permute" in ops(res.fn)

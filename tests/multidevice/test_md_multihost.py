@@ -20,9 +20,16 @@ def _free_port() -> int:
 def test_shard_map_across_two_processes():
     address = f"127.0.0.1:{_free_port()}"
     env = child_env(num_devices=4)
-    procs = [subprocess.Popen([sys.executable, WORKER, address, str(k)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for k in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, WORKER, address, str(k)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for k in range(2)
+    ]
     outs = []
     try:
         for p in procs:

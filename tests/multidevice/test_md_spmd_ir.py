@@ -54,8 +54,10 @@ def test_split_join_round_trip_and_replication():
         local_shape("t", (7, 2), (("x",), ()), {"x": 2})
 
 
-@pytest.mark.parametrize("computation,fn", [("add", np.sum), ("maximum", np.max),
-                                            ("minimum", np.min), ("multiply", np.prod)])
+@pytest.mark.parametrize(
+    "computation,fn",
+    [("add", np.sum), ("maximum", np.max), ("minimum", np.min), ("multiply", np.prod)],
+)
 def test_all_reduce_over_groups(computation, fn):
     g = replica_groups((4, 2), ("x", "y"), ("x",))
     f = one_op("all_reduce", (3,), {"replica_groups": g, "computation": computation})
@@ -69,18 +71,32 @@ def test_all_reduce_over_groups(computation, fn):
 def test_gather_scatter_permute_all_to_all():
     g = ((0, 1, 2, 3),)
     xs = RNG.standard_normal((4, 4, 2)).astype(F32)
-    (ag,) = interpret_spmd(one_op("all_gather", (4, 2), {"replica_groups": g,
-                                                         "all_gather_dim": 1}), xs)
+    (ag,) = interpret_spmd(
+        one_op("all_gather", (4, 2), {"replica_groups": g, "all_gather_dim": 1}), xs
+    )
     np.testing.assert_array_equal(ag[2], np.concatenate(list(xs), axis=1))
-    (rs,) = interpret_spmd(one_op("reduce_scatter", (4, 2), {
-        "replica_groups": g, "scatter_dimension": 0, "computation": "add"}), xs)
+    (rs,) = interpret_spmd(
+        one_op(
+            "reduce_scatter",
+            (4, 2),
+            {"replica_groups": g, "scatter_dimension": 0, "computation": "add"},
+        ),
+        xs,
+    )
     np.testing.assert_allclose(rs[3], xs.sum(0)[3:4], rtol=1e-6)
-    (cp,) = interpret_spmd(one_op("collective_permute", (4, 2), {
-        "source_target_pairs": ((0, 1), (1, 2), (3, 0))}), xs)
+    (cp,) = interpret_spmd(
+        one_op("collective_permute", (4, 2), {"source_target_pairs": ((0, 1), (1, 2), (3, 0))}), xs
+    )
     np.testing.assert_array_equal(cp[1], xs[0])
     np.testing.assert_array_equal(cp[3], np.zeros((4, 2), F32))
-    (a2a,) = interpret_spmd(one_op("all_to_all", (4, 2), {
-        "replica_groups": g, "split_dimension": 0, "concat_dimension": 1, "split_count": 4}), xs)
+    (a2a,) = interpret_spmd(
+        one_op(
+            "all_to_all",
+            (4, 2),
+            {"replica_groups": g, "split_dimension": 0, "concat_dimension": 1, "split_count": 4},
+        ),
+        xs,
+    )
     assert a2a.shape == (4, 1, 8)
     np.testing.assert_array_equal(a2a[2], np.concatenate([xs[j][2:3] for j in range(4)], axis=1))
 
@@ -103,14 +119,26 @@ def _manual_program():
     y = inner.param(TensorType((2, 4), F32))
     g = replica_groups((4, 2), ("x", "y"), ("x",))
     (s,) = inner.op("all_reduce", [y], {"replica_groups": g, "computation": "add"})
-    (a,) = inner.op("all_gather", [y], {"replica_groups": replica_groups(
-        (4, 2), ("x", "y"), ("y",)), "all_gather_dim": 1})
+    (a,) = inner.op(
+        "all_gather",
+        [y],
+        {"replica_groups": replica_groups((4, 2), ("x", "y"), ("y",)), "all_gather_dim": 1},
+    )
     body = inner.finish([s, a])
     b = Builder("main")
     x = b.param(TensorType((8, 8), F32))
-    outs = b.op("manual_computation", [x], {
-        "axis_names": ("x", "y"), "mesh_shape": (4, 2), "device_ids": tuple(range(8)),
-        "in_specs": ((("x",), ("y",)),), "out_specs": (((), ("y",)), (("x",), ()))}, [body])
+    outs = b.op(
+        "manual_computation",
+        [x],
+        {
+            "axis_names": ("x", "y"),
+            "mesh_shape": (4, 2),
+            "device_ids": tuple(range(8)),
+            "in_specs": ((("x",), ("y",)),),
+            "out_specs": (((), ("y",)), (("x",), ())),
+        },
+        [body],
+    )
     return b.finish(outs)
 
 
@@ -129,16 +157,28 @@ def test_type_rules_reject_bad_collectives():
     with pytest.raises(IRTypeError, match="different sizes"):
         one_op("all_reduce", (2,), {"replica_groups": ((0, 1), (2,)), "computation": "add"})
     with pytest.raises(IRTypeError, match="does not divide"):
-        one_op("reduce_scatter", (3,), {"replica_groups": ((0, 1),), "scatter_dimension": 0,
-                                        "computation": "add"})
+        one_op(
+            "reduce_scatter",
+            (3,),
+            {"replica_groups": ((0, 1),), "scatter_dimension": 0, "computation": "add"},
+        )
     with pytest.raises(IRTypeError, match="send or receive twice"):
         one_op("collective_permute", (2,), {"source_target_pairs": ((0, 1), (2, 1))})
     with pytest.raises(IRTypeError, match="split_count"):
-        one_op("all_to_all", (4,), {"replica_groups": ((0, 1),), "split_dimension": 0,
-                                    "concat_dimension": 0, "split_count": 4})
+        one_op(
+            "all_to_all",
+            (4,),
+            {
+                "replica_groups": ((0, 1),),
+                "split_dimension": 0,
+                "concat_dimension": 0,
+                "split_count": 4,
+            },
+        )
     with pytest.raises(IRTypeError, match="computation"):
-        one_op("all_reduce", (2,), {"replica_groups": ((0,),), "computation": "add"},
-               dtype=np.bool_)
+        one_op(
+            "all_reduce", (2,), {"replica_groups": ((0,),), "computation": "add"}, dtype=np.bool_
+        )
 
 
 def test_plain_interpreter_is_one_device():
@@ -153,7 +193,7 @@ def test_dce_keeps_unused_collectives():
     b = Builder("f")
     x = b.param(TensorType((2,), F32))
     b.op("all_reduce", [x], {"replica_groups": ((0,),), "computation": "add"})
-    (dead,) = b.op("negate", [x])
+    b.op("negate", [x])  # dead
     fn = b.finish([x])
     res = DCE()(fn)
     names = [op.name for op in res.fn.ops]
