@@ -53,6 +53,7 @@ class TensorType:
 
 
 _ids = itertools.count()
+_REGISTRY: dict = {}  # filled by purejit.ir.registry (the same dict object)
 
 
 class Value:
@@ -91,9 +92,10 @@ class Op:
 
     @property
     def opdef(self):
-        from purejit.ir.registry import get_op
-
-        return get_op(self.name)
+        try:
+            return _REGISTRY[self.name]
+        except KeyError:
+            raise NotImplementedError(f"op {self.name!r} is not registered in purejit.ir") from None
 
     def has_trait(self, trait: str) -> bool:
         return trait in self.opdef.traits

@@ -52,7 +52,9 @@ class OpDef:
     doc: str = ""
 
 
-_REGISTRY: dict[str, OpDef] = {}
+from purejit.ir import core as _core  # noqa: E402
+
+_REGISTRY: dict[str, OpDef] = _core._REGISTRY
 
 
 def register(opdef: OpDef) -> OpDef:

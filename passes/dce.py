@@ -24,17 +24,23 @@ def _dce(fn: Function) -> tuple[Function, int]:
     removed = 0
     for op in reversed(fn.ops):
         if _keeps(op) or any(r in live for r in op.results):
-            regions = []
-            for r in op.regions:
-                new, n = _dce(r)
-                removed += n
-                regions.append(new)
-            op = Op(op.name, op.operands, op.attrs, op.results, regions, op.loc)
+            if op.regions:
+                regions = []
+                inner = 0
+                for r in op.regions:
+                    new, n = _dce(r)
+                    inner += n
+                    regions.append(new)
+                if inner:  # keep the op object (and what is known about it) if unchanged
+                    removed += inner
+                    op = Op(op.name, op.operands, op.attrs, op.results, regions, op.loc)
             live.update(op.operands)
             kept.append(op)
         else:
             removed += 1 + sum(r.op_count() for r in op.regions)
     kept.reverse()
+    if not removed:
+        return fn, 0
     return Function(fn.name, fn.params, kept, fn.results), removed
 
 
