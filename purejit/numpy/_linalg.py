@@ -35,6 +35,34 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     batch = tuple(np.broadcast_shapes(x.shape[:-2], y.shape[:-2]))
     from purejit.numpy._core import broadcast_to
 
+    if y.ndim == 2 and x.ndim > 2:
+        # (..., n, k) @ (k, m): contract without batch dims; never broadcast the weights
+        out = bind1(
+            "dot_general",
+            x,
+            y,
+            lhs_batching_dimensions=(),
+            rhs_batching_dimensions=(),
+            lhs_contracting_dimensions=(x.ndim - 1,),
+            rhs_contracting_dimensions=(0,),
+        )
+        return _squeeze_vectors(out, x1, y1)
+    if x.ndim == 2 and y.ndim > 2:
+        # (n, k) @ (..., k, m): the result comes out (n, ..., m); move n next to m
+        out = bind1(
+            "dot_general",
+            x,
+            y,
+            lhs_batching_dimensions=(),
+            rhs_batching_dimensions=(),
+            lhs_contracting_dimensions=(1,),
+            rhs_contracting_dimensions=(y.ndim - 2,),
+        )
+        nb = y.ndim - 2
+        from purejit.numpy._shape import transpose
+
+        out = transpose(out, tuple(range(1, nb + 1)) + (0, nb + 1))
+        return _squeeze_vectors(out, x1, y1)
     x = broadcast_to(x, batch + x.shape[-2:])
     y = broadcast_to(y, batch + y.shape[-2:])
     nb = len(batch)
@@ -47,6 +75,11 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
         lhs_contracting_dimensions=(nb + 1,),
         rhs_contracting_dimensions=(nb,),
     )
+    return _squeeze_vectors(out, x1, y1)
+
+
+def _squeeze_vectors(out, x1: bool, y1: bool):
+    """Drop the unit dims that matmul added to 1-D operands."""
     if x1:
         out = squeeze(out, -2)
     if y1:
