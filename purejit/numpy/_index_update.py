@@ -97,6 +97,14 @@ class _IndexUpdateRef:
         return _update(self.array, self.index, values, "maximum", mode, indices_are_sorted,
                        unique_indices)  # fmt: skip
 
+    def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """x with x[index] = func(x[index]); `func` is a unary elementwise function, applied
+        once per occurrence of an index (as in JAX)."""
+        if not callable(func):
+            raise TypeError(f"at[].apply() needs a function, got {func!r}")
+        return _update(self.array, self.index, 0, func, mode, indices_are_sorted,
+                       unique_indices)  # fmt: skip
+
     def __repr__(self):
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
@@ -132,8 +140,17 @@ def _combiner_region(kind: str, dt: np.dtype):
     return trace_to_function(body, [ShapedArray((), dt)] * 2, name="region").fn
 
 
-def _apply(kind: str, old, new):
-    return new if kind == "set" else bind1(kind, old, new)
+def _apply(kind, old, new):
+    """The combined value: `new` (set), `kind(old, new)` for an op name, `kind(old)` (apply)."""
+    if kind == "set":
+        return new
+    if callable(kind):
+        out = c._lift(kind(old))
+        if out.shape != old.shape:
+            raise ValueError(f"at[].apply(): the function changed the shape {old.shape} -> "
+                             f"{out.shape}; it must be elementwise")  # fmt: skip
+        return c.convert(out, old.dtype, weak=old.weak_type)
+    return bind1(kind, old, new)
 
 
 def _update(x, idx, values, kind, mode, indices_are_sorted, unique_indices):
@@ -150,8 +167,9 @@ def _update(x, idx, values, kind, mode, indices_are_sorted, unique_indices):
     try:
         v = c.broadcast_to(v, target)
     except errors.PurejitTypeError:
+        what = getattr(kind, "__name__", kind)
         raise _err(
-            f"at[].{kind}: values of shape {list(v.shape)} cannot broadcast to the indexed "
+            f"at[].{what}: values of shape {list(v.shape)} cannot broadcast to the indexed "
             f"shape {list(target)}",
             ValueError,
         ) from None

@@ -194,6 +194,10 @@ def test_edge_cases():
         "set reversed rows": lambda m, s, e, x: x.at[::-1].set(m.arange(4.0)[:, None]),
         "set into weak": lambda m, s, e, x: m.full((3,), 1.0).at[1].set(s),
         "set bool": lambda m, s, e, x: (x > 3).at[1].set(True),
+        "apply box": lambda m, s, e, x: x.at[1:3].apply(m.sin),
+        "apply repeated indices": lambda m, s, e, x: x.at[np.array([0, 0, 2])].apply(
+            lambda v: v * 2 + 1
+        ),
     }
     args = np.array(3, np.float32), np.zeros((0, 3), np.float32), X[0, :4, :3]
     check_cases(cases, *args, eager=["set reversed rows"])
