@@ -27,21 +27,23 @@ def _block(out):
             leaf.block_until_ready()
 
 
-def steady(fn, args, budget: float) -> float:
-    """Seconds per call: warm up, then time calls between two synchronisations."""
+def steady(fn, args, budget: float, repeats: int = 3) -> float:
+    """Seconds per call: warm up, then time n calls between two synchronisations, where n
+    fills about `budget` seconds; the best of `repeats` such batches."""
     for _ in range(2):
         _block(fn(*args))
-    n, total = 1, 0.0
-    while True:
+    t0 = time.perf_counter()
+    _block(fn(*args))
+    one = max(time.perf_counter() - t0, 1e-7)
+    n = int(min(max(budget / one, 1), 1 << 16))
+    best = float("inf")
+    for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(n):
             out = fn(*args)
         _block(out)
-        total = time.perf_counter() - t0
-        if total >= budget or n >= 1 << 16:
-            return total / n
-        n *= 2 if total * 4 < budget else 1
-        n = max(n, int(n * budget / max(total, 1e-9) * 0.6)) if total > budget / 8 else n * 2
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best
 
 
 def _frameworks(w):
