@@ -20,7 +20,8 @@ from purejit import errors
 from purejit.array import Array, as_array
 from purejit.config import config
 from purejit.core import ShapedArray, Tracer, current_trace
-from purejit.eager import EvalTrace
+from purejit.core import _stack as _core_stack
+from purejit.eager import EvalTrace, eval_trace as _eval_trace
 from purejit.ir import Function, print_function
 from purejit.tracing import trace_to_function
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
@@ -117,6 +118,10 @@ class Compiled:
         self._exe = exe
         self._param_key = tuple((t.shape, t.dtype) for t in exe.param_types)
         self._single_output = lowered.out_tree.kind is None
+        self._out_avals = list(lowered.out_avals)
+        donation = getattr(lowered, "donation", None)
+        # no donation to honour: the fast path may execute directly
+        self._plain = donation is None or not donation.aliases
 
     def __call__(self, *args, **kwargs):
         leaves, tree = tree_flatten((args, kwargs))
@@ -151,8 +156,10 @@ class Compiled:
         donation = self.lowered.donation
         if donation is not None and donation.aliases:
             return self._run_donating(arrays, donation)
-        outs = self._exe.execute_unchecked([a.buffer for a in arrays])
-        results = [Array._from_buffer(o, a) for o, a in zip(outs, self.lowered.out_avals)]
+        return self._wrap(self._exe.execute_unchecked([a.buffer for a in arrays]))
+
+    def _wrap(self, outs):
+        results = [Array._from_buffer(o, a) for o, a in zip(outs, self._out_avals)]
         if self._single_output:
             return results[0]
         return tree_unflatten(self.lowered.out_tree, results)
@@ -400,19 +407,25 @@ class Jitted:
         return plan
 
     def __call__(self, *args, **kwargs):
-        if config.jit_disabled or not isinstance(current_trace(), EvalTrace):
-            # disabled, or inside another trace: run inline (the outer trace records it)
+        if _core_stack[-1] is not _eval_trace or config.jit_disabled:
+            # inside another trace, or disabled: run inline (the outer trace records it)
             return self.fun(*args, **kwargs)
         if not kwargs and self._fast_ok:
-            # fast path: positional purejit Arrays only, keyed on their avals
+            # fast path: positional purejit Arrays only, keyed on their avals (an exact
+            # match of the compiled signature, so no further check is needed)
             try:
                 fast_key = tuple([a.aval for a in args])
             except AttributeError:
                 fast_key = None
             if fast_key is not None:
                 compiled = self._fast.get(fast_key)
-                if compiled is not None and all(type(a) is Array for a in args):
+                if compiled is not None and all([type(a) is Array for a in args]):
                     self.stats.hits += 1
+                    if compiled._plain:
+                        outs = compiled._exe.execute_unchecked([a.buffer for a in args])
+                        if compiled._single_output:
+                            return Array._from_buffer(outs[0], compiled._out_avals[0])
+                        return compiled._wrap(outs)
                     return compiled.run_arrays(args, fast_key)
         static, leaves, tree, avals = self._signature(args, kwargs)
         if self._buckets is not None:

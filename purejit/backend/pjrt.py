@@ -85,6 +85,28 @@ def compile_options(*, disable_passes: Sequence[str] = ()):
     return opts
 
 
+def _result_handlers(exe, result_types) -> list:
+    """jaxlib's C++ result handlers (what jax's own dispatch uses): wrapping outputs in C++
+    saves ~4 us a call over `execute`'s Python list handling. [] when unavailable."""
+    try:
+        from jax._src.core import ShapedArray
+        from jax.sharding import SingleDeviceSharding
+        from jaxlib import xla_client
+
+        devs = list(exe.local_devices())
+        if len(devs) != 1 or len(exe.get_output_shardings()) != len(result_types):
+            return []
+        sharding = SingleDeviceSharding(devs[0])
+        return [
+            xla_client.array_result_handler(
+                ShapedArray(t.shape, t.dtype), sharding, committed=True, _skip_checks=True
+            )
+            for t in result_types
+        ]
+    except Exception:  # an older/newer jaxlib without this API: the plain path works
+        return []
+
+
 class Executable:
     """A compiled program for one device, with its parameter and result types."""
 
@@ -92,6 +114,7 @@ class Executable:
         self._exe = exe
         self.param_types = list(param_types)
         self.result_types = list(result_types)
+        self._handlers = None  # jaxlib's C++ result handlers, made on first execute
 
     def execute(self, buffers: Sequence) -> list:
         """Run on device buffers, checking each one's shape and dtype first."""
@@ -108,6 +131,11 @@ class Executable:
 
     def execute_unchecked(self, buffers: list) -> list:
         """Run without checking: only for callers that checked types themselves."""
+        handlers = self._handlers
+        if handlers is None:
+            handlers = self._handlers = _result_handlers(self._exe, self.result_types)
+        if handlers:
+            return self._exe.execute_sharded(buffers).consume_with_handlers(handlers)
         return self._exe.execute(buffers)
 
     def hlo_text(self) -> str:
