@@ -74,8 +74,8 @@ def _fold(fn: Function, limit: int) -> tuple[Function, int]:
             for r in op.regions:
                 new_r, n = _fold(r, limit)
                 folded += n
-                regions.append(new_r)
-            op = Op(op.name, op.operands, op.attrs, op.results, regions, op.loc)
+                regions.append(new_r if n else r)
+            op = op.rebuilt(op.operands, regions)
         value = constant_value(op)
         if value is not None:
             consts[op.results[0]] = value

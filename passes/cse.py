@@ -65,8 +65,8 @@ def _cse(fn: Function, texts: dict) -> tuple[Function, int]:
         for r in op.regions:
             new_r, n = _cse(r, texts)
             merged += n
-            regions.append(new_r)
-        new = Op(op.name, operands, op.attrs, op.results, regions, op.loc)
+            regions.append(new_r if n else r)
+        new = op.rebuilt(operands, regions)
         if mergeable(op):
             key = op_key(op, operands, texts)  # original regions: shared, printed once
             first = seen.get(key)

@@ -315,8 +315,8 @@ def _simplify(fn: Function) -> tuple[Function, int]:
         for r in op.regions:
             new_r, n = _simplify(r)
             rewrites += n
-            regions.append(new_r)
-        op = Op(op.name, operands, op.attrs, op.results, regions, op.loc)
+            regions.append(new_r if n else r)
+        op = op.rebuilt(operands, regions)
         if len(op.results) == 1 and mergeable(op):
             swapped = _canonical_order(m, op)
             rewrites += swapped is not op
