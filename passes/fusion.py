@@ -38,6 +38,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
+import numpy as np
+
 from purejit.ir import Function, Op, Value
 from purejit.passes import cost
 from purejit.passes.cse import mergeable
@@ -369,6 +371,8 @@ def _fuse(fn: Function, opts: Fusion) -> tuple[Function, list[dict]]:
             continue
         if _next_to(g, inputs, outputs, opts.keep_apart_from):
             continue
+        if not opts.bool_boundaries and any(v.type.dtype == np.bool_ for v in inputs + outputs):
+            continue
         fusion = Op("fusion", inputs, {"kind": kind}, outputs, [region], members[-1].loc)
         nodes.append((max(g.pos[id(op)] for op in members), fusion))
         placed.update(id(op) for op in members)
@@ -426,6 +430,8 @@ class Fusion:
         min_group_ops: the fewest ops (constants aside) a group needs to become a `fusion`
             op; 1 wraps lone ops too, so that a back end running groups as kernels cannot
             rewrite them (XLA splits a lone reduction into two kernels, for one).
+        bool_boundaries: whether a group may read or write `pred` values (XLA CPU aborts
+            with `has_layout()` on a pre-built fusion with a pred operand or result).
         keep_apart_from: op names whose results a group may not read and which may not read
             a group's results (the group's ops then stay unfused): XLA's layout assignment
             relays such neighbours of a pre-built fusion and then rejects it.
@@ -438,6 +444,7 @@ class Fusion:
     elementwise_after_reduction: bool = False
     min_group_ops: int = 2
     keep_apart_from: tuple[str, ...] = ()
+    bool_boundaries: bool = True
 
     def __call__(self, fn: Function) -> PassResult:
         if any(op.has_trait("fusion") for op in fn.walk()):

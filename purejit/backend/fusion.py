@@ -315,6 +315,9 @@ class Capability:
             # layout assignment relays a transpose's neighbours (making it a bitcast) but not
             # the inside of a pre-built fusion, which the HLO verifier then rejects
             "keep_apart_from": ("transpose",) if self.route == "mhlo.fusion" else (),
+            # XLA CPU aborts (`Check failed: has_layout()`) on a pre-built fusion that reads
+            # or writes pred values (found by tests/passes/fusion_abort_repro.py)
+            "bool_boundaries": self.route != "mhlo.fusion",
         }
 
 
