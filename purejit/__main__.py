@@ -56,15 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m purejit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, backend and devices")
-    demo_p = sub.add_parser("demo", help="a short tour: compile a small MLP, show IR and timings")
-    demo_p.add_argument("--no-jax", action="store_true", help="skip the jax.jit comparison")
+    sub.add_parser("demo", help="a short tour: compile a small MLP, show IR and timings")
     args = parser.parse_args(argv)
     if args.command == "info":
         info()
     else:
         from purejit import demo
 
-        demo.main(compare_jax=not args.no_jax)
+        demo.main()
     return 0
 
 

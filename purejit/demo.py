@@ -2,8 +2,8 @@
 
 It builds a small MLP (with one deliberately dead matmul), jits it, shows what each pass of
 the pipeline did, the size of the StableHLO handed to XLA, the phases of the first call, and
-steady-state timings of purejit's jit against purejit's eager mode and `jax.jit` (JAX is
-only the reference here).
+steady-state timings of purejit's jit against purejit's eager mode. (Comparisons with
+`jax.jit` live in `bench/`: purejit itself never calls JAX's transformations.)
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import purejit.numpy as jnp
 
 
 def mlp(params, x, np_=jnp):
-    """A small MLP with a log-softmax head; `np_` is purejit.numpy or jax.numpy."""
+    """A small MLP with a log-softmax head; `np_` is a NumPy-like namespace (purejit.numpy)."""
     h = x
     for w, b in params[:-1]:
         h = np_.maximum(h @ w + b, 0.0)
@@ -65,20 +65,6 @@ def _block(x):
     return x
 
 
-def _jax_reference(params, x):
-    """jax.jit of the same model, as the reference timing (None where JAX cannot run it)."""
-    import jax
-    import jax.numpy as jaxnp
-
-    f = jax.jit(lambda p, v: mlp(p, v, np_=jaxnp))
-    p = jax.tree_util.tree_map(jax.numpy.asarray, params)
-    v = jaxnp.asarray(x)
-    t0 = time.perf_counter()
-    ref = np.asarray(f(p, v))
-    first = time.perf_counter() - t0
-    return ref, first, time_per_call(f, p, v)
-
-
 def _short_report(report: dict, limit: int = 3) -> str:
     """The first few scalar entries of a pass report, `key=value` (plans and IR left out)."""
     items = [f"{k}={v}" for k, v in report.items() if isinstance(v, (int, float, str, bool))]
@@ -90,7 +76,7 @@ def op_histogram(fn) -> collections.Counter:
     return collections.Counter(op.name for op in fn.walk())
 
 
-def main(compare_jax: bool = True, batch: int = 64, sizes=(256, 512, 512, 10)) -> dict:
+def main(batch: int = 64, sizes=(256, 512, 512, 10)) -> dict:
     """Run the tour and print it. Returns the numbers it printed (for tests)."""
     from purejit.backend import pjrt
 
@@ -134,16 +120,9 @@ def main(compare_jax: bool = True, batch: int = 64, sizes=(256, 512, 512, 10)) -
 
     print("3. steady-state time per call")
     results = {"jit": time_per_call(f, params, x), "eager": time_per_call(mlp, params, x)}
-    if compare_jax:
-        try:
-            ref, jax_first, results["jax.jit"] = _jax_reference(host_params, host_x)
-            print(f"   (jax.jit first call {1e3 * jax_first:.1f} ms; purejit first call "
-                  f"{1e3 * sum(t.values()):.1f} ms; max |diff| vs JAX "
-                  f"{np.abs(out - ref).max():.2e})")  # fmt: skip
-        except ImportError as e:  # JAX is purejit's dependency, but stay useful without it
-            print(f"   (jax.jit skipped: {e})")
     base = results["jit"]
     for name, sec in results.items():
         print(f"   {name:<8} {1e6 * sec:>10.1f} us   {sec / base:>6.2f}x purejit.jit")
+    print("   (against jax.jit: python -m bench)")
     print("\nNext: README.md, notebooks/quickstart.ipynb, `python -m purejit info`.")
     return {"records": lowered.records, "times": results, "out": out}
