@@ -18,31 +18,38 @@ from purejit.ir.registry import OpDef, fail, register
 # reduce(*inputs, *inits) {dimensions} region(acc..., x...) -> acc... -----------------------
 
 
-def _reduce_infer(types, attrs, regions):
+def reduction_operands(op: str, types, regions):
+    """Split the operands of a reduce-like op (`reduce`, `reduce_window`) into N inputs and N
+    init values, checking shapes, init types and the `(accs..., xs...) -> accs...` region."""
     if len(types) % 2 or not types:
-        fail("reduce", f"expects N inputs and N init values, got {len(types)} operands")
+        fail(op, f"expects N inputs and N init values, got {len(types)} operands")
     n = len(types) // 2
     inputs, inits = types[:n], types[n:]
-    need_attrs("reduce", attrs, "dimensions")
-    dims = check_rank_attr("reduce", "dimensions", attrs["dimensions"], inputs[0].rank,
-                           type=inputs[0])  # fmt: skip
     for t in inputs[1:]:
         if t.shape != inputs[0].shape:
-            fail("reduce", f"inputs have different shapes: {inputs[0]} vs {t}")
+            fail(op, f"inputs have different shapes: {inputs[0]} vs {t}")
     for x, i in zip(inputs, inits):
         if i.shape != () or i.dtype != x.dtype:
-            fail("reduce", f"init value {i} must be a scalar of the input's type (input {x})")
+            fail(op, f"init value {i} must be a scalar of the input's type (input {x})")
     if len(regions) != 1:
-        fail("reduce", "needs exactly one region")
+        fail(op, "needs exactly one region")
     (body,) = regions
     expect = [TensorType((), t.dtype) for t in inits] * 2
     if body.param_types != expect or body.result_types != expect[:n]:
-        fail("reduce", f"region must be {expect} -> {expect[:n]}, got {body.param_types}")
+        fail(op, f"region must be {expect} -> {expect[:n]}, got {body.param_types}")
+    return inputs, inits
+
+
+def _reduce_infer(types, attrs, regions):
+    inputs, _ = reduction_operands("reduce", types, regions)
+    need_attrs("reduce", attrs, "dimensions")
+    dims = check_rank_attr("reduce", "dimensions", attrs["dimensions"], inputs[0].rank,
+                           type=inputs[0])  # fmt: skip
     shape = tuple(d for i, d in enumerate(inputs[0].shape) if i not in dims)
     return [TensorType(shape, t.dtype) for t in inputs]
 
 
-_UFUNCS = {
+REDUCTION_UFUNCS = {
     "add": np.add,
     "multiply": np.multiply,
     "maximum": np.maximum,
@@ -58,7 +65,7 @@ def reduction_kind(body) -> str | None:
     if len(body.ops) == 1 and len(body.params) == 2 and len(body.results) == 1:
         op = body.ops[0]
         if op.results == body.results and set(op.operands) == set(body.params):
-            if op.name in _UFUNCS and op.operands[0] is not op.operands[1]:
+            if op.name in REDUCTION_UFUNCS and op.operands[0] is not op.operands[1]:
                 return op.name
     return None
 
@@ -88,7 +95,7 @@ def _reduce_ref(args, attrs, regions, run):
     if kind is not None:
         x = inputs[0]
         cdt = compute_dtype(x.dtype)
-        ufunc = _UFUNCS[kind]
+        ufunc = REDUCTION_UFUNCS[kind]
         out = ufunc.reduce(x.astype(cdt), axis=dims) if dims else x.astype(cdt)
         out = np.asarray(ufunc(out, inits[0].astype(cdt)))
         return [_fix_signed_zero(kind, x, inits[0], out, dims).astype(x.dtype)]

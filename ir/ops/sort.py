@@ -24,7 +24,7 @@ import numpy as np
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
 from purejit.ir.ops._util import check_rank_attr, compute_dtype
-from purejit.ir.ops.reduce import reduction_kind
+from purejit.ir.ops.reduce import REDUCTION_UFUNCS, reduction_kind, reduction_operands
 from purejit.ir.registry import OpDef, fail, register
 
 _PRED = TensorType((), np.bool_)
@@ -164,17 +164,8 @@ def window_output_shape(shape, attrs) -> tuple[int, ...]:
 
 def _reduce_window_infer(types, attrs, regions):
     op = "reduce_window"
-    if len(types) % 2 or not types:
-        fail(op, f"expects N inputs and N init values, got {len(types)} operands")
-    n = len(types) // 2
-    inputs, inits = types[:n], types[n:]
+    inputs, _ = reduction_operands(op, types, regions)
     rank = inputs[0].rank
-    for t in inputs[1:]:
-        if t.shape != inputs[0].shape:
-            fail(op, f"inputs have different shapes: {inputs[0]} vs {t}")
-    for x, i in zip(inputs, inits):
-        if i.shape != () or i.dtype != x.dtype:
-            fail(op, f"init value {i} must be a scalar of {x.dtype}")
     for k in WINDOW_ATTRS:
         if len(attrs[k]) != rank:
             fail(op, f"{k}={list(attrs[k])} needs {rank} entries for {inputs[0]}")
@@ -183,25 +174,8 @@ def _reduce_window_infer(types, attrs, regions):
             fail(op, f"{k}={list(attrs[k])} must be positive")
     if any(len(p) != 2 for p in attrs["padding"]):
         fail(op, "padding must be a list of (low, high) pairs")
-    if len(regions) != 1:
-        fail(op, "needs exactly one region")
-    expect = [TensorType((), t.dtype) for t in inits] * 2
-    (body,) = regions
-    if body.param_types != expect or body.result_types != expect[:n]:
-        fail(op, f"region must be {expect} -> {expect[:n]}, got {body.param_types}")
     shape = window_output_shape(inputs[0].shape, attrs)
     return [TensorType(shape, t.dtype) for t in inputs]
-
-
-_UFUNCS = {
-    "add": np.add,
-    "multiply": np.multiply,
-    "maximum": np.maximum,
-    "minimum": np.minimum,
-    "and": np.bitwise_and,
-    "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
-}
 
 
 def _pad_dilate(x, init, attrs):
@@ -242,7 +216,7 @@ def _reduce_window_ref(args, attrs, regions, run):
         windows = [p[index] for p in padded]
         if kind is not None:
             cdt = compute_dtype(acc[0].dtype)
-            acc = [_UFUNCS[kind](acc[0].astype(cdt), windows[0].astype(cdt)).astype(acc[0].dtype)]
+            acc = [REDUCTION_UFUNCS[kind](acc[0].astype(cdt), windows[0].astype(cdt)).astype(acc[0].dtype)]
             continue
         for pos in np.ndindex(*out_shape):
             res = run(body, *[a[pos] for a in acc], *[w[pos] for w in windows])
