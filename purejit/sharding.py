@@ -251,16 +251,16 @@ class ProgramLayout:
 
     def emit(self, fn, arg_attrs: list[str] | None = None) -> str:
         """The module text: `sdy.mesh`, `sdy.sharding` on every argument and result."""
-        from purejit.backend import stablehlo
+        from purejit.backend import stablehlo, stablehlo_spmd
 
         ctx = stablehlo.EmitContext()
-        stablehlo.declare_mesh(ctx, self.mesh.axis_names, self.mesh.mesh_shape)
+        stablehlo_spmd.declare_mesh(ctx, self.mesh.axis_names, self.mesh.mesh_shape)
         attrs = []
         for i, (ns, p) in enumerate(zip(self.in_shardings, fn.params)):
             extra = arg_attrs[i] if arg_attrs and arg_attrs[i] else ""
-            attrs.append(_merge_attrs(stablehlo.sdy_sharding_attr(ns.dims(p.type.rank)), extra))
+            attrs.append(_merge_attrs(stablehlo_spmd.sdy_sharding_attr(ns.dims(p.type.rank)), extra))
         results = [
-            stablehlo.sdy_sharding_attr(ns.dims(r.type.rank))
+            stablehlo_spmd.sdy_sharding_attr(ns.dims(r.type.rank))
             for ns, r in zip(self.out_shardings, fn.results)
         ]
         return stablehlo.emit(

@@ -1,0 +1,153 @@
+"""StableHLO lowering rules for collectives and SPMD (Shardy `sdy.manual_computation`).
+
+Registered into `purejit.backend.stablehlo.LOWERINGS` when that module is imported.
+"""
+
+from __future__ import annotations
+
+from purejit.backend.stablehlo import EmitContext, emit_op, lowering, mlir_type
+from purejit.ir import TensorType
+
+# ---- collectives and SPMD ------------------------------------------------------------------
+# Devices are partition ids; groups use global device ids (`use_global_device_ids`), as JAX
+# emits them under shard_map. A program with a `manual_computation` declares one Shardy mesh
+# `@mesh`; its body is emitted inside `sdy.manual_computation` with every mesh axis manual.
+
+
+def _channel(ctx: EmitContext) -> str:
+    ctx.channel_id = getattr(ctx, "channel_id", 0) + 1
+    return f"channel_handle = #stablehlo.channel_handle<handle = {ctx.channel_id}, type = 1>"
+
+
+def _i64_matrix(rows) -> str:
+    rows = [list(r) for r in rows]
+    body = "[" + ", ".join("[" + ", ".join(map(str, r)) + "]" for r in rows) + "]"
+    return f"dense<{body}> : tensor<{len(rows)}x{len(rows[0]) if rows else 0}xi64>"
+
+
+def _groups_attr(op) -> str:
+    return f"replica_groups = {_i64_matrix(op.attrs['replica_groups'])}"
+
+
+def _reducer_region(ctx: EmitContext, computation: str, dtype) -> str:
+    from purejit.ir import Builder
+
+    b = Builder("reducer")
+    x, y = b.param(TensorType((), dtype)), b.param(TensorType((), dtype))
+    (z,) = b.op(computation, [x, y])
+    return ctx.region(b.finish([z]))
+
+
+@lowering("all_reduce")
+def _all_reduce(ctx, op, args):
+    region = _reducer_region(ctx, op.attrs["computation"], op.operands[0].type.dtype)
+    attrs = f"{_channel(ctx)}, {_groups_attr(op)}, use_global_device_ids"
+    return emit_op(ctx, op, args, "stablehlo.all_reduce", attrs, [region])
+
+
+@lowering("reduce_scatter")
+def _reduce_scatter(ctx, op, args):
+    region = _reducer_region(ctx, op.attrs["computation"], op.operands[0].type.dtype)
+    attrs = (
+        f"{_channel(ctx)}, {_groups_attr(op)}, "
+        f"scatter_dimension = {op.attrs['scatter_dimension']} : i64, use_global_device_ids"
+    )
+    return emit_op(ctx, op, args, "stablehlo.reduce_scatter", attrs, [region])
+
+
+@lowering("all_gather")
+def _all_gather(ctx, op, args):
+    attrs = (
+        f"all_gather_dim = {op.attrs['all_gather_dim']} : i64, {_channel(ctx)}, "
+        f"{_groups_attr(op)}, use_global_device_ids"
+    )
+    return emit_op(ctx, op, args, "stablehlo.all_gather", attrs)
+
+
+@lowering("collective_permute")
+def _collective_permute(ctx, op, args):
+    pairs = op.attrs["source_target_pairs"]
+    if not pairs:  # nothing is sent: every device receives zeros
+        zero = np.zeros((), op.results[0].type.dtype)
+        (z,) = ctx.op("stablehlo.constant", [], [], [TensorType((), zero.dtype)],
+                      f"value = {dense(zero)}")
+        return ctx.op("stablehlo.broadcast_in_dim", [z], [TensorType((), zero.dtype)],
+                      [op.results[0].type], f"broadcast_dimensions = {i64_array([])}")
+    attrs = f"{_channel(ctx)}, source_target_pairs = {_i64_matrix(pairs)}"
+    return emit_op(ctx, op, args, "stablehlo.collective_permute", attrs)
+
+
+@lowering("all_to_all")
+def _all_to_all(ctx, op, args):
+    a = op.attrs
+    attrs = (
+        f"{_channel(ctx)}, concat_dimension = {a['concat_dimension']} : i64, "
+        f"{_groups_attr(op)}, split_count = {a['split_count']} : i64, "
+        f"split_dimension = {a['split_dimension']} : i64"
+    )
+    return emit_op(ctx, op, args, "stablehlo.all_to_all", attrs)
+
+
+@lowering("partition_id")
+def _partition_id(ctx, op, args):
+    return emit_op(ctx, op, args, "stablehlo.partition_id")
+
+
+def sdy_mesh(axis_names, mesh_shape) -> str:
+    """The `sdy.mesh @mesh` op for a mesh."""
+    axes = ", ".join(f'"{n}"={int(s)}' for n, s in zip(axis_names, mesh_shape))
+    return f"sdy.mesh @mesh = <[{axes}]>"
+
+
+def sdy_dims(spec) -> str:
+    """`<@mesh, [{"x"}, {}]>`: one closed dimension sharding per dimension of `spec`."""
+    dims = ", ".join("{" + ", ".join(f'"{a}"' for a in axes) + "}" for axes in spec)
+    return f"<@mesh, [{dims}]>"
+
+
+def sdy_sharding_attr(spec) -> str:
+    """An argument/result attribute dictionary placing a value as `spec` says."""
+    return f"{{sdy.sharding = #sdy.sharding{sdy_dims(spec)}}}"
+
+
+def declare_mesh(ctx: EmitContext, axis_names, mesh_shape):
+    text = sdy_mesh(axis_names, mesh_shape)
+    if ctx.module_ops.setdefault("mesh", text) != text:
+        raise NotImplementedError(
+            f"a program over two meshes ({ctx.module_ops['mesh']} and {text}); purejit "
+            "compiles one mesh per program"
+        )
+
+
+@lowering("manual_computation")
+def _manual_computation(ctx, op, args):
+    a = op.attrs
+    declare_mesh(ctx, a["axis_names"], a["mesh_shape"])
+    body = op.regions[0]
+    saved_lines, saved_indent = ctx.lines, ctx.indent
+    ctx.lines, ctx.indent = [], saved_indent + "  "
+    names, params = {}, []
+    for p in body.params:
+        names[p] = ctx.fresh()
+        params.append(f"{names[p]}: {mlir_type(p.type)}")
+    ctx._body(body, names)
+    outs = ", ".join(names[v] for v in body.results)
+    rtypes = ", ".join(mlir_type(v.type) for v in body.results)
+    ctx.lines.append(f"{ctx.indent}sdy.return {outs} : {rtypes}")
+    inner = ctx.lines
+    ctx.lines, ctx.indent = saved_lines, saved_indent
+    n = len(op.results)
+    res = ctx.fresh()
+    head = f"{res}:{n} = " if n > 1 else (f"{res} = " if n == 1 else "")
+    ins = ", ".join(sdy_dims(s) for s in a["in_specs"])
+    outs_sh = ", ".join(sdy_dims(s) for s in a["out_specs"])
+    manual = ", ".join(f'"{x}"' for x in a["axis_names"])
+    in_t = ", ".join(mlir_type(v.type) for v in op.operands)
+    out_t = ", ".join(mlir_type(v.type) for v in op.results)
+    ctx.lines.append(
+        f"{ctx.indent}{head}sdy.manual_computation({', '.join(args)}) in_shardings=[{ins}] "
+        f"out_shardings=[{outs_sh}] manual_axes={{{manual}}} ({', '.join(params)}) {{"
+    )
+    ctx.lines.extend(inner)
+    ctx.lines.append(f"{ctx.indent}}} : ({in_t}) -> ({out_t})")
+    return [f"{res}#{i}" for i in range(n)] if n > 1 else [res][:n]
