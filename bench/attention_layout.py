@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import argparse
 import re
-import time
 
 import numpy as np
+
+from bench.run import steady
 
 
 def attention(xp, x, wq, wk, wv, wo, layout: str):
@@ -73,22 +74,8 @@ def transpose_kernels(hlo: str) -> list[tuple[str, int]]:
 
 
 def _time(fn, args, budget: float, repeats: int = 3) -> float:
-    """Seconds per call: the best of `repeats` timings of as many calls as fit in
-    `budget / repeats` (between two synchronisations; the minimum resists noise)."""
-    out = fn(*args)
-    out.block_until_ready()
-    best = float("inf")
-    for _ in range(repeats):
-        n, t = 1, 0.0
-        while t < budget / repeats and n < 1 << 14:
-            t0 = time.perf_counter()
-            for _ in range(n):
-                out = fn(*args)
-            out.block_until_ready()
-            t = time.perf_counter() - t0
-            n *= 2
-        best = min(best, t / (n // 2))
-    return best
+    """Seconds per call: the best of `repeats` batches filling `budget / repeats` each."""
+    return steady(fn, args, budget / repeats, repeats)
 
 
 def run(seq: int, heads: int, head_dim: int, model: int, budget: float):

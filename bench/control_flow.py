@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from bench.run import steady
+
 
 def scan_rnn(lax, xp):
     def rnn(h0, xs, w, u, b):
@@ -94,23 +96,6 @@ def compile_seconds(jit, make, args, repeats: int) -> float:
     return best
 
 
-def run_seconds(f, args, repeats: int, budget: float) -> float:
-    """Best steady-state seconds per call over `repeats` timed batches."""
-    _block(f(*args))
-    t0 = time.perf_counter()
-    _block(f(*args))
-    once = time.perf_counter() - t0
-    n = max(1, min(1000, int(budget / max(once, 1e-6))))
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            out = f(*args)
-        _block(out)
-        best = min(best, (time.perf_counter() - t0) / n)
-    return best
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="smaller sizes (CI smoke run)")
@@ -136,8 +121,8 @@ def main(argv=None):
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-3, atol=1e-4)
         pj_c = compile_seconds(purejit.jit, lambda p=program: p(plax, pnp), pj_args, a.repeats)
         jx_c = compile_seconds(jax.jit, lambda p=program: p(jax.lax, jnp), jx_args, a.repeats)
-        pj_r = run_seconds(pj_f, pj_args, a.repeats, a.budget)
-        jx_r = run_seconds(jx_f, jx_args, a.repeats, a.budget)
+        pj_r = steady(pj_f, pj_args, a.budget, a.repeats)
+        jx_r = steady(jx_f, jx_args, a.budget, a.repeats)
         rows.append((name, pj_c, jx_c, pj_r, jx_r))
         print(
             f"# {name}: compile {pj_c / jx_c:.2f}x, run {pj_r / jx_r:.2f}x of jax.jit", flush=True
