@@ -54,7 +54,9 @@ def op_key(op: Op, operands: list[Value], texts: dict | None = None):
     return (op.name, ins, attrs, regions, types)
 
 
-def _cse(fn: Function, texts: dict) -> tuple[Function, int]:
+def _cse(fn: Function, texts: dict, done: dict) -> tuple[Function, int]:
+    """CSE over `fn`; `texts` caches printed regions and `done` CSE'd regions, both by
+    identity (one region object is often shared by many ops)."""
     seen: dict = {}
     replace: dict[Value, Value] = {}
     ops: list[Op] = []
@@ -63,7 +65,9 @@ def _cse(fn: Function, texts: dict) -> tuple[Function, int]:
         operands = [replace.get(v, v) for v in op.operands]
         regions = []
         for r in op.regions:
-            new_r, n = _cse(r, texts)
+            if id(r) not in done:
+                done[id(r)] = (r, *_cse(r, texts, done))  # keep r alive: ids stay unique
+            _, new_r, n = done[id(r)]
             merged += n
             regions.append(new_r if n else r)
         new = op.rebuilt(operands, regions)
@@ -85,7 +89,8 @@ class CSE:
     """Merge repeated pure computations (see the module docstring)."""
 
     name: str = "cse"
+    idempotent: bool = True  # its output has nothing left for it to do
 
     def __call__(self, fn: Function) -> PassResult:
-        new, merged = _cse(fn, {})
+        new, merged = _cse(fn, {}, {})
         return PassResult(new, merged > 0, {"merged_ops": merged})

@@ -47,6 +47,7 @@ def _dce(fn: Function) -> tuple[Function, int]:
 @dataclass(frozen=True)
 class DCE:
     name: str = "dce"
+    idempotent: bool = True  # its output has nothing left for it to do
 
     def __call__(self, fn: Function) -> PassResult:
         new, removed = _dce(fn)

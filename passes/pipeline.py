@@ -1,8 +1,12 @@
 """The pass manager: runs an ordered list of named passes over a Function.
 
 A pass is any object with a `name` and `__call__(fn) -> PassResult`; it must not mutate
-the function it is given. The verifier runs before the first pass and after every pass. The
-manager can disable passes by name, dump the IR after each pass to a folder, repeat a group
+the function it is given. The verifier checks the result of the pipeline; with
+`verify_each=True` (or `purejit.config.update("verify_each_pass", True)`, which the test
+suite sets) it checks the input and the result of every pass that changed the function, and
+when the final check fails the pipeline is re-run that way to name the pass at fault. A
+pass that reports no change hands its input on unchanged; a pass marked `idempotent` is
+skipped when its input is its own last output. The manager can disable passes by name, dump the IR after each pass to a folder, repeat a group
 of passes until none of them changes the function (`FixedPoint`), and records time, op counts
 and each pass's own report (what `explain` shows).
 
@@ -132,50 +136,74 @@ class Pipeline:
     disable: Sequence[str] = ()
     dump_dir: str | None = None
     keep_ir: bool = True
+    verify_each: bool | None = None  # None: purejit.config's verify_each_pass
 
     def names(self) -> list[str]:
         return pass_names(self.passes)
 
     def run(self, fn: Function) -> tuple[Function, list[PassRecord]]:
-        """Verify `fn`, run every enabled pass (verifying after each), return the result
-        and one record per pass run (the first record, "trace", is the input)."""
+        """Run every enabled pass over `fn`, verify, and return the result and one record
+        per pass run (the first record, "trace", is the input)."""
         unknown = set(self.disable) - set(self.names())
         if unknown:
             raise ValueError(
                 f"disable names unknown passes {sorted(unknown)}; this pipeline has {self.names()}"
             )
-        verify(fn)
+        each = self.verify_each
+        if each is None:
+            from purejit.config import config
+
+            each = bool(config.read("verify_each_pass"))
+        try:
+            return self._run_all(fn, each)
+        except VerifyError:
+            if each:
+                raise
+        # the result is malformed: run again checking every stage, to name the pass at fault
+        return self._run_all(fn, True)
+
+    def _run_all(self, fn: Function, each: bool):
+        if each:
+            verify(fn)
         records = [PassRecord("trace", 0, fn.op_count(), 0.0, False, {}, self._text(fn))]
         self._dump(0, "trace", fn)
+        last_out: dict[int, Function] = {}
         for p in self.passes:
-            fn = self._run_item(p, fn, records)
+            fn = self._run_item(p, fn, records, each, last_out)
+        if not each:
+            verify(fn)
         return fn, records
 
-    def _run_item(self, p, fn: Function, records: list, group: str | None = None, it: int = 0):
+    def _run_item(self, p, fn, records, each, last_out, group=None, it=0):
         if p.name in self.disable:
             return fn
         if isinstance(p, FixedPoint):
             for round_ in range(1, p.max_iterations + 1):
                 n = len(records)
                 for q in p.passes:
-                    fn = self._run_item(q, fn, records, p.name, round_)
+                    fn = self._run_item(q, fn, records, each, last_out, p.name, round_)
                 if not any(r.changed for r in records[n:]):
                     break
             else:
                 if records and records[-1].group == p.name:
                     records[-1].report["not_converged_after"] = p.max_iterations
             return fn
+        if getattr(p, "idempotent", False) and last_out.get(id(p)) is fn:
+            return fn  # nothing changed since this pass's own output
         before = fn.op_count()
         t0 = time.perf_counter()
         res = p(fn)
         dt = time.perf_counter() - t0
-        try:
-            verify(res.fn)
-        except VerifyError as e:
-            raise VerifyError(f"after pass {p.name!r}: {e}") from None
-        fn = res.fn
+        if res.changed:
+            if each:
+                try:
+                    verify(res.fn)
+                except VerifyError as e:
+                    raise VerifyError(f"after pass {p.name!r}: {e}") from None
+            fn = res.fn
+        last_out[id(p)] = fn
         text = self._text(fn)
-        after = fn.op_count()
+        after = fn.op_count() if res.changed else before
         records.append(
             PassRecord(p.name, before, after, dt, res.changed, res.report, text, it, group)
         )

@@ -292,11 +292,21 @@ def _canonical_order(m: Matcher, op: Op) -> Op:
     return op
 
 
+_RULES: dict[str, list] = {}  # op name -> its rules (traits are fixed per op name)
+
+
+def _rules_for(op: Op) -> list:
+    rules = _RULES.get(op.name)
+    if rules is None:
+        rules = list(BY_NAME.get(op.name, ()))
+        rules += [rule for trait, rule in BY_TRAIT if op.has_trait(trait)]
+        _RULES[op.name] = rules
+    return rules
+
+
 def _rewrite(m: Matcher, op: Op) -> Value | None:
     m.op = op
-    rules = list(BY_NAME.get(op.name, ()))
-    rules += [rule for trait, rule in BY_TRAIT if op.has_trait(trait)]
-    for rule in rules:
+    for rule in _rules_for(op):
         new = rule(m)
         if new is not None and new is not op.results[0]:
             if new.type != op.results[0].type:
@@ -305,7 +315,9 @@ def _rewrite(m: Matcher, op: Op) -> Value | None:
     return None
 
 
-def _simplify(fn: Function) -> tuple[Function, int]:
+def _simplify(fn: Function, done: dict) -> tuple[Function, int]:
+    """Simplify `fn`; `done` maps regions already simplified (by identity: one region
+    object is often shared by many ops) to their result."""
     m = Matcher()
     replace: dict[Value, Value] = {}
     rewrites = 0
@@ -313,7 +325,9 @@ def _simplify(fn: Function) -> tuple[Function, int]:
         operands = [replace.get(v, v) for v in op.operands]
         regions = []
         for r in op.regions:
-            new_r, n = _simplify(r)
+            if id(r) not in done:
+                done[id(r)] = (r, *_simplify(r, done))  # keep r alive: ids stay unique
+            _, new_r, n = done[id(r)]
             rewrites += n
             regions.append(new_r if n else r)
         op = op.rebuilt(operands, regions)
@@ -338,5 +352,5 @@ class Simplify:
     name: str = "simplify"
 
     def __call__(self, fn: Function) -> PassResult:
-        new, n = _simplify(fn)
+        new, n = _simplify(fn, {})
         return PassResult(new, n > 0, {"rewrites": n})

@@ -82,7 +82,9 @@ class CompilerOptions:
         disable = tuple(passes.disable) + tuple(d for d in self.disable_passes)
         if not self.disable_passes and self.dump_dir is None:
             return passes
-        return Pipeline(passes.passes, disable, self.dump_dir or passes.dump_dir, passes.keep_ir)
+        return Pipeline(
+            passes.passes, disable, self.dump_dir or passes.dump_dir, passes.keep_ir, passes.verify_each
+        )
 
     def emit(self, fn, **emit_kwargs) -> tuple[str, tuple[str, ...]]:
         """The StableHLO module for `fn` and the XLA passes to switch off when compiling.

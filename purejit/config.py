@@ -19,6 +19,9 @@ class _Config:
             "cache_max_bytes": int(os.environ.get("PUREJIT_CACHE_MAX_BYTES") or 2**30),
             "recompile_warn_after": 8,
             "recompile_raise": False,
+            # check the IR after every pass that changed it, not only the pipeline's result
+            "verify_each_pass": os.environ.get("PUREJIT_VERIFY_EACH_PASS", "0")
+            in ("1", "true", "True"),
         }
         self._local = threading.local()
 

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from purejit import errors
 from purejit.ir import TensorType
 from purejit.passes.liveness import pair_aliases
 
@@ -119,7 +120,7 @@ def warn_unusable(plan: DonationPlan, param_types: Sequence[TensorType], paths, 
         f"Some donated buffers were not usable by {fname}: {what}. No output has the same "
         "shape and dtype, so these arguments are not donated (and not deleted).",
         UserWarning,
-        stacklevel=5,
+        stacklevel=errors.user_stacklevel(),
     )
 
 

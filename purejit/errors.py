@@ -37,6 +37,15 @@ def user_frame():
     return f
 
 
+def user_stacklevel() -> int:
+    """The `stacklevel` that makes `warnings.warn`, called by the caller of this function,
+    point at the user's code."""
+    level, f = 1, sys._getframe(1)
+    while f is not None and _internal(f.f_code.co_filename):
+        f, level = f.f_back, level + 1
+    return level
+
+
 def user_location() -> str | None:
     """`file.py:LINE` of the user's code that is running now."""
     f = user_frame()

@@ -2,7 +2,7 @@
 groups, per-pass records, and `compiler_options` of `purejit.jit`."""
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -95,9 +95,36 @@ class _Broken:
         return PassResult(Function(fn.name, fn.params, [bad, *fn.ops[1:]], fn.results), True)
 
 
-def test_verifier_runs_after_every_pass_and_names_it():
+@pytest.mark.parametrize("each", [True, False])
+def test_verifier_names_the_pass_that_broke_the_ir(each):
+    # checking only the result (the default outside tests) re-runs the pipeline checking
+    # every stage when the result is malformed, so the culprit is named either way
     with pytest.raises(VerifyError, match="after pass 'broken'"):
-        Pipeline([_Broken()]).run(parse(SRC))
+        Pipeline([CSE(), _Broken(), DCE()], verify_each=each).run(parse(SRC))
+
+
+@dataclass(frozen=True)
+class _Counting:
+    name: str = "counting"
+    idempotent: bool = True
+    calls: list = field(default_factory=list)
+
+    def __call__(self, fn: Function) -> PassResult:
+        self.calls.append(fn)
+        return PassResult(fn, False)
+
+
+def test_idempotent_pass_is_not_rerun_on_its_own_output():
+    # round 1: simplify changes the function, `counting` sees it; round 2: simplify changes
+    # nothing, so `counting` would see exactly its own output again and is skipped
+    counting = _Counting()
+    _, records = Pipeline([FixedPoint([Simplify(), counting])], verify_each=True).run(parse(SRC))
+    assert len(counting.calls) == 1
+    assert [(r.name, r.iteration, r.changed) for r in records[1:]] == [
+        ("simplify", 1, True),
+        ("counting", 1, False),
+        ("simplify", 2, False),
+    ]
 
 
 def test_default_pipeline_names():

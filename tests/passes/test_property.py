@@ -5,9 +5,12 @@ groups as XLA's kernels where the back end allows) agrees."""
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from purejit.ir import Builder, TensorType, interpret, verify
+from purejit.ir import Builder, TensorType, interpret, print_function, verify
 from purejit.passes import Pipeline
+from purejit.passes.cse import CSE
+from purejit.passes.dce import DCE
 from purejit.passes.pipeline import default_passes
+from purejit.passes.simplify import Simplify
 
 from purejit.backend import fusion as fb
 from purejit.backend import pjrt, stablehlo
@@ -89,6 +92,20 @@ def test_pipeline_keeps_the_numbers(steps, seed):
     args = _inputs(fn, seed)
     for a, b in zip(interpret(fn, *args), interpret(opt, *args)):
         np.testing.assert_array_equal(b, a)  # the same reference rules: the same numbers
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(STEP, min_size=5, max_size=20))
+def test_passes_marked_idempotent_are(steps):
+    # the pass manager skips an `idempotent` pass whose input is its own last output, so
+    # running it again must find nothing to do
+    fn = Simplify()(build(steps)).fn  # exposes duplicates for CSE and dead ops for DCE
+    for p in (CSE(), DCE()):
+        assert p.idempotent
+        once = p(fn)
+        twice = p(once.fn)
+        assert not twice.changed, p.name
+        assert print_function(twice.fn) == print_function(once.fn)
 
 
 CAP = fb.probe_route()
