@@ -141,6 +141,22 @@ class Pipeline:
     def names(self) -> list[str]:
         return pass_names(self.passes)
 
+    def split(self, deferrable: Sequence[str]) -> tuple["Pipeline", "Pipeline | None"]:
+        """`(head, tail)`: `tail` holds the longest run of passes at the end whose names are
+        all in `deferrable` (passes the caller does not need to emit the program, e.g. an
+        analysis that only reports), None when there is none or when stages are dumped."""
+        passes = list(self.passes)
+        k = len(passes)
+        while k and passes[k - 1].name in deferrable:
+            k -= 1
+        if k == len(passes) or self.dump_dir or set(self.disable) - set(self.names()):
+            return self, None  # (`run` reports unknown names)
+        def part(ps):
+            disable = [d for d in self.disable if d in pass_names(ps)]
+            return Pipeline(ps, disable, None, self.keep_ir, self.verify_each)
+
+        return part(passes[:k]), part(passes[k:])
+
     def run(self, fn: Function) -> tuple[Function, list[PassRecord]]:
         """Run every enabled pass over `fn`, verify, and return the result and one record
         per pass run (the first record, "trace", is the input)."""

@@ -69,12 +69,16 @@ from purejit.recompile import CacheStats  # noqa: E402  (counters + miss reasons
 
 @dataclass
 class Lowered:
-    """The result of `jit(f).lower(*args)`: purejit IR and StableHLO, not yet compiled."""
+    """The result of `jit(f).lower(*args)`: purejit IR and StableHLO, not yet compiled.
+
+    `emitted` is the IR the module was emitted from. Passes that only report (the fusion
+    plan when XLA fuses, the buffer plan) run when `fn` or `records` is first read.
+    """
 
     name: str
     traced: Function
-    fn: Function
-    records: list
+    emitted: Function
+    head_records: list
     module: str
     in_tree: PyTreeDef
     in_avals: list[ShapedArray]
@@ -85,6 +89,29 @@ class Lowered:
     donation: Any = None  # a purejit.donation.DonationPlan when arguments are donated
     layout: Any = None  # a purejit.sharding.ProgramLayout for programs over several devices
     xla_disable_passes: tuple = ()  # XLA passes off (fusion="purejit" realised, issue 8)
+    tail: Any = None  # the deferred reporting passes (a Pipeline), None once run
+
+    def _finish(self):
+        if self.tail is not None:
+            tail, self.tail = self.tail, None
+            t0 = time.perf_counter()
+            fn, more = tail.run(self.emitted)
+            self.timings["deferred_passes"] = time.perf_counter() - t0
+            self._fn, self._records = fn, list(self.head_records) + list(more[1:])
+        elif not hasattr(self, "_fn"):
+            self._fn, self._records = self.emitted, list(self.head_records)
+
+    @property
+    def fn(self) -> Function:
+        """The optimised purejit IR, after every pass of the pipeline."""
+        self._finish()
+        return self._fn
+
+    @property
+    def records(self) -> list:
+        """One `PassRecord` per pass run (the first, "trace", is the input)."""
+        self._finish()
+        return self._records
 
     def ir(self) -> str:
         """The optimised purejit IR as text."""
@@ -106,7 +133,7 @@ class Lowered:
         t0 = time.perf_counter()
         hit = False
         if self.layout is not None:  # SPMD: one program for every device of the mesh
-            exe = self.layout.compile(self.module, self.fn)
+            exe = self.layout.compile(self.module, self.emitted)
         elif self.xla_disable_passes:  # purejit's fusion groups as kernels (issue 8)
             from purejit.backend import fusion
 
@@ -115,7 +142,7 @@ class Lowered:
             from purejit import compile_cache
 
             exe, hit = compile_cache.compile(
-                self.module, self.fn.param_types, self.fn.result_types
+                self.module, self.emitted.param_types, self.emitted.result_types
             )
         self.timings["cache_load" if hit else "xla_compile"] = time.perf_counter() - t0
         compiled = Compiled(self, exe)
@@ -367,6 +394,11 @@ class Jitted:
         t1 = time.perf_counter()
         self.stats.traces += 1
         pipeline = self.compiler_options.pipeline(self.passes)
+        tail = None
+        if self.compiler_options.capability() is None:
+            # XLA fuses the flat program and plans its buffers: purejit's own fusion and
+            # buffer plans only report, so they run when someone reads them
+            pipeline, tail = pipeline.split(("fusion", "buffer_assignment"))
         from purejit import compile_cache  # persistent pass cache when cache_dir is set
 
         fn, records = compile_cache.run_pipeline(pipeline, traced.fn)
@@ -375,6 +407,9 @@ class Jitted:
         paths = self._leaf_paths(tree, static, nargs)
         donation = self._donation(fn, tree, static, nargs, paths)
         layout = self._layout(fn, tree, out_tree_box[0])
+        if layout is not None and tail is not None:  # SPMD programs take every pass now
+            fn, more = tail.run(fn)
+            records, tail = records + more[1:], None
         arg_attrs = donation.arg_attrs() if donation else None
         xla_off = ()
         if layout is not None:
@@ -397,6 +432,7 @@ class Jitted:
             donation,
             layout,
             xla_off,
+            tail,
         )
 
     def _layout(self, fn, tree, out_tree):

@@ -174,3 +174,29 @@ def test_seed_mlp_with_dead_matmul_compiles_to_two_dot_generals():
     assert lowered.as_text().count('"stablehlo.dot_general"') == 2
     hlo = lowered.compile().as_text()
     assert hlo.count(" dot(") == 2
+
+
+def test_split_defers_a_tail_of_reporting_passes():
+    pipe = Pipeline(default_passes())
+    head, tail = pipe.split(("fusion", "buffer_assignment"))
+    assert head.names()[-1] == "layout" and tail.names() == ["fusion", "buffer_assignment"]
+    fn = parse(SRC)
+    full, records = pipe.run(fn)
+    mid, head_records = head.run(fn)
+    done, tail_records = tail.run(mid)
+    names = [r.name for r in head_records] + [r.name for r in tail_records[1:]]
+    assert names == [r.name for r in records]
+    assert print_function(done) == print_function(full)
+    # nothing to defer when the tail is not all deferrable, or when stages are dumped
+    assert pipe.split(("fusion",)) == (pipe, None)
+    assert Pipeline(dump_dir="/tmp/x").split(("fusion", "buffer_assignment"))[1] is None
+
+
+def test_jit_runs_reporting_passes_when_they_are_read():
+    lowered = purejit.jit(lambda x: jnp.sin(x) * 2.0 + 1.0).lower(np.ones(8, np.float32))
+    assert "deferred_passes" not in lowered.timings
+    assert [r.name for r in lowered.records][-2:] == ["fusion", "buffer_assignment"]
+    assert "deferred_passes" in lowered.timings
+    np.testing.assert_allclose(
+        lowered.compile()(np.ones(8, np.float32)), np.sin(1.0) * 2 + 1, rtol=1e-6
+    )
