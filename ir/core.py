@@ -18,6 +18,9 @@ import numpy as np
 from purejit.ir import dtypes
 
 
+_SHAPES: dict[tuple, tuple] = {}  # checked shapes, each its own canonical object
+
+
 @dataclass(frozen=True)
 class TensorType:
     """A static shape and an element type, e.g. `f32[3,4]`; `f32[]` is a scalar."""
@@ -27,12 +30,19 @@ class TensorType:
 
     def __post_init__(self):
         shape, dt = self.shape, self.dtype
-        if type(shape) is not tuple or not all(type(d) is int for d in shape):
-            object.__setattr__(self, "shape", tuple(int(d) for d in shape))
+        seen = _SHAPES.get(shape) if type(shape) is tuple else None
+        if seen is not None:  # equal to a checked shape: take that tuple of Python ints
+            if seen is not shape:
+                object.__setattr__(self, "shape", seen)
+        else:
+            shape = tuple(int(d) for d in shape)
+            if any(d < 0 for d in shape):
+                raise ValueError(f"negative dimension in shape {shape}")
+            if len(_SHAPES) < 65536:
+                _SHAPES[shape] = shape
+            object.__setattr__(self, "shape", shape)
         if type(dt) is not np.dtype or dt not in dtypes.ALL_DTYPES_SET:
             object.__setattr__(self, "dtype", dtypes.canonical(dt))
-        if any(d < 0 for d in self.shape):
-            raise ValueError(f"negative dimension in shape {self.shape}")
 
     @property
     def rank(self) -> int:

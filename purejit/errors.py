@@ -46,12 +46,23 @@ def user_stacklevel() -> int:
     return level
 
 
+_locations: dict = {}  # (code object, line) -> "file.py:LINE"
+
+
 def user_location() -> str | None:
     """`file.py:LINE` of the user's code that is running now."""
-    f = user_frame()
+    f = sys._getframe(1)
+    while f is not None and _internal(f.f_code.co_filename):
+        f = f.f_back
     if f is None:
         return None
-    return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}"
+    key = (f.f_code, f.f_lineno)
+    loc = _locations.get(key)
+    if loc is None:
+        loc = f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}"
+        if len(_locations) < 65536:
+            _locations[key] = loc
+    return loc
 
 
 def at(loc: str | None) -> str:

@@ -87,16 +87,31 @@ def promote_args(name: str, *xs, to_inexact: bool = False):
     return broadcast_arrays_named(name, *arrs)
 
 
+_BCAST: dict = {}  # (shapes) -> their broadcast shape, or None when they do not broadcast
+
+
+def _broadcast_shape(shapes) -> tuple | None:
+    out = _BCAST.get(shapes)
+    if out is None and shapes not in _BCAST:
+        try:
+            out = tuple(int(d) for d in np.broadcast_shapes(*shapes))
+        except ValueError:
+            out = None
+        if len(_BCAST) < 65536:
+            _BCAST[shapes] = out
+    return out
+
+
 def broadcast_shapes_named(name: str, *shapes):
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        loc = errors.user_location()
-        desc = " vs ".join(str(list(s)) for s in shapes)
-        raise errors.PurejitTypeError(
-            f"{name}: shapes {desc} cannot broadcast{errors.at(loc)}; align them with "
-            "reshape / expand_dims or fix the operand shapes."
-        ) from None
+    out = _broadcast_shape(shapes)
+    if out is not None:
+        return out
+    loc = errors.user_location()
+    desc = " vs ".join(str(list(s)) for s in shapes)
+    raise errors.PurejitTypeError(
+        f"{name}: shapes {desc} cannot broadcast{errors.at(loc)}; align them with "
+        "reshape / expand_dims or fix the operand shapes."
+    )
 
 
 def broadcast_shapes(*shapes):
@@ -110,7 +125,7 @@ def broadcast_to(x, shape):
     if x.shape == shape:
         return x
     broadcast_shapes_named("broadcast_to", x.shape, shape)
-    if len(shape) < x.ndim or tuple(np.broadcast_shapes(x.shape, shape)) != shape:
+    if len(shape) < x.ndim or _broadcast_shape((x.shape, shape)) != shape:
         loc = errors.user_location()
         raise errors.PurejitTypeError(
             f"broadcast_to: cannot broadcast {list(x.shape)} to {list(shape)}{errors.at(loc)}"
@@ -120,7 +135,10 @@ def broadcast_to(x, shape):
 
 
 def broadcast_arrays_named(name: str, *arrs):
-    shape = broadcast_shapes_named(name, *[a.shape for a in arrs])
+    shapes = tuple(a.shape for a in arrs)
+    if all(s == shapes[0] for s in shapes):
+        return list(arrs)
+    shape = broadcast_shapes_named(name, *shapes)
     return [broadcast_to(a, shape) for a in arrs]
 
 
