@@ -1,6 +1,7 @@
 """Layout assignment on multi-head attention: transpose kernels and time, pass off vs on.
 
     python -m bench.attention_layout [--quick] [--seq 2048] [--heads 8] [--head-dim 64]
+                                     [--batch 4]
 
 One attention block per sequence, written with einsum as JAX users write it:
 
@@ -8,6 +9,14 @@ One attention block per sequence, written with einsum as JAX users write it:
     s = einsum('qhd,khd->hqk', q, k)                 # heads are a batch dim, not leading
     o = einsum('hqk,khd->qhd', softmax(s), v)
     out = einsum('qhd,hdD->qD', o, Wo)
+
+and the same block over a batch, `einsum('bqhd,bkhd->bhqk', q, k)` with q, k, v projected
+from x[b, s, D]. There the copies cannot all go: a projection is one GEMM whose result
+keeps x's (b, s) together and W's (h, d) together, so no dimension order of x or W gives
+q in any order with b and h leading; and the output projection needs (h, d) together again.
+Without materialising W broadcast over b (as many bytes as the copy it saves; XLA
+materialises it, measured on H200 and CPU), q, k, v and o each take one activation-sized
+copy. The report prints that floor next to what each variant moves.
 
 For each weight layout (`Dhd`: W[D, h, d]; `hdD`: W[h, d, D], PyTorch's Linear layout) the
 block is compiled with purejit's default pipeline with the layout pass disabled, enabled
@@ -29,16 +38,18 @@ from bench.run import steady
 
 
 def attention(xp, x, wq, wk, wv, wo, layout: str):
-    """The attention block above; `layout` names the weights' dimension order."""
-    proj = "sD,Dhd->shd" if layout == "Dhd" else "sD,hdD->shd"
+    """The attention block above; `layout` names the weights' dimension order. `x` is
+    [s, D] (one sequence) or [b, s, D] (a batch)."""
+    b = "b" if x.ndim == 3 else ""
+    proj = f"{b}sD,Dhd->{b}shd" if layout == "Dhd" else f"{b}sD,hdD->{b}shd"
     q = xp.einsum(proj, x, wq)
     k = xp.einsum(proj, x, wk)
     v = xp.einsum(proj, x, wv)
-    s = xp.einsum("qhd,khd->hqk", q, k) * (1.0 / np.sqrt(q.shape[-1]))
+    s = xp.einsum(f"{b}qhd,{b}khd->{b}hqk", q, k) * (1.0 / np.sqrt(q.shape[-1]))
     e = xp.exp(s - s.max(axis=-1, keepdims=True))
     p = e / e.sum(axis=-1, keepdims=True)
-    o = xp.einsum("hqk,khd->qhd", p, v)
-    return xp.einsum("qhd,hdD->qD", o, wo)
+    o = xp.einsum(f"{b}hqk,{b}khd->{b}qhd", p, v)
+    return xp.einsum(f"{b}qhd,hdD->{b}qD", o, wo)
 
 
 _ENTRY = re.compile(r"^ENTRY [^\n]*\{\n(.*?)\n\}", re.DOTALL | re.MULTILINE)
@@ -78,7 +89,7 @@ def _time(fn, args, budget: float, repeats: int = 3) -> float:
     return steady(fn, args, budget / repeats, repeats)
 
 
-def run(seq: int, heads: int, head_dim: int, model: int, budget: float):
+def run(seq: int, heads: int, head_dim: int, model: int, budget: float, batch: int = 0):
     import jax
     import jax.numpy as jnp
     from purejit.passes import Pipeline
@@ -89,11 +100,15 @@ def run(seq: int, heads: int, head_dim: int, model: int, budget: float):
     import purejit.numpy as pnp
 
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((seq, model), np.float32)
+    x = rng.standard_normal(((batch,) if batch else ()) + (seq, model), np.float32)
     print(
         f"device: {jax.devices()[0].device_kind} ({jax.devices()[0].platform}); "
-        f"seq={seq} heads={heads} head_dim={head_dim} model={model}"
+        f"{'batch=%d ' % batch if batch else ''}seq={seq} heads={heads} "
+        f"head_dim={head_dim} model={model}"
     )
+    if batch:
+        floor = 4 * batch * seq * heads * head_dim * 4 / 2**20
+        print(f"floor for the batched block: 4 activation copies, {floor:.1f} MiB")
     for layout in ("Dhd", "hdD"):
         shape = (model, heads, head_dim) if layout == "Dhd" else (heads, head_dim, model)
         ws = [rng.standard_normal(shape, np.float32) / np.sqrt(model) for _ in range(3)]
@@ -139,11 +154,15 @@ def main(argv=None):
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--model", type=int, default=512)
     ap.add_argument("--budget", type=float, default=1.0, help="seconds of timing per variant")
+    ap.add_argument("--batch", type=int, default=0, help="also run the batched block (b > 0)")
     ap.add_argument("--quick", action="store_true", help="small sizes, short timing")
     a = ap.parse_args(argv)
     if a.quick:
         a.seq, a.model, a.budget = 512, 256, 0.2
     run(a.seq, a.heads, a.head_dim, a.model, a.budget)
+    if a.batch:
+        print()
+        run(a.seq, a.heads, a.head_dim, a.model, a.budget, batch=a.batch)
 
 
 if __name__ == "__main__":
