@@ -294,6 +294,7 @@ class _Rewriter:
                     for b_form in ("FK", "KF"):
                         b_perm, rcon = _form(b_form, b_batch, b_free, b_con)
                         attrs = {
+                            **op.attrs,
                             "lhs_batching_dimensions": tuple(range(nb)),
                             "rhs_batching_dimensions": tuple(range(nb)),
                             "lhs_contracting_dimensions": lcon,

@@ -263,10 +263,6 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     """XLA's DotGeneral: dimension_numbers = ((lhs_contract, rhs_contract),
     (lhs_batch, rhs_batch)); result dims are batch, lhs free, rhs free."""
     a, b = _lift(lhs), _lift(rhs)
-    if preferred_element_type is not None:
-        dt = pdt.canonicalize(np.dtype(preferred_element_type))
-        a, b = convert(a, dt), convert(b, dt)
-    _same_dtypes("dot_general", a, b)
     (lc, rc), (lb, rb) = dimension_numbers
     attrs = {
         "lhs_batching_dimensions": tuple(lb),
@@ -274,6 +270,15 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         "lhs_contracting_dimensions": tuple(lc),
         "rhs_contracting_dimensions": tuple(rc),
     }
+    if preferred_element_type is not None:
+        dt = pdt.canonicalize(np.dtype(preferred_element_type))
+        if a.dtype != b.dtype:
+            a, b = convert(a, dt), convert(b, dt)
+        if a.dtype != dt:
+            # as JAX emits it: one dot whose result has the preferred dtype (bf16 operands
+            # keep their tensor-core GEMM, accumulating and returning f32)
+            attrs["preferred_element_type"] = dt
+    _same_dtypes("dot_general", a, b)
     return bind1("dot_general", a, b, **attrs)
 
 

@@ -123,7 +123,11 @@ register(
 )
 
 # dot_general(lhs, rhs) {lhs_batching_dimensions, rhs_batching_dimensions,
-#                        lhs_contracting_dimensions, rhs_contracting_dimensions} -----------
+#                        lhs_contracting_dimensions, rhs_contracting_dimensions,
+#                        preferred_element_type (optional)} -----------------------------------
+# With `preferred_element_type` the result has that dtype (JAX's `preferred_element_type`,
+# e.g. bf16 operands with an f32 result, or i32 operands with an f32 one): the operands
+# are taken in that dtype, then multiplied and summed in it.
 
 DOT_ATTRS = (
     "lhs_batching_dimensions",
@@ -150,7 +154,10 @@ def _dot_infer(types, attrs, regions):
     shape = [lhs.shape[d] for d in lb]
     shape += [d for i, d in enumerate(lhs.shape) if i not in lb + lc]
     shape += [d for i, d in enumerate(rhs.shape) if i not in rb + rc]
-    return [TensorType(tuple(shape), lhs.dtype)]
+    out = attrs.get("preferred_element_type")
+    if out is not None and not isinstance(out, np.dtype):
+        fail("dot_general", f"preferred_element_type must be a dtype, got {out!r}")
+    return [TensorType(tuple(shape), lhs.dtype if out is None else out)]
 
 
 def _dot_ref(args, attrs, regions, run):
@@ -165,13 +172,15 @@ def _dot_ref(args, attrs, regions, run):
     out += [ls[i] for i in range(lhs.ndim) if i not in lb + lc]
     out += [rs[i] for i in range(rhs.ndim) if i not in rb + rc]
     spec = f"{''.join(ls)},{''.join(rs)}->{''.join(out)}"
-    cdt = compute_dtype(lhs.dtype)
-    if cdt == np.float32 and lhs.dtype != cdt:
+    dt = attrs.get("preferred_element_type") or lhs.dtype
+    lhs, rhs = lhs.astype(dt), rhs.astype(dt)
+    cdt = compute_dtype(dt)
+    if cdt == np.float32 and dt != cdt:
         pass
-    elif lhs.dtype == np.float32:
+    elif dt == np.float32:
         cdt = np.dtype(np.float64)  # accumulate f32 in f64: closer to XLA's result
     res = np.einsum(spec, lhs.astype(cdt), rhs.astype(cdt))
-    return [np.asarray(res).astype(lhs.dtype)]
+    return [np.asarray(res).astype(dt)]
 
 
 register(
@@ -180,7 +189,7 @@ register(
         _dot_infer,
         _dot_ref,
         frozenset({"pure", "contraction"}),
-        attrs=DOT_ATTRS,
+        attrs=DOT_ATTRS + ("preferred_element_type",),
         doc="dot_general(lhs, rhs): result dims are batch, lhs free, rhs free",
     )
 )

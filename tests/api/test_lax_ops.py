@@ -130,6 +130,31 @@ def test_reduce_dot_general_and_argminmax():
     check(make, (normal(3, 4), normal(2, 3, 5), normal(2, 5, 4)), rtol=1e-5)
 
 
+def test_dot_general_preferred_element_type_is_one_mixed_dot():
+    # as JAX emits it: bf16 operands keep a bf16 GEMM that returns f32; int operands are
+    # not converted first (XLA GPU 0.11 fails to generate code for convert(iota i32) -> f32
+    # feeding a dot, which is what purejit emitted before)
+    def make(lax, jnp):
+        def f(x):
+            idx = lax.broadcasted_iota(jnp.int32, x.shape, 1)
+            xb = x.astype(jnp.bfloat16)
+            dims = (((1,), (1,)), ((), ()))
+            return [
+                lax.dot_general(idx, idx, dims, preferred_element_type=jnp.float32),
+                lax.dot_general(xb, xb, dims, preferred_element_type=jnp.float32),
+                lax.dot(x, x.T, preferred_element_type=jnp.float32),  # same dtype: plain dot
+            ]
+
+        return f
+
+    x = normal(3, 4)
+    check(make, (x,), rtol=1e-2)
+    text = purejit.jit(make(*PJ)).lower(x).as_text()
+    assert "(tensor<3x4xi32>, tensor<3x4xi32>) -> tensor<3x3xf32>" in text
+    assert "(tensor<3x4xbf16>, tensor<3x4xbf16>) -> tensor<3x3xf32>" in text
+    assert "(tensor<3x4xi32>) -> tensor<3x4xf32>" not in text  # no convert before the dot
+
+
 # ---- cumulative reductions ------------------------------------------------------------------
 
 
