@@ -116,9 +116,10 @@ def _dot_parts(op: Op):
 class _Rewriter:
     """Rewrites one function body (top level; regions get their own rewriter)."""
 
-    def __init__(self, fn: Function, lhs_forms=("FK",)):
+    def __init__(self, fn: Function, lhs_forms=("FK",), explicit_copies: bool = False):
         self.fn = fn
         self.lhs_forms = lhs_forms
+        self.explicit_copies = explicit_copies
         self.producer: dict[Value, Op] = {}
         self.uses: dict[Value, int] = {}
         for op in fn.ops:
@@ -133,6 +134,7 @@ class _Rewriter:
             "dots_canonicalised": 0,
             "transposes_folded": 0,
             "bytes_saved": 0,
+            "copies_made_explicit": 0,
         }
         self.memo: dict = {}  # plans for the current decision; cleared after each rewrite
         self.budget = _BUDGET
@@ -380,7 +382,9 @@ class _Rewriter:
     def run(self) -> Function:
         for op in self.fn.ops:
             operands = [self.subst.get(v, v) for v in op.operands]
-            regions = [_rewrite(r, self.stats, self.lhs_forms) for r in op.regions]
+            regions = [
+                _rewrite(r, self.stats, self.lhs_forms, self.explicit_copies) for r in op.regions
+            ]
             op = Op(op.name, operands, op.attrs, op.results, regions, op.loc)
             if op.name == "transpose" and self._fold_transpose(op):
                 continue
@@ -425,7 +429,9 @@ class _Rewriter:
             if best is None or cost < best[0]:
                 best = (cost, ca, cb, attrs)
         if best is None or best[0] >= implied:
-            return op
+            if not self.explicit_copies:
+                return op
+            return self._explicit_copies(op, implied)
         _, ca, cb, attrs = best
         lhs, rhs = op.operands
         memo: dict = {}
@@ -438,6 +444,43 @@ class _Rewriter:
         self.stats["dots_relaid"] += 1
         self.stats["bytes_saved"] += implied - best[0]
         return Op("dot_general", [a, b], attrs, op.results, (), op.loc)
+
+
+    def _explicit_copies(self, op: Op, implied: int) -> Op:
+        """The copies XLA would insert for `op`'s operands, as explicit transposes into
+        `[batch, free, contracting]` (either order of the last two for the right operand,
+        whichever keeps the operand's own order of those dims). XLA GPU then runs the dot
+        on them as they are; left to itself it can copy one operand twice (measured on
+        batched attention: 6 copies instead of 4)."""
+        best = None
+        n = op.results[0].type.rank
+        for swap, a, ap, b, bp, attrs in self._dot_options(op, tuple(range(n))):
+            if swap:
+                continue
+            cost = _transpose_bytes(a, ap) + _transpose_bytes(b, bp)
+            key = (cost, _disorder(ap, attrs, "lhs"), _disorder(bp, attrs, "rhs"))
+            if best is None or key < best[0]:
+                best = (key, a, ap, b, bp, attrs)
+        if best is None or best[0][0] != implied:
+            return op
+        _, a, ap, b, bp, attrs = best
+        new = []
+        for old, perm in ((a, ap), (b, bp)):
+            v = old
+            if not _is_identity(perm):
+                v = self._new("transpose", [old], {"permutation": perm}, _permuted(old.type, perm))
+                self.uses[v] = self.uses.get(v, 0) + 1
+                self._drop_use(old)
+                self.stats["copies_made_explicit"] += 1
+            new.append(v)
+        return Op("dot_general", new, attrs, op.results, (), op.loc)
+
+
+def _disorder(perm, attrs, side: str) -> int:
+    """Pairs of an operand's non-batch dims that `perm` puts out of their order."""
+    nb = len(attrs[f"{side}_batching_dimensions"])
+    rest = perm[nb:]
+    return sum(1 for i in range(len(rest)) for j in range(i + 1, len(rest)) if rest[i] > rest[j])
 
 
 def _form(form: str, batch, free, con):
@@ -489,8 +532,8 @@ def _reshape_groups(src, dst):
     return groups
 
 
-def _rewrite(fn: Function, stats: dict, lhs_forms=("FK",)) -> Function:
-    r = _Rewriter(fn, lhs_forms)
+def _rewrite(fn: Function, stats: dict, lhs_forms=("FK",), explicit_copies=False) -> Function:
+    r = _Rewriter(fn, lhs_forms, explicit_copies)
     new = r.run()
     for k, v in r.stats.items():
         stats[k] = stats.get(k, 0) + v
@@ -511,13 +554,26 @@ def _remove_dead(fn: Function) -> Function:
 @dataclass(frozen=True)
 class LayoutAssignment:
     """The layout pass (see the module docstring). Its report counts the dots whose operand
-    orders changed, the transposes folded away and the transpose bytes saved per call."""
+    orders changed, the transposes folded away, the transpose bytes saved per call and the
+    copies made explicit.
+
+    Attributes:
+        transposed_lhs: a left operand may also come as `[batch, contracting, free]`.
+        explicit_copies: where a dot's operands must be copied anyway (no producer order
+            avoids it), emit the copies as transposes into the dot's canonical operand order
+            instead of leaving the choice to XLA (what the GPU back end wants).
+    """
 
     name: str = "layout"
     transposed_lhs: bool = False
+    explicit_copies: bool = False  # XLA GPU: see `_Rewriter._explicit_copies`
 
     def __call__(self, fn: Function) -> PassResult:
         stats: dict = {}
-        new = _rewrite(fn, stats, ("FK", "KF") if self.transposed_lhs else ("FK",))
-        changed = any(stats[k] for k in ("dots_relaid", "dots_canonicalised", "transposes_folded"))
+        forms = ("FK", "KF") if self.transposed_lhs else ("FK",)
+        new = _rewrite(fn, stats, forms, self.explicit_copies)
+        changed = any(
+            stats[k]
+            for k in ("dots_relaid", "dots_canonicalised", "transposes_folded", "copies_made_explicit")
+        )
         return PassResult(new if changed else fn, changed, stats)

@@ -96,10 +96,11 @@ class FixedPoint:
         return PassResult(fn, changed, {"rounds": rounds})
 
 
-def default_passes(**fusion_options) -> list[Pass]:
+def default_passes(layout_options: dict | None = None, **fusion_options) -> list[Pass]:
     """The standard pipeline: fold, simplify, CSE and DCE to a fixed point, then fusion.
 
     Args:
+        layout_options: options of the layout pass (`explicit_copies` on GPU).
         **fusion_options: options of the fusion pass (`multi_output`, `exclude_ops`,
             `elementwise_after_reduction`): what a back end that realises purejit's groups
             as kernels can take.
@@ -115,7 +116,8 @@ def default_passes(**fusion_options) -> list[Pass]:
     cleanup = FixedPoint([ConstantFold(), Simplify(), CSE(), DCE()], name="cleanup")
     # layout before fusion (it moves transposes across elementwise ops); the buffer plan
     # last, on the program that is emitted
-    return [cleanup, LayoutAssignment(), Fusion(**fusion_options), BufferAssignment()]
+    layout = LayoutAssignment(**(layout_options or {}))
+    return [cleanup, layout, Fusion(**fusion_options), BufferAssignment()]
 
 
 def pass_names(passes: Sequence[Pass]) -> list[str]:

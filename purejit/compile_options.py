@@ -77,14 +77,19 @@ class CompilerOptions:
 
         cap = self.capability()
         if passes is None:
-            # groups realised as kernels must stay within what the route can take
-            passes = Pipeline(default_passes(**(cap.fusion_options() if cap else {})))
+            # groups realised as kernels must stay within what the route can take; on GPU
+            # the layout pass hands XLA a dot's unavoidable operand copies explicitly
+            from purejit.backend import pjrt
+
+            layout = {"explicit_copies": pjrt.platform() in ("gpu", "cuda", "rocm")}
+            passes = Pipeline(
+                default_passes(layout_options=layout, **(cap.fusion_options() if cap else {}))
+            )
         disable = tuple(passes.disable) + tuple(d for d in self.disable_passes)
         if not self.disable_passes and self.dump_dir is None:
             return passes
-        return Pipeline(
-            passes.passes, disable, self.dump_dir or passes.dump_dir, passes.keep_ir, passes.verify_each
-        )
+        dump_dir = self.dump_dir or passes.dump_dir
+        return Pipeline(passes.passes, disable, dump_dir, passes.keep_ir, passes.verify_each)
 
     def emit(self, fn, **emit_kwargs) -> tuple[str, tuple[str, ...]]:
         """The StableHLO module for `fn` and the XLA passes to switch off when compiling.

@@ -134,6 +134,7 @@ def test_must_not_change_when_nothing_is_cheaper():
         "dots_canonicalised": 0,
         "transposes_folded": 0,
         "bytes_saved": 0,
+        "copies_made_explicit": 0,
     }
     res = LayoutAssignment()(parse(src))
     assert not res.changed
@@ -232,6 +233,30 @@ def test_attention_transpose_kernels_gone_from_compiled_hlo():
     assert counts["off"] >= 4
     assert counts["on"] < counts["off"]
     assert counts["relaxed"] == 1
+
+
+def test_batched_attention_copies_made_explicit_in_canonical_order():
+    # einsum('bqhd,bkhd->bhqk') on q, k, v as projections leave them ([b, s, h, d]): no
+    # producer order puts b and h in front, so each needs one copy. By default XLA inserts
+    # them; with explicit_copies (GPU) they become transposes into [b, h, s, d], the order
+    # each dot takes as it is (XLA GPU otherwise copies q twice: 6 copies, not 4)
+    src = f"""func @batched(%0: f32[2,16,4,8], %1: f32[2,16,4,8], %2: f32[2,16,4,8], %3: f32[4,8,32]) -> (f32[2,16,32]) {{
+  %4 = dot_general(%0, %1) {{{_dot([0, 2], [0, 2], [3], [3])}}} : (f32[2,4,16,16])
+  %5 = exponential(%4) : (f32[2,4,16,16])
+  %6 = dot_general(%5, %2) {{{_dot([0, 1], [0, 2], [3], [1])}}} : (f32[2,4,16,8])
+  %7 = transpose(%6) {{permutation=[0, 2, 1, 3]}} : (f32[2,16,4,8])
+  %8 = dot_general(%7, %3) {{{_dot([], [], [2, 3], [0, 1])}}} : (f32[2,16,32])
+  return %8
+}}"""
+    plain, report = _run(src)
+    assert report["copies_made_explicit"] == 0 and plain.count("transpose(") == 1
+    out, report = _run(src, explicit_copies=True)
+    assert report["copies_made_explicit"] == 3
+    assert out.count("transpose(") == 4  # q, k, v in, and o's existing one out
+    for v in ("%0", "%1", "%2"):
+        assert f"transpose({v}) {{permutation=[0, 2, 1, 3]}} : (f32[2,4,16,8])" in out
+    assert _dot([0, 1], [0, 1], [3], [3]) in out  # scores: q, k as [b, h, s, d]
+    assert _dot([0, 1], [0, 1], [3], [2]) in out  # p @ v: v as [b, h, k, d]
 
 
 def _transpose_bytes(fn):
