@@ -122,7 +122,7 @@ def run(seq: int, heads: int, head_dim: int, model: int, budget: float, batch: i
 
         from purejit.backend import pjrt
 
-        gpu = pjrt.platform() in ("gpu", "cuda", "rocm")
+        gpu = pjrt.is_gpu()
         variants = {
             "layout off": Pipeline(disable=["layout"]),
             "layout on (default)": None,  # what purejit.jit builds on this platform

@@ -233,8 +233,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     from purejit.backend import pjrt
 
-    plat = pjrt.platform()
-    plat = "gpu" if plat in ("gpu", "cuda", "rocm") else plat
+    plat = "gpu" if pjrt.is_gpu() else pjrt.platform()
     device = getattr(pjrt.default_device(), "device_kind", plat)
     budget = 0.05 if a.quick else 0.5
     results = []

@@ -6,9 +6,10 @@ the function it is given. The verifier checks the result of the pipeline; with
 suite sets) it checks the input and the result of every pass that changed the function, and
 when the final check fails the pipeline is re-run that way to name the pass at fault. A
 pass that reports no change hands its input on unchanged; a pass marked `idempotent` is
-skipped when its input is its own last output. The manager can disable passes by name, dump the IR after each pass to a folder, repeat a group
-of passes until none of them changes the function (`FixedPoint`), and records time, op counts
-and each pass's own report (what `explain` shows).
+skipped when its input is its own last output. The manager can disable passes by name, dump
+the IR after each pass to a folder, repeat a group of passes until none of them changes the
+function (`FixedPoint`), and records time, op counts and each pass's own report (what
+`explain` shows).
 
     Pipeline([FixedPoint([ConstantFold(), Simplify(), CSE(), DCE()]), Fusion()],
              disable=["fusion"], dump_dir="/tmp/ir").run(fn)
@@ -143,6 +144,9 @@ class Pipeline:
     def names(self) -> list[str]:
         return pass_names(self.passes)
 
+    def _unknown_disabled(self) -> set:
+        return set(self.disable) - set(self.names())
+
     def split(self, deferrable: Sequence[str]) -> tuple["Pipeline", "Pipeline | None"]:
         """`(head, tail)`: `tail` holds the longest run of passes at the end whose names are
         all in `deferrable` (passes the caller does not need to emit the program, e.g. an
@@ -151,8 +155,9 @@ class Pipeline:
         k = len(passes)
         while k and passes[k - 1].name in deferrable:
             k -= 1
-        if k == len(passes) or self.dump_dir or set(self.disable) - set(self.names()):
+        if k == len(passes) or self.dump_dir or self._unknown_disabled():
             return self, None  # (`run` reports unknown names)
+
         def part(ps):
             disable = [d for d in self.disable if d in pass_names(ps)]
             return Pipeline(ps, disable, None, self.keep_ir, self.verify_each)
@@ -162,7 +167,7 @@ class Pipeline:
     def run(self, fn: Function) -> tuple[Function, list[PassRecord]]:
         """Run every enabled pass over `fn`, verify, and return the result and one record
         per pass run (the first record, "trace", is the input)."""
-        unknown = set(self.disable) - set(self.names())
+        unknown = self._unknown_disabled()
         if unknown:
             raise ValueError(
                 f"disable names unknown passes {sorted(unknown)}; this pipeline has {self.names()}"

@@ -89,29 +89,29 @@ class Lowered:
     donation: Any = None  # a purejit.donation.DonationPlan when arguments are donated
     layout: Any = None  # a purejit.sharding.ProgramLayout for programs over several devices
     xla_disable_passes: tuple = ()  # XLA passes off (fusion="purejit" realised, issue 8)
-    tail: Any = None  # the deferred reporting passes (a Pipeline), None once run
+    tail: Any = None  # the deferred reporting passes (a Pipeline), if any
+    _done: tuple | None = field(default=None, init=False, repr=False)  # (fn, records)
 
-    def _finish(self):
-        if self.tail is not None:
-            tail, self.tail = self.tail, None
-            t0 = time.perf_counter()
-            fn, more = tail.run(self.emitted)
-            self.timings["deferred_passes"] = time.perf_counter() - t0
-            self._fn, self._records = fn, list(self.head_records) + list(more[1:])
-        elif not hasattr(self, "_fn"):
-            self._fn, self._records = self.emitted, list(self.head_records)
+    def _complete(self) -> tuple:
+        if self._done is None:
+            fn, records = self.emitted, list(self.head_records)
+            if self.tail is not None:
+                t0 = time.perf_counter()
+                fn, more = self.tail.run(fn)
+                self.timings["deferred_passes"] = time.perf_counter() - t0
+                records += more[1:]
+            self._done = (fn, records)
+        return self._done
 
     @property
     def fn(self) -> Function:
         """The optimised purejit IR, after every pass of the pipeline."""
-        self._finish()
-        return self._fn
+        return self._complete()[0]
 
     @property
     def records(self) -> list:
         """One `PassRecord` per pass run (the first, "trace", is the input)."""
-        self._finish()
-        return self._records
+        return self._complete()[1]
 
     def ir(self) -> str:
         """The optimised purejit IR as text."""
@@ -554,24 +554,7 @@ def jit(
     Returns:
         A callable with `.lower(*args)` for ahead-of-time use.
     """
-    if fun is None:
-        return functools.partial(
-            jit,
-            static_argnums=static_argnums,
-            static_argnames=static_argnames,
-            donate_argnums=donate_argnums,
-            donate_argnames=donate_argnames,
-            passes=passes,
-            compiler_options=compiler_options,
-            in_shardings=in_shardings,
-            out_shardings=out_shardings,
-            buckets=buckets,
-            bucket_overflow=bucket_overflow,
-            recompile_warn_after=recompile_warn_after,
-            recompile_raise=recompile_raise,
-        )
-    return Jitted(
-        fun,
+    options = dict(
         static_argnums=static_argnums,
         static_argnames=static_argnames,
         donate_argnums=donate_argnums,
@@ -585,6 +568,9 @@ def jit(
         recompile_warn_after=recompile_warn_after,
         recompile_raise=recompile_raise,
     )
+    if fun is None:
+        return functools.partial(jit, **options)
+    return Jitted(fun, **options)
 
 
 __all__ = ["errors"]

@@ -81,7 +81,7 @@ class CompilerOptions:
             # the layout pass hands XLA a dot's unavoidable operand copies explicitly
             from purejit.backend import pjrt
 
-            layout = {"explicit_copies": pjrt.platform() in ("gpu", "cuda", "rocm")}
+            layout = {"explicit_copies": pjrt.is_gpu()}
             passes = Pipeline(
                 default_passes(layout_options=layout, **(cap.fusion_options() if cap else {}))
             )

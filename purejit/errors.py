@@ -29,21 +29,23 @@ def _internal(filename: str) -> bool:
     return hit
 
 
+def _outside(f):
+    """The first frame from `f` outwards that is not purejit's, and how many were skipped."""
+    skipped = 0
+    while f is not None and _internal(f.f_code.co_filename):
+        f, skipped = f.f_back, skipped + 1
+    return f, skipped
+
+
 def user_frame():
     """The innermost stack frame outside purejit (the user's code), or None."""
-    f = sys._getframe(1)
-    while f is not None and _internal(f.f_code.co_filename):
-        f = f.f_back
-    return f
+    return _outside(sys._getframe(1))[0]
 
 
 def user_stacklevel() -> int:
     """The `stacklevel` that makes `warnings.warn`, called by the caller of this function,
     point at the user's code."""
-    level, f = 1, sys._getframe(1)
-    while f is not None and _internal(f.f_code.co_filename):
-        f, level = f.f_back, level + 1
-    return level
+    return 1 + _outside(sys._getframe(1))[1]
 
 
 _locations: dict = {}  # (code object, line) -> "file.py:LINE"
@@ -51,9 +53,7 @@ _locations: dict = {}  # (code object, line) -> "file.py:LINE"
 
 def user_location() -> str | None:
     """`file.py:LINE` of the user's code that is running now."""
-    f = sys._getframe(1)
-    while f is not None and _internal(f.f_code.co_filename):
-        f = f.f_back
+    f = user_frame()
     if f is None:
         return None
     key = (f.f_code, f.f_lineno)

@@ -202,7 +202,10 @@ def explain_lowered(lowered, *, compiled=None) -> Explanation:
         # same program for XLA: the groups are inlined again, tagged `purejit.fusion.N`)
         from purejit.backend import stablehlo
 
-        xla = pjrt.compile(stablehlo.emit(fn), fn.param_types, fn.result_types)
+        from purejit.api import Compiled
+
+        exe = pjrt.compile(stablehlo.emit(fn), fn.param_types, fn.result_types)
+        xla = Compiled(lowered, exe)
     kernels = cost.predicted_kernels(fn)
     eager, fused = cost.traffic(fn)
     route = "xla"
@@ -218,7 +221,7 @@ def explain_lowered(lowered, *, compiled=None) -> Explanation:
         fused_bytes=fused,
         flops=sum(k.flops for k in kernels),
         fusion=route,
-        xla_kernels=fusion.kernels(xla.as_text() if xla is compiled else xla.hlo_text()),
+        xla_kernels=fusion.kernels(xla.as_text()),
         xla_cost=dict(xla.cost_analysis() or {}),
         platform=pjrt.platform(),
     )

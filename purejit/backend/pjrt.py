@@ -52,6 +52,11 @@ def platform() -> str:
     return default_device().platform
 
 
+def is_gpu() -> bool:
+    """Whether the default device is a GPU (PJRT names them gpu, cuda or rocm)."""
+    return platform() in ("gpu", "cuda", "rocm")
+
+
 def to_device(value: np.ndarray, device=None):
     """Copy a host array into a PJRT buffer (a jax.Array) on `device`."""
     if value.dtype.itemsize == 8 and value.dtype.kind in "iufc" and not _x64_synced[0]:

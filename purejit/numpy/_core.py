@@ -124,8 +124,7 @@ def broadcast_to(x, shape):
     shape = tuple(int(d) for d in shape)
     if x.shape == shape:
         return x
-    broadcast_shapes_named("broadcast_to", x.shape, shape)
-    if len(shape) < x.ndim or _broadcast_shape((x.shape, shape)) != shape:
+    if len(shape) < x.ndim or broadcast_shapes_named("broadcast_to", x.shape, shape) != shape:
         loc = errors.user_location()
         raise errors.PurejitTypeError(
             f"broadcast_to: cannot broadcast {list(x.shape)} to {list(shape)}{errors.at(loc)}"
