@@ -143,14 +143,18 @@ def report(results, plat: str, device: str) -> str:
         first = f"{fmt_t(fp)} / {fmt_t(fj)}" if fp and fj else "—"
         ph = r["phases"]
         lines.append(
-            f"| {r['name']} | {fmt_t(base)} | " + " | ".join(cells) + f" | {first} | "
+            f"| {r['name']} | {fmt_t(base)} | "
+            + " | ".join(cells)
+            + f" | {first} | "
             + " | ".join(fmt_t(ph.get(k)) for k in ("trace", "passes", "emit", "xla_compile"))
             + " |"
         )
     ratios = [
         r["steady"]["purejit jit"] / r["steady"]["jax.jit"]
         for r in results
-        if "purejit jit" in r["steady"] and "jax.jit" in r["steady"] and r["name"] != "dispatch_tiny"
+        if "purejit jit" in r["steady"]
+        and "jax.jit" in r["steady"]
+        and r["name"] != "dispatch_tiny"
     ]
     firsts = [
         r["first"]["purejit jit"] / r["first"]["jax.jit"]
@@ -166,7 +170,9 @@ def report(results, plat: str, device: str) -> str:
     disp = next((r for r in results if r["name"] == "dispatch_tiny"), None)
     if disp and "purejit jit" in disp["steady"] and "jax.jit" in disp["steady"]:
         ratio = disp["steady"]["purejit jit"] / disp["steady"]["jax.jit"]
-        lines.append(f"Dispatch overhead of a tiny function: **{ratio:.2f}x** jax.jit (goal ≤ 1.5x)")
+        lines.append(
+            f"Dispatch overhead of a tiny function: **{ratio:.2f}x** jax.jit (goal ≤ 1.5x)"
+        )
     errs = [(r["name"], fw, e) for r in results for fw, e in r["error"].items()]
     if errs:
         lines += ["", "Errors:", ""] + [f"- {n} / {fw}: `{e}`" for n, fw, e in errs]

@@ -98,7 +98,9 @@ def build(platform: str, quick: bool) -> list[Workload]:
     for layers in (12, 48):
         if quick and layers == 48:
             continue
-        dm, seq, b, heads = (1024, 512, 8, 16) if gpu else ((64, 32, 2, 4) if quick else (256, 128, 4, 8))
+        dm, seq, b, heads = (
+            (1024, 512, 8, 16) if gpu else ((64, 32, 2, 4) if quick else (256, 128, 4, 8))
+        )
         params = models.transformer_params(layers, dm, r)
         x = r.standard_normal((b, seq, dm)).astype(np.float32)
         out.append(
@@ -125,6 +127,8 @@ def build(platform: str, quick: bool) -> list[Workload]:
         )
     )
     out.append(
-        Workload("dispatch_tiny", dispatch_tiny, (np.ones((), np.float32),), note="per-call overhead")
+        Workload(
+            "dispatch_tiny", dispatch_tiny, (np.ones((), np.float32),), note="per-call overhead"
+        )
     )
     return out

@@ -103,9 +103,11 @@ class Op:
     def rebuilt(self, operands: Sequence[Value], regions: Sequence["Function"]) -> "Op":
         """This op with new operands and regions; `self` when nothing changed, so that
         facts known about an unchanged op (e.g. that it verified) carry over."""
-        if len(operands) == len(self.operands) and all(
-            a is b for a, b in zip(operands, self.operands)
-        ) and all(a is b for a, b in zip(regions, self.regions)):
+        if (
+            len(operands) == len(self.operands)
+            and all(a is b for a, b in zip(operands, self.operands))
+            and all(a is b for a, b in zip(regions, self.regions))
+        ):
             return self
         return Op(self.name, operands, self.attrs, self.results, regions, self.loc)
 

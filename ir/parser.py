@@ -260,8 +260,10 @@ class _Parser:
         ops, results = self.body()
         if [v.type for v in results] != declared:
             got = ", ".join(str(v.type) for v in results)
-            raise self._error(tpos, f"@{name} declares results ({', '.join(map(str, declared))}) "
-                              f"but returns ({got})")
+            raise self._error(
+                tpos,
+                f"@{name} declares results ({', '.join(map(str, declared))}) but returns ({got})",
+            )
         return Function(name, params, ops, results)
 
 

@@ -72,8 +72,7 @@ def _verify_body(fn: Function, where: str):
         except (KeyError, TypeError, ValueError, IndexError) as e:
             # a type rule that crashed instead of rejecting: still the op's fault, not ours
             raise VerifyError(
-                f"{tag}: malformed op {_types(op.operands)} {op.attrs}: "
-                f"{type(e).__name__}: {e}"
+                f"{tag}: malformed op {_types(op.operands)} {op.attrs}: {type(e).__name__}: {e}"
             ) from None
         got = [r.type for r in op.results]
         if got != list(expected):

@@ -34,6 +34,7 @@ print("purejit", purejit.__version__, "on", pjrt.platform())
 # its arguments (shapes, dtypes, weak types); later calls with the same signature reuse the
 # executable.
 
+
 # %%
 @purejit.jit
 def predict(params, x):
@@ -110,6 +111,7 @@ print("same signatures again -> new eager compiles:", eval_trace.compiles - befo
 # Data-dependent Python control flow cannot be traced (the value is unknown at trace time);
 # the error points to the line and suggests the fixes. `purejit.disable_jit()` runs a jitted
 # function eagerly, which is handy for debugging with `print` and `pdb`.
+
 
 # %%
 @purejit.jit

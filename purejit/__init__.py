@@ -1,10 +1,10 @@
 """purejit: a JAX-style functional compiler with its own tracing, IR and passes.
 
-    import purejit, purejit.numpy as jnp
+import purejit, purejit.numpy as jnp
 
-    @purejit.jit
-    def f(x, w):
-        return purejit.nn.relu(x @ w).sum()
+@purejit.jit
+def f(x, w):
+    return purejit.nn.relu(x @ w).sum()
 """
 
 from purejit import core as _core

@@ -20,9 +20,9 @@ import numpy as np
 from purejit import errors
 from purejit.array import Array, as_array
 from purejit.config import config
-from purejit.core import ShapedArray, Tracer, current_trace
+from purejit.core import ShapedArray, Tracer
 from purejit.core import _stack as _core_stack
-from purejit.eager import EvalTrace, eval_trace as _eval_trace
+from purejit.eager import eval_trace as _eval_trace
 from purejit.ir import Function, print_function
 from purejit.tracing import trace_to_function
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
@@ -128,7 +128,6 @@ class Lowered:
         return explain_lowered(self)
 
     def compile(self) -> "Compiled":
-        from purejit.backend import pjrt
 
         t0 = time.perf_counter()
         hit = False
@@ -370,8 +369,6 @@ class Jitted:
             return self._lower_now(static, tree, avals)
 
     def _lower_now(self, static, tree, avals) -> Lowered:
-        from purejit.backend import stablehlo
-        from purejit.passes import Pipeline
 
         out_tree_box = []
 

@@ -63,8 +63,6 @@ class BatchPlan:
     classes: list[tuple[int, ...]] = field(default_factory=list)
 
 
-
-
 class _Ctx:
     def __init__(self, names: list[str], fname: str):
         self.names = names  # label -> "x axis 0"

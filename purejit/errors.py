@@ -7,10 +7,7 @@ import sys
 
 import purejit
 
-_PKG_DIRS = tuple(
-    os.path.dirname(os.path.abspath(p))
-    for p in (purejit.__file__,)
-) + tuple(
+_PKG_DIRS = tuple(os.path.dirname(os.path.abspath(p)) for p in (purejit.__file__,)) + tuple(
     os.path.dirname(os.path.dirname(os.path.abspath(purejit.__file__))) + os.sep + d
     for d in ("ir", "passes")
 )

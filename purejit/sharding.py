@@ -258,7 +258,9 @@ class ProgramLayout:
         attrs = []
         for i, (ns, p) in enumerate(zip(self.in_shardings, fn.params)):
             extra = arg_attrs[i] if arg_attrs and arg_attrs[i] else ""
-            attrs.append(_merge_attrs(stablehlo_spmd.sdy_sharding_attr(ns.dims(p.type.rank)), extra))
+            attrs.append(
+                _merge_attrs(stablehlo_spmd.sdy_sharding_attr(ns.dims(p.type.rank)), extra)
+            )
         results = [
             stablehlo_spmd.sdy_sharding_attr(ns.dims(r.type.rank))
             for ns, r in zip(self.out_shardings, fn.results)

@@ -85,9 +85,7 @@ class Traced:
     out: object  # whatever fun returned (flattened by the caller)
 
 
-def trace_to_function(
-    fun: Callable, in_avals: Sequence[ShapedArray], name: str = "main"
-) -> Traced:
+def trace_to_function(fun: Callable, in_avals: Sequence[ShapedArray], name: str = "main") -> Traced:
     """Trace `fun(*tracers)`; `fun` must return a flat list of array-likes."""
     trace = JitTrace(name)
     with new_trace(trace):

@@ -186,8 +186,10 @@ def _concat_infer(types, attrs, regions):
     first = types[0]
     check_rank_attr("concatenate", "dimension", [d], first.rank, type=first)
     for t in types[1:]:
-        if t.dtype != first.dtype or t.rank != first.rank or any(
-            a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d
+        if (
+            t.dtype != first.dtype
+            or t.rank != first.rank
+            or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d)
         ):
             fail("concatenate", f"operands {first} and {t} differ outside dimension {d}")
     shape = list(first.shape)
@@ -234,9 +236,7 @@ def _pad_ref(args, attrs, regions, run):
     y[tuple(slice(None, None, i + 1) for i in interior)] = x
     widths = [(max(a, 0), max(b, 0)) for a, b in zip(lo, hi)]
     y = np.pad(y, widths, constant_values=v)
-    crop = tuple(
-        slice(max(-a, 0), y.shape[k] - max(-b, 0)) for k, (a, b) in enumerate(zip(lo, hi))
-    )
+    crop = tuple(slice(max(-a, 0), y.shape[k] - max(-b, 0)) for k, (a, b) in enumerate(zip(lo, hi)))
     return [y[crop].copy()]
 
 

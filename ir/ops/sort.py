@@ -216,7 +216,11 @@ def _reduce_window_ref(args, attrs, regions, run):
         windows = [p[index] for p in padded]
         if kind is not None:
             cdt = compute_dtype(acc[0].dtype)
-            acc = [REDUCTION_UFUNCS[kind](acc[0].astype(cdt), windows[0].astype(cdt)).astype(acc[0].dtype)]
+            acc = [
+                REDUCTION_UFUNCS[kind](acc[0].astype(cdt), windows[0].astype(cdt)).astype(
+                    acc[0].dtype
+                )
+            ]
             continue
         for pos in np.ndindex(*out_shape):
             res = run(body, *[a[pos] for a in acc], *[w[pos] for w in windows])

@@ -254,7 +254,9 @@ def _constant(ctx, op, args):
 
 @lowering("iota")
 def _iota(ctx, op, args):
-    return emit_op(ctx, op, args, "stablehlo.iota", f"iota_dimension = {op.attrs['dimension']} : i64")
+    return emit_op(
+        ctx, op, args, "stablehlo.iota", f"iota_dimension = {op.attrs['dimension']} : i64"
+    )
 
 
 @lowering("broadcast_in_dim")
@@ -281,7 +283,9 @@ def _slice(ctx, op, args):
 
 @lowering("concatenate")
 def _concat(ctx, op, args):
-    return emit_op(ctx, op, args, "stablehlo.concatenate", f"dimension = {op.attrs['dimension']} : i64")
+    return emit_op(
+        ctx, op, args, "stablehlo.concatenate", f"dimension = {op.attrs['dimension']} : i64"
+    )
 
 
 @lowering("pad")
@@ -297,7 +301,9 @@ def _pad(ctx, op, args):
 
 @lowering("reverse")
 def _reverse(ctx, op, args):
-    return emit_op(ctx, op, args, "stablehlo.reverse", f"dimensions = {i64_array(op.attrs['dimensions'])}")
+    return emit_op(
+        ctx, op, args, "stablehlo.reverse", f"dimensions = {i64_array(op.attrs['dimensions'])}"
+    )
 
 
 _CMP_TYPE = {"f": "FLOAT", "c": "FLOAT", "i": "SIGNED", "u": "UNSIGNED", "b": "UNSIGNED"}

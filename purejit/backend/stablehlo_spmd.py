@@ -69,10 +69,16 @@ def _collective_permute(ctx, op, args):
     pairs = op.attrs["source_target_pairs"]
     if not pairs:  # nothing is sent: every device receives zeros
         zero = np.zeros((), op.results[0].type.dtype)
-        (z,) = ctx.op("stablehlo.constant", [], [], [TensorType((), zero.dtype)],
-                      f"value = {dense(zero)}")
-        return ctx.op("stablehlo.broadcast_in_dim", [z], [TensorType((), zero.dtype)],
-                      [op.results[0].type], f"broadcast_dimensions = {i64_array([])}")
+        (z,) = ctx.op(
+            "stablehlo.constant", [], [], [TensorType((), zero.dtype)], f"value = {dense(zero)}"
+        )
+        return ctx.op(
+            "stablehlo.broadcast_in_dim",
+            [z],
+            [TensorType((), zero.dtype)],
+            [op.results[0].type],
+            f"broadcast_dimensions = {i64_array([])}",
+        )
     attrs = f"{_channel(ctx)}, source_target_pairs = {_i64_matrix(pairs)}"
     return emit_op(ctx, op, args, "stablehlo.collective_permute", attrs)
 

@@ -64,9 +64,7 @@ def _reduce(x, axis, keepdims: bool, kind: str, name: str, where=None, initial=N
                 raise ValueError(f"{name}: zero-size array to reduction operation with no identity")
     from purejit.array import Array
 
-    (out,) = bind(
-        "reduce", x, Array(host=init), dimensions=axes, regions=[_monoid(kind, x.dtype)]
-    )
+    (out,) = bind("reduce", x, Array(host=init), dimensions=axes, regions=[_monoid(kind, x.dtype)])
     if keepdims:
         out = reshape(out, [1 if i in axes else d for i, d in enumerate(x.shape)])
     return out

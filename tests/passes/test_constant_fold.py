@@ -14,8 +14,10 @@ def _run(src: str, passes):
     fn = verify(parse(src))
     res = passes(fn)
     verify(res.fn)
-    args = [np.random.default_rng(0).standard_normal(p.type.shape).astype(p.type.dtype)
-            for p in fn.params]
+    args = [
+        np.random.default_rng(0).standard_normal(p.type.shape).astype(p.type.dtype)
+        for p in fn.params
+    ]
     for a, b in zip(interpret(fn, *args), interpret(res.fn, *args)):
         np.testing.assert_array_equal(b, a)
     return print_function(res.fn), res
@@ -55,7 +57,9 @@ def test_fold_alone_evaluates_chains_of_constant_ops():
 
 def test_cleanup_group_folds_everything_foldable():
     out, _ = _run(SRC, FixedPoint([ConstantFold(), Simplify(), CSE(), DCE()]))
-    assert out == """func @f(%0: f32[4]) -> (f32[4]) {
+    assert (
+        out
+        == """func @f(%0: f32[4]) -> (f32[4]) {
   %1 = constant() {value=array<f32[4]: [0.4794255495071411, 0.8414710164070129, 0.9974949955940247, 0.9092974066734314]>} : (f32[4])
   %2 = constant() {value=array<f32[]: [4.0]>} : (f32[])
   %3 = broadcast_in_dim(%2) {shape=[4], broadcast_dimensions=[]} : (f32[4])
@@ -66,6 +70,7 @@ def test_cleanup_group_folds_everything_foldable():
   %8 = multiply(%7, %5) : (f32[4])
   return %8
 }"""
+    )
 
 
 def test_splat_results_fold_to_a_broadcast_of_a_scalar():
@@ -76,12 +81,15 @@ def test_splat_results_fold_to_a_broadcast_of_a_scalar():
 }"""
     out, _ = _run(src, ConstantFold())
     e = float(np.exp(np.float32(1.0)))  # the reference rule's number (NumPy's f32 exp)
-    assert out == f"""func @f() -> (f32[2,3]) {{
+    assert (
+        out
+        == f"""func @f() -> (f32[2,3]) {{
   %0 = constant() {{value=array<f32[2,3]: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]>}} : (f32[2,3])
   %1 = constant() {{value=array<f32[]: [{e!r}]>}} : (f32[])
   %2 = broadcast_in_dim(%1) {{shape=[2, 3], broadcast_dimensions=[]}} : (f32[2,3])
   return %2
 }}"""
+    )
 
 
 def test_must_not_change_large_constants_live_inputs_and_scalar_broadcasts():

@@ -36,7 +36,9 @@ def test_merges_repeats_commutative_operands_and_equal_constants():
   return %14
 }"""
     out, res = _run(src)
-    assert out == """func @f(%0: f32[4], %1: f32[4]) -> (f32[4]) {
+    assert (
+        out
+        == """func @f(%0: f32[4], %1: f32[4]) -> (f32[4]) {
   %2 = add(%0, %1) : (f32[4])
   %3 = subtract(%0, %1) : (f32[4])
   %4 = subtract(%1, %0) : (f32[4])
@@ -48,6 +50,7 @@ def test_merges_repeats_commutative_operands_and_equal_constants():
   %10 = add(%8, %9) : (f32[4])
   return %10
 }"""
+    )
     assert res.report == {"merged_ops": 4}  # add(%1, %0), a constant, its broadcast, a multiply
 
 

@@ -40,7 +40,9 @@ def test_removes_dead_ops_and_dead_ops_inside_regions():
   return %11
 }"""
     out, res = _run(src)
-    assert out == """func @f(%0: f32[4], %1: s32[]) -> (f32[4]) {
+    assert (
+        out
+        == """func @f(%0: f32[4], %1: s32[]) -> (f32[4]) {
   %2 = sine(%0) : (f32[4])
   %3 = case(%1, %0) : (f32[4]) region(%4: f32[4]) {
     %5 = exponential(%4) : (f32[4])
@@ -51,6 +53,7 @@ def test_removes_dead_ops_and_dead_ops_inside_regions():
   %7 = add(%2, %3) : (f32[4])
   return %7
 }"""
+    )
     assert res.changed and res.report == {"removed_ops": 4}
 
 

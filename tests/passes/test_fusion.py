@@ -40,7 +40,9 @@ def test_elementwise_chain_with_broadcasts_is_one_group():
   return %8
 }"""
     out, res = _run(src)
-    assert out == """func @f(%0: f32[8,4], %1: f32[4]) -> (f32[8,4]) {
+    assert (
+        out
+        == """func @f(%0: f32[8,4], %1: f32[4]) -> (f32[8,4]) {
   %2 = fusion(%0, %1) {kind="loop"} : (f32[8,4]) region(%3: f32[8,4], %4: f32[4]) {
     %5 = sine(%3) : (f32[8,4])
     %6 = broadcast_in_dim(%4) {shape=[8, 4], broadcast_dimensions=[1]} : (f32[8,4])
@@ -53,6 +55,7 @@ def test_elementwise_chain_with_broadcasts_is_one_group():
   }
   return %2
 }"""
+    )
     # op by op: 6 kernels (sine, 2 broadcasts, multiply, add, tanh; the constant is free),
     # each reading its inputs and writing a 128-byte array; fused: read x and w, write once
     assert res.report["groups"] == 1
@@ -83,7 +86,9 @@ def test_reduction_takes_producers_and_consumers_but_is_never_recomputed():
     # exp -> reduce -> log is one input fusion; its result is broadcast into the second
     # group (fusing it there would recompute the reduction per copy) and also feeds a lone
     # negate, so it is written once and read twice
-    assert out == """func @f(%0: f32[8,4]) -> (f32[8,4], f32[8]) {
+    assert (
+        out
+        == """func @f(%0: f32[8,4]) -> (f32[8,4], f32[8]) {
   %1 = fusion(%0) {kind="input"} : (f32[8]) region(%2: f32[8,4]) {
     %3 = exponential(%2) : (f32[8,4])
     %4 = constant() {value=array<f32[]: [0.0]>} : (f32[])
@@ -106,6 +111,7 @@ def test_reduction_takes_producers_and_consumers_but_is_never_recomputed():
   %19 = negate(%1) : (f32[8])
   return %10, %19
 }"""
+    )
     assert sum(op.name == "reduce" for op in res.fn.walk()) == 1
 
 
@@ -143,7 +149,9 @@ def test_sibling_fusion_merges_readers_of_one_input_unless_disabled():
   return %2, %4
 }"""
     out, res = _run(src)
-    assert out == """func @f(%0: f32[8,4]) -> (f32[8,4], f32[8,4]) {
+    assert (
+        out
+        == """func @f(%0: f32[8,4]) -> (f32[8,4], f32[8,4]) {
   %1, %2 = fusion(%0) {kind="loop"} : (f32[8,4], f32[8,4]) region(%3: f32[8,4]) {
     %4 = exponential(%3) : (f32[8,4])
     %5 = tanh(%4) : (f32[8,4])
@@ -153,6 +161,7 @@ def test_sibling_fusion_merges_readers_of_one_input_unless_disabled():
   }
   return %1, %2
 }"""
+    )
     assert res.report["bytes_fused"] == 3 * 128  # x read once
     out, res = _run(src, Fusion(multi_output=False))
     assert out.count("fusion(") == 2 and res.report["bytes_fused"] == 4 * 128
@@ -216,7 +225,9 @@ def test_realisable_groups_leave_out_transposes_reshapes_and_ops_after_reduction
     out, _ = _run(src)  # unrestricted: reshape and transpose are inside the groups
     assert "    %9 = reshape(%5)" in out and "    %13 = transpose(%12)" in out
     out, _ = _run(src, REALISABLE)
-    assert out == """func @f(%0: f32[8,4]) -> (f32[8,1], f32[4,8]) {
+    assert (
+        out
+        == """func @f(%0: f32[8,4]) -> (f32[8,1], f32[4,8]) {
   %1 = fusion(%0) {kind="input"} : (f32[8]) region(%2: f32[8,4]) {
     %3 = exponential(%2) : (f32[8,4])
     %4 = constant() {value=array<f32[]: [0.0]>} : (f32[])
@@ -236,6 +247,7 @@ def test_realisable_groups_leave_out_transposes_reshapes_and_ops_after_reduction
   }
   return %10, %12
 }"""
+    )
 
 
 def test_nested_reductions_stay_apart_when_only_elementwise_may_follow():
@@ -276,11 +288,14 @@ def test_fuses_inside_control_flow_bodies():
 }"""
     out, res = _run(src)
     assert res.report["groups"] == 1
-    assert """    %10 = fusion(%8) {kind="loop"} : (f32[4]) region(%11: f32[4]) {
+    assert (
+        """    %10 = fusion(%8) {kind="loop"} : (f32[4]) region(%11: f32[4]) {
       %12 = sine(%11) : (f32[4])
       %13 = cosine(%12) : (f32[4])
       return %13
-    }""" in out
+    }"""
+        in out
+    )
     ks = cost.predicted_kernels(res.fn)
     assert [k.group for k in ks] == [None, 0, None]  # compare, the group, the counter add
 

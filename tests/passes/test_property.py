@@ -73,9 +73,7 @@ def build(steps) -> "Function":  # noqa: F821
     return verify(b.finish(results))
 
 
-STEP = st.tuples(
-    st.sampled_from(KINDS), st.integers(0, 99), st.integers(0, 99), st.integers(0, 99)
-)
+STEP = st.tuples(st.sampled_from(KINDS), st.integers(0, 99), st.integers(0, 99), st.integers(0, 99))
 
 
 def _inputs(fn, seed):

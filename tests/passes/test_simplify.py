@@ -104,7 +104,9 @@ def test_broadcast_of_broadcast_and_scalar_hoisting():
     out, _ = _run(src)
     # bcast(bcast(s)) -> bcast(s); f(bcast(a), bcast(b)) -> bcast(f(a, b)) on scalars;
     # the vector broadcast chain composes; slice/reshape of it are not scalar broadcasts
-    assert out == """func @f(%0: f32[], %1: f32[3]) -> (f32[2,3], f32[2,3]) {
+    assert (
+        out
+        == """func @f(%0: f32[], %1: f32[3]) -> (f32[2,3], f32[2,3]) {
   %2 = exponential(%0) : (f32[])
   %3 = multiply(%0, %2) : (f32[])
   %4 = broadcast_in_dim(%3) {shape=[2, 3], broadcast_dimensions=[]} : (f32[2,3])
@@ -113,6 +115,7 @@ def test_broadcast_of_broadcast_and_scalar_hoisting():
   %7 = reshape(%6) {shape=[2, 3]} : (f32[2,3])
   return %4, %7
 }"""
+    )
 
 
 def test_splat_constant_becomes_broadcast_and_select_on_false():
@@ -123,9 +126,12 @@ def test_splat_constant_becomes_broadcast_and_select_on_false():
   return %4
 }"""
     out, _ = _run(src)
-    assert out == """func @f(%0: f32[2,2], %1: f32[2,2]) -> (f32[2,2]) {
+    assert (
+        out
+        == """func @f(%0: f32[2,2], %1: f32[2,2]) -> (f32[2,2]) {
   return %1
 }"""
+    )
 
 
 MUST_NOT_CHANGE = [
