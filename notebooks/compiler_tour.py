@@ -361,7 +361,7 @@ np.testing.assert_allclose(y_d, y, rtol=1e-5, atol=1e-5)
 print("donated input deleted:", xd.is_deleted())
 try:
     xd + 1
-except purejit.array.DeletedArrayError as e:
+except purejit.runtime.DeletedArrayError as e:
     print(type(e).__name__, ":", e)
 
 # %% [markdown]

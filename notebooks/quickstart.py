@@ -98,7 +98,7 @@ print(jnp.sum(a, axis=0), jnp.mean(a), jnp.max(a, axis=1, keepdims=True).shape)
 # whose operators keep dispatching through purejit.
 
 # %%
-from purejit.eager import eval_trace
+from purejit.runtime.eager import eval_trace
 
 before = eval_trace.compiles
 z = jnp.exp(jnp.asarray(np.linspace(0, 1, 5).astype(np.float32))) * 2 - 1

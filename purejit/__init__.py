@@ -7,29 +7,24 @@ def f(x, w):
     return purejit.nn.relu(x @ w).sum()
 """
 
-from purejit import core as _core
 from purejit.config import config
-from purejit.eager import eval_trace as _eval_trace
-
-_core._stack.append(_eval_trace)
-
-from purejit import tree_util  # noqa: E402
-from purejit.api import Compiled, Lowered, disable_jit, jit  # noqa: E402
-from purejit.array import Array  # noqa: E402
-from purejit.errors import (  # noqa: E402
+from purejit import tree_util
+from purejit.api import Compiled, Lowered, disable_jit, jit
+from purejit.runtime import Array
+from purejit.errors import (
     ConcretizationTypeError,
     PurejitTypeError,
     TracerArrayConversionError,
     UnexpectedTracerError,
 )
-from purejit import numpy, lax, nn  # noqa: E402
-from purejit import sharding  # noqa: E402
-from purejit.sharding import device_put  # noqa: E402
-from purejit.shard_map import shard_map  # noqa: E402
-from purejit.backend.pjrt import devices  # noqa: E402
-from purejit.recompile import cache_stats  # noqa: E402
-from purejit.export import Exported, deserialize, export  # noqa: E402
-from purejit.explain import explain  # noqa: E402  (shadows the module name, as export)
+from purejit import numpy, lax, nn
+from purejit import sharding
+from purejit.sharding import device_put
+from purejit.shard_map import shard_map
+from purejit.backend.pjrt import devices
+from purejit.recompile import cache_stats
+from purejit.export import Exported, deserialize, export
+from purejit.explain import explain  # shadows the module name, as export does
 
 __version__ = "0.1.0"
 

@@ -18,11 +18,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from purejit import errors
-from purejit.array import Array, as_array
+from purejit.runtime.array import Array, as_array
 from purejit.config import config
-from purejit.core import ShapedArray, Tracer
-from purejit.core import _stack as _core_stack
-from purejit.eager import eval_trace as _eval_trace
+from purejit.tracing import ShapedArray, Tracer, current_trace
+from purejit.runtime.eager import eval_trace as _eval_trace
 from purejit.ir import Function, print_function
 from purejit.tracing import trace_to_function
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
@@ -459,7 +458,7 @@ class Jitted:
         return plan
 
     def __call__(self, *args, **kwargs):
-        if _core_stack[-1] is not _eval_trace or config.jit_disabled:
+        if current_trace() is not _eval_trace or config.jit_disabled:
             # inside another trace, or disabled: run inline (the outer trace records it)
             return self.fun(*args, **kwargs)
         if not kwargs and self._fast_ok:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from purejit.batch_axes import BatchPlan, BucketError, analyze
-from purejit.core import ShapedArray
+from purejit.tracing import ShapedArray
 from purejit.recompile import arg_leaf_names, positional_name
 from purejit.tracing import trace_to_function
 from purejit.tree_util import tree_flatten, tree_unflatten
@@ -236,7 +236,7 @@ def _trace_only(jitted, static, tree, avals):
 
 
 def _slice_outputs(out, plan: BatchPlan, lengths: list[int]):
-    from purejit.array import Array
+    from purejit.runtime.array import Array
 
     leaves, tree = tree_flatten(out)
     cuts: dict[int, list] = {}

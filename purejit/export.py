@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from purejit.core import ShapedArray
+from purejit.tracing import ShapedArray
 from purejit.ir import dtypes as irdt
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
 
@@ -64,7 +64,7 @@ class Exported:
             raise TypeError(
                 f"exported {self.name} takes arguments structured as {self.in_tree}, got {tree}"
             )
-        from purejit.array import as_array
+        from purejit.runtime.array import as_array
 
         bufs = []
         for name, x, want in zip(self._names(), leaves, self.in_avals):
@@ -76,7 +76,7 @@ class Exported:
                 )
             bufs.append(a.buffer)
         outs = self._executable().execute(bufs)
-        from purejit.array import Array
+        from purejit.runtime.array import Array
 
         arrays = [Array(buf=o, weak_type=a.weak_type) for o, a in zip(outs, self.out_avals)]
         return tree_unflatten(self.out_tree, arrays)
@@ -133,7 +133,7 @@ def export(f, *example_args, target_version: str | None = None, **example_kwargs
         An `Exported`, callable, with `.serialize()`.
     """
     from purejit.api import Jitted, jit
-    from purejit.array import as_array
+    from purejit.runtime.array import as_array
     from purejit.backend import pjrt
     from purejit.recompile import arg_leaf_names
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import numpy as jnp
-from purejit.core import bind1
+from purejit.tracing import bind1
 from purejit.numpy._shape import _axes
 
 __all__ = [

@@ -13,46 +13,16 @@ axis names up in the mesh of the innermost shard_map being traced.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from typing import Callable
 
 from purejit import errors
-from purejit.core import ShapedArray, aval_of, bind, current_trace
-from purejit.eager import EvalTrace
+from purejit.tracing import ShapedArray, aval_of, bind, current_trace
+from purejit.runtime.eager import EvalTrace
 from purejit.ir import spmd
+from purejit.lax.parallel import axis_env
 from purejit.sharding import Mesh, NamedSharding, PartitionSpec
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_unflatten
-
-_axis_env: list[Mesh] = []
-
-
-@contextlib.contextmanager
-def _axes(mesh: Mesh):
-    _axis_env.append(mesh)
-    try:
-        yield
-    finally:
-        _axis_env.pop()
-
-
-def current_mesh(axis_name, what: str) -> Mesh:
-    """The mesh of the innermost shard_map being traced; raises if `axis_name` is unbound."""
-    names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
-    if not _axis_env:
-        raise NameError(
-            f"{what}: unbound axis name {axis_name!r}{errors.at(errors.user_location())}: "
-            "collectives run inside purejit.shard_map bodies"
-        )
-    mesh = _axis_env[-1]
-    missing = [a for a in names if a not in mesh.axis_names]
-    if missing:
-        raise NameError(
-            f"{what}: axis names {missing} are not axes of the enclosing shard_map mesh "
-            f"{mesh!r}{errors.at(errors.user_location())}"
-        )
-    return mesh
-
 
 def _is_spec(x) -> bool:
     return x is None or isinstance(x, (PartitionSpec, NamedSharding))
@@ -154,7 +124,7 @@ class ShardMapped:
             out_tree_box.append(out_tree)
             return out_leaves
 
-        with _axes(mesh):
+        with axis_env(mesh):
             traced = trace_to_function(body, local, name=f"{name}_body")
         out_tree = out_tree_box[0]
         out_specs = broadcast_prefix(self.out_specs, out_tree, f"shard_map {name} out_specs")

@@ -209,7 +209,7 @@ def device_put(x, sharding=None):
         A `purejit.Array` whose buffer lives where `sharding` says; it reads back (NumPy) as
         the global array.
     """
-    from purejit.array import Array, as_array
+    from purejit.runtime.array import Array, as_array
     from purejit.backend import pjrt
 
     arr = as_array(x)
@@ -223,7 +223,7 @@ def device_put(x, sharding=None):
 
 def sharding_of(x) -> NamedSharding | None:
     """The NamedSharding of an array split over devices, or None (one device / host)."""
-    from purejit.array import Array
+    from purejit.runtime.array import Array
 
     if isinstance(x, Array):
         if x._buf is None:

@@ -34,4 +34,11 @@ float16, float32, float64 = _np.float16, _np.float32, _np.float64
 complex64, complex128 = _np.complex64, _np.complex128
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
 dtype = _np.dtype
-from purejit.array import Array as ndarray  # noqa: E402,F401
+import sys as _sys  # noqa: E402
+
+from purejit.numpy import _operators  # noqa: E402
+from purejit.runtime import Array as ndarray  # noqa: E402
+from purejit.tracing import Tracer as _Tracer  # noqa: E402
+
+for _cls in (_Tracer, ndarray):
+    _operators.install(_cls, _sys.modules[__name__])

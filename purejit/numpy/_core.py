@@ -7,8 +7,14 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
-from purejit.array import Array, as_array
-from purejit.core import Tracer, bind1
+from purejit.lax._lift import (
+    broadcast_arrays_named,
+    broadcast_shapes_named,
+    broadcast_to,
+    convert,
+)
+from purejit.runtime.array import Array, as_array
+from purejit.tracing import Tracer, bind1
 
 ArrayLike = object
 
@@ -50,20 +56,6 @@ def astype(x, dtype):
     return convert(x, dt)
 
 
-def convert(x, dtype, weak: bool = False):
-    """Convert to `dtype` (strong unless `weak`); a no-op when nothing changes."""
-    dtype = np.dtype(dtype)
-    x = _lift(x)
-    if x.dtype == dtype and x.weak_type == weak:
-        return x
-    if isinstance(x, Array) and x._host is not None and x.size <= 4096:
-        # a host constant (often a Python scalar): convert now, nothing to trace
-        from purejit.ir.ops.elementwise import convert_array
-
-        return Array(host=np.asarray(convert_array(x.host, dtype)), weak_type=weak)
-    return bind1("convert", x, dtype=dtype, weak=weak)
-
-
 def result_type(*xs):
     """The promoted dtype of the arguments, following JAX's lattice (see purejit.dtypes)."""
     typed = []
@@ -87,58 +79,9 @@ def promote_args(name: str, *xs, to_inexact: bool = False):
     return broadcast_arrays_named(name, *arrs)
 
 
-_BCAST: dict = {}  # (shapes) -> their broadcast shape, or None when they do not broadcast
-
-
-def _broadcast_shape(shapes) -> tuple | None:
-    out = _BCAST.get(shapes)
-    if out is None and shapes not in _BCAST:
-        try:
-            out = tuple(int(d) for d in np.broadcast_shapes(*shapes))
-        except ValueError:
-            out = None
-        if len(_BCAST) < 65536:
-            _BCAST[shapes] = out
-    return out
-
-
-def broadcast_shapes_named(name: str, *shapes):
-    out = _broadcast_shape(shapes)
-    if out is not None:
-        return out
-    loc = errors.user_location()
-    desc = " vs ".join(str(list(s)) for s in shapes)
-    raise errors.PurejitTypeError(
-        f"{name}: shapes {desc} cannot broadcast{errors.at(loc)}; align them with "
-        "reshape / expand_dims or fix the operand shapes."
-    )
-
-
 def broadcast_shapes(*shapes):
     """The shape that arrays of the given shapes broadcast to (NumPy's rules)."""
     return broadcast_shapes_named("broadcast_shapes", *[tuple(s) for s in shapes])
-
-
-def broadcast_to(x, shape):
-    x = _lift(x)
-    shape = tuple(int(d) for d in shape)
-    if x.shape == shape:
-        return x
-    if len(shape) < x.ndim or broadcast_shapes_named("broadcast_to", x.shape, shape) != shape:
-        loc = errors.user_location()
-        raise errors.PurejitTypeError(
-            f"broadcast_to: cannot broadcast {list(x.shape)} to {list(shape)}{errors.at(loc)}"
-        )
-    dims = tuple(range(len(shape) - x.ndim, len(shape)))
-    return bind1("broadcast_in_dim", x, shape=shape, broadcast_dimensions=dims)
-
-
-def broadcast_arrays_named(name: str, *arrs):
-    shapes = tuple(a.shape for a in arrs)
-    if all(s == shapes[0] for s in shapes):
-        return list(arrs)
-    shape = broadcast_shapes_named(name, *shapes)
-    return [broadcast_to(a, shape) for a in arrs]
 
 
 def broadcast_arrays(*xs):

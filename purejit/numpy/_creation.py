@@ -14,15 +14,15 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
-from purejit.array import Array
-from purejit.core import Tracer, bind1, current_trace
+from purejit.runtime.array import Array
+from purejit.tracing import Tracer, bind1, current_trace
 from purejit.numpy import _core as c
 from purejit.numpy._shape import _axis, reshape
 
 
 def _eager() -> bool:
     """True when no jit trace is active (values are computed now, not recorded)."""
-    from purejit.eager import EvalTrace
+    from purejit.runtime.eager import EvalTrace
 
     return isinstance(current_trace(), EvalTrace)
 

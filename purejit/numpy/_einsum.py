@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from purejit import errors
-from purejit.core import bind1
+from purejit.tracing import bind1
 from purejit.numpy import _core as c
 from purejit.numpy._shape import transpose
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
-from purejit.core import ShapedArray, bind1
+from purejit.tracing import ShapedArray, bind1
 from purejit.numpy import _core as c
 from purejit.numpy._indexing import (
     _err,

@@ -23,8 +23,8 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
-from purejit.array import Array
-from purejit.core import Tracer, bind1
+from purejit.runtime.array import Array
+from purejit.tracing import Tracer, bind1
 from purejit.numpy import _core as c
 from purejit.numpy._shape import reshape
 

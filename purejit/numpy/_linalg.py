@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from purejit import errors
-from purejit.core import bind1
+from purejit.tracing import bind1
 from purejit.numpy._core import _lift, convert, result_type
 from purejit.numpy._shape import expand_dims, reshape, squeeze
 

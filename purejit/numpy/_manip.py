@@ -9,7 +9,7 @@ import operator
 import numpy as np
 
 from purejit import errors
-from purejit.core import Tracer, bind1
+from purejit.tracing import Tracer, bind1
 from purejit.numpy import _core as c
 from purejit.numpy._shape import _axes, _axis, concatenate, expand_dims, reshape, transpose
 

@@ -7,7 +7,8 @@ import functools
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit.core import ShapedArray, bind
+from purejit.tracing import ShapedArray, bind
+from purejit.lax import ops as lax_ops
 from purejit.numpy._core import _lift, convert, true_divide
 from purejit.numpy._shape import _axes, expand_dims, reshape
 
@@ -46,7 +47,7 @@ def _init(kind: str, dt: np.dtype):
 
 @functools.lru_cache(maxsize=None)
 def _monoid(kind: str, dt: np.dtype):
-    from purejit.core import bind1
+    from purejit.tracing import bind1
 
     return _region(lambda a, b: [bind1(kind, a, b)], [dt, dt])
 
@@ -62,7 +63,7 @@ def _reduce(x, axis, keepdims: bool, kind: str, name: str, where=None, initial=N
         for ax in axes:
             if x.shape[ax] == 0:
                 raise ValueError(f"{name}: zero-size array to reduction operation with no identity")
-    from purejit.array import Array
+    from purejit.runtime.array import Array
 
     (out,) = bind("reduce", x, Array(host=init), dimensions=axes, regions=[_monoid(kind, x.dtype)])
     if keepdims:
@@ -146,51 +147,14 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     return sqrt(var(a, axis, dtype, out, ddof, keepdims, where, correction))
 
 
-@functools.lru_cache(maxsize=None)
-def _arg_region(dt, find_max: bool, idt: np.dtype):
-    from purejit.numpy import _core as c
-
-    def pick(av, ai, bv, bi):
-        if pdt.is_inexact(dt):
-            a_nan, b_nan = c.isnan(av), c.isnan(bv)
-            better = c.greater(av, bv) if find_max else c.less(av, bv)
-            better = c.logical_or(better, c.logical_and(a_nan, c.logical_not(b_nan)))
-            same = c.logical_or(c.equal(av, bv), c.logical_and(a_nan, b_nan))
-        else:
-            better = c.greater(av, bv) if find_max else c.less(av, bv)
-            same = c.equal(av, bv)
-        take_a = c.logical_or(better, c.logical_and(same, c.less(ai, bi)))
-        return [c.where(take_a, av, bv), c.where(take_a, ai, bi)]
-
-    return _region(pick, [dt, idt, dt, idt])
-
-
 def _argreduce(a, axis, keepdims, find_max, name):
-    from purejit.array import Array
-    from purejit.core import bind1
-
     x = _lift(a)
     if axis is None:
         x = reshape(x, (-1,))
         ax = 0
     else:
         (ax,) = _axes(axis, x.ndim, name)
-    if x.shape[ax] == 0:
-        raise ValueError(f"{name}: attempt to get {name} of an empty sequence")
-    idt = pdt.default_int()
-    idx = bind1("iota", shape=x.shape, dtype=idt, dimension=ax)
-    init_v = _init("maximum" if find_max else "minimum", x.dtype)
-    if pdt.is_inexact(x.dtype):
-        init_v = np.array(-np.inf if find_max else np.inf).astype(x.dtype)
-    _, out = bind(
-        "reduce",
-        x,
-        idx,
-        Array(host=init_v),
-        Array(host=np.array(0, idt)),
-        dimensions=(ax,),
-        regions=[_arg_region(x.dtype, find_max, idt)],
-    )
+    out = lax_ops._arg_reduce(x, ax, pdt.default_int(), find_max=find_max)
     if keepdims:
         out = expand_dims(out, ax) if axis is not None else reshape(out, [1] * _lift(a).ndim)
     return out

@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from purejit import errors
-from purejit.core import bind1
+from purejit.tracing import bind1
 from purejit.numpy._core import _lift, promote_args
 
 

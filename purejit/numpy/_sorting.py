@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from purejit import _lax_ops as lax
+from purejit.lax import ops as lax
 from purejit import dtypes as pdt
 from purejit.numpy._core import _lift, convert
 

@@ -13,7 +13,7 @@ from purejit.ir import TensorType
 
 import purejit
 import purejit.numpy as jnp
-from purejit.array import DeletedArrayError
+from purejit.runtime.array import DeletedArrayError
 from purejit.donation import plan_donation
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import purejit
 import purejit.numpy as jnp
-from purejit.eager import eval_trace
+from purejit.runtime.eager import eval_trace
 
 
 def _model(x, w):

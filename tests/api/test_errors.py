@@ -8,7 +8,7 @@ import pytest
 
 import purejit
 import purejit.numpy as jnp
-from purejit.core import bind1
+from purejit.tracing import bind1
 
 HERE = os.path.basename(__file__)
 

@@ -12,7 +12,7 @@ import pytest
 
 import purejit
 import purejit.numpy as jnp
-from purejit.core import ShapedArray
+from purejit.tracing import ShapedArray
 from purejit.export import ExportError, treedef_from_json, treedef_to_json
 from purejit.tree_util import tree_structure
 

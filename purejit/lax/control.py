@@ -1,5 +1,5 @@
 """Structured control flow: cond, switch and while_loop (as in jax.lax), and the helpers
-the loops in `_lax_scan.py` share.
+the loops in `scan.py` share.
 
 Each branch or loop body is traced once into a closed IR function (`trace_to_function`);
 values it reads from the enclosing trace become extra parameters, which are passed as
@@ -17,11 +17,12 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
-from purejit.array import Array
+from purejit.runtime.array import Array
 from purejit.config import config
-from purejit.core import ShapedArray, Tracer, bind, bind1
+from purejit.tracing import ShapedArray, Tracer, bind, bind1
 from purejit.ir import Builder, Function, Op, TensorType, Value
-from purejit.numpy._core import _lift, convert
+from purejit.lax._lift import convert
+from purejit.lax._lift import lift as _lift
 from purejit.tracing import trace_to_function
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
 

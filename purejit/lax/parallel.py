@@ -7,13 +7,47 @@ groups computed from the mesh of the enclosing shard_map.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from purejit import errors
-from purejit.core import bind1
+from purejit.tracing import bind1
 from purejit.ir import spmd
-from purejit.shard_map import current_mesh
+from purejit.lax._lift import lift as _lift
+from purejit.lax.ops import expand_dims, squeeze
 from purejit.tree_util import tree_map
+
+
+_axis_env: list = []  # the meshes of the shard_map bodies being traced, innermost last
+
+
+@contextlib.contextmanager
+def axis_env(mesh):
+    """Bind the axis names of `mesh` for the collectives traced in this block."""
+    _axis_env.append(mesh)
+    try:
+        yield
+    finally:
+        _axis_env.pop()
+
+
+def current_mesh(axis_name, what: str):
+    """The mesh of the innermost shard_map being traced; raises if `axis_name` is unbound."""
+    names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
+    if not _axis_env:
+        raise NameError(
+            f"{what}: unbound axis name {axis_name!r}{errors.at(errors.user_location())}: "
+            "collectives run inside purejit.shard_map bodies"
+        )
+    mesh = _axis_env[-1]
+    missing = [a for a in names if a not in mesh.axis_names]
+    if missing:
+        raise NameError(
+            f"{what}: axis names {missing} are not axes of the enclosing shard_map mesh "
+            f"{mesh!r}{errors.at(errors.user_location())}"
+        )
+    return mesh
 
 
 def _axes(axis_name) -> tuple[str, ...]:
@@ -30,12 +64,6 @@ def axis_size(axis_name) -> int:
     """The number of devices along `axis_name` (a product for several axes)."""
     mesh = current_mesh(axis_name, "axis_size")
     return int(np.prod([mesh.shape[a] for a in _axes(axis_name)], dtype=np.int64))
-
-
-def _lift(x):
-    from purejit.numpy import asarray
-
-    return asarray(x)
 
 
 def _all_reduce(x, axis_name, computation, what):
@@ -78,7 +106,6 @@ def pmean(x, axis_name):
 
 def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
     """Gather the shards along `axis_name`: stacked on a new `axis`, or concatenated (tiled)."""
-    from purejit.numpy import expand_dims
 
     _, _, groups = _groups(axis_name, "all_gather")
 
@@ -86,7 +113,7 @@ def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
         leaf = _lift(leaf)
         ax = axis + leaf.ndim + (0 if tiled else 1) if axis < 0 else axis
         if not tiled:
-            leaf = expand_dims(leaf, ax)
+            leaf = expand_dims(leaf, [ax])
         return bind1("all_gather", leaf, replica_groups=groups, all_gather_dim=ax)
 
     return tree_map(one, x)
@@ -97,7 +124,6 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = Fals
 
     Untiled, that dimension's size must equal the axis size and it is removed.
     """
-    from purejit.numpy import squeeze
 
     _, _, groups = _groups(axis_name, "psum_scatter")
     n = len(groups[0])
@@ -113,7 +139,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = Fals
         out = bind1(
             "reduce_scatter", leaf, replica_groups=groups, scatter_dimension=d, computation="add"
         )
-        return out if tiled else squeeze(out, d)
+        return out if tiled else squeeze(out, [d])
 
     return tree_map(one, x)
 
@@ -137,7 +163,6 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
     """Split `split_axis` in axis-size pieces, send piece k to device k, concatenate what
     arrives along `concat_axis`. Untiled: `split_axis` has the axis size and is removed, a new
     axis of that size is inserted at `concat_axis` (JAX's semantics)."""
-    from purejit.numpy import expand_dims, squeeze
 
     _, _, groups = _groups(axis_name, "all_to_all")
     n = len(groups[0])
@@ -164,13 +189,13 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
         sx = s + 1 if c <= s else s
         y = bind1(
             "all_to_all",
-            expand_dims(leaf, cx),
+            expand_dims(leaf, [cx]),
             replica_groups=groups,
             split_dimension=sx,
             concat_dimension=cx,
             split_count=n,
         )
-        return squeeze(y, sx)
+        return squeeze(y, [sx])
 
     return tree_map(one, x)
 

@@ -2,7 +2,7 @@
 
 Values made from NumPy or Python scalars stay on the host until a device computation needs
 them, so closing over a NumPy constant inside jit costs no transfer. Python operators
-dispatch through purejit's own eager path.
+dispatch through purejit's own eager path (`purejit.numpy` installs them).
 """
 
 from __future__ import annotations
@@ -10,15 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit.core import ShapedArray
+from purejit.backend import pjrt
 from purejit.ir import dtypes as irdt
+from purejit.tracing import ConcreteArray, ShapedArray, host_value
 
 
 class DeletedArrayError(RuntimeError):
     pass
 
 
-class Array:
+class Array(ConcreteArray):
     """A purejit array: shape, dtype, device, weak type; NumPy can read it."""
 
     __array_priority__ = 1000
@@ -44,8 +45,6 @@ class Array:
         """The device buffer (a jax.Array), transferring host data on first use."""
         self._check_alive()
         if self._buf is None:
-            from purejit.backend import pjrt
-
             self._buf = pjrt.to_device(self._host)
         return self._buf
 
@@ -151,48 +150,10 @@ class Array:
     __str__ = lambda self: str(self.host)  # noqa: E731
 
 
-from purejit import _operators  # noqa: E402
-
-_operators.install(Array)
-
-
-def host_value(x) -> tuple[np.ndarray, bool]:
-    """A NumPy value with purejit's canonical dtype, and its weak-type flag."""
-    if isinstance(x, Array):
-        return x.host, x.weak_type
-    if isinstance(x, (bool, np.bool_)) and not isinstance(x, np.ndarray):
-        return np.array(bool(x)), False
-    if isinstance(x, (int, float, complex)) and not isinstance(x, np.generic):
-        dt = pdt.python_scalar_dtype(x)
-        if isinstance(x, int):
-            info = np.iinfo(dt)
-            if not info.min <= x <= info.max:
-                raise OverflowError(f"Python int {x} too large to convert to {dt.name}")
-        return np.array(x, dtype=dt), True
-    if isinstance(x, (np.ndarray, np.generic)):
-        arr = np.asarray(x)
-        if arr.dtype not in irdt.ALL_DTYPES_SET:
-            raise TypeError(f"arrays of dtype {arr.dtype} are not supported by purejit")
-        dt = pdt.canonicalize(arr.dtype)
-        irdt.canonical(dt)
-        return (arr.astype(dt) if dt != arr.dtype else arr), False
-    from purejit.backend import pjrt
-
-    if pjrt.is_buffer(x):
-        arr = np.asarray(x)
-        return arr.astype(pdt.canonicalize(arr.dtype)), bool(getattr(x, "weak_type", False))
-    raise TypeError(
-        f"value of type {type(x).__name__} is not a valid purejit array "
-        "(expected a purejit.Array, NumPy array, jax.Array or Python scalar)"
-    )
-
-
 def as_array(x) -> Array:
     """Wrap any concrete array-like as an Array (no transfer yet)."""
     if isinstance(x, Array):
         return x
-    from purejit.backend import pjrt
-
     if pjrt.is_buffer(x):
         dt = pdt.canonicalize(x.dtype)
         if dt == np.dtype(x.dtype):

@@ -11,9 +11,10 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
-from purejit.array import Array
-from purejit.core import ShapedArray, bind, bind1
-from purejit.numpy._core import _lift, broadcast_arrays_named, convert
+from purejit.runtime.array import Array
+from purejit.tracing import ShapedArray, bind, bind1
+from purejit.lax._lift import broadcast_arrays_named, convert
+from purejit.lax._lift import lift as _lift
 from purejit.tracing import trace_to_function
 from purejit.tree_util import tree_flatten, tree_unflatten
 
@@ -449,16 +450,61 @@ def top_k(operand, k: int, *, axis: int = -1):
 
 def argmax(operand, axis: int, index_dtype):
     """Index of the largest value along `axis` (first one on ties; NaN wins)."""
-    from purejit.numpy import argmax as np_argmax
-
-    return convert(np_argmax(operand, axis=axis), pdt.canonicalize(np.dtype(index_dtype)))
+    return _arg_reduce(operand, axis, index_dtype, find_max=True)
 
 
 def argmin(operand, axis: int, index_dtype):
     """Index of the smallest value along `axis` (first one on ties; NaN wins)."""
-    from purejit.numpy import argmin as np_argmin
+    return _arg_reduce(operand, axis, index_dtype, find_max=False)
 
-    return convert(np_argmin(operand, axis=axis), pdt.canonicalize(np.dtype(index_dtype)))
+
+def _arg_reduce(operand, axis: int, index_dtype, *, find_max: bool):
+    x = _lift(operand)
+    ax = _axis(axis, x.ndim)
+    name = "argmax" if find_max else "argmin"
+    if x.shape[ax] == 0:
+        raise ValueError(f"{name}: attempt to get {name} of an empty sequence")
+    idt = pdt.canonicalize(np.dtype(index_dtype))
+    idx = bind1("iota", shape=x.shape, dtype=idt, dimension=ax)
+    if pdt.is_inexact(x.dtype):
+        init = np.array(-np.inf if find_max else np.inf).astype(x.dtype)
+    elif x.dtype == np.bool_:
+        init = np.array(not find_max)
+    else:
+        info = np.iinfo(x.dtype)
+        init = np.array(info.min if find_max else info.max, dtype=x.dtype)
+    _, out = bind(
+        "reduce",
+        x,
+        idx,
+        Array(host=init),
+        Array(host=np.array(0, idt)),
+        dimensions=(ax,),
+        regions=[_arg_region(x.dtype, find_max, idt)],
+    )
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _arg_region(dt: np.dtype, find_max: bool, idt: np.dtype):
+    """The reduction region of argmax/argmin: keep the better value, the lower index on ties,
+    and NaN over any number."""
+
+    def cmp(a, b, direction):
+        return bind1("compare", a, b, comparison_direction=direction)
+
+    def pick(av, ai, bv, bi):
+        better = cmp(av, bv, "GT" if find_max else "LT")
+        same = cmp(av, bv, "EQ")
+        if pdt.is_inexact(dt):
+            a_nan, b_nan = cmp(av, av, "NE"), cmp(bv, bv, "NE")
+            better = bind1("or", better, bind1("and", a_nan, bind1("not", b_nan)))
+            same = bind1("or", same, bind1("and", a_nan, b_nan))
+        take_a = bind1("or", better, bind1("and", same, cmp(ai, bi, "LT")))
+        return [bind1("select", take_a, av, bv), bind1("select", take_a, ai, bi)]
+
+    avals = [ShapedArray((), np.dtype(d)) for d in (dt, idt, dt, idt)]
+    return trace_to_function(lambda *a: pick(*a), avals, name="region").fn
 
 
 # ---- shapes ----------------------------------------------------------------------------------

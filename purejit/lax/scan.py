@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from purejit import errors
-from purejit._lax_control import (
+from purejit.lax.control import (
     _check_carry,
     _concrete,
     _describe,
@@ -26,11 +26,12 @@ from purejit._lax_control import (
     _trace,
     while_loop,
 )
-from purejit.array import Array
+from purejit.runtime.array import Array
 from purejit.config import config
-from purejit.core import ShapedArray, bind, bind1
+from purejit.tracing import ShapedArray, bind, bind1
 from purejit.ir import Builder, Function, TensorType, Value
-from purejit.numpy._core import _lift, convert
+from purejit.lax._lift import convert
+from purejit.lax._lift import lift as _lift
 from purejit.tree_util import tree_flatten, tree_unflatten
 
 
@@ -258,8 +259,6 @@ def _scan_python(f, init_leaves, init_tree, xs_leaves, xs_tree, length, reverse)
     """scan under disable_jit: a Python loop, as JAX does."""
     if length == 0:
         raise ValueError("scan: zero-length scan is not supported under disable_jit()")
-    from purejit.numpy import stack
-
     carry = tree_unflatten(init_tree, init_leaves)
     ys = []
     steps = range(length - 1, -1, -1) if reverse else range(length)
@@ -270,7 +269,7 @@ def _scan_python(f, init_leaves, init_tree, xs_leaves, xs_tree, length, reverse)
         ys.reverse()
     y_leaves = [tree_flatten(y)[0] for y in ys]
     y_tree = tree_flatten(ys[0])[1]
-    stacked = [stack([row[k] for row in y_leaves]) for k in range(y_tree.num_leaves)]
+    stacked = [_lift([row[k] for row in y_leaves]) for k in range(y_tree.num_leaves)]
     return carry, tree_unflatten(y_tree, stacked)
 
 

@@ -26,8 +26,8 @@ Elementwise, one line each binding an IR op:
     lgamma, real, imag, square, reciprocal, integer_pow
 """
 
-from purejit._lax_control import cond, switch, while_loop
-from purejit.lax_parallel import (  # noqa: F401  (collectives, for shard_map bodies)
+from purejit.lax.control import cond, switch, while_loop
+from purejit.lax.parallel import (  # noqa: F401  (collectives, for shard_map bodies)
     all_gather,
     all_to_all,
     axis_index,
@@ -39,8 +39,8 @@ from purejit.lax_parallel import (  # noqa: F401  (collectives, for shard_map bo
     psum,
     psum_scatter,
 )
-from purejit._lax_scan import fori_loop, map, scan
-from purejit._lax_ops import (
+from purejit.lax.scan import fori_loop, map, scan
+from purejit.lax.ops import (
     argmax,
     argmin,
     binary,
@@ -247,7 +247,7 @@ __all__ = [
     "top_k",
     "transpose",
     "while_loop",
-    # collectives (purejit/lax_parallel.py)
+    # collectives (purejit/lax/parallel.py)
     "all_gather",
     "all_to_all",
     "axis_index",

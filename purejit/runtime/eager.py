@@ -6,10 +6,11 @@ Each primitive is compiled once per (op, attributes, operand types) and cached, 
 from __future__ import annotations
 
 from purejit import errors
-from purejit.array import Array, as_array
-from purejit.core import Trace, Tracer, infer_results
+from purejit.backend import pjrt, stablehlo
 from purejit.ir import Builder, print_function
 from purejit.ir.printer import format_attr
+from purejit.runtime.array import Array, as_array
+from purejit.tracing import Trace, Tracer, infer_results, set_base_trace
 
 
 class EvalTrace(Trace):
@@ -50,8 +51,6 @@ class EvalTrace(Trace):
         return [Array._from_buffer(o, av) for o, av in zip(outs, out_avals)]
 
     def _compile(self, name, avals, attrs, regions):
-        from purejit.backend import pjrt, stablehlo
-
         b = Builder(f"eager_{name}")
         params = [b.param(a.type) for a in avals]
         outs = b.op(name, params, attrs, regions)
@@ -90,3 +89,4 @@ def _region_text(fn) -> str:
 
 
 eval_trace = EvalTrace()
+set_base_trace(eval_trace)

@@ -19,6 +19,7 @@ import numpy as np
 
 from purejit import errors
 from purejit.ir import Function, IRTypeError, TensorType, get_op
+from purejit.tracing.host import ConcreteArray, host_value
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,19 @@ _stack: list[Trace] = []
 
 
 def current_trace() -> Trace:
+    """The innermost active trace (the base trace when nothing is being traced)."""
     return _stack[-1]
+
+
+def set_base_trace(trace: Trace) -> None:
+    """Install the trace at the bottom of the stack: the one that runs ops on a device.
+
+    The runtime installs its eager trace when imported; tracing itself never executes."""
+    if _stack and _stack[0] is trace:
+        return
+    if len(_stack) > 1:
+        raise RuntimeError("the base trace cannot change while a trace is active")
+    _stack[:] = [trace]
 
 
 @contextlib.contextmanager
@@ -81,11 +94,8 @@ def new_trace(trace: Trace):
 
 def aval_of(x) -> ShapedArray:
     """The abstract value of a tracer, purejit.Array, NumPy array or Python scalar."""
-    a = getattr(x, "aval", None)
-    if a is not None:
-        return a
-    from purejit.array import host_value
-
+    if isinstance(x, (Tracer, ConcreteArray)):
+        return x.aval
     v, weak = host_value(x)
     return ShapedArray(v.shape, v.dtype, weak)
 
@@ -189,8 +199,17 @@ class Tracer:
         raise TypeError(f"unhashable type: traced array {self.aval}")
 
 
-from purejit import _operators  # noqa: E402
-
-_operators.install(Tracer)
-
-__all__ = ["Any"]
+__all__ = [
+    "Any",
+    "ConcreteArray",
+    "ShapedArray",
+    "Trace",
+    "Tracer",
+    "aval_of",
+    "bind",
+    "bind1",
+    "current_trace",
+    "infer_results",
+    "new_trace",
+    "set_base_trace",
+]

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from purejit import errors
-from purejit.array import Array, as_array
-from purejit.core import ShapedArray, Trace, Tracer, infer_results, new_trace
+from purejit.tracing.core import ShapedArray, Trace, Tracer, aval_of, infer_results, new_trace
+from purejit.tracing.host import host_value
 from purejit.ir import Builder, Function, Op, Value
 
 
@@ -62,15 +62,14 @@ class JitTrace(Trace):
         hit = self._consts.get(id(x))
         if hit is not None and hit[0] is x:
             return hit[1]
-        arr = as_array(x)
-        (v,) = self.builder.op("constant", [], {"value": arr.host})
+        (v,) = self.builder.op("constant", [], {"value": host_value(x)[0]})
         self._consts[id(x)] = (x, v)
         return v
 
     def process(self, name, args, attrs, regions, weak):
         loc = errors.user_location()
         values = [self.lift(a) for a in args]
-        avals = [a.aval if isinstance(a, (Tracer, Array)) else as_array(a).aval for a in args]
+        avals = [aval_of(a) for a in args]
         out_avals = infer_results(name, avals, attrs, regions, weak, loc)
         results = [Value(a.type) for a in out_avals]
         self.builder.ops.append(Op(name, values, attrs, results, regions, loc))
@@ -94,6 +93,6 @@ def trace_to_function(fun: Callable, in_avals: Sequence[ShapedArray], name: str 
         values, out_avals = [], []
         for o in outs:
             values.append(trace.lift(o))
-            out_avals.append(o.aval if isinstance(o, (Tracer, Array)) else as_array(o).aval)
+            out_avals.append(aval_of(o))
     fn = trace.builder.finish(values)
     return Traced(fn, out_avals, [t for t, _ in trace.captures], outs)

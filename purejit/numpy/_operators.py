@@ -1,0 +1,83 @@
+"""Python operators for tracers and purejit.Array, dispatching to purejit.numpy.
+
+`purejit.numpy` installs them on both classes when it is imported (`install(cls, jnp)`), so
+neither tracing nor the runtime depends on the NumPy API built above them.
+"""
+
+from __future__ import annotations
+
+
+def _binary(jnp, fname, reflected=False):
+    f = getattr(jnp, fname)
+    if reflected:
+        return lambda self, other: f(other, self)
+    return lambda self, other: f(self, other)
+
+
+_BINARY = {
+    "add": "add",
+    "sub": "subtract",
+    "mul": "multiply",
+    "truediv": "true_divide",
+    "floordiv": "floor_divide",
+    "mod": "remainder",
+    "pow": "power",
+    "matmul": "matmul",
+    "and": "bitwise_and",
+    "or": "bitwise_or",
+    "xor": "bitwise_xor",
+    "lshift": "left_shift",
+    "rshift": "right_shift",
+}
+_COMPARE = {
+    "lt": "less",
+    "le": "less_equal",
+    "gt": "greater",
+    "ge": "greater_equal",
+    "eq": "equal",
+    "ne": "not_equal",
+}
+
+
+def install(cls, jnp):
+    """Give `cls` (Tracer, Array) Python's operators and NumPy's methods, from `jnp`."""
+    for dunder, fname in _BINARY.items():
+        setattr(cls, f"__{dunder}__", _binary(jnp, fname))
+        setattr(cls, f"__r{dunder}__", _binary(jnp, fname, reflected=True))
+    for dunder, fname in _COMPARE.items():
+        setattr(cls, f"__{dunder}__", _binary(jnp, fname))
+    cls.__neg__ = lambda self: jnp.negative(self)
+    cls.__pos__ = lambda self: self
+    cls.__abs__ = lambda self: jnp.abs(self)
+    cls.__invert__ = lambda self: jnp.invert(self)
+    cls.__divmod__ = lambda self, o: (jnp.floor_divide(self, o), jnp.remainder(self, o))
+    cls.__getitem__ = lambda self, idx: jnp._indexing_getitem(self, idx)
+    cls.__iter__ = _iter
+    cls.T = property(lambda self: jnp.transpose(self))
+    cls.mT = property(lambda self: jnp.swapaxes(self, -1, -2))
+    cls.at = property(lambda self: jnp._IndexUpdateHelper(self))
+    for name in (
+        "reshape", "transpose", "astype", "sum", "mean", "max", "min", "prod", "var", "std",
+        "argmax", "argmin", "any", "all", "squeeze", "ravel", "flatten", "swapaxes", "clip",
+        "round", "cumsum", "dot", "conj", "sort", "argsort",
+    ):  # fmt: skip
+        setattr(cls, name, _method(jnp, name))
+    cls.real = property(lambda self: jnp.real(self))
+    cls.imag = property(lambda self: jnp.imag(self))
+
+
+def _method(jnp, name):
+    def method(self, *args, **kwargs):
+        fname = {"flatten": "ravel"}.get(name, name)
+        if name in ("reshape", "transpose") and len(args) > 1:
+            args = (args,)
+        return getattr(jnp, fname)(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+def _iter(self):
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    return (self[i] for i in range(self.shape[0]))

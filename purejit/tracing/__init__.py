@@ -1,0 +1,40 @@
+"""Tracing: abstract values, the trace stack, `bind`, and the jit trace that records IR.
+
+Tracing never executes and never asks the device runtime: it imports only `purejit.ir`,
+the dtype rules, config and errors. The runtime installs the eager trace at the bottom of
+the stack (`set_base_trace`); transformations push their own traces above it.
+"""
+
+from purejit.tracing.core import (
+    ShapedArray,
+    Trace,
+    Tracer,
+    aval_of,
+    bind,
+    bind1,
+    current_trace,
+    infer_results,
+    new_trace,
+    set_base_trace,
+)
+from purejit.tracing.host import ConcreteArray, host_value
+from purejit.tracing.jit_trace import JitTrace, JitTracer, Traced, trace_to_function
+
+__all__ = [
+    "ConcreteArray",
+    "JitTrace",
+    "JitTracer",
+    "ShapedArray",
+    "Trace",
+    "Traced",
+    "Tracer",
+    "aval_of",
+    "bind",
+    "bind1",
+    "current_trace",
+    "host_value",
+    "infer_results",
+    "new_trace",
+    "set_base_trace",
+    "trace_to_function",
+]
