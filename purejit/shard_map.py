@@ -17,10 +17,10 @@ import functools
 from typing import Callable
 
 from purejit import errors
-from purejit.tracing import ShapedArray, aval_of, bind, current_trace
+from purejit.tracing import ShapedArray, aval_of, bind, current_trace, trace_to_function
 from purejit.runtime.eager import EvalTrace
 from purejit.ir import spmd
-from purejit.lax.parallel import axis_env
+from purejit.lax.parallel import axis_env, in_axis_env
 from purejit.sharding import Mesh, NamedSharding, PartitionSpec
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
@@ -91,10 +91,8 @@ class ShardMapped:
         return self._bind(*args)
 
     def _bind(self, *args):
-        from purejit.tracing import trace_to_function
-
         name = getattr(self.f, "__name__", "shard_map")
-        if _axis_env:
+        if in_axis_env():
             raise NotImplementedError(f"shard_map {name}: a shard_map nested in another one")
         mesh = self.mesh
         leaves, in_tree = tree_flatten(args)

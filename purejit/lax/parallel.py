@@ -22,6 +22,11 @@ from purejit.tree_util import tree_map
 _axis_env: list = []  # the meshes of the shard_map bodies being traced, innermost last
 
 
+def in_axis_env() -> bool:
+    """Whether a shard_map body is being traced."""
+    return bool(_axis_env)
+
+
 @contextlib.contextmanager
 def axis_env(mesh):
     """Bind the axis names of `mesh` for the collectives traced in this block."""
