@@ -40,7 +40,7 @@ def _child(args):
     if args.child == "purejit":
         import purejit
         import purejit.numpy as pnp
-        from purejit import compile_cache
+        from purejit.compiler import cache as compile_cache
 
         purejit.config.update(cache_dir=args.cache)
         np.asarray(purejit.jit(lambda a: a + 1)(np.ones(3, np.float32)))  # start the backend

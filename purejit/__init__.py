@@ -22,9 +22,9 @@ from purejit import sharding
 from purejit.sharding import device_put
 from purejit.shard_map import shard_map
 from purejit.backend.pjrt import devices
-from purejit.recompile import cache_stats
+from purejit.compiler.stats import cache_stats
 from purejit.export import Exported, deserialize, export
-from purejit.explain import explain  # shadows the module name, as export does
+from purejit.api import explain
 
 __version__ = "0.1.0"
 

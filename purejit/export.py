@@ -25,11 +25,16 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import importlib.metadata
 import json
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from purejit.api import Jitted, jit
+from purejit.backend import pjrt
+from purejit.compiler import cache as compile_cache
+from purejit.runtime.array import Array, as_array
 from purejit.tracing import ShapedArray
 from purejit.ir import dtypes as irdt
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
@@ -64,8 +69,6 @@ class Exported:
             raise TypeError(
                 f"exported {self.name} takes arguments structured as {self.in_tree}, got {tree}"
             )
-        from purejit.runtime.array import as_array
-
         bufs = []
         for name, x, want in zip(self._names(), leaves, self.in_avals):
             a = as_array(x)
@@ -76,8 +79,6 @@ class Exported:
                 )
             bufs.append(a.buffer)
         outs = self._executable().execute(bufs)
-        from purejit.runtime.array import Array
-
         arrays = [Array(buf=o, weak_type=a.weak_type) for o, a in zip(outs, self.out_avals)]
         return tree_unflatten(self.out_tree, arrays)
 
@@ -88,8 +89,6 @@ class Exported:
 
     def _executable(self):
         if self._exe is None:
-            from purejit import compile_cache
-
             params = [a.type for a in self.in_avals]
             results = [a.type for a in self.out_avals]
             self._exe, _ = compile_cache.compile(self.stablehlo, params, results)
@@ -97,8 +96,6 @@ class Exported:
 
     def mlir_module(self) -> str:
         """The StableHLO module as MLIR text (read back from the bytecode)."""
-        from purejit.backend import pjrt
-
         return pjrt.artifact_text(self.stablehlo)
 
     def serialize(self) -> bytes:
@@ -132,23 +129,9 @@ def export(f, *example_args, target_version: str | None = None, **example_kwargs
     Returns:
         An `Exported`, callable, with `.serialize()`.
     """
-    from purejit.api import Jitted, jit
-    from purejit.runtime.array import as_array
-    from purejit.backend import pjrt
-    from purejit.recompile import arg_leaf_names
-
     jitted = f if isinstance(f, Jitted) else jit(f)
-    static, dyn_args, dyn_kwargs = jitted._split(example_args, example_kwargs)
-    leaves, tree = tree_flatten((tuple(dyn_args), dyn_kwargs))
-    avals = []
-    for x in leaves:
-        if isinstance(x, ShapedArray):
-            avals.append(x)
-        elif hasattr(x, "shape") and hasattr(x, "dtype") and not hasattr(x, "__array__"):
-            avals.append(ShapedArray(tuple(x.shape), np.dtype(x.dtype)))
-        else:
-            avals.append(as_array(x).aval)
-    lowered = jitted._lower(static, tree, avals)
+    sig = jitted.signature(example_args, example_kwargs, shapes_only=True)
+    lowered = jitted.lower_signature(sig)
     versions = pjrt.stablehlo_versions()
     target = target_version or "week_12"
     target = versions.get(target, target)
@@ -159,12 +142,12 @@ def export(f, *example_args, target_version: str | None = None, **example_kwargs
             f"export {jitted.__name__}: StableHLO cannot be written for version {target} "
             f"({type(e).__name__}: {e}); try target_version='current'"
         ) from e
-    treedef_to_json(tree), treedef_to_json(lowered.out_tree)  # refuse non-portable trees now
-    names = tuple(p for _, p in arg_leaf_names(jitted, static, tree))
+    treedef_to_json(sig.tree), treedef_to_json(lowered.out_tree)  # refuse non-portable trees now
+    names = tuple(sig.paths)
     return Exported(
         jitted.__name__,
-        tree,
-        tuple(ShapedArray(a.shape, a.dtype, False) for a in avals),
+        sig.tree,
+        tuple(ShapedArray(a.shape, a.dtype, False) for a in sig.avals),
         lowered.out_tree,
         tuple(lowered.out_avals),
         artifact,
@@ -272,6 +255,7 @@ def _aval_from_json(obj) -> ShapedArray:
 
 
 def _purejit_version() -> str:
-    import purejit
-
-    return getattr(purejit, "__version__", "?")
+    try:
+        return importlib.metadata.version("purejit")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"

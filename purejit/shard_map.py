@@ -17,43 +17,13 @@ import functools
 from typing import Callable
 
 from purejit import errors
+from purejit.api import disable_jit, jit
 from purejit.tracing import ShapedArray, aval_of, bind, current_trace, trace_to_function
 from purejit.runtime.eager import EvalTrace
 from purejit.ir import spmd
 from purejit.lax.parallel import axis_env, in_axis_env
-from purejit.sharding import Mesh, NamedSharding, PartitionSpec
+from purejit.runtime.mesh import Mesh, NamedSharding, PartitionSpec, broadcast_prefix
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_unflatten
-
-def _is_spec(x) -> bool:
-    return x is None or isinstance(x, (PartitionSpec, NamedSharding))
-
-
-def broadcast_prefix(prefix, treedef: PyTreeDef, what: str) -> list:
-    """One entry of `prefix` per leaf of `treedef`; a spec (or None) covers a whole subtree."""
-    out: list = []
-
-    def rec(p, td: PyTreeDef):
-        if _is_spec(p) or td.kind is None:
-            if not _is_spec(p):
-                raise TypeError(f"{what}: expected a PartitionSpec or None, got {p!r}")
-            out.extend([p] * td.num_leaves)
-            return
-        _, sub = tree_flatten(p, is_leaf=_is_spec)
-        if sub.kind is not None and (sub.kind != td.kind or len(sub.children) != len(td.children)):
-            raise ValueError(f"{what}: {sub} is not a prefix of the argument structure {td}")
-        items = _children(p)
-        for c, t in zip(items, td.children):
-            rec(c, t)
-
-    rec(prefix, treedef)
-    return out
-
-
-def _children(p):
-    if isinstance(p, dict):
-        return [p[k] for k in sorted(p)]
-    return list(p)
-
 
 def _dims(spec, rank: int, what: str) -> spmd.Spec:
     if spec is None:
@@ -81,8 +51,6 @@ class ShardMapped:
         if isinstance(current_trace(), EvalTrace):
             # outside jit: compile the one manual computation (even under disable_jit, as
             # the per-device body only exists as an SPMD program)
-            from purejit.api import disable_jit, jit
-
             if self._jitted is None:
                 self._jitted = jit(self._bind)
                 self._jitted.__name__ = getattr(self.f, "__name__", "shard_map")

@@ -12,6 +12,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit.backend import pjrt
 from purejit.ir import dtypes as irdt
+from purejit.runtime.mesh import named_sharding_of
 from purejit.tracing import ConcreteArray, ShapedArray, host_value
 
 
@@ -85,9 +86,9 @@ class Array(ConcreteArray):
     @property
     def sharding(self):
         """The `purejit.sharding.NamedSharding` of an array split over devices, else None."""
-        from purejit.sharding import sharding_of
-
-        return sharding_of(self)
+        if self._buf is None:
+            return None
+        return named_sharding_of(self._buf)
 
     @property
     def addressable_shards(self):

@@ -11,7 +11,7 @@ import purejit
 import purejit.numpy as jnp
 from purejit import lax, nn
 from purejit.batch_axes import BucketError
-from purejit.buckets import BucketOverflowError
+from purejit.compiler.buckets import BucketOverflowError
 
 RNG = np.random.default_rng(0)
 W1 = RNG.standard_normal((6, 16)).astype(np.float32)

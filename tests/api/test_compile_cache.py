@@ -12,7 +12,7 @@ import pytest
 
 import purejit
 import purejit.numpy as jnp
-from purejit import compile_cache as cc
+from purejit.compiler import cache as cc
 
 # a child process: run one jitted program with the cache folder given as argv[1]; with
 # argv[2] == "forbid", XLA compilation raises, so only a cache hit can succeed

@@ -14,7 +14,7 @@ from purejit.ir import TensorType
 import purejit
 import purejit.numpy as jnp
 from purejit.runtime.array import DeletedArrayError
-from purejit.donation import plan_donation
+from purejit.compiler.donation import plan_donation
 
 
 def _f32(*shape, seed=0):

@@ -8,7 +8,7 @@ import pytest
 
 import purejit
 import purejit.numpy as jnp
-from purejit.recompile import RecompilationError, RecompilationWarning, suggest_buckets
+from purejit.compiler.stats import RecompilationError, RecompilationWarning, suggest_buckets
 
 
 def _x(*shape, dtype=np.float32):

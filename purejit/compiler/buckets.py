@@ -27,8 +27,7 @@ import numpy as np
 
 from purejit.batch_axes import BatchPlan, BucketError, analyze
 from purejit.tracing import ShapedArray
-from purejit.recompile import arg_leaf_names, positional_name
-from purejit.tracing import trace_to_function
+from purejit.compiler.signature import CallSignature
 from purejit.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["BucketError", "BucketOverflowError", "Buckets"]
@@ -50,7 +49,14 @@ class _Target:
 class Buckets:
     """The parsed `buckets=` option of one jitted function, and its call path."""
 
-    def __init__(self, spec, overflow: str = "error", fname: str = "f", sig=None):
+    def __init__(self, spec, overflow: str = "error", argspec=None):
+        """Args:
+        spec: the user's `buckets=` dict.
+        overflow: "error" or "exact" (`bucket_overflow=`).
+        argspec: the jitted function's `ArgSpec`, to check the names in `spec`.
+        """
+        fname = argspec.name if argspec is not None else "f"
+        sig = argspec.signature_of_fun if argspec is not None else None
         if overflow not in ("error", "exact"):
             raise ValueError(f"bucket_overflow must be 'error' or 'exact', got {overflow!r}")
         if not isinstance(spec, dict) or not spec:
@@ -88,29 +94,32 @@ class Buckets:
         self._targets: dict = {}
 
     # --- which leaves and axes ------------------------------------------------------------
-    def _resolve(self, jitted, static, tree) -> list[_Target]:
-        ck = (tree, tuple(k for k, _ in static))
+    def _resolve(self, sig: CallSignature) -> list[_Target]:
+        ck = (sig.tree, tuple(k for k, _ in sig.static))
         hit = self._targets.get(ck)
         if hit is not None:
             return hit
-        static_names = {positional_name(jitted, k) if isinstance(k, int) else k for k, _ in static}
+        static_names = {name for name, _ in sig.static_names()}
         keys = {}
         for key, axes in self.spec.items():
-            name = positional_name(jitted, key) if isinstance(key, int) else key
+            name = sig.spec.param_name(key) if isinstance(key, int) else key
             if name in static_names:
-                raise ValueError(f"buckets: argument {name!r} of {jitted.__name__} is static")
+                raise ValueError(f"buckets: argument {name!r} of {sig.spec.name} is static")
             keys[name] = axes
         out = []
-        for j, (arg, path) in enumerate(arg_leaf_names(jitted, static, tree)):
+        for j, (arg, path) in enumerate(sig.leaf_names):
             for axis, sizes in keys.get(arg, {}).items():
                 out.append(_Target(j, axis, sizes, f"{path} axis {axis}", path))
         self._targets[ck] = out
         return out
 
     # --- the call ---------------------------------------------------------------------------
-    def call(self, jitted, static, leaves, tree, avals):
-        """Pad, run the bucket's executable (compiling it on a miss), slice the outputs."""
-        targets = self._resolve(jitted, static, tree)
+    def call(self, jitted, sig: CallSignature):
+        """Pad, run the bucket's executable (compiling it on a miss), slice the outputs.
+
+        `jitted` provides `cache`, `stats`, `lower_signature` and `trace_signature`."""
+        targets = self._resolve(sig)
+        avals, leaves = sig.avals, sig.leaves
         padded_avals = list(avals)
         lengths, widths = [], {}
         for t in targets:
@@ -119,20 +128,21 @@ class Buckets:
                 raise BucketError(f"buckets: {t.name} does not exist, {t.path} is {a.str_short()}")
             axis = t.axis % len(a.shape)
             n = a.shape[axis]
-            b = self._bucket(jitted, t, n)
+            b = self._bucket(sig.spec.name, t, n)
             lengths.append(n)
             if b != n:
                 widths.setdefault(t.leaf, [(0, 0)] * len(a.shape))[axis] = (0, b - n)
             shape = a.shape[:axis] + (b,) + a.shape[axis + 1 :]
             padded_avals[t.leaf] = ShapedArray(shape, a.dtype, a.weak_type)
-        key = ("buckets", tree, tuple(padded_avals), static)
-        compiled = jitted._cache.get(key)
+        padded = sig.with_avals(padded_avals)
+        key = ("buckets", *padded.key)
+        compiled = jitted.cache.get(key)
         if compiled is None:
             planned = {(t.path, t.axis % len(avals[t.leaf].shape)) for t in targets}
-            jitted.stats.on_miss(jitted, static, tree, padded_avals, planned)
-            compiled = self._build(jitted, static, tree, padded_avals, targets)
+            jitted.stats.on_miss(padded, planned)
+            compiled = self._build(jitted, padded, targets)
             jitted.stats.on_compiled(compiled)
-            jitted._cache[key] = compiled
+            jitted.cache[key] = compiled
         else:
             jitted.stats.hits += 1
         plan: BatchPlan | None = compiled.bucket_plan
@@ -141,39 +151,40 @@ class Buckets:
                 if len({lengths[i] for i in cls}) > 1:
                     desc = ", ".join(f"{targets[i].name} = {lengths[i]}" for i in cls)
                     raise BucketError(
-                        f"{jitted.__name__}: bucketed axes whose rows are combined have "
+                        f"{sig.spec.name}: bucketed axes whose rows are combined have "
                         f"different lengths ({desc})"
                     )
         if not widths:
-            return compiled.run(leaves)
+            return compiled.run_arrays(leaves, avals)
         args = list(leaves)
         for j, w in widths.items():
             args[j] = np.pad(np.asarray(args[j]), w)
         out = compiled.run(args)
         return _slice_outputs(out, plan, lengths)
 
-    def _bucket(self, jitted, t: _Target, n: int) -> int:
+    def _bucket(self, fname: str, t: _Target, n: int) -> int:
         i = bisect.bisect_left(t.sizes, n)
         if i < len(t.sizes):
             return t.sizes[i]
         if self.overflow == "exact":
             return n
         raise BucketOverflowError(
-            f"{jitted.__name__}: {t.name} has length {n}, above the largest bucket "
+            f"{fname}: {t.name} has length {n}, above the largest bucket "
             f"{t.sizes[-1]} (buckets {list(t.sizes)}). Add a larger bucket, or pass "
             "bucket_overflow='exact' to compile this size as it is."
         )
 
-    def _build(self, jitted, static, tree, padded_avals, targets):
+    def _build(self, jitted, sig: CallSignature, targets):
         """Lower at the bucket lengths, prove padding safe, compile."""
+        padded_avals, fname = sig.avals, sig.spec.name
         padded = ", ".join(
             f"{t.name} padded to {padded_avals[t.leaf].shape[t.axis]}" for t in targets
         )
         try:
-            lowered = jitted._lower(static, tree, padded_avals)
+            lowered = jitted.lower_signature(sig)
         except Exception as e:
             raise BucketError(
-                f"purejit.jit({jitted.__name__}, buckets=...): tracing it with {padded} failed: "
+                f"purejit.jit({fname}, buckets=...): tracing it with {padded} failed: "
                 f"{type(e).__name__}: {str(e).rstrip('.')}. (An argument whose rows meet a "
                 "bucketed argument's rows must be bucketed too.)"
             ) from e
@@ -189,15 +200,15 @@ class Buckets:
                 if avals is None:
                     continue
                 try:
-                    probes.append(_trace_only(jitted, static, tree, avals))
+                    probes.append(jitted.trace_signature(sig.with_avals(avals)))
                 except Exception as e:
                     raise BucketError(
-                        f"purejit.jit({jitted.__name__}, buckets=...): tracing it with other "
+                        f"purejit.jit({fname}, buckets=...): tracing it with other "
                         f"lengths of the bucketed axes (to prove that the program does not "
                         f"depend on them) failed: {type(e).__name__}: {e}"
                     ) from e
             names = [t.name for t in targets]
-            plan = analyze(lowered.traced, probes, in_axes, names, jitted.__name__)
+            plan = analyze(lowered.traced, probes, in_axes, names, fname)
         compiled = lowered.compile()
         compiled.bucket_plan = plan
         return compiled
@@ -222,17 +233,6 @@ def _probe_avals(padded_avals, targets, which: str):
         shape = a.shape[:axis] + (n,) + a.shape[axis + 1 :]
         out[t.leaf] = ShapedArray(shape, a.dtype, a.weak_type)
     return out
-
-
-def _trace_only(jitted, static, tree, avals):
-    """Trace `jitted.fun` at `avals` without optimising or compiling (for the analysis)."""
-
-    def flat_fun(*tracers):
-        args, kwargs = jitted._rebuild(static, tree, list(tracers))
-        return tree_flatten(jitted.fun(*args, **kwargs))[0]
-
-    jitted.stats.traces += 1
-    return trace_to_function(flat_fun, avals, name=jitted.__name__).fn
 
 
 def _slice_outputs(out, plan: BatchPlan, lengths: list[int]):

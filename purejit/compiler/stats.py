@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import collections
 import copy
-import inspect
 import logging
 import warnings
 from dataclasses import dataclass, field
 
 from purejit import errors
 from purejit.config import config
-from purejit.tree_util import PyTreeDef, tree_paths
 
 logger = logging.getLogger("purejit")
 
@@ -91,6 +89,10 @@ class CacheStats:
     _churn: collections.Counter = field(default_factory=collections.Counter, repr=False)
     _sizes: dict = field(default_factory=dict, repr=False)
     _churn_misses: int = field(default=0, repr=False)
+    # the function's name and its trap guard settings (None: purejit.config's)
+    name: str = field(default="f", repr=False)
+    warn_after: int | None = field(default=None, repr=False)
+    raise_on_churn: bool | None = field(default=None, repr=False)
 
     @property
     def recompiles(self) -> int:
@@ -101,27 +103,25 @@ class CacheStats:
         return copy.deepcopy(self)
 
     # --- hooks called by purejit.api -----------------------------------------------------
-    def on_miss(
-        self, jitted, static, tree: PyTreeDef, avals, expected=frozenset()
-    ) -> MissReason | None:
-        """Record a miss of `jitted` for this signature; explain it and run the trap guard.
+    def on_miss(self, sig, expected=frozenset()) -> MissReason | None:
+        """Record a miss for the call `sig` (a `CallSignature`); explain it, run the trap guard.
 
         `expected` holds (leaf path, axis) pairs whose changes are planned (bucketed axes):
         they are explained but do not count towards the trap guard."""
         self.misses += 1
-        sig = describe_signature(jitted, static, tree, avals)
+        sig = describe_signature(sig)
         reason = None
         if self._signatures:
             reason = MissReason(self.misses - 1, _diff(self._closest(sig), sig), _call_site())
             self.miss_reasons.append(reason)
             level = logging.WARNING if config.read("jit_log_compiles") else logging.INFO
-            logger.log(level, "%s recompiled (miss %d): %s", _name(jitted), reason.number, reason)
+            logger.log(level, "%s recompiled (miss %d): %s", self.name, reason.number, reason)
             churned = self._count_churn(reason, expected)
         self._signatures.append(sig)
         del self._signatures[:-_MAX_SIGNATURES]
         if reason is not None and churned:
             self._churn_misses += 1
-            self._guard(jitted)
+            self._guard()
         return reason
 
     def on_compiled(self, compiled) -> None:
@@ -155,14 +155,14 @@ class CacheStats:
             counted = True
         return counted
 
-    def _guard(self, jitted):
-        limit = getattr(jitted, "recompile_warn_after", None)
+    def _guard(self):
+        limit = self.warn_after
         limit = config.read("recompile_warn_after") if limit is None else limit
         if self.warned or limit is None or limit <= 0 or self._churn_misses < limit:
             return
         self.warned = True
-        msg = trap_message(_name(jitted), self.recompiles, self._churn, self._sizes)
-        raise_ = getattr(jitted, "recompile_raise", None)
+        msg = trap_message(self.name, self.recompiles, self._churn, self._sizes)
+        raise_ = self.raise_on_churn
         raise_ = config.read("recompile_raise") if raise_ is None else raise_
         logger.warning("%s", msg)
         if raise_:
@@ -202,44 +202,14 @@ def cache_stats(f) -> CacheStats:
 # --- signatures ---------------------------------------------------------------------------
 
 
-def arg_leaf_names(jitted, static, tree: PyTreeDef) -> list[tuple[str, str]]:
-    """(argument name, leaf path) for every dynamic leaf, using the parameter names of f.
-
-    `tree` is the dynamic tree `((args...), {kwargs})`; positional leaves are named after
-    the parameters they bind to (`x`, `params['w']`), extra positionals `args[3]`.
-    """
-    args_td, kwargs_td = tree.children
-    static_pos = {k for k, _ in static if isinstance(k, int)}
-    nargs = len(args_td.children) + len(static_pos)
-    dyn_pos = [i for i in range(nargs) if i not in static_pos]
-    out = []
-    for j, td in enumerate(args_td.children):
-        arg = positional_name(jitted, dyn_pos[j])
-        out += [(arg, p) for p in tree_paths(td, arg)]
-    for k, td in zip(kwargs_td.aux, kwargs_td.children):
-        out += [(k, p) for p in tree_paths(td, k)]
-    return out
-
-
-def positional_name(jitted, i: int) -> str:
-    """The parameter name that positional argument `i` binds to, or `args[i]`."""
-    sig = getattr(jitted, "_sig", None)
-    params = list(sig.parameters.values()) if sig is not None else []
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if i < len(params) and params[i].kind in positional:
-        return params[i].name
-    return f"args[{i}]"
-
-
-def describe_signature(jitted, static, tree: PyTreeDef, avals) -> dict:
+def describe_signature(sig) -> dict:
     """name -> (kind, text, shape) for every leaf and static argument of one call."""
-    sig: dict = {}
-    for (arg, name), a in zip(arg_leaf_names(jitted, static, tree), avals):
-        sig[name] = ("leaf", arg, a.str_short(), tuple(a.shape))
-    for k, v in static:
-        name = positional_name(jitted, k) if isinstance(k, int) else k
-        sig[name] = ("static", name, _short_repr(v), None)
-    return sig
+    out: dict = {}
+    for (arg, name), a in zip(sig.leaf_names, sig.avals):
+        out[name] = ("leaf", arg, a.str_short(), tuple(a.shape))
+    for name, v in sig.static_names():
+        out[name] = ("static", name, _short_repr(v), None)
+    return out
 
 
 def _short_repr(v) -> str:
@@ -267,10 +237,6 @@ def _diff(old: dict, new: dict) -> tuple[Change, ...]:
             axes = tuple(i for i, (p, q) in enumerate(zip(oshape, nshape)) if p != q)
         changes.append(Change(ref[1], name, otext, ntext, static, axes, oshape, nshape))
     return tuple(changes)
-
-
-def _name(jitted) -> str:
-    return getattr(jitted, "__name__", repr(jitted))
 
 
 def _call_site() -> str | None:

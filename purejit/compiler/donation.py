@@ -47,28 +47,6 @@ def normalize_donation(
     return frozenset(nums_set), frozenset(names_set)
 
 
-def donated_leaves(tree, static, nargs: int, nums: frozenset[int], names: frozenset[str]):
-    """One bool per dynamic leaf of `tree` (the flattened `(dyn_args, dyn_kwargs)`).
-
-    Args:
-        tree: the PyTreeDef of `(tuple(dyn_args), dyn_kwargs)`.
-        static: the `(position or name, value)` pairs of the static arguments.
-        nargs: the number of positional arguments of the call (static ones included).
-        nums: donated positions (negative ones count from the end of the call's arguments).
-        names: donated keyword names.
-    """
-    static_pos = {k for k, _ in static if isinstance(k, int)}
-    dyn_pos = [i for i in range(nargs) if i not in static_pos]
-    want = {i % nargs for i in nums if -nargs <= i < nargs} if nargs else set()
-    args_td, kwargs_td = tree.children
-    mask: list[bool] = []
-    for j, td in enumerate(args_td.children):
-        mask += [dyn_pos[j] in want] * td.num_leaves
-    for k, td in zip(kwargs_td.aux, kwargs_td.children):
-        mask += [k in names] * td.num_leaves
-    return tuple(mask)
-
-
 @dataclass(frozen=True)
 class DonationPlan:
     """Which parameter of `@main` aliases which output, and which donations were unusable."""

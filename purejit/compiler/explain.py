@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from purejit.backend import fusion, pjrt, stablehlo
+from purejit.compiler.compiled import Compiled
 from purejit.passes import cost
 
 
@@ -191,8 +193,6 @@ def _compare(ex: Explanation) -> list[str]:
 
 def explain_lowered(lowered, *, compiled=None) -> Explanation:
     """The explanation of a `Lowered` (compiles it unless `compiled` is given)."""
-    from purejit.backend import fusion, pjrt
-
     compiled = compiled or lowered.compile()
     fn = lowered.fn  # runs the deferred reporting passes (fusion plan, buffer plan)
     xla = compiled
@@ -200,10 +200,6 @@ def explain_lowered(lowered, *, compiled=None) -> Explanation:
         # the module was emitted before the fusion plan existed; XLA's kernels are matched
         # to purejit's groups through the group tags that emitting the fused IR adds (the
         # same program for XLA: the groups are inlined again, tagged `purejit.fusion.N`)
-        from purejit.backend import stablehlo
-
-        from purejit.api import Compiled
-
         exe = pjrt.compile(stablehlo.emit(fn), fn.param_types, fn.result_types)
         xla = Compiled(lowered, exe)
     kernels = cost.predicted_kernels(fn)
@@ -227,20 +223,3 @@ def explain_lowered(lowered, *, compiled=None) -> Explanation:
     )
     ex.differences = _compare(ex)
     return ex
-
-
-def explain(f, *args, **kwargs) -> Explanation:
-    """Explain how purejit compiles `f` for these arguments.
-
-    Args:
-        f: a function or a `purejit.jit`-wrapped one (its options, e.g.
-            `compiler_options={"fusion": "purejit"}`, are used).
-        *args, **kwargs: example arguments (arrays or anything with shape and dtype).
-    Returns:
-        An `Explanation`; `print()` it for the report, or read its fields (`stages`,
-        `kernels`, `groups`, `xla_kernels`, `xla_cost`, `differences`).
-    """
-    from purejit.api import Jitted, jit
-
-    jitted = f if isinstance(f, Jitted) else jit(f)
-    return explain_lowered(jitted.lower(*args, **kwargs))

@@ -19,6 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from purejit.backend import fusion, pjrt, stablehlo
+from purejit.passes import Pipeline
+from purejit.passes.pipeline import default_passes
+
 FUSION_MODES = ("xla", "purejit")
 KNOWN_KEYS = ("disable_passes", "dump_dir", "fusion")
 
@@ -63,7 +67,6 @@ class CompilerOptions:
         """The back end's fusion capability when `fusion="purejit"`, else None."""
         if self.fusion != "purejit":
             return None
-        from purejit.backend import fusion
 
         cap = fusion.probe_route()
         if not cap.realised:
@@ -72,14 +75,11 @@ class CompilerOptions:
 
     def pipeline(self, passes=None):
         """The pass pipeline: the user's `passes=` (or the default) with these options."""
-        from purejit.passes import Pipeline
-        from purejit.passes.pipeline import default_passes
 
         cap = self.capability()
         if passes is None:
             # groups realised as kernels must stay within what the route can take; on GPU
             # the layout pass hands XLA a dot's unavoidable operand copies explicitly
-            from purejit.backend import pjrt
 
             layout = {"explicit_copies": pjrt.is_gpu()}
             passes = Pipeline(
@@ -98,7 +98,6 @@ class CompilerOptions:
             fn: the optimised IR function.
             **emit_kwargs: passed on to `purejit.backend.stablehlo.emit` (`arg_attrs`, ...).
         """
-        from purejit.backend import fusion, stablehlo
 
         cap = self.capability()
         if cap is None:

@@ -1,0 +1,21 @@
+"""The jit driver: call signatures, `lower()` (trace -> passes -> plans -> emit), `Lowered`
+and `Compiled`, compiler options, the persistent cache, cache statistics, donation and
+shape buckets. It sits above tracing, the runtime, the passes and the backend, and below
+the user API (`purejit.jit`)."""
+
+from purejit.compiler.compiled import Compiled
+from purejit.compiler.lower import JitConfig, Lowered, lower
+from purejit.compiler.signature import ArgSpec, CallSignature
+from purejit.compiler.stats import CacheStats, RecompilationError, RecompilationWarning
+
+__all__ = [
+    "ArgSpec",
+    "CacheStats",
+    "CallSignature",
+    "Compiled",
+    "JitConfig",
+    "Lowered",
+    "RecompilationError",
+    "RecompilationWarning",
+    "lower",
+]

@@ -1,0 +1,243 @@
+"""`lower()`: one call's signature to a StableHLO module, in one straight line.
+
+    trace (purejit.tracing) -> passes (purejit.passes) -> donation and SPMD layout plans
+    -> emit (purejit.backend) -> `Lowered`; `Lowered.compile()` -> `Compiled`.
+
+Nothing here calls back into the user API: the function, its options and the call's
+`CallSignature` come in as arguments.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from purejit.backend import fusion
+from purejit.compiler import cache as compile_cache
+from purejit.compiler import donation as dn
+from purejit.compiler import spmd
+from purejit.compiler.compiled import Compiled
+from purejit.compiler.options import CompilerOptions
+from purejit.compiler.signature import CallSignature
+from purejit.ir import Function, print_function
+from purejit.runtime.array import Array
+from purejit.tracing import ShapedArray, Tracer, trace_to_function
+from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths
+
+
+@dataclass(frozen=True)
+class JitConfig:
+    """What `lower` needs to know about a jitted function besides the call."""
+
+    fun: Callable
+    name: str
+    options: CompilerOptions = field(default_factory=CompilerOptions)
+    passes: Any = None  # a purejit.passes.Pipeline replacing the default one
+    donate_argnums: frozenset = frozenset()
+    donate_argnames: frozenset = frozenset()
+    in_shardings: Any = None
+    out_shardings: Any = None
+
+
+@dataclass
+class Lowered:
+    """The result of `jit(f).lower(*args)`: purejit IR and StableHLO, not yet compiled.
+
+    `emitted` is the IR the module was emitted from. Passes that only report (the fusion
+    plan when XLA fuses, the buffer plan) run when `fn` or `records` is first read.
+    """
+
+    name: str
+    traced: Function
+    emitted: Function
+    head_records: list
+    module: str
+    in_tree: PyTreeDef
+    in_avals: list[ShapedArray]
+    out_tree: PyTreeDef
+    out_avals: list[ShapedArray]
+    timings: dict = field(default_factory=dict)
+    in_paths: list[str] | None = None  # the user's names of the input leaves, for errors
+    donation: Any = None  # a DonationPlan when arguments are donated
+    layout: Any = None  # a purejit.compiler.spmd.ProgramLayout for several devices
+    xla_disable_passes: tuple = ()  # XLA passes off when purejit's fusion groups are kernels
+    tail: Any = None  # the deferred reporting passes (a Pipeline), if any
+    _done: tuple | None = field(default=None, init=False, repr=False)  # (fn, records)
+
+    def _complete(self) -> tuple:
+        if self._done is None:
+            fn, records = self.emitted, list(self.head_records)
+            if self.tail is not None:
+                t0 = time.perf_counter()
+                fn, more = self.tail.run(fn)
+                self.timings["deferred_passes"] = time.perf_counter() - t0
+                records += more[1:]
+            self._done = (fn, records)
+        return self._done
+
+    @property
+    def fn(self) -> Function:
+        """The optimised purejit IR, after every pass of the pipeline."""
+        return self._complete()[0]
+
+    @property
+    def records(self) -> list:
+        """One `PassRecord` per pass run (the first, "trace", is the input)."""
+        return self._complete()[1]
+
+    def ir(self) -> str:
+        """The optimised purejit IR as text."""
+        return print_function(self.fn)
+
+    def as_text(self) -> str:
+        """The StableHLO module handed to XLA."""
+        return self.module
+
+    def explain(self):
+        """What the compiler did, pass by pass, and XLA's kernels (`purejit.explain`)."""
+        from purejit.compiler.explain import explain_lowered
+
+        return explain_lowered(self)
+
+    def compile(self) -> Compiled:
+        """Compile the module with XLA (through the persistent cache when it is on)."""
+        t0 = time.perf_counter()
+        hit = False
+        if self.layout is not None:  # SPMD: one program for every device of the mesh
+            exe = self.layout.compile(self.module, self.emitted)
+        elif self.xla_disable_passes:  # purejit's fusion groups as kernels
+            exe, hit = fusion.compile_realised(self, compile_cache.compile)
+        else:
+            exe, hit = compile_cache.compile(
+                self.module, self.emitted.param_types, self.emitted.result_types
+            )
+        self.timings["cache_load" if hit else "xla_compile"] = time.perf_counter() - t0
+        compiled = Compiled(self, exe)
+        compiled.cache_hit = hit
+        return compiled
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause Python's cyclic garbage collector (only if it was on) for the block."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+_RETURNABLE = (Tracer, Array, np.ndarray, np.generic, int, float, complex)
+
+
+def trace(jc: JitConfig, sig: CallSignature, avals: Sequence[ShapedArray] | None = None):
+    """Trace `jc.fun` for `sig` (at `avals` if given). Returns `(Traced, out_tree)`."""
+    out_tree_box = []
+
+    def flat_fun(*tracers):
+        args, kwargs = sig.rebuild(tracers)
+        out = jc.fun(*args, **kwargs)
+        leaves, out_tree = tree_flatten(out)
+        for p, x in zip(tree_paths(out_tree, "output"), leaves):
+            if not isinstance(x, _RETURNABLE):
+                raise TypeError(
+                    f"{jc.name}: {p} has type {type(x).__name__}, not an array. A "
+                    "jitted function must return a pytree of arrays (tuples, lists, "
+                    "dicts, None, namedtuples, registered nodes)."
+                )
+        out_tree_box.append(out_tree)
+        return leaves
+
+    traced = trace_to_function(flat_fun, sig.avals if avals is None else avals, name=jc.name)
+    return traced, out_tree_box[0]
+
+
+def lower(jc: JitConfig, sig: CallSignature, stats=None) -> Lowered:
+    """Trace, optimise and emit `jc.fun` for the call `sig`.
+
+    Args:
+        jc: the jitted function and its options.
+        sig: the call's signature (its `avals` are what the program is compiled for).
+        stats: a `CacheStats` whose trace counter to bump, or None.
+    Returns:
+        A `Lowered`, ready to `compile()`.
+    """
+    # tracing and the passes allocate many small objects that reference counting
+    # frees; the cyclic collector's passes over them cost about a tenth of lowering
+    with _gc_paused():
+        return _lower(jc, sig, stats)
+
+
+def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
+    t0 = time.perf_counter()
+    traced, out_tree = trace(jc, sig)
+    t1 = time.perf_counter()
+    if stats is not None:
+        stats.traces += 1
+    pipeline = jc.options.pipeline(jc.passes)
+    tail = None
+    if jc.options.capability() is None:
+        # XLA fuses the flat program and plans its buffers: purejit's own fusion and
+        # buffer plans only report, so they run when someone reads them
+        pipeline, tail = pipeline.split(("fusion", "buffer_assignment"))
+    fn, records = compile_cache.run_pipeline(pipeline, traced.fn)
+    t2 = time.perf_counter()
+    paths = sig.paths
+    donation = _donation(jc, sig, fn, paths)
+    layout = _layout(jc, sig, fn, out_tree)
+    if layout is not None and tail is not None:  # SPMD programs take every pass now
+        fn, more = tail.run(fn)
+        records, tail = records + more[1:], None
+    arg_attrs = donation.arg_attrs() if donation else None
+    xla_off = ()
+    if layout is not None:
+        module = layout.emit(fn, arg_attrs=arg_attrs)
+    else:  # the compiler options decide how fusion groups reach XLA
+        module, xla_off = jc.options.emit(fn, arg_attrs=arg_attrs)
+    t3 = time.perf_counter()
+    return Lowered(
+        jc.name,
+        traced.fn,
+        fn,
+        records,
+        module,
+        sig.tree,
+        list(sig.avals),
+        out_tree,
+        traced.out_avals,
+        {"trace": t1 - t0, "passes": t2 - t1, "emit": t3 - t2},
+        paths,
+        donation,
+        layout,
+        xla_off,
+        tail,
+    )
+
+
+def _layout(jc: JitConfig, sig: CallSignature, fn: Function, out_tree):
+    """The SPMD layout of this program, None for one device."""
+    what = f"{jc.name}: in_shardings"
+    ins = spmd.leaf_shardings(jc.in_shardings, sig.tree.children[0], what)
+    if ins is not None:  # keyword arguments take the default placement
+        ins = ins + [None] * (len(fn.params) - len(ins))
+    outs = spmd.leaf_shardings(jc.out_shardings, out_tree, f"{jc.name}: out_shardings")
+    return spmd.plan_layout(fn, ins, outs)
+
+
+def _donation(jc: JitConfig, sig: CallSignature, fn: Function, paths):
+    """The donation plan for this signature (None when nothing is donated)."""
+    if not jc.donate_argnums and not jc.donate_argnames:
+        return None
+    mask = sig.arg_mask(jc.donate_argnums, jc.donate_argnames)
+    if not any(mask):
+        return None
+    plan = dn.plan_donation(fn.param_types, mask, fn.result_types)
+    dn.warn_unusable(plan, fn.param_types, paths, jc.name)
+    return plan
