@@ -10,7 +10,7 @@ import pytest
 import purejit
 import purejit.numpy as jnp
 from purejit import lax, nn
-from purejit.batch_axes import BucketError
+from purejit.passes.batch_axes import BucketError
 from purejit.buckets import BucketOverflowError
 
 RNG = np.random.default_rng(0)
