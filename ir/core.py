@@ -127,10 +127,6 @@ class Op:
     def is_elementwise(self) -> bool:
         return self.has_trait("elementwise")
 
-    @property
-    def is_pure(self) -> bool:
-        return self.has_trait("pure")
-
     def __repr__(self) -> str:
         return f"Op({self.name}, {len(self.operands)} operands, {self.attrs})"
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from purejit.ir import Function, Op, Value
 
+
 def is_cheap_elementwise(op: Op) -> bool:
     """Elementwise ops cheap enough to recompute in each kernel that reads them; any other
     (transcendentals, division) counts as expensive and is never computed twice."""

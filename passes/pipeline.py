@@ -2,14 +2,15 @@
 
 A pass is any object with a `name` and `__call__(fn) -> PassResult`; it must not mutate
 the function it is given. The verifier checks the result of the pipeline; with
-`verify_each=True` (default: the environment variable `PUREJIT_VERIFY_EACH_PASS`, which
-the test suite sets; `purejit.jit` passes `purejit.config`'s `verify_each_pass`) it checks the input and the result of every pass that changed the function, and
-when the final check fails the pipeline is re-run that way to name the pass at fault. A
-pass that reports no change hands its input on unchanged; a pass marked `idempotent` is
-skipped when its input is its own last output. The manager can disable passes by name, dump
-the IR after each pass to a folder, repeat a group of passes until none of them changes the
-function (`FixedPoint`), and records time, op counts and each pass's own report (what
-`explain` shows).
+`verify_each=True` (default: the environment variable `PUREJIT_VERIFY_EACH_PASS`, which the
+test suite sets; `purejit.jit` passes `purejit.config`'s `verify_each_pass`) it checks the
+input and the result of every pass that changed the function, and when the final check
+fails the pipeline is re-run that way to name the pass at fault. A pass that reports no
+change hands its input on unchanged; a pass marked `idempotent` is skipped when its input
+is its own last output. The manager can disable passes by name, dump the IR after each pass
+to a folder, repeat a group of passes until none of them changes the function
+(`FixedPoint`), and records time, op counts and each pass's own report (what `explain`
+shows).
 
     Pipeline([FixedPoint([ConstantFold(), Simplify(), CSE(), DCE()]), Fusion()],
              disable=["fusion"], dump_dir="/tmp/ir").run(fn)
@@ -238,7 +239,6 @@ class Pipeline:
 def run(fn: Function, pipeline: Pipeline | None = None) -> tuple[Function, list[PassRecord]]:
     """Run `pipeline` (default: the standard one) over `fn`."""
     return (pipeline or Pipeline()).run(fn)
-
 
 
 def verify_each_default() -> bool:

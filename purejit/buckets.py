@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from purejit.passes.batch_axes import BatchPlan, BucketError, analyze
 from purejit.core import ShapedArray
+from purejit.passes.batch_axes import BatchPlan, BucketError, analyze
 from purejit.recompile import arg_leaf_names, positional_name
 from purejit.tracing import trace_to_function
 from purejit.tree_util import tree_flatten, tree_unflatten

@@ -343,7 +343,9 @@ binary(
     traits=("commutative", "associative", "idempotent", "cheap"),
 )
 binary("atan2", np.arctan2, "float")
-binary("and", np.bitwise_and, "intbool", traits=("commutative", "associative", "idempotent", "cheap"))
+binary(
+    "and", np.bitwise_and, "intbool", traits=("commutative", "associative", "idempotent", "cheap")
+)
 binary("or", np.bitwise_or, "intbool", traits=("commutative", "associative", "idempotent", "cheap"))
 binary("xor", np.bitwise_xor, "intbool", traits=("commutative", "associative", "cheap"))
 binary("shift_left", _shift_left, "int")
@@ -408,7 +410,11 @@ def _select_ref(args, attrs, regions, run_region):
     return [np.where(p, a, b).astype(a.dtype)]
 
 
-register(OpDef("select", _select_infer, _select_ref, _EW | {"cheap"}, doc="select(pred, on_true, on_false)"))
+register(
+    OpDef(
+        "select", _select_infer, _select_ref, _EW | {"cheap"}, doc="select(pred, on_true, on_false)"
+    )
+)
 
 
 def _clamp_infer(types, attrs, regions):
@@ -457,5 +463,12 @@ def _convert_ref(args, attrs, regions, run_region):
 
 
 register(
-    OpDef("convert", _convert_infer, _convert_ref, _EW | {"cheap"}, attrs=("dtype",), doc="convert {dtype}")
+    OpDef(
+        "convert",
+        _convert_infer,
+        _convert_ref,
+        _EW | {"cheap"},
+        attrs=("dtype",),
+        doc="convert {dtype}",
+    )
 )
