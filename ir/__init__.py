@@ -7,6 +7,7 @@ from purejit.ir.interpreter import interpret
 from purejit.ir.parser import ParseError, parse
 from purejit.ir.printer import print_function
 from purejit.ir.registry import IRTypeError, OpDef, all_ops, get_op, register
+from purejit.ir.traits import TRAITS
 from purejit.ir.verifier import VerifyError, verify
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "Op",
     "OpDef",
     "ParseError",
+    "TRAITS",
     "TensorType",
     "Value",
     "VerifyError",

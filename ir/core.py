@@ -16,6 +16,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from purejit.ir import dtypes
+from purejit.ir.printer import print_function
+from purejit.ir.registry import get_op
+from purejit.ir.traits import TRAITS, unknown_traits_message
 
 
 _SHAPES: dict[tuple, tuple] = {}  # checked shapes, each its own canonical object
@@ -63,7 +66,6 @@ class TensorType:
 
 
 _ids = itertools.count()
-_REGISTRY: dict = {}  # filled by purejit.ir.registry (the same dict object)
 
 
 class Value:
@@ -113,21 +115,17 @@ class Op:
 
     @property
     def opdef(self):
-        try:
-            return _REGISTRY[self.name]
-        except KeyError:
-            raise NotImplementedError(f"op {self.name!r} is not registered in purejit.ir") from None
+        return get_op(self.name)
 
     def has_trait(self, trait: str) -> bool:
-        return trait in self.opdef.traits
+        """Whether this op's definition promises `trait` (one of `purejit.ir.traits`)."""
+        if trait not in TRAITS:
+            raise ValueError(unknown_traits_message(f"has_trait on op {self.name!r}", [trait]))
+        return trait in get_op(self.name).traits
 
     @property
     def is_elementwise(self) -> bool:
         return self.has_trait("elementwise")
-
-    @property
-    def is_pure(self) -> bool:
-        return self.has_trait("pure")
 
     def __repr__(self) -> str:
         return f"Op({self.name}, {len(self.operands)} operands, {self.attrs})"
@@ -169,8 +167,6 @@ class Function:
         return sum(1 for _ in self.walk())
 
     def __str__(self) -> str:
-        from purejit.ir.printer import print_function
-
         return print_function(self)
 
     __repr__ = __str__
@@ -204,8 +200,6 @@ class Builder:
         regions: Sequence[Function] = (),
         loc: str | None = None,
     ) -> list[Value]:
-        from purejit.ir.registry import get_op
-
         attrs = dict(attrs or {})
         opdef = get_op(name)
         types = opdef.infer([v.type for v in operands], attrs, list(regions))

@@ -71,10 +71,6 @@ def is_signed(dt) -> bool:
     return np.dtype(dt).kind == "i"
 
 
-def is_unsigned(dt) -> bool:
-    return np.dtype(dt).kind == "u"
-
-
 def is_integer(dt) -> bool:
     return np.dtype(dt).kind in "iu"
 

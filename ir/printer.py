@@ -11,6 +11,9 @@
     }
 
 Values are numbered in order of definition; regions are printed inline after the op's types.
+
+The printer sits below `core` (whose `Function.__str__` prints through it), so it reads
+functions, ops and values by their fields and imports none of their classes.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ import re
 import numpy as np
 
 from purejit.ir import dtypes
-from purejit.ir.core import Function, Op, Value
 
 _INLINE_ELEMENTS = 16
 _SIMPLE_NAME = re.compile(r"[A-Za-z0-9_.]+")
@@ -72,10 +74,10 @@ def _format_array(a: np.ndarray) -> str:
 
 class _Namer:
     def __init__(self):
-        self.names: dict[Value, str] = {}
+        self.names: dict[object, str] = {}  # Value -> name
         self.count = 0
 
-    def define(self, v: Value) -> str:
+    def define(self, v) -> str:
         # a counter, not len(names): a region object shared by two ops defines its values
         # twice, and each definition needs a fresh name
         name = f"%{self.count}"
@@ -83,14 +85,14 @@ class _Namer:
         self.names[v] = name
         return name
 
-    def __call__(self, v: Value) -> str:
+    def __call__(self, v) -> str:
         try:
             return self.names[v]
         except KeyError:
             return f"%<undefined #{v.id}>"
 
 
-def _print_op(op: Op, namer: _Namer, indent: str, out: list[str]):
+def _print_op(op, namer: _Namer, indent: str, out: list[str]):
     operands = ", ".join(namer(v) for v in op.operands)
     lhs = ", ".join(namer.define(r) for r in op.results)
     attrs = ""
@@ -110,14 +112,14 @@ def _print_op(op: Op, namer: _Namer, indent: str, out: list[str]):
     out.append(line)
 
 
-def _print_body(fn: Function, namer: _Namer, indent: str, out: list[str]):
+def _print_body(fn, namer: _Namer, indent: str, out: list[str]):
     for op in fn.ops:
         _print_op(op, namer, indent, out)
     out.append(f"{indent}return " + ", ".join(namer(v) for v in fn.results))
 
 
-def print_function(fn: Function) -> str:
-    """The text form of `fn` (see the module docstring)."""
+def print_function(fn) -> str:
+    """The text form of the `Function` `fn` (see the module docstring)."""
     namer = _Namer()
     params = ", ".join(f"{namer.define(p)}: {p.type}" for p in fn.params)
     results = ", ".join(str(t) for t in fn.result_types)

@@ -1,24 +1,11 @@
 """The op registry: one `OpDef` per op, holding its type rule, NumPy reference and traits.
 
-Passes ask about traits (`op.has_trait("elementwise")`), never about names. The StableHLO
-lowering rule of each op lives in `purejit/backend/stablehlo.py`; a test checks that every
-op registered here has one.
+Passes ask about traits (`op.has_trait("elementwise")`), never about names; the traits come
+from the closed list in `purejit.ir.traits`. The StableHLO lowering rule of each op lives in
+`purejit/backend/`; a test checks that every op registered here has one.
 
-Traits in use:
-    pure          no side effect: may be removed when unused, merged by CSE
-    elementwise   result[i] depends only on operands[i]; all shapes equal
-    commutative   binary op with f(a, b) == f(b, a)
-    associative   binary op with f(f(a, b), c) == f(a, f(b, c))
-    idempotent    binary op with f(x, x) == x
-    involution    unary op with f(f(x)) == x
-    reduction     combines elements along dimensions with a region (input fusion root)
-    contraction   dot-like: each output element reads a whole row/column
-    constant      produces a compile-time array from its attributes
-    fusion        a fused kernel: its region is the computation, run as one loop
-    shape_only    moves or copies data without arithmetic (reshape, transpose, slice, ...)
-    control_flow  has regions that are run conditionally or repeatedly
-    collective    communicates between devices
-    side_effect   must be kept and ordered
+The registry sits below `core`: it knows op definitions, not the values and functions they
+are applied to, so `core` can look ops up without a cycle.
 """
 
 from __future__ import annotations
@@ -26,15 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from purejit.ir.core import Function, TensorType
+from purejit.ir.traits import TRAITS, unknown_traits_message
 
 
 class IRTypeError(TypeError):
     """An op was given operands or attributes its type rule rejects."""
 
 
-# infer(operand_types, attrs, regions) -> result types
-InferFn = Callable[[list[TensorType], dict[str, Any], list[Function]], list[TensorType]]
+# infer(operand TensorTypes, attrs, region Functions) -> result TensorTypes
+InferFn = Callable[[list, dict[str, Any], list], list]
 # reference(operand_arrays, attrs, regions, run_region) -> result arrays
 ReferenceFn = Callable[..., list]
 
@@ -52,14 +39,24 @@ class OpDef:
     doc: str = ""
 
 
-from purejit.ir import core as _core  # noqa: E402
-
-_REGISTRY: dict[str, OpDef] = _core._REGISTRY
+_REGISTRY: dict[str, OpDef] = {}
 
 
 def register(opdef: OpDef) -> OpDef:
+    """Add `opdef` to the registry.
+
+    Args:
+        opdef: the op's definition; its traits must all be in `purejit.ir.traits.TRAITS`.
+    Returns:
+        `opdef`.
+    Raises:
+        ValueError: the name is taken, or a trait is not in the closed list.
+    """
     if opdef.name in _REGISTRY:
         raise ValueError(f"op {opdef.name!r} registered twice")
+    unknown = set(opdef.traits) - TRAITS
+    if unknown:
+        raise ValueError(unknown_traits_message(f"op {opdef.name!r}", unknown))
     _REGISTRY[opdef.name] = opdef
     return opdef
 

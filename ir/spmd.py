@@ -20,6 +20,8 @@ from typing import Sequence
 import numpy as np
 
 from purejit.ir.core import Function, TensorType
+from purejit.ir.interpreter import InterpretError, interpret
+from purejit.ir.registry import get_op
 
 DimSpec = tuple[str, ...]
 Spec = tuple[DimSpec, ...]
@@ -176,9 +178,6 @@ def interpret_spmd(fn: Function, *stacked) -> list[np.ndarray]:
     Returns:
         The results, stacked the same way.
     """
-    from purejit.ir.interpreter import InterpretError, interpret
-    from purejit.ir.registry import get_op
-
     if len(stacked) != len(fn.params):
         raise InterpretError(f"@{fn.name} takes {len(fn.params)} arguments, got {len(stacked)}")
     sizes = {np.asarray(a).shape[0] if np.ndim(a) else None for a in stacked}
@@ -215,8 +214,6 @@ def interpret_spmd(fn: Function, *stacked) -> list[np.ndarray]:
 
 
 def _uniform(op, pred: np.ndarray) -> np.ndarray:
-    from purejit.ir.interpreter import InterpretError
-
     flat = pred.reshape(len(pred), -1)
     if not (flat == flat[:1]).all():
         raise InterpretError(

@@ -35,7 +35,7 @@ import numpy as np
 
 from purejit.ir import Function, Op, Value
 from purejit.passes import _rings
-from purejit.passes.pipeline import PassResult
+from purejit.passes.base import PassResult
 
 _DOT = (
     "lhs_batching_dimensions",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from purejit.ir import Function, Op, TensorType, Value, interpret
 from purejit.passes.cse import mergeable
-from purejit.passes.pipeline import PassResult
+from purejit.passes.base import PassResult
 
 
 def constant_value(op: Op | None) -> np.ndarray | None:

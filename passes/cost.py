@@ -12,24 +12,16 @@ from dataclasses import dataclass
 
 from purejit.ir import Function, Op, Value
 
-# elementwise ops cheap enough to recompute in each kernel that reads them (one ALU op per
-# element); anything not listed (transcendentals, division, ops added later) counts as
-# expensive and is never computed twice
-CHEAP_ELEMENTWISE = frozenset(
-    {
-        "add", "subtract", "multiply", "negate", "abs", "maximum", "minimum", "select",
-        "compare", "convert", "and", "or", "xor", "not", "clamp", "sign", "floor", "ceil",
-    }
-)  # fmt: skip
-
 
 def is_cheap_elementwise(op: Op) -> bool:
-    return op.has_trait("elementwise") and op.name in CHEAP_ELEMENTWISE
+    """Elementwise ops cheap enough to recompute in each kernel that reads them; any other
+    (transcendentals, division) counts as expensive and is never computed twice."""
+    return op.has_trait("elementwise") and op.has_trait("cheap")
 
 
 def is_view(op: Op) -> bool:
     """Ops that launch no kernel of their own in XLA (constants, row-major reshapes)."""
-    return op.has_trait("constant") or (op.name == "reshape")
+    return op.has_trait("constant") or op.has_trait("view")
 
 
 def value_bytes(values) -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from purejit.ir import Function, Op, Value, print_function
-from purejit.passes.pipeline import PassResult
+from purejit.passes.base import PassResult
 
 
 def mergeable(op: Op) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from purejit.ir import Function, Op
-from purejit.passes.pipeline import PassResult
+from purejit.passes.base import PassResult
 
 
 def _keeps(op: Op) -> bool:

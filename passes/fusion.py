@@ -6,7 +6,7 @@ Which ops may join a group (asked by trait):
             `iota`: index arithmetic only, so they are copied into every group that reads
             them instead of being materialised
     leaves  constants of at most `max_constant_elements` elements are copied in as well
-    copies  a cheap elementwise op (`cost.CHEAP_ELEMENTWISE`: add, multiply, compare, ...)
+    copies  a cheap elementwise op (trait `cheap`: add, multiply, compare, ...)
             read by several groups is copied into each of them when the cost model says
             recomputing it moves fewer bytes than writing it once and reading it back
 Everything else (contractions, control flow, effects, collectives, multi-result ops) stays
@@ -44,7 +44,7 @@ from purejit.ir import Function, Op, Value
 from purejit.passes import cost
 from purejit.passes.cse import mergeable
 from purejit.passes.dce import _dce
-from purejit.passes.pipeline import PassResult
+from purejit.passes.base import PassResult
 
 
 def _single(op: Op) -> bool:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
 from purejit.ir.ops.reduce import DOT_ATTRS
-from purejit.passes.pipeline import PassResult
+from purejit.passes.base import PassResult
 
 _MAX_DEPTH = 24  # producers a permutation may travel through
 _BUDGET = 256  # plans considered per decision: keeps the pass linear in program size

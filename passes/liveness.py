@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from purejit.ir import Function, TensorType, Value
-from purejit.passes.pipeline import PassResult
+from purejit.passes.base import PassResult
 
 
 def pair_aliases(

@@ -2,14 +2,15 @@
 
 A pass is any object with a `name` and `__call__(fn) -> PassResult`; it must not mutate
 the function it is given. The verifier checks the result of the pipeline; with
-`verify_each=True` (or `purejit.config.update("verify_each_pass", True)`, which the test
-suite sets) it checks the input and the result of every pass that changed the function, and
-when the final check fails the pipeline is re-run that way to name the pass at fault. A
-pass that reports no change hands its input on unchanged; a pass marked `idempotent` is
-skipped when its input is its own last output. The manager can disable passes by name, dump
-the IR after each pass to a folder, repeat a group of passes until none of them changes the
-function (`FixedPoint`), and records time, op counts and each pass's own report (what
-`explain` shows).
+`verify_each=True` (default: the environment variable `PUREJIT_VERIFY_EACH_PASS`, which the
+test suite sets; `purejit.jit` passes `purejit.config`'s `verify_each_pass`) it checks the
+input and the result of every pass that changed the function, and when the final check
+fails the pipeline is re-run that way to name the pass at fault. A pass that reports no
+change hands its input on unchanged; a pass marked `idempotent` is skipped when its input
+is its own last output. The manager can disable passes by name, dump the IR after each pass
+to a folder, repeat a group of passes until none of them changes the function
+(`FixedPoint`), and records time, op counts and each pass's own report (what `explain`
+shows).
 
     Pipeline([FixedPoint([ConstantFold(), Simplify(), CSE(), DCE()]), Fusion()],
              disable=["fusion"], dump_dir="/tmp/ir").run(fn)
@@ -19,27 +20,29 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from purejit.ir import Function, print_function, verify
-from purejit.ir.verifier import VerifyError
+from purejit.ir import Function, VerifyError, print_function, verify
+from purejit.passes.base import Pass, PassResult
+from purejit.passes.constant_fold import ConstantFold
+from purejit.passes.cse import CSE
+from purejit.passes.dce import DCE
+from purejit.passes.fusion import Fusion
+from purejit.passes.layout import LayoutAssignment
+from purejit.passes.liveness import BufferAssignment
+from purejit.passes.simplify import Simplify
 
-
-@dataclass
-class PassResult:
-    """What a pass returns: the new function, whether it changed, and a small report."""
-
-    fn: Function
-    changed: bool
-    report: dict = field(default_factory=dict)
-
-
-class Pass(Protocol):
-    name: str
-
-    def __call__(self, fn: Function) -> PassResult: ...
+__all__ = [
+    "FixedPoint",
+    "Pass",
+    "PassRecord",
+    "PassResult",
+    "Pipeline",
+    "default_passes",
+    "pass_names",
+    "run",
+]
 
 
 @dataclass
@@ -106,14 +109,6 @@ def default_passes(layout_options: dict | None = None, **fusion_options) -> list
             `elementwise_after_reduction`): what a back end that realises purejit's groups
             as kernels can take.
     """
-    from purejit.passes.constant_fold import ConstantFold
-    from purejit.passes.cse import CSE
-    from purejit.passes.dce import DCE
-    from purejit.passes.fusion import Fusion
-    from purejit.passes.layout import LayoutAssignment
-    from purejit.passes.liveness import BufferAssignment
-    from purejit.passes.simplify import Simplify
-
     cleanup = FixedPoint([ConstantFold(), Simplify(), CSE(), DCE()], name="cleanup")
     # layout before fusion (it moves transposes across elementwise ops); the buffer plan
     # last, on the program that is emitted
@@ -139,7 +134,7 @@ class Pipeline:
     disable: Sequence[str] = ()
     dump_dir: str | None = None
     keep_ir: bool = True
-    verify_each: bool | None = None  # None: purejit.config's verify_each_pass
+    verify_each: bool | None = None  # None: the PUREJIT_VERIFY_EACH_PASS environment variable
 
     def names(self) -> list[str]:
         return pass_names(self.passes)
@@ -174,9 +169,7 @@ class Pipeline:
             )
         each = self.verify_each
         if each is None:
-            from purejit.config import config
-
-            each = bool(config.read("verify_each_pass"))
+            each = verify_each_default()
         try:
             return self._run_all(fn, each)
         except VerifyError:
@@ -248,4 +241,7 @@ def run(fn: Function, pipeline: Pipeline | None = None) -> tuple[Function, list[
     return (pipeline or Pipeline()).run(fn)
 
 
-PassFactory = Callable[[], Pass]
+def verify_each_default() -> bool:
+    """Whether pipelines without a `verify_each` verify after every pass: the environment
+    variable `PUREJIT_VERIFY_EACH_PASS` (`1` or `true`), read when a pipeline runs."""
+    return os.environ.get("PUREJIT_VERIFY_EACH_PASS", "0") in ("1", "true", "True")

@@ -19,7 +19,7 @@ import numpy as np
 from purejit.ir import Function, Op, TensorType, Value, dtypes, get_op
 from purejit.passes.constant_fold import constant_value, splat_ops, splat_scalar
 from purejit.passes.cse import mergeable
-from purejit.passes.pipeline import PassResult
+from purejit.passes.base import PassResult
 
 
 class Matcher:

@@ -285,14 +285,14 @@ def _abs_dtype(dt):
 
 # ---- unary ---------------------------------------------------------------------------------
 
-unary("abs", _abs, "signed_num", result=_abs_dtype)
-unary("negate", np.negative, "num", traits=("involution",))
-unary("sign", _sign, "signed_num")
-unary("not", _not, "intbool", traits=("involution",))
+unary("abs", _abs, "signed_num", result=_abs_dtype, traits=("cheap",))
+unary("negate", np.negative, "num", traits=("involution", "cheap"))
+unary("sign", _sign, "signed_num", traits=("cheap",))
+unary("not", _not, "intbool", traits=("involution", "cheap"))
 unary("popcnt", _popcnt, "int")
 unary("count_leading_zeros", _clz, "int")
-unary("floor", np.floor, "float")
-unary("ceil", np.ceil, "float")
+unary("floor", np.floor, "float", traits=("cheap",))
+unary("ceil", np.ceil, "float", traits=("cheap",))
 unary("round_nearest_afz", _round_afz, "float")
 unary("round_nearest_even", np.rint, "float")
 unary("is_finite", np.isfinite, "float", result=_is_finite_dtype)
@@ -324,9 +324,9 @@ unary("lgamma", _vec(_lgamma), "float")
 
 # ---- binary --------------------------------------------------------------------------------
 
-binary("add", np.add, "any", traits=("commutative", "associative"))
-binary("subtract", np.subtract, "num")
-binary("multiply", np.multiply, "any", traits=("commutative", "associative"))
+binary("add", np.add, "any", traits=("commutative", "associative", "cheap"))
+binary("subtract", np.subtract, "num", traits=("cheap",))
+binary("multiply", np.multiply, "any", traits=("commutative", "associative", "cheap"))
 binary("divide", _divide, "num")
 binary("remainder", _remainder, "real")
 binary("power", _power, "num")
@@ -334,18 +334,20 @@ binary(
     "maximum",
     _minmax(np.greater, np.maximum),
     "any",
-    traits=("commutative", "associative", "idempotent"),
+    traits=("commutative", "associative", "idempotent", "cheap"),
 )
 binary(
     "minimum",
     _minmax(np.less, np.minimum),
     "any",
-    traits=("commutative", "associative", "idempotent"),
+    traits=("commutative", "associative", "idempotent", "cheap"),
 )
 binary("atan2", np.arctan2, "float")
-binary("and", np.bitwise_and, "intbool", traits=("commutative", "associative", "idempotent"))
-binary("or", np.bitwise_or, "intbool", traits=("commutative", "associative", "idempotent"))
-binary("xor", np.bitwise_xor, "intbool", traits=("commutative", "associative"))
+binary(
+    "and", np.bitwise_and, "intbool", traits=("commutative", "associative", "idempotent", "cheap")
+)
+binary("or", np.bitwise_or, "intbool", traits=("commutative", "associative", "idempotent", "cheap"))
+binary("xor", np.bitwise_xor, "intbool", traits=("commutative", "associative", "cheap"))
 binary("shift_left", _shift_left, "int")
 binary("shift_right_logical", _shift_right_logical, "int")
 binary("shift_right_arithmetic", _shift_right_arithmetic, "int")
@@ -385,7 +387,7 @@ register(
         "compare",
         _compare_infer,
         _compare_ref,
-        _EW,
+        _EW | {"cheap"},
         attrs=("comparison_direction",),
         doc="compare(a, b) {comparison_direction=EQ|NE|LT|LE|GT|GE} -> pred",
     )
@@ -408,7 +410,11 @@ def _select_ref(args, attrs, regions, run_region):
     return [np.where(p, a, b).astype(a.dtype)]
 
 
-register(OpDef("select", _select_infer, _select_ref, _EW, doc="select(pred, on_true, on_false)"))
+register(
+    OpDef(
+        "select", _select_infer, _select_ref, _EW | {"cheap"}, doc="select(pred, on_true, on_false)"
+    )
+)
 
 
 def _clamp_infer(types, attrs, regions):
@@ -427,7 +433,7 @@ def _clamp_ref(args, attrs, regions, run_region):
     return [np.minimum(np.maximum(x, lo), hi).astype(x.dtype)]
 
 
-register(OpDef("clamp", _clamp_infer, _clamp_ref, _EW, doc="clamp(min, x, max)"))
+register(OpDef("clamp", _clamp_infer, _clamp_ref, _EW | {"cheap"}, doc="clamp(min, x, max)"))
 
 
 def _convert_infer(types, attrs, regions):
@@ -457,5 +463,12 @@ def _convert_ref(args, attrs, regions, run_region):
 
 
 register(
-    OpDef("convert", _convert_infer, _convert_ref, _EW, attrs=("dtype",), doc="convert {dtype}")
+    OpDef(
+        "convert",
+        _convert_infer,
+        _convert_ref,
+        _EW | {"cheap"},
+        attrs=("dtype",),
+        doc="convert {dtype}",
+    )
 )

@@ -122,6 +122,7 @@ _op(
     "reshape",
     _reshape_infer,
     lambda args, attrs, regions, run: [args[0].reshape(tuple(attrs["shape"]))],
+    traits=_SHAPE | {"view"},
     attrs=("shape",),
 )
 

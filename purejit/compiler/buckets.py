@@ -5,7 +5,7 @@ the next bucket size, runs that bucket's executable and slices the outputs back,
 of batch sizes costs one compile per bucket instead of one per size.
 
 This is only done where it is correct: the first time a bucket is compiled,
-`purejit.batch_axes.analyze` proves on the traced IR that the axis is a batch axis (every
+`purejit.passes.batch_axes.analyze` proves on the traced IR that the axis is a batch axis (every
 output row depends only on the same input row and never on the number of rows) and finds the
 output axes it maps to; otherwise `BucketError` names the op that mixes along it and its
 source line. Every array leaf of a bucketed argument is padded along the axis (a dict batch
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from purejit.batch_axes import BatchPlan, BucketError, analyze
-from purejit.tracing import ShapedArray
 from purejit.compiler.signature import CallSignature
+from purejit.passes.batch_axes import BatchPlan, BucketError, analyze
+from purejit.tracing import ShapedArray
 from purejit.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["BucketError", "BucketOverflowError", "Buckets"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from purejit.backend import fusion, pjrt, stablehlo
+from purejit.config import config
 from purejit.passes import Pipeline
 from purejit.passes.pipeline import default_passes
 
@@ -86,10 +87,13 @@ class CompilerOptions:
                 default_passes(layout_options=layout, **(cap.fusion_options() if cap else {}))
             )
         disable = tuple(passes.disable) + tuple(d for d in self.disable_passes)
-        if not self.disable_passes and self.dump_dir is None:
+        each = passes.verify_each
+        if each is None:  # the pass manager knows no config: hand it purejit.config's choice
+            each = bool(config.read("verify_each_pass"))
+        if not self.disable_passes and self.dump_dir is None and each is passes.verify_each:
             return passes
         dump_dir = self.dump_dir or passes.dump_dir
-        return Pipeline(passes.passes, disable, dump_dir, passes.keep_ir, passes.verify_each)
+        return Pipeline(passes.passes, disable, dump_dir, passes.keep_ir, each)
 
     def emit(self, fn, **emit_kwargs) -> tuple[str, tuple[str, ...]]:
         """The StableHLO module for `fn` and the XLA passes to switch off when compiling.

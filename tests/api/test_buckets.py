@@ -10,8 +10,8 @@ import pytest
 import purejit
 import purejit.numpy as jnp
 from purejit import lax, nn
-from purejit.batch_axes import BucketError
 from purejit.compiler.buckets import BucketOverflowError
+from purejit.passes.batch_axes import BucketError
 
 RNG = np.random.default_rng(0)
 W1 = RNG.standard_normal((6, 16)).astype(np.float32)

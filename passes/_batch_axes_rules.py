@@ -1,4 +1,4 @@
-"""The per-op rules of the batch-axis analysis (`purejit.batch_axes`, whose docstring
+"""The per-op rules of the batch-axis analysis (`purejit.passes.batch_axes`, whose docstring
 describes the states B, F and N and what each rule proves).
 
 A rule takes the analysis context and an op and returns, per result, the state of each

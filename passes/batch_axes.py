@@ -19,13 +19,14 @@ Then a forward walk gives every axis of every value a state:
               (broadcasts, iota, splat constants)
     N         anything else (data of unknown origin along this axis)
 
-Rules (one per op kind, in `purejit/_batch_axes_rules.py`): elementwise ops join the states of each axis (B with B unifies the
-labels, B with F stays B, B with a tied N axis mixes); broadcast_in_dim, transpose and
-reshape move axes (reshape keeps an axis when the elements before it and its size are
-unchanged, else it mixes); reductions, contractions, sort, windows and cumulative ops,
-concatenation, reversal, padding, partial slices and gathers *along a tied axis* mix; ops
-with regions (case, while) are analysed inside. Any op the rules do not know mixes when it
-touches a tied axis. A mix raises `BucketError` naming the op, its source line and why.
+Rules (one per op kind, in `_batch_axes_rules.py` beside this file): elementwise ops join
+the states of each axis (B with B unifies the labels, B with F stays B, B with a tied N axis
+mixes); broadcast_in_dim, transpose and reshape move axes (reshape keeps an axis when the
+elements before it and its size are unchanged, else it mixes); reductions, contractions,
+sort, windows and cumulative ops, concatenation, reversal, padding, partial slices and
+gathers *along a tied axis* mix; ops with regions (case, while) are analysed inside. Any op
+the rules do not know mixes when it touches a tied axis. A mix raises `BucketError` naming
+the op, its source line and why.
 
 At the outputs: a tied axis in state B or F is sliced back to the true length; a tied axis
 in state N, or any output computed from a length-dependent constant, is an error.
@@ -37,13 +38,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from purejit import errors
 from purejit.ir import Function, Op, Value
-from purejit._batch_axes_rules import RULES, F, elementwise, unknown
+from purejit.passes._batch_axes_rules import RULES, F, elementwise, unknown
 
 
 class BucketError(ValueError):
     """`buckets=` was asked for an axis the analysis cannot prove to be a batch axis."""
+
+
+def _at(loc: str | None) -> str:
+    return f" (at {loc})" if loc else ""
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,7 @@ class _Ctx:
 
     def fail(self, op: Op, v: Value, axis: int, why: str):
         raise BucketError(
-            f"purejit.jit({self.fname}, buckets=...): `{op.name}`{errors.at(self.loc(op))} {why} "
+            f"purejit.jit({self.fname}, buckets=...): `{op.name}`{_at(self.loc(op))} {why} "
             f"{self.what(v, axis)}. Padding is only safe when each output row depends on the "
             "same input row; remove this bucket, or move this computation out of the "
             "bucketed function."
@@ -118,7 +122,7 @@ class _Ctx:
 
     def fail_op(self, op: Op, why: str):
         raise BucketError(
-            f"purejit.jit({self.fname}, buckets=...): `{op.name}`{errors.at(self.loc(op))} {why}. "
+            f"purejit.jit({self.fname}, buckets=...): `{op.name}`{_at(self.loc(op))} {why}. "
             "Padding is only safe when each output row depends on the same input row."
         )
 
@@ -180,7 +184,7 @@ def analyze(
     for k, r in enumerate(fn.results):
         if r in ctx.taint:
             c, use = ctx.taint[r]
-            where = f", used by `{use.name}`{errors.at(use.loc)}" if use is not None else ""
+            where = f", used by `{use.name}`{_at(use.loc)}" if use is not None else ""
             raise BucketError(
                 f"purejit.jit({fname}, buckets=...): output {k} depends on a `{c.name}` "
                 "computed from the padded length of a bucketed axis (e.g. `x.shape[0]` used "
@@ -218,7 +222,7 @@ def _align(ctx: _Ctx, f1: Function, f2: Function, m: dict | None = None):
     m = {} if m is None else m
 
     def differ(msg: str, op: Op | None = None):
-        where = f" at `{op.name}`{errors.at(op.loc)}" if op is not None else ""
+        where = f" at `{op.name}`{_at(op.loc)}" if op is not None else ""
         raise BucketError(
             f"purejit.jit({ctx.fname}, buckets=...): the program traced for the padded length "
             f"and the one traced for another length differ{where} ({msg}): the Python "

@@ -1,0 +1,69 @@
+"""Passes ask traits, never op names, except where a pass is about one op by purpose.
+
+An AST scan over `passes/*.py` fails on a comparison of an op's `.name` with a string
+literal (`op.name == "while"`, `op.name in {"add", "multiply"}`) outside the allow-list.
+Rule tables keyed by op name (simplify's per-op algebra, the batch-axis rules) are one rule
+per op, like the lowering and transformation rules, and are not comparisons.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+PASSES = pathlib.Path(__file__).resolve().parents[2] / "passes"
+
+# file -> why it may compare op names
+ALLOWED = {
+    "layout.py": "the layout pass is about dots and the transposes around them",
+    "collective_matmul.py": "the pass rewrites all_gather/reduce_scatter next to dot_general",
+}
+
+
+def _is_literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, (ast.Set, ast.Tuple, ast.List)):
+        return bool(node.elts) and all(_is_literal(e) for e in node.elts)
+    return False
+
+
+def _is_name_attr(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "name"
+
+
+def name_comparisons(source: str) -> list[int]:
+    """Lines comparing an `.name` attribute with a string literal (or a literal set)."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for a, b in zip(sides, sides[1:]):
+            if (_is_name_attr(a) and _is_literal(b)) or (_is_name_attr(b) and _is_literal(a)):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_scan_finds_name_comparisons():
+    src = 'a = op.name == "while"\nb = op.name in {"add", "x"}\nc = "dot" != o.name\n'
+    assert name_comparisons(src) == [1, 2, 3]
+    assert name_comparisons('a = op.has_trait("control_flow")\nb = p.name in names\n') == []
+
+
+def test_passes_compare_op_names_only_where_allowed():
+    files = sorted(PASSES.glob("*.py"))
+    assert len(files) >= 10, f"expected the passes/ sources under {PASSES}"
+    bad = [
+        f"passes/{p.name}:{line}"
+        for p in files
+        if p.name not in ALLOWED
+        for line in name_comparisons(p.read_text())
+    ]
+    assert not bad, "compare traits, not op names (or add the file to ALLOWED):\n" + "\n".join(bad)
+
+
+def test_allowed_files_exist_and_say_why():
+    for name, why in ALLOWED.items():
+        assert (PASSES / name).is_file(), name
+        assert why
