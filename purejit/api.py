@@ -134,9 +134,10 @@ class Lowered:
         if self.layout is not None:  # SPMD: one program for every device of the mesh
             exe = self.layout.compile(self.module, self.emitted)
         elif self.xla_disable_passes:  # purejit's fusion groups as kernels (issue 8)
+            from purejit import compile_cache
             from purejit.backend import fusion
 
-            exe, hit = fusion.compile_realised(self)
+            exe, hit = fusion.compile_realised(self, compile_cache.compile)
         else:  # through the persistent cache when config cache_dir is set (issue 5)
             from purejit import compile_cache
 

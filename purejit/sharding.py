@@ -231,7 +231,11 @@ def sharding_of(x) -> NamedSharding | None:
         x = x._buf
     from purejit.backend import spmd as backend_spmd
 
-    return backend_spmd.named_sharding_of(x)
+    parts = backend_spmd.sharding_parts(x)
+    if parts is None:
+        return None
+    devices, axis_names, spec = parts
+    return NamedSharding(Mesh(devices, axis_names), PartitionSpec(*spec))
 
 
 # ---- the layout of a whole SPMD program -----------------------------------------------------
@@ -251,18 +255,16 @@ class ProgramLayout:
 
     def emit(self, fn, arg_attrs: list[str] | None = None) -> str:
         """The module text: `sdy.mesh`, `sdy.sharding` on every argument and result."""
-        from purejit.backend import stablehlo, stablehlo_spmd
+        from purejit.backend import shardy, stablehlo
 
         ctx = stablehlo.EmitContext()
-        stablehlo_spmd.declare_mesh(ctx, self.mesh.axis_names, self.mesh.mesh_shape)
+        shardy.declare_mesh(ctx, self.mesh.axis_names, self.mesh.mesh_shape)
         attrs = []
         for i, (ns, p) in enumerate(zip(self.in_shardings, fn.params)):
             extra = arg_attrs[i] if arg_attrs and arg_attrs[i] else ""
-            attrs.append(
-                _merge_attrs(stablehlo_spmd.sdy_sharding_attr(ns.dims(p.type.rank)), extra)
-            )
+            attrs.append(_merge_attrs(shardy.sdy_sharding_attr(ns.dims(p.type.rank)), extra))
         results = [
-            stablehlo_spmd.sdy_sharding_attr(ns.dims(r.type.rank))
+            shardy.sdy_sharding_attr(ns.dims(r.type.rank))
             for ns, r in zip(self.out_shardings, fn.results)
         ]
         return stablehlo.emit(

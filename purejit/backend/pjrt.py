@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from purejit.config import config
 from purejit.ir import TensorType
 
 
@@ -20,6 +21,7 @@ class ExecuteTypeError(TypeError):
 
 @functools.lru_cache(maxsize=None)
 def _jax():
+    # jax loads on the first device call, so `import purejit` stays fast
     import jax
 
     return jax
@@ -29,8 +31,16 @@ _x64_synced = [False]
 
 
 def set_x64(flag: bool) -> None:
-    """Keep jax's x64 flag (used by device_put) in step with purejit's enable_x64."""
-    _jax().config.update("jax_enable_x64", flag)
+    """Keep jax's x64 flag (used by device_put) in step with purejit's enable_x64.
+
+    PJRT transfers go through jax.device_put, which narrows 64-bit host data unless jax's
+    own flag agrees with purejit's; `config.update("enable_x64", ...)` calls this.
+    """
+    _jax().config.update("jax_enable_x64", bool(flag))
+    _x64_synced[0] = True
+
+
+config.watch("enable_x64", set_x64)
 
 
 def client(platform: str | None = None):
@@ -60,19 +70,12 @@ def is_gpu() -> bool:
 def to_device(value: np.ndarray, device=None):
     """Copy a host array into a PJRT buffer (a jax.Array) on `device`."""
     if value.dtype.itemsize == 8 and value.dtype.kind in "iufc" and not _x64_synced[0]:
-        from purejit.config import config
-
         set_x64(config.enable_x64)
-        _x64_synced[0] = True
     return _jax().device_put(value, device or default_device())
 
 
 def is_buffer(x) -> bool:
     return isinstance(x, _jax().Array)
-
-
-def to_host(buf) -> np.ndarray:
-    return np.asarray(buf)
 
 
 def buffer_type(buf) -> TensorType:
