@@ -17,7 +17,7 @@ class _Config:
         self._values = {
             "enable_x64": os.environ.get("PUREJIT_ENABLE_X64", "0") in ("1", "true", "True"),
             "jit_log_compiles": False,
-            # issue 5: persistent compile cache and the recompilation trap guard
+            # the persistent compile cache and the recompilation trap guard
             "cache_dir": os.environ.get("PUREJIT_CACHE_DIR") or None,
             "cache_max_bytes": int(os.environ.get("PUREJIT_CACHE_MAX_BYTES") or 2**30),
             "recompile_warn_after": 8,

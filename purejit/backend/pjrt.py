@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from purejit.backend.mlir_context import context
 from purejit.config import config
 from purejit.ir import TensorType
 
@@ -41,12 +42,6 @@ def set_x64(flag: bool) -> None:
 
 
 config.watch("enable_x64", set_x64)
-
-
-def client(platform: str | None = None):
-    from jax.extend.backend import get_backend
-
-    return get_backend(platform)
 
 
 def devices(platform: str | None = None) -> list:
@@ -155,9 +150,6 @@ class Executable:
     def memory_analysis(self):
         return self._exe.get_compiled_memory_stats()
 
-    def serialize(self) -> bytes:
-        return self._exe.serialize()
-
 
 def compile(
     module_text: str | bytes,
@@ -187,8 +179,8 @@ def versions() -> dict:
     return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
 
 
-# ---- issue 5: persistent compile cache and export (serialised executables, StableHLO
-# portable artifacts). Every jaxlib call of purejit/compile_cache.py and purejit/export.py
+# ---- the persistent compile cache and export: serialised executables and StableHLO
+# portable artifacts. Every jaxlib call of purejit/compile_cache.py and purejit/export.py
 # lives here. ----------------------------------------------------------------------------
 
 
@@ -265,8 +257,6 @@ def artifact_text(artifact: bytes) -> str:
     """The StableHLO module held by a portable artifact, as MLIR text."""
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import stablehlo
-
-    from purejit.backend.mlir_context import context
 
     bytecode = stablehlo.deserialize_portable_artifact_str(artifact)
     with context():

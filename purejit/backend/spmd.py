@@ -279,9 +279,6 @@ class SpmdExecutable:
     def memory_analysis(self):
         return self._exe.get_compiled_memory_stats()
 
-    def parameter_shardings(self):
-        return self._exe.get_parameter_shardings()
-
 
 def compile(
     module_text: str,
