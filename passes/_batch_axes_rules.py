@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from purejit.ir.ops.reduce import DOT_ATTRS
+from purejit.ir.ops.contraction import DOT_ATTRS
 
 F = "F"  # position-invariant axis; None is N; ("B", label) is a bucketed row axis
 

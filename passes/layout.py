@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
-from purejit.ir.ops.reduce import DOT_ATTRS
+from purejit.ir.ops.contraction import DOT_ATTRS
 from purejit.passes.base import PassResult
 
 _MAX_DEPTH = 24  # producers a permutation may travel through

@@ -1,12 +1,15 @@
 """Global options, JAX-style: `purejit.config.update("enable_x64", True)`.
 
-An environment variable may only set a default (`PUREJIT_ENABLE_X64=1`).
+An environment variable may only set a default (`PUREJIT_ENABLE_X64=1`). Modules that must
+follow an option register a callback with `config.watch`; this module imports nothing of
+purejit, so every layer may read it.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from typing import Any, Callable
 
 
 class _Config:
@@ -14,7 +17,7 @@ class _Config:
         self._values = {
             "enable_x64": os.environ.get("PUREJIT_ENABLE_X64", "0") in ("1", "true", "True"),
             "jit_log_compiles": False,
-            # issue 5: persistent compile cache and the recompilation trap guard
+            # the persistent compile cache and the recompilation trap guard
             "cache_dir": os.environ.get("PUREJIT_CACHE_DIR") or None,
             "cache_max_bytes": int(os.environ.get("PUREJIT_CACHE_MAX_BYTES") or 2**30),
             "recompile_warn_after": 8,
@@ -24,6 +27,7 @@ class _Config:
             in ("1", "true", "True"),
         }
         self._local = threading.local()
+        self._watchers: dict[str, list[Callable[[Any], None]]] = {}
 
     def update(self, name: str | None = None, value=None, **options):
         """Set an option: `update("cache_dir", path)` or `update(cache_dir=path)`."""
@@ -33,12 +37,20 @@ class _Config:
             if k not in self._values:
                 raise KeyError(f"unknown purejit option {k!r}; known: {sorted(self._values)}")
         self._values.update(options)
-        if "enable_x64" in options:
-            # PJRT transfers go through jax.device_put, which narrows 64-bit host data unless
-            # jax's own flag agrees with ours
-            from purejit.backend import pjrt
+        for k, v in options.items():
+            for callback in self._watchers.get(k, ()):
+                callback(v)
 
-            pjrt.set_x64(bool(options["enable_x64"]))
+    def watch(self, name: str, callback: Callable[[Any], None]) -> None:
+        """Call `callback(value)` after every `update` of option `name`.
+
+        Args:
+            name: a known option.
+            callback: called with the new value, in the order callbacks were registered.
+        """
+        if name not in self._values:
+            raise KeyError(f"unknown purejit option {name!r}; known: {sorted(self._values)}")
+        self._watchers.setdefault(name, []).append(callback)
 
     def read(self, name: str):
         return self._values[name]

@@ -4,12 +4,13 @@ jaxlib 0.10.2's CPU compiler accepts `mhlo.fusion` regions but does not give the
 them layouts, and some of its emitters then abort the whole process (`Check failed:
 has_layout()`): measured for a transpose anywhere in a group, and for reshapes (of a
 reduction's result, or of a group input to [n, 1]). purejit therefore never puts transposes
-or reshapes in a group on this route (a row-major reshape is a free bitcast outside one) and
-allows only elementwise ops after a reduction. Some elementwise ops are also missing inside
-a fusion, where XLA's expander passes do not reach (`logistic`: "Unsupported elementwise
-operation"). This module checks, in a child process so that an abort costs the probe and
-not the user's program, that every kind of group compiles to one kernel with the right
-numbers, and which elementwise ops fail alone in a group (those are left out of groups):
+or reshapes in a group on this route (`fusion_routes.EXCLUDED_OPS`; a row-major reshape is a
+free bitcast outside one) and allows only elementwise ops after a reduction. Some
+elementwise ops are also missing inside a fusion, where XLA's expander passes do not reach
+(`logistic`: "Unsupported elementwise operation"). This module checks, in a child process so
+that an abort costs the probe and not the user's program, that every kind of group compiles
+to one kernel with the right numbers, and which elementwise ops fail alone in a group (those
+are left out of groups):
 
     python -m purejit.backend.fusion_check PLATFORM
         -> prints "OK" and then `{"unsupported": [...]}`, exits 0
@@ -23,14 +24,15 @@ import sys
 
 import numpy as np
 
-# what the route may not take (the Fusion pass is configured with these)
-EXCLUDED_OPS = ("transpose", "reshape")
+from purejit.backend import pjrt, stablehlo
+from purejit.backend.fusion_routes import xla_fusion_pass
+from purejit.backend.hlo_kernels import kernels
+from purejit.ir import Builder, TensorType, all_ops, get_op, interpret
+from purejit.ir.registry import IRTypeError
 
 
 def _cases():
     """(name, input types, builder of the group's body) for every kind of group allowed."""
-    from purejit.ir import Builder, TensorType
-
     f32, s32 = np.dtype(np.float32), np.dtype(np.int32)
     m, v, col = TensorType((8, 16), f32), TensorType((16,), f32), TensorType((8, 1), f32)
 
@@ -102,8 +104,6 @@ def _cases():
 
 def check_module():
     """(IR function with one fusion group per case, example inputs)."""
-    from purejit.ir import Builder
-
     b = Builder("purejit_fusion_check")
     rng = np.random.default_rng(0)
     inputs, outs = [], []
@@ -122,9 +122,6 @@ def check_module():
 def _elementwise_region(name: str):
     """A one-op region applying op `name` to parameters of a dtype it accepts (f32, s32 or
     pred, tried in that order); None when it takes none of them."""
-    from purejit.ir import Builder, TensorType, get_op
-    from purejit.ir.registry import IRTypeError
-
     opdef = get_op(name)
     for dt in (np.float32, np.int32, np.bool_):
         t = TensorType((4, 8), dt)
@@ -148,10 +145,7 @@ def _failing(names: list[str], regions: dict, platform: str) -> list[str]:
     """The ops among `names` that fail in a group: one compile for all of them; when it
     fails, the group its error names (by its `purejit.fusion.N` location) is dropped, or,
     without a name, the set is halved."""
-    from jax.errors import JaxRuntimeError
-
-    from purejit.backend import fusion, pjrt, stablehlo
-    from purejit.ir import Builder, interpret
+    from jax.errors import JaxRuntimeError  # jax loads on first compile, not on import
 
     if not names:
         return []
@@ -173,7 +167,7 @@ def _failing(names: list[str], regions: dict, platform: str) -> list[str]:
             fn.param_types,
             fn.result_types,
             device=device,
-            disable_xla_passes=(fusion.xla_fusion_pass(platform),),
+            disable_xla_passes=(xla_fusion_pass(platform),),
         )
     except JaxRuntimeError as e:
         if len(names) == 1:
@@ -196,8 +190,6 @@ def _failing(names: list[str], regions: dict, platform: str) -> list[str]:
 
 def unsupported_elementwise(platform: str) -> list[str]:
     """Elementwise ops that fail to compile, or compute wrong numbers, alone in a group."""
-    from purejit.ir import all_ops
-
     regions = {}
     for name, opdef in sorted(all_ops().items()):
         if "elementwise" in opdef.traits:
@@ -208,9 +200,6 @@ def unsupported_elementwise(platform: str) -> list[str]:
 
 
 def main(platform: str) -> int:
-    from purejit.backend import fusion, pjrt, stablehlo
-    from purejit.ir import interpret
-
     fn, inputs = check_module()
     ctx = stablehlo.EmitContext()
     ctx.fusion_route = "mhlo.fusion"
@@ -221,9 +210,9 @@ def main(platform: str) -> int:
         fn.param_types,
         fn.result_types,
         device=device,
-        disable_xla_passes=(fusion.xla_fusion_pass(platform),),
+        disable_xla_passes=(xla_fusion_pass(platform),),
     )
-    n = len(fusion.kernels(exe.hlo_text()))
+    n = len(kernels(exe.hlo_text()))
     if n != len(fn.results):
         print(f"{len(fn.results)} groups became {n} kernels")
         return 1

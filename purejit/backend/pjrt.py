@@ -11,6 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
+from purejit.backend.mlir_context import context
+from purejit.config import config
 from purejit.ir import TensorType
 
 
@@ -20,6 +22,7 @@ class ExecuteTypeError(TypeError):
 
 @functools.lru_cache(maxsize=None)
 def _jax():
+    # jax loads on the first device call, so `import purejit` stays fast
     import jax
 
     return jax
@@ -29,14 +32,16 @@ _x64_synced = [False]
 
 
 def set_x64(flag: bool) -> None:
-    """Keep jax's x64 flag (used by device_put) in step with purejit's enable_x64."""
-    _jax().config.update("jax_enable_x64", flag)
+    """Keep jax's x64 flag (used by device_put) in step with purejit's enable_x64.
+
+    PJRT transfers go through jax.device_put, which narrows 64-bit host data unless jax's
+    own flag agrees with purejit's; `config.update("enable_x64", ...)` calls this.
+    """
+    _jax().config.update("jax_enable_x64", bool(flag))
+    _x64_synced[0] = True
 
 
-def client(platform: str | None = None):
-    from jax.extend.backend import get_backend
-
-    return get_backend(platform)
+config.watch("enable_x64", set_x64)
 
 
 def devices(platform: str | None = None) -> list:
@@ -60,19 +65,12 @@ def is_gpu() -> bool:
 def to_device(value: np.ndarray, device=None):
     """Copy a host array into a PJRT buffer (a jax.Array) on `device`."""
     if value.dtype.itemsize == 8 and value.dtype.kind in "iufc" and not _x64_synced[0]:
-        from purejit.config import config
-
         set_x64(config.enable_x64)
-        _x64_synced[0] = True
     return _jax().device_put(value, device or default_device())
 
 
 def is_buffer(x) -> bool:
     return isinstance(x, _jax().Array)
-
-
-def to_host(buf) -> np.ndarray:
-    return np.asarray(buf)
 
 
 def buffer_type(buf) -> TensorType:
@@ -152,9 +150,6 @@ class Executable:
     def memory_analysis(self):
         return self._exe.get_compiled_memory_stats()
 
-    def serialize(self) -> bytes:
-        return self._exe.serialize()
-
 
 def compile(
     module_text: str | bytes,
@@ -184,8 +179,8 @@ def versions() -> dict:
     return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
 
 
-# ---- issue 5: persistent compile cache and export (serialised executables, StableHLO
-# portable artifacts). Every jaxlib call of purejit/compile_cache.py and purejit/export.py
+# ---- the persistent compile cache and export: serialised executables and StableHLO
+# portable artifacts. Every jaxlib call of purejit/compile_cache.py and purejit/export.py
 # lives here. ----------------------------------------------------------------------------
 
 
@@ -262,8 +257,6 @@ def artifact_text(artifact: bytes) -> str:
     """The StableHLO module held by a portable artifact, as MLIR text."""
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import stablehlo
-
-    from purejit.backend.mlir_context import context
 
     bytecode = stablehlo.deserialize_portable_artifact_str(artifact)
     with context():

@@ -27,6 +27,7 @@ class ShardingMismatchError(ValueError):
 
 @functools.lru_cache(maxsize=None)
 def _jax():
+    # jax loads on the first device call, so `import purejit` stays fast
     import jax
 
     return jax
@@ -44,16 +45,21 @@ def jax_sharding(ns):
     return jsh.NamedSharding(mesh, jsh.PartitionSpec(*ns.spec))
 
 
-def named_sharding_of(buf):
-    """purejit's NamedSharding of a jax.Array split over several devices, else None."""
-    from purejit.sharding import Mesh, NamedSharding, PartitionSpec
+def sharding_parts(buf) -> tuple[np.ndarray, tuple[str, ...], tuple] | None:
+    """How a jax.Array is split over several devices, as plain data, or None.
 
+    Returns:
+        (the mesh's devices array, its axis names, the partition spec as a tuple with one
+        entry per dimension: None, an axis name or a tuple of names), from which
+        `purejit.sharding` builds its `NamedSharding`; None for an array on one device or
+        with a sharding other than a NamedSharding.
+    """
     jsh = getattr(buf, "sharding", None)
     if jsh is None or len(jsh.device_set) <= 1:
         return None
     if isinstance(jsh, _jax().sharding.NamedSharding):
-        spec = PartitionSpec(*(tuple(p) if isinstance(p, (list, tuple)) else p for p in jsh.spec))
-        return NamedSharding(Mesh(jsh.mesh.devices, jsh.mesh.axis_names), spec)
+        spec = tuple(tuple(p) if isinstance(p, (list, tuple)) else p for p in jsh.spec)
+        return jsh.mesh.devices, tuple(jsh.mesh.axis_names), spec
     return None
 
 
@@ -272,9 +278,6 @@ class SpmdExecutable:
 
     def memory_analysis(self):
         return self._exe.get_compiled_memory_stats()
-
-    def parameter_shardings(self):
-        return self._exe.get_parameter_shardings()
 
 
 def compile(

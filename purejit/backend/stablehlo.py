@@ -1,71 +1,34 @@
 """Lowers a purejit IR function to a StableHLO module (MLIR text, generic op form).
 
-Every IR op has a lowering rule here, registered with `@lowering("name")`. A rule gets the
-emission context, the op, and the MLIR names of its operands, and returns the MLIR names of
-its results. Text generation is used instead of the builder API because it is ~10x cheaper;
-`verify_module` parses the text with jaxlib's MLIR bindings to check it.
+This module is the emitter core: `EmitContext` hands out SSA names, emits ops and nested
+regions, and `emit` writes the module with its `@main` function. The lowering rule of each
+op lives in `lowering/<family>.py`, mirroring `ir/ops/<family>.py`; importing this module
+registers them all. Text generation is used instead of the builder API because it is ~10x
+cheaper; `verify_module` parses the text with jaxlib's MLIR bindings to check it.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import unicodedata
 
-import numpy as np
-
-from purejit.ir import Function, Op, TensorType, dtypes
-
-_MLIR_DTYPE = {
-    "pred": "i1",
-    "s8": "i8",
-    "s16": "i16",
-    "s32": "i32",
-    "s64": "i64",
-    "u8": "ui8",
-    "u16": "ui16",
-    "u32": "ui32",
-    "u64": "ui64",
-    "bf16": "bf16",
-    "f16": "f16",
-    "f32": "f32",
-    "f64": "f64",
-    "c64": "complex<f32>",
-    "c128": "complex<f64>",
-}
+from purejit.backend import lowering as _families  # noqa: F401 - registers every rule
+from purejit.backend import mlir_context
+from purejit.backend.lowering._util import (  # noqa: F401 - the emitter's public names
+    LOWERINGS,
+    LowerFn,
+    dense,
+    emit_op,
+    i64_array,
+    lowering,
+    mlir_type,
+)
+from purejit.ir import Function, TensorType
 
 
-def mlir_type(t: TensorType) -> str:
-    el = _MLIR_DTYPE[dtypes.dtype_name(t.dtype)]
-    if not t.shape:
-        return f"tensor<{el}>"
-    return f"tensor<{'x'.join(map(str, t.shape))}x{el}>"
-
-
-def i64_array(xs) -> str:
-    xs = list(xs)
-    return f"array<i64: {', '.join(map(str, xs))}>" if xs else "array<i64>"
-
-
-def dense(value: np.ndarray) -> str:
-    """A `dense<...> : tensor<...>` attribute holding `value` exactly."""
-    t = TensorType(value.shape, value.dtype)
-    flat = value.reshape(-1)
-    if value.dtype == np.bool_:
-        if flat.size and (flat == flat[0]).all():
-            body = "true" if flat[0] else "false"
-        else:
-            body = "[" + ", ".join("true" if b else "false" for b in flat) + "]"
-            body = body if value.ndim <= 1 else _nested_bool(value)
-        return f"dense<{body}> : {mlir_type(t)}"
-    if flat.size and (flat == flat[0]).all() and not np.isnan(flat.astype(np.complex128)).any():
-        flat = flat[:1]  # a splat: one element in hex
-    data = np.ascontiguousarray(flat).tobytes().hex().upper()
-    return f'dense<"0x{data}"> : {mlir_type(t)}'
-
-
-def _nested_bool(value):
-    if value.ndim == 0:
-        return "true" if value else "false"
-    return "[" + ", ".join(_nested_bool(v) for v in value) + "]"
+def _terminator(name: str, outs: list[str], types: str) -> str:
+    if name == "sdy.return":  # Shardy's custom form, as sdy.manual_computation prints it
+        return f"sdy.return {', '.join(outs)} : {types}"
+    return f'"{name}"({", ".join(outs)}) : ({types}) -> ()'
 
 
 class EmitContext:
@@ -107,56 +70,61 @@ class EmitContext:
             return [f"{res}#{i}" for i in range(n)]
         return [res] if n == 1 else []
 
-    def region(self, fn: Function, arg_types: list[TensorType] | None = None) -> str:
-        """Emit `fn` as an MLIR region `{ ^bb0(...): ... stablehlo.return }`."""
-        saved_lines, saved_indent = self.lines, self.indent
-        self.lines, self.indent = [], saved_indent + "  "
-        names = {}
-        args = []
-        for p, t in zip(fn.params, arg_types or fn.param_types):
-            n = self.fresh()
-            names[p] = n
-            args.append(f"{n}: {mlir_type(t)}")
-        self._body(fn, names)
-        outs = [names[v] for v in fn.results]
-        types = ", ".join(mlir_type(v.type) for v in fn.results)
-        self.lines.append(f'{self.indent}"stablehlo.return"({", ".join(outs)}) : ({types}) -> ()')
-        body = "\n".join(self.lines)
-        self.lines, self.indent = saved_lines, saved_indent
-        return f"{{\n{saved_indent}^bb0({', '.join(args)}):\n{body}\n{saved_indent}}}"
-
-    def _body(self, fn: Function, names: dict):
+    def inline(self, fn: Function, args: list[str]) -> list[str]:
+        """Emit the ops of `fn` into the current block, its parameters bound to the values
+        named `args`; returns the names of its results."""
+        names = dict(zip(fn.params, args))
         for op in fn.ops:
             rule = LOWERINGS.get(op.name)
             if rule is None:
                 raise NotImplementedError(f"no StableHLO lowering for op {op.name!r}")
-            outs = rule(self, op, [names[v] for v in op.operands])
-            for r, n in zip(op.results, outs):
-                names[r] = n
+            names.update(zip(op.results, rule(self, op, [names[v] for v in op.operands])))
+        return [names[v] for v in fn.results]
 
+    def body(
+        self,
+        fn: Function,
+        *,
+        block_args: int | None = None,
+        outer: list[str] = (),
+        arg_names: list[str] | None = None,
+        terminator: str = "stablehlo.return",
+        indent: str | None = None,
+    ) -> tuple[list[str], list[str]]:
+        """Emit `fn` as the body of a region or function: the one way a nested body is made.
 
-LowerFn = Callable[[EmitContext, Op, list[str]], list[str]]
-LOWERINGS: dict[str, LowerFn] = {}
+        Args:
+            fn: the IR function (an op's region, or the whole program).
+            block_args: how many leading parameters become block arguments (all by
+                default); the rest read values of the enclosing scope.
+            outer: the names of those enclosing values, one per remaining parameter.
+            arg_names: names for the block arguments (fresh `%vN` names by default).
+            terminator: the op that returns the results (`stablehlo.return`,
+                `func.return`, `sdy.return`).
+            indent: the body's indentation (one step deeper than the current by default).
+        Returns:
+            (block argument declarations `%v1: tensor<...>`, the body's lines ending in the
+            terminator).
+        """
+        n = len(fn.params) if block_args is None else block_args
+        saved_lines, saved_indent = self.lines, self.indent
+        self.lines = []
+        self.indent = saved_indent + "  " if indent is None else indent
+        try:
+            names = list(arg_names) if arg_names is not None else [self.fresh() for _ in range(n)]
+            decls = [f"{v}: {mlir_type(p.type)}" for v, p in zip(names, fn.params)]
+            outs = self.inline(fn, names + list(outer))
+            types = ", ".join(mlir_type(v.type) for v in fn.results)
+            self.lines.append(self.indent + _terminator(terminator, outs, types))
+            return decls, self.lines
+        finally:
+            self.lines, self.indent = saved_lines, saved_indent
 
-
-def lowering(*names: str):
-    def deco(fn: LowerFn) -> LowerFn:
-        for n in names:
-            LOWERINGS[n] = fn
-        return fn
-
-    return deco
-
-
-def emit_op(ctx, op, args, name, attrs="", regions=()):
-    return ctx.op(
-        name,
-        args,
-        [v.type for v in op.operands],
-        [r.type for r in op.results],
-        attrs,
-        regions,
-    )
+    def region(self, fn: Function, *, block_args: int | None = None, outer=()) -> str:
+        """`fn` as an MLIR region `{ ^bb0(...): ... stablehlo.return }` (see `body`)."""
+        decls, lines = self.body(fn, block_args=block_args, outer=outer)
+        label = f"{self.indent}^bb0({', '.join(decls)}):\n" if decls else ""
+        return "{\n" + label + "\n".join(lines) + f"\n{self.indent}}}"
 
 
 def emit(
@@ -166,7 +134,7 @@ def emit(
     module_attrs: str = "",
     result_attrs: list[str] | None = None,
     num_partitions: int = 1,
-    ctx: "EmitContext | None" = None,
+    ctx: EmitContext | None = None,
 ) -> str:
     """The StableHLO module (text) for `fn`, exported as `@main`.
 
@@ -182,17 +150,12 @@ def emit(
         MLIR text that `compile_and_load` accepts.
     """
     ctx = ctx or EmitContext()
-    names = {}
-    params = []
-    for i, p in enumerate(fn.params):
-        names[p] = f"%arg{i}"
-        extra = f" {arg_attrs[i]}" if arg_attrs and arg_attrs[i] else ""
-        params.append(f"%arg{i}: {mlir_type(p.type)}{extra}")
-    ctx._body(fn, names)
-    outs = [names[v] for v in fn.results]
-    rtypes = ", ".join(mlir_type(v.type) for v in fn.results)
-    ctx.lines.append(f'    "func.return"({", ".join(outs)}) : ({rtypes}) -> ()')
-    rdecl = rtypes
+    arg_names = [f"%arg{i}" for i in range(len(fn.params))]
+    decls, lines = ctx.body(fn, arg_names=arg_names, terminator="func.return", indent="    ")
+    params = [
+        d + (f" {arg_attrs[i]}" if arg_attrs and arg_attrs[i] else "") for i, d in enumerate(decls)
+    ]
+    rdecl = ", ".join(mlir_type(v.type) for v in fn.results)
     if result_attrs:
         rdecl = ", ".join(
             mlir_type(v.type) + (f" {a}" if a else "") for v, a in zip(fn.results, result_attrs)
@@ -202,313 +165,46 @@ def emit(
         mattrs += ", " + module_attrs
     return "\n".join(
         [
-            f"module @purejit_{_sym(fn.name)} attributes {{{mattrs}}} {{",
+            f"module @purejit_{symbol_name(fn.name)} attributes {{{mattrs}}} {{",
             *(f"  {m}" for m in ctx.module_ops.values()),
             f"  func.func public @main({', '.join(params)}) -> ({rdecl}) {{",
-            *ctx.lines,
+            *lines,
             "  }",
             "}",
         ]
     )
 
 
-def _sym(name: str) -> str:
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
+def symbol_name(name: str) -> str:
+    """`name` as an MLIR symbol XLA accepts: ASCII letters, digits and underscores.
+
+    Accents are dropped (`café` -> `cafe`); other characters become `_` or, when they are
+    letters of another script, their code point (`函数` -> `u51fd_u6570`), so the name stays
+    readable and two different names stay apart.
+    """
+    out: list[str] = []
+    after_code = False  # the last thing written is a code point: keep the next text apart
+    for c in unicodedata.normalize("NFKD", name):
+        if unicodedata.combining(c):
+            continue  # the accent of a letter already written
+        if c.isascii():
+            ok = c.isalnum() or c == "_"
+            out.append(("_" if after_code and c != "_" else "") + (c if ok else "_"))
+            after_code = False
+        elif c.isalnum():
+            out.append(("_" if out and not out[-1].endswith("_") else "") + f"u{ord(c):04x}")
+            after_code = True
+        else:
+            out.append("_")
+            after_code = False
+    return "".join(out) or "fn"
 
 
 def verify_module(text: str) -> None:
     """Parse and verify `text` with jaxlib's MLIR bindings; raises on an invalid module."""
-    from purejit.backend import mlir_context
+    from jaxlib.mlir import ir  # jaxlib loads when a module is checked, not on import
 
     with mlir_context.context() as ctx:
-        from jaxlib.mlir import ir
-
         module = ir.Module.parse(text, ctx)
         if not module.operation.verify():
             raise ValueError("StableHLO module failed verification")
-
-
-# ---- lowering rules ---------------------------------------------------------------------
-
-_SAME_NAME = [
-    "abs", "negate", "sign", "not", "popcnt", "count_leading_zeros", "floor", "ceil",
-    "round_nearest_afz", "round_nearest_even", "is_finite", "real", "imag", "sqrt", "rsqrt",
-    "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "sine",
-    "cosine", "tan", "tanh", "add", "subtract", "multiply", "divide", "remainder", "power",
-    "atan2", "and", "or", "xor", "shift_left", "shift_right_logical",
-    "shift_right_arithmetic", "select", "clamp", "convert", "reshape",
-    "dynamic_update_slice",
-]  # fmt: skip
-for _n in _SAME_NAME:
-    lowering(_n)(lambda ctx, op, args, _n=_n: emit_op(ctx, op, args, f"stablehlo.{_n}"))
-
-_CHLO = ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "lgamma"]
-for _n in _CHLO:
-    lowering(_n)(lambda ctx, op, args, _n=_n: emit_op(ctx, op, args, f"chlo.{_n}"))
-
-
-@lowering("constant")
-def _constant(ctx, op, args):
-    return emit_op(ctx, op, args, "stablehlo.constant", f"value = {dense(op.attrs['value'])}")
-
-
-@lowering("iota")
-def _iota(ctx, op, args):
-    return emit_op(
-        ctx, op, args, "stablehlo.iota", f"iota_dimension = {op.attrs['dimension']} : i64"
-    )
-
-
-@lowering("broadcast_in_dim")
-def _bcast(ctx, op, args):
-    dims = i64_array(op.attrs["broadcast_dimensions"])
-    return emit_op(ctx, op, args, "stablehlo.broadcast_in_dim", f"broadcast_dimensions = {dims}")
-
-
-@lowering("transpose")
-def _transpose(ctx, op, args):
-    perm = i64_array(op.attrs["permutation"])
-    return emit_op(ctx, op, args, "stablehlo.transpose", f"permutation = {perm}")
-
-
-@lowering("slice")
-def _slice(ctx, op, args):
-    a = op.attrs
-    attrs = (
-        f"start_indices = {i64_array(a['start_indices'])}, "
-        f"limit_indices = {i64_array(a['limit_indices'])}, strides = {i64_array(a['strides'])}"
-    )
-    return emit_op(ctx, op, args, "stablehlo.slice", attrs)
-
-
-@lowering("concatenate")
-def _concat(ctx, op, args):
-    return emit_op(
-        ctx, op, args, "stablehlo.concatenate", f"dimension = {op.attrs['dimension']} : i64"
-    )
-
-
-@lowering("pad")
-def _pad(ctx, op, args):
-    a = op.attrs
-    attrs = (
-        f"edge_padding_low = {i64_array(a['edge_padding_low'])}, "
-        f"edge_padding_high = {i64_array(a['edge_padding_high'])}, "
-        f"interior_padding = {i64_array(a['interior_padding'])}"
-    )
-    return emit_op(ctx, op, args, "stablehlo.pad", attrs)
-
-
-@lowering("reverse")
-def _reverse(ctx, op, args):
-    return emit_op(
-        ctx, op, args, "stablehlo.reverse", f"dimensions = {i64_array(op.attrs['dimensions'])}"
-    )
-
-
-_CMP_TYPE = {"f": "FLOAT", "c": "FLOAT", "i": "SIGNED", "u": "UNSIGNED", "b": "UNSIGNED"}
-
-
-@lowering("compare")
-def _compare(ctx, op, args):
-    dt = op.operands[0].type.dtype
-    kind = "f" if dtypes.is_float(dt) else dt.kind
-    attrs = (
-        f"comparison_direction = #stablehlo<comparison_direction {op.attrs['comparison_direction']}>, "
-        f"compare_type = #stablehlo<comparison_type {_CMP_TYPE[kind]}>"
-    )
-    return emit_op(ctx, op, args, "stablehlo.compare", attrs)
-
-
-@lowering("dot_general")
-def _dot_general(ctx, op, args):
-    fields = []
-    for k in (
-        "lhs_batching_dimensions",
-        "rhs_batching_dimensions",
-        "lhs_contracting_dimensions",
-        "rhs_contracting_dimensions",
-    ):
-        v = list(op.attrs[k])
-        if v:
-            fields.append(f"{k} = [{', '.join(map(str, v))}]")
-    attrs = f"dot_dimension_numbers = #stablehlo.dot<{', '.join(fields)}>"
-    return emit_op(ctx, op, args, "stablehlo.dot_general", attrs)
-
-
-@lowering("reduce")
-def _reduce(ctx, op, args):
-    region = ctx.region(op.regions[0])
-    attrs = f"dimensions = {i64_array(op.attrs['dimensions'])}"
-    return emit_op(ctx, op, args, "stablehlo.reduce", attrs, [region])
-
-
-@lowering("dynamic_slice")
-def _dynamic_slice(ctx, op, args):
-    attrs = f"slice_sizes = {i64_array(op.attrs['slice_sizes'])}"
-    return emit_op(ctx, op, args, "stablehlo.dynamic_slice", attrs)
-
-
-# ---- core IR ops: semantics fixes (issue 2, IR side) ---------------------------------------
-
-
-@lowering("maximum", "minimum")
-def _minmax(ctx, op, args):
-    """Real types map to stablehlo.maximum/minimum. For complex, XLA's CPU backend compares
-    only real parts, so emit JAX's lexicographic order on (real, imag) with compare+select."""
-    t = op.operands[0].type
-    if not dtypes.is_complex(t.dtype):
-        return emit_op(ctx, op, args, f"stablehlo.{op.name}")
-    real_t = TensorType(t.shape, np.float32 if t.dtype == np.complex64 else np.float64)
-    pred_t = TensorType(t.shape, np.bool_)
-    direction = "GT" if op.name == "maximum" else "LT"
-
-    def cmp(x, y, d):
-        attrs = (
-            f"comparison_direction = #stablehlo<comparison_direction {d}>, "
-            "compare_type = #stablehlo<comparison_type FLOAT>"
-        )
-        return ctx.op("stablehlo.compare", [x, y], [real_t, real_t], [pred_t], attrs)[0]
-
-    (ra,) = ctx.op("stablehlo.real", [args[0]], [t], [real_t])
-    (rb,) = ctx.op("stablehlo.real", [args[1]], [t], [real_t])
-    (ia,) = ctx.op("stablehlo.imag", [args[0]], [t], [real_t])
-    (ib,) = ctx.op("stablehlo.imag", [args[1]], [t], [real_t])
-    same_real = cmp(ra, rb, "EQ")
-    (take_a,) = ctx.op(
-        "stablehlo.select",
-        [same_real, cmp(ia, ib, direction), cmp(ra, rb, direction)],
-        [pred_t] * 3,
-        [pred_t],
-    )
-    return ctx.op("stablehlo.select", [take_a, *args], [pred_t, t, t], [t])
-
-
-# ---- gather / scatter ---------------------------------------------------------------------
-
-
-def _dim_fields(attrs: dict, names) -> str:
-    """`name = [..]` fields of a #stablehlo dimension-numbers attribute; empty lists omitted."""
-    out = []
-    for k in names:
-        v = list(attrs[k])
-        if v:
-            out.append(f"{k} = [{', '.join(map(str, v))}]")
-    return ", ".join(out)
-
-
-def _flag(v) -> str:
-    return "true" if v else "false"
-
-
-@lowering("gather")
-def _gather(ctx, op, args):
-    a = op.attrs
-    fields = _dim_fields(a, ("offset_dims", "collapsed_slice_dims", "start_index_map"))
-    sep = ", " if fields else ""
-    attrs = (
-        f"dimension_numbers = #stablehlo.gather<{fields}{sep}"
-        f"index_vector_dim = {a['index_vector_dim']}>, "
-        f"indices_are_sorted = {_flag(a.get('indices_are_sorted', False))}, "
-        f"slice_sizes = {i64_array(a['slice_sizes'])}"
-    )
-    return emit_op(ctx, op, args, "stablehlo.gather", attrs)
-
-
-@lowering("scatter")
-def _scatter(ctx, op, args):
-    a = op.attrs
-    fields = _dim_fields(
-        a, ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims")
-    )
-    sep = ", " if fields else ""
-    attrs = (
-        f"scatter_dimension_numbers = #stablehlo.scatter<{fields}{sep}"
-        f"index_vector_dim = {a['index_vector_dim']}>, "
-        f"indices_are_sorted = {_flag(a.get('indices_are_sorted', False))}, "
-        f"unique_indices = {_flag(a.get('unique_indices', False))}"
-    )
-    region = ctx.region(op.regions[0])
-    return emit_op(ctx, op, args, "stablehlo.scatter", attrs, [region])
-
-
-# ---- control flow ---------------------------------------------------------------------------
-# IR regions are closed functions whose captured values are explicit operands; StableHLO's
-# `case` branches take no block arguments and `while` regions take only the carry, so the
-# remaining region parameters are bound to the outer SSA names (XLA turns those implicit
-# captures into operands of the HLO conditional / while when it imports the module).
-
-
-def _capturing_region(ctx: EmitContext, fn: Function, num_block_args: int, outer: list[str]):
-    """Emit `fn` as a region: its first `num_block_args` parameters become block arguments,
-    the rest are read from the enclosing scope under the names in `outer`."""
-    saved_lines, saved_indent = ctx.lines, ctx.indent
-    ctx.lines, ctx.indent = [], saved_indent + "  "
-    names, args = {}, []
-    for p in fn.params[:num_block_args]:
-        names[p] = ctx.fresh()
-        args.append(f"{names[p]}: {mlir_type(p.type)}")
-    names.update(zip(fn.params[num_block_args:], outer))
-    ctx._body(fn, names)
-    outs = ", ".join(names[v] for v in fn.results)
-    types = ", ".join(mlir_type(v.type) for v in fn.results)
-    ctx.lines.append(f'{ctx.indent}"stablehlo.return"({outs}) : ({types}) -> ()')
-    body = "\n".join(ctx.lines)
-    ctx.lines, ctx.indent = saved_lines, saved_indent
-    label = f"{saved_indent}^bb0({', '.join(args)}):\n" if args else ""
-    return f"{{\n{label}{body}\n{saved_indent}}}"
-
-
-@lowering("case")
-def _case(ctx, op, args):
-    branches = [_capturing_region(ctx, r, 0, args[1:]) for r in op.regions]
-    types = [r.type for r in op.results]
-    return ctx.op("stablehlo.case", args[:1], [op.operands[0].type], types, "", branches)
-
-
-@lowering("while")
-def _while(ctx, op, args):
-    n = len(op.results)
-    cond, body = (_capturing_region(ctx, r, n, args[n:]) for r in op.regions)
-    types = [r.type for r in op.results]
-    return ctx.op("stablehlo.while", args[:n], types, types, "", [cond, body])
-
-
-@lowering("sort")
-def _sort(ctx, op, args):
-    stable = "true" if op.attrs.get("is_stable", False) else "false"
-    attrs = f"dimension = {op.attrs['dimension']} : i64, is_stable = {stable}"
-    return emit_op(ctx, op, args, "stablehlo.sort", attrs, [ctx.region(op.regions[0])])
-
-
-@lowering("top_k")
-def _top_k(ctx, op, args):
-    return emit_op(ctx, op, args, "chlo.top_k", f"k = {op.attrs['k']} : i64")
-
-
-@lowering("reduce_window")
-def _reduce_window(ctx, op, args):
-    a = op.attrs
-    pads = ", ".join(f"[{lo}, {hi}]" for lo, hi in a["padding"])
-    attrs = ", ".join(
-        [f"{k} = {i64_array(a[k])}" for k in
-         ("window_dimensions", "window_strides", "base_dilations", "window_dilations")]
-        + [f"padding = dense<[{pads}]> : tensor<{len(a['padding'])}x2xi64>"]
-    )  # fmt: skip
-    return emit_op(ctx, op, args, "stablehlo.reduce_window", attrs, [ctx.region(op.regions[0])])
-
-
-# ---- fusion (issue 8: whole-program optimisation) ------------------------------------------
-# The route (inline for XLA, `mhlo.fusion`, or a non-inlined call) is `ctx.fusion_route`;
-# see purejit/backend/fusion.py.
-
-
-@lowering("fusion")
-def _fusion(ctx, op, args):
-    from purejit.backend import fusion
-
-    return fusion.lower_fusion(ctx, op, args)
-
-
-# ---- collectives and SPMD: in their own module, registered on import --------------------------
-from purejit.backend import stablehlo_spmd  # noqa: E402,F401

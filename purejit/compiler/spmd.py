@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from purejit.backend import spmd as backend_spmd
-from purejit.backend import stablehlo, stablehlo_spmd
+from purejit.backend import shardy, stablehlo
 from purejit.ir import spmd
 from purejit.runtime.mesh import Mesh, NamedSharding, PartitionSpec, broadcast_prefix
 
@@ -30,15 +30,15 @@ class ProgramLayout:
     def emit(self, fn, arg_attrs: list[str] | None = None) -> str:
         """The module text: `sdy.mesh`, `sdy.sharding` on every argument and result."""
         ctx = stablehlo.EmitContext()
-        stablehlo_spmd.declare_mesh(ctx, self.mesh.axis_names, self.mesh.mesh_shape)
+        shardy.declare_mesh(ctx, self.mesh.axis_names, self.mesh.mesh_shape)
         attrs = []
         for i, (ns, p) in enumerate(zip(self.in_shardings, fn.params)):
             extra = arg_attrs[i] if arg_attrs and arg_attrs[i] else ""
             attrs.append(
-                _merge_attrs(stablehlo_spmd.sdy_sharding_attr(ns.dims(p.type.rank)), extra)
+                _merge_attrs(shardy.sdy_sharding_attr(ns.dims(p.type.rank)), extra)
             )
         results = [
-            stablehlo_spmd.sdy_sharding_attr(ns.dims(r.type.rank))
+            shardy.sdy_sharding_attr(ns.dims(r.type.rank))
             for ns, r in zip(self.out_shardings, fn.results)
         ]
         return stablehlo.emit(

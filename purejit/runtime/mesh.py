@@ -233,4 +233,8 @@ def _children(p):
 
 def named_sharding_of(buf) -> NamedSharding | None:
     """The NamedSharding of a device buffer split over several devices, else None."""
-    return backend_spmd.named_sharding_of(buf)
+    parts = backend_spmd.sharding_parts(buf)
+    if parts is None:
+        return None
+    devices, axis_names, spec = parts
+    return NamedSharding(Mesh(devices, axis_names), PartitionSpec(*spec))

@@ -1,20 +1,21 @@
-"""StableHLO lowering rules for collectives and SPMD (Shardy `sdy.manual_computation`).
+"""StableHLO lowering of the collective family (`ir/ops/collective.py`): collectives and
+SPMD regions (Shardy `sdy.manual_computation`).
 
-Registered into `purejit.backend.stablehlo.LOWERINGS` when that module is imported.
+Devices are partition ids; groups use global device ids (`use_global_device_ids`), as JAX
+emits them under shard_map. A program with a `manual_computation` declares one Shardy mesh
+`@mesh`; its body is emitted inside `sdy.manual_computation` with every mesh axis manual.
 """
 
 from __future__ import annotations
 
-from purejit.backend.stablehlo import EmitContext, emit_op, lowering, mlir_type
-from purejit.ir import TensorType
+import numpy as np
 
-# ---- collectives and SPMD ------------------------------------------------------------------
-# Devices are partition ids; groups use global device ids (`use_global_device_ids`), as JAX
-# emits them under shard_map. A program with a `manual_computation` declares one Shardy mesh
-# `@mesh`; its body is emitted inside `sdy.manual_computation` with every mesh axis manual.
+from purejit.backend.lowering._util import dense, emit_op, i64_array, lowering, mlir_type
+from purejit.backend.shardy import declare_mesh, sdy_dims
+from purejit.ir import Builder, TensorType
 
 
-def _channel(ctx: EmitContext) -> str:
+def _channel(ctx) -> str:
     ctx.channel_id = getattr(ctx, "channel_id", 0) + 1
     return f"channel_handle = #stablehlo.channel_handle<handle = {ctx.channel_id}, type = 1>"
 
@@ -29,9 +30,8 @@ def _groups_attr(op) -> str:
     return f"replica_groups = {_i64_matrix(op.attrs['replica_groups'])}"
 
 
-def _reducer_region(ctx: EmitContext, computation: str, dtype) -> str:
-    from purejit.ir import Builder
-
+def _reducer_region(ctx, computation: str, dtype) -> str:
+    """The region `(x, y) -> computation(x, y)` over scalars of `dtype`."""
     b = Builder("reducer")
     x, y = b.param(TensorType((), dtype)), b.param(TensorType((), dtype))
     (z,) = b.op(computation, [x, y])
@@ -69,13 +69,12 @@ def _collective_permute(ctx, op, args):
     pairs = op.attrs["source_target_pairs"]
     if not pairs:  # nothing is sent: every device receives zeros
         zero = np.zeros((), op.results[0].type.dtype)
-        (z,) = ctx.op(
-            "stablehlo.constant", [], [], [TensorType((), zero.dtype)], f"value = {dense(zero)}"
-        )
+        scalar = TensorType((), zero.dtype)
+        (z,) = ctx.op("stablehlo.constant", [], [], [scalar], f"value = {dense(zero)}")
         return ctx.op(
             "stablehlo.broadcast_in_dim",
             [z],
-            [TensorType((), zero.dtype)],
+            [scalar],
             [op.results[0].type],
             f"broadcast_dimensions = {i64_array([])}",
         )
@@ -99,60 +98,23 @@ def _partition_id(ctx, op, args):
     return emit_op(ctx, op, args, "stablehlo.partition_id")
 
 
-def sdy_mesh(axis_names, mesh_shape) -> str:
-    """The `sdy.mesh @mesh` op for a mesh."""
-    axes = ", ".join(f'"{n}"={int(s)}' for n, s in zip(axis_names, mesh_shape))
-    return f"sdy.mesh @mesh = <[{axes}]>"
-
-
-def sdy_dims(spec) -> str:
-    """`<@mesh, [{"x"}, {}]>`: one closed dimension sharding per dimension of `spec`."""
-    dims = ", ".join("{" + ", ".join(f'"{a}"' for a in axes) + "}" for axes in spec)
-    return f"<@mesh, [{dims}]>"
-
-
-def sdy_sharding_attr(spec) -> str:
-    """An argument/result attribute dictionary placing a value as `spec` says."""
-    return f"{{sdy.sharding = #sdy.sharding{sdy_dims(spec)}}}"
-
-
-def declare_mesh(ctx: EmitContext, axis_names, mesh_shape):
-    text = sdy_mesh(axis_names, mesh_shape)
-    if ctx.module_ops.setdefault("mesh", text) != text:
-        raise NotImplementedError(
-            f"a program over two meshes ({ctx.module_ops['mesh']} and {text}); purejit "
-            "compiles one mesh per program"
-        )
-
-
 @lowering("manual_computation")
 def _manual_computation(ctx, op, args):
+    # printed in Shardy's custom form: the body's block arguments follow the shardings
     a = op.attrs
     declare_mesh(ctx, a["axis_names"], a["mesh_shape"])
-    body = op.regions[0]
-    saved_lines, saved_indent = ctx.lines, ctx.indent
-    ctx.lines, ctx.indent = [], saved_indent + "  "
-    names, params = {}, []
-    for p in body.params:
-        names[p] = ctx.fresh()
-        params.append(f"{names[p]}: {mlir_type(p.type)}")
-    ctx._body(body, names)
-    outs = ", ".join(names[v] for v in body.results)
-    rtypes = ", ".join(mlir_type(v.type) for v in body.results)
-    ctx.lines.append(f"{ctx.indent}sdy.return {outs} : {rtypes}")
-    inner = ctx.lines
-    ctx.lines, ctx.indent = saved_lines, saved_indent
+    params, inner = ctx.body(op.regions[0], terminator="sdy.return")
     n = len(op.results)
     res = ctx.fresh()
     head = f"{res}:{n} = " if n > 1 else (f"{res} = " if n == 1 else "")
     ins = ", ".join(sdy_dims(s) for s in a["in_specs"])
-    outs_sh = ", ".join(sdy_dims(s) for s in a["out_specs"])
+    outs = ", ".join(sdy_dims(s) for s in a["out_specs"])
     manual = ", ".join(f'"{x}"' for x in a["axis_names"])
     in_t = ", ".join(mlir_type(v.type) for v in op.operands)
     out_t = ", ".join(mlir_type(v.type) for v in op.results)
     ctx.lines.append(
         f"{ctx.indent}{head}sdy.manual_computation({', '.join(args)}) in_shardings=[{ins}] "
-        f"out_shardings=[{outs_sh}] manual_axes={{{manual}}} ({', '.join(params)}) {{"
+        f"out_shardings=[{outs}] manual_axes={{{manual}}} ({', '.join(params)}) {{"
     )
     ctx.lines.extend(inner)
     ctx.lines.append(f"{ctx.indent}}} : ({in_t}) -> ({out_t})")

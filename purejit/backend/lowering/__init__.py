@@ -1,0 +1,7 @@
+"""StableHLO lowering rules, one module per op family, mirroring `ir/ops/<family>.py`.
+
+Importing this package registers every rule in `_util.LOWERINGS`.
+"""
+
+from purejit.backend.lowering import collective, contraction, control, elementwise  # noqa: F401
+from purejit.backend.lowering import fusion, gather, indexing, reduce, shape, sort  # noqa: F401

@@ -1,0 +1,76 @@
+"""StableHLO lowering of the elementwise family (`ir/ops/elementwise.py`).
+
+Most ops map one-to-one onto a `stablehlo` op of the same name, a few onto `chlo` (which
+XLA expands); `compare` spells out its comparison type, and complex `maximum`/`minimum`
+are expanded so they order the way JAX does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from purejit.backend.lowering._util import emit_op, lowering
+from purejit.ir import TensorType, dtypes
+
+_SAME_NAME = [
+    "abs", "negate", "sign", "not", "popcnt", "count_leading_zeros", "floor", "ceil",
+    "round_nearest_afz", "round_nearest_even", "is_finite", "real", "imag", "sqrt", "rsqrt",
+    "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "sine",
+    "cosine", "tan", "tanh", "add", "subtract", "multiply", "divide", "remainder", "power",
+    "atan2", "and", "or", "xor", "shift_left", "shift_right_logical",
+    "shift_right_arithmetic", "select", "clamp", "convert",
+]  # fmt: skip
+for _n in _SAME_NAME:
+    lowering(_n)(lambda ctx, op, args, _n=_n: emit_op(ctx, op, args, f"stablehlo.{_n}"))
+
+# no stablehlo op of their own: chlo ops that XLA decomposes
+_CHLO = ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "lgamma"]
+for _n in _CHLO:
+    lowering(_n)(lambda ctx, op, args, _n=_n: emit_op(ctx, op, args, f"chlo.{_n}"))
+
+
+_CMP_TYPE = {"f": "FLOAT", "c": "FLOAT", "i": "SIGNED", "u": "UNSIGNED", "b": "UNSIGNED"}
+
+
+@lowering("compare")
+def _compare(ctx, op, args):
+    dt = op.operands[0].type.dtype
+    kind = "f" if dtypes.is_float(dt) else dt.kind
+    direction = op.attrs["comparison_direction"]
+    attrs = (
+        f"comparison_direction = #stablehlo<comparison_direction {direction}>, "
+        f"compare_type = #stablehlo<comparison_type {_CMP_TYPE[kind]}>"
+    )
+    return emit_op(ctx, op, args, "stablehlo.compare", attrs)
+
+
+@lowering("maximum", "minimum")
+def _minmax(ctx, op, args):
+    """Real types map to stablehlo.maximum/minimum. For complex, XLA's CPU backend compares
+    only real parts, so emit JAX's lexicographic order on (real, imag) with compare+select."""
+    t = op.operands[0].type
+    if not dtypes.is_complex(t.dtype):
+        return emit_op(ctx, op, args, f"stablehlo.{op.name}")
+    real_t = TensorType(t.shape, np.float32 if t.dtype == np.complex64 else np.float64)
+    pred_t = TensorType(t.shape, np.bool_)
+    direction = "GT" if op.name == "maximum" else "LT"
+
+    def cmp(x, y, d):
+        attrs = (
+            f"comparison_direction = #stablehlo<comparison_direction {d}>, "
+            "compare_type = #stablehlo<comparison_type FLOAT>"
+        )
+        return ctx.op("stablehlo.compare", [x, y], [real_t, real_t], [pred_t], attrs)[0]
+
+    (ra,) = ctx.op("stablehlo.real", [args[0]], [t], [real_t])
+    (rb,) = ctx.op("stablehlo.real", [args[1]], [t], [real_t])
+    (ia,) = ctx.op("stablehlo.imag", [args[0]], [t], [real_t])
+    (ib,) = ctx.op("stablehlo.imag", [args[1]], [t], [real_t])
+    same_real = cmp(ra, rb, "EQ")
+    (take_a,) = ctx.op(
+        "stablehlo.select",
+        [same_real, cmp(ia, ib, direction), cmp(ra, rb, direction)],
+        [pred_t] * 3,
+        [pred_t],
+    )
+    return ctx.op("stablehlo.select", [take_a, *args], [pred_t, t, t], [t])

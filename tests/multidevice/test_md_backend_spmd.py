@@ -1,0 +1,14 @@
+"""Collective lowerings on 8 CPU devices in a child process (see cases_backend_spmd.py)."""
+
+import os
+
+from _harness import run_cases
+
+CASES = os.path.join(os.path.dirname(__file__), "cases_backend_spmd.py")
+
+
+def test_backend_spmd_cases_on_8_devices():
+    results = run_cases(CASES)
+    failed = {k: v for k, v in results.items() if v != "ok"}
+    assert not failed, "\n\n".join(f"{k}:\n{v}" for k, v in failed.items())
+    assert len(results) == 2
