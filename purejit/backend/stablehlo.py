@@ -512,3 +512,4 @@ def _fusion(ctx, op, args):
 
 # ---- collectives and SPMD: in their own module, registered on import --------------------------
 from purejit.backend import stablehlo_spmd  # noqa: E402,F401
+from purejit.backend import lowering_scan  # noqa: E402,F401
