@@ -13,6 +13,7 @@ from purejit.ir import interpret, parse, print_function, verify
 import purejit
 import purejit.numpy as pjnp
 from purejit import lax as plax
+from purejit.batch_axes import BucketError
 from purejit.tree_util import tree_flatten
 
 PJ = (plax, pjnp)
@@ -170,3 +171,25 @@ def test_scan_runs_eagerly_outside_jit():
     want = jax.jit(_rnn()(*JX))(h0, xs, w)
     for g, w_ in zip(tree_flatten(got)[0], jax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w_), rtol=1e-4, atol=1e-6)
+
+
+def test_buckets_refuse_a_scan_along_the_bucketed_axis_or_over_its_length():
+    def along(x):
+        return plax.scan(lambda c, r: (c + r, c), pjnp.zeros(3), x)
+
+    def trip_count(x):
+        return plax.fori_loop(0, x.shape[0], lambda i, c: c + 1.0, x.sum(axis=1))
+
+    def across(x):  # scans axis 1: every row of x stays its own
+        return plax.scan(lambda c, col: (c + col, c * 2.0), pjnp.zeros(x.shape[0]), x.T)
+
+    x = np.arange(15, dtype=np.float32).reshape(5, 3)
+    bucket = {"x": {0: [8]}}
+    with pytest.raises(BucketError, match="scans"):
+        purejit.jit(along, buckets=bucket)(x)
+    with pytest.raises(BucketError, match="padded length"):
+        purejit.jit(trip_count, buckets=bucket)(x)
+    c, ys = purejit.jit(across, buckets=bucket)(x)
+    np.testing.assert_allclose(np.asarray(c), x.sum(axis=1))
+    want = np.stack([np.zeros(5), x[:, 0] * 2, (x[:, 0] + x[:, 1]) * 2], axis=0)
+    np.testing.assert_allclose(np.asarray(ys), want)
