@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from purejit.ir.ops.contraction import DOT_ATTRS
+from purejit.ir.ops.control import scan_split
 
 F = "F"  # position-invariant axis; None is N; ("B", label) is a bucketed row axis
 
@@ -262,6 +263,30 @@ def _while(ctx, op):
     ctx.fail_op(op, "has a loop carry whose bucketed axes do not settle")
 
 
+def _scan(ctx, op):
+    """Like `while`, with the consts as invariants; a step reads row i of every xs, so a
+    bucketed xs leading axis mixes rows into the carry, and the ys rows are N."""
+    (body,) = op.regions
+    consts, carry, xs = scan_split(op.attrs, op.operands)
+    for x in xs:
+        if ctx.is_tied(x, 0):
+            ctx.fail(op, x, 0, "scans (carrying state from row to row) along")
+    nc = len(carry)
+    state = [list(ctx.state[v]) for v in carry]
+    for _ in range(4):
+        ins = [list(ctx.state[v]) for v in consts] + state + [ctx.state[x][1:] for x in xs]
+        for p, s in zip(body.params, ins):
+            ctx.state[p] = list(s)
+        _walk_inside(ctx, op, body)
+        new = ctx.norm(_join_lists(ctx, op, body.results[:nc], state))
+        if new == ctx.norm(state):
+            ys = _join_lists(ctx, op, body.results[nc:], None)
+            _carry_taint(ctx, op)
+            return new + [[None, *y] for y in ys]
+        state = new
+    ctx.fail_op(op, "has a loop carry whose bucketed axes do not settle")
+
+
 def _walk_inside(ctx, op, region):
     ctx.outer.append(op.loc)
     try:
@@ -320,4 +345,5 @@ RULES = {
     "gather": _gather,
     "case": _case,
     "while": _while,
+    "scan": _scan,
 }

@@ -258,6 +258,8 @@ def _align(ctx: _Ctx, f1: Function, f2: Function, m: dict | None = None):
             _align(ctx, g1, g2, m)
         if o1.has_trait("constant") and not _prefix_equal(o1.attrs["value"], o2.attrs["value"]):
             ctx.changed_consts.add(id(o1))
+        elif o1.has_trait("control_flow") and repr(o1.attrs) != repr(o2.attrs):
+            ctx.changed_consts.add(id(o1))  # e.g. a trip count taken from the length
     if len(f1.ops) != len(f2.ops):
         n = min(len(f1.ops), len(f2.ops))
         first = next((o for o in (f1.ops[n:] + f2.ops[n:]) if o.loc), None)

@@ -107,14 +107,36 @@ class EmitContext:
             terminator).
         """
         n = len(fn.params) if block_args is None else block_args
+        types = [p.type for p in fn.params[:n]]
+        return self.block(
+            types,
+            lambda names: (self.inline(fn, list(names) + list(outer)), fn.result_types),
+            arg_names=arg_names,
+            terminator=terminator,
+            indent=indent,
+        )
+
+    def block(
+        self,
+        arg_types: list[TensorType],
+        build,
+        *,
+        arg_names: list[str] | None = None,
+        terminator: str = "stablehlo.return",
+        indent: str | None = None,
+    ) -> tuple[list[str], list[str]]:
+        """The block every body is made of: arguments of `arg_types`, the ops that
+        `build(arg_names)` emits (it returns the result names and types), a terminator.
+
+        Returns the block argument declarations and the block's lines (see `body`)."""
         saved_lines, saved_indent = self.lines, self.indent
         self.lines = []
         self.indent = saved_indent + "  " if indent is None else indent
         try:
-            names = list(arg_names) if arg_names is not None else [self.fresh() for _ in range(n)]
-            decls = [f"{v}: {mlir_type(p.type)}" for v, p in zip(names, fn.params)]
-            outs = self.inline(fn, names + list(outer))
-            types = ", ".join(mlir_type(v.type) for v in fn.results)
+            names = list(arg_names) if arg_names is not None else [self.fresh() for _ in arg_types]
+            decls = [f"{v}: {mlir_type(t)}" for v, t in zip(names, arg_types)]
+            outs, out_types = build(names)
+            types = ", ".join(mlir_type(t) for t in out_types)
             self.lines.append(self.indent + _terminator(terminator, outs, types))
             return decls, self.lines
         finally:
@@ -122,7 +144,13 @@ class EmitContext:
 
     def region(self, fn: Function, *, block_args: int | None = None, outer=()) -> str:
         """`fn` as an MLIR region `{ ^bb0(...): ... stablehlo.return }` (see `body`)."""
-        decls, lines = self.body(fn, block_args=block_args, outer=outer)
+        return self._wrap(*self.body(fn, block_args=block_args, outer=outer))
+
+    def built_region(self, arg_types: list[TensorType], build) -> str:
+        """A region whose ops `build(arg_names)` emits directly (see `block`)."""
+        return self._wrap(*self.block(arg_types, build))
+
+    def _wrap(self, decls: list[str], lines: list[str]) -> str:
         label = f"{self.indent}^bb0({', '.join(decls)}):\n" if decls else ""
         return "{\n" + label + "\n".join(lines) + f"\n{self.indent}}}"
 

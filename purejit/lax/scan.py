@@ -1,10 +1,11 @@
 """Loops with a static trip count: scan, fori_loop, map (as in jax.lax).
 
-`scan` is a `while` over a counter: the body slices `xs` with `dynamic_slice` and writes `ys`
-with `dynamic_update_slice`, so a 1000-step loop is one XLA while, not 1000 copies of the
-body. `fori_loop` with concrete bounds is a scan (a counted loop); with traced bounds, a
-`while_loop`. `unroll=k` puts k copies of the body in each iteration, plus a second loop
-for the remainder.
+`scan` binds the IR op `scan` (see `purejit.ir.ops.control`), so passes and transformations
+see the loop as a scan; its lowering is one XLA while over a counter that slices `xs` with
+`dynamic_slice` and writes `ys` with `dynamic_update_slice`, so a 1000-step loop is one
+while, not 1000 copies of the body. `fori_loop` with concrete bounds is a scan (a counted
+loop, `lax.map` too); with traced bounds, a `while_loop`. `unroll=k` runs k copies of the
+body per loop trip.
 """
 
 from __future__ import annotations
@@ -13,25 +14,21 @@ import builtins
 import operator
 from collections.abc import Callable
 
-import numpy as np
-
 from purejit import errors
 from purejit.lax.control import (
     _check_carry,
     _concrete,
     _describe,
-    _inline,
     _leaves,
     _promote_weak,
     _trace,
     while_loop,
 )
-from purejit.runtime.array import Array
 from purejit.config import config
-from purejit.tracing import ShapedArray, bind, bind1
-from purejit.ir import Builder, Function, TensorType, Value
+from purejit.ir import Function
 from purejit.lax._lift import convert
 from purejit.lax._lift import lift as _lift
+from purejit.tracing import ShapedArray, bind
 from purejit.tree_util import tree_flatten, tree_unflatten
 
 
@@ -117,54 +114,6 @@ def _scan_length(xs_leaves, length) -> int:
     return lengths.pop()
 
 
-def _const(b: Builder, value) -> Value:
-    (v,) = b.op("constant", [], {"value": np.asarray(value)})
-    return v
-
-
-def _scan_regions(f: Function, nc, xs_t, ys_t, length, steps, stop, reverse):
-    """cond and body of one `while` running `steps` unrolled scan steps per iteration.
-
-    Region parameters: counter, carry (nc), ys buffers, xs, captured values.
-    """
-    carry_t = f.param_types[:nc]
-    cap_t = f.param_types[nc + len(xs_t) :]
-    types = [TensorType((), np.int32), *carry_t, *ys_t, *xs_t, *cap_t]
-
-    cb = Builder("scan_cond")
-    params = [cb.param(t) for t in types]
-    cond = cb.finish(
-        cb.op("compare", [params[0], _const(cb, np.int32(stop))], {"comparison_direction": "LT"})
-    )
-
-    b = Builder("scan_body")
-    params = [b.param(t) for t in types]
-    i = params[0]
-    carry = params[1 : 1 + nc]
-    ys = params[1 + nc : 1 + nc + len(ys_t)]
-    xs = params[1 + nc + len(ys_t) : 1 + nc + len(ys_t) + len(xs_t)]
-    caps = params[1 + nc + len(ys_t) + len(xs_t) :]
-    zero, one = _const(b, np.int32(0)), _const(b, np.int32(1))
-    last = _const(b, np.int32(length - 1)) if reverse else None
-    for _ in range(steps):
-        (idx,) = b.op("subtract", [last, i]) if reverse else (i,)
-        slices = []
-        for x in xs:
-            rest = x.type.shape[1:]
-            (s,) = b.op("dynamic_slice", [x, idx] + [zero] * len(rest), {"slice_sizes": (1, *rest)})
-            slices.append(b.op("reshape", [s], {"shape": rest})[0])
-        outs = _inline(b, f, [*carry, *slices, *caps])
-        carry, new_ys = outs[:nc], outs[nc:]
-        new_bufs = []
-        for buf, y in zip(ys, new_ys):
-            (row,) = b.op("reshape", [y], {"shape": (1, *y.type.shape)})
-            operands = [buf, row, idx] + [zero] * y.type.rank
-            new_bufs.append(b.op("dynamic_update_slice", operands)[0])
-        ys = new_bufs
-        (i,) = b.op("add", [i, one])
-    return [cond, b.finish([i, *carry, *ys])]
-
-
 def scan(
     f: Callable,
     init,
@@ -226,33 +175,26 @@ def scan(
         avals, body = make(init_leaves)
     carry_tree, y_tree = body.out_tree.children
     _check_carry("scan", f, "f", init_tree, avals, carry_tree, body.out_avals[:nc])
-    y_avals = body.out_avals[nc:]
-    ys = [_zeros((length, *a.shape), a.dtype) for a in y_avals]
-    carry = init_leaves
-    if length:
-        xs_t = [x.aval.type for x in xs_leaves]
-        ys_t = [TensorType((length, *a.shape), a.dtype) for a in y_avals]
-        weak = (False, *(a.weak_type for a in body.out_avals))
-        state = [Array(host=np.array(0, np.int32)), *carry, *ys]
-        trips, rem = divmod(length, unroll)
-        # the main loop runs `unroll` steps per iteration; a second one does the remainder
-        for n_trips, steps, stop in ((trips, unroll, trips * unroll), (int(rem > 0), rem, length)):
-            if n_trips:
-                regions = _scan_regions(body.fn, nc, xs_t, ys_t, length, steps, stop, reverse)
-                state = bind(
-                    "while", *state, *xs_leaves, *body.captures, regions=regions, weak=weak
-                )
-        carry, ys = state[1 : 1 + nc], state[1 + nc :]
-    return tree_unflatten(init_tree, carry), tree_unflatten(y_tree, ys)
-
-
-def _zeros(shape, dtype):
-    return bind1(
-        "broadcast_in_dim",
-        Array(host=np.zeros((), dtype)),
-        shape=tuple(shape),
-        broadcast_dimensions=(),
+    # the body's region takes (consts, carry, x slices); tracing put the captures last
+    fn = body.fn
+    nx = len(xs_leaves)
+    params = fn.params[nc + nx :] + fn.params[:nc] + fn.params[nc : nc + nx]
+    region = Function(fn.name, params, fn.ops, fn.results)
+    outs = bind(
+        "scan",
+        *body.captures,
+        *init_leaves,
+        *xs_leaves,
+        regions=[region],
+        weak=tuple(a.weak_type for a in body.out_avals),
+        length=length,
+        reverse=bool(reverse),
+        unroll=builtins.min(unroll, builtins.max(length, 1)),
+        num_consts=len(body.captures),
+        num_carry=nc,
     )
+    carry, ys = outs[:nc], outs[nc:]
+    return tree_unflatten(init_tree, carry), tree_unflatten(y_tree, ys)
 
 
 def _scan_python(f, init_leaves, init_tree, xs_leaves, xs_tree, length, reverse):

@@ -63,6 +63,16 @@ func @f(%0: s32[], %1: s32[]) -> (s32[]) {
   }
   return %2
 }""",
+    "scan": """
+func @f(%0: f32[], %1: f32[3], %2: f32[4,3]) -> (f32[3], f32[4,3]) {
+  %3, %4 = scan(%0, %1, %2) {length=4, reverse=false, unroll=1, num_consts=1, num_carry=1} : (f32[3], f32[4,3]) region(%5: f32[], %6: f32[3], %7: f32[3]) {
+    %8 = broadcast_in_dim(%5) {shape=[3], broadcast_dimensions=[]} : (f32[3])
+    %9 = multiply(%6, %8) : (f32[3])
+    %10 = add(%9, %7) : (f32[3])
+    return %10, %6
+  }
+  return %3, %4
+}""",
     "sort": """
 func @f(%0: f32[4,3]) -> (f32[4,3]) {
   %1 = sort(%0) {dimension=1, is_stable=true} : (f32[4,3]) region(%2: f32[], %3: f32[]) {
