@@ -1,4 +1,5 @@
-# purejit: `make demo` runs the tour, `make test` runs the test suite.
+# purejit: `make demo` runs the tour, `make test` runs the linter (ruff check, ruff format
+# --check) and then the test suite.
 # Both create .venv (Python 3.11+) and install `-e .[test]` on first use; the install is
 # redone only when pyproject.toml changes (the stamp file .venv/.installed tracks it).
 
@@ -12,13 +13,17 @@ PYTHON ?= $(shell for p in python3 python3.13 python3.12 python3.11; do \
 	echo $$p && break; done)
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test info venv clean-venv
+.PHONY: demo test lint info venv clean-venv
 
 demo: $(STAMP)
 	$(PY) -m purejit demo
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(PY) -m pytest -q -n $(PYTEST_WORKERS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 info: $(STAMP)
 	$(PY) -m purejit info

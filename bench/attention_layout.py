@@ -23,7 +23,8 @@ block is compiled with purejit's default pipeline with the layout pass disabled,
 as `purejit.jit` builds it on this platform (operands in `[batch, rows, contracting]`;
 on GPU the copies no order avoids are made explicit, `explicit_copies`), with
 `explicit_copies` the other way, and with transposed left operands allowed
-(`LayoutAssignment(transposed_lhs=True)`, what GPU GEMMs take for free), and with jax.jit. It prints, from XLA's compiled HLO, the top-level kernels that transpose or copy
+(`LayoutAssignment(transposed_lhs=True)`, what GPU GEMMs take for free), and with jax.jit.
+It prints, from XLA's compiled HLO, the top-level kernels that transpose or copy
 data (each with the bytes it writes) and the steady-state time per call as a ratio to
 jax.jit. Runs on whatever device JAX picks (CPU or GPU). Speed is reported, not asserted.
 """

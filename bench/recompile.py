@@ -14,7 +14,7 @@ everyone) by
 Each call takes NumPy inputs and brings the result back to NumPy (a request stream), so all
 three pay the same transfers. The persistent cache is off. Prints a Markdown table: total
 wall time, compiles, mean time per call, and the ratio of jax.jit's total time to each
-(goal from issue 5: buckets at least 10x faster in total than jax.jit).
+(the goal: buckets at least 10x faster in total than jax.jit).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The seed workloads of whole-program optimisation (issue 8), timed and counted.
+"""The seed workloads of whole-program optimisation, timed and counted.
 
     python -m bench.seed_workloads [--quick] [--budget SECONDS]
     python bench/seed_workloads.py --quick
@@ -61,7 +61,10 @@ def measure(w, budget: float) -> dict:
 
     pj_args = tuple(pnp.asarray(a) + 0 for a in w.args)  # on the device
     jx_args = tuple(jax.device_put(a) for a in w.args)
-    pj = lambda *a: w.fn(pnp, *a)
+
+    def pj(*a):
+        return w.fn(pnp, *a)
+
     jitted = {
         "purejit jit": purejit.jit(pj),
         "purejit jit fusion=purejit": purejit.jit(pj, compiler_options={"fusion": "purejit"}),

@@ -224,7 +224,7 @@ print("without cse:", no_cse.fn.op_count(), "ops; with it:", lowered.fn.op_count
 
 # %%
 final_ir = lowered.ir()
-start = next(i for i, l in enumerate(final_ir.splitlines()) if "tanh" in l)
+start = next(i for i, line in enumerate(final_ir.splitlines()) if "tanh" in line)
 lines = final_ir.splitlines()
 first = max(i for i in range(start) if "= fusion(" in lines[i])
 last = next(i for i in range(start, len(lines)) if lines[i].strip() == "}")

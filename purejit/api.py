@@ -245,8 +245,6 @@ def jit(
     return Jitted(fun, **options)
 
 
-
-
 def explain(f, *args, **kwargs) -> Explanation:
     """Explain how purejit compiles `f` for these arguments.
 

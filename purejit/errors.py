@@ -5,12 +5,10 @@ from __future__ import annotations
 import os
 import sys
 
-import purejit
-
-_PKG_DIRS = tuple(os.path.dirname(os.path.abspath(p)) for p in (purejit.__file__,)) + tuple(
-    os.path.dirname(os.path.dirname(os.path.abspath(purejit.__file__))) + os.sep + d
-    for d in ("ir", "passes")
-)
+# purejit's own folders: the package, and ir/ and passes/ beside it in a source checkout
+# (an installed wheel keeps them inside the package)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PKG_DIRS = (_HERE,) + tuple(os.path.join(os.path.dirname(_HERE), d) for d in ("ir", "passes"))
 _SKIP = ("contextlib.py", "functools.py", "<frozen")
 
 

@@ -22,8 +22,9 @@ from purejit.tracing import ShapedArray, aval_of, bind, current_trace, trace_to_
 from purejit.runtime.eager import EvalTrace
 from purejit.ir import spmd
 from purejit.lax.parallel import axis_env, in_axis_env
-from purejit.runtime.mesh import Mesh, NamedSharding, PartitionSpec, broadcast_prefix
-from purejit.tree_util import PyTreeDef, tree_flatten, tree_unflatten
+from purejit.runtime.mesh import Mesh, NamedSharding, broadcast_prefix
+from purejit.tree_util import tree_flatten, tree_unflatten
+
 
 def _dims(spec, rank: int, what: str) -> spmd.Spec:
     if spec is None:

@@ -1,8 +1,14 @@
 """Op definitions, one module per family. Importing this package registers them all."""
 
-from purejit.ir.ops import elementwise, indexing, reduce, shape  # noqa: F401
-from purejit.ir.ops import contraction  # noqa: F401
-from purejit.ir.ops import gather  # noqa: F401
-from purejit.ir.ops import control, sort  # noqa: F401
-from purejit.ir.ops import collective  # noqa: F401
-from purejit.ir.ops import fusion  # noqa: F401
+from purejit.ir.ops import (  # noqa: F401  # noqa: F401
+    collective,  # noqa: F401
+    contraction,  # noqa: F401
+    control,
+    elementwise,
+    fusion,  # noqa: F401
+    gather,  # noqa: F401
+    indexing,
+    reduce,
+    shape,
+    sort,
+)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
 from purejit.ir.registry import fail

@@ -23,9 +23,9 @@ the results, so whole programs with shard_map run in `interpret`.
 from __future__ import annotations
 
 import numpy as np
-
 from purejit.ir import dtypes, spmd
 from purejit.ir.core import TensorType
+from purejit.ir.interpreter import InterpretError
 from purejit.ir.ops._util import compute_dtype, nargs
 from purejit.ir.registry import OpDef, fail, register
 
@@ -75,8 +75,6 @@ def _cover(op, groups, n):
     try:
         return spmd.check_groups(op, groups, n)
     except spmd.SpmdError as e:
-        from purejit.ir.interpreter import InterpretError
-
         hint = "" if n > 1 else " (collectives run under interpret_spmd or a manual_computation)"
         raise InterpretError(f"{e}{hint}") from None
 
@@ -190,8 +188,6 @@ def _permute_ref(args, attrs, regions, run):
     out = np.zeros_like(x)
     for s, t in attrs["source_target_pairs"]:
         if max(s, t) >= n:
-            from purejit.ir.interpreter import InterpretError
-
             raise InterpretError(f"collective_permute: pair {(s, t)} names a device >= {n}")
         out[t] = x[s]
     return _done([out], unstack)

@@ -7,7 +7,6 @@ other, which is what the `contraction` trait tells passes (layout, fusion) about
 from __future__ import annotations
 
 import numpy as np
-
 from purejit.ir.core import TensorType
 from purejit.ir.ops._util import check_rank_attr, compute_dtype, int_list, nargs, need_attrs
 from purejit.ir.registry import OpDef, fail, register

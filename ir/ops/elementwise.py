@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
 from purejit.ir.ops._util import compute_dtype, dtype_attr, nargs, need_attrs, same_types

@@ -25,6 +25,7 @@ import numpy as np
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
 from purejit.ir.ops._util import check_rank_attr, compute_dtype
+from purejit.ir.ops.reduce import reduction_kind
 from purejit.ir.registry import OpDef, fail, register
 
 
@@ -195,7 +196,6 @@ def _combiner(body):
         return None
     if not body.ops and body.results == [body.params[1]]:
         return "set"
-    from purejit.ir.ops.reduce import reduction_kind
 
     kind = reduction_kind(body)
     return kind if kind in _SCATTER_UFUNCS else None

@@ -6,7 +6,6 @@ Start indices are clamped so the slice stays inside the operand, as in XLA.
 from __future__ import annotations
 
 import numpy as np
-
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
 from purejit.ir.ops._util import int_list, need_attrs

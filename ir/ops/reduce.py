@@ -8,7 +8,6 @@ other init the result is not defined. The reference applies each init exactly on
 from __future__ import annotations
 
 import numpy as np
-
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
 from purejit.ir.interpreter import run_batched

@@ -4,7 +4,6 @@ slice, concatenate, pad, reverse."""
 from __future__ import annotations
 
 import numpy as np
-
 from purejit.ir.core import TensorType
 from purejit.ir.ops._util import (
     check_rank_attr,

@@ -27,6 +27,7 @@ import numpy as np
 
 from purejit.compiler.signature import CallSignature
 from purejit.passes.batch_axes import BatchPlan, BucketError, analyze
+from purejit.runtime.array import Array
 from purejit.tracing import ShapedArray
 from purejit.tree_util import tree_flatten, tree_unflatten
 
@@ -236,7 +237,6 @@ def _probe_avals(padded_avals, targets, which: str):
 
 
 def _slice_outputs(out, plan: BatchPlan, lengths: list[int]):
-    from purejit.runtime.array import Array
 
     leaves, tree = tree_flatten(out)
     cuts: dict[int, list] = {}

@@ -14,16 +14,16 @@ holds the optimised IR function and the pass records (what `explain` shows), pic
 text form would do, but parsing it costs more than the passes), so a warm process skips the
 passes too and only traces, emits and loads.
 
-On disk, one file per key, `<key>.pjx` (executables) or `<key>.pjir` (optimised IR): a magic line, a JSON header (format, key, payload
-length and SHA-256) and the payload. A file that is truncated, corrupt, written by another
-format or for another key, or that the runtime refuses to load, is ignored (logged) and
-rewritten after compiling, never a crash. Writers write a temporary file in the same folder
-and `os.replace` it, so concurrent writers never expose half a file. The folder is bounded
-by `cache_max_bytes` (default 1 GiB, `PUREJIT_CACHE_MAX_BYTES`): after each write the least
-recently used entries (file mtime, refreshed on every hit) are deleted.
-
-Loading an executable runs code from the file: keep the cache folder private (it is created
-with mode 0o700) and never point it at files from someone else.
+On disk, one file per key, `<key>.pjx` (executables) or `<key>.pjir` (optimised IR): a magic
+line, a JSON header (format, key, payload length and SHA-256) and the payload. A file that
+is truncated, corrupt, written by another format or for another key, or that the runtime
+refuses to load, is ignored (logged) and rewritten after compiling, never a crash. Writers
+write a temporary file in the same folder and `os.replace` it, so concurrent writers never
+expose half a file. The folder is bounded by `cache_max_bytes` (default 1 GiB,
+`PUREJIT_CACHE_MAX_BYTES`): after each write the least recently used entries (file mtime,
+refreshed on every hit) are deleted. Loading an executable runs code from the file: keep the
+cache folder private (it is created with mode 0o700) and never point it at files from
+someone else.
 """
 
 from __future__ import annotations
@@ -39,8 +39,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import purejit.ir
+import purejit.passes
+from purejit.backend import pjrt
 from purejit.config import config
-from purejit.ir import TensorType
+from purejit.ir import TensorType, core, print_function
 
 logger = logging.getLogger("purejit")
 
@@ -69,7 +72,6 @@ counters = CacheCounters()
 
 def cache_key(module: str | bytes, *, disable_xla_passes: Sequence[str] = (), device=None) -> str:
     """The hex SHA-256 that names the cache entry of `module` compiled for `device`."""
-    from purejit.backend import pjrt
 
     h = hashlib.sha256()
     h.update(b"purejit-compile-cache/%d\0" % _FORMAT)
@@ -101,7 +103,6 @@ def compile(
     Returns:
         `(executable, hit)`: a `pjrt.Executable` and whether it came from the cache.
     """
-    from purejit.backend import pjrt
 
     cache_dir = config.read("cache_dir") if cache_dir is None else cache_dir
     kw = {"device": device, "disable_xla_passes": disable_xla_passes}
@@ -282,7 +283,6 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     fingerprint = _pipeline_fingerprint(pipeline) if cache_dir else None
     if fingerprint is None:
         return pipeline.run(fn)
-    from purejit.ir import print_function
 
     text = print_function(fn)
     h = hashlib.sha256(b"purejit-pass-cache/%d\0" % _FORMAT)
@@ -337,9 +337,6 @@ def _code_fingerprint() -> str:
     """A hash of the source of purejit's IR and passes, so edited passes never reuse stale
     results."""
     if not _CODE_FINGERPRINT:
-        import purejit.ir
-        import purejit.passes
-
         h = hashlib.sha256()
         for pkg in (purejit.ir, purejit.passes):
             root = os.path.dirname(pkg.__file__)
@@ -388,7 +385,6 @@ def _printable_record(r):
 def _refresh_ids(fn):
     """Give unpickled values new ids in their old order: ids order values (CSE sorts
     commutative operands by them) and must not collide with this process's values."""
-    from purejit.ir import core
 
     seen: dict[int, object] = {}
 

@@ -22,6 +22,7 @@ from purejit.compiler import cache as compile_cache
 from purejit.compiler import donation as dn
 from purejit.compiler import spmd
 from purejit.compiler.compiled import Compiled
+from purejit.compiler.explain import explain_lowered
 from purejit.compiler.options import CompilerOptions
 from purejit.compiler.signature import CallSignature
 from purejit.ir import Function, print_function
@@ -100,7 +101,6 @@ class Lowered:
 
     def explain(self):
         """What the compiler did, pass by pass, and XLA's kernels (`purejit.explain`)."""
-        from purejit.compiler.explain import explain_lowered
 
         return explain_lowered(self)
 

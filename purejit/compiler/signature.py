@@ -50,9 +50,7 @@ class ArgSpec:
         names = set(names) | {pnames[i] for i in nums if 0 <= i < len(pnames)}
         self.static_argnums = frozenset(nums)
         self.static_argnames = frozenset(names)
-        self._var = next(
-            (k for k, p in enumerate(self.params) if p.kind == p.VAR_POSITIONAL), None
-        )
+        self._var = next((k for k, p in enumerate(self.params) if p.kind == p.VAR_POSITIONAL), None)
 
     @property
     def has_static(self) -> bool:
@@ -194,9 +192,7 @@ class CallSignature:
 
     def static_names(self) -> list[tuple[str, object]]:
         """(parameter name, value) per static argument."""
-        return [
-            (self.spec.param_name(k) if isinstance(k, int) else k, v) for k, v in self.static
-        ]
+        return [(self.spec.param_name(k) if isinstance(k, int) else k, v) for k, v in self.static]
 
     def rebuild(self, leaves: Sequence) -> tuple[list, dict]:
         """The call's `(args, kwargs)` with `leaves` in place of the dynamic leaves."""

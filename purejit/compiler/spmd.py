@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from purejit.backend import spmd as backend_spmd
 from purejit.backend import shardy, stablehlo
+from purejit.backend import spmd as backend_spmd
 from purejit.ir import spmd
 from purejit.runtime.mesh import Mesh, NamedSharding, PartitionSpec, broadcast_prefix
 
@@ -34,9 +34,7 @@ class ProgramLayout:
         attrs = []
         for i, (ns, p) in enumerate(zip(self.in_shardings, fn.params)):
             extra = arg_attrs[i] if arg_attrs and arg_attrs[i] else ""
-            attrs.append(
-                _merge_attrs(shardy.sdy_sharding_attr(ns.dims(p.type.rank)), extra)
-            )
+            attrs.append(_merge_attrs(shardy.sdy_sharding_attr(ns.dims(p.type.rank)), extra))
         results = [
             shardy.sdy_sharding_attr(ns.dims(r.type.rank))
             for ns, r in zip(self.out_shardings, fn.results)

@@ -1,31 +1,85 @@
 """purejit.numpy: NumPy's API on purejit arrays, traced into purejit IR under jit."""
 
-from purejit.numpy._core import *  # noqa: F401,F403
-from purejit.numpy._core import _lift  # noqa: F401
-from purejit.numpy._linalg import dot, inner, matmul, outer, tensordot, vdot  # noqa: F401
-from purejit.numpy._reductions import (  # noqa: F401
-    all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var,
-)  # fmt: skip
-from purejit.numpy._shape import (  # noqa: F401
-    concatenate, expand_dims, moveaxis, permute_dims, ravel, reshape, squeeze, stack, swapaxes,
-    transpose,
-)  # fmt: skip
-from purejit.numpy._indexing import _indexing_getitem, take, take_along_axis  # noqa: F401
-from purejit.numpy._index_update import _IndexUpdateHelper  # noqa: F401
-from purejit.numpy._creation import (  # noqa: F401
-    arange, empty, empty_like, eye, full, full_like, identity, linspace, meshgrid, ones,
-    ones_like, tri, tril, triu, zeros, zeros_like,
-)  # fmt: skip
-from purejit.numpy._manip import (  # noqa: F401
-    array_split, atleast_1d, atleast_2d, atleast_3d, column_stack, diag, diagonal, dstack, flip,
-    fliplr, flipud, hsplit, hstack, pad, repeat, roll, rot90, row_stack, split, tile, trace,
-    vsplit, vstack,
-)  # fmt: skip
-from purejit.numpy._einsum import einsum  # noqa: F401
-from purejit.numpy._sorting import argsort, cumprod, cumsum, sort  # noqa: F401
 import numpy as _np
 
 from purejit.ir.dtypes import bfloat16  # noqa: F401
+from purejit.numpy._core import *  # noqa: F401,F403
+from purejit.numpy._core import _lift  # noqa: F401
+from purejit.numpy._creation import (  # noqa: F401
+    arange,
+    empty,
+    empty_like,
+    eye,
+    full,
+    full_like,
+    identity,
+    linspace,
+    meshgrid,
+    ones,
+    ones_like,
+    tri,
+    tril,
+    triu,
+    zeros,
+    zeros_like,
+)  # fmt: skip
+from purejit.numpy._einsum import einsum  # noqa: F401
+from purejit.numpy._index_update import _IndexUpdateHelper  # noqa: F401
+from purejit.numpy._indexing import _indexing_getitem, take, take_along_axis  # noqa: F401
+from purejit.numpy._linalg import dot, inner, matmul, outer, tensordot, vdot  # noqa: F401
+from purejit.numpy._manip import (  # noqa: F401
+    array_split,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    column_stack,
+    diag,
+    diagonal,
+    dstack,
+    flip,
+    fliplr,
+    flipud,
+    hsplit,
+    hstack,
+    pad,
+    repeat,
+    roll,
+    rot90,
+    row_stack,
+    split,
+    tile,
+    trace,
+    vsplit,
+    vstack,
+)  # fmt: skip
+from purejit.numpy._reductions import (  # noqa: F401
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)  # fmt: skip
+from purejit.numpy._shape import (  # noqa: F401
+    concatenate,
+    expand_dims,
+    moveaxis,
+    permute_dims,
+    ravel,
+    reshape,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+)  # fmt: skip
+from purejit.numpy._sorting import argsort, cumprod, cumsum, sort  # noqa: F401
 
 bool_ = _np.bool_
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64

@@ -13,6 +13,7 @@ from purejit.lax._lift import (
     broadcast_to,
     convert,
 )
+from purejit.lax._lift import lift as lift_stacked
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import Tracer, bind1
 
@@ -34,9 +35,13 @@ def asarray(x, dtype=None):
         items = [_lift(v) for v in x]
         if not items:
             return as_array(np.zeros((0,), dtype or pdt.default_float()))
-        from purejit.numpy._shape import stack
-
-        out = stack(items)
+        shapes = {a.shape for a in items}
+        if len(shapes) != 1:
+            raise errors.PurejitTypeError(
+                f"asarray: the list's elements must have one shape, got "
+                f"{[list(s) for s in shapes]}{errors.at(errors.user_location())}"
+            )
+        out = lift_stacked(promote_args("asarray", *items))
         out = convert(out, out.dtype)  # an array made from a list is strongly typed (JAX)
     else:
         out = _lift(x)

@@ -14,15 +14,15 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
-from purejit.runtime.array import Array
-from purejit.tracing import Tracer, bind1, current_trace
 from purejit.numpy import _core as c
-from purejit.numpy._shape import _axis, reshape
+from purejit.numpy._shape import _axis, concatenate, reshape
+from purejit.runtime.array import Array
+from purejit.runtime.eager import EvalTrace
+from purejit.tracing import Tracer, bind1, current_trace
 
 
 def _eager() -> bool:
     """True when no jit trace is active (values are computed now, not recorded)."""
-    from purejit.runtime.eager import EvalTrace
 
     return isinstance(current_trace(), EvalTrace)
 
@@ -160,8 +160,6 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         out = c.add(c.multiply(reshape(a, out_shape), c.subtract(np.array(1, cdt), t)),
                     c.multiply(reshape(b, out_shape), t))  # fmt: skip
         if endpoint:
-            from purejit.numpy._shape import concatenate
-
             out = concatenate([out, reshape(b, out_shape)], axis=ax)
     elif num == 1:
         delta = full((), np.array(np.nan, cdt)) if endpoint else c.subtract(b, a)

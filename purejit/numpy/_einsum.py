@@ -12,9 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from purejit import errors
-from purejit.tracing import bind1
 from purejit.numpy import _core as c
+from purejit.numpy._manip import diagonal
+from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._shape import transpose
+from purejit.tracing import bind1
 
 _ELLIPSIS_LABELS = [chr(0x100 + i) for i in range(64)]  # never valid subscript letters
 
@@ -94,7 +96,6 @@ def _diagonal(x, labels: list[str]):
         j = labels.index(dup, i + 1)
         if x.shape[i] != x.shape[j]:
             raise _fail(f"repeated subscript {dup!r} has sizes {x.shape[i]} and {x.shape[j]}")
-        from purejit.numpy._manip import diagonal
 
         x = diagonal(x, 0, i, j)  # dims i and j removed, the diagonal appended last
         labels = [lab for k, lab in enumerate(labels) if k not in (i, j)] + [dup]
@@ -104,7 +105,6 @@ def _sum_labels(x, labels, drop):
     axes = tuple(i for i, lab in enumerate(labels) if lab in drop)
     if not axes:
         return x, labels
-    from purejit.numpy._reductions import sum as _sum
 
     return _sum(x, axis=axes), [lab for lab in labels if lab not in drop]
 

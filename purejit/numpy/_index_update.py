@@ -13,7 +13,6 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
-from purejit.tracing import ShapedArray, bind1
 from purejit.numpy import _core as c
 from purejit.numpy._indexing import (
     _err,
@@ -27,6 +26,7 @@ from purejit.numpy._indexing import (
     _stack_columns,
 )
 from purejit.numpy._shape import reshape
+from purejit.tracing import ShapedArray, bind1, trace_to_function
 
 
 class _IndexUpdateHelper:
@@ -132,7 +132,6 @@ def _target_shape(x, entries) -> tuple[int, ...]:
 
 
 def _combiner_region(kind: str, dt: np.dtype):
-    from purejit.tracing import trace_to_function
 
     def body(old, new):
         return [_apply(kind, old, new)]

@@ -23,10 +23,10 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.numpy import _core as c
+from purejit.numpy._shape import concatenate, reshape
 from purejit.runtime.array import Array
 from purejit.tracing import Tracer, bind1
-from purejit.numpy import _core as c
-from purejit.numpy._shape import reshape
 
 
 @dataclass
@@ -269,7 +269,6 @@ def _stack_columns(cols, batch, idt):
     """An index array of shape batch + (len(cols),): on the host when all are static."""
     if all(isinstance(v, np.ndarray) for v in cols):
         return Array(host=np.stack([np.broadcast_to(v, batch) for v in cols], -1).astype(idt))
-    from purejit.numpy._shape import concatenate
 
     parts = [reshape(c.broadcast_to(v, batch), batch + (1,)) for v in cols]
     return parts[0] if len(parts) == 1 else concatenate(parts, axis=-1)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from purejit import errors
+from purejit.numpy._core import _lift, broadcast_to, convert, multiply, result_type
+from purejit.numpy._shape import expand_dims, reshape, squeeze, transpose
 from purejit.tracing import bind1
-from purejit.numpy._core import _lift, convert, result_type
-from purejit.numpy._shape import expand_dims, reshape, squeeze
 
 
 def _promote2(a, b):
@@ -33,7 +33,6 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     import numpy as np
 
     batch = tuple(np.broadcast_shapes(x.shape[:-2], y.shape[:-2]))
-    from purejit.numpy._core import broadcast_to
 
     if y.ndim == 2 and x.ndim > 2:
         # (..., n, k) @ (k, m): contract without batch dims; never broadcast the weights
@@ -59,7 +58,6 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
             rhs_contracting_dimensions=(y.ndim - 2,),
         )
         nb = y.ndim - 2
-        from purejit.numpy._shape import transpose
 
         out = transpose(out, tuple(range(1, nb + 1)) + (0, nb + 1))
         return _squeeze_vectors(out, x1, y1)
@@ -90,8 +88,6 @@ def _squeeze_vectors(out, x1: bool, y1: bool):
 def dot(a, b, *, precision=None, preferred_element_type=None):
     x, y = _promote2(a, b)
     if x.ndim == 0 or y.ndim == 0:
-        from purejit.numpy._core import multiply
-
         return multiply(x, y)
     if y.ndim == 1 or x.ndim == 1 or (x.ndim == 2 and y.ndim == 2):
         return matmul(x, y)

@@ -9,9 +9,12 @@ import operator
 import numpy as np
 
 from purejit import errors
-from purejit.tracing import Tracer, bind1
 from purejit.numpy import _core as c
+from purejit.numpy._creation import eye
+from purejit.numpy._indexing import _indexing_getitem, take
+from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._shape import _axes, _axis, concatenate, expand_dims, reshape, transpose
+from purejit.tracing import Tracer, bind1
 
 
 def _slice_axis(x, start: int, stop: int, axis: int):
@@ -113,7 +116,6 @@ def pad(array, pad_width, mode="constant", *, constant_values=0, **kwargs):
         raise NotImplementedError(
             f"pad: mode {mode!r} is not supported (use constant, edge, reflect, symmetric or wrap)"
         )
-    from purejit.numpy._indexing import take
 
     for ax, (lo, hi) in enumerate(widths):
         if lo == hi == 0:
@@ -257,7 +259,6 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     else:
         if r.shape != (n,):
             raise ValueError(f"repeat: {r.size} repeat counts for an axis of size {n}")
-        from purejit.numpy._indexing import take
 
         out = take(x, np.repeat(np.arange(n), r).astype(np.int32), axis=ax)
     if total_repeat_length is not None and total_repeat_length != out.shape[ax]:
@@ -346,7 +347,6 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     k = operator.index(offset)
     rows = np.arange(max(-k, 0), n)
     rows = rows[rows + k < m]
-    from purejit.numpy._indexing import _indexing_getitem
 
     idx = (Ellipsis, rows.astype(np.int32), (rows + k).astype(np.int32))
     return _indexing_getitem(x, idx)
@@ -361,7 +361,6 @@ def diag(v, k=0):
     if x.ndim != 1:
         raise ValueError(f"diag: input must be 1-D or 2-D, got shape {list(x.shape)}")
     n = x.shape[0] + abs(k)
-    from purejit.numpy._creation import eye
 
     mask = eye(n, k=k, dtype=np.bool_)
     # row i of the result holds v[i] (k >= 0) or v[i + k] (k < 0) on its diagonal
@@ -372,6 +371,5 @@ def diag(v, k=0):
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     """Sum along the `offset` diagonal."""
-    from purejit.numpy._reductions import sum as _sum
 
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)

@@ -7,15 +7,15 @@ import functools
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit.tracing import ShapedArray, bind
 from purejit.lax import ops as lax_ops
-from purejit.numpy._core import _lift, convert, true_divide
+from purejit.numpy._core import _lift, convert, multiply, sqrt, subtract, true_divide
 from purejit.numpy._shape import _axes, expand_dims, reshape
+from purejit.runtime.array import Array
+from purejit.tracing import ShapedArray, bind, bind1, trace_to_function
 
 
 def _region(fn, dtypes_):
     """Trace a scalar function into a closed region for `reduce`."""
-    from purejit.tracing import trace_to_function
 
     avals = [ShapedArray((), np.dtype(d)) for d in dtypes_]
     traced = trace_to_function(lambda *a: list(fn(*a)), avals, name="region")
@@ -47,7 +47,6 @@ def _init(kind: str, dt: np.dtype):
 
 @functools.lru_cache(maxsize=None)
 def _monoid(kind: str, dt: np.dtype):
-    from purejit.tracing import bind1
 
     return _region(lambda a, b: [bind1(kind, a, b)], [dt, dt])
 
@@ -63,7 +62,6 @@ def _reduce(x, axis, keepdims: bool, kind: str, name: str, where=None, initial=N
         for ax in axes:
             if x.shape[ax] == 0:
                 raise ValueError(f"{name}: zero-size array to reduction operation with no identity")
-    from purejit.runtime.array import Array
 
     (out,) = bind("reduce", x, Array(host=init), dimensions=axes, regions=[_monoid(kind, x.dtype)])
     if keepdims:
@@ -133,7 +131,6 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     dt = x.dtype if pdt.is_inexact(x.dtype) else pdt.default_float()
     x = convert(x, dt)
     m = mean(x, axis=axis, keepdims=True)
-    from purejit.numpy._core import multiply, subtract
 
     d = subtract(x, m)
     s = sum(multiply(d, d), axis=axis, keepdims=keepdims)
@@ -142,7 +139,6 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, correction=None):
-    from purejit.numpy._core import sqrt
 
     return sqrt(var(a, axis, dtype, out, ddof, keepdims, where, correction))
 

@@ -7,9 +7,10 @@ import operator
 
 import numpy as np
 
+from purejit import dtypes as pdt
 from purejit import errors
+from purejit.numpy._core import _lift, convert, promote_args
 from purejit.tracing import bind1
-from purejit.numpy._core import _lift, promote_args
 
 
 def _axis(axis: int, ndim: int, name: str) -> int:
@@ -131,9 +132,6 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     if any(a.ndim == 0 for a in arrs):
         raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
     ax = _axis(axis, arrs[0].ndim, "concatenate")
-    from purejit import dtypes as pdt
-    from purejit.numpy._core import convert
-
     if dtype is not None:
         dt, weak = pdt.canonicalize(dtype), False
     else:  # all weakly typed inputs give a weakly typed result (as in JAX)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from purejit.lax import ops as lax
 from purejit import dtypes as pdt
+from purejit.lax import ops as lax
 from purejit.numpy._core import _lift, convert
 
 

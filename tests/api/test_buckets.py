@@ -1,4 +1,4 @@
-"""Shape buckets and the batch-axis analysis (issue 5, point 3).
+"""Shape buckets and the batch-axis analysis.
 
 Accepted programs must give the numbers of the unpadded program (checked against NumPy and
 against purejit without buckets); refused ones must name the op that mixes and its line.

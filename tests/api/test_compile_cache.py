@@ -1,4 +1,4 @@
-"""The persistent compile cache (issue 5, point 4): hits across processes, recovery from bad
+"""The persistent compile cache: hits across processes, recovery from bad
 files, atomic concurrent writes, LRU eviction."""
 
 import os

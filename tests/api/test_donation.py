@@ -105,7 +105,9 @@ def test_static_and_donated_argument_clash():
 
 
 def test_plan_donation_pairs_in_order_and_reports_unusable():
-    f32 = lambda *s: TensorType(s, np.float32)
+    def f32(*s):
+        return TensorType(s, np.float32)
+
     plan = plan_donation(
         [f32(4), f32(4), f32(2), f32(3)], [True, True, False, True], [f32(4), f32(2), f32(4)]
     )

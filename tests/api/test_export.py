@@ -1,4 +1,4 @@
-"""`purejit.export` / `purejit.deserialize` (issue 5, point 5)."""
+"""`purejit.export` / `purejit.deserialize`."""
 
 import collections
 import json

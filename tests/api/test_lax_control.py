@@ -93,7 +93,7 @@ def test_cond_numeric_and_python_predicates():
 
     preds = [np.int32(0), np.int32(3), np.uint8(1), np.bool_(True)]
     check(make, *[(p, f32(1, 2)) for p in preds], eager=())
-    # JAX also accepts float predicates; purejit follows issue 3 and rejects them clearly
+    # JAX also accepts float predicates; purejit rejects them with a clear error
     with pytest.raises(TypeError, match=r"cond: pred must be a boolean \(or integer\) scalar"):
         purejit.jit(make(plax, None))(np.float32(2.5), f32(1, 2))
     for p in (0, True):  # Python scalars, eagerly

@@ -1,4 +1,4 @@
-"""Cache-miss reasons, counters and the recompilation trap guard (issue 5, points 1-2)."""
+"""Cache-miss reasons, counters and the recompilation trap guard."""
 
 import logging
 import warnings

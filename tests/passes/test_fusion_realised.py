@@ -47,7 +47,10 @@ def ln_linear_gelu_residual(x, g, b, w):
 def _seeds():
     r = np.random.default_rng(0)
     n, d = 32, 64
-    m = lambda *s: (r.standard_normal(s) / np.sqrt(s[0])).astype(np.float32)
+
+    def m(*s):
+        return (r.standard_normal(s) / np.sqrt(s[0])).astype(np.float32)
+
     return [
         (complex_activation, (r.standard_normal(4096).astype(np.float32),)),
         (tiny_ops_chain, (r.standard_normal(4096).astype(np.float32),)),
