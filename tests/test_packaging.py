@@ -8,7 +8,6 @@ import subprocess
 import sys
 import tomllib
 
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FOLDERS = {"purejit": "purejit", "ir": "purejit.ir", "passes": "purejit.passes"}
