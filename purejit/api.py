@@ -29,11 +29,11 @@ from purejit.tracing import current_trace
 def disable_jit(disable: bool = True):
     """Within this block, jitted functions run op by op (eagerly), for debugging."""
     prev = config.jit_disabled
-    config._set_disable_jit(disable)
+    config.set_disable_jit(disable)
     try:
         yield
     finally:
-        config._set_disable_jit(prev)
+        config.set_disable_jit(prev)
 
 
 class Jitted:
@@ -159,7 +159,7 @@ class Jitted:
                     if compiled.plain:
                         outs = compiled.exe.execute_unchecked([a.buffer for a in args])
                         if compiled.single_output:
-                            return Array._from_buffer(outs[0], compiled.out_avals[0])
+                            return Array.from_buffer(outs[0], compiled.out_avals[0])
                         return compiled.wrap(outs)
                     return compiled.run_arrays(args, fast_key)
         sig = self.spec.signature(args, kwargs)

@@ -63,7 +63,8 @@ class _Config:
     def jit_disabled(self) -> bool:
         return getattr(self._local, "disable_jit", False)
 
-    def _set_disable_jit(self, flag: bool):
+    def set_disable_jit(self, flag: bool):
+        """Run jitted functions op by op in this thread (what `purejit.disable_jit` sets)."""
         self._local.disable_jit = flag
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import numpy as jnp
 from purejit.tracing import bind1
-from purejit.numpy._shape import _axes
+from purejit.numpy._shape import normalize_axes
 
 __all__ = [
     "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
@@ -21,7 +21,7 @@ __all__ = [
 
 
 def _inexact(x):
-    return jnp.convert_inexact(jnp._lift(x))
+    return jnp.convert_inexact(jnp.asarray(x))
 
 
 def _const(v, like):
@@ -31,18 +31,18 @@ def _const(v, like):
 
 def identity(x):
     """Returns x unchanged."""
-    return jnp._lift(x)
+    return jnp.asarray(x)
 
 
 def relu(x):
     """max(x, 0)."""
-    x = jnp._lift(x)
+    x = jnp.asarray(x)
     return jnp.maximum(x, _const(0, x))
 
 
 def relu6(x):
     """min(max(x, 0), 6)."""
-    x = jnp._lift(x)
+    x = jnp.asarray(x)
     return jnp.minimum(jnp.maximum(x, _const(0, x)), _const(6, x))
 
 
@@ -121,7 +121,7 @@ def leaky_relu(x, negative_slope=0.01):
 
 def hard_tanh(x):
     """x clipped to [-1, 1]."""
-    x = jnp._lift(x)
+    x = jnp.asarray(x)
     return jnp.where(jnp.greater(x, 1), _const(1, x),
                      jnp.where(jnp.less(x, -1), _const(-1, x), x))  # fmt: skip
 
@@ -161,7 +161,7 @@ def squareplus(x, b=4):
 
 def glu(x, axis: int = -1):
     """Gated linear unit: a * sigmoid(b) for the two halves a, b of `axis`."""
-    a, b = jnp.split(jnp._lift(x), 2, axis=axis)
+    a, b = jnp.split(jnp.asarray(x), 2, axis=axis)
     return jnp.multiply(a, sigmoid(b))
 
 
@@ -215,7 +215,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
         a = jnp.where(jnp.not_equal(b, 0), a, _const(-np.inf, a))
     else:
         a = _inexact(a)
-    dims = _axes(axis, a.ndim, "logsumexp")
+    dims = normalize_axes(axis, a.ndim, "logsumexp")
     amax = jnp.max(_masked(a, where, -np.inf), axis=dims, keepdims=True)
     amax = jnp.where(jnp.isfinite(amax), amax, _const(0, amax))
     e = jnp.exp(jnp.subtract(a, amax))
@@ -248,7 +248,7 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
 
 def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     """A one-hot encoding of integer `x`: a new axis of size num_classes (float32 default)."""
-    x = jnp._lift(x)
+    x = jnp.asarray(x)
     out_ndim = x.ndim + 1
     ax = axis % out_ndim if -out_ndim <= axis < out_ndim else None
     if ax is None:

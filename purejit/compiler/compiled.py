@@ -67,7 +67,7 @@ class Compiled:
 
     def wrap(self, outs):
         """purejit Arrays in the output tree, from the executable's output buffers."""
-        results = [Array._from_buffer(o, a) for o, a in zip(outs, self.out_avals)]
+        results = [Array.from_buffer(o, a) for o, a in zip(outs, self.out_avals)]
         if self.single_output:
             return results[0]
         return tree_unflatten(self.lowered.out_tree, results)

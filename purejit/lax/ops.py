@@ -175,7 +175,7 @@ def dynamic_update_slice(operand, update, start_indices: Sequence):
 def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0):
     """dynamic_slice along one axis."""
     x = _lift(operand)
-    axis = _axis(axis, x.ndim)
+    axis = canonical_axis(axis, x.ndim)
     starts = [0] * x.ndim
     starts[axis] = start_index
     sizes = list(x.shape)
@@ -186,7 +186,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0):
 def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True):
     """The slice at `index` along `axis` (kept as a size-1 axis if keepdims)."""
     x = _lift(operand)
-    axis = _axis(axis, x.ndim)
+    axis = canonical_axis(axis, x.ndim)
     out = dynamic_slice_in_dim(x, index, 1, axis)
     return out if keepdims else reshape(out, x.shape[:axis] + x.shape[axis + 1 :])
 
@@ -194,7 +194,7 @@ def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True):
 def dynamic_update_slice_in_dim(operand, update, start_index, axis: int):
     """dynamic_update_slice along one axis."""
     x = _lift(operand)
-    axis = _axis(axis, x.ndim)
+    axis = canonical_axis(axis, x.ndim)
     starts = [0] * x.ndim
     starts[axis] = start_index
     return dynamic_update_slice(x, update, starts)
@@ -203,13 +203,14 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis: int):
 def dynamic_update_index_in_dim(operand, update, index, axis: int):
     """Write `update` (with or without the size-1 axis) at `index` along `axis`."""
     x, u = _lift(operand), _lift(update)
-    axis = _axis(axis, x.ndim)
+    axis = canonical_axis(axis, x.ndim)
     if u.ndim == x.ndim - 1:
         u = reshape(u, u.shape[:axis] + (1,) + u.shape[axis:])
     return dynamic_update_slice_in_dim(x, u, index, axis)
 
 
-def _axis(axis: int, ndim: int) -> int:
+def canonical_axis(axis: int, ndim: int) -> int:
+    """`axis` as a position in an array of rank `ndim` (negative ones count from the end)."""
     a = operator.index(axis)
     if not -ndim <= a < ndim:
         raise ValueError(f"axis {a} is out of bounds for an array of rank {ndim}")
@@ -255,7 +256,7 @@ def reduce(operands, init_values, computation: Callable, dimensions: Sequence[in
         return [convert(_lift(o), x.dtype) for o, x in zip(tree_flatten(out)[0], xs)]
 
     region = _scalar_region(body, [x.dtype for x in xs] * 2, "reduce")
-    dims = tuple(_axis(d, xs[0].ndim) for d in dimensions)
+    dims = tuple(canonical_axis(d, xs[0].ndim) for d in dimensions)
     outs = bind("reduce", *xs, *inits, dimensions=dims, regions=[region])
     return tree_unflatten(tree, outs)
 
@@ -317,7 +318,7 @@ def _cumulative(kind: str, name: str, operand, axis: int, reverse: bool):
             f"lax.{name} does not accept dtype {x.dtype.name}; it needs numbers"
             f"{errors.at(errors.user_location())}"
         )
-    axis = _axis(axis, x.ndim)
+    axis = canonical_axis(axis, x.ndim)
     n = x.shape[axis]
     if n == 0:
         return x
@@ -418,7 +419,7 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
             f"lax.sort: operands must have one shape, got {sorted(shapes)}"
             f"{errors.at(errors.user_location())}"
         )
-    dim = _axis(dimension, xs[0].ndim)
+    dim = canonical_axis(dimension, xs[0].ndim)
     region = _comparator(tuple(x.dtype for x in xs), num_keys)
     weak = tuple(x.weak_type for x in xs)
     outs = bind("sort", *xs, dimension=dim, is_stable=bool(is_stable), regions=[region], weak=weak)
@@ -437,7 +438,7 @@ def top_k(operand, k: int, *, axis: int = -1):
     """
     x = _lift(operand)
     k = operator.index(k)
-    axis = _axis(axis, x.ndim)
+    axis = canonical_axis(axis, x.ndim)
     last = x.ndim - 1
     if axis != last:
         perm = list(range(x.ndim))
@@ -450,17 +451,17 @@ def top_k(operand, k: int, *, axis: int = -1):
 
 def argmax(operand, axis: int, index_dtype):
     """Index of the largest value along `axis` (first one on ties; NaN wins)."""
-    return _arg_reduce(operand, axis, index_dtype, find_max=True)
+    return arg_reduce(operand, axis, index_dtype, find_max=True)
 
 
 def argmin(operand, axis: int, index_dtype):
     """Index of the smallest value along `axis` (first one on ties; NaN wins)."""
-    return _arg_reduce(operand, axis, index_dtype, find_max=False)
+    return arg_reduce(operand, axis, index_dtype, find_max=False)
 
 
-def _arg_reduce(operand, axis: int, index_dtype, *, find_max: bool):
+def arg_reduce(operand, axis: int, index_dtype, *, find_max: bool):
     x = _lift(operand)
-    ax = _axis(axis, x.ndim)
+    ax = canonical_axis(axis, x.ndim)
     name = "argmax" if find_max else "argmin"
     if x.shape[ax] == 0:
         raise ValueError(f"{name}: attempt to get {name} of an empty sequence")
@@ -541,7 +542,7 @@ def pad(operand, padding_value, padding_config):
 def squeeze(array, dimensions: Sequence[int]):
     """Remove the size-1 `dimensions`."""
     x = _lift(array)
-    dims = {_axis(d, x.ndim) for d in dimensions}
+    dims = {canonical_axis(d, x.ndim) for d in dimensions}
     return reshape(x, tuple(n for k, n in enumerate(x.shape) if k not in dims))
 
 
@@ -549,7 +550,7 @@ def expand_dims(array, dimensions: Sequence[int]):
     """Insert size-1 dimensions at `dimensions` (positions in the result)."""
     x = _lift(array)
     shape = list(x.shape)
-    for d in sorted(_axis(d, x.ndim + len(dimensions)) for d in dimensions):
+    for d in sorted(canonical_axis(d, x.ndim + len(dimensions)) for d in dimensions):
         shape.insert(d, 1)
     return reshape(x, shape)
 

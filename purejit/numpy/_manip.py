@@ -13,7 +13,7 @@ from purejit.numpy import _core as c
 from purejit.numpy._creation import eye
 from purejit.numpy._indexing import _indexing_getitem, take
 from purejit.numpy._reductions import sum as _sum
-from purejit.numpy._shape import _axes, _axis, concatenate, expand_dims, reshape, transpose
+from purejit.numpy._shape import normalize_axes, _axis, concatenate, expand_dims, reshape, transpose
 from purejit.tracing import Tracer, bind1
 
 
@@ -155,7 +155,7 @@ def _pad_constant(x, widths, constant_values):
 def flip(m, axis=None):
     """Reverse the order of elements along the given axes (all axes by default)."""
     x = c._lift(m)
-    axes = _axes(axis, x.ndim, "flip")
+    axes = normalize_axes(axis, x.ndim, "flip")
     axes = tuple(a for a in axes if x.shape[a] > 1)
     return bind1("reverse", x, dimensions=tuple(sorted(axes))) if axes else x
 

@@ -9,7 +9,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit.lax import ops as lax_ops
 from purejit.numpy._core import _lift, convert, multiply, sqrt, subtract, true_divide
-from purejit.numpy._shape import _axes, expand_dims, reshape
+from purejit.numpy._shape import normalize_axes, expand_dims, reshape
 from purejit.runtime.array import Array
 from purejit.tracing import ShapedArray, bind, bind1, trace_to_function
 
@@ -54,7 +54,7 @@ def _monoid(kind: str, dt: np.dtype):
 def _reduce(x, axis, keepdims: bool, kind: str, name: str, where=None, initial=None):
     if where is not None:
         raise NotImplementedError(f"{name}(where=...) is not supported yet")
-    axes = _axes(axis, x.ndim, name)
+    axes = normalize_axes(axis, x.ndim, name)
     init = _init(kind, x.dtype)
     if initial is not None:
         init = np.array(initial).astype(x.dtype)
@@ -111,7 +111,7 @@ def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
 
 
 def _count(x, axis) -> int:
-    axes = _axes(axis, x.ndim, "mean")
+    axes = normalize_axes(axis, x.ndim, "mean")
     return int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
 
 
@@ -149,8 +149,8 @@ def _argreduce(a, axis, keepdims, find_max, name):
         x = reshape(x, (-1,))
         ax = 0
     else:
-        (ax,) = _axes(axis, x.ndim, name)
-    out = lax_ops._arg_reduce(x, ax, pdt.default_int(), find_max=find_max)
+        (ax,) = normalize_axes(axis, x.ndim, name)
+    out = lax_ops.arg_reduce(x, ax, pdt.default_int(), find_max=find_max)
     if keepdims:
         out = expand_dims(out, ax) if axis is not None else reshape(out, [1] * _lift(a).ndim)
     return out

@@ -23,7 +23,7 @@ def _axis(axis: int, ndim: int, name: str) -> int:
     return a % ndim
 
 
-def _axes(axis, ndim: int, name: str) -> tuple[int, ...]:
+def normalize_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, (tuple, list)):
@@ -88,8 +88,8 @@ def swapaxes(a, axis1: int, axis2: int):
 
 def moveaxis(a, source, destination):
     x = _lift(a)
-    src = _axes(source, x.ndim, "moveaxis")
-    dst = _axes(destination, x.ndim, "moveaxis")
+    src = normalize_axes(source, x.ndim, "moveaxis")
+    dst = normalize_axes(destination, x.ndim, "moveaxis")
     order = [i for i in range(x.ndim) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -112,7 +112,7 @@ def squeeze(a, axis=None):
     if axis is None:
         axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
-        axes = _axes(axis, x.ndim, "squeeze")
+        axes = normalize_axes(axis, x.ndim, "squeeze")
         for ax in axes:
             if x.shape[ax] != 1:
                 raise ValueError(

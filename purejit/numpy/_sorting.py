@@ -13,7 +13,7 @@ def _flat_axis(x, axis):
     """(array, axis): axis=None flattens, as NumPy does."""
     if axis is None:
         return lax.reshape(x, (x.size,)), 0
-    return x, lax._axis(axis, x.ndim)
+    return x, lax.canonical_axis(axis, x.ndim)
 
 
 def sort(

@@ -34,7 +34,7 @@ class Array(ConcreteArray):
         self._deleted_by = None
 
     @classmethod
-    def _from_buffer(cls, buf, aval: ShapedArray) -> "Array":
+    def from_buffer(cls, buf, aval: ShapedArray) -> "Array":
         """Wrap a device buffer whose type is known (no buffer property reads)."""
         obj = cls.__new__(cls)
         obj._buf, obj._host, obj.aval, obj._deleted_by = buf, None, aval, None

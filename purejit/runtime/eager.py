@@ -48,7 +48,7 @@ class EvalTrace(Trace):
             self.cache[key] = entry
         exe, out_avals = entry
         outs = exe.execute_unchecked([_buffer(a) for a in arrays])
-        return [Array._from_buffer(o, av) for o, av in zip(outs, out_avals)]
+        return [Array.from_buffer(o, av) for o, av in zip(outs, out_avals)]
 
     def _compile(self, name, avals, attrs, regions):
         b = Builder(f"eager_{name}")
