@@ -68,29 +68,23 @@ class Jitted:
             self.__name__ = getattr(inner, "__name__", None) or type(fun).__name__
         self.fun = fun
         self.spec = ArgSpec(fun, self.__name__, static_argnums, static_argnames)
-        self.static_argnums = self.spec.static_argnums
-        self.static_argnames = self.spec.static_argnames
-        self.donate_argnums, self.donate_argnames = normalize_donation(
+        donate_argnums, donate_argnames = normalize_donation(
             donate_argnums,
             donate_argnames,
             self.spec.signature_of_fun,
-            self.static_argnums,
-            self.static_argnames,
+            self.spec.static_argnums,
+            self.spec.static_argnames,
         )
-        self.compiler_options = CompilerOptions.parse(compiler_options)
-        self.passes = passes
-        self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self.config = JitConfig(
             fun,
             self.__name__,
-            self.compiler_options,
+            CompilerOptions.parse(compiler_options),
             passes,
-            self.donate_argnums,
-            self.donate_argnames,
+            donate_argnums,
+            donate_argnames,
             in_shardings,
             out_shardings,
         )
-        self.recompile_warn_after, self.recompile_raise = recompile_warn_after, recompile_raise
         self.stats = CacheStats(
             name=self.__name__, warn_after=recompile_warn_after, raise_on_churn=recompile_raise
         )
@@ -101,6 +95,9 @@ class Jitted:
         if buckets is not None:
             self._buckets = Buckets(buckets, bucket_overflow, self.spec)
             self._fast_ok = False  # every call must go through the padding
+
+    static_argnums = property(lambda self: self.spec.static_argnums)
+    static_argnames = property(lambda self: self.spec.static_argnames)
 
     def __get__(self, obj, objtype=None):
         """As a method decorator: `obj.f(x)` calls the jitted function as `f(obj, x)`.

@@ -15,7 +15,6 @@ class Compiled:
 
     def __init__(self, lowered, exe):
         self.lowered = lowered
-        self._exe = exe
         self.exe = exe
         self.cache_hit = False
         self.bucket_plan = None  # set by buckets: which output rows follow which input rows
@@ -58,12 +57,12 @@ class Compiled:
         if self._param_key != tuple((a.shape, a.dtype) for a in avals):
             raise TypeError(
                 f"{self.lowered.name}: arguments {[str(a.type) for a in avals]} do not match "
-                f"the compiled parameters {[str(t) for t in self._exe.param_types]}"
+                f"the compiled parameters {[str(t) for t in self.exe.param_types]}"
             )
         donation = self.lowered.donation
         if donation is not None and donation.aliases:
             return self._run_donating(arrays, donation)
-        return self.wrap(self._exe.execute_unchecked([a.buffer for a in arrays]))
+        return self.wrap(self.exe.execute_unchecked([a.buffer for a in arrays]))
 
     def wrap(self, outs):
         """purejit Arrays in the output tree, from the executable's output buffers."""
@@ -76,19 +75,19 @@ class Compiled:
         paths = self.lowered.in_paths or [f"#{i}" for i in range(len(arrays))]
         bufs = [a.buffer for a in arrays]
         dn.check_donated_inputs(arrays, donation, paths, self.lowered.name)
-        outs = self._exe.execute_unchecked(bufs)
+        outs = self.exe.execute_unchecked(bufs)
         dn.consume_donated(arrays, donation, paths, self.lowered.name)
         return self.wrap(outs)
 
     def cost_analysis(self) -> dict:
-        return self._exe.cost_analysis()
+        return self.exe.cost_analysis()
 
     def memory_analysis(self):
-        return self._exe.memory_analysis()
+        return self.exe.memory_analysis()
 
     def as_text(self) -> str:
         """The optimised HLO that XLA compiled."""
-        return self._exe.hlo_text()
+        return self.exe.hlo_text()
 
 
 def _leaf_array(x, path: str, fname: str) -> Array:

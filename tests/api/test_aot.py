@@ -115,7 +115,7 @@ def test_lower_from_avals_of_jax_arrays():
 
 def test_executable_checks_dtype_before_execute():
     compiled = purejit.jit(lambda x: x + 1).lower(np.ones(3, np.float32)).compile()
-    exe = compiled._exe
+    exe = compiled.exe
     with pytest.raises(pjrt.ExecuteTypeError, match=r"buffer s32\[3\] where f32\[3\]"):
         exe.execute([pjrt.to_device(np.ones(3, np.int32))])
     with pytest.raises(pjrt.ExecuteTypeError, match=r"buffer f32\[4\] where f32\[3\]"):

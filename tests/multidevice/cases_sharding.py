@@ -121,7 +121,7 @@ def case_shard_shapes_checked_before_execute():
     x = rand(8, 4)
     f = purejit.jit(lambda v: v + 1, in_shardings=NamedSharding(MESH, P("x")))
     compiled = f.lower(x).compile()
-    exe = compiled._exe
+    exe = compiled.exe
     assert isinstance(exe, backend_spmd.SpmdExecutable)
     wrong = purejit.device_put(x, NamedSharding(MESH, P(None, "y"))).buffer
     raises(backend_spmd.ShardingMismatchError, lambda: exe._validate([wrong]), "shard on device")
