@@ -10,7 +10,7 @@ anything lower, never higher:
     3  purejit.tracing, purejit.backend
     4  purejit.runtime
     5  purejit.lax, purejit.compiler
-    6  purejit.numpy
+    6  purejit.numpy, purejit.transforms (rules bind ops through lax)
     7  the user API at the top of purejit/ (api, nn, export, sharding, shard_map, ...)
 """
 
@@ -31,7 +31,7 @@ LAYERS = [
     ("purejit.tracing", "purejit.backend"),
     ("purejit.runtime",),
     ("purejit.lax", "purejit.compiler"),
-    ("purejit.numpy",),
+    ("purejit.numpy", "purejit.transforms"),
 ]
 TOP = len(LAYERS)
 
