@@ -17,6 +17,8 @@ class _Config:
         self._values = {
             "enable_x64": os.environ.get("PUREJIT_ENABLE_X64", "0") in ("1", "true", "True"),
             "jit_log_compiles": False,
+            # one line through the `purejit` logger when an XLA compile takes this long
+            "slow_compile_log_s": float(os.environ.get("PUREJIT_SLOW_COMPILE_LOG_S") or 5.0),
             # the persistent compile cache and the recompilation trap guard
             "cache_dir": os.environ.get("PUREJIT_CACHE_DIR") or None,
             "cache_max_bytes": int(os.environ.get("PUREJIT_CACHE_MAX_BYTES") or 2**30),
