@@ -104,6 +104,11 @@ class Array(ConcreteArray):
         h = self.host
         return h.astype(dtype) if dtype is not None else h
 
+    def __jax_array__(self):
+        """The PJRT buffer itself: `jax.numpy.asarray(x)` and `jax.jit` take a purejit
+        Array without a copy (both libraries share the one PJRT client of the process)."""
+        return self.buffer
+
     def __dlpack__(self, *args, **kwargs):
         return self.buffer.__dlpack__(*args, **kwargs)
 
