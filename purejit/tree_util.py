@@ -316,12 +316,12 @@ def flatten_up_to(treedef: PyTreeDef, tree) -> list:
         kind, node = _node_type(x)
         if kind is not td.kind:
             raise ValueError(
-                f"tree structure mismatch: expected a {td.kind.__name__} node, got "
-                f"{type(x).__name__} (structure {treedef})"
+                f"tree structure mismatch: {type(x).__name__} does not match a "
+                f"{td.kind.__name__} node of {treedef}"
             )
         children, aux = node.flatten(x)
         if aux != td.aux or len(children) != len(td.children):
-            raise ValueError(f"tree structure mismatch: {tree_structure(x)} vs {td}")
+            raise ValueError(f"tree structure mismatch: {tree_structure(x)} does not match {td}")
         for c, sub in zip(children, td.children):
             rec(sub, c)
 
