@@ -54,3 +54,7 @@ __all__ = [
     "sharding",
     "tree_util",
 ]
+
+from purejit import tree  # noqa: E402
+
+__all__ += ["tree"]

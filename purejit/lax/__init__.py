@@ -259,3 +259,28 @@ __all__ = [
     "psum",
     "psum_scatter",
 ]
+
+# convolutions and windowed reductions (purejit/lax/conv.py, purejit/lax/windowed.py)
+from purejit.lax._precision import Precision  # noqa: E402
+from purejit.lax.conv import (  # noqa: E402
+    ConvDimensionNumbers,
+    conv,
+    conv_dimension_numbers,
+    conv_general_dilated,
+    conv_transpose,
+    conv_with_general_padding,
+    padtype_to_pads,
+)
+from purejit.lax.windowed import reduce_window  # noqa: E402
+
+__all__ += [
+    "ConvDimensionNumbers",
+    "Precision",
+    "conv",
+    "conv_dimension_numbers",
+    "conv_general_dilated",
+    "conv_transpose",
+    "conv_with_general_padding",
+    "padtype_to_pads",
+    "reduce_window",
+]
