@@ -86,14 +86,14 @@ def unary(name, fn, cls, *, result=None, traits=(), doc=""):
     register(OpDef(name, infer, reference, _EW | frozenset(traits), doc=doc))
 
 
-def binary(name, fn, cls, *, traits=(), doc=""):
+def binary(name, fn, cls, *, traits=(), doc="", narrow=True):
     def infer(types, attrs, regions):
         nargs(name, types, 2)
         t = same_types(name, types)
         _check_class(name, cls, t)
         return [t]
 
-    run = _narrow(fn)
+    run = _narrow(fn) if narrow else fn
 
     def reference(args, attrs, regions, run_region):
         return [np.asarray(run(args[0], args[1])).astype(args[0].dtype)]
@@ -265,6 +265,52 @@ def _minmax(pick, real_fn):
     return run
 
 
+def _erf_inv(x):
+    try:
+        from scipy.special import erfinv
+    except ImportError:  # NumPy only: Giles' approximation refined by two Newton steps
+        return _erf_inv_newton(x)
+    return np.where(x == 0, x, erfinv(x))  # XLA keeps the sign of zero; SciPy drops it
+
+
+def _erf_inv_newton(x):
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        w = -np.log((1.0 - x) * (1.0 + x))
+        small = w < 5.0
+        ws, wl = w - 2.5, np.sqrt(w) - 3.0
+        ps = np.polyval([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                         0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+                         1.50140941], ws)  # fmt: skip
+        pl = np.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                         0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
+                         2.83297682], wl)  # fmt: skip
+        y = np.where(small, ps, pl) * x
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+        for _ in range(2):  # Newton on erf(y) = x; erf'(y) = 2/sqrt(pi) exp(-y^2)
+            y = y - (erf(y) - x) / (2.0 / math.sqrt(math.pi) * np.exp(-y * y))
+        y = np.where(np.abs(x) == 1.0, np.copysign(np.inf, x), y)
+        return np.where(np.abs(x) > 1.0, np.nan, y)
+
+
+def _next_after(a, b):
+    # on the bits, for every float width (np.nextafter has no bf16, and f16 through f32
+    # would round back): step the magnitude of `a` towards `b`; 0 steps to the smallest
+    # subnormal of b's sign; equal operands give b; NaN in, NaN out
+    a, b = np.asarray(a), np.asarray(b)
+    ut = np.dtype(f"u{a.dtype.itemsize}")
+    ua, ub = a.view(ut), b.view(ut)
+    sign = ut.type(1 << (8 * a.dtype.itemsize - 1))
+    mag = ua & ut.type(~sign)
+    away = (a < b) != (ua >= sign)  # moving away from zero increases the magnitude
+    one = ut.type(1)
+    stepped = np.where(away, ua + one, ua - one).astype(ut)
+    from_zero = (ub & sign) | one
+    out = np.where(mag == 0, from_zero, stepped).astype(ut)
+    out = np.where(a == b, ub, out).astype(ut).view(a.dtype)
+    return np.where(np.isnan(a) | np.isnan(b), np.array(np.nan, a.dtype), out).astype(a.dtype)
+
+
 def _vec(fn):
     v = np.vectorize(fn, otypes=[np.float64])
     return lambda x: v(x).astype(x.dtype)
@@ -320,6 +366,7 @@ unary("acosh", np.arccosh, "inexact")
 unary("atanh", np.arctanh, "inexact")
 unary("erf", _vec(math.erf), "float")
 unary("lgamma", _vec(_lgamma), "float")
+unary("erf_inv", _erf_inv, "float")
 
 # ---- binary --------------------------------------------------------------------------------
 
@@ -342,6 +389,7 @@ binary(
     traits=("commutative", "associative", "idempotent", "cheap"),
 )
 binary("atan2", np.arctan2, "float")
+binary("next_after", _next_after, "float", narrow=False)  # exact on the bits of each width
 binary(
     "and", np.bitwise_and, "intbool", traits=("commutative", "associative", "idempotent", "cheap")
 )
