@@ -43,6 +43,7 @@ _CLASSES = {
 }
 
 _EW = frozenset({"pure", "elementwise"})
+_APPROX = ("approximate",)  # transcendental: XLA's own polynomial, not NumPy's bits
 
 
 def _check_class(name: str, cls: str, t: TensorType):
@@ -266,14 +267,10 @@ def _minmax(pick, real_fn):
 
 
 def _erf_inv(x):
-    try:
-        from scipy.special import erfinv
-    except ImportError:  # NumPy only: Giles' approximation refined by two Newton steps
-        return _erf_inv_newton(x)
-    return np.where(x == 0, x, erfinv(x))  # XLA keeps the sign of zero; SciPy drops it
-
-
-def _erf_inv_newton(x):
+    """erf^-1 in float64: Giles' single-precision approximation (the one XLA evaluates)
+    refined by Newton steps; +-inf at +-1, NaN outside [-1, 1], and the sign of zero
+    kept, as XLA does."""
+    dt = np.asarray(x).dtype
     x = np.asarray(x, np.float64)
     with np.errstate(all="ignore"):
         w = -np.log((1.0 - x) * (1.0 + x))
@@ -285,12 +282,22 @@ def _erf_inv_newton(x):
         pl = np.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
                          0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
                          2.83297682], wl)  # fmt: skip
-        y = np.where(small, ps, pl) * x
+        a = np.abs(x)
+        y = np.where(small, ps, pl) * a
         erf = np.vectorize(math.erf, otypes=[np.float64])
-        for _ in range(2):  # Newton on erf(y) = x; erf'(y) = 2/sqrt(pi) exp(-y^2)
-            y = y - (erf(y) - x) / (2.0 / math.sqrt(math.pi) * np.exp(-y * y))
+        erfc = np.vectorize(math.erfc, otypes=[np.float64])
+        # Newton on erf(y) = |x|, or on log erfc(y) = log(1 - |x|) near 1 (exact there)
+        inner, c = a < 0.5, np.where(a < 0.5, 0.5, 1.0 - a)
+        for _ in range(6):
+            pdf = 2.0 / math.sqrt(math.pi) * np.exp(-y * y)
+            tail = erfc(y)
+            step_in = (erf(y) - a) / pdf
+            step_out = (np.log(c) - np.log(tail)) * tail / pdf
+            y = y - np.where(inner, step_in, step_out)
+        y = np.copysign(y, x)
         y = np.where(np.abs(x) == 1.0, np.copysign(np.inf, x), y)
-        return np.where(np.abs(x) > 1.0, np.nan, y)
+        y = np.where(x == 0, x, y)
+        return np.where(np.abs(x) > 1.0, np.nan, y).astype(dt)
 
 
 def _next_after(a, b):
@@ -344,29 +351,29 @@ unary("is_finite", np.isfinite, "float", result=_is_finite_dtype)
 unary("real", np.real, "complex", result=_complex_part)
 unary("imag", np.imag, "complex", result=_complex_part)
 unary("sqrt", np.sqrt, "inexact")
-unary("rsqrt", lambda x: 1 / np.sqrt(x), "inexact")
-unary("cbrt", np.cbrt, "float")
-unary("exponential", np.exp, "inexact")
-unary("exponential_minus_one", np.expm1, "inexact")
-unary("log", np.log, "inexact")
-unary("log_plus_one", np.log1p, "inexact")
-unary("logistic", _logistic, "inexact")
-unary("sine", np.sin, "inexact")
-unary("cosine", np.cos, "inexact")
-unary("tan", np.tan, "inexact")
-unary("tanh", np.tanh, "inexact")
+unary("rsqrt", lambda x: 1 / np.sqrt(x), "inexact", traits=_APPROX)
+unary("cbrt", np.cbrt, "float", traits=_APPROX)
+unary("exponential", np.exp, "inexact", traits=_APPROX)
+unary("exponential_minus_one", np.expm1, "inexact", traits=_APPROX)
+unary("log", np.log, "inexact", traits=_APPROX)
+unary("log_plus_one", np.log1p, "inexact", traits=_APPROX)
+unary("logistic", _logistic, "inexact", traits=_APPROX)
+unary("sine", np.sin, "inexact", traits=_APPROX)
+unary("cosine", np.cos, "inexact", traits=_APPROX)
+unary("tan", np.tan, "inexact", traits=_APPROX)
+unary("tanh", np.tanh, "inexact", traits=_APPROX)
 # CHLO ops: XLA expands them into StableHLO when it compiles
-unary("asin", np.arcsin, "inexact")
-unary("acos", np.arccos, "inexact")
-unary("atan", np.arctan, "inexact")
-unary("sinh", np.sinh, "inexact")
-unary("cosh", np.cosh, "inexact")
-unary("asinh", np.arcsinh, "inexact")
-unary("acosh", np.arccosh, "inexact")
-unary("atanh", np.arctanh, "inexact")
-unary("erf", _vec(math.erf), "float")
-unary("lgamma", _vec(_lgamma), "float")
-unary("erf_inv", _erf_inv, "float")
+unary("asin", np.arcsin, "inexact", traits=_APPROX)
+unary("acos", np.arccos, "inexact", traits=_APPROX)
+unary("atan", np.arctan, "inexact", traits=_APPROX)
+unary("sinh", np.sinh, "inexact", traits=_APPROX)
+unary("cosh", np.cosh, "inexact", traits=_APPROX)
+unary("asinh", np.arcsinh, "inexact", traits=_APPROX)
+unary("acosh", np.arccosh, "inexact", traits=_APPROX)
+unary("atanh", np.arctanh, "inexact", traits=_APPROX)
+unary("erf", _vec(math.erf), "float", traits=_APPROX)
+unary("lgamma", _vec(_lgamma), "float", traits=_APPROX)
+unary("erf_inv", _erf_inv, "float", traits=_APPROX)
 
 # ---- binary --------------------------------------------------------------------------------
 
@@ -375,7 +382,7 @@ binary("subtract", np.subtract, "num", traits=("cheap",))
 binary("multiply", np.multiply, "any", traits=("commutative", "associative", "cheap"))
 binary("divide", _divide, "num")
 binary("remainder", _remainder, "real")
-binary("power", _power, "num")
+binary("power", _power, "num", traits=_APPROX)
 binary(
     "maximum",
     _minmax(np.greater, np.maximum),
@@ -388,7 +395,7 @@ binary(
     "any",
     traits=("commutative", "associative", "idempotent", "cheap"),
 )
-binary("atan2", np.arctan2, "float")
+binary("atan2", np.arctan2, "float", traits=_APPROX)
 binary("next_after", _next_after, "float", narrow=False)  # exact on the bits of each width
 binary(
     "and", np.bitwise_and, "intbool", traits=("commutative", "associative", "idempotent", "cheap")
