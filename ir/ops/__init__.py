@@ -12,3 +12,4 @@ from purejit.ir.ops import (  # noqa: F401  # noqa: F401
     shape,
     sort,
 )
+from purejit.ir.ops import fft, linalg  # noqa: F401, E402
