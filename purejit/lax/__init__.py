@@ -259,3 +259,8 @@ __all__ = [
     "psum",
     "psum_scatter",
 ]
+
+from purejit.lax import linalg  # noqa: E402, F401
+from purejit.lax.fourier import FftType, fft  # noqa: E402, F401
+
+__all__ += ["FftType", "fft", "linalg"]
