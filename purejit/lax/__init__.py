@@ -288,3 +288,7 @@ __all__ += [
     "padtype_to_pads",
     "reduce_window",
 ]
+from purejit.lax import linalg  # noqa: E402, F401
+from purejit.lax.fourier import FftType, fft  # noqa: E402, F401
+
+__all__ += ["FftType", "fft", "linalg"]

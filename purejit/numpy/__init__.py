@@ -97,3 +97,4 @@ from purejit.tracing import Tracer as _Tracer  # noqa: E402
 for _cls in (_Tracer, ndarray):
     _operators.install(_cls, _sys.modules[__name__])
 from purejit.numpy._convolve import convolve, correlate  # noqa: E402, F401
+from purejit.numpy import fft, linalg  # noqa: E402, F401
