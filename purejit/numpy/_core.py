@@ -3,6 +3,8 @@ functions. Every function here is a thin wrapper that binds IR ops."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from purejit import dtypes as pdt
@@ -14,6 +16,7 @@ from purejit.lax._lift import (
     convert,
 )
 from purejit.lax._lift import lift as lift_stacked
+from purejit.lax.ops import integer_pow as lax_integer_pow
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import Tracer, bind1
 
@@ -382,7 +385,34 @@ def fmod(x, y, /):
     return bind1("remainder", a, _nonzero_divisor(b))
 
 
+def _static_int(y):
+    """`y` as a Python int when it is a concrete integer scalar, else None."""
+    if isinstance(y, (bool, np.bool_)):
+        return None
+    if isinstance(y, Array) and (y.ndim != 0 or y.dtype.kind not in "iu"):
+        return None
+    if isinstance(y, np.ndarray) and y.ndim != 0:
+        return None
+    try:
+        return operator.index(y)
+    except TypeError:
+        return None
+
+
 def power(x, y, /):
+    """x ** y; a concrete integer exponent is applied by repeated multiplication, so that
+    `x ** 2` equals `x * x` exactly, in eager mode as under jit (as jax.numpy does)."""
+    n = _static_int(y)
+    if n is not None:
+        a = _lift(x)
+        if a.dtype == np.bool_:
+            a = convert(a, pdt.default_int(), weak=a.weak_type)
+        if n < 0 and a.dtype.kind in "iu":
+            raise TypeError(
+                f"power: integers cannot be raised to negative powers (got {a.dtype} ** {n})"
+                f"{errors.at(errors.user_location())}"
+            )
+        return lax_integer_pow(a, n)
     a, b = promote_args("power", x, y)
     return bind1("power", a, b)
 
