@@ -53,3 +53,6 @@ __all__ = [
     "sharding",
     "tree_util",
 ]
+from purejit.transforms.vmap import vmap  # noqa: E402
+
+__all__ += ["vmap"]
