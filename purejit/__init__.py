@@ -58,3 +58,6 @@ __all__ = [
 from purejit import tree  # noqa: E402
 
 __all__ += ["tree"]
+from purejit.transforms.vmap import vmap  # noqa: E402
+
+__all__ += ["vmap"]
