@@ -25,6 +25,14 @@ from purejit.backend.pjrt import devices
 from purejit.compiler.stats import cache_stats
 from purejit.export import Exported, deserialize, export
 from purejit.api import explain
+from purejit.autodiff import (
+    grad,
+    jvp,
+    linear_transpose,
+    linearize,
+    value_and_grad,
+    vjp,
+)
 
 __version__ = "0.1.0"
 
@@ -52,4 +60,10 @@ __all__ = [
     "shard_map",
     "sharding",
     "tree_util",
+    "grad",
+    "jvp",
+    "linear_transpose",
+    "linearize",
+    "value_and_grad",
+    "vjp",
 ]

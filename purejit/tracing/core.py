@@ -62,12 +62,35 @@ class Trace:
         raise NotImplementedError
 
 
-_stack: list[Trace] = []
+_stack: list[Trace] = []  # every active trace, by level
+_current: list[Trace] = []  # the trace an op with no tracer operands goes to (innermost)
 
 
 def current_trace() -> Trace:
-    """The innermost active trace (the base trace when nothing is being traced)."""
-    return _stack[-1]
+    """The trace that receives ops whose operands are not tracers of a deeper trace: the
+    innermost active trace, unless `set_current_trace` chose a lower one."""
+    return _current[-1]
+
+
+def trace_is_active(trace: Trace) -> bool:
+    """Whether `trace` is on the stack (not finished)."""
+    return trace.level < len(_stack) and _stack[trace.level] is trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace):
+    """Within this block ops without deeper tracer operands go to `trace`.
+
+    Reverse-mode differentiation pushes its linear trace (so that it has a level above the
+    trace it linearizes in) and then makes the lower trace current again: primal ops keep
+    going there, and only ops that read a tangent (a tracer of the linear trace) are
+    recorded by it, as JAX's `find_top_trace` does."""
+    _current.append(trace)
+    try:
+        yield trace
+    finally:
+        popped = _current.pop()
+        assert popped is trace, "current trace stack corrupted"
 
 
 def set_base_trace(trace: Trace) -> None:
@@ -79,15 +102,18 @@ def set_base_trace(trace: Trace) -> None:
     if len(_stack) > 1:
         raise RuntimeError("the base trace cannot change while a trace is active")
     _stack[:] = [trace]
+    _current[:] = [trace]
 
 
 @contextlib.contextmanager
 def new_trace(trace: Trace):
     trace.level = len(_stack)
     _stack.append(trace)
+    _current.append(trace)
     try:
         yield trace
     finally:
+        _current.pop()
         popped = _stack.pop()
         assert popped is trace, "trace stack corrupted"
 
@@ -113,7 +139,25 @@ def bind(
     per result (default: weak iff every operand is weak and the op keeps the dtype, for
     elementwise and shape-only ops).
     """
-    return current_trace().process(name, args, attrs, regions, weak)
+    return find_top_trace(args).process(name, args, attrs, regions, weak)
+
+
+def find_top_trace(args) -> Trace:
+    """The trace an op on `args` goes to: the deepest among the current trace and the traces
+    of the tracers in `args` (JAX's `find_top_trace`)."""
+    top = _current[-1]
+    for a in args:
+        if isinstance(a, Tracer):
+            t = a.trace
+            if t is not top and t.level > top.level:
+                if not trace_is_active(t):
+                    raise errors.UnexpectedTracerError(
+                        f"a traced value {a.aval} escaped from the trace that made it (it was "
+                        f"stored outside the function){errors.at(errors.user_location())}. "
+                        "Return it from the function instead."
+                    )
+                top = t
+    return top
 
 
 def bind1(name: str, *args, **kw):
@@ -209,7 +253,10 @@ __all__ = [
     "bind",
     "bind1",
     "current_trace",
+    "find_top_trace",
     "infer_results",
     "new_trace",
     "set_base_trace",
+    "set_current_trace",
+    "trace_is_active",
 ]
