@@ -7,11 +7,16 @@ rules of its family's ops. Importing this package registers every rule.
 
 from purejit.transforms.autodiff import (  # noqa: F401  (registers the rules)
     autodiff,
+    collective,
     contraction,
+    control,
     elementwise,
+    fusion,
+    gather,
     indexing,
     reduce,
     shape,
+    sort,
 )
 from purejit.transforms.autodiff._core import (
     JVP_RULES,

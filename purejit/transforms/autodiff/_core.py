@@ -58,6 +58,9 @@ class Context:
 
 
 JVP_RULES: dict[str, Callable] = {}
+# ops that may appear in a linear program (their tangent rule binds them on tangents); each
+# needs a transpose rule
+LINEAR_OPS: set[str] = set()
 TRANSPOSE_RULES: dict[str, Callable] = {}
 # op name -> why it has no JVP rule (integer/boolean results, or JAX does not differentiate it)
 NOT_DIFFERENTIABLE: dict[str, str] = {}
@@ -291,6 +294,7 @@ def linear_jvp(name: str, linear: Callable[[int, int], bool]):
         return outs, bind(name, *args, regions=regions, **attrs)
 
     JVP_RULES[name] = rule
+    LINEAR_OPS.add(name)
     return rule
 
 

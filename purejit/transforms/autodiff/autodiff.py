@@ -3,7 +3,7 @@ derivative; `optimization_barrier` is the identity, kept on tangents and cotange
 
 from __future__ import annotations
 
-from purejit.transforms.autodiff._core import Zero, aval, defjvp, deftranspose, op, ops
+from purejit.transforms.autodiff._core import LINEAR_OPS, Zero, aval, defjvp, deftranspose, op, ops
 
 
 @defjvp("stop_gradient")
@@ -26,3 +26,6 @@ def _barrier_jvp(ctx, primals, tangents, attrs, regions):
 @deftranspose("optimization_barrier")
 def _barrier_t(cts, operands, attrs, regions):
     return _barrier(cts)
+
+
+LINEAR_OPS.update({"optimization_barrier"})

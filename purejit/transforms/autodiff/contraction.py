@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from purejit.transforms.autodiff._core import (
+    LINEAR_OPS,
     Zero,
     add,
     aval,
@@ -87,3 +88,6 @@ def _dot_t(cts, operands, attrs, regions):
     if isinstance(ct, Zero):
         return [None, Zero(aval(y))]
     return [None, _transpose_lhs(ct, aval(y), x, rc, lc, rb, lb, dt, swap_ans=True)]
+
+
+LINEAR_OPS.update({"dot_general"})

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from purejit.transforms.autodiff._core import (
+    LINEAR_OPS,
     UndefinedPrimal,
     Zero,
     add,
@@ -475,3 +476,8 @@ def digamma(x):
     pi = _c(x, math.pi)
     refl = sub(psi, div(pi, op("tan", mul(pi, x))))
     return convert(select(reflect, refl, psi), dt)
+
+
+LINEAR_OPS.update(
+    {"add", "subtract", "negate", "multiply", "divide", "convert", "real", "imag", "select"}
+)

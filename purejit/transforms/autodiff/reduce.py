@@ -17,6 +17,7 @@ from purejit.ir.ops.reduce import reduction_kind
 from purejit.tracing import ShapedArray, bind, trace_to_function
 from purejit.transforms.autodiff import interpreter as interp
 from purejit.transforms.autodiff._core import (
+    LINEAR_OPS,
     Unsupported,
     Zero,
     aval,
@@ -149,3 +150,6 @@ def _reduce_t(cts, operands, attrs, regions):
         return [Zero(aval(x)), None]
     kept = _kept(shape, tuple(attrs["dimensions"]))
     return [bcast(ct, shape, kept), None]
+
+
+LINEAR_OPS.update({"reduce"})

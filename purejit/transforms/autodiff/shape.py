@@ -9,10 +9,12 @@ import numpy as np
 from purejit.transforms.autodiff._core import (
     Zero,
     aval,
+    defjvp,
     is_linear,
     linear_jvp,
     deftranspose,
     op,
+    ops,
     reduce_sum,
     reshape,
     sub,
@@ -140,3 +142,16 @@ def _pad_t(cts, operands, attrs, regions):
     if is_linear(v):
         ct_v = sub(reduce_sum(ct, range(rank)), reduce_sum(ct_x, range(rank)))
     return [ct_x if is_linear(x) else None, ct_v]
+
+
+def _no_operands_jvp(name):
+    def rule(ctx, primals, tangents, attrs, regions):
+        outs = ops(name, *primals, regions=regions, **attrs)
+        return outs, [Zero(aval(o)) for o in outs]
+
+    defjvp(name)(rule)
+
+
+# ops without operands: their value is a constant, so their derivative is zero
+_no_operands_jvp("constant")
+_no_operands_jvp("iota")
