@@ -25,6 +25,9 @@ from purejit.backend.pjrt import devices
 from purejit.compiler.stats import cache_stats
 from purejit.export import Exported, deserialize, export
 from purejit.api import explain
+from purejit import ad_checkpoint, test_util
+from purejit.ad_checkpoint import checkpoint, checkpoint_policies, remat
+from purejit.custom_derivatives import closure_convert, custom_jvp, custom_vjp
 from purejit.autodiff import (
     grad,
     jvp,
@@ -66,4 +69,12 @@ __all__ = [
     "linearize",
     "value_and_grad",
     "vjp",
+    "ad_checkpoint",
+    "checkpoint",
+    "checkpoint_policies",
+    "closure_convert",
+    "custom_jvp",
+    "custom_vjp",
+    "remat",
+    "test_util",
 ]

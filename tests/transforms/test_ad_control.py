@@ -42,7 +42,8 @@ def test_scan_matches_jax_forward_and_reverse():
 
             h, ys = lx.scan(step, x, xs)
             h_rev, ys_rev = lx.scan(step, x, xs, reverse=True)
-            return [h, ys, h_rev, ys_rev]
+            h0, _ = lx.scan(step, mod.zeros(3), xs)  # a constant initial carry
+            return [h, ys, h_rev, ys_rev, h0]
 
         return f
 

@@ -16,3 +16,23 @@ def _optimization_barrier(ctx, op, args):
         return []
     types = [v.type for v in op.operands]
     return ctx.op("stablehlo.optimization_barrier", list(args), types, types)
+
+
+@lowering("custom_jvp_call", "custom_vjp_call", "checkpoint")
+def _region_call(ctx, op, args):
+    # the function itself; its custom rules only matter to differentiation
+    return ctx.inline(op.regions[0], list(args))
+
+
+@lowering("checkpoint_name")
+def _checkpoint_name(ctx, op, args):
+    return [args[0]]
+
+
+@lowering("custom_lin")
+def _custom_lin(ctx, op, args):
+    raise NotImplementedError(
+        "custom_lin (the linear map of a custom_vjp function) cannot be run, only transposed: "
+        "forward-mode differentiation (jvp, linearize) of a custom_vjp function is not "
+        "supported, as in JAX"
+    )

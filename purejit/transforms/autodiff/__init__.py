@@ -31,6 +31,7 @@ from purejit.transforms.autodiff._core import (
 from purejit.transforms.autodiff.interpreter import (
     LinearFunction,
     NonDifferentiableError,
+    evaluate,
     jvp_function,
     linearize_function,
     transpose_function,
@@ -42,6 +43,7 @@ __all__ = [
     "LinearFunction",
     "NOT_DIFFERENTIABLE",
     "NonDifferentiableError",
+    "evaluate",
     "TRANSPOSE_RULES",
     "UndefinedPrimal",
     "Zero",

@@ -55,6 +55,19 @@ class Context:
     """What a rule may ask about the interpretation it runs in."""
 
     linearizing: bool  # tangents are recorded into a linear trace (reverse mode)
+    linear_trace: object = None  # that trace, when linearizing
+
+
+# Python rules that ops name by a string key (custom_jvp_call, custom_vjp_call, checkpoint,
+# custom_lin): `{kind} {name}#{n}`
+CUSTOM_RULES: dict[str, object] = {}
+
+
+def register_custom(kind: str, name: str, rule) -> str:
+    """Keep `rule` and return the key an op's `rule` attribute names it by."""
+    key = f"{kind} {name}#{len(CUSTOM_RULES)}"
+    CUSTOM_RULES[key] = rule
+    return key
 
 
 JVP_RULES: dict[str, Callable] = {}

@@ -133,7 +133,7 @@ def _case_jvp(ctx, primals, tangents, attrs, regions):
     return outs, [next(it) if nz else Zero(tangent_aval(aval(o))) for o, nz in zip(outs, nz_out)]
 
 
-class _Split:
+class RegionSplit:
     """A region linearized in its own traces: the primal part (a function returning the
     primal results then the residuals) and the linear one."""
 
@@ -152,7 +152,7 @@ class _Split:
                     else Zero(tangent_aval(a))
                     for a, nz in zip(avals, nz_in)
                 ]
-                outs, touts = interp.jvp_function(fn, xs, ts, interp.Context(linearizing=True))
+                outs, touts = interp.jvp_function(fn, xs, ts, interp.Context(True, lin))
                 nz_out = _nonzero(touts) if nz_out_force is None else nz_out_force
                 with set_current_trace(lin):
                     touts = [
@@ -167,6 +167,7 @@ class _Split:
             box["res_params"] = [v for _, v in lin.captures]
             box["nz_out"] = nz_out
             box["params"] = list(xs)
+            box["outs"] = list(outs)
             return [*outs, *box["res"]]
 
         traced = trace_to_function(primal, avals, name=fn.name + "_fwd")
@@ -186,7 +187,7 @@ def _case_linearize(index, args, targs, nz_in, regions):
     nz_out = [False] * len(regions[0].results)
     for r in regions:
         nz_out = [a or b for a, b in zip(nz_out, _tangent_pattern(r, nz_in))]
-    splits = [_Split(r, nz_in, nz_out) for r in regions]
+    splits = [RegionSplit(r, nz_in, nz_out) for r in regions]
     n_out = len(regions[0].results)
     # residual slots: every branch's residuals, one after another
     slots = [a for s in splits for a in s.res_avals]
@@ -345,7 +346,7 @@ def _scan_jvp(ctx, primals, tangents, attrs, regions):
 def _scan_linearize(attrs, body, consts, carry, xs, tc, tcarry, txs, nz_k, nz_c, nz_x, nz_y):
     nk, nc = len(consts), len(carry)
     # carry tangents at their fixed point, in and out
-    split = _Split(body, [*nz_k, *nz_c, *nz_x], [*nz_c, *nz_y])
+    split = RegionSplit(body, [*nz_k, *nz_c, *nz_x], [*nz_c, *nz_y])
     # residuals: a loop constant is passed once; anything else is stacked along the loop
     const_res, stacked = [], []
     for k, p in enumerate(split.res_is_param):
@@ -395,11 +396,9 @@ def _scan_linearize(attrs, body, consts, carry, xs, tc, tcarry, txs, nz_k, nz_c,
 def _scan_t(cts, operands, attrs, regions):
     (body,) = regions
     consts, carry, xs = scan_split(attrs, operands)
-    if not all(is_linear(c) for c in carry):
-        raise NotImplementedError(
-            "transpose of a scan whose carry is not all linear (a loop counter in a linear "
-            "function): linearize the function first"
-        )
+    # a linear scan's carry holds tangents only; one that is not an undefined primal is a
+    # tangent known to start at zero (a constant initial carry), whose cotangent is dropped
+    carry_known = [not is_linear(c) for c in carry]
     nk, nc = len(consts), len(carry)
     lin_k = [is_linear(c) for c in consts]
     lin_x = [is_linear(x) for x in xs]
@@ -450,7 +449,7 @@ def _scan_t(cts, operands, attrs, regions):
     g_k, g_c, g_x = res[:n_lk], res[n_lk : n_lk + nc], res[n_lk + nc :]
     ik, ix = iter(g_k), iter(g_x)
     out = [next(ik) if lk else None for lk in lin_k]
-    out += list(g_c)
+    out += [None if known else g for g, known in zip(g_c, carry_known)]
     out += [next(ix) if lx else None for lx in lin_x]
     return out
 

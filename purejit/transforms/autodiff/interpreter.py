@@ -68,7 +68,7 @@ def jvp_function(fn: Function, primals: Sequence, tangents: Sequence, ctx: Conte
         else:
             for t in live:
                 if isinstance(t, Unsupported):
-                    raise NonDifferentiableError(f"{t.message}{errors.at(op.loc)}")
+                    raise NonDifferentiableError(t.message)
             rule = JVP_RULES.get(op.name)
             if rule is None:
                 why = NOT_DIFFERENTIABLE.get(op.name, "it has no differentiation rule")
@@ -87,6 +87,12 @@ def jvp_function(fn: Function, primals: Sequence, tangents: Sequence, ctx: Conte
             touts = [
                 t if is_differentiable_dtype(r.type.dtype) else Zero(tangent_aval(_aval(r)))
                 for t, r in zip(touts, op.results)
+            ]
+            touts = [  # the error, if anything reads it, names the user's line of the op
+                Unsupported(t.aval, f"{t.message}{errors.at(op.loc)}")
+                if isinstance(t, Unsupported) and op.loc and op.loc not in t.message
+                else t
+                for t in touts
             ]
         env.update(zip(op.results, outs))
         tenv.update(zip(op.results, touts))
@@ -125,9 +131,15 @@ class LinearFunction:
         return [next(got) if nz else Zero(a) for a, nz in zip(self.in_avals, self.in_nonzero)]
 
 
-def evaluate(fn: Function, args: Sequence) -> list:
+def evaluate(fn: Function, args: Sequence, overrides: dict | None = None) -> list:
+    """Bind `fn`'s ops on `args` into the current trace(s); values in `overrides` (IR value
+    -> value) are taken as given, and ops whose results all are given are skipped."""
     env = dict(zip(fn.params, args))
+    if overrides:
+        env.update(overrides)
     for op in fn.ops:
+        if overrides and all(r in env for r in op.results):
+            continue
         outs = bind(op.name, *[env[v] for v in op.operands], regions=op.regions, **op.attrs)
         env.update(zip(op.results, outs))
     return [env[v] for v in fn.results]
@@ -152,7 +164,7 @@ def linearize_function(fn: Function, primals: Sequence, nonzero: Sequence[bool],
             for a, nz in zip(in_avals, nonzero)
         ]
         in_nonzero = [not isinstance(t, Zero) for t in tangents]
-        outs, touts = jvp_function(fn, primals, tangents, Context(linearizing=True))
+        outs, touts = jvp_function(fn, primals, tangents, Context(True, lin))
         out_avals = [tangent_aval(_aval(r)) for r in fn.results]
         for t in touts:
             if isinstance(t, Unsupported):
