@@ -26,6 +26,17 @@ from purejit.backend.pjrt import devices
 from purejit.compiler.stats import cache_stats
 from purejit.export import Exported, deserialize, export
 from purejit.api import explain
+from purejit import ad_checkpoint, test_util
+from purejit.ad_checkpoint import checkpoint, checkpoint_policies, remat
+from purejit.custom_derivatives import closure_convert, custom_jvp, custom_vjp
+from purejit.autodiff import (
+    grad,
+    jvp,
+    linear_transpose,
+    linearize,
+    value_and_grad,
+    vjp,
+)
 
 __version__ = "0.1.0"
 
@@ -53,6 +64,20 @@ __all__ = [
     "shard_map",
     "sharding",
     "tree_util",
+    "grad",
+    "jvp",
+    "linear_transpose",
+    "linearize",
+    "value_and_grad",
+    "vjp",
+    "ad_checkpoint",
+    "checkpoint",
+    "checkpoint_policies",
+    "closure_convert",
+    "custom_jvp",
+    "custom_vjp",
+    "remat",
+    "test_util",
 ]
 
 from purejit import tree  # noqa: E402

@@ -1,6 +1,7 @@
 """Op definitions, one module per family. Importing this package registers them all."""
 
 from purejit.ir.ops import (  # noqa: F401  # noqa: F401
+    autodiff,  # noqa: F401
     collective,  # noqa: F401
     contraction,  # noqa: F401
     control,

@@ -27,6 +27,7 @@ Elementwise, one line each binding an IR op:
 """
 
 from purejit.lax.control import cond, switch, while_loop
+from purejit.lax._ad import optimization_barrier, stop_gradient
 from purejit.lax.parallel import (  # noqa: F401  (collectives, for shard_map bodies)
     all_gather,
     all_to_all,
@@ -151,6 +152,8 @@ def reciprocal(x):
 
 
 __all__ = [
+    "optimization_barrier",
+    "stop_gradient",
     "abs",
     "acos",
     "acosh",
