@@ -235,3 +235,23 @@ def test_loop_fallback_is_explained():
     text = str(purejit.explain(purejit.vmap(f), x, init))
     assert "reduce (at test_vmap_api.py:" in text
     assert "loop over the 3 examples (scan): its init value varies over the batch" in text
+
+
+def test_batched_cond_uniform_and_mixed_predicates():
+    """A batched predicate takes the one-branch path when every example agrees, the select
+    path otherwise; switch indices out of range pick the last branch in both."""
+    x = f32(4, 3)
+    same, mixed = np.abs(x), x.copy()
+    mixed[:, 0] = [1.0, -1.0, 2.0, -2.0]
+    idx_same, idx_mixed = np.full(4, 7, np.int32), np.array([-1, 0, 1, 5], np.int32)
+
+    def make(n, lx, vmap):
+        def c(v):
+            return lx.cond(v[0] > 0, lambda u: n.sin(u) * 2, lambda u: u - 1, v)
+
+        def s(i, v):
+            return lx.switch(i, [lambda u: u + 1, lambda u: u * 3, lambda u: -u], v)
+
+        return lambda a, b, i, j: (vmap(c)(a), vmap(c)(b), vmap(s)(i, a), vmap(s)(j, b))
+
+    both(make, same, mixed, idx_same, idx_mixed)
