@@ -23,6 +23,7 @@ from purejit.config import config
 from purejit.ir import Function
 from purejit.runtime import Array, eval_trace
 from purejit.tracing import current_trace
+from purejit.transforms.batching import notes as transform_notes
 
 
 @contextlib.contextmanager
@@ -258,7 +259,11 @@ def explain(f, *args, **kwargs) -> Explanation:
         `kernels`, `groups`, `xla_kernels`, `xla_cost`, `differences`).
     """
     jitted = f if isinstance(f, Jitted) else jit(f)
-    return explain_lowered(jitted.lower(*args, **kwargs))
+    with transform_notes.collecting() as transformed:  # what vmap did to control flow
+        lowered = jitted.lower(*args, **kwargs)
+    ex = explain_lowered(lowered)
+    ex.transforms = transformed
+    return ex
 
 
 __all__ = ["Compiled", "Explanation", "Jitted", "Lowered", "disable_jit", "explain", "jit"]
