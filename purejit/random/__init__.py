@@ -7,6 +7,15 @@ same key, shape, dtype and parameters give the same bits as `jax.random` (see
 """
 
 from purejit.random._keys import KeyDType, PRNGKeyArray
+from purejit.random._loops import (
+    ball,
+    beta,
+    dirichlet,
+    gamma,
+    generalized_normal,
+    loggamma,
+    poisson,
+)
 from purejit.random._samplers import (
     bernoulli,
     categorical,
@@ -35,6 +44,13 @@ from purejit.random._core import (
 )
 
 __all__ = [
+    "ball",
+    "beta",
+    "dirichlet",
+    "gamma",
+    "generalized_normal",
+    "loggamma",
+    "poisson",
     "bernoulli",
     "categorical",
     "choice",

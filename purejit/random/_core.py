@@ -115,9 +115,14 @@ def split_impl(key, num: int | tuple[int, ...] = 2):
 
 
 def split_n(key, n: int) -> list:
-    """`n` keys from `key`, as a list of uint32[2] (JAX's `k1, k2 = split(key)`)."""
+    """`n` keys from `key`, as a list (JAX's `k1, k2 = split(key)`); a batch of keys
+    `[*batch, 2]` gives `n` batches (JAX's vmap of split)."""
     keys = _threefry.split(key, (n,))
-    return [lax.reshape(lax.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in range(n)]
+    batch = tuple(key.shape[:-1])
+    lo, nb = (0,) * len(batch), len(batch)
+    return [
+        lax.reshape(lax.slice(keys, (*lo, i, 0), (*batch, i + 1, 2)), (*batch, 2)) for i in range(n)
+    ]
 
 
 def bits_impl(key, bit_width: int, shape):

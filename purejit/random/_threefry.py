@@ -58,23 +58,28 @@ def hash(k1, k2, x1, x2):
 
 
 def iota_2x32(shape: tuple[int, ...]):
-    """The row-major 64-bit iota over `shape` as (high, low) uint32 words."""
+    """The row-major 64-bit iota over `shape` as (high, low) uint32 words.
+
+    Made from `iota` even for a scalar, so constant folding never sees constant counters
+    (a constant draw would otherwise be folded with NumPy's transcendental functions)."""
     n = math.prod(shape)
     if n > 2**32:
         raise NotImplementedError(
             f"purejit.random: {n} values in one call (shape {shape}) exceed the 2**32 counters "
             "purejit generates; draw in several calls"
         )
-    lo = lax.reshape(lax.iota(_U32, n), shape) if shape else lax.full((), 0, _U32)
+    lo = lax.reshape(lax.iota(_U32, n), shape)
     hi = lax.full(shape, 0, _U32)
     return hi, lo
 
 
-def _words(key):
-    """The two key words, each of the key array's batch shape."""
-    nd, batch = key.ndim, key.shape[:-1]
-    k1 = lax.reshape(lax.slice(key, (0,) * nd, (*batch, 1)), batch)
-    k2 = lax.reshape(lax.slice(key, (0,) * (nd - 1) + (1,), (*batch, 2)), batch)
+def _words(key, out_rank: int = 0):
+    """The two key words, each of the key array's batch shape followed by `out_rank` ones
+    (so a batch of keys hashes against a block of counters: JAX's vmap over keys)."""
+    nd, batch = key.ndim, tuple(key.shape[:-1])
+    shape = batch + (1,) * out_rank
+    k1 = lax.reshape(lax.slice(key, (0,) * nd, (*batch, 1)), shape)
+    k2 = lax.reshape(lax.slice(key, (0,) * (nd - 1) + (1,), (*batch, 2)), shape)
     return k1, k2
 
 
@@ -83,8 +88,7 @@ def _stack(a, b):
 
 
 def seed(s):
-    """Key data `uint32[2]` from an integer scalar (Python int, NumPy or traced)."""
-    s = lax_asarray(s)
+    """Key data `uint32[2]` from an integer scalar (a purejit array or tracer)."""
     hi = lax.convert_element_type(lax.shift_right_logical(s, np.array(32, s.dtype)), _U32)
     if s.dtype.itemsize > 4:
         lo = lax.convert_element_type(lax.bitwise_and(s, np.array(0xFFFFFFFF, s.dtype)), _U32)
@@ -93,33 +97,25 @@ def seed(s):
     return _stack(hi, lo)
 
 
-def lax_asarray(x):
-    """`x` as a purejit array (a tracer stays a tracer)."""
-    return lax.convert_element_type(x, np.asarray(x).dtype) if _is_host(x) else x
-
-
-def _is_host(x) -> bool:
-    return isinstance(x, (int, np.integer, np.ndarray))
-
-
 def split(key, shape: tuple[int, ...]):
-    """`shape` new keys from one key `uint32[2]`: `uint32[*shape, 2]`."""
-    k1, k2 = _words(key)
+    """`shape` new keys from each key of `key` (`uint32[*batch, 2]`): `[*batch, *shape, 2]`."""
+    k1, k2 = _words(key, len(shape))
     hi, lo = iota_2x32(shape)
     b1, b2 = hash(k1, k2, hi, lo)
     return _stack(b1, b2)
 
 
 def fold_in(key, data):
-    """The key `uint32[2]` with the uint32 scalar `data` hashed in."""
+    """The key(s) with the uint32 scalar `data` hashed in."""
     k1, k2 = _words(key)
     b1, b2 = hash(k1, k2, lax.full((), 0, _U32), data)
     return _stack(b1, b2)
 
 
 def random_bits(key, bit_width: int, shape: tuple[int, ...]):
-    """Uniform random unsigned integers of `bit_width` (8, 16, 32 or 64 bits) and `shape`."""
-    k1, k2 = _words(key)
+    """Uniform random unsigned integers of `bit_width` (8, 16, 32 or 64 bits) and `shape`
+    for each key of `key` (`uint32[*batch, 2]`): `[*batch, *shape]`."""
+    k1, k2 = _words(key, len(shape))
     hi, lo = iota_2x32(shape)
     b1, b2 = hash(k1, k2, hi, lo)
     if bit_width == 64:
