@@ -119,7 +119,7 @@ def split_n(key, n: int) -> list:
     `[*batch, 2]` gives `n` batches (JAX's vmap of split)."""
     keys = _threefry.split(key, (n,))
     batch = tuple(key.shape[:-1])
-    lo, nb = (0,) * len(batch), len(batch)
+    lo = (0,) * len(batch)
     return [
         lax.reshape(lax.slice(keys, (*lo, i, 0), (*batch, i + 1, 2)), (*batch, 2)) for i in range(n)
     ]
