@@ -526,3 +526,30 @@ register(
         doc="convert {dtype}",
     )
 )
+
+
+def _bitcast_convert_infer(types, attrs, regions):
+    nargs("bitcast_convert", types, 1)
+    need_attrs("bitcast_convert", attrs, "dtype")
+    t = types[0]
+    dt = dtype_attr("bitcast_convert", "dtype", attrs["dtype"])
+    if np.dtype(dt).itemsize != t.dtype.itemsize or dtypes.is_bool(dt) or dtypes.is_bool(t.dtype):
+        fail("bitcast_convert", f"{t} to {np.dtype(dt).name}: element widths differ (or pred)")
+    return [TensorType(t.shape, dt)]
+
+
+def _bitcast_convert_ref(args, attrs, regions, run_region):
+    x = np.ascontiguousarray(args[0])
+    return [x.view(np.dtype(attrs["dtype"])).reshape(x.shape)]
+
+
+register(
+    OpDef(
+        "bitcast_convert",
+        _bitcast_convert_infer,
+        _bitcast_convert_ref,
+        _EW | {"cheap"},
+        attrs=("dtype",),
+        doc="bitcast_convert {dtype}: the same bits read as another type of the same width",
+    )
+)

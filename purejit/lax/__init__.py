@@ -11,7 +11,8 @@ Indexing:
     dynamic_update_slice_in_dim, dynamic_update_index_in_dim
 
 Arrays, reductions, sorting:
-    select, clamp, iota, broadcasted_iota, full, convert_element_type, broadcast_in_dim,
+    select, clamp, bitcast_convert_type, iota, broadcasted_iota, full, convert_element_type,
+    broadcast_in_dim,
     broadcast, reshape, transpose, rev, slice, concatenate, pad, squeeze, expand_dims,
     reduce, dot_general, dot, cumsum, cumprod, cummax, cummin, sort, sort_key_val, top_k,
     argmax, argmin
@@ -45,6 +46,7 @@ from purejit.lax.ops import (
     argmax,
     argmin,
     binary,
+    bitcast_convert_type,
     broadcast,
     broadcast_in_dim,
     broadcasted_iota,
@@ -165,6 +167,7 @@ __all__ = [
     "atan",
     "atan2",
     "atanh",
+    "bitcast_convert_type",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",

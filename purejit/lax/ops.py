@@ -59,6 +59,11 @@ def convert_element_type(operand, new_dtype):
     return convert(_lift(operand), pdt.canonicalize(np.dtype(new_dtype)))
 
 
+def bitcast_convert_type(operand, new_dtype):
+    """The same bits read as `new_dtype` (of the operand's element width)."""
+    return bind1("bitcast_convert", _lift(operand), dtype=pdt.canonicalize(np.dtype(new_dtype)))
+
+
 def select(pred, on_true, on_false):
     """`on_true` where `pred` else `on_false`; pred is bool, scalar or of the same shape."""
     p, a, b = _lift(pred), _lift(on_true), _lift(on_false)
