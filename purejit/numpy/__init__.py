@@ -108,6 +108,25 @@ from purejit.numpy._shape import (  # noqa: F401
 )  # fmt: skip
 from purejit.numpy._sorting import argsort, cumprod, cumsum, sort  # noqa: F401
 
+from purejit.numpy._setops import (  # noqa: E402,F401
+    argwhere,
+    bincount,
+    digitize,
+    flatnonzero,
+    histogram,
+    histogram_bin_edges,
+    isin,
+    lexsort,
+    nonzero,
+    partition,
+    searchsorted,
+    unique,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+    where,
+)  # fmt: skip
 from purejit.numpy._scalar_types import (  # noqa: E402,F401
     bfloat16,
     bool_,
