@@ -155,6 +155,18 @@ from purejit.numpy._stats import (  # noqa: E402,F401
     ptp,
     quantile,
 )  # fmt: skip
+from purejit.numpy._functions import (  # noqa: E402,F401
+    apply_along_axis,
+    ediff1d,
+    gradient,
+    heaviside,
+    interp,
+    kron,
+    logaddexp2,
+    piecewise,
+    polyval,
+    select,
+)  # fmt: skip
 from purejit.numpy._scalar_types import (  # noqa: E402,F401
     bfloat16,
     bool_,

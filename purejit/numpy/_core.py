@@ -559,9 +559,14 @@ def convert_inexact(x):
 
 
 def logaddexp(x, y, /):
+    """log(exp(x) + exp(y)) without overflow; NaN and equal infinities as jax.numpy."""
     a, b = promote_args("logaddexp", x, y, to_inexact=True)
     m = maximum(a, b)
-    return add(m, log1p(exp(negative(abs(subtract(a, b))))))
+    delta = subtract(a, b)
+    soft = add(m, log1p(exp(negative(abs(delta)))))
+    if a.dtype.kind == "c":
+        return soft
+    return where(isnan(delta), add(a, b), soft)
 
 
 def sinc(x, /):
