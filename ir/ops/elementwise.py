@@ -471,3 +471,57 @@ register(
         doc="convert {dtype}",
     )
 )
+
+
+# ---- complex and next_after: binary ops whose result is not their operands' type ----------
+
+
+def _complex_infer(types, attrs, regions):
+    nargs("complex", types, 2)
+    t = same_types("complex", types)
+    if t.dtype not in (np.float32, np.float64):
+        fail("complex", f"parts must be f32 or f64, got {t}")
+    return [TensorType(t.shape, np.complex64 if t.dtype == np.float32 else np.complex128)]
+
+
+def _complex_ref(args, attrs, regions, run_region):
+    re, im = args
+    out = np.empty(re.shape, np.complex64 if re.dtype == np.float32 else np.complex128)
+    out.real, out.imag = re, im  # not re + 1j * im: inf * 1j would make a NaN real part
+    return [out]
+
+
+register(
+    OpDef(
+        "complex",
+        _complex_infer,
+        _complex_ref,
+        _EW | {"cheap"},
+        doc="complex(real, imag): f32 -> c64, f64 -> c128",
+    )
+)
+
+
+def _next_after_infer(types, attrs, regions):
+    nargs("next_after", types, 2)
+    t = same_types("next_after", types)
+    _check_class("next_after", "float", t)
+    return [t]
+
+
+def _next_after_ref(args, attrs, regions, run_region):
+    # in the operands' own type (no f32 detour for bf16/f16: the step is the type's ulp);
+    # x == y gives y (so next_after(-0, 0) == 0, as C and XLA; NumPy's float16 returns x)
+    x, y = args
+    return [np.asarray(np.where(x == y, y, np.nextafter(x, y))).astype(x.dtype)]
+
+
+register(
+    OpDef(
+        "next_after",
+        _next_after_infer,
+        _next_after_ref,
+        _EW,
+        doc="next_after(x, y): the next representable value after x towards y",
+    )
+)

@@ -259,3 +259,22 @@ __all__ = [
     "psum",
     "psum_scatter",
 ]
+
+# complex numbers and next_after (IR ops `complex`, `next_after`)
+import numpy as _np  # noqa: E402
+
+from purejit.lax._lift import lift as _lift_value  # noqa: E402
+
+complex = binary("complex", "complex")  # noqa: A001
+nextafter = binary("next_after", "nextafter")
+
+
+def conj(x):
+    """The complex conjugate; a real input becomes complex (as jax.lax.conj)."""
+    x = _lift_value(x)
+    if x.dtype.kind != "c":
+        x = convert_element_type(x, _np.complex128 if x.dtype.itemsize == 8 else _np.complex64)
+    return complex(real(x), neg(imag(x)))
+
+
+__all__ += ["complex", "conj", "nextafter"]

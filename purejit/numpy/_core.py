@@ -507,10 +507,17 @@ def imag(x, /):
 
 
 def conj(x, /):
+    """The complex conjugate (real inputs are returned as they are)."""
     x = _lift(x)
     if x.dtype.kind != "c":
         return x
-    raise NotImplementedError("conj of complex arrays needs the `complex` op, not yet in the IR")
+    return bind1("complex", bind1("real", x), bind1("negate", bind1("imag", x)))
+
+
+def nextafter(x, y, /):
+    """The next representable value after x in the direction of y."""
+    a, b = promote_args("nextafter", x, y, to_inexact=True)
+    return bind1("next_after", a, b)
 
 
 conjugate = conj

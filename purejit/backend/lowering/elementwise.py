@@ -18,7 +18,7 @@ _SAME_NAME = [
     "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "sine",
     "cosine", "tan", "tanh", "add", "subtract", "multiply", "divide", "remainder", "power",
     "atan2", "and", "or", "xor", "shift_left", "shift_right_logical",
-    "shift_right_arithmetic", "select", "clamp", "convert",
+    "shift_right_arithmetic", "select", "clamp", "convert", "complex",
 ]  # fmt: skip
 for _n in _SAME_NAME:
     lowering(_n)(lambda ctx, op, args, _n=_n: emit_op(ctx, op, args, f"stablehlo.{_n}"))
@@ -27,6 +27,7 @@ for _n in _SAME_NAME:
 _CHLO = ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "lgamma"]
 for _n in _CHLO:
     lowering(_n)(lambda ctx, op, args, _n=_n: emit_op(ctx, op, args, f"chlo.{_n}"))
+lowering("next_after")(lambda ctx, op, args: emit_op(ctx, op, args, "chlo.next_after"))
 
 
 _CMP_TYPE = {"f": "FLOAT", "c": "FLOAT", "i": "SIGNED", "u": "UNSIGNED", "b": "UNSIGNED"}
