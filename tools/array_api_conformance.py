@@ -14,9 +14,10 @@ then
 
     python tools/array_api_conformance.py --suite /tmp/aat --max-examples 50 --out /tmp/aat_runs
 
-runs the suite (CPU, ARRAY_API_TESTS_VERSION=2024.12, --disable-deadline: purejit compiles
-each new op signature once, which hypothesis would otherwise count against a test's
-deadline) once for each module (or `--modules purejit.numpy` for one), writes JUnit XML per
+runs the suite (CPU, ARRAY_API_TESTS_VERSION=2024.12; without --x64 the 64-bit dtypes are
+skipped with ARRAY_API_TESTS_SKIP_DTYPES, as neither module has them then; --disable-deadline:
+purejit compiles each new op signature once, which hypothesis would otherwise count against a
+test's deadline) once for each module (or `--modules purejit.numpy` for one), writes JUnit XML per
 run, and prints the counts and every test jax.numpy passes that purejit.numpy does not.
 `--compare A.xml B.xml` only compares two existing reports. `--runs 2` repeats purejit's run
 (the goal: passing every test jax.numpy passes in two consecutive runs).
@@ -59,13 +60,20 @@ def outcomes(xml_path: Path) -> dict[str, str]:
     return out
 
 
-def run_suite(suite: Path, module: str, xml: Path, max_examples: int, extra: list[str]) -> int:
+def run_suite(suite: Path, module: str, xml: Path, max_examples: int, extra: list[str],
+              x64: bool = False) -> int:  # fmt: skip
     env = dict(os.environ)
     env.update(
         ARRAY_API_TESTS_MODULE=module,
         ARRAY_API_TESTS_VERSION="2024.12",
         JAX_PLATFORMS=env.get("JAX_PLATFORMS", "cpu"),
     )
+    if not x64:
+        # without x64 the 64-bit dtypes do not exist (both modules canonicalise them to 32
+        # bits), so the suite's 64-bit cases test nothing but that canonicalisation
+        env.setdefault("ARRAY_API_TESTS_SKIP_DTYPES", "int64,uint64,float64,complex128")
+    else:
+        env["JAX_ENABLE_X64"] = env["PUREJIT_ENABLE_X64"] = "1"
     cmd = [
         sys.executable, "-m", "pytest", "array_api_tests", "-q", "-p", "no:cacheprovider",
         f"--max-examples={max_examples}", "--disable-deadline", f"--junitxml={xml}", *extra,
@@ -114,6 +122,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-examples", type=int, default=50)
     ap.add_argument("--runs", type=int, default=1, help="purejit runs (the goal asks for 2)")
     ap.add_argument("--modules", nargs="+", default=["jax.numpy", "purejit.numpy"])
+    ap.add_argument("--x64", action="store_true", help="run with 64-bit types enabled")
     ap.add_argument("--compare", nargs="+", type=Path, help="JAX_XML PUREJIT_XML...: compare only")
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = ap.parse_args(argv)
@@ -124,11 +133,12 @@ def main(argv=None) -> int:
     jax_xml = args.out / f"jax_{tag}.xml"
     pj_xmls = []
     if "jax.numpy" in args.modules:
-        run_suite(args.suite, "jax.numpy", jax_xml, args.max_examples, args.pytest_args)
+        run_suite(args.suite, "jax.numpy", jax_xml, args.max_examples, args.pytest_args, args.x64)
     if "purejit.numpy" in args.modules:
         for i in range(args.runs):
             xml = args.out / f"purejit_{tag}_run{i + 1}.xml"
-            run_suite(args.suite, "purejit.numpy", xml, args.max_examples, args.pytest_args)
+            run_suite(args.suite, "purejit.numpy", xml, args.max_examples, args.pytest_args,
+                      args.x64)  # fmt: skip
             pj_xmls.append(xml)
     if jax_xml.exists() and pj_xmls:
         return compare(jax_xml, pj_xmls)
