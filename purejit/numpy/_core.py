@@ -12,11 +12,12 @@ from purejit import errors
 from purejit.lax._lift import (
     broadcast_arrays_named,
     broadcast_shapes_named,
-    broadcast_to,
     convert,
 )
+from purejit.lax._lift import broadcast_to as _broadcast_to
 from purejit.lax._lift import lift as lift_stacked
 from purejit.lax.ops import integer_pow as lax_integer_pow
+from purejit.numpy._program import as_program
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import Tracer, bind1
 
@@ -149,12 +150,30 @@ def promote_args(name: str, *xs, to_inexact: bool = False):
 
 
 def broadcast_shapes(*shapes):
-    """The shape that arrays of the given shapes broadcast to (NumPy's rules)."""
-    return broadcast_shapes_named("broadcast_shapes", *[tuple(s) for s in shapes])
+    """The shape that arrays of the given shapes broadcast to (NumPy's rules); ValueError if
+    they do not broadcast (as the Array API and jax.numpy say)."""
+    shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    try:
+        return broadcast_shapes_named("broadcast_shapes", *shapes)
+    except errors.PurejitTypeError as e:
+        raise ValueError(str(e)) from None
 
 
 def broadcast_arrays(*xs):
-    return broadcast_arrays_named("broadcast_arrays", *[_lift(x) for x in xs])
+    """The arrays broadcast to their common shape; ValueError if they do not broadcast."""
+    try:
+        return broadcast_arrays_named("broadcast_arrays", *[_lift(x) for x in xs])
+    except errors.PurejitTypeError as e:
+        raise ValueError(str(e)) from None
+
+
+def broadcast_to(array, shape):
+    """`array` broadcast to `shape`; ValueError if it cannot be."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        return _broadcast_to(array, shape)
+    except errors.PurejitTypeError as e:
+        raise ValueError(str(e)) from None
 
 
 # ---- elementwise -------------------------------------------------------------------------
@@ -412,7 +431,11 @@ def power(x, y, /):
                 f"power: integers cannot be raised to negative powers (got {a.dtype} ** {n})"
                 f"{errors.at(errors.user_location())}"
             )
-        return lax_integer_pow(a, n)
+        if n in (0, 1, 2):  # one multiply at most: op by op rounds as a fused program does
+            return lax_integer_pow(a, n)
+        # as JAX's integer_pow primitive: the multiplications compiled as one program
+        (out,) = as_program("integer_pow", lambda v: [lax_integer_pow(v, n)], [a], (n,))
+        return out
     a, b = promote_args("power", x, y)
     return bind1("power", a, b)
 
