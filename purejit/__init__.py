@@ -19,6 +19,7 @@ from purejit.errors import (
     UnexpectedTracerError,
 )
 from purejit import numpy, lax, nn
+from purejit import ops
 from purejit import sharding
 from purejit.sharding import device_put
 from purejit.shard_map import shard_map
@@ -60,6 +61,7 @@ __all__ = [
     "jit",
     "lax",
     "nn",
+    "ops",
     "numpy",
     "shard_map",
     "sharding",

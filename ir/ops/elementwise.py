@@ -553,3 +553,32 @@ register(
         doc="bitcast_convert {dtype}: the same bits read as another type of the same width",
     )
 )
+
+
+# ---- complex: a binary op whose result is not its operands' type ----------: binary ops whose result is not their operands' type ----------
+
+
+def _complex_infer(types, attrs, regions):
+    nargs("complex", types, 2)
+    t = same_types("complex", types)
+    if t.dtype not in (np.float32, np.float64):
+        fail("complex", f"parts must be f32 or f64, got {t}")
+    return [TensorType(t.shape, np.complex64 if t.dtype == np.float32 else np.complex128)]
+
+
+def _complex_ref(args, attrs, regions, run_region):
+    re, im = args
+    out = np.empty(re.shape, np.complex64 if re.dtype == np.float32 else np.complex128)
+    out.real, out.imag = re, im  # not re + 1j * im: inf * 1j would make a NaN real part
+    return [out]
+
+
+register(
+    OpDef(
+        "complex",
+        _complex_infer,
+        _complex_ref,
+        _EW | {"cheap"},
+        doc="complex(real, imag): f32 -> c64, f64 -> c128",
+    )
+)

@@ -298,3 +298,20 @@ from purejit.lax import linalg  # noqa: E402, F401
 from purejit.lax.fourier import FftType, fft  # noqa: E402, F401
 
 __all__ += ["FftType", "fft", "linalg"]
+# complex numbers (IR op `complex`)
+import numpy as _np  # noqa: E402
+
+from purejit.lax._lift import lift as _lift_value  # noqa: E402
+
+complex = binary("complex", "complex")  # noqa: A001
+
+
+def conj(x):
+    """The complex conjugate; a real input becomes complex (as jax.lax.conj)."""
+    x = _lift_value(x)
+    if x.dtype.kind != "c":
+        x = convert_element_type(x, _np.complex128 if x.dtype.itemsize == 8 else _np.complex64)
+    return complex(real(x), neg(imag(x)))
+
+
+__all__ += ["complex", "conj"]
