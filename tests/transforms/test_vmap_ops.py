@@ -329,6 +329,42 @@ def _collective_cases():
     ]
 
 
+def _linalg_fft_cases():
+    def spd(n):
+        return lambda x: x @ n.swapaxes(x, -1, -2) + 4 * n.eye(x.shape[-1], dtype=x.dtype)
+
+    return [
+        Case("cholesky", lambda n, lx: lambda x: n.linalg.cholesky(spd(n)(x)), [F(3, 3)]),
+        Case("eigh", lambda n, lx: lambda x: tuple(n.linalg.eigh(spd(n)(x))), [F(3, 3)], rtol=1e-4),
+        Case(
+            "solve",
+            lambda n, lx: lambda a, b: n.linalg.solve(a + 4 * n.eye(3), b),
+            [F(3, 3), F(3, 2)],
+            rtol=1e-4,
+        ),
+        Case("lu", lambda n, lx: lambda x: tuple(lx.linalg.lu(x)), [F(3, 4)], rtol=1e-4),
+        Case(
+            "pivots",
+            lambda n, lx: lambda p: lx.linalg.lu_pivots_to_permutation(p, 4),
+            [I(3, lo=0, hi=4)],
+        ),
+        Case(
+            "triangular_solve",
+            lambda n, lx: (
+                lambda a, b: lx.linalg.triangular_solve(
+                    a + 4 * n.eye(3), b, left_side=True, lower=True
+                )
+            ),
+            [F(3, 3), F(3, 2)],
+            rtol=1e-4,
+        ),
+        Case("qr", lambda n, lx: lambda x: tuple(n.linalg.qr(x)), [F(4, 3)], rtol=1e-4),
+        Case("svd", lambda n, lx: lambda x: tuple(n.linalg.svd(x)), [F(3, 4)], rtol=1e-4),
+        Case("eigvals", lambda n, lx: lambda x: n.linalg.eigvals(spd(n)(x)), [F(3, 3)], rtol=1e-4),
+        Case("fft", lambda n, lx: lambda x: (n.fft.fft(x), n.fft.rfft2(x)), [F(2, 4)], rtol=1e-4),
+    ]
+
+
 GROUPS = {
     "elementwise": _elementwise_cases,
     "shape": _shape_cases,
@@ -337,6 +373,7 @@ GROUPS = {
     "contraction": _contraction_cases,
     "control": _control_cases,
     "collective": _collective_cases,
+    "linalg_fft": _linalg_fft_cases,
 }
 
 
