@@ -177,6 +177,50 @@ func @f(%0: f32[4]) -> (f32[4]) {
 }""",
 }
 
+# the linalg and fft families (ir/ops/linalg.py, ir/ops/fft.py)
+TEXT_EXAMPLES.update({
+    "cholesky": """
+func @f(%0: f32[2,3,3]) -> (f32[2,3,3]) {
+  %1 = cholesky(%0) : (f32[2,3,3])
+  return %1
+}""",
+    "triangular_solve": """
+func @f(%0: f32[3,3], %1: f32[3,2]) -> (f32[3,2]) {
+  %2 = triangular_solve(%0, %1) {left_side=true, lower=true, transpose_a=false, conjugate_a=false, unit_diagonal=false} : (f32[3,2])
+  return %2
+}""",
+    "lu_pivots_to_permutation": """
+func @f(%0: s32[2,3]) -> (s32[2,4]) {
+  %1 = lu_pivots_to_permutation(%0) {permutation_size=4} : (s32[2,4])
+  return %1
+}""",
+    "qr": """
+func @f(%0: f32[4,3]) -> (f32[4,4], f32[4,3]) {
+  %1, %2 = qr(%0) {full_matrices=true} : (f32[4,4], f32[4,3])
+  return %1, %2
+}""",
+    "eigh": """
+func @f(%0: f32[3,3]) -> (f32[3,3], f32[3]) {
+  %1, %2 = eigh(%0) {lower=true, sort_eigenvalues=true} : (f32[3,3], f32[3])
+  return %1, %2
+}""",
+    "svd": """
+func @f(%0: f32[4,3]) -> (f32[3], f32[4,3], f32[3,3]) {
+  %1, %2, %3 = svd(%0) {full_matrices=false, compute_uv=true} : (f32[3], f32[4,3], f32[3,3])
+  return %1, %2, %3
+}""",
+    "eig": """
+func @f(%0: f32[3,3]) -> (c64[3], c64[3,3]) {
+  %1, %2 = eig(%0) {compute_left_eigenvectors=false, compute_right_eigenvectors=true} : (c64[3], c64[3,3])
+  return %1, %2
+}""",
+    "fft": """
+func @f(%0: f32[2,8]) -> (c64[2,5]) {
+  %1 = fft(%0) {fft_type="RFFT", fft_length=[8]} : (c64[2,5])
+  return %1
+}""",
+})  # fmt: skip
+
 _CASES = {}
 for _c in elementwise_cases() + all_shape_cases():
     _CASES.setdefault(_c.op, _c)

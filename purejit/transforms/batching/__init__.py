@@ -52,3 +52,4 @@ __all__ = [
     "notes",
     "reduce_batch",
 ]
+from purejit.transforms.batching import fft, linalg  # noqa: E402, F401
