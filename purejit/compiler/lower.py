@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from purejit.backend import fusion
+from purejit.backend.lowering import callback
 from purejit.compiler import cache as compile_cache
 from purejit.compiler import donation as dn
 from purejit.compiler import spmd
@@ -114,7 +115,10 @@ class Lowered:
             exe, hit = fusion.compile_realised(self, compile_cache.compile)
         else:
             exe, hit = compile_cache.compile(
-                self.module, self.emitted.param_types, self.emitted.result_types
+                self.module,
+                self.emitted.param_types,
+                self.emitted.result_types,
+                host_callbacks=callback.host_callbacks(self.emitted),
             )
         self.timings["cache_load" if hit else "xla_compile"] = time.perf_counter() - t0
         compiled = Compiled(self, exe)
