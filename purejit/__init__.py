@@ -7,6 +7,7 @@ def f(x, w):
     return purejit.nn.relu(x @ w).sum()
 """
 
+from purejit.backend import versions as _versions  # noqa: F401 - first: checks the jax range
 from purejit.config import config
 from purejit import tree_util
 from purejit.api import Compiled, Lowered, disable_jit, jit
@@ -78,3 +79,6 @@ __all__ += [
     "make_jaxpr",
     "typeof",
 ]
+from purejit.transforms.vmap import vmap  # noqa: E402
+
+__all__ += ["vmap"]

@@ -140,12 +140,16 @@ class Jitted:
         key = sig.key if key is None else key
         compiled = self.cache.get(key)
         if compiled is None:
-            self.stats.on_miss(sig, expected)
-            compiled = self.lower_signature(sig).compile()
-            self.stats.on_compiled(compiled)
-            self.cache[key] = compiled
-        else:
-            self.stats.hits += 1
+            # threads asking for one signature wait for the first to compile it
+            with self.stats.compile_lock(key):
+                compiled = self.cache.get(key)
+                if compiled is None:
+                    self.stats.on_miss(sig, expected)
+                    compiled = self.lower_signature(sig).compile()
+                    self.stats.on_compiled(compiled)
+                    self.cache[key] = compiled
+                    return compiled
+        self.stats.hits += 1
         return compiled
 
     def __call__(self, *args, **kwargs):

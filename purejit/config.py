@@ -17,6 +17,8 @@ class _Config:
         self._values = {
             "enable_x64": os.environ.get("PUREJIT_ENABLE_X64", "0") in ("1", "true", "True"),
             "jit_log_compiles": False,
+            # one line through the `purejit` logger when an XLA compile takes this long
+            "slow_compile_log_s": float(os.environ.get("PUREJIT_SLOW_COMPILE_LOG_S") or 5.0),
             # the persistent compile cache and the recompilation trap guard
             "cache_dir": os.environ.get("PUREJIT_CACHE_DIR") or None,
             "cache_max_bytes": int(os.environ.get("PUREJIT_CACHE_MAX_BYTES") or 2**30),
@@ -25,6 +27,9 @@ class _Config:
             # check the IR after every pass that changed it, not only the pipeline's result
             "verify_each_pass": os.environ.get("PUREJIT_VERIFY_EACH_PASS", "0")
             in ("1", "true", "True"),
+            # sin/cos/tan of f32/bf16/f16 on CPU as vectorisable StableHLO, not XLA's calls
+            "cpu_fast_transcendentals": os.environ.get("PUREJIT_CPU_FAST_TRANSCENDENTALS", "1")
+            not in ("0", "false", "False"),
             # log why a jitted function missed its cache, at WARNING (JAX's option)
             "explain_cache_misses": False,
             # the `precision=` that dot, dot_general and convolutions take when given None:

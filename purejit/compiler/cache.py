@@ -10,20 +10,25 @@ so a second process running the same program loads the executable instead of com
 
 The optimisation passes are cached the same way (`run_pipeline`): keyed on the traced IR's
 text, the pipeline's options and a hash of the source of purejit's IR and passes, an entry
-holds the optimised IR function and the pass records (what `explain` shows), pickled (the
-text form would do, but parsing it costs more than the passes), so a warm process skips the
-passes too and only traces, emits and loads.
+holds the optimised IR function and the pass records (what `explain` shows) as JSON data
+(`purejit.ir.encoding`: reading it is about 6x faster than parsing the IR's text form and
+runs no code, unlike the pickle it replaces), so a warm process skips the passes too and
+only traces, emits and loads.
 
 On disk, one file per key, `<key>.pjx` (executables) or `<key>.pjir` (optimised IR): a magic
-line, a JSON header (format, key, payload length and SHA-256) and the payload. A file that
-is truncated, corrupt, written by another format or for another key, or that the runtime
-refuses to load, is ignored (logged) and rewritten after compiling, never a crash. Writers
-write a temporary file in the same folder and `os.replace` it, so concurrent writers never
-expose half a file. The folder is bounded by `cache_max_bytes` (default 1 GiB,
+line, a JSON header (format, key, kind of payload, payload length and SHA-256) and the
+payload. A file that is truncated, corrupt, written by another format or for another key, or
+that the runtime refuses to load, is ignored (logged) and rewritten after compiling, never a
+crash. Writers write a temporary file in the same folder and `os.replace` it, so concurrent
+writers never expose half a file. The folder is bounded by `cache_max_bytes` (default 1 GiB,
 `PUREJIT_CACHE_MAX_BYTES`): after each write the least recently used entries (file mtime,
-refreshed on every hit) are deleted. Loading an executable runs code from the file: keep the
-cache folder private (it is created with mode 0o700) and never point it at files from
-someone else.
+refreshed on every hit) are deleted.
+
+Loading an executable runs native code from the file, so, as ssh does with its keys, purejit
+uses a cache folder only when it belongs to the current user and no one else can write to it
+(it is created with mode 0o700), and reads only entries with the same property. Anything
+else is refused with one `CacheSecurityWarning` naming the path and the fix, and the program
+compiles without the cache.
 """
 
 from __future__ import annotations
@@ -33,22 +38,27 @@ import hashlib
 import json
 import logging
 import os
-import pickle
+import stat
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import purejit.ir
 import purejit.passes
+from purejit import errors
 from purejit.backend import pjrt
 from purejit.config import config
-from purejit.ir import TensorType, core, print_function
+from purejit.ir import TensorType, print_function
+from purejit.ir.encoding import decode_function, encode_function
 
 logger = logging.getLogger("purejit")
 
 _MAGIC = b"PUREJIT-XLA-CACHE\n"
-_FORMAT = 1
+_FORMAT = 2
+_EXE = "xla-executable"
+_IR = "purejit-ir-json"
 _SUFFIX = ".pjx"
 _IR_SUFFIX = ".pjir"
 _STALE_TMP_SECONDS = 3600
@@ -65,6 +75,11 @@ class CacheCounters:
     writes: int = 0
     bad_files: int = 0
     evictions: int = 0
+    refused: int = 0
+
+
+class CacheSecurityWarning(UserWarning):
+    """The cache folder or an entry in it could be written by someone else: not used."""
 
 
 counters = CacheCounters()
@@ -111,11 +126,11 @@ def compile(
     kw = {"device": device, "disable_xla_passes": disable_xla_passes}
     if host_callbacks:
         kw["host_callbacks"] = host_callbacks
-    if not cache_dir:
+    if not cache_dir or not folder_is_private(os.fspath(cache_dir)):
         return pjrt.compile(module, param_types, result_types, **kw), False
     key = cache_key(module, disable_xla_passes=disable_xla_passes, device=device)
     path = os.path.join(os.fspath(cache_dir), key + _SUFFIX)
-    blob = _read(path, key)
+    blob = _read(path, key, _EXE)
     if blob is not None:
         try:
             exe = pjrt.deserialize_executable(blob, param_types, result_types, **kw)
@@ -144,25 +159,35 @@ def compile(
 # --- files ----------------------------------------------------------------------------------
 
 
-def _read(path: str, key: str) -> bytes | None:
-    """The payload of a valid entry for `key`, or None (missing, or bad and logged)."""
+def _read(path: str, key: str, kind: str) -> bytes | None:
+    """The payload of a valid entry for `key`, or None (missing, refused, or bad and logged)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        # not through a symbolic link; the owner and mode are checked on the open file, so
+        # the file cannot be swapped between the check and the read
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         return None
     except OSError as e:
         logger.warning("purejit cache: cannot read %s (%s)", path, e)
         return None
-    payload, why = parse_entry(data, key)
+    with os.fdopen(fd, "rb") as f:
+        problem = _unsafe(os.fstat(fd), path, folder=False)
+        if problem:
+            counters.refused += 1
+            _refuse(path, problem)
+            return None
+        data = f.read()
+    payload, why = parse_entry(data, key, kind)
     if payload is None:
         counters.bad_files += 1
         logger.warning("purejit cache: ignoring %s (%s); it will be rewritten", path, why)
     return payload
 
 
-def parse_entry(data: bytes, key: str) -> tuple[bytes | None, str]:
-    """Split and check one cache file: `(payload, "")` or `(None, what is wrong)`."""
+def parse_entry(data: bytes, key: str, kind: str | None = None) -> tuple[bytes | None, str]:
+    """Split and check one cache file: `(payload, "")` or `(None, what is wrong)`.
+
+    `kind` ("xla-executable" or "purejit-ir-json"; None: either) is the payload expected."""
     if not data.startswith(_MAGIC):
         return None, "not a purejit cache file"
     rest = data[len(_MAGIC) :]
@@ -177,6 +202,8 @@ def parse_entry(data: bytes, key: str) -> tuple[bytes | None, str]:
         return None, f"format {header.get('format') if isinstance(header, dict) else '?'}"
     if header.get("key") != key:
         return None, "written for another key"
+    if header.get("kind") not in (_EXE, _IR) or kind not in (None, header["kind"]):
+        return None, f"holds {header.get('kind')!r}, not {kind!r}"
     payload = rest[nl + 1 :]
     if len(payload) != header.get("length"):
         return None, f"truncated: {len(payload)} of {header.get('length')} bytes"
@@ -185,11 +212,12 @@ def parse_entry(data: bytes, key: str) -> tuple[bytes | None, str]:
     return payload, ""
 
 
-def encode_entry(key: str, payload: bytes) -> bytes:
-    """The bytes of one cache file holding `payload` under `key`."""
+def encode_entry(key: str, payload: bytes, kind: str = _EXE) -> bytes:
+    """The bytes of one cache file holding `payload` (of `kind`) under `key`."""
     header = {
         "format": _FORMAT,
         "key": key,
+        "kind": kind,
         "length": len(payload),
         "sha256": hashlib.sha256(payload).hexdigest(),
         "written": time.time(),
@@ -198,13 +226,15 @@ def encode_entry(key: str, payload: bytes) -> bytes:
 
 
 def write_entry(cache_dir: str, key: str, payload: bytes, suffix: str = _SUFFIX) -> str:
-    """Atomically write the entry for `key`: a temporary file, then `os.replace`."""
+    """Atomically write the entry for `key`: a temporary file (mode 0o600), then `os.replace`.
+
+    The suffix says what the payload is: `.pjx` an executable, `.pjir` optimised IR."""
     os.makedirs(cache_dir, mode=0o700, exist_ok=True)
     final = os.path.join(cache_dir, key + suffix)
     fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=cache_dir)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(encode_entry(key, payload))
+            f.write(encode_entry(key, payload, _IR if suffix == _IR_SUFFIX else _EXE))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, final)
@@ -271,6 +301,68 @@ def _unlink(path: str) -> bool:
         return False
 
 
+# --- who may write the cache -----------------------------------------------------------------
+
+_refused: set[str] = set()  # paths already warned about, one warning each per process
+
+
+def _euid() -> int:
+    return os.geteuid() if hasattr(os, "geteuid") else -1
+
+
+def _unsafe(st: os.stat_result, path: str, *, folder: bool) -> str | None:
+    """Why `path` (its `stat`) must not be trusted, with the fix; None when it may."""
+    uid = _euid()
+    if uid < 0:  # no owners to check on this platform (Windows)
+        return None
+    want = stat.S_ISDIR if folder else stat.S_ISREG
+    if not want(st.st_mode):
+        what = "a folder" if folder else "a regular file"
+        return f"it is not {what}; remove it"
+    if st.st_uid != uid:
+        return (
+            f"it is owned by user id {st.st_uid}, not by you (user id {uid}); use a folder of "
+            "your own (`purejit.config.update(cache_dir=...)`), or, if you trust its owner, "
+            f"`chown -R {uid} {path}`"
+        )
+    if st.st_mode & 0o022:
+        return (
+            f"it is writable by other users (mode {stat.S_IMODE(st.st_mode):#o}); run "
+            f"`chmod go-w {path}`" + (" (and the same for its entries)" if folder else "")
+        )
+    return None
+
+
+def _refuse(path: str, problem: str) -> None:
+    if path in _refused:
+        return
+    _refused.add(path)
+    what = "cache folder" if os.path.isdir(path) else "cache entry"
+    warnings.warn(
+        f"purejit: not using the {what} {path}: {problem}. Executables in the cache are "
+        "native code, so purejit compiles without it until this is fixed.",
+        CacheSecurityWarning,
+        stacklevel=errors.user_stacklevel(),
+    )
+
+
+def folder_is_private(cache_dir: str) -> bool:
+    """Whether `cache_dir` may be used: missing (it is created private), or a folder owned by
+    this user that no one else can write to. Warns once per folder when it may not."""
+    try:
+        st = os.stat(cache_dir)
+    except FileNotFoundError:
+        return True
+    except OSError:  # e.g. a path through a file: writing fails later and is logged
+        return True
+    problem = _unsafe(st, cache_dir, folder=True)
+    if problem:
+        counters.refused += 1
+        _refuse(cache_dir, problem)
+        return False
+    return True
+
+
 # --- the pass cache ---------------------------------------------------------------------------
 
 
@@ -286,7 +378,7 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     """
     cache_dir = config.read("cache_dir") if cache_dir is None else cache_dir
     fingerprint = _pipeline_fingerprint(pipeline) if cache_dir else None
-    if fingerprint is None:
+    if fingerprint is None or not folder_is_private(os.fspath(cache_dir)):
         return pipeline.run(fn)
 
     text = print_function(fn)
@@ -295,17 +387,15 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
         h.update(part.encode() + b"\0")
     key = h.hexdigest()
     path = os.path.join(os.fspath(cache_dir), key + _IR_SUFFIX)
-    blob = _read(path, key)
+    blob = _read(path, key, _IR)
     if blob is not None:
         try:
             # no verify(): the pipeline verified it before writing, the checksum and the
-            # code hash in the key guard it since
-            opt, records_blob = pickle.loads(blob)
-            _refresh_ids(opt)
-            records = LazyRecords(records_blob)
-        except Exception as e:  # noqa: BLE001 - damaged, or written by other code
+            # code hash in the key guard it since; decoding checks that it is IR at all
+            opt, records = decode_ir_entry(blob)
+        except ValueError as e:  # damaged, or written by other code: data, never run
             counters.bad_files += 1
-            logger.warning("purejit cache: ignoring %s, it does not parse (%s)", path, e)
+            logger.warning("purejit cache: ignoring %s, it does not decode (%s)", path, e)
         else:
             counters.pass_hits += 1
             _touch(path)
@@ -313,17 +403,59 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     counters.pass_misses += 1
     opt, records = pipeline.run(fn)
     try:
-        try:
-            rec = pickle.dumps(list(records), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # noqa: BLE001 - a pass report holds something unpicklable
-            printable = [_printable_record(r) for r in records]
-            rec = pickle.dumps(printable, protocol=pickle.HIGHEST_PROTOCOL)
-        # the records are pickled apart: a hit unpickles them only when someone reads them
-        payload = pickle.dumps((opt, rec), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = encode_ir_entry(opt, records)
+    except (TypeError, ValueError) as e:  # an attribute the encoding cannot hold
+        logger.warning("purejit cache: this program's IR cannot be cached (%s)", e)
+        return opt, records
+    try:
         write_entry(os.fspath(cache_dir), key, payload, _IR_SUFFIX)
-    except (OSError, pickle.PicklingError, TypeError, AttributeError) as e:
+    except OSError as e:
         logger.warning("purejit cache: could not write the pass cache to %s (%s)", cache_dir, e)
     return opt, records
+
+
+def encode_ir_entry(fn, records) -> bytes:
+    """The payload of a pass-cache entry: two JSON lines, the optimised function and the
+    pass records (every distinct stage's IR encoded once), read lazily."""
+    stages: dict[int, int] = {}
+    encoded_stages, recs = [], []
+    for r in records:
+        src = r.ir_source
+        if isinstance(src, str):
+            stage = src
+        else:
+            if id(src) not in stages:
+                stages[id(src)] = len(encoded_stages)
+                encoded_stages.append(encode_function(src))
+            stage = stages[id(src)]
+        recs.append(
+            [r.name, r.ops_before, r.ops_after, r.seconds, r.changed, _jsonable(r.report)]
+            + [stage, r.iteration, r.group]
+        )
+    dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=True).encode
+    head = dumps(encode_function(fn)).encode()
+    return head + b"\n" + dumps({"stages": encoded_stages, "records": recs}).encode()
+
+
+def decode_ir_entry(payload: bytes):
+    """`(function, records)` from `encode_ir_entry`'s bytes. Raises ValueError when the
+    payload is not that (only `json` and `purejit.ir.encoding` read it: no code runs)."""
+    nl = payload.find(b"\n")
+    if nl < 0:
+        raise ValueError("no records line")
+    return decode_function(json.loads(payload[:nl])), LazyRecords(payload[nl + 1 :])
+
+
+def _jsonable(v):
+    """A pass report as JSON data: numbers, text, lists and dicts stay, the rest is shown
+    as its repr (what `explain` prints)."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return repr(v)
 
 
 def _pipeline_fingerprint(pipeline) -> str | None:
@@ -356,15 +488,21 @@ def _code_fingerprint() -> str:
 
 
 class LazyRecords(collections.abc.Sequence):
-    """Pass records read from the pass cache, unpickled on first use (`explain`, dumps):
-    they hold every stage's IR text, which costs more to load than the program itself."""
+    """Pass records read from the pass cache, decoded on first use (`explain`, dumps): they
+    hold every stage's IR, which costs more to load than the program itself. A damaged
+    records line gives no records (and a log line), never an error."""
 
     def __init__(self, blob: bytes):
         self._blob, self._items = blob, None
 
     def _load(self) -> list:
         if self._items is None:
-            self._items, self._blob = pickle.loads(self._blob), None
+            blob, self._blob = self._blob, None
+            try:
+                self._items = _decode_records(json.loads(blob))
+            except (ValueError, TypeError, KeyError, IndexError) as e:
+                logger.warning("purejit cache: the cached pass records do not decode (%s)", e)
+                self._items = []
         return self._items
 
     def __getitem__(self, i):
@@ -376,34 +514,21 @@ class LazyRecords(collections.abc.Sequence):
     def __iter__(self):
         return iter(self._load())
 
+    def __add__(self, other):
+        return list(self._load()) + list(other)
+
     def __repr__(self) -> str:
         return repr(self._load())
 
 
-def _printable_record(r):
-    """A pass record whose report (shown by `explain`, read by nothing else) is text."""
-    import dataclasses
-
-    return dataclasses.replace(r, report={str(k): repr(v) for k, v in r.report.items()})
-
-
-def _refresh_ids(fn):
-    """Give unpickled values new ids in their old order: ids order values (CSE sorts
-    commutative operands by them) and must not collide with this process's values."""
-
-    seen: dict[int, object] = {}
-
-    def visit(f):
-        for v in f.params:
-            seen[id(v)] = v
-        for op in f.ops:
-            for v in op.operands + op.results:
-                seen[id(v)] = v
-            for g in op.regions:
-                visit(g)
-        for v in f.results:
-            seen[id(v)] = v
-
-    visit(fn)
-    for v in sorted(seen.values(), key=lambda v: v.id):
-        v.id = next(core._ids)
+def _decode_records(data) -> list:
+    stages = [decode_function(s) for s in data["stages"]]
+    out = []
+    for name, before, after, seconds, changed, report, stage, iteration, group in data["records"]:
+        src = stage if isinstance(stage, str) else stages[stage]
+        rec = purejit.passes.PassRecord(
+            str(name), int(before), int(after), float(seconds), bool(changed), dict(report), src
+        )
+        rec.iteration, rec.group = int(iteration), group if group is None else str(group)
+        out.append(rec)
+    return out

@@ -19,8 +19,10 @@ once, naming the dimension that keeps changing and suggesting `buckets=`; with
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import logging
+import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -74,6 +76,37 @@ class MissReason:
         return what + errors.at(self.location)
 
 
+class KeyedLocks:
+    """One lock per cache key, so threads compiling different signatures run in parallel
+    and threads asking for the same one wait for the first: each signature compiles once.
+
+    `with locks(key):` holds the key's lock; a key's lock is dropped once no thread holds or
+    waits for it. Copies (`copy.deepcopy` of the stats) start with no locks."""
+
+    def __init__(self):
+        self._guard = threading.Lock()
+        self._locks: dict = {}  # key -> [lock, number of threads holding or waiting]
+
+    @contextlib.contextmanager
+    def __call__(self, key):
+        with self._guard:
+            entry = self._locks.get(key)
+            if entry is None:
+                entry = self._locks[key] = [threading.Lock(), 0]
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._guard:
+                entry[1] -= 1
+                if not entry[1]:
+                    del self._locks[key]
+
+    def __deepcopy__(self, memo):
+        return KeyedLocks()
+
+
 @dataclass
 class CacheStats:
     """Counters of one jitted function. `misses` counts every compile request, the first too."""
@@ -89,6 +122,10 @@ class CacheStats:
     _churn: collections.Counter = field(default_factory=collections.Counter, repr=False)
     _sizes: dict = field(default_factory=dict, repr=False)
     _churn_misses: int = field(default=0, repr=False)
+    # compile_lock(key): held while one signature compiles (purejit.api.compile_signature);
+    # _lock keeps the bookkeeping of misses consistent when several signatures compile at once
+    compile_lock: KeyedLocks = field(default_factory=KeyedLocks, repr=False, compare=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     # the function's name and its trap guard settings (None: purejit.config's)
     name: str = field(default="f", repr=False)
     warn_after: int | None = field(default=None, repr=False)
@@ -100,7 +137,16 @@ class CacheStats:
         return max(self.misses - 1, 0)
 
     def snapshot(self) -> CacheStats:
-        return copy.deepcopy(self)
+        with self._lock:
+            return copy.deepcopy(self)
+
+    def __deepcopy__(self, memo):
+        cls = type(self)
+        out = cls.__new__(cls)
+        memo[id(self)] = out
+        for k, v in self.__dict__.items():
+            out.__dict__[k] = threading.RLock() if k == "_lock" else copy.deepcopy(v, memo)
+        return out
 
     # --- hooks called by purejit.api -----------------------------------------------------
     def on_miss(self, sig, expected=frozenset()) -> MissReason | None:
@@ -108,6 +154,10 @@ class CacheStats:
 
         `expected` holds (leaf path, axis) pairs whose changes are planned (bucketed axes):
         they are explained but do not count towards the trap guard."""
+        with self._lock:
+            return self._on_miss(sig, expected)
+
+    def _on_miss(self, sig, expected):
         self.misses += 1
         sig = describe_signature(sig)
         reason = None
@@ -127,6 +177,10 @@ class CacheStats:
 
     def on_compiled(self, compiled) -> None:
         """Count a compile, or a load from the persistent cache."""
+        with self._lock:
+            self._on_compiled(compiled)
+
+    def _on_compiled(self, compiled) -> None:
         if getattr(compiled, "cache_hit", False):
             self.persistent_hits += 1
         else:

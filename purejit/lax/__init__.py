@@ -17,13 +17,13 @@ Arrays, reductions, sorting:
     argmax, argmin
 
 Elementwise, one line each binding an IR op:
-    add, sub, mul, div, rem, pow, max, min, atan2;
+    add, sub, mul, div, rem, pow, max, min, atan2, nextafter;
     bitwise_and, bitwise_or, bitwise_xor, bitwise_not, shift_left, shift_right_logical,
     shift_right_arithmetic, population_count, clz;
     eq, ne, lt, le, gt, ge;
     neg, abs, sign, floor, ceil, round, is_finite, exp, expm1, log, log1p, logistic, sqrt,
     rsqrt, cbrt, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh, acosh, atanh, erf,
-    lgamma, real, imag, square, reciprocal, integer_pow
+    erf_inv, lgamma, real, imag, square, reciprocal, integer_pow
 """
 
 from purejit.lax.control import cond, switch, while_loop
@@ -90,6 +90,7 @@ pow = binary("power", "pow")
 max = binary("maximum", "max")
 min = binary("minimum", "min")
 atan2 = binary("atan2", "atan2")
+nextafter = binary("next_after", "nextafter")
 bitwise_and = binary("and", "bitwise_and")
 bitwise_or = binary("or", "bitwise_or")
 bitwise_xor = binary("xor", "bitwise_xor")
@@ -134,6 +135,7 @@ acosh = unary("acosh", "acosh")
 atanh = unary("atanh", "atanh")
 erf = unary("erf", "erf")
 lgamma = unary("lgamma", "lgamma")
+erf_inv = unary("erf_inv", "erf_inv")
 real = unary("real", "real")
 imag = unary("imag", "imag")
 
@@ -191,6 +193,7 @@ __all__ = [
     "dynamic_update_slice_in_dim",
     "eq",
     "erf",
+    "erf_inv",
     "exp",
     "expand_dims",
     "expm1",
@@ -215,6 +218,7 @@ __all__ = [
     "mul",
     "ne",
     "neg",
+    "nextafter",
     "pad",
     "population_count",
     "pow",
@@ -284,3 +288,7 @@ __all__ += [
     "padtype_to_pads",
     "reduce_window",
 ]
+from purejit.lax import linalg  # noqa: E402, F401
+from purejit.lax.fourier import FftType, fft  # noqa: E402, F401
+
+__all__ += ["FftType", "fft", "linalg"]

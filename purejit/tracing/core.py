@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -62,33 +63,47 @@ class Trace:
         raise NotImplementedError
 
 
-_stack: list[Trace] = []
+_base: list[Trace] = []  # the trace at the bottom of every thread's stack
+
+
+class _TraceStack(threading.local):
+    """Each thread has its own stack of traces over the shared base trace, so one thread
+    tracing a function never captures another thread's ops (eager or traced)."""
+
+    def __init__(self):
+        self.stack: list[Trace] = list(_base)
+
+
+_state = _TraceStack()
 
 
 def current_trace() -> Trace:
-    """The innermost active trace (the base trace when nothing is being traced)."""
-    return _stack[-1]
+    """The innermost active trace of this thread (the base trace when nothing is traced)."""
+    return _state.stack[-1]
 
 
 def set_base_trace(trace: Trace) -> None:
     """Install the trace at the bottom of the stack: the one that runs ops on a device.
 
     The runtime installs its eager trace when imported; tracing itself never executes."""
-    if _stack and _stack[0] is trace:
+    stack = _state.stack
+    if _base and _base[0] is trace and stack and stack[0] is trace:
         return
-    if len(_stack) > 1:
+    if len(stack) > 1:
         raise RuntimeError("the base trace cannot change while a trace is active")
-    _stack[:] = [trace]
+    _base[:] = [trace]
+    stack[:] = [trace]
 
 
 @contextlib.contextmanager
 def new_trace(trace: Trace):
-    trace.level = len(_stack)
-    _stack.append(trace)
+    stack = _state.stack
+    trace.level = len(stack)
+    stack.append(trace)
     try:
         yield trace
     finally:
-        popped = _stack.pop()
+        popped = stack.pop()
         assert popped is trace, "trace stack corrupted"
 
 

@@ -7,3 +7,4 @@ from purejit.backend.lowering import collective, contraction, control, elementwi
 from purejit.backend.lowering import fusion, gather, indexing, reduce, shape, sort  # noqa: F401
 from purejit.backend.lowering import conv  # noqa: F401
 from purejit.backend.lowering import callback  # noqa: F401
+from purejit.backend.lowering import fft, linalg  # noqa: F401, E402
