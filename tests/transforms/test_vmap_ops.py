@@ -329,7 +329,34 @@ def _collective_cases():
     ]
 
 
+def _conv_cases():
+    nhwc = ("NHWC", "HWIO", "NHWC")
+
+    def conv(**kw):
+        return lambda n, lx: lambda x, w: lx.conv_general_dilated(x, w, (1, 2), "SAME", **kw)
+
+    def callbacks(n, lx):
+        import jax
+
+        lib = purejit if lx is purejit.lax else jax
+
+        def f(x):
+            lib.debug.callback(lambda v: None, x)
+            y = lib.pure_callback(lambda v: np.cos(v), x, x, vmap_method="sequential")
+            return y * 2.0
+
+        return f
+
+    return [
+        Case("conv", conv(dimension_numbers=nhwc), [F(2, 5, 4, 3), F(3, 2, 3, 4)]),
+        Case("conv groups", conv(feature_group_count=2), [F(2, 4, 5, 4), F(6, 2, 3, 2)]),
+        Case("conv batch groups", conv(batch_group_count=2), [F(4, 3, 5, 4), F(6, 3, 2, 2)]),
+        Case("callbacks", callbacks, [F(4)]),
+    ]
+
+
 GROUPS = {
+    "conv": _conv_cases,
     "elementwise": _elementwise_cases,
     "shape": _shape_cases,
     "indexing": _indexing_cases,
