@@ -292,3 +292,36 @@ from purejit.lax import linalg  # noqa: E402, F401
 from purejit.lax.fourier import FftType, fft  # noqa: E402, F401
 
 __all__ += ["FftType", "fft", "linalg"]
+
+# select_n, gather/scatter, associative_scan, cumlogsumexp (purejit/lax/extras.py)
+from purejit.lax.extras import (  # noqa: E402
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+    associative_scan,
+    cumlogsumexp,
+    gather,
+    scatter,
+    scatter_add,
+    scatter_apply,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    select_n,
+)
+
+__all__ += [
+    "GatherDimensionNumbers",
+    "GatherScatterMode",
+    "ScatterDimensionNumbers",
+    "associative_scan",
+    "cumlogsumexp",
+    "gather",
+    "scatter",
+    "scatter_add",
+    "scatter_apply",
+    "scatter_max",
+    "scatter_min",
+    "scatter_mul",
+    "select_n",
+]
