@@ -3,7 +3,6 @@ eval_shape, ShapeDtypeStruct, typeof, make_jaxpr, jit(f).trace().lower(), config
 option names, Precision, select_n, gather/scatter, associative_scan, cumlogsumexp, sort."""
 
 import jax
-import jax.numpy as jjnp
 import numpy as np
 import pytest
 from jax import lax as jlax
