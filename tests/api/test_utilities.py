@@ -89,7 +89,9 @@ def test_precision_reaches_stablehlo_and_matches_jax():
     def f(L, a, b):
         return [
             L.dot(a, b, precision=L.Precision.HIGHEST),
-            L.dot_general(a, b, (((1,), (0,)), ((), ())), precision=(L.Precision.HIGH, L.Precision.HIGHEST)),
+            L.dot_general(
+                a, b, (((1,), (0,)), ((), ())), precision=(L.Precision.HIGH, L.Precision.HIGHEST)
+            ),
             L.dot(a, b, precision="float32"),
         ]
 
