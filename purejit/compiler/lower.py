@@ -112,6 +112,11 @@ class Lowered:
         t0 = time.perf_counter()
         hit = False
         if self.layout is not None:  # SPMD: one program for every device of the mesh
+            if callback.callback_keys(self.emitted):
+                raise NotImplementedError(
+                    f"{self.name}: debug.print / debug.callback / pure_callback in a program "
+                    "over several devices (in_shardings, out_shardings) are not supported yet"
+                )
             exe = self.layout.compile(self.module, self.emitted)
         elif self.xla_disable_passes:  # purejit's fusion groups as kernels
             exe, hit = fusion.compile_realised(self, compile_cache.compile)

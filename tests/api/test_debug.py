@@ -4,6 +4,7 @@ program order; a program loaded from the persistent cache in a fresh process get
 callbacks back."""
 
 import os
+import warnings
 import subprocess
 import sys
 import textwrap
@@ -220,3 +221,15 @@ def test_executable_from_the_persistent_cache_gets_its_callbacks(tmp_path):
     second = run(4.0)  # a fresh process: loads the executable, runs its own callbacks
     assert second[:4] == ["value", "8.0", "result", "5.0"]
     assert second[5] == "1" and second[7] == "1"
+
+
+def test_callbacks_with_purejit_fusion_run_the_flat_program(capfd):
+    f = purejit.jit(
+        lambda x: (purejit.debug.print("fused {}", x.sum()), x * 2 + 1)[1],
+        compiler_options={"fusion": "purejit"},
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = f(np.arange(3, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(out), [1, 3, 5])
+    assert capfd.readouterr().out == "fused 3.0\n"
