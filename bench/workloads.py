@@ -60,6 +60,10 @@ def scan_rnn(xp, lax, h0, xs, w, u):
     return h, hs
 
 
+def cnn(xp, lax, params, x):
+    return models.cnn(xp, lax, params, x)
+
+
 def dispatch_tiny(xp, x):
     return x + 1.0
 
@@ -124,6 +128,17 @@ def build(platform: str, quick: bool) -> list[Workload]:
             ),
             eager=False,
             needs_lax=True,
+        )
+    )
+    batch = 8 if quick else 128
+    out.append(
+        Workload(
+            "cnn",
+            cnn,
+            (models.cnn_params(r), r.standard_normal((batch, 32, 32, 3)).astype(np.float32)),
+            eager=False,
+            needs_lax=True,
+            note=f"4 conv layers, {batch}x32x32x3",
         )
     )
     out.append(

@@ -85,6 +85,27 @@ __all__ = [
 from purejit import tree  # noqa: E402
 
 __all__ += ["tree"]
+from purejit import debug  # noqa: E402
+from purejit.debug import pure_callback  # noqa: E402
+
+__all__ += ["debug", "pure_callback"]
+from purejit.utilities import (  # noqa: E402
+    ShapeDtypeStruct,
+    block_until_ready,
+    device_get,
+    eval_shape,
+    make_jaxpr,
+    typeof,
+)
+
+__all__ += [
+    "ShapeDtypeStruct",
+    "block_until_ready",
+    "device_get",
+    "eval_shape",
+    "make_jaxpr",
+    "typeof",
+]
 from purejit.transforms.vmap import vmap  # noqa: E402
 
 __all__ += ["vmap"]

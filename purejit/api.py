@@ -19,6 +19,7 @@ from purejit.compiler.donation import normalize_donation
 from purejit.compiler.lower import JitConfig, lower, trace
 from purejit.compiler.options import CompilerOptions
 from purejit.compiler.signature import ArgSpec, CallSignature
+from purejit.compiler.stages import Traced
 from purejit.config import config
 from purejit.ir import Function
 from purejit.runtime import Array, eval_trace
@@ -116,6 +117,15 @@ class Jitted:
     def lower(self, *args, **kwargs) -> Lowered:
         """Trace and optimise for these arguments (arrays or shape specs), without compiling."""
         return self.lower_signature(self.signature(args, kwargs, shapes_only=True))
+
+    def trace(self, *args, **kwargs) -> Traced:
+        """JAX's first ahead-of-time stage: the traced program for these arguments (arrays
+        or shape specs); `.jaxpr` shows its IR, `.lower()` continues to `Lowered`."""
+        return Traced(self.config, self.signature(args, kwargs, shapes_only=True), self.stats)
+
+    def eval_shape(self, *args, **kwargs):
+        """The outputs' shapes and dtypes for these arguments, without compiling."""
+        return self.trace(*args, **kwargs).out_info
 
     def lower_signature(self, sig: CallSignature) -> Lowered:
         """Trace, optimise and emit for the call `sig` (at its `avals`)."""

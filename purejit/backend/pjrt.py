@@ -158,17 +158,27 @@ def compile(
     *,
     device=None,
     disable_xla_passes: Sequence[str] = (),
+    host_callbacks: Sequence = (),
 ) -> Executable:
-    """Compile a StableHLO module for one device."""
+    """Compile a StableHLO module for one device.
+
+    `host_callbacks` are the Python functions the module's callback custom calls name by
+    index (`purejit.backend.lowering.callback.host_callbacks`)."""
     from jaxlib import xla_client
 
     dev = device or default_device()
     c = dev.client
-    exe = c.compile_and_load(
-        module_text,
-        xla_client.DeviceList((dev,)),
-        compile_options(disable_passes=disable_xla_passes),
-    )
+    devices = xla_client.DeviceList((dev,))
+    options = compile_options(disable_passes=disable_xla_passes)
+    if host_callbacks:
+        # jaxlib takes host callbacks only with a parsed module, not with text
+        from jaxlib.mlir import ir
+
+        with context():
+            module = ir.Module.parse(module_text)
+            exe = c.compile_and_load(module, devices, options, list(host_callbacks))
+    else:
+        exe = c.compile_and_load(module_text, devices, options)
     return Executable(exe, param_types, result_types)
 
 
@@ -216,19 +226,23 @@ def deserialize_executable(
     *,
     device=None,
     disable_xla_passes: Sequence[str] = (),
+    host_callbacks: Sequence = (),
 ) -> Executable:
     """Load an executable written by `serialize_executable`; raises on foreign or bad bytes.
 
-    Loading runs code from `blob`: only pass bytes this machine's purejit wrote itself.
+    `host_callbacks` gives a program with callbacks its Python functions again (they are
+    not part of the bytes). Loading runs code from `blob`: only pass bytes this machine's
+    purejit wrote itself.
     """
     from jaxlib import xla_client
 
     dev = device or default_device()
-    exe = dev.client.deserialize_executable(
-        blob,
-        xla_client.DeviceList((dev,)),
-        compile_options(disable_passes=disable_xla_passes),
-    )
+    options = compile_options(disable_passes=disable_xla_passes)
+    args = (blob, xla_client.DeviceList((dev,)), options)
+    if host_callbacks:
+        exe = dev.client.deserialize_executable(*args, list(host_callbacks))
+    else:
+        exe = dev.client.deserialize_executable(*args)
     return Executable(exe, param_types, result_types)
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from purejit.backend import fusion
+from purejit.backend.lowering import callback
 from purejit.compiler import cache as compile_cache
 from purejit.compiler import donation as dn
 from purejit.compiler import spmd
@@ -111,12 +112,20 @@ class Lowered:
         t0 = time.perf_counter()
         hit = False
         if self.layout is not None:  # SPMD: one program for every device of the mesh
+            if callback.callback_keys(self.emitted):
+                raise NotImplementedError(
+                    f"{self.name}: debug.print / debug.callback / pure_callback in a program "
+                    "over several devices (in_shardings, out_shardings) are not supported yet"
+                )
             exe = self.layout.compile(self.module, self.emitted)
         elif self.xla_disable_passes:  # purejit's fusion groups as kernels
             exe, hit = fusion.compile_realised(self, compile_cache.compile)
         else:
             exe, hit = compile_cache.compile(
-                self.module, self.emitted.param_types, self.emitted.result_types
+                self.module,
+                self.emitted.param_types,
+                self.emitted.result_types,
+                host_callbacks=callback.host_callbacks(self.emitted),
             )
         seconds = time.perf_counter() - t0
         self.timings["cache_load" if hit else "xla_compile"] = seconds

@@ -315,3 +315,36 @@ def conj(x):
 
 
 __all__ += ["complex", "conj"]
+
+# select_n, gather/scatter, associative_scan, cumlogsumexp (purejit/lax/extras.py)
+from purejit.lax.extras import (  # noqa: E402
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+    associative_scan,
+    cumlogsumexp,
+    gather,
+    scatter,
+    scatter_add,
+    scatter_apply,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    select_n,
+)
+
+__all__ += [
+    "GatherDimensionNumbers",
+    "GatherScatterMode",
+    "ScatterDimensionNumbers",
+    "associative_scan",
+    "cumlogsumexp",
+    "gather",
+    "scatter",
+    "scatter_add",
+    "scatter_apply",
+    "scatter_max",
+    "scatter_min",
+    "scatter_mul",
+    "select_n",
+]

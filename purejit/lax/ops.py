@@ -14,6 +14,7 @@ from purejit import errors
 from purejit.runtime.array import Array
 from purejit.tracing import ShapedArray, bind, bind1
 from purejit.lax._lift import broadcast_arrays_named, convert
+from purejit.lax._precision import canonical_precision
 from purejit.lax._lift import lift as _lift
 from purejit.tracing import trace_to_function
 from purejit.tree_util import tree_flatten, tree_unflatten
@@ -277,6 +278,9 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         "lhs_contracting_dimensions": tuple(lc),
         "rhs_contracting_dimensions": tuple(rc),
     }
+    prec = canonical_precision(precision, "lax.dot_general")
+    if prec is not None:
+        attrs["precision"] = prec
     if preferred_element_type is not None:
         dt = pdt.canonicalize(np.dtype(preferred_element_type))
         if a.dtype != b.dtype:

@@ -29,6 +29,16 @@ func @f(%0: u32[3]) -> (f32[3]) {
   %1 = bitcast_convert(%0) {dtype=f32} : (f32[3])
   return %1
 }""",
+    "host_callback": """
+func @f(%0: pred[], %1: f32[3]) -> (pred[]) {
+  %2 = host_callback(%0, %1) {callback="cb_example:print", result_shapes=[], result_dtypes=[], ordered=true} : (pred[])
+  return %2
+}""",
+    "pure_callback": """
+func @f(%0: f32[3]) -> (f32[3], s32[]) {
+  %1, %2 = pure_callback(%0) {callback="cb_example:fn", result_shapes=[[3], []], result_dtypes=[f32, s32]} : (f32[3], s32[])
+  return %1, %2
+}""",
     "convert": """
 func @f(%0: f32[3]) -> (s8[3]) {
   %1 = convert(%0) {dtype=s8} : (s8[3])

@@ -409,7 +409,26 @@ def _linalg_fft_conv_cases():
     ]
 
 
+def _callback_cases():
+    def callbacks(n, lx):
+        import jax
+
+        lib = purejit if lx is purejit.lax else jax
+
+        def f(x):
+            lib.debug.callback(lambda v: None, x)
+            y = lib.pure_callback(lambda v: np.cos(v), x, x, vmap_method="sequential")
+            return y * 2.0
+
+        return f
+
+    return [
+        Case("callbacks", callbacks, [F(4)]),
+    ]
+
+
 GROUPS = {
+    "callback": _callback_cases,
     "elementwise": _elementwise_cases,
     "shape": _shape_cases,
     "indexing": _indexing_cases,

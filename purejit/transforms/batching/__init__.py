@@ -36,6 +36,7 @@ from purejit.transforms.batching import (  # noqa: F401  (each registers its fam
     shape,
     sort,
 )
+from purejit.transforms.batching import callback, conv  # noqa: F401, E402
 
 __all__ = [
     "FALLBACKS",
