@@ -19,6 +19,7 @@ class Workload:
     eager: bool = True  # worth timing op by op (purejit eager, NumPy)
     note: str = ""
     needs_lax: bool = False  # fn(xp, lax, *args): no NumPy version
+    host_inputs: bool = False  # both jits get the NumPy arrays themselves (transfer per call)
 
 
 def _rng():
@@ -144,6 +145,16 @@ def build(platform: str, quick: bool) -> list[Workload]:
     out.append(
         Workload(
             "dispatch_tiny", dispatch_tiny, (np.ones((), np.float32),), note="per-call overhead"
+        )
+    )
+    out.append(
+        Workload(
+            "dispatch_numpy",
+            dispatch_tiny,
+            (np.ones((), np.float32),),
+            eager=False,
+            host_inputs=True,
+            note="per-call overhead, NumPy argument",
         )
     )
     return out

@@ -13,6 +13,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from purejit.compiler import CacheStats, Compiled, Lowered
+from purejit.compiler.compiled import fast_key
 from purejit.compiler.buckets import Buckets
 from purejit.compiler.explain import Explanation, explain_lowered
 from purejit.compiler.donation import normalize_donation
@@ -22,7 +23,7 @@ from purejit.compiler.signature import ArgSpec, CallSignature
 from purejit.compiler.stages import Traced
 from purejit.config import config
 from purejit.ir import Function
-from purejit.runtime import Array, eval_trace
+from purejit.runtime import eval_trace
 from purejit.tracing import current_trace
 from purejit.transforms.batching import notes as transform_notes
 
@@ -158,28 +159,22 @@ class Jitted:
             # inside another trace, or disabled: run inline (the outer trace records it)
             return self.fun(*args, **kwargs)
         if not kwargs and self._fast_ok:
-            # fast path: positional purejit Arrays only, keyed on their avals (an exact
-            # match of the compiled signature, so no further check is needed)
-            try:
-                fast_key = tuple([a.aval for a in args])
-            except AttributeError:
-                fast_key = None
-            if fast_key is not None:
-                compiled = self._fast.get(fast_key)
-                if compiled is not None and all([type(a) is Array for a in args]):
+            # fast path: positional purejit Arrays and NumPy arrays whose (shape, dtype,
+            # weak type) exactly match a compiled signature (see `Compiled.fast_key`)
+            key = fast_key(args)
+            if key is not None:
+                compiled = self._fast.get(key)
+                if compiled is not None:
                     self.stats.hits += 1
-                    if compiled.plain:
-                        outs = compiled.exe.execute_unchecked([a.buffer for a in args])
-                        if compiled.single_output:
-                            return Array.from_buffer(outs[0], compiled.out_avals[0])
-                        return compiled.wrap(outs)
-                    return compiled.run_arrays(args, fast_key)
+                    return compiled.call_fast(args, key)
         sig = self.spec.signature(args, kwargs)
         if self._buckets is not None:
             return self._buckets.call(self, sig)
         compiled = self.compile_signature(sig)
-        if self._fast_ok and not kwargs and all(type(a) is Array for a in args):
-            self._fast[tuple(a.aval for a in args)] = compiled
+        if self._fast_ok and not kwargs:
+            key = compiled.fast_key_for(args, sig.avals)
+            if key is not None:
+                self._fast[key] = compiled
         return compiled.run_arrays(sig.leaves, sig.avals)
 
     def clear_cache(self):

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from purejit.backend import dispatch
 from purejit.backend.mlir_context import context
 from purejit.config import config
 from purejit.ir import TensorType
@@ -66,6 +67,8 @@ def to_device(value: np.ndarray, device=None):
     """Copy a host array into a PJRT buffer (a jax.Array) on `device`."""
     if value.dtype.itemsize == 8 and value.dtype.kind in "iufc" and not _x64_synced[0]:
         set_x64(config.enable_x64)
+    if type(value) is np.ndarray:
+        return dispatch.put(value, device or default_device(), enable_x64=config.enable_x64)
     return _jax().device_put(value, device or default_device())
 
 
@@ -97,7 +100,8 @@ def _result_handlers(exe, result_types) -> list:
         from jaxlib import xla_client
 
         devs = list(exe.local_devices())
-        if len(devs) != 1 or len(exe.get_output_shardings()) != len(result_types):
+        outs = exe.get_output_shardings()  # None for a program compiled without SPMD
+        if len(devs) != 1 or (outs is not None and len(outs) != len(result_types)):
             return []
         sharding = SingleDeviceSharding(devs[0])
         return [
