@@ -25,6 +25,8 @@ class _Config:
             # check the IR after every pass that changed it, not only the pipeline's result
             "verify_each_pass": os.environ.get("PUREJIT_VERIFY_EACH_PASS", "0")
             in ("1", "true", "True"),
+            # "on": errors raised while tracing/compiling show only the user's frames
+            "traceback_filtering": os.environ.get("PUREJIT_TRACEBACK_FILTERING", "on"),
         }
         self._local = threading.local()
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}

@@ -9,6 +9,8 @@ from __future__ import annotations
 import collections
 from typing import Any, Callable, Hashable, NamedTuple
 
+from purejit import errors
+
 
 class _NodeType(NamedTuple):
     flatten: Callable[[Any], tuple[list, Hashable]]
@@ -145,15 +147,49 @@ def tree_structure(tree, is_leaf=None) -> PyTreeDef:
 
 def tree_map(f: Callable, tree, *rest, is_leaf=None):
     leaves, td = tree_flatten(tree, is_leaf)
-    others = [td_flatten_up_to(td, r) for r in rest]
+    others = [td_flatten_up_to(td, r, f"tree_map: argument {k + 2}") for k, r in enumerate(rest)]
     return tree_unflatten(td, [f(x, *xs) for x, *xs in zip(leaves, *others)])
 
 
-def td_flatten_up_to(treedef: PyTreeDef, tree) -> list:
+def td_flatten_up_to(treedef: PyTreeDef, tree, what: str = "tree") -> list:
     leaves, td = tree_flatten(tree, is_leaf=None)
     if td != treedef:
-        raise ValueError(f"tree structure {td} does not match {treedef}")
+        raise ValueError(
+            f"{what}'s structure {td} does not match the first tree's {treedef}: "
+            f"{tree_difference(treedef, td, 'first', 'other')}"
+            f"{errors.at(errors.user_location())}"
+        )
     return leaves
+
+
+def _node_name(td: PyTreeDef) -> str:
+    if td.kind is None:
+        return "a leaf"
+    if td.kind in _DICTS:
+        return f"a dict with keys {list(_dict_keys(td))}"
+    n = len(td.children)
+    kind = "None" if td.kind is type(None) else td.kind.__name__
+    return f"a {kind} of {n} element{'s' if n != 1 else ''}" if n or kind != "None" else "None"
+
+
+def tree_difference(a: PyTreeDef, b: PyTreeDef, name_a: str = "a", name_b: str = "b") -> str:
+    """Where two tree structures first differ, for error messages: `at [1]['w']: a has a
+    leaf, b has a tuple of 2 elements`."""
+
+    def rec(x, y, path):
+        same_node = x.kind is y.kind and x.aux == y.aux and len(x.children) == len(y.children)
+        if not same_node:
+            return (
+                f"at {path or '(root)'}: {name_a} has {_node_name(x)}, {name_b} has {_node_name(y)}"
+            )
+        for i, (cx, cy) in enumerate(zip(x.children, y.children)):
+            key = _dict_keys(x)[i] if x.kind in _DICTS else i
+            found = rec(cx, cy, f"{path}[{key!r}]")
+            if found:
+                return found
+        return None
+
+    return rec(a, b, "") or "they differ in their node data"
 
 
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict)
