@@ -401,14 +401,18 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     """Elements of `a` at `indices` along `axis` (flattened `a` when axis is None).
 
     As in JAX, the default mode is "fill": out-of-range indices give NaN (or the most
-    negative integer), negative ones count from the end; mode="clip" clamps instead.
+    negative integer), negative ones count from the end; mode="clip" clamps instead and
+    mode="wrap" takes them modulo the axis size.
     """
     mode = "fill" if mode is None else mode
     x = c._lift(a)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     axis = operator.index(axis) % max(x.ndim, 1)
-    idx = (slice(None),) * axis + (_as_index_array(indices),)
+    indices = _as_index_array(indices)
+    if mode == "wrap":  # Python's modulo: always in [0, size)
+        indices, mode = c.remainder(indices, max(x.shape[axis], 1)), "promise_in_bounds"
+    idx = (slice(None),) * axis + (indices,)
     return _indexing_getitem(x, idx, mode=mode, fill_value=fill_value)
 
 
