@@ -260,6 +260,21 @@ for _n in ("add", "subtract", "multiply", "maximum", "minimum"):
         )
     )
 
+_add(
+    Spec(
+        "np_floor_divide",
+        ("remainder", "divide", "round_nearest_afz"),
+        2,
+        "fiu",
+        _np_binary("floor_divide"),
+        exact=True,  # (a - a % b) / b is exact in IEEE arithmetic
+        needs_exact=True,
+        same_type=False,
+        params=_np_binary_params,
+        tags=("broadcast",),
+    )
+)
+
 # --- select, clamp, convert ------------------------------------------------------------------
 
 _add(

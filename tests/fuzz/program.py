@@ -43,10 +43,11 @@ class Program:
     outputs: list  # value numbers
     seed: int = 0
     exact: list | None = None  # per output: bit-exact across implementations
+    values: list | None = None  # explicit input values (nested lists) instead of the seed's
 
     def to_json(self) -> str:
         d = {"inputs": self.inputs, "ops": self.ops, "outputs": self.outputs, "seed": self.seed}
-        return json.dumps({**d, "exact": self.exact})
+        return json.dumps({**d, "exact": self.exact, "values": self.values})
 
     @staticmethod
     def from_json(text: str) -> Program:
@@ -57,6 +58,7 @@ class Program:
             list(d["outputs"]),
             d.get("seed", 0),
             d.get("exact"),
+            d.get("values"),
         )
 
     def source(self) -> str:
@@ -71,6 +73,9 @@ class Program:
 
     def args(self) -> list[np.ndarray]:
         """The input arrays: exact small values (k/8 for floats), ties and extremes."""
+        if self.values is not None:
+            return [np.asarray(v, np.float64 if kind(dt) == "f" else None).astype(np_dtype(dt))
+                    .reshape(s) for v, (s, dt) in zip(self.values, self.inputs)]  # fmt: skip
         rng = np.random.default_rng(self.seed)
         out = []
         for shape, dt in self.inputs:
