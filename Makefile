@@ -13,7 +13,7 @@ PYTHON ?= $(shell for p in python3 python3.13 python3.12 python3.11; do \
 	echo $$p && break; done)
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test lint info venv clean-venv
+.PHONY: demo test lint info venv clean-venv wheel notebooks
 
 demo: $(STAMP)
 	$(PY) -m purejit demo
@@ -24,6 +24,15 @@ test: $(STAMP) lint
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# dist/purejit-VERSION-py3-none-any.whl; installs offline next to an existing jax
+# (pip install dist/purejit-*.whl --no-index), or with its jax extra into a fresh environment
+wheel: $(STAMP)
+	$(PY) -m pip wheel --no-deps -q -w dist .
+
+# write each notebooks/NAME.ipynb from its reviewed NAME.py (jupytext percent format)
+notebooks: $(STAMP)
+	$(VENV)/bin/jupytext --quiet --to ipynb --update notebooks/*.py
 
 info: $(STAMP)
 	$(PY) -m purejit info

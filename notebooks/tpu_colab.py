@@ -11,10 +11,12 @@
 # %% [markdown]
 # # purejit on a TPU (Google Colab)
 #
-# In Colab: *Runtime → Change runtime type → TPU*, then *Run all*. The first cell installs
-# purejit from its repository (with `jax[tpu]` when a TPU is attached); the rest prints the
-# devices, compiles a bfloat16 transformer block with purejit and times it against
-# `jax.jit` on the same device.
+# In Colab: *Runtime → Change runtime type → TPU*. Upload purejit's wheel (`make wheel` in a
+# checkout writes `dist/purejit-*.whl`; drag it into Colab's file pane) or set
+# `PUREJIT_SOURCE` below to a git URL you can reach, then *Run all*. The first cell installs
+# purejit from there (with `jax[tpu]` when a TPU is attached and no jax is installed); the
+# rest prints the devices and the PJRT client in use, compiles a bfloat16 transformer block
+# with purejit and times it against `jax.jit` on the same device.
 #
 # On a machine without a TPU the notebook runs on whatever backend JAX finds (GPU or CPU),
 # with smaller sizes on CPU, and says so. Where purejit is already importable (a local
@@ -27,8 +29,9 @@ import os
 import subprocess
 import sys
 
-# the repository to install purejit from (a fork or a branch: "...purejit@my-branch")
-REPO_URL = "https://github.com/purejit/purejit"
+# where to install purejit from: "" finds an uploaded purejit-*.whl in the working folder or
+# /content; otherwise a wheel's path or a pip-installable git URL ("git+https://...@branch")
+PUREJIT_SOURCE = os.environ.get("PUREJIT_SOURCE", "")
 
 
 def tpu_attached() -> bool:
@@ -46,10 +49,22 @@ def pip_install(*packages: str) -> None:
     subprocess.run(cmd, check=True)
 
 
+def purejit_source() -> str:
+    if PUREJIT_SOURCE:
+        return PUREJIT_SOURCE
+    wheels = sorted(glob.glob("purejit-*.whl") + glob.glob("/content/purejit-*.whl"))
+    if not wheels:
+        raise RuntimeError(
+            "purejit is not installed: upload dist/purejit-*.whl (built by `make wheel`) to "
+            "this runtime, or set PUREJIT_SOURCE to a git URL, then run this cell again"
+        )
+    return wheels[-1]
+
+
 if importlib.util.find_spec("purejit") is None:
-    if tpu_attached():  # purejit needs jax >= 0.10; jax[tpu] brings the matching libtpu
-        pip_install("jax[tpu]>=0.10,<0.13")
-    pip_install(f"git+{REPO_URL}")
+    if tpu_attached() and importlib.util.find_spec("jax") is None:
+        pip_install("jax[tpu]>=0.10,<0.13")  # jax[tpu] brings the matching libtpu
+    pip_install(purejit_source())  # never replaces an installed jax (not a hard dependency)
 else:
     print("purejit is already installed; nothing to install")
 

@@ -7,6 +7,7 @@ def f(x, w):
     return purejit.nn.relu(x @ w).sum()
 """
 
+from purejit.backend import versions as _versions  # noqa: F401 - first: checks the jax range
 from purejit.config import config
 from purejit import tree_util
 from purejit.api import Compiled, Lowered, disable_jit, jit
@@ -53,3 +54,10 @@ __all__ = [
     "sharding",
     "tree_util",
 ]
+
+from purejit import tree  # noqa: E402
+
+__all__ += ["tree"]
+from purejit.transforms.vmap import vmap  # noqa: E402
+
+__all__ += ["vmap"]

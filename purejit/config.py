@@ -17,6 +17,8 @@ class _Config:
         self._values = {
             "enable_x64": os.environ.get("PUREJIT_ENABLE_X64", "0") in ("1", "true", "True"),
             "jit_log_compiles": False,
+            # one line through the `purejit` logger when an XLA compile takes this long
+            "slow_compile_log_s": float(os.environ.get("PUREJIT_SLOW_COMPILE_LOG_S") or 5.0),
             # the persistent compile cache and the recompilation trap guard
             "cache_dir": os.environ.get("PUREJIT_CACHE_DIR") or None,
             "cache_max_bytes": int(os.environ.get("PUREJIT_CACHE_MAX_BYTES") or 2**30),
@@ -27,17 +29,29 @@ class _Config:
             in ("1", "true", "True"),
             # "on": errors raised while tracing/compiling show only the user's frames
             "traceback_filtering": os.environ.get("PUREJIT_TRACEBACK_FILTERING", "on"),
+            # sin/cos/tan of f32/bf16/f16 on CPU as vectorisable StableHLO, not XLA's calls
+            "cpu_fast_transcendentals": os.environ.get("PUREJIT_CPU_FAST_TRANSCENDENTALS", "1")
+            not in ("0", "false", "False"),
+            # log why a jitted function missed its cache, at WARNING (JAX's option)
+            "explain_cache_misses": False,
+            # the `precision=` that dot, dot_general and convolutions take when given None:
+            # None (XLA's default), "default", "high", "highest", "float32", ...
+            "default_matmul_precision": None,
         }
         self._local = threading.local()
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}
 
     def update(self, name: str | None = None, value=None, **options):
-        """Set an option: `update("cache_dir", path)` or `update(cache_dir=path)`."""
+        """Set an option: `update("cache_dir", path)` or `update(cache_dir=path)`.
+
+        JAX's names work too (`update("jax_enable_x64", True)`, see `JAX_OPTIONS`); a JAX
+        option purejit has no equivalent for raises `NotImplementedError` naming it.
+        """
         if name is not None:
             options = {name: value, **options}
-        for k in options:
-            if k not in self._values:
-                raise KeyError(f"unknown purejit option {k!r}; known: {sorted(self._values)}")
+        options = {self._canonical(k): v for k, v in options.items()}
+        if "disable_jit" in options:
+            self.set_disable_jit(bool(options.pop("disable_jit")))
         self._values.update(options)
         for k, v in options.items():
             for callback in self._watchers.get(k, ()):
@@ -55,7 +69,37 @@ class _Config:
         self._watchers.setdefault(name, []).append(callback)
 
     def read(self, name: str):
+        """The value of option `name` (purejit's or JAX's name)."""
+        name = self._canonical(name)
+        if name == "disable_jit":
+            return self.jit_disabled
         return self._values[name]
+
+    def _canonical(self, name: str) -> str:
+        """purejit's name of option `name`; KeyError / NotImplementedError if none."""
+        if name in self._values or name == "disable_jit":
+            return name
+        if name in JAX_OPTIONS:
+            return JAX_OPTIONS[name]
+        if name in JAX_UNSUPPORTED:
+            raise NotImplementedError(f"purejit.config: JAX's option {name!r} is not supported "
+                                      f"({JAX_UNSUPPORTED[name]})")  # fmt: skip
+        known = sorted(self._values) + sorted(JAX_OPTIONS)
+        raise KeyError(f"unknown purejit option {name!r}; known: {known}")
+
+    def __getattr__(self, name: str):
+        # JAX style attribute reads: `config.jax_enable_x64`, `config.cache_dir`
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self.read(name)
+        except (KeyError, NotImplementedError) as e:
+            raise AttributeError(str(e)) from None
+
+    @property
+    def values(self) -> dict:
+        """A copy of every option's current value, by purejit's names."""
+        return {**self._values, "disable_jit": self.jit_disabled}
 
     @property
     def enable_x64(self) -> bool:
@@ -69,5 +113,25 @@ class _Config:
         """Run jitted functions op by op in this thread (what `purejit.disable_jit` sets)."""
         self._local.disable_jit = flag
 
+
+# JAX's option names and the purejit option each sets
+JAX_OPTIONS = {
+    "jax_enable_x64": "enable_x64",
+    "jax_log_compiles": "jit_log_compiles",
+    "jax_explain_cache_misses": "explain_cache_misses",
+    "jax_compilation_cache_dir": "cache_dir",
+    "jax_default_matmul_precision": "default_matmul_precision",
+    "jax_disable_jit": "disable_jit",
+}
+# JAX options a port may set that purejit cannot honour, and why
+JAX_UNSUPPORTED = {
+    "jax_debug_nans": "no NaN checks after each computation yet",
+    "jax_debug_infs": "no Inf checks after each computation yet",
+    "jax_platforms": "purejit uses the backend jax's PJRT client picks; set JAX_PLATFORMS "
+    "in the environment before the first device call",
+    "jax_platform_name": "purejit uses the backend jax's PJRT client picks",
+    "jax_numpy_rank_promotion": "purejit always allows rank promotion",
+    "jax_default_prng_impl": "purejit.random has one implementation",
+}
 
 config = _Config()

@@ -260,3 +260,84 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     hot = jnp.equal(jnp.broadcast_to(lhs, shape), classes)
     dt = pdt.default_float() if dtype is None else pdt.canonicalize(dtype)
     return jnp.convert(hot, dt)
+
+
+# ---- pooling (flax.linen's signatures: inputs are (batch..., spatial..., features)) --------
+
+from purejit.lax.windowed import reduce_window as _reduce_window  # noqa: E402
+
+
+def _pool(name, inputs, init, reduce_fn, window_shape, strides, padding):
+    x = jnp.asarray(inputs)
+    window_shape = tuple(int(w) for w in window_shape)
+    nbatch = x.ndim - (len(window_shape) + 1)
+    strides = tuple(int(s) for s in strides) if strides is not None else (1,) * len(window_shape)
+    if len(strides) != len(window_shape):
+        raise ValueError(
+            f"{name}: strides {strides} and window_shape {window_shape} differ in length"
+        )
+    single = nbatch == 0
+    if single:
+        x, nbatch = jnp.expand_dims(x, 0), 1
+    if nbatch < 0:
+        raise ValueError(
+            f"{name}: inputs {x.shape} need a features axis after the {len(window_shape)} "
+            "spatial axes of window_shape"
+        )
+    dims = (1,) * nbatch + window_shape + (1,)
+    strides = (1,) * nbatch + strides + (1,)
+    if not isinstance(padding, str):
+        padding = tuple(tuple(int(p) for p in pair) for pair in padding)
+        if len(padding) != len(window_shape):
+            raise ValueError(f"{name}: padding {padding} needs a pair per window dimension")
+        padding = ((0, 0),) * nbatch + padding + ((0, 0),)
+    y = _reduce_window(x, init(x.dtype), reduce_fn, dims, strides, padding)
+    return jnp.squeeze(y, 0) if single else y
+
+
+def _lowest(dt):
+    return np.array(-np.inf if pdt.is_inexact(dt) else np.iinfo(dt).min, dt)
+
+
+def _highest(dt):
+    return np.array(np.inf if pdt.is_inexact(dt) else np.iinfo(dt).max, dt)
+
+
+def max_pool(inputs, window_shape, strides=None, padding="VALID"):
+    """Max pooling, as `flax.linen.max_pool`.
+
+    Args:
+        inputs: (batch..., spatial..., features); without batch axes one is added and removed.
+        window_shape: the window's size per spatial axis.
+        strides: the step per spatial axis (default 1).
+        padding: "SAME", "VALID" or a (low, high) pair per spatial axis (padded with -inf).
+    """
+    return _pool("max_pool", inputs, _lowest, jnp.maximum, window_shape, strides, padding)
+
+
+def min_pool(inputs, window_shape, strides=None, padding="VALID"):
+    """Min pooling, as `flax.linen.min_pool` (arguments as `max_pool`)."""
+    return _pool("min_pool", inputs, _highest, jnp.minimum, window_shape, strides, padding)
+
+
+def avg_pool(inputs, window_shape, strides=None, padding="VALID", count_include_pad=True):
+    """Average pooling, as `flax.linen.avg_pool`.
+
+    Args:
+        inputs, window_shape, strides, padding: as `max_pool` (padding adds zeros).
+        count_include_pad: divide by the full window size; False divides by the number of
+            elements of the unpadded input in each window.
+    """
+    x = jnp.asarray(inputs)
+    zero = lambda dt: np.array(0, dt)  # noqa: E731
+    y = _pool("avg_pool", x, zero, jnp.add, window_shape, strides, padding)
+    if count_include_pad:
+        return jnp.divide(y, float(np.prod(window_shape)))
+    div_shape = x.shape[:-1] + (1,)
+    if len(div_shape) - 2 == len(window_shape):
+        div_shape = (1,) + div_shape[1:]
+    ones = jnp.ones(div_shape, y.dtype)
+    return jnp.divide(y, _pool("avg_pool", ones, zero, jnp.add, window_shape, strides, padding))
+
+
+__all__ += ["avg_pool", "max_pool", "min_pool"]

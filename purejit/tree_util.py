@@ -2,11 +2,19 @@
 
 `tree_flatten(x)` returns the leaves and a hashable `PyTreeDef`; `tree_unflatten` rebuilds.
 Dict keys are sorted, as in JAX. `None` is a node with no children.
+
+As in `jax.tree_util`: classes register with `register_pytree_node`,
+`register_pytree_node_class`, `register_pytree_with_keys(_class)`, `register_dataclass` or
+`register_static`; every leaf has a key path (`tree_flatten_with_path`, `keystr`) made of
+`SequenceKey`, `DictKey`, `GetAttrKey` and `FlattenedIndexKey`; `Partial` is a
+`functools.partial` whose bound arguments are pytree children.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
+import functools
 from typing import Any, Callable, Hashable, NamedTuple
 
 from purejit import errors
@@ -15,6 +23,8 @@ from purejit import errors
 class _NodeType(NamedTuple):
     flatten: Callable[[Any], tuple[list, Hashable]]
     unflatten: Callable[[Hashable, list], Any]
+    # x -> ((key, child) pairs, aux): the key path entries of the children, when known
+    flatten_with_keys: Callable[[Any], tuple[list, Hashable]] | None = None
 
 
 _REGISTRY: dict[type, _NodeType] = {}
@@ -71,6 +81,23 @@ class PyTreeDef:
 
     def _key(self):
         return (self.kind, self.aux, self.children)
+
+    @property
+    def num_nodes(self) -> int:
+        """Nodes and leaves in the tree (a leaf is one node)."""
+        return 1 + sum(c.num_nodes for c in self.children)
+
+    def unflatten(self, leaves):
+        """The tree of this structure holding `leaves` (`tree_unflatten(self, leaves)`)."""
+        return tree_unflatten(self, leaves)
+
+    def flatten_up_to(self, tree) -> list:
+        """The subtrees of `tree` at this structure's leaves (see `flatten_up_to`)."""
+        return flatten_up_to(self, tree)
+
+    def node_data(self):
+        """(node type, aux data) of the root; None for a leaf."""
+        return None if self.kind is None else (self.kind, self.aux)
 
     def __eq__(self, other):
         return isinstance(other, PyTreeDef) and self._key() == other._key()
@@ -147,19 +174,8 @@ def tree_structure(tree, is_leaf=None) -> PyTreeDef:
 
 def tree_map(f: Callable, tree, *rest, is_leaf=None):
     leaves, td = tree_flatten(tree, is_leaf)
-    others = [td_flatten_up_to(td, r, f"tree_map: argument {k + 2}") for k, r in enumerate(rest)]
+    others = [flatten_up_to(td, r, f"tree_map: argument {k + 2}") for k, r in enumerate(rest)]
     return tree_unflatten(td, [f(x, *xs) for x, *xs in zip(leaves, *others)])
-
-
-def td_flatten_up_to(treedef: PyTreeDef, tree, what: str = "tree") -> list:
-    leaves, td = tree_flatten(tree, is_leaf=None)
-    if td != treedef:
-        raise ValueError(
-            f"{what}'s structure {td} does not match the first tree's {treedef}: "
-            f"{tree_difference(treedef, td, 'first', 'other')}"
-            f"{errors.at(errors.user_location())}"
-        )
-    return leaves
 
 
 def _node_name(td: PyTreeDef) -> str:
@@ -213,3 +229,279 @@ def tree_paths(treedef: PyTreeDef, prefix: str = "") -> list[str]:
 
     rec(treedef, prefix)
     return out
+
+
+# ---- key paths -------------------------------------------------------------------------------
+
+
+class SequenceKey(NamedTuple):
+    """The key of a tuple or list element: `[idx]`."""
+
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+
+class DictKey(NamedTuple):
+    """The key of a dict entry: `[key]`."""
+
+    key: Hashable
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+class GetAttrKey(NamedTuple):
+    """The key of an attribute (namedtuple field, dataclass field): `.name`."""
+
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+class FlattenedIndexKey(NamedTuple):
+    """The key of a child of a node registered without keys: its position."""
+
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+def _children_with_keys(x, kind, node) -> tuple[list, Hashable]:
+    """((key, child) pairs, aux) of the node `x` of type `kind`."""
+    if node.flatten_with_keys is not None:
+        pairs, aux = node.flatten_with_keys(x)
+        return list(pairs), aux
+    children, aux = node.flatten(x)
+    if kind in (tuple, list):
+        keys = [SequenceKey(i) for i in range(len(children))]
+    elif kind in _DICTS:
+        keys = [DictKey(k) for k in _dict_keys(PyTreeDef(kind, aux, ()))]
+    elif _is_namedtuple(x):
+        keys = [GetAttrKey(f) for f in type(x)._fields]
+    else:
+        keys = [FlattenedIndexKey(i) for i in range(len(children))]
+    return list(zip(keys, children)), aux
+
+
+def tree_flatten_with_path(tree, is_leaf: Callable[[Any], bool] | None = None):
+    """`([(key path, leaf), ...], treedef)`: every leaf with the keys that reach it."""
+    out: list = []
+
+    def rec(x, path):
+        if is_leaf is not None and is_leaf(x):
+            out.append((path, x))
+            return _LEAF
+        kind, node = _node_type(x)
+        if kind is None:
+            out.append((path, x))
+            return _LEAF
+        pairs, aux = _children_with_keys(x, kind, node)
+        return PyTreeDef(kind, aux, tuple(rec(c, path + (k,)) for k, c in pairs))
+
+    treedef = rec(tree, ())
+    return out, treedef
+
+
+def tree_leaves_with_path(tree, is_leaf=None) -> list:
+    """`[(key path, leaf), ...]` (see `tree_flatten_with_path`)."""
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(f: Callable, tree, *rest, is_leaf=None):
+    """`tree_map` whose `f(path, leaf, *others)` also gets each leaf's key path."""
+    pairs, td = tree_flatten_with_path(tree, is_leaf)
+    others = [flatten_up_to(td, r) for r in rest]
+    return tree_unflatten(td, [f(p, x, *xs) for (p, x), *xs in zip(pairs, *others)])
+
+
+def keystr(keys, *, simple: bool = False, separator: str = "") -> str:
+    """A key path as text: `['a'][0].w`, or with `simple=True` the bare keys (`a/0/w` with
+    `separator="/"`)."""
+    if simple:
+        return separator.join(str(k[0]) if isinstance(k, tuple) and len(k) == 1 else str(k)
+                              for k in keys)  # fmt: skip
+    return separator.join(map(str, keys))
+
+
+# ---- prefix trees, reductions, transposes ------------------------------------------------------
+
+
+def flatten_up_to(treedef: PyTreeDef, tree, what: str = "tree") -> list:
+    """The subtrees of `tree` at the leaves of `treedef` (a prefix of tree's structure).
+
+    Raises ValueError naming `what`, the path where the structures first differ and both
+    sides there, and the user's line."""
+    out: list = []
+
+    def mismatch(path, td, x):
+        return ValueError(
+            f"{what}'s structure {tree_structure(x) if path else tree_structure(tree)} does not "
+            f"match {treedef}: at {path or '(root)'}: expected {_node_name(td)}, got "
+            f"{_node_name(tree_structure(x))}{errors.at(errors.user_location())}"
+        )
+
+    def rec(td, x, path):
+        if td.kind is None:
+            out.append(x)
+            return
+        kind, node = _node_type(x)
+        if kind is not td.kind:
+            raise mismatch(path, td, x)
+        children, aux = node.flatten(x)
+        if aux != td.aux or len(children) != len(td.children):
+            raise mismatch(path, td, x)
+        for i, (c, sub) in enumerate(zip(children, td.children)):
+            key = _dict_keys(td)[i] if td.kind in _DICTS else i
+            rec(sub, c, f"{path}[{key!r}]")
+
+    rec(treedef, tree, "")
+    return out
+
+
+_NO_INIT = object()
+
+
+def tree_reduce(function: Callable, tree, initializer=_NO_INIT, is_leaf=None):
+    """`functools.reduce(function, leaves[, initializer])`."""
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _NO_INIT:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree, *, is_leaf=None) -> bool:
+    """Whether every leaf is truthy."""
+    return all(tree_leaves(tree, is_leaf))
+
+
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose):
+    """Turn an outer tree of inner trees into an inner tree of outer trees."""
+    flat, treedef = tree_flatten(pytree_to_transpose)
+    if inner_treedef is None:
+        inner_treedef = tree_structure(flatten_up_to(outer_treedef, pytree_to_transpose)[0])
+    inner, outer = inner_treedef.num_leaves, outer_treedef.num_leaves
+    if treedef.num_leaves != inner * outer:
+        raise TypeError(
+            f"tree_transpose: {treedef} has {treedef.num_leaves} leaves, not outer {outer} "
+            f"x inner {inner} ({outer_treedef} of {inner_treedef})"
+        )
+    rows = [flat[i * inner : (i + 1) * inner] for i in range(outer)]
+    subtrees = [tree_unflatten(outer_treedef, col) for col in zip(*rows)]
+    return tree_unflatten(inner_treedef, subtrees)
+
+
+def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
+    return list(treedef.children)
+
+
+def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+    return not treedef.children
+
+
+def all_leaves(iterable, is_leaf=None) -> bool:
+    """Whether every element of `iterable` is a leaf."""
+    return all(tree_structure(x, is_leaf) == _LEAF for x in iterable)
+
+
+# ---- registering classes -----------------------------------------------------------------------
+
+
+def register_pytree_node_class(cls):
+    """Register `cls` through its `tree_flatten()` method and `tree_unflatten(aux, children)`
+    classmethod; returns `cls` (a class decorator)."""
+    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
+    """Register `nodetype` with `flatten_with_keys(x) -> ([(key, child), ...], aux)`."""
+
+    def flatten(x):
+        pairs, aux = flatten_with_keys(x)
+        return [c for _, c in pairs], aux
+
+    if nodetype in _REGISTRY:
+        raise ValueError(f"{nodetype.__name__} is already registered as a pytree node")
+    _REGISTRY[nodetype] = _NodeType(flatten_func or flatten, unflatten_func, flatten_with_keys)
+
+
+def register_pytree_with_keys_class(cls):
+    """Register `cls` through its `tree_flatten_with_keys()` method and `tree_unflatten`."""
+    flat = getattr(cls, "tree_flatten", None)
+    register_pytree_with_keys(
+        cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+        (lambda x: x.tree_flatten()) if flat is not None else None,
+    )  # fmt: skip
+    return cls
+
+
+def register_dataclass(nodetype, data_fields=None, meta_fields=None, drop_fields=()):
+    """Register a dataclass: `data_fields` are children, `meta_fields` (hashable) go into
+    the structure. For a dataclass both default from its fields (`field(metadata=
+    {"static": True})` marks a meta field); returns `nodetype` (usable as a decorator)."""
+    if data_fields is None or meta_fields is None:
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError(
+                f"register_dataclass: {nodetype.__name__} is not a dataclass; pass data_fields "
+                "and meta_fields"
+            )
+        fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop_fields]
+        meta = [f.name for f in fields if f.metadata.get("static", False)]
+        data = [f.name for f in fields if not f.metadata.get("static", False)]
+        data_fields = data if data_fields is None else data_fields
+        meta_fields = meta if meta_fields is None else meta_fields
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+
+    def flatten_with_keys(x):
+        pairs = [(GetAttrKey(k), getattr(x, k)) for k in data_fields]
+        return pairs, tuple(getattr(x, k) for k in meta_fields)
+
+    def unflatten(aux, children):
+        return nodetype(**dict(zip(meta_fields, aux)), **dict(zip(data_fields, children)))
+
+    register_pytree_with_keys(nodetype, flatten_with_keys, unflatten)
+    return nodetype
+
+
+def register_static(cls):
+    """Register `cls` as a node without children: the instance itself is the (hashable)
+    structure, so jit treats it as static. Returns `cls`."""
+    register_pytree_node(cls, lambda x: ([], x), lambda aux, _: aux)
+    return cls
+
+
+class _CallableShim:
+    """Wraps a `functools.partial` given to `Partial`, so its arguments stay its own."""
+
+    def __init__(self, fun):
+        self.fun = fun
+
+    def __call__(self, *args, **kw):
+        return self.fun(*args, **kw)
+
+    def __hash__(self):
+        return hash(self.fun)
+
+    def __eq__(self, other):
+        return self.fun == (other.fun if isinstance(other, _CallableShim) else other)
+
+
+class Partial(functools.partial):
+    """A `functools.partial` that is a pytree: the bound arguments are its children and the
+    function its (static) structure, so it can be passed into jitted functions."""
+
+    def __new__(cls, func, *args, **kw):
+        if isinstance(func, functools.partial):  # keep the inner partial's arguments apart
+            func = _CallableShim(func)
+        return super().__new__(cls, func, *args, **kw)
+
+
+register_pytree_node(
+    Partial,
+    lambda p: ((p.args, p.keywords), p.func),
+    lambda func, xs: Partial(func, *xs[0], **xs[1]),
+)

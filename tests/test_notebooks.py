@@ -1,7 +1,6 @@
 """Every notebook in notebooks/ runs top to bottom without an error, on the CPU, in a kernel of
 the interpreter running the tests; and each one matches its paired `.py` source."""
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -12,13 +11,6 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
-
-
-def _pair_module():
-    spec = importlib.util.spec_from_file_location("_pair", NOTEBOOKS / "_pair.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture
@@ -67,14 +59,22 @@ def test_notebook_runs(path, kernel_env):
     assert ran, "no code cell ran"
 
 
-def test_notebooks_match_their_py_sources():
-    pair = _pair_module()
-    for py, nb in pair.pairs(NOTEBOOKS):
-        assert nb.exists(), f"{nb.name} missing: run python notebooks/_pair.py"
-        assert nb.read_text() == pair.render(py), f"{nb.name} is stale: run notebooks/_pair.py"
+def _cells(nb):
+    return [(c.cell_type, c.source.strip()) for c in nb.cells]
 
 
-def test_percent_parser():
-    pair = _pair_module()
-    text = "# ---\n# jupyter:\n# ---\n\n# %% [markdown]\n# # Title\n#\n# text\n\n# %%\nx = 1\n\n"
-    assert pair.parse_percent(text) == [("markdown", "# Title\n\ntext"), ("code", "x = 1")]
+@pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
+def test_notebook_matches_its_py_source(path):
+    """The `.py` (jupytext percent format) is the reviewed source; the `.ipynb` must hold the
+    same cells. `make notebooks` (jupytext --sync) brings them in step."""
+    jupytext = pytest.importorskip("jupytext")
+    py = path.with_suffix(".py")
+    assert py.exists(), f"{path.name} has no paired {py.name}"
+    assert _cells(jupytext.read(path)) == _cells(jupytext.read(py)), (
+        f"{path.name} and {py.name} differ: run make notebooks"
+    )
+
+
+def test_every_notebook_source_has_its_ipynb():
+    for py in NOTEBOOKS.glob("*.py"):
+        assert py.with_suffix(".ipynb").exists(), f"{py.name}: run make notebooks"

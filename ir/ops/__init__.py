@@ -12,3 +12,5 @@ from purejit.ir.ops import (  # noqa: F401  # noqa: F401
     shape,
     sort,
 )
+from purejit.ir.ops import conv  # noqa: F401, E402
+from purejit.ir.ops import fft, linalg  # noqa: F401, E402

@@ -43,6 +43,7 @@ _CLASSES = {
 }
 
 _EW = frozenset({"pure", "elementwise"})
+_APPROX = ("approximate",)  # transcendental: XLA's own polynomial, not NumPy's bits
 
 
 def _check_class(name: str, cls: str, t: TensorType):
@@ -86,14 +87,14 @@ def unary(name, fn, cls, *, result=None, traits=(), doc=""):
     register(OpDef(name, infer, reference, _EW | frozenset(traits), doc=doc))
 
 
-def binary(name, fn, cls, *, traits=(), doc=""):
+def binary(name, fn, cls, *, traits=(), doc="", narrow=True):
     def infer(types, attrs, regions):
         nargs(name, types, 2)
         t = same_types(name, types)
         _check_class(name, cls, t)
         return [t]
 
-    run = _narrow(fn)
+    run = _narrow(fn) if narrow else fn
 
     def reference(args, attrs, regions, run_region):
         return [np.asarray(run(args[0], args[1])).astype(args[0].dtype)]
@@ -265,6 +266,58 @@ def _minmax(pick, real_fn):
     return run
 
 
+def _erf_inv(x):
+    """erf^-1 in float64: Giles' single-precision approximation (the one XLA evaluates)
+    refined by Newton steps; +-inf at +-1, NaN outside [-1, 1], and the sign of zero
+    kept, as XLA does."""
+    dt = np.asarray(x).dtype
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        w = -np.log((1.0 - x) * (1.0 + x))
+        small = w < 5.0
+        ws, wl = w - 2.5, np.sqrt(w) - 3.0
+        ps = np.polyval([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                         0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+                         1.50140941], ws)  # fmt: skip
+        pl = np.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                         0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
+                         2.83297682], wl)  # fmt: skip
+        a = np.abs(x)
+        y = np.where(small, ps, pl) * a
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+        erfc = np.vectorize(math.erfc, otypes=[np.float64])
+        # Newton on erf(y) = |x|, or on log erfc(y) = log(1 - |x|) near 1 (exact there)
+        inner, c = a < 0.5, np.where(a < 0.5, 0.5, 1.0 - a)
+        for _ in range(6):
+            pdf = 2.0 / math.sqrt(math.pi) * np.exp(-y * y)
+            tail = erfc(y)
+            step_in = (erf(y) - a) / pdf
+            step_out = (np.log(c) - np.log(tail)) * tail / pdf
+            y = y - np.where(inner, step_in, step_out)
+        y = np.copysign(y, x)
+        y = np.where(np.abs(x) == 1.0, np.copysign(np.inf, x), y)
+        y = np.where(x == 0, x, y)
+        return np.where(np.abs(x) > 1.0, np.nan, y).astype(dt)
+
+
+def _next_after(a, b):
+    # on the bits, for every float width (np.nextafter has no bf16, and f16 through f32
+    # would round back): step the magnitude of `a` towards `b`; 0 steps to the smallest
+    # subnormal of b's sign; equal operands give b; NaN in, NaN out
+    a, b = np.asarray(a), np.asarray(b)
+    ut = np.dtype(f"u{a.dtype.itemsize}")
+    ua, ub = a.view(ut), b.view(ut)
+    sign = ut.type(1 << (8 * a.dtype.itemsize - 1))
+    mag = ua & ut.type(~sign)
+    away = (a < b) != (ua >= sign)  # moving away from zero increases the magnitude
+    one = ut.type(1)
+    stepped = np.where(away, ua + one, ua - one).astype(ut)
+    from_zero = (ub & sign) | one
+    out = np.where(mag == 0, from_zero, stepped).astype(ut)
+    out = np.where(a == b, ub, out).astype(ut).view(a.dtype)
+    return np.where(np.isnan(a) | np.isnan(b), np.array(np.nan, a.dtype), out).astype(a.dtype)
+
+
 def _vec(fn):
     v = np.vectorize(fn, otypes=[np.float64])
     return lambda x: v(x).astype(x.dtype)
@@ -298,28 +351,29 @@ unary("is_finite", np.isfinite, "float", result=_is_finite_dtype)
 unary("real", np.real, "complex", result=_complex_part)
 unary("imag", np.imag, "complex", result=_complex_part)
 unary("sqrt", np.sqrt, "inexact")
-unary("rsqrt", lambda x: 1 / np.sqrt(x), "inexact")
-unary("cbrt", np.cbrt, "float")
-unary("exponential", np.exp, "inexact")
-unary("exponential_minus_one", np.expm1, "inexact")
-unary("log", np.log, "inexact")
-unary("log_plus_one", np.log1p, "inexact")
-unary("logistic", _logistic, "inexact")
-unary("sine", np.sin, "inexact")
-unary("cosine", np.cos, "inexact")
-unary("tan", np.tan, "inexact")
-unary("tanh", np.tanh, "inexact")
+unary("rsqrt", lambda x: 1 / np.sqrt(x), "inexact", traits=_APPROX)
+unary("cbrt", np.cbrt, "float", traits=_APPROX)
+unary("exponential", np.exp, "inexact", traits=_APPROX)
+unary("exponential_minus_one", np.expm1, "inexact", traits=_APPROX)
+unary("log", np.log, "inexact", traits=_APPROX)
+unary("log_plus_one", np.log1p, "inexact", traits=_APPROX)
+unary("logistic", _logistic, "inexact", traits=_APPROX)
+unary("sine", np.sin, "inexact", traits=_APPROX)
+unary("cosine", np.cos, "inexact", traits=_APPROX)
+unary("tan", np.tan, "inexact", traits=_APPROX)
+unary("tanh", np.tanh, "inexact", traits=_APPROX)
 # CHLO ops: XLA expands them into StableHLO when it compiles
-unary("asin", np.arcsin, "inexact")
-unary("acos", np.arccos, "inexact")
-unary("atan", np.arctan, "inexact")
-unary("sinh", np.sinh, "inexact")
-unary("cosh", np.cosh, "inexact")
-unary("asinh", np.arcsinh, "inexact")
-unary("acosh", np.arccosh, "inexact")
-unary("atanh", np.arctanh, "inexact")
-unary("erf", _vec(math.erf), "float")
-unary("lgamma", _vec(_lgamma), "float")
+unary("asin", np.arcsin, "inexact", traits=_APPROX)
+unary("acos", np.arccos, "inexact", traits=_APPROX)
+unary("atan", np.arctan, "inexact", traits=_APPROX)
+unary("sinh", np.sinh, "inexact", traits=_APPROX)
+unary("cosh", np.cosh, "inexact", traits=_APPROX)
+unary("asinh", np.arcsinh, "inexact", traits=_APPROX)
+unary("acosh", np.arccosh, "inexact", traits=_APPROX)
+unary("atanh", np.arctanh, "inexact", traits=_APPROX)
+unary("erf", _vec(math.erf), "float", traits=_APPROX)
+unary("lgamma", _vec(_lgamma), "float", traits=_APPROX)
+unary("erf_inv", _erf_inv, "float", traits=_APPROX)
 
 # ---- binary --------------------------------------------------------------------------------
 
@@ -328,7 +382,7 @@ binary("subtract", np.subtract, "num", traits=("cheap",))
 binary("multiply", np.multiply, "any", traits=("commutative", "associative", "cheap"))
 binary("divide", _divide, "num")
 binary("remainder", _remainder, "real")
-binary("power", _power, "num")
+binary("power", _power, "num", traits=_APPROX)
 binary(
     "maximum",
     _minmax(np.greater, np.maximum),
@@ -341,7 +395,8 @@ binary(
     "any",
     traits=("commutative", "associative", "idempotent", "cheap"),
 )
-binary("atan2", np.arctan2, "float")
+binary("atan2", np.arctan2, "float", traits=_APPROX)
+binary("next_after", _next_after, "float", narrow=False)  # exact on the bits of each width
 binary(
     "and", np.bitwise_and, "intbool", traits=("commutative", "associative", "idempotent", "cheap")
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -25,6 +26,7 @@ from purejit.compiler.compiled import Compiled
 from purejit.compiler.explain import explain_lowered
 from purejit.compiler.options import CompilerOptions
 from purejit.compiler.signature import CallSignature
+from purejit.config import config
 from purejit.ir import Function, print_function
 from purejit.runtime.array import Array
 from purejit.tracing import ShapedArray, Tracer, trace_to_function
@@ -116,10 +118,42 @@ class Lowered:
             exe, hit = compile_cache.compile(
                 self.module, self.emitted.param_types, self.emitted.result_types
             )
-        self.timings["cache_load" if hit else "xla_compile"] = time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
+        self.timings["cache_load" if hit else "xla_compile"] = seconds
+        if not hit:
+            log_slow_compile(self.name, seconds, self.layout is None)
         compiled = Compiled(self, exe)
         compiled.cache_hit = hit
         return compiled
+
+
+logger = logging.getLogger("purejit")
+
+
+def log_slow_compile(name: str, seconds: float, cacheable: bool) -> bool:
+    """Log one line when XLA took `slow_compile_log_s` seconds or more to compile `name`.
+
+    Args:
+        name: the jitted function's name.
+        seconds: how long XLA's compile took.
+        cacheable: whether the persistent cache can hold this program (single device).
+    Returns:
+        whether the line was logged (the option `slow_compile_log_s`, None or 0 silences it).
+    """
+    limit = config.read("slow_compile_log_s")
+    if not limit or seconds < limit:
+        return False
+    if not cacheable:
+        hint = "programs for several devices are not kept in the persistent cache"
+    elif config.read("cache_dir"):
+        hint = "it is now in the persistent cache, so the next process loads it"
+    else:
+        hint = (
+            "the persistent cache is off; purejit.config.update('cache_dir', PATH) would "
+            "let the next process load it"
+        )
+    logger.warning("purejit: compiling %s took %.1f s (%s)", name, seconds, hint)
+    return True
 
 
 @contextlib.contextmanager

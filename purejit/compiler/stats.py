@@ -164,7 +164,8 @@ class CacheStats:
         if self._signatures:
             reason = MissReason(self.misses - 1, _diff(self._closest(sig), sig), _call_site())
             self.miss_reasons.append(reason)
-            level = logging.WARNING if config.read("jit_log_compiles") else logging.INFO
+            loud = config.read("jit_log_compiles") or config.read("explain_cache_misses")
+            level = logging.WARNING if loud else logging.INFO
             logger.log(level, "%s recompiled (miss %d): %s", self.name, reason.number, reason)
             churned = self._count_churn(reason, expected)
         self._signatures.append(sig)

@@ -17,13 +17,13 @@ Arrays, reductions, sorting:
     argmax, argmin
 
 Elementwise, one line each binding an IR op:
-    add, sub, mul, div, rem, pow, max, min, atan2;
+    add, sub, mul, div, rem, pow, max, min, atan2, nextafter;
     bitwise_and, bitwise_or, bitwise_xor, bitwise_not, shift_left, shift_right_logical,
     shift_right_arithmetic, population_count, clz;
     eq, ne, lt, le, gt, ge;
     neg, abs, sign, floor, ceil, round, is_finite, exp, expm1, log, log1p, logistic, sqrt,
     rsqrt, cbrt, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh, acosh, atanh, erf,
-    lgamma, real, imag, square, reciprocal, integer_pow
+    erf_inv, lgamma, real, imag, square, reciprocal, integer_pow
 """
 
 from purejit.lax.control import cond, switch, while_loop
@@ -91,6 +91,7 @@ pow = binary("power", "pow")
 max = binary("maximum", "max")
 min = binary("minimum", "min")
 atan2 = binary("atan2", "atan2")
+nextafter = binary("next_after", "nextafter")
 bitwise_and = binary("and", "bitwise_and")
 bitwise_or = binary("or", "bitwise_or")
 bitwise_xor = binary("xor", "bitwise_xor")
@@ -146,6 +147,7 @@ acosh = unary("acosh", "acosh")
 atanh = unary("atanh", "atanh")
 erf = unary("erf", "erf")
 lgamma = unary("lgamma", "lgamma")
+erf_inv = unary("erf_inv", "erf_inv")
 real = unary("real", "real")
 imag = unary("imag", "imag")
 
@@ -203,6 +205,7 @@ __all__ = [
     "dynamic_update_slice_in_dim",
     "eq",
     "erf",
+    "erf_inv",
     "exp",
     "expand_dims",
     "expm1",
@@ -227,6 +230,7 @@ __all__ = [
     "mul",
     "ne",
     "neg",
+    "nextafter",
     "pad",
     "population_count",
     "pow",
@@ -271,3 +275,32 @@ __all__ = [
     "psum",
     "psum_scatter",
 ]
+
+# convolutions and windowed reductions (purejit/lax/conv.py, purejit/lax/windowed.py)
+from purejit.lax._precision import Precision  # noqa: E402
+from purejit.lax.conv import (  # noqa: E402
+    ConvDimensionNumbers,
+    conv,
+    conv_dimension_numbers,
+    conv_general_dilated,
+    conv_transpose,
+    conv_with_general_padding,
+    padtype_to_pads,
+)
+from purejit.lax.windowed import reduce_window  # noqa: E402
+
+__all__ += [
+    "ConvDimensionNumbers",
+    "Precision",
+    "conv",
+    "conv_dimension_numbers",
+    "conv_general_dilated",
+    "conv_transpose",
+    "conv_with_general_padding",
+    "padtype_to_pads",
+    "reduce_window",
+]
+from purejit.lax import linalg  # noqa: E402, F401
+from purejit.lax.fourier import FftType, fft  # noqa: E402, F401
+
+__all__ += ["FftType", "fft", "linalg"]

@@ -3,6 +3,11 @@
 `axis_name` is one mesh axis name or a tuple of them (combined, the first one major). Each
 function maps over a pytree of arrays and binds one IR collective per leaf, with replica
 groups computed from the mesh of the enclosing shard_map.
+
+Inside `purejit.vmap(f, axis_name=name)` the name is a vmapped axis: `f` is traced on one
+example, so a collective over `name` is recorded with the attribute `axis_name=name` (and
+replica groups over the axis size) for vmap's batching rules to turn into an operation
+over the batch dimension.
 """
 
 from __future__ import annotations
@@ -22,9 +27,41 @@ from purejit.tree_util import tree_map
 _axis_env: list = []  # the meshes of the shard_map bodies being traced, innermost last
 
 
+class VmapAxis:
+    """A vmapped axis in the axis environment, looked up like a one-axis mesh."""
+
+    def __init__(self, name, size: int):
+        self.name = name
+        self.axis_names = (name,)
+        self.mesh_shape = (int(size),)
+        self.shape = {name: int(size)}
+
+    def __repr__(self):
+        return f"vmap axis {self.name!r} of size {self.mesh_shape[0]}"
+
+
 def in_axis_env() -> bool:
     """Whether a shard_map body is being traced."""
-    return bool(_axis_env)
+    return any(not isinstance(m, VmapAxis) for m in _axis_env)
+
+
+@contextlib.contextmanager
+def vmap_axis(name, size: int):
+    """Bind `name` as a vmapped axis of `size` for the collectives traced in this block
+    (nothing when `name` is None)."""
+    if name is None:
+        yield
+        return
+    _axis_env.append(VmapAxis(name, size))
+    try:
+        yield
+    finally:
+        _axis_env.pop()
+
+
+def _named(mesh) -> dict:
+    """The extra attribute of a collective over a vmapped axis."""
+    return {"axis_name": mesh.name} if isinstance(mesh, VmapAxis) else {}
 
 
 @contextlib.contextmanager
@@ -45,12 +82,15 @@ def current_mesh(axis_name, what: str):
             f"{what}: unbound axis name {axis_name!r}{errors.at(errors.user_location())}: "
             "collectives run inside purejit.shard_map bodies"
         )
+    for frame in reversed(_axis_env):  # the innermost vmap axis or mesh naming them all
+        if all(a in frame.axis_names for a in names):
+            return frame
     mesh = _axis_env[-1]
     missing = [a for a in names if a not in mesh.axis_names]
     if missing:
         raise NameError(
-            f"{what}: axis names {missing} are not axes of the enclosing shard_map mesh "
-            f"{mesh!r}{errors.at(errors.user_location())}"
+            f"{what}: axis names {missing} are not axes of the enclosing shard_map mesh or "
+            f"vmap {mesh!r}{errors.at(errors.user_location())}"
         )
     return mesh
 
@@ -74,7 +114,7 @@ def axis_size(axis_name) -> int:
 def _all_reduce(x, axis_name, computation, what):
     if not _axes(axis_name):
         return x
-    _, _, groups = _groups(axis_name, what)
+    mesh, _, groups = _groups(axis_name, what)
 
     def one(leaf):
         leaf = _lift(leaf)
@@ -83,7 +123,9 @@ def _all_reduce(x, axis_name, computation, what):
                 f"{what}: cannot sum a bool array{errors.at(errors.user_location())}; "
                 "convert it to an integer type first"
             )
-        return bind1("all_reduce", leaf, replica_groups=groups, computation=computation)
+        return bind1(
+            "all_reduce", leaf, replica_groups=groups, computation=computation, **_named(mesh)
+        )
 
     return tree_map(one, x)
 
@@ -112,14 +154,14 @@ def pmean(x, axis_name):
 def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
     """Gather the shards along `axis_name`: stacked on a new `axis`, or concatenated (tiled)."""
 
-    _, _, groups = _groups(axis_name, "all_gather")
+    mesh, _, groups = _groups(axis_name, "all_gather")
 
     def one(leaf):
         leaf = _lift(leaf)
         ax = axis + leaf.ndim + (0 if tiled else 1) if axis < 0 else axis
         if not tiled:
             leaf = expand_dims(leaf, [ax])
-        return bind1("all_gather", leaf, replica_groups=groups, all_gather_dim=ax)
+        return bind1("all_gather", leaf, replica_groups=groups, all_gather_dim=ax, **_named(mesh))
 
     return tree_map(one, x)
 
@@ -130,7 +172,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = Fals
     Untiled, that dimension's size must equal the axis size and it is removed.
     """
 
-    _, _, groups = _groups(axis_name, "psum_scatter")
+    mesh, _, groups = _groups(axis_name, "psum_scatter")
     n = len(groups[0])
 
     def one(leaf):
@@ -142,7 +184,12 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = Fals
                 f"when tiled=False{errors.at(errors.user_location())}"
             )
         out = bind1(
-            "reduce_scatter", leaf, replica_groups=groups, scatter_dimension=d, computation="add"
+            "reduce_scatter",
+            leaf,
+            replica_groups=groups,
+            scatter_dimension=d,
+            computation="add",
+            **_named(mesh),
         )
         return out if tiled else squeeze(out, [d])
 
@@ -152,7 +199,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = Fals
 def ppermute(x, axis_name, perm):
     """Send each device's value to another along `axis_name`: `perm` holds (source, target)
     pairs of axis indices; devices no pair targets receive zeros."""
-    _, _, groups = _groups(axis_name, "ppermute")
+    mesh, _, groups = _groups(axis_name, "ppermute")
     n = len(groups[0])
     perm = [(int(s), int(t)) for s, t in perm]
     for s, t in perm:
@@ -160,7 +207,10 @@ def ppermute(x, axis_name, perm):
             raise ValueError(f"ppermute: pair {(s, t)} out of range for axis size {n}")
     pairs = tuple((g[s], g[t]) for g in groups for s, t in perm)
     return tree_map(
-        lambda leaf: bind1("collective_permute", _lift(leaf), source_target_pairs=pairs), x
+        lambda leaf: bind1(
+            "collective_permute", _lift(leaf), source_target_pairs=pairs, **_named(mesh)
+        ),
+        x,
     )
 
 
@@ -169,7 +219,7 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
     arrives along `concat_axis`. Untiled: `split_axis` has the axis size and is removed, a new
     axis of that size is inserted at `concat_axis` (JAX's semantics)."""
 
-    _, _, groups = _groups(axis_name, "all_to_all")
+    mesh, _, groups = _groups(axis_name, "all_to_all")
     n = len(groups[0])
 
     def one(leaf):
@@ -183,6 +233,7 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
                 split_dimension=s,
                 concat_dimension=c % leaf.ndim,
                 split_count=n,
+                **_named(mesh),
             )
         if leaf.shape[s] != n:
             raise errors.PurejitTypeError(
@@ -199,6 +250,7 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
             split_dimension=sx,
             concat_dimension=cx,
             split_count=n,
+            **_named(mesh),
         )
         return squeeze(y, [sx])
 
@@ -209,7 +261,7 @@ def axis_index(axis_name):
     """This device's index along `axis_name` (int32; several axes combine, first major)."""
     mesh = current_mesh(axis_name, "axis_index")
     shape, names = mesh.mesh_shape, mesh.axis_names
-    pid = bind1("partition_id")
+    pid = bind1("partition_id", **_named(mesh))
     idx = None
     for a in _axes(axis_name):
         k = names.index(a)

@@ -2,9 +2,36 @@
 
 import numpy as _np
 
-from purejit.ir.dtypes import bfloat16  # noqa: F401
 from purejit.numpy._core import *  # noqa: F401,F403
 from purejit.numpy._core import _lift  # noqa: F401
+from purejit.numpy._core import copy_ as copy  # noqa: F401
+from purejit.numpy._array_api import (  # noqa: F401
+    __array_api_version__,
+    __array_namespace_info__,
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_right_shift,
+    can_cast,
+    concat,
+    count_nonzero,
+    cumulative_prod,
+    cumulative_sum,
+    diff,
+    finfo,
+    from_dlpack,
+    iinfo,
+    isdtype,
+    matrix_transpose,
+    unstack,
+    vecdot,
+)  # fmt: skip
 from purejit.numpy._creation import (  # noqa: F401
     arange,
     empty,
@@ -81,11 +108,25 @@ from purejit.numpy._shape import (  # noqa: F401
 )  # fmt: skip
 from purejit.numpy._sorting import argsort, cumprod, cumsum, sort  # noqa: F401
 
-bool_ = _np.bool_
-int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
-uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
-float16, float32, float64 = _np.float16, _np.float32, _np.float64
-complex64, complex128 = _np.complex64, _np.complex128
+from purejit.numpy._scalar_types import (  # noqa: E402,F401
+    bfloat16,
+    bool_,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)  # fmt: skip
+
+bool = bool_  # noqa: A001
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
 dtype = _np.dtype
 import sys as _sys  # noqa: E402
@@ -96,3 +137,5 @@ from purejit.tracing import Tracer as _Tracer  # noqa: E402
 
 for _cls in (_Tracer, ndarray):
     _operators.install(_cls, _sys.modules[__name__])
+from purejit.numpy._convolve import convolve, correlate  # noqa: E402, F401
+from purejit.numpy import fft, linalg  # noqa: E402, F401

@@ -3,6 +3,8 @@ functions. Every function here is a thin wrapper that binds IR ops."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from purejit import dtypes as pdt
@@ -14,6 +16,7 @@ from purejit.lax._lift import (
     convert,
 )
 from purejit.lax._lift import lift as lift_stacked
+from purejit.lax.ops import integer_pow as lax_integer_pow
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import Tracer, bind1
 
@@ -21,44 +24,105 @@ ArrayLike = object
 
 
 def _lift(x):
-    """A Tracer or Array for any array-like (Python scalars become weak-typed arrays)."""
+    """A Tracer or Array for any array or scalar (Python scalars become weak-typed arrays).
+
+    Lists and tuples are refused, as jax.numpy refuses them: a list of many scalars would be
+    traced element by element; `asarray` converts one explicitly."""
     if isinstance(x, (Tracer, Array)):
         return x
     if isinstance(x, (list, tuple)):
-        return asarray(x)
+        raise TypeError(
+            f"purejit.numpy functions take arrays or scalars, not a {type(x).__name__}"
+            f"{errors.at(errors.user_location())}; convert it with purejit.numpy.asarray(...) "
+            "first (as jax.numpy requires)"
+        )
     return as_array(x)
 
 
-def asarray(x, dtype=None):
-    """Like jnp.asarray: accepts arrays, scalars and (nested) lists of them."""
-    if isinstance(x, (list, tuple)):
-        items = [_lift(v) for v in x]
-        if not items:
-            return as_array(np.zeros((0,), dtype or pdt.default_float()))
-        shapes = {a.shape for a in items}
-        if len(shapes) != 1:
-            raise errors.PurejitTypeError(
-                f"asarray: the list's elements must have one shape, got "
-                f"{[list(s) for s in shapes]}{errors.at(errors.user_location())}"
-            )
-        out = lift_stacked(promote_args("asarray", *items))
-        out = convert(out, out.dtype)  # an array made from a list is strongly typed (JAX)
+def _from_sequence(x, dtype):
+    items = [asarray(v) if isinstance(v, (list, tuple)) else _lift(v) for v in x]
+    if not items:
+        return as_array(np.zeros((0,), dtype or pdt.default_float()))
+    shapes = {a.shape for a in items}
+    if len(shapes) != 1:
+        raise errors.PurejitTypeError(
+            f"asarray: the list's elements must have one shape, got "
+            f"{[list(s) for s in shapes]}{errors.at(errors.user_location())}"
+        )
+    if all(isinstance(a, Array) and a._host is not None for a in items):
+        # a list of host values (the common case): stack them on the host, no device op
+        dt, weak = pdt.result_type_weak(*[(a.dtype, a.weak_type) for a in items])
+        host = np.stack([np.asarray(a.host).astype(dt) for a in items])
+        return Array(host=host)  # an array made from a list is strongly typed (JAX)
+    out = lift_stacked(promote_args("asarray", *items))
+    return convert(out, out.dtype)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+    """Like jnp.asarray: accepts arrays, scalars and (nested) lists of them.
+
+    `copy=True` always copies, `copy=False` raises if a copy is needed; `device` places the
+    result (outside jit)."""
+    if isinstance(a, (list, tuple)):
+        out = _from_sequence(a, dtype)
+        copied = True
     else:
-        out = _lift(x)
-    return astype(out, dtype) if dtype is not None else out
+        out = _lift(a)
+        copied = not isinstance(a, (Array, Tracer))
+    if dtype is not None:
+        before = out
+        out = astype(out, dtype)
+        copied = copied or out is not before
+    if copy is False and copied and not isinstance(a, (Array, Tracer)):
+        if not isinstance(a, np.ndarray) or out.dtype != a.dtype:
+            raise ValueError(
+                f"asarray: copy=False but converting a {type(a).__name__} needs a copy"
+            )
+    if copy and not copied:
+        out = copy_(out)
+    return _place(out, device)
 
 
-array = asarray
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):  # noqa: A002
+    """Like jnp.array: a copy of `object` (a new array), with at least `ndmin` dimensions."""
+    out = asarray(object, dtype, copy=copy or None, device=device)
+    if out.ndim < ndmin:
+        out = broadcast_to(out, (1,) * (ndmin - out.ndim) + out.shape)
+    return out
+
+
+def copy_(a, order=None):
+    """A copy of `a` (a new buffer outside jit; under jit arrays are values anyway)."""
+    x = _lift(a)
+    if isinstance(x, Array):
+        return Array(host=np.array(x.host), weak_type=x.weak_type)
+    return x
+
+
+def _place(x, device):
+    """`x` on `device` (None: where it is)."""
+    if device is None:
+        return x
+    if isinstance(x, Tracer):
+        raise NotImplementedError(
+            f"device= inside jit is not supported{errors.at(errors.user_location())}; "
+            "place the inputs with purejit.device_put instead"
+        )
+    return x.to_device(device)
 
 
 def _dtype_arg(dtype):
     return pdt.canonicalize(np.dtype(dtype)) if dtype is not None else None
 
 
-def astype(x, dtype):
+def astype(x, dtype, /, *, copy: bool = False, device=None):
+    """`x` converted to `dtype` (a strongly typed result)."""
     x = _lift(x)
     dt = _dtype_arg(dtype)
-    return convert(x, dt)
+    out = convert(x, dt)
+    if copy and out is x:
+        out = copy_(out)
+    return _place(out, device)
 
 
 def result_type(*xs):
@@ -333,7 +397,34 @@ def fmod(x, y, /):
     return bind1("remainder", a, _nonzero_divisor(b))
 
 
+def _static_int(y):
+    """`y` as a Python int when it is a concrete integer scalar, else None."""
+    if isinstance(y, (bool, np.bool_)):
+        return None
+    if isinstance(y, Array) and (y.ndim != 0 or y.dtype.kind not in "iu"):
+        return None
+    if isinstance(y, np.ndarray) and y.ndim != 0:
+        return None
+    try:
+        return operator.index(y)
+    except TypeError:
+        return None
+
+
 def power(x, y, /):
+    """x ** y; a concrete integer exponent is applied by repeated multiplication, so that
+    `x ** 2` equals `x * x` exactly, in eager mode as under jit (as jax.numpy does)."""
+    n = _static_int(y)
+    if n is not None:
+        a = _lift(x)
+        if a.dtype == np.bool_:
+            a = convert(a, pdt.default_int(), weak=a.weak_type)
+        if n < 0 and a.dtype.kind in "iu":
+            raise TypeError(
+                f"power: integers cannot be raised to negative powers (got {a.dtype} ** {n})"
+                f"{errors.at(errors.user_location())}"
+            )
+        return lax_integer_pow(a, n)
     a, b = promote_args("power", x, y)
     return bind1("power", a, b)
 

@@ -15,6 +15,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit.numpy import _core as c
+from purejit.numpy._program import as_program
 from purejit.numpy._shape import _axis, concatenate, reshape
 from purejit.runtime.array import Array
 from purejit.runtime.eager import EvalTrace
@@ -143,8 +144,10 @@ def arange(start, stop=None, step=None, dtype=None):
     return Array(host=np.arange(*vals, dtype=dt))
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
-    """`num` evenly spaced samples from start to stop (computed as JAX does, in float)."""
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):  # fmt: skip
+    """`num` evenly spaced samples from start to stop, bit for bit as jax.numpy.linspace
+    (start * (1 - t) + stop * t, compiled as one program outside jit, as JAX does)."""
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace: number of samples {num} must be non-negative")
@@ -154,17 +157,28 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         dt = rt if pdt.is_inexact(rt) else pdt.default_float()
     else:
         dt = _dtype(dtype)
+    bshape = tuple(np.broadcast_shapes(a.shape, b.shape))
+    ax = _axis(axis, len(bshape) + 1, "linspace")
+    static = (num, bool(endpoint), dt, ax)
+    out, delta = as_program(
+        "linspace", lambda a, b: _linspace(a, b, num, bool(endpoint), dt, ax), [a, b], static
+    )
+    out = c._place(out, device)
+    return (out, delta) if retstep else out
+
+
+def _linspace(a, b, num: int, endpoint: bool, dt, ax: int):
     cdt = dt if pdt.is_inexact(dt) else pdt.default_float()
     a, b = c.broadcast_arrays(c.convert(a, cdt), c.convert(b, cdt))
     bshape = list(a.shape)
-    ax = _axis(axis, len(bshape) + 1, "linspace")
     out_shape = bshape[:ax] + [1] + bshape[ax:]
     div = (num - 1) if endpoint else num
     if num > 1:
         delta = c.true_divide(c.subtract(b, a), np.array(div, cdt))
         shape = [1] * len(out_shape)
         shape[ax] = div
-        t = c.true_divide(_iota(cdt, shape, ax), np.array(div, cdt))
+        rdt = np.real(np.zeros((), cdt)).dtype if cdt.kind == "c" else cdt
+        t = c.convert(c.true_divide(_iota(rdt, shape, ax), np.array(div, rdt)), cdt)
         out = c.add(c.multiply(reshape(a, out_shape), c.subtract(np.array(1, cdt), t)),
                     c.multiply(reshape(b, out_shape), t))  # fmt: skip
         if endpoint:
@@ -177,8 +191,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         out = zeros(bshape[:ax] + [0] + bshape[ax:], cdt)
     if dt.kind in "iu":
         out = c.floor(out)
-    out = c.convert(out, dt)
-    return (out, delta) if retstep else out
+    return [c.convert(out, dt), delta]
 
 
 # ---- matrices -------------------------------------------------------------------------------

@@ -62,6 +62,10 @@ def install(cls, jnp):
         "round", "cumsum", "dot", "conj", "sort", "argsort",
     ):  # fmt: skip
         setattr(cls, name, _method(jnp, name))
+    cls.__array_namespace__ = _array_namespace(jnp)
+    cls.copy = lambda self: jnp.copy(self)
+    if "__setitem__" not in vars(cls):
+        cls.__setitem__ = _setitem
     cls.real = property(lambda self: jnp.real(self))
     cls.imag = property(lambda self: jnp.imag(self))
 
@@ -81,3 +85,23 @@ def _iter(self):
     if not self.shape:
         raise TypeError("iteration over a 0-d array")
     return (self[i] for i in range(self.shape[0]))
+
+
+def _array_namespace(jnp):
+    def __array_namespace__(self, /, *, api_version=None):
+        """The Array API namespace of this array: purejit.numpy."""
+        if api_version is not None and api_version != jnp.__array_api_version__:
+            raise ValueError(
+                f"api_version={api_version!r} is not available; purejit.numpy implements "
+                f"{jnp.__array_api_version__!r}"
+            )
+        return jnp
+
+    return __array_namespace__
+
+
+def _setitem(self, index, value):
+    raise TypeError(
+        "purejit arrays are immutable and do not support in-place item assignment; "
+        "instead of x[idx] = y, use x = x.at[idx].set(y)"
+    )

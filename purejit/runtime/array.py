@@ -83,6 +83,20 @@ class Array(ConcreteArray):
     def devices(self):
         return self.buffer.devices()
 
+    def to_device(self, device, /, *, stream=None):
+        """This array on `device` (a copy unless it is already there)."""
+        if stream is not None:
+            raise NotImplementedError("to_device(stream=...) is not supported")
+        if device is None or (self._buf is not None and device in self._buf.devices()):
+            return self
+        return Array.from_buffer(pjrt.to_device(self.buffer, device), self.aval)
+
+    def __setitem__(self, index, value):
+        raise TypeError(
+            "purejit arrays are immutable and do not support in-place item assignment; "
+            "instead of x[idx] = y, use x = x.at[idx].set(y)"
+        )
+
     @property
     def sharding(self):
         """The `purejit.sharding.NamedSharding` of an array split over devices, else None."""
@@ -103,6 +117,11 @@ class Array(ConcreteArray):
     def __array__(self, dtype=None, copy=None):
         h = self.host
         return h.astype(dtype) if dtype is not None else h
+
+    def __jax_array__(self):
+        """The PJRT buffer itself: `jax.numpy.asarray(x)` and `jax.jit` take a purejit
+        Array without a copy (both libraries share the one PJRT client of the process)."""
+        return self.buffer
 
     def __dlpack__(self, *args, **kwargs):
         return self.buffer.__dlpack__(*args, **kwargs)

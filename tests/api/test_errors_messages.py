@@ -113,9 +113,10 @@ def test_loop_carries_name_both_sides():
 
 def test_tree_map_names_where_the_trees_differ():
     with pytest.raises(ValueError) as e:
-        tree_util.tree_map(lambda a, b: a, {"w": (1, 2), "b": 3}, {"w": (1, [2]), "b": 3})
+        tree_util.tree_map(lambda a, b: a, {"w": (1, (2, 3)), "b": 3}, {"w": (1, [2, 3]), "b": 3})
     msg = str(e.value)
-    assert "at ['w'][1]: first has a leaf, other has a list of 1 element" in msg
+    assert "tree_map: argument 2" in msg
+    assert "at ['w'][1]: expected a tuple of 2 elements, got a list of 2 elements" in msg
     assert _line(e) > 0
 
 

@@ -137,6 +137,17 @@ def _round_inputs(dt):
     return x
 
 
+def _next_after(a, b):
+    # C's nextafter returns y when x == y (NumPy's float16 version returns x: 0 vs -0)
+    return [np.where(a == b, b, np.nextafter(a, b))]
+
+
+def _erf_inv(x):
+    from scipy.special import erfinv
+
+    return np.where(x == 0, x, erfinv(x))  # XLA keeps the sign of zero
+
+
 @by_dtype
 def _lgamma(dt):
     return per_element(lgamma)
@@ -192,6 +203,7 @@ def elementwise_cases() -> list[Case]:
         "erf", by_dtype(lambda d: per_element(__import__("math").erf)), F, scale=2, atol=1e-6
     )
     cases += unary("lgamma", _lgamma, F, lo=-4.5, hi=6, scale=8, atol=1e-5)
+    cases += unary("erf_inv", _erf_inv, F, lo=-1, hi=1, scale=4, atol=1e-6)
 
     cases += binary("add", _bool_or(np.add, np.logical_or), F + INTS + (PRED, C64))
     cases += binary("subtract", _np(np.subtract), F + INTS + (C64,))
@@ -202,6 +214,8 @@ def elementwise_cases() -> list[Case]:
     cases += binary("remainder", _py_or_np(int_remainder, np.fmod), F + INTS)
     cases += binary("power", _py_or_np(int_power, np.power), F + INTS, rhs=_exponents, scale=2)
     cases += binary("atan2", _np(np.arctan2), F, scale=2, atol=1e-6)
+    # exact: the neighbouring float of each width (np.nextafter has no bfloat16)
+    cases += binary("next_after", lambda dt: _next_after, (F32, F16, F64))
     for name, kind in (("maximum", "max"), ("minimum", "min")):
 
         def minmax(dt, kind=kind):

@@ -308,4 +308,66 @@ def indexing_cases() -> list[Case]:
 
 
 def all_shape_cases() -> list[Case]:
-    return shape_cases() + reduce_cases() + dot_cases() + indexing_cases()
+    return shape_cases() + reduce_cases() + dot_cases() + indexing_cases() + conv_cases()
+
+
+# ---- convolution ----------------------------------------------------------------------------
+
+
+def _naive_conv(x, w, stride, pads, lhs_dil, rhs_dil, groups):
+    """NCHW x OIHW -> NCHW by explicit loops over output positions, in float64."""
+    x = x.astype(np.float64)
+    w = w.astype(np.float64)
+    n, c, *sp = x.shape
+    o, ci, *ks = w.shape
+    dil = np.zeros((n, c, *[(d - 1) * ld + 1 for d, ld in zip(sp, lhs_dil)]))
+    dil[(slice(None), slice(None), *[slice(None, None, ld) for ld in lhs_dil])] = x
+    for ax, (lo, hi) in enumerate(pads, start=2):
+        widths = [(0, 0)] * dil.ndim
+        widths[ax] = (max(lo, 0), max(hi, 0))
+        dil = np.pad(dil, widths)
+        index = [slice(None)] * dil.ndim
+        index[ax] = slice(max(-lo, 0), dil.shape[ax] - max(-hi, 0))
+        dil = dil[tuple(index)]
+    ext = [(k - 1) * r + 1 for k, r in zip(ks, rhs_dil)]
+    out_sp = [(d - e) // s + 1 for d, e, s in zip(dil.shape[2:], ext, stride)]
+    out = np.zeros((n, o, *out_sp))
+    per = o // groups
+    for b in range(n):
+        for f in range(o):
+            g = f // per
+            for pos in np.ndindex(*out_sp):
+                acc = 0.0
+                for tap in np.ndindex(*ks):
+                    at = [p * s + t * r for p, s, t, r in zip(pos, stride, tap, rhs_dil)]
+                    acc += dil[(b, slice(g * ci, (g + 1) * ci), *at)] @ w[(f, slice(None), *tap)]
+                out[(b, f, *pos)] = acc
+    return out
+
+
+def conv_cases() -> list[Case]:
+    cases = []
+    nchw = {"input_batch_dimension": 0, "input_feature_dimension": 1,
+            "input_spatial_dimensions": (2, 3), "kernel_output_feature_dimension": 0,
+            "kernel_input_feature_dimension": 1, "kernel_spatial_dimensions": (2, 3),
+            "output_batch_dimension": 0, "output_feature_dimension": 1,
+            "output_spatial_dimensions": (2, 3), "batch_group_count": 1}  # fmt: skip
+    for dt, label, stride, pads, ld, rd, groups in (
+        (F32, "plain", (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1), 1),
+        (F32, "strided,padded,dilated", (2, 1), ((1, 2), (0, -1)), (2, 1), (1, 2), 1),
+        (F32, "feature groups", (1, 2), ((1, 1), (1, 1)), (1, 1), (1, 1), 2),
+        (F64, "f64", (1, 1), ((1, 0), (0, 1)), (1, 1), (1, 1), 1),
+        (BF16, "bf16", (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1), 1),
+    ):
+        x, w = rand((2, 4, 5, 6), dt, "cx"), rand((6, 4 // groups, 3, 2), dt, "cw")
+        attrs = dict(nchw, window_strides=stride, padding=pads, lhs_dilation=ld,
+                     rhs_dilation=rd, feature_group_count=groups)  # fmt: skip
+
+        def exp(x, w, a=attrs, dt=dt):
+            out = _naive_conv(x, w, a["window_strides"], a["padding"], a["lhs_dilation"],
+                              a["rhs_dilation"], a["feature_group_count"])  # fmt: skip
+            return [out.astype(dt)]
+
+        tol = 2e-2 if dt == BF16 else 1e-5
+        cases.append(Case("convolution", [x, w], exp, attrs, rtol=tol, atol=tol, label=label))
+    return cases

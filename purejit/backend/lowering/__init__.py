@@ -5,3 +5,5 @@ Importing this package registers every rule in `_util.LOWERINGS`.
 
 from purejit.backend.lowering import collective, contraction, control, elementwise  # noqa: F401
 from purejit.backend.lowering import fusion, gather, indexing, reduce, shape, sort  # noqa: F401
+from purejit.backend.lowering import conv  # noqa: F401
+from purejit.backend.lowering import fft, linalg  # noqa: F401, E402

@@ -9,22 +9,35 @@ from __future__ import annotations
 
 import numpy as np
 
+from purejit.backend import pjrt
+from purejit.backend.lowering import _fast_math
 from purejit.backend.lowering._util import emit_op, lowering
 from purejit.ir import TensorType, dtypes
 
 _SAME_NAME = [
     "abs", "negate", "sign", "not", "popcnt", "count_leading_zeros", "floor", "ceil",
     "round_nearest_afz", "round_nearest_even", "is_finite", "real", "imag", "sqrt", "rsqrt",
-    "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "sine",
-    "cosine", "tan", "tanh", "add", "subtract", "multiply", "divide", "remainder", "power",
+    "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh",
+    "add", "subtract", "multiply", "divide", "remainder", "power",
     "atan2", "and", "or", "xor", "shift_left", "shift_right_logical",
     "shift_right_arithmetic", "select", "clamp", "convert",
 ]  # fmt: skip
 for _n in _SAME_NAME:
     lowering(_n)(lambda ctx, op, args, _n=_n: emit_op(ctx, op, args, f"stablehlo.{_n}"))
 
+
+@lowering(*_fast_math.FAST_OPS)
+def _trig(ctx, op, args):
+    """On CPU, float32/bfloat16/float16 sine, cosine and tan become vectorisable StableHLO
+    (`_fast_math`); elsewhere, and for ops marked `impl="xla"`, XLA's own op."""
+    if _fast_math.applies(op, pjrt.platform()):
+        return _fast_math.lower(ctx, op, args)
+    return emit_op(ctx, op, args, f"stablehlo.{op.name}")
+
+
 # no stablehlo op of their own: chlo ops that XLA decomposes
 _CHLO = ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "lgamma"]
+_CHLO += ["erf_inv", "next_after"]
 for _n in _CHLO:
     lowering(_n)(lambda ctx, op, args, _n=_n: emit_op(ctx, op, args, f"chlo.{_n}"))
 

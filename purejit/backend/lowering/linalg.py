@@ -1,0 +1,704 @@
+"""StableHLO lowering of the linalg family (`ir/ops/linalg.py`), chosen by platform.
+
+The platform is the emission context's `platform` when set (tests emit GPU modules on a
+CPU host that way), else the default device's. Each op lowers as JAX 0.10-0.11 lowers it,
+so XLA runs the same library kernels:
+
+- cholesky: CPU `lapack_?potrf_ffi`; CUDA/ROCm `cusolver_potrf_ffi`; elsewhere
+  `stablehlo.cholesky`.
+- triangular_solve: CPU `lapack_?trsm_ffi`; elsewhere `stablehlo.triangular_solve` (cuBLAS
+  trsm on GPU).
+- lu: CPU `lapack_?getrf_ffi` and the permutation loop below; GPU `cusolver_getrf_ffi` and
+  `cu_lu_pivots_to_permutation`.
+- lu_pivots_to_permutation: GPU `cu_lu_pivots_to_permutation`; elsewhere a `while` loop of
+  row swaps built from IR ops.
+- qr: CPU `lapack_?geqrf_ffi` + `lapack_?orgqr_ffi` (`ungqr` for complex); GPU
+  `cusolver_geqrf_ffi` + `cusolver_orgqr_ffi`.
+- eigh: CPU `lapack_?syevd_ffi` (`heevd` for complex); GPU `cusolver_syevd_ffi`.
+- svd: CPU `lapack_?gesdd_ffi`; GPU `cusolver_gesvdj_ffi` up to 1024 x 1024, else
+  `cusolver_gesvd_ffi`.
+- eig: CPU `lapack_?geev_ffi`; CUDA `cusolver_geev_ffi` (right eigenvectors only).
+
+The `*_ffi` targets are XLA typed-FFI handlers that jaxlib registers when jax is imported
+(which the PJRT runtime does); they take batches of column-major matrices (the layouts say
+so, and XLA transposes around the call) and report failures in an `info` output, which
+becomes NaN in that batch element's results, as in JAX. LAPACK's function table is filled
+once, on the first CPU lowering (`jaxlib.lapack.prepare_lapack_call`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from purejit.backend import pjrt
+from purejit.backend.lowering._util import lowering
+from purejit.ir import Builder, TensorType, dtypes
+from purejit.ir.ops.linalg import complex_dtype
+
+_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+_GPU_PREFIX = {"cuda": "cu", "rocm": "hip"}
+
+
+def platform(ctx) -> str:
+    """'cpu', 'cuda', 'rocm' or another PJRT platform name, for the module being emitted."""
+    p = getattr(ctx, "platform", None) or pjrt.platform()
+    if p == "gpu":
+        version = str(getattr(pjrt.default_device().client, "platform_version", "")).lower()
+        return "rocm" if "rocm" in version else "cuda"
+    return p
+
+
+@functools.lru_cache(maxsize=None)
+def _lapack_ready() -> bool:
+    from jaxlib import lapack  # the runtime's LAPACK table; jaxlib loads with the backend
+
+    lapack.prepare_lapack_call("potrf_ffi", np.dtype(np.float32))
+    return True
+
+
+def _lapack(base: str, dtype) -> str:
+    _lapack_ready()
+    return f"lapack_{_PREFIX[np.dtype(dtype).name]}{base}"
+
+
+# ---- custom calls ---------------------------------------------------------------------------
+
+
+def _layout(rank: int, column_major: bool) -> str:
+    if rank == 0:
+        return "dense<> : tensor<0xindex>"
+    dims = (rank - 2, rank - 1, *range(rank - 3, -1, -1)) if column_major else range(rank)[::-1]
+    return f"dense<[{', '.join(map(str, dims))}]> : tensor<{rank}xindex>"
+
+
+def char(c: str) -> str:
+    """A LAPACK character flag as the FFI handlers take it: `76 : ui8` for 'L'."""
+    return f"{ord(c)} : ui8"
+
+
+def ffi_call(
+    ctx,
+    target: str,
+    args: list[str],
+    arg_types: list[TensorType],
+    result_types: list[TensorType],
+    config: dict[str, str],
+    *,
+    aliases: dict[int, int] | None = None,
+    column_major: bool = True,
+    non_batch_dims: int = 2,
+) -> list[str]:
+    """Emit a typed-FFI custom call as JAX does: matrices (the operands and results of the
+    operands' largest rank) laid out column-major, `config` as `mhlo.backend_config`,
+    `aliases` mapping result index -> operand index (buffers reused in place)."""
+    top = max(t.rank for t in arg_types)
+    lay = lambda t: _layout(t.rank, column_major and t.rank == top)  # noqa: E731
+    alias_text = ", ".join(
+        "#stablehlo.output_operand_alias<output_tuple_indices = "
+        f"[{out if len(result_types) > 1 else ''}], operand_index = {arg}, "
+        "operand_tuple_indices = []>"
+        for out, arg in (aliases or {}).items()
+    )
+    cfg = ", ".join(f"{k} = {v}" for k, v in sorted(config.items()))
+    attrs = (
+        f'api_version = 1 : i32, backend_config = "", call_target_name = "{target}", '
+        "called_computations = [], has_side_effect = false, "
+        f"operand_layouts = [{', '.join(lay(t) for t in arg_types)}], "
+        f"output_operand_aliases = [{alias_text}], "
+        f"result_layouts = [{', '.join(lay(t) for t in result_types)}], "
+        f"mhlo.backend_config = {{{cfg}}}, "
+        f'mhlo.frontend_attributes = {{num_batch_dims = "{top - non_batch_dims}"}}'
+    )
+    return ctx.op("stablehlo.custom_call", args, arg_types, result_types, attrs)
+
+
+# ---- small IR programs inlined into the module ----------------------------------------------
+
+
+def inline_ir(ctx, build, arg_types: list[TensorType], args: list[str]) -> list[str]:
+    """Emit the IR ops that `build(builder, *params)` makes (returning result values),
+    with the params bound to the MLIR values `args`."""
+    b = Builder("linalg_lowering")
+    params = [b.param(t) for t in arg_types]
+    return ctx.inline(b.finish(list(build(b, *params))), args)
+
+
+def _const(b: Builder, value, dtype):
+    (c,) = b.op("constant", [], {"value": np.array(value, dtype)})
+    return c
+
+
+def _splat(b: Builder, value, t: TensorType):
+    c = _const(b, value, t.dtype)
+    (out,) = b.op("broadcast_in_dim", [c], {"shape": t.shape, "broadcast_dimensions": ()})
+    return out
+
+
+def _cmp(b: Builder, x, y, direction: str):
+    (out,) = b.op("compare", [x, y], {"comparison_direction": direction})
+    return out
+
+
+def _nan_unless(b: Builder, ok, x):
+    """`x` where the batch element is `ok` (pred[batch...]), NaN elsewhere."""
+    t = x.type
+    okb = b.op(
+        "broadcast_in_dim",
+        [ok],
+        {"shape": t.shape, "broadcast_dimensions": tuple(range(ok.type.rank))},
+    )[0]
+    nan = complex(np.nan, np.nan) if dtypes.is_complex(t.dtype) else np.nan
+    (out,) = b.op("select", [okb, x, _splat(b, nan, t)])
+    return out
+
+
+def _info_ok(b: Builder, info, direction: str = "EQ"):
+    return _cmp(b, info, _splat(b, 0, info.type), direction)
+
+
+def _triangle(b: Builder, x, *, lower: bool):
+    """The lower (or upper) triangle of each matrix of `x`, zeros elsewhere."""
+    t = x.type
+    shape = t.shape
+    n = len(shape)
+    rows = b.op("iota", [], {"shape": shape, "dtype": np.dtype(np.int32), "dimension": n - 2})[0]
+    cols = b.op("iota", [], {"shape": shape, "dtype": np.dtype(np.int32), "dimension": n - 1})[0]
+    keep = _cmp(b, rows, cols, "GE" if lower else "LE")
+    (out,) = b.op("select", [keep, x, _splat(b, 0, t)])
+    return out
+
+
+def _slice_last2(b: Builder, x, rows: int, cols: int):
+    shape = x.type.shape
+    if shape[-2:] == (rows, cols):
+        return x
+    n = len(shape)
+    (out,) = b.op(
+        "slice",
+        [x],
+        {
+            "start_indices": (0,) * n,
+            "limit_indices": shape[:-2] + (rows, cols),
+            "strides": (1,) * n,
+        },
+    )
+    return out
+
+
+def _gpu(ctx) -> str | None:
+    return _GPU_PREFIX.get(platform(ctx))
+
+
+def _no_rule(op: str, ctx):
+    raise NotImplementedError(
+        f"{op}: no lowering for platform {platform(ctx)!r} (CPU uses LAPACK, CUDA/ROCm the "
+        "GPU solver libraries)"
+    )
+
+
+# ---- cholesky ---------------------------------------------------------------------------------
+
+
+@lowering("cholesky")
+def _cholesky(ctx, op, args):
+    t = op.operands[0].type
+    info_t = TensorType(t.shape[:-2], np.int32)
+    where = platform(ctx)
+    if where == "cpu":
+        outs = ffi_call(
+            ctx,
+            _lapack("potrf_ffi", t.dtype),
+            args,
+            [t],
+            [t, info_t],
+            {"uplo": char("L")},
+            aliases={0: 0},
+        )
+    elif _gpu(ctx):
+        outs = ffi_call(
+            ctx,
+            f"{_gpu(ctx)}solver_potrf_ffi",
+            args,
+            [t],
+            [t, info_t],
+            {"lower": "true"},
+            aliases={0: 0},
+        )
+    else:
+        (low,) = ctx.op("stablehlo.cholesky", args, [t], [t], "lower = true")
+        return inline_ir(ctx, lambda b, x: [_triangle(b, x, lower=True)], [t], [low])
+
+    def post(b, low, info):
+        return [_triangle(b, _nan_unless(b, _info_ok(b, info), low), lower=True)]
+
+    return inline_ir(ctx, post, [t, info_t], outs)
+
+
+# ---- triangular_solve -------------------------------------------------------------------------
+
+
+@lowering("triangular_solve")
+def _triangular_solve(ctx, op, args):
+    a_t, b_t = (v.type for v in op.operands)
+    at = op.attrs
+    a, rhs = args
+    conjugate = at["conjugate_a"]
+    if conjugate and not at["transpose_a"]:
+        (a,) = ctx.op("chlo.conj", [a], [a_t], [a_t])
+        conjugate = False
+    if platform(ctx) == "cpu":
+        trans = ("C" if conjugate else "T") if at["transpose_a"] else "N"
+        config = {
+            "side": char("L" if at["left_side"] else "R"),
+            "uplo": char("L" if at["lower"] else "U"),
+            "trans_x": char(trans),
+            "diag": char("U" if at["unit_diagonal"] else "N"),
+        }
+        target = _lapack("trsm_ffi", a_t.dtype)
+        return ffi_call(ctx, target, [a, rhs], [a_t, b_t], [b_t], config, aliases={0: 1})
+    transpose = ("ADJOINT" if conjugate else "TRANSPOSE") if at["transpose_a"] else "NO_TRANSPOSE"
+    attrs = (
+        f"left_side = {str(at['left_side']).lower()}, lower = {str(at['lower']).lower()}, "
+        f"transpose_a = #stablehlo<transpose {transpose}>, "
+        f"unit_diagonal = {str(at['unit_diagonal']).lower()}"
+    )
+    return ctx.op("stablehlo.triangular_solve", [a, rhs], [a_t, b_t], [b_t], attrs)
+
+
+# ---- lu ----------------------------------------------------------------------------------------
+
+
+def _permutation_loop(b: Builder, pivots, size: int):
+    """The permutation the row swaps `pivots` make, as a `while` loop over the swaps."""
+    pt = pivots.type
+    batch, k = pt.shape[:-1], pt.shape[-1]
+    nb = len(batch)
+    perm_t = TensorType(batch + (size,), np.int32)
+    s32 = TensorType((), np.int32)
+    iota = b.op("iota", [], {"shape": perm_t.shape, "dtype": np.dtype(np.int32), "dimension": nb})
+    if k == 0 or size == 0:
+        return iota[0]
+
+    cond = Builder("swaps_left")
+    i, _, _ = (cond.param(t) for t in (s32, perm_t, pt))
+    cond_out = cond.finish([_cmp(cond, i, _const(cond, k, np.int32), "LT")])
+
+    body = Builder("swap")
+    i, perm, piv = (body.param(t) for t in (s32, perm_t, pt))
+    zero = _const(body, 0, np.int32)
+    starts = [zero] * nb + [i]
+    col = {"slice_sizes": batch + (1,)}
+    widen = {"shape": perm_t.shape, "broadcast_dimensions": tuple(range(nb + 1))}
+    p = body.op("broadcast_in_dim", body.op("dynamic_slice", [piv, *starts], col), widen)[0]
+    at_p = _cmp(
+        body,
+        body.op("iota", [], {"shape": perm_t.shape, "dtype": np.dtype(np.int32), "dimension": nb})[
+            0
+        ],
+        p,
+        "EQ",
+    )
+    ib = body.op("broadcast_in_dim", [i], {"shape": perm_t.shape, "broadcast_dimensions": ()})[0]
+    at_i = _cmp(
+        body,
+        body.op("iota", [], {"shape": perm_t.shape, "dtype": np.dtype(np.int32), "dimension": nb})[
+            0
+        ],
+        ib,
+        "EQ",
+    )
+    perm_i = body.op("broadcast_in_dim", body.op("dynamic_slice", [perm, *starts], col), widen)[0]
+    # perm[p] as a masked sum along the row (p differs per batch element)
+    add = Builder("add")
+    x, y = add.param(s32), add.param(s32)
+    add_fn = add.finish(add.op("add", [x, y]))
+    masked = body.op("select", [at_p, perm, _splat(body, 0, perm_t)])[0]
+    perm_p = body.op("reduce", [masked, zero], {"dimensions": (nb,)}, [add_fn])[0]
+    perm_p = body.op(
+        "broadcast_in_dim",
+        [perm_p],
+        {"shape": perm_t.shape, "broadcast_dimensions": tuple(range(nb))},
+    )[0]
+    # swap: perm[i] <- perm[p], perm[p] <- perm[i]
+    swapped = body.op("select", [at_p, perm_i, perm])[0]
+    swapped = body.op("select", [at_i, perm_p, swapped])[0]
+    one = _const(body, 1, np.int32)
+    body_out = body.finish([body.op("add", [i, one])[0], swapped])
+
+    start = _const(b, 0, np.int32)
+    _, out = b.op("while", [start, iota[0], pivots], {}, [cond_out, body_out])
+    return out
+
+
+def _pivots_to_permutation(ctx, pivots: str, piv_t: TensorType, size: int) -> str:
+    out_t = TensorType(piv_t.shape[:-1] + (size,), np.int32)
+    gpu = _gpu(ctx)
+    if gpu and piv_t.shape[-1] and size:
+        target = f"{gpu}_lu_pivots_to_permutation"
+        return ffi_call(
+            ctx, target, [pivots], [piv_t], [out_t], {}, column_major=False, non_batch_dims=1
+        )[0]
+    return inline_ir(ctx, lambda b, p: [_permutation_loop(b, p, size)], [piv_t], [pivots])[0]
+
+
+@lowering("lu_pivots_to_permutation")
+def _lu_pivots_to_permutation(ctx, op, args):
+    size = op.attrs["permutation_size"]
+    return [_pivots_to_permutation(ctx, args[0], op.operands[0].type, size)]
+
+
+@lowering("lu")
+def _lu(ctx, op, args):
+    t = op.operands[0].type
+    lu_t, piv_t, _ = (r.type for r in op.results)
+    info_t = TensorType(t.shape[:-2], np.int32)
+    m = t.shape[-2]
+    if t.shape[-2] == 0 or t.shape[-1] == 0:
+
+        def empty(b, x):
+            return [x, _splat(b, 0, piv_t), _permutation_loop(b, _splat(b, 0, piv_t), m)]
+
+        return inline_ir(ctx, empty, [t], args)
+    if platform(ctx) == "cpu":
+        target = _lapack("getrf_ffi", t.dtype)
+    elif _gpu(ctx):
+        target = f"{_gpu(ctx)}solver_getrf_ffi"
+    else:
+        _no_rule("lu", ctx)
+    lu, piv1, info = ffi_call(ctx, target, args, [t], [lu_t, piv_t, info_t], {}, aliases={0: 0})
+
+    def post(b, lu, piv1, info):
+        piv = b.op("subtract", [piv1, _splat(b, 1, piv_t)])[0]
+        return [_nan_unless(b, _info_ok(b, info, "GE"), lu), piv]
+
+    lu, piv = inline_ir(ctx, post, [lu_t, piv_t, info_t], [lu, piv1, info])
+    return [lu, piv, _pivots_to_permutation(ctx, piv, piv_t, m)]
+
+
+# ---- qr ----------------------------------------------------------------------------------------
+
+
+@lowering("qr")
+def _qr(ctx, op, args):
+    t = op.operands[0].type
+    q_t, r_t = (r.type for r in op.results)
+    batch, (m, n) = t.shape[:-2], t.shape[-2:]
+    full = op.attrs["full_matrices"]
+    k = min(m, n)
+    if m == 0 or n == 0:
+
+        def empty(b, x):
+            rows = b.op(
+                "iota",
+                [],
+                {"shape": q_t.shape, "dtype": np.dtype(np.int32), "dimension": len(batch)},
+            )[0]
+            cols = b.op(
+                "iota",
+                [],
+                {"shape": q_t.shape, "dtype": np.dtype(np.int32), "dimension": len(batch) + 1},
+            )[0]
+            eye = b.op("convert", [_cmp(b, rows, cols, "EQ")], {"dtype": t.dtype})[0]
+            return [eye, _splat(b, 0, r_t)]
+
+        return inline_ir(ctx, empty, [t], args)
+    where, gpu = platform(ctx), _gpu(ctx)
+    taus_t = TensorType(batch + (k,), t.dtype)
+    if where == "cpu":
+        geqrf = _lapack("geqrf_ffi", t.dtype)
+        orgqr = _lapack(("un" if dtypes.is_complex(t.dtype) else "or") + "gqr_ffi", t.dtype)
+    elif gpu:
+        geqrf, orgqr = f"{gpu}solver_geqrf_ffi", f"{gpu}solver_orgqr_ffi"
+    else:
+        _no_rule("qr", ctx)
+    r, taus = ffi_call(ctx, geqrf, args, [t], [t, taus_t], {}, aliases={0: 0})
+    # the Householder vectors, as an m x (columns of q) matrix
+    if m < n:
+        house_t = TensorType(batch + (m, m), t.dtype)
+        (house,) = inline_ir(ctx, lambda b, x: [_slice_last2(b, x, m, m)], [t], [r])
+    elif full and m > n:
+        house_t = TensorType(batch + (m, m), t.dtype)
+        pads = {
+            "edge_padding_low": (0,) * t.rank,
+            "edge_padding_high": (0,) * (t.rank - 1) + (m - n,),
+            "interior_padding": (0,) * t.rank,
+        }
+        (house,) = inline_ir(
+            ctx, lambda b, x: b.op("pad", [x, _const(b, 0, t.dtype)], pads), [t], [r]
+        )
+    else:
+        house_t, house = t, r
+    (q,) = ffi_call(ctx, orgqr, [house, taus], [house_t, taus_t], [house_t], {}, aliases={0: 0})
+    rows = r_t.shape[-2]
+
+    def post(b, r):
+        return [_triangle(b, _slice_last2(b, r, rows, n), lower=False)]
+
+    return [q, *inline_ir(ctx, post, [t], [r])]
+
+
+# ---- eigh --------------------------------------------------------------------------------------
+
+
+@lowering("eigh")
+def _eigh(ctx, op, args):
+    t = op.operands[0].type
+    v_t, w_t = (r.type for r in op.results)
+    info_t = TensorType(t.shape[:-2], np.int32)
+    lower = op.attrs["lower"]
+    if t.shape[-1] == 0:
+        return inline_ir(ctx, lambda b, x: [x, _splat(b, 0, w_t)], [t], args)
+    if platform(ctx) == "cpu":
+        kind = "he" if dtypes.is_complex(t.dtype) else "sy"
+        target = _lapack(f"{kind}evd_ffi", t.dtype)
+        config = {"mode": char("V"), "uplo": char("L" if lower else "U")}
+    elif _gpu(ctx):
+        target = f"{_gpu(ctx)}solver_syevd_ffi"
+        config = {"lower": str(lower).lower(), "algorithm": "0 : ui8"}
+    else:
+        _no_rule("eigh", ctx)
+    outs = ffi_call(ctx, target, args, [t], [v_t, w_t, info_t], config, aliases={0: 0})
+
+    def post(b, v, w, info):
+        ok = _info_ok(b, info)
+        return [_nan_unless(b, ok, v), _nan_unless(b, ok, w)]
+
+    return inline_ir(ctx, post, [v_t, w_t, info_t], outs)
+
+
+# ---- svd ---------------------------------------------------------------------------------------
+
+
+@lowering("svd")
+def _svd(ctx, op, args):
+    t = op.operands[0].type
+    batch, (m, n) = t.shape[:-2], t.shape[-2:]
+    full, uv = op.attrs["full_matrices"], op.attrs["compute_uv"]
+    k = min(m, n)
+    result_types = [r.type for r in op.results]
+    s_t = result_types[0]
+    info_t = TensorType(batch, np.int32)
+    if m == 0 or n == 0:
+        return inline_ir(ctx, lambda b, x: _svd_empty(b, result_types), [t], args)
+    u_full = TensorType(batch + (m, m if full else k), t.dtype)
+    vt_full = TensorType(batch + (n if full else k, n), t.dtype)
+    where, gpu = platform(ctx), _gpu(ctx)
+    if where == "cpu":
+        mode = ("A" if full else "S") if uv else "N"
+        target = _lapack("gesdd_ffi", t.dtype)
+        outs = ffi_call(
+            ctx,
+            target,
+            args,
+            [t],
+            [t, s_t, u_full, vt_full, info_t],
+            {"mode": char(mode)},
+            aliases={0: 0},
+        )
+        _, s, u, vt, info = outs
+        u_t, vt_t = u_full, vt_full
+    elif gpu:
+        s, u, vt, info, u_t, vt_t = _svd_gpu(ctx, gpu, args, t, s_t, info_t, full, uv)
+    else:
+        _no_rule("svd", ctx)
+
+    def post(b, s, info, *uvt):
+        ok = _info_ok(b, info)
+        return [_nan_unless(b, ok, x) for x in (s, *uvt)]
+
+    if not uv:
+        return inline_ir(ctx, post, [s_t, info_t], [s, info])
+    return inline_ir(ctx, post, [s_t, info_t, u_t, vt_t], [s, info, u, vt])
+
+
+def _svd_empty(b: Builder, result_types):
+    outs = [_splat(b, 0, result_types[0])]
+    for r in result_types[1:]:
+        n = r.rank
+        rows = b.op("iota", [], {"shape": r.shape, "dtype": np.dtype(np.int32), "dimension": n - 2})
+        cols = b.op("iota", [], {"shape": r.shape, "dtype": np.dtype(np.int32), "dimension": n - 1})
+        outs.append(b.op("convert", [_cmp(b, rows[0], cols[0], "EQ")], {"dtype": r.dtype})[0])
+    return outs
+
+
+def _svd_gpu(ctx, gpu, args, t, s_t, info_t, full, uv):
+    """cuSOLVER's SVD as JAX picks it: Jacobi (gesvdj) up to 1024 x 1024, else QR (gesvd)."""
+    batch, (m, n) = t.shape[:-2], t.shape[-2:]
+    k = min(m, n)
+    nb = len(batch)
+    if m <= 1024 and n <= 1024:
+        econ = not full and m > 32 and n > 32
+        u_t = TensorType(batch + (m, k if econ else m), t.dtype)
+        v_t = TensorType(batch + (n, k if econ else n), t.dtype)
+        config = {"full_matrices": str(not econ).lower(), "compute_uv": str(uv).lower()}
+        _, s, u, v, info = ffi_call(
+            ctx,
+            f"{gpu}solver_gesvdj_ffi",
+            args,
+            [t],
+            [t, s_t, u_t, v_t, info_t],
+            config,
+            aliases={0: 0},
+        )
+        if not uv:
+            return s, None, None, info, None, None
+        rows_u, rows_v = (m, k) if not full else (m, m), (k, n) if not full else (n, n)
+
+        def fix(b, u, v):
+            perm = tuple(range(nb)) + (nb + 1, nb)
+            vt = b.op("transpose", [v], {"permutation": perm})[0]
+            if dtypes.is_complex(t.dtype):
+                vt = _conj(b, vt)
+            return [_slice_last2(b, u, *rows_u), _slice_last2(b, vt, *rows_v)]
+
+        u, vt = inline_ir(ctx, fix, [u_t, v_t], [u, v])
+        u_out = TensorType(batch + rows_u, t.dtype)
+        vt_out = TensorType(batch + rows_v, t.dtype)
+        return s, u, vt, info, u_out, vt_out
+    transposed = m < n
+    scalar = TensorType((), t.dtype)
+    u_t = TensorType(batch + (m, m if full else k), t.dtype) if uv else scalar
+    vt_t = TensorType(batch + (n if full else k, n), t.dtype) if uv else scalar
+    config = {
+        "full_matrices": str(full).lower(),
+        "compute_uv": str(uv).lower(),
+        "transposed": str(transposed).lower(),
+    }
+    outs3 = [vt_t, u_t] if transposed else [u_t, vt_t]
+    _, s, x, y, info = ffi_call(
+        ctx,
+        f"{gpu}solver_gesvd_ffi",
+        args,
+        [t],
+        [t, s_t, *outs3, info_t],
+        config,
+        aliases={0: 0},
+        column_major=not transposed,
+    )
+    u, vt = (y, x) if transposed else (x, y)
+    return s, u, vt, info, u_t, vt_t
+
+
+def _conj(b: Builder, x):
+    """Complex conjugate with the IR's ops: real(x) - i imag(x)."""
+    re = b.op("convert", b.op("real", [x]), {"dtype": x.type.dtype})[0]
+    im = b.op("convert", b.op("imag", [x]), {"dtype": x.type.dtype})[0]
+    (prod,) = b.op("multiply", [im, _splat(b, 1j, x.type)])
+    (out,) = b.op("subtract", [re, prod])
+    return out
+
+
+# ---- eig ---------------------------------------------------------------------------------------
+
+
+@lowering("eig")
+def _eig(ctx, op, args):
+    t = op.operands[0].type
+    batch, n = t.shape[:-2], t.shape[-1]
+    left, right = op.attrs["compute_left_eigenvectors"], op.attrs["compute_right_eigenvectors"]
+    cdt = complex_dtype(t.dtype)
+    result_types = [r.type for r in op.results]
+    w_t = result_types[0]
+    vec_t = TensorType(t.shape, cdt)
+    info_t = TensorType(batch, np.int32)
+    real = not dtypes.is_complex(t.dtype)
+    if n == 0:
+        return inline_ir(ctx, lambda b, x: [_splat(b, 0, r) for r in result_types], [t], args)
+    where, gpu = platform(ctx), _gpu(ctx)
+    if where == "cpu":
+        wr_t = TensorType(batch + (n,), t.dtype)
+        ws = [wr_t, wr_t] if real else [w_t]
+        config = {
+            "compute_left": char("V" if left else "N"),
+            "compute_right": char("V" if right else "N"),
+        }
+        outs = ffi_call(
+            ctx, _lapack("geev_ffi", t.dtype), args, [t], [*ws, vec_t, vec_t, info_t], config
+        )
+        *w, vl, vr, info = outs
+        if real:
+            (w,) = ctx.op("stablehlo.complex", w, [wr_t, wr_t], [w_t])
+        else:
+            (w,) = w
+    elif gpu == "cu":
+        if left:
+            raise NotImplementedError(
+                "eig: left eigenvectors on GPU (cuSOLVER geev computes right ones only)"
+            )
+        sq = TensorType(t.shape, t.dtype)
+        config = {"left": "false", "right": str(right).lower()}
+        _, w, _, vr_packed, info = ffi_call(
+            ctx, f"{gpu}solver_geev_ffi", args, [t], [sq, w_t, sq, sq, info_t], config
+        )
+        vl = None
+        vr = vr_packed
+        if right and real:
+            (vr,) = inline_ir(ctx, _unpack_conjugate_pairs, [w_t, sq], [w, vr_packed])
+    else:
+        _no_rule("eig", ctx)
+
+    def post(b, info, w, *vecs):
+        ok = _info_ok(b, info)
+        return [_nan_unless(b, ok, x) for x in (w, *vecs)]
+
+    vecs = ([vl] if left else []) + ([vr] if right else [])
+    return inline_ir(ctx, post, [info_t, w_t] + [vec_t] * len(vecs), [info, w, *vecs])
+
+
+def _unpack_conjugate_pairs(b: Builder, w, vr):
+    """cuSOLVER's real geev packs a conjugate pair's eigenvectors as (re, im) in adjacent
+    columns; spell them out as complex columns (what JAX's lowering does)."""
+    t = vr.type
+    cdt = w.type.dtype
+    nb = t.rank - 2
+    n = t.shape[-1]
+    zero_r = _splat(b, 0, TensorType(w.type.shape, t.dtype))
+    is_real = _cmp(b, b.op("imag", [w])[0], zero_r, "EQ")
+    # the parity of the complex eigenvalues seen so far marks where each pair starts
+    ones = b.op("convert", [b.op("not", [is_real])[0]], {"dtype": np.dtype(np.int32)})[0]
+    tri = b.op("constant", [], {"value": np.triu(np.ones((n, n), np.int32))})[0]
+    count = b.op(
+        "dot_general",
+        [ones, tri],
+        {
+            "lhs_batching_dimensions": (),
+            "rhs_batching_dimensions": (),
+            "lhs_contracting_dimensions": (nb,),
+            "rhs_contracting_dimensions": (0,),
+            "preferred_element_type": None,
+        },
+    )[0]
+    odd = b.op("and", [count, _splat(b, 1, count.type)])[0]
+    start = _cmp(b, odd, _splat(b, 1, odd.type), "EQ")
+    wide = {"shape": t.shape, "broadcast_dimensions": tuple(range(nb)) + (nb + 1,)}
+    is_real_b = b.op("broadcast_in_dim", [is_real], wide)[0]
+    start_b = b.op("broadcast_in_dim", [start], wide)[0]
+    zero = _const(b, 0, t.dtype)
+    no_pad = (0,) * (t.rank - 1)
+    left = b.op(
+        "pad",
+        [vr, zero],
+        {
+            "edge_padding_low": no_pad + (-1,),
+            "edge_padding_high": no_pad + (1,),
+            "interior_padding": (0,) * t.rank,
+        },
+    )[0]
+    right = b.op(
+        "pad",
+        [vr, zero],
+        {
+            "edge_padding_low": no_pad + (1,),
+            "edge_padding_high": no_pad + (-1,),
+            "interior_padding": (0,) * t.rank,
+        },
+    )[0]
+    re = b.op("select", [b.op("or", [is_real_b, start_b])[0], vr, right])[0]
+    im = b.op("select", [start_b, left, b.op("negate", [vr])[0]])[0]
+    im = b.op("select", [is_real_b, _splat(b, 0, t), im])[0]
+    re_c = b.op("convert", [re], {"dtype": cdt})[0]
+    im_c = b.op("convert", [im], {"dtype": cdt})[0]
+    im_c = b.op("multiply", [im_c, _splat(b, 1j, TensorType(t.shape, cdt))])[0]
+    return [b.op("add", [re_c, im_c])[0]]

@@ -1,0 +1,254 @@
+"""purejit.lax.linalg: JAX's `jax.lax.linalg` on the IR's linalg ops (`ir/ops/linalg.py`).
+
+As in JAX, these take batches of matrices (the last two dimensions) of one dtype, f32, f64,
+c64 or c128, and never promote. How each op lowers per platform (LAPACK, cuSOLVER,
+StableHLO) is documented in `purejit/backend/lowering/linalg.py`.
+
+    cholesky, eig, eigh, lu, lu_pivots_to_permutation, qr, svd, triangular_solve, symmetrize
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from purejit import errors
+from purejit.lax._lift import lift as _lift
+from purejit.tracing import bind, bind1
+
+_DTYPES = tuple(np.dtype(d) for d in (np.float32, np.float64, np.complex64, np.complex128))
+
+
+def _check(name: str, x, *, square: bool = False, min_rank: int = 2):
+    x = _lift(x)
+    if x.ndim < min_rank:
+        raise errors.PurejitTypeError(
+            f"lax.linalg.{name}: expected a batch of matrices (rank >= {min_rank}), got "
+            f"{x.dtype.name}{list(x.shape)}{errors.at(errors.user_location())}"
+        )
+    if x.dtype not in _DTYPES:
+        raise errors.PurejitTypeError(
+            f"lax.linalg.{name}: dtype {x.dtype.name} is not supported; use float32, "
+            f"float64, complex64 or complex128 (convert with lax.convert_element_type)"
+            f"{errors.at(errors.user_location())}"
+        )
+    if square and x.shape[-1] != x.shape[-2]:
+        raise ValueError(
+            f"lax.linalg.{name}: expected square matrices, got shape {list(x.shape)}"
+            f"{errors.at(errors.user_location())}"
+        )
+    return x
+
+
+def _swap_last(x):
+    perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return bind1("transpose", x, permutation=perm)
+
+
+def conj(x):
+    """The complex conjugate (x itself for real dtypes), from the IR's real/imag ops."""
+    x = _lift(x)
+    if x.dtype.kind != "c":
+        return x
+    re = bind1("convert", bind1("real", x), dtype=x.dtype)
+    im = bind1("convert", bind1("imag", x), dtype=x.dtype)
+    i = bind1("broadcast_in_dim", _lift(np.array(1j, x.dtype)), shape=x.shape,
+              broadcast_dimensions=())  # fmt: skip
+    return bind1("subtract", re, bind1("multiply", im, i))
+
+
+def adjoint(x):
+    """The conjugate transpose of the last two dimensions."""
+    return conj(_swap_last(_lift(x)))
+
+
+def symmetrize(x):
+    """`(x + x^H) / 2`: the Hermitian part of each matrix."""
+    x = _lift(x)
+    two = bind1("broadcast_in_dim", _lift(np.array(2, x.dtype)), shape=x.shape,
+                broadcast_dimensions=())  # fmt: skip
+    return bind1("divide", bind1("add", x, adjoint(x)), two)
+
+
+def cholesky(x, *, symmetrize_input: bool = True):
+    """The lower Cholesky factor L (x = L L^H) of each Hermitian positive-definite matrix.
+
+    Args:
+        x: a batch of square matrices [..., n, n].
+        symmetrize_input: use (x + x^H) / 2; otherwise only the lower triangle is read.
+    Returns:
+        L, lower triangular; NaN for a matrix that is not positive definite.
+    """
+    x = _check("cholesky", x, square=True)
+    if symmetrize_input:
+        x = symmetrize(x)
+    return bind1("cholesky", x)
+
+
+def triangular_solve(
+    a,
+    b,
+    *,
+    left_side: bool = False,
+    lower: bool = False,
+    transpose_a: bool = False,
+    conjugate_a: bool = False,
+    unit_diagonal: bool = False,
+):
+    """Solve op(a) x = b (left_side) or x op(a) = b for x, with a triangular.
+
+    Args:
+        a: a batch of square triangular matrices [..., m, m] (only the `lower` or upper
+            triangle is read).
+        b: [..., m, n] (left_side) or [..., n, m]; or one vector per matrix [..., m].
+        left_side, lower, transpose_a, conjugate_a, unit_diagonal: as in jax.lax.linalg.
+    Returns:
+        x, shaped like b.
+    """
+    a = _check("triangular_solve", a, square=True)
+    b = _lift(b)
+    conjugate_a = bool(conjugate_a) and a.dtype.kind == "c"
+    singleton = b.ndim == a.ndim - 1
+    if singleton:
+        axis = b.ndim if left_side else b.ndim - 1
+        b = bind1("reshape", b, shape=b.shape[:axis] + (1,) + b.shape[axis:])
+    b = _check("triangular_solve", b)
+    if a.dtype != b.dtype:
+        raise errors.PurejitTypeError(
+            f"lax.linalg.triangular_solve: a and b must have one dtype, got "
+            f"{a.dtype.name} and {b.dtype.name}{errors.at(errors.user_location())}"
+        )
+    if a.shape[:-2] != b.shape[:-2]:
+        raise ValueError(
+            f"lax.linalg.triangular_solve: a {list(a.shape)} and b {list(b.shape)} must have "
+            f"the same batch dimensions{errors.at(errors.user_location())}"
+        )
+    k = b.shape[-2] if left_side else b.shape[-1]
+    if k != a.shape[-1]:
+        raise ValueError(
+            f"lax.linalg.triangular_solve: b {list(b.shape)} does not match a "
+            f"{list(a.shape)} (left_side={left_side}){errors.at(errors.user_location())}"
+        )
+    out = bind1(
+        "triangular_solve",
+        a,
+        b,
+        left_side=bool(left_side),
+        lower=bool(lower),
+        transpose_a=bool(transpose_a),
+        conjugate_a=conjugate_a,
+        unit_diagonal=bool(unit_diagonal),
+    )
+    if singleton:
+        shape = out.shape[:-1] if left_side else out.shape[:-2] + out.shape[-1:]
+        out = bind1("reshape", out, shape=shape)
+    return out
+
+
+def lu(x):
+    """LU decomposition with partial pivoting: (lu, pivots, permutation), as jax.lax.linalg.
+
+    `lu` holds L (unit lower, below the diagonal) and U; `pivots` are the 0-based row swaps
+    (s32, min(m, n) of them); `permutation` (s32, m) is the row order P applies: P x = L U.
+    """
+    x = _check("lu", x)
+    return tuple(bind("lu", x))
+
+
+def lu_pivots_to_permutation(pivots, permutation_size: int):
+    """The permutation of range(permutation_size) that the row swaps `pivots` make."""
+    p = _lift(pivots)
+    if p.ndim < 1 or p.dtype != np.int32:
+        raise errors.PurejitTypeError(
+            f"lax.linalg.lu_pivots_to_permutation: pivots must be int32 of rank >= 1, got "
+            f"{p.dtype.name}{list(p.shape)}{errors.at(errors.user_location())}"
+        )
+    if permutation_size < p.shape[-1]:
+        raise ValueError(
+            f"lax.linalg.lu_pivots_to_permutation: permutation_size={permutation_size} is "
+            f"smaller than the {p.shape[-1]} pivots{errors.at(errors.user_location())}"
+        )
+    return bind1("lu_pivots_to_permutation", p, permutation_size=int(permutation_size))
+
+
+def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
+    """QR decomposition: (q, r) with q [..., m, m] (or [..., m, min(m, n)] when not
+    full_matrices) and r upper triangular."""
+    if pivoting:
+        raise NotImplementedError("lax.linalg.qr: pivoting=True (LAPACK geqp3) is not supported")
+    x = _check("qr", x)
+    return tuple(bind("qr", x, full_matrices=bool(full_matrices)))
+
+
+def eigh(
+    x,
+    *,
+    lower: bool = True,
+    symmetrize_input: bool = True,
+    sort_eigenvalues: bool = True,
+    subset_by_index=None,
+    implementation=None,
+):
+    """Eigendecomposition of Hermitian matrices: (v, w), eigenvectors in the columns of v,
+    real eigenvalues w in ascending order."""
+    x = _check("eigh", x, square=True)
+    n = x.shape[-1]
+    if subset_by_index is not None and tuple(subset_by_index) != (0, n):
+        raise NotImplementedError("lax.linalg.eigh: subset_by_index is not supported")
+    if implementation is not None:
+        raise NotImplementedError("lax.linalg.eigh: only the default implementation exists")
+    if symmetrize_input:
+        x = symmetrize(x)
+    return tuple(bind("eigh", x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues)))
+
+
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None,
+        algorithm=None):  # fmt: skip
+    """Singular value decomposition: (u, s, vh) with x = u diag(s) vh, or s alone when not
+    compute_uv; singular values in descending order."""
+    x = _check("svd", x)
+    k = min(x.shape[-2:])
+    if subset_by_index is not None and tuple(subset_by_index) != (0, k):
+        raise NotImplementedError("lax.linalg.svd: subset_by_index is not supported")
+    if algorithm is not None:
+        raise NotImplementedError("lax.linalg.svd: only the default algorithm exists")
+    out = bind("svd", x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if compute_uv:
+        s, u, vh = out
+        return u, s, vh
+    return out[0]
+
+
+def eig(
+    x,
+    *,
+    compute_left_eigenvectors: bool = True,
+    compute_right_eigenvectors: bool = True,
+    enable_eigvec_derivs: bool = False,
+    implementation=None,
+):
+    """Eigendecomposition of general square matrices: [w] + [vl] + [vr] (complex), as
+    jax.lax.linalg.eig."""
+    x = _check("eig", x, square=True)
+    if implementation is not None:
+        raise NotImplementedError("lax.linalg.eig: only the default implementation exists")
+    return list(
+        bind(
+            "eig",
+            x,
+            compute_left_eigenvectors=bool(compute_left_eigenvectors),
+            compute_right_eigenvectors=bool(compute_right_eigenvectors),
+        )
+    )
+
+
+__all__ = [
+    "cholesky",
+    "eig",
+    "eigh",
+    "lu",
+    "lu_pivots_to_permutation",
+    "qr",
+    "svd",
+    "symmetrize",
+    "triangular_solve",
+]

@@ -1,0 +1,256 @@
+"""`purejit.vmap`: map a function over an axis of its arguments, as `jax.vmap` does.
+
+    per_example = purejit.vmap(loss, in_axes=(None, 0, 0))  # params shared, data mapped
+
+The function is traced once on the shapes of one example (the mapped axis removed) into an
+IR function, then that function is evaluated with a batching rule per op
+(`purejit/transforms/batching/`), binding the batched program into whatever trace is
+current. So `jit(vmap(f))` is one program, `vmap(vmap(f))` batches a program that the inner
+vmap already made, and control flow and collectives inside `f` are batched by their rules.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+from typing import Any, Callable, Hashable
+
+import numpy as np
+
+from purejit import errors
+from purejit.lax import parallel
+from purejit.runtime import as_array
+from purejit.tracing import ShapedArray, Tracer, aval_of, bind1
+from purejit.transforms._ir_eval import trace_closed
+from purejit.transforms.batching import AxisData, batch_function, matchaxis, reduce_batch
+from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
+
+_RETURNABLE = (Tracer, np.ndarray, np.generic, bool, int, float, complex)
+
+
+def _is_axis(x) -> bool:
+    return x is None or (isinstance(x, (int, np.integer)) and not isinstance(x, bool))
+
+
+def _check_axes_spec(spec, what: str):
+    leaves, _ = tree_flatten(spec, is_leaf=lambda x: x is None)
+    if not all(_is_axis(x) for x in leaves):
+        raise TypeError(
+            f"vmap {what} must be an int, None, or (nested) container with those types as "
+            f"leaves, but got {spec}."
+        )
+
+
+def _children(x):
+    """The immediate children of pytree node `x` and its (kind, aux, arity)."""
+    leaves, td = tree_flatten(x, is_leaf=lambda c: c is not x)
+    return leaves, td
+
+
+def broadcast_axes(prefix, treedef: PyTreeDef, what: str) -> list:
+    """One axis (int or None) per leaf of `treedef`, from the tree prefix `prefix`."""
+    out: list = []
+
+    def rec(p, td: PyTreeDef, path: str):
+        if _is_axis(p):
+            out.extend([None if p is None else int(p)] * td.num_leaves)
+            return
+        kids, ptd = _children(p)
+        if (
+            td.kind is None
+            or ptd.kind != td.kind
+            or ptd.aux != td.aux
+            or len(kids) != len(td.children)
+        ):
+            raise ValueError(
+                f"vmap {what} specification must be a tree prefix of the corresponding "
+                f"value; at {path or 'the root'} the specification is {p!r} but the value "
+                f"has structure {td}."
+            )
+        for k, (c, t) in enumerate(zip(kids, td.children)):
+            rec(c, t, f"{path}[{k}]")
+
+    rec(prefix, treedef, "")
+    return out
+
+
+def _arg_names(fun, args, kwargs, tree: PyTreeDef) -> list[str]:
+    """A readable name per input leaf: `argument x['w']` or `kwargs['y']`."""
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = None
+    paths = tree_paths(tree)  # "[0][k]..." for args, "[1]['name']" for kwargs
+    names = []
+    for p in paths:
+        head, _, rest = p[1:].partition("]")
+        rest = rest
+        if head == "0":
+            idx, _, tail = rest[1:].partition("]")
+            i = int(idx)
+            if params is not None and i < len(params):
+                names.append(f"argument {params[i]}{tail}")
+            else:
+                names.append(f"args[{i}]{tail}")
+        else:
+            names.append(f"kwargs{rest}")
+    return names
+
+
+def _mapped_size(fun, args, kwargs, tree, leaves, axes, axis_size) -> int:
+    sizes = [None if d is None else aval_of(x).shape[d] for x, d in zip(leaves, axes)]
+    found = [s for s in sizes if s is not None]
+    if axis_size is not None:
+        found.append(int(axis_size))
+    distinct = list(dict.fromkeys(found))
+    if len(distinct) == 1:
+        return distinct[0]
+    if not distinct:
+        raise ValueError(
+            "vmap must have at least one non-None value in in_axes or axis_size must be specified"
+        )
+    names = _arg_names(fun, args, kwargs, tree)
+    lines = ["vmap got inconsistent sizes for array axes to be mapped:"]
+    if axis_size is not None:
+        lines.append(f"  * the `axis_size` argument was {axis_size};")
+    counts = collections.Counter(s for s in sizes if s is not None).most_common()
+    for k, (sz, ct) in enumerate(counts):
+        i = sizes.index(sz)
+        ex = f"axis {axes[i]} of {names[i]} of type {aval_of(leaves[i]).str_short()}"
+        if ct == 1:
+            lines.append(f"  * one axis had size {sz}: {ex};")
+        elif k == 0:
+            lines.append(f"  * most axes ({ct} of them) had size {sz}, e.g. {ex};")
+        else:
+            lines.append(f"  * some axes ({ct} of them) had size {sz}, e.g. {ex};")
+    raise ValueError("\n".join(lines) + errors.at(errors.user_location()))
+
+
+def _leaf(x):
+    return x if isinstance(x, Tracer) else as_array(x)
+
+
+def vmap(
+    fun: Callable,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    axis_name: Hashable | None = None,
+    axis_size: int | None = None,
+    spmd_axis_name: Hashable | tuple | None = None,
+    sum_match: bool = False,
+) -> Callable:
+    """Vectorizing map: `fun` mapped over axes of its arguments (`jax.vmap`'s semantics).
+
+    Args:
+        fun: the function of one example.
+        in_axes: an int, None, or a tuple with one entry per positional argument, each a
+            pytree prefix of that argument with ints (the mapped axis, negative counts from
+            the end) and Nones (not mapped). Keyword arguments are mapped over axis 0.
+        out_axes: the same for the outputs: where the mapped axis goes; None for outputs
+            that do not vary over the batch (an error if one does, unless `sum_match`).
+        axis_name: a name for the mapped axis, for collectives in `fun`
+            (`purejit.lax.psum(x, axis_name)`, `axis_index`, ...).
+        axis_size: the size of the mapped axis, needed when no argument is mapped.
+        spmd_axis_name: not supported: purejit has no sharding constraints inside a
+            program yet (raises NotImplementedError when given).
+        sum_match: an output batched where `out_axes` says None is summed over the batch.
+    Returns:
+        The batched function.
+    """
+    if not callable(fun):
+        raise TypeError(f"vmap: expected a callable function, got {fun!r}")
+    if spmd_axis_name is not None:
+        raise NotImplementedError(
+            "vmap: spmd_axis_name is not supported: purejit has no sharding constraint inside "
+            "a program to pin the batch axis to a mesh axis; use jit's in_shardings instead"
+        )
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not (in_axes is None or isinstance(in_axes, (int, tuple, np.integer))) or isinstance(
+        in_axes, bool
+    ):
+        raise TypeError(
+            "vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+            f"positional arguments passed to the function, but got {in_axes}."
+        )
+    _check_axes_spec(in_axes, "in_axes")
+    _check_axes_spec(out_axes, "out_axes")
+    name = getattr(fun, "__name__", "fun")
+
+    @functools.wraps(fun)
+    def vmapped(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(
+                "vmap in_axes must be an int, None, or a tuple of entries corresponding to "
+                "the positional arguments passed to the function, but got "
+                f"len(in_axes)={len(in_axes)}, len(args)={len(args)}"
+            )
+        leaves, tree = tree_flatten((args, kwargs))
+        axes = broadcast_axes((in_axes, {k: 0 for k in kwargs}), tree, "in_axes")
+        leaves = [_leaf(x) for x in leaves]
+        for k, (x, d) in enumerate(zip(leaves, axes)):
+            if d is None:
+                continue
+            s = aval_of(x).shape
+            if not -len(s) <= d < len(s):
+                min_rank = d + 1 if d >= 0 else -d
+                raise ValueError(
+                    f"vmap was requested to map its argument along axis {d}, which implies "
+                    f"that its rank should be at least {min_rank}, but is only {len(s)} (its "
+                    f"shape is {s}){errors.at(errors.user_location())}"
+                )
+            axes[k] = d % len(s)
+        size = _mapped_size(fun, args, kwargs, tree, leaves, axes, axis_size)
+        avals = []
+        for x, d in zip(leaves, axes):
+            a = aval_of(x)
+            if d is not None:
+                a = ShapedArray(a.shape[:d] + a.shape[d + 1 :], a.dtype, a.weak_type)
+            avals.append(a)
+        out_box = []
+
+        def flat_fun(*xs):
+            a, kw = tree_unflatten(tree, xs)
+            with parallel.vmap_axis(axis_name, size):
+                out = fun(*a, **kw)
+            outs, out_tree = tree_flatten(out)
+            for p, o in zip(tree_paths(out_tree, "output"), outs):
+                if not isinstance(o, _RETURNABLE) and not hasattr(o, "aval"):
+                    raise TypeError(
+                        f"vmap {name}: {p} has type {type(o).__name__}, not an array. A "
+                        "vmapped function must return a pytree of arrays."
+                    )
+            out_box.append(out_tree)
+            return outs
+
+        closed = trace_closed(flat_fun, avals, name=name)
+        out_tree = out_box[0]
+        axis = AxisData(size, axis_name)
+        ins = [*leaves, *closed.captures]
+        dims = [*axes, *[None] * len(closed.captures)]
+        outs, out_dims = batch_function(closed.fn, ins, dims, axis)
+        dests = broadcast_axes(out_axes, out_tree, "out_axes")
+        results = []
+        for k, (o, src, dst, aval) in enumerate(zip(outs, out_dims, dests, closed.out_avals)):
+            if dst is not None:
+                dst = dst % (len(aval.shape) + 1)
+            if dst is None and src is not None:
+                if not sum_match:
+                    path = tree_paths(out_tree, "out_axes")[k]
+                    raise ValueError(
+                        f"vmap has mapped output but out_axes is None (at {path}): the output "
+                        f"{aval.str_short()} varies over the mapped axis"
+                        + (f" {axis_name!r}" if axis_name is not None else "")
+                    )
+                o, src = reduce_batch(o, src, "add"), None
+            o = matchaxis(axis, o, src, dst)
+            if aval_of(o).weak_type != aval.weak_type:
+                o = bind1("convert", o, dtype=aval.dtype, weak=aval.weak_type)
+            results.append(o)
+        return tree_unflatten(out_tree, results)
+
+    return vmapped
+
+
+__all__ = ["broadcast_axes", "vmap"]
