@@ -742,3 +742,156 @@ def covered_ir_ops() -> set[str]:
     for s in SPECS.values():
         out.update(s.ir)
     return out
+
+
+# --- special functions, convolution, FFT, linear algebra --------------------------------------
+
+_add(
+    Spec(
+        "erf_inv",
+        ("erf_inv",),
+        1,
+        "f",
+        lambda L, p, x: L.lax.erf_inv(_bounded(L, x, 0.9)),
+        preserves=True,
+    )
+)
+_add(
+    Spec(
+        "nextafter",
+        ("next_after",),
+        2,
+        "f",
+        lambda L, p, x, y: L.lax.nextafter(x, y),
+        exact=True,
+        preserves=True,
+    )
+)
+
+
+def _conv(L, p, x):
+    v = L.lax.reshape(x, (1, 1, x.size))
+    k = L.lax.slice(L.lax.rev(v, (2,)), (0, 0, 0), (1, 1, min(3, x.size)))
+    return L.lax.conv_general_dilated(v, k, (p["stride"],), p["padding"])
+
+
+_add(
+    Spec(
+        "conv",
+        ("convolution",),
+        1,
+        "f",
+        _conv,
+        params=lambda draw, t: {
+            "stride": draw("conv_stride", [1, 2]),
+            "padding": draw("conv_padding", ["SAME", "VALID"]),
+        },
+        tags=("needs_rank1",),
+    )
+)
+
+
+def _f32(L, x):
+    return L.lax.convert_element_type(x, "float32")
+
+
+def _spd(L, x):
+    """An n x n symmetric positive definite float32 matrix from x's values (n <= 8)."""
+    v = L.lax.reshape(_f32(L, x), (x.size,))
+    outer = L.lax.mul(
+        L.lax.broadcast_in_dim(v, (x.size, x.size), (0,)),
+        L.lax.broadcast_in_dim(v, (x.size, x.size), (1,)),
+    )
+    eye = L.lax.convert_element_type(
+        L.lax.eq(
+            L.lax.broadcasted_iota("int32", (x.size, x.size), 0),
+            L.lax.broadcasted_iota("int32", (x.size, x.size), 1),
+        ),
+        "float32",
+    )
+    return L.lax.add(outer, L.lax.mul(eye, L.lax.convert_element_type(float(x.size), "float32")))
+
+
+def _linalg(L, p, x):
+    a = _spd(L, x)
+    v = L.lax.reshape(_f32(L, x), (x.size,))
+    la = L.np.linalg
+    what = p["what"]
+    if what == "cholesky":
+        return la.cholesky(a)
+    if what == "solve":
+        return la.solve(a, v)
+    if what == "qr":
+        q, r = la.qr(a)
+        return L.np.matmul(q, r)
+    if what == "eigvalsh":
+        return la.eigvalsh(a)
+    if what == "svd":
+        return la.svd(a, compute_uv=False)
+    if what == "det":
+        return la.det(a)
+    if what == "lu_permutation":
+        _, pivots, _ = L.linalg.lu(a)
+        return L.linalg.lu_pivots_to_permutation(pivots, x.size)
+    # eig: general solver on a symmetric matrix: real eigenvalues, in LAPACK's order
+    return L.np.sort(L.np.abs(la.eigvals(a)))
+
+
+_add(
+    Spec(
+        "linalg",
+        ("cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh", "svd")
+        + ("eig",),
+        1,
+        "f",
+        _linalg,
+        params=lambda draw, t: {
+            "what": draw(
+                "linalg",
+                ["cholesky", "solve", "qr", "eigvalsh", "svd", "det", "eig", "lu_permutation"],
+            )
+        },
+        tags=("needs_rank1",),
+    )
+)
+
+
+def _fft(L, p, x):
+    v = _f32(L, x)
+    n = x.shape[-1]
+    return L.np.fft.irfft(L.np.fft.rfft(v, axis=-1), n=n, axis=-1)
+
+
+_add(Spec("fft", ("fft",), 1, "f", _fft, tags=("needs_rank1",)))
+
+
+# --- transformations: vmap of a body (grad joins once it is in main) -------------------------
+
+
+def _vmap(L, p, x):
+    def body(row):
+        y = body_chain(L, p["chain"], row)
+        if p["reduce"] and y.ndim:
+            y = L.np.sum(y, axis=0) if kind(str(np.dtype(y.dtype))) != "b" else y
+        return y
+
+    axis = p["axis"] % x.ndim
+    return L.vmap(body, in_axes=axis, out_axes=p["out_axis"] % max(1, x.ndim - p["reduce"]))(x)
+
+
+_add(
+    Spec(
+        "vmap",
+        (),
+        1,
+        "fiu",
+        _vmap,
+        params=lambda draw, t: {
+            "chain": _chain(draw, t, "vmap_chain"),
+            "axis": draw("vmap_axis", [0, 1, -1]),
+            "out_axis": draw("vmap_out_axis", [0, -1]),
+            "reduce": draw("vmap_reduce", [False, True]),
+        },
+        tags=("needs_rank1", "transform"),
+    )
+)

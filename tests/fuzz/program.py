@@ -18,6 +18,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import purejit
+import purejit.lax.linalg
 import purejit.numpy as pjnp
 
 from .ops import DTYPES, SPECS, kind
@@ -28,12 +29,12 @@ SHAPES = [(), (3,), (4,), (2, 3), (3, 1), (2, 2, 2)]
 class Lib:
     """A NumPy-like library: `lax` and `np`, the names JAX and purejit share."""
 
-    def __init__(self, lax, np_):
-        self.lax, self.np = lax, np_
+    def __init__(self, lax, np_, linalg, vmap):
+        self.lax, self.np, self.linalg, self.vmap = lax, np_, linalg, vmap
 
 
-PJ = Lib(purejit.lax, pjnp)
-JX = Lib(jax.lax, jjnp)
+PJ = Lib(purejit.lax, pjnp, purejit.lax.linalg, purejit.vmap)
+JX = Lib(jax.lax, jjnp, jax.lax.linalg, jax.vmap)
 
 
 @dataclass
