@@ -21,6 +21,7 @@ from purejit.compiler.lower import JitConfig, lower, trace
 from purejit.compiler.options import CompilerOptions
 from purejit.compiler.signature import ArgSpec, CallSignature
 from purejit.compiler.stages import Traced
+from purejit import errors
 from purejit.config import config
 from purejit.ir import Function
 from purejit.runtime import eval_trace
@@ -77,6 +78,7 @@ class Jitted:
             self.spec.signature_of_fun,
             self.spec.static_argnums,
             self.spec.static_argnames,
+            self.__name__,
         )
         self.config = JitConfig(
             fun,
@@ -147,7 +149,11 @@ class Jitted:
                 compiled = self.cache.get(key)
                 if compiled is None:
                     self.stats.on_miss(sig, expected)
-                    compiled = self.lower_signature(sig).compile()
+                    try:
+                        compiled = self.lower_signature(sig).compile()
+                    except Exception as e:  # the user sees their frames, not purejit's
+                        errors.filter_traceback(e, config.read("traceback_filtering"))
+                        raise
                     self.stats.on_compiled(compiled)
                     self.cache[key] = compiled
                     return compiled

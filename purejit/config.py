@@ -27,6 +27,8 @@ class _Config:
             # check the IR after every pass that changed it, not only the pipeline's result
             "verify_each_pass": os.environ.get("PUREJIT_VERIFY_EACH_PASS", "0")
             in ("1", "true", "True"),
+            # "on": errors raised while tracing/compiling show only the user's frames
+            "traceback_filtering": os.environ.get("PUREJIT_TRACEBACK_FILTERING", "on"),
             # sin/cos/tan of f32/bf16/f16 on CPU as vectorisable StableHLO, not XLA's calls
             "cpu_fast_transcendentals": os.environ.get("PUREJIT_CPU_FAST_TRANSCENDENTALS", "1")
             not in ("0", "false", "False"),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
+import types
 
 # purejit's own folders: the package, and ir/ and passes/ beside it in a source checkout
 # (an installed wheel keeps them inside the package)
@@ -78,3 +80,82 @@ class TracerArrayConversionError(TypeError):
 
 class UnexpectedTracerError(RuntimeError):
     """A tracer leaked out of the transformation that created it."""
+
+
+def check_argnums(fname: str, sig, option: str, nums, names) -> None:
+    """Raise at `jit(...)` time when `option` (static_argnums/argnames, donate_argnums/
+    argnames) names parameters that the function's signature `sig` (an `inspect.Signature`,
+    None when unknown) does not have, as JAX does.
+
+    Args:
+        fname: the function's name; option: e.g. "static_argnums"; nums: positions (may be
+            negative); names: parameter names.
+    Raises:
+        ValueError naming the option, the bad entries, the signature and the user's line.
+    """
+    if sig is None:
+        return
+    params = list(sig.parameters.values())
+    kinds = [p.kind for p in params]
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    has_var = inspect.Parameter.VAR_POSITIONAL in kinds
+    has_kw = inspect.Parameter.VAR_KEYWORD in kinds
+    n = len(positional)
+    bad_nums = [i for i in nums if not has_var and not -n <= i < n]
+    keywordable = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    bad_names = [s for s in names if not has_kw and s not in keywordable]
+    if not bad_nums and not bad_names:
+        return
+    bad = bad_nums or bad_names
+    what = (
+        f"takes {n} positional argument{'s' if n != 1 else ''}"
+        if bad_nums
+        else f"has no parameter{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))}"
+        + (" that can be passed by keyword" if set(bad) & {p.name for p in params} else "")
+    )
+    raise ValueError(
+        f"jit({fname}): {option}={tuple(bad) if len(bad) > 1 else bad[0]!r} does not name a "
+        f"parameter of {fname}{sig}, which {what}. Fix {option} to name its parameters "
+        f"(positions for *_argnums, names for *_argnames){at(user_location())}"
+    )
+
+
+# --- traceback filtering ----------------------------------------------------------------------
+
+_FILTER_NOTE = (
+    "purejit removed its internal frames from this traceback; "
+    "purejit.config.update('traceback_filtering', 'off') shows them."
+)
+
+
+def filter_traceback(e: BaseException, mode: str = "on") -> None:
+    """Drop purejit's own frames from `e`'s traceback (keeping the user's), as JAX's
+    traceback filtering does, and say so in a note. Called where an exception leaves
+    purejit (then re-raised with a bare `raise`, which adds no frame).
+
+    Args:
+        e: the exception on its way out.
+        mode: "on" filters; "off" leaves the traceback whole (`purejit.config`'s
+            `traceback_filtering`, environment variable `PUREJIT_TRACEBACK_FILTERING`).
+    """
+    if mode == "off" or getattr(e, "_purejit_filtered", False):
+        return
+    kept, removed, tb = [], 0, e.__traceback__
+    while tb is not None:
+        if _internal(tb.tb_frame.f_code.co_filename):
+            removed += 1
+        else:
+            kept.append(tb)
+        tb = tb.tb_next
+    if not removed or not kept:  # nothing of the user's to show: keep everything
+        return
+    new = None
+    for t in reversed(kept):
+        new = types.TracebackType(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    e.with_traceback(new)
+    try:
+        e._purejit_filtered = True
+    except AttributeError:  # an exception type with __slots__
+        pass
+    if hasattr(e, "add_note"):
+        e.add_note(_FILTER_NOTE)

@@ -17,6 +17,8 @@ import dataclasses
 import functools
 from typing import Any, Callable, Hashable, NamedTuple
 
+from purejit import errors
+
 
 class _NodeType(NamedTuple):
     flatten: Callable[[Any], tuple[list, Hashable]]
@@ -172,15 +174,38 @@ def tree_structure(tree, is_leaf=None) -> PyTreeDef:
 
 def tree_map(f: Callable, tree, *rest, is_leaf=None):
     leaves, td = tree_flatten(tree, is_leaf)
-    others = [flatten_up_to(td, r) for r in rest]
+    others = [flatten_up_to(td, r, f"tree_map: argument {k + 2}") for k, r in enumerate(rest)]
     return tree_unflatten(td, [f(x, *xs) for x, *xs in zip(leaves, *others)])
 
 
-def td_flatten_up_to(treedef: PyTreeDef, tree) -> list:
-    leaves, td = tree_flatten(tree, is_leaf=None)
-    if td != treedef:
-        raise ValueError(f"tree structure {td} does not match {treedef}")
-    return leaves
+def _node_name(td: PyTreeDef) -> str:
+    if td.kind is None:
+        return "a leaf"
+    if td.kind in _DICTS:
+        return f"a dict with keys {list(_dict_keys(td))}"
+    n = len(td.children)
+    kind = "None" if td.kind is type(None) else td.kind.__name__
+    return f"a {kind} of {n} element{'s' if n != 1 else ''}" if n or kind != "None" else "None"
+
+
+def tree_difference(a: PyTreeDef, b: PyTreeDef, name_a: str = "a", name_b: str = "b") -> str:
+    """Where two tree structures first differ, for error messages: `at [1]['w']: a has a
+    leaf, b has a tuple of 2 elements`."""
+
+    def rec(x, y, path):
+        same_node = x.kind is y.kind and x.aux == y.aux and len(x.children) == len(y.children)
+        if not same_node:
+            return (
+                f"at {path or '(root)'}: {name_a} has {_node_name(x)}, {name_b} has {_node_name(y)}"
+            )
+        for i, (cx, cy) in enumerate(zip(x.children, y.children)):
+            key = _dict_keys(x)[i] if x.kind in _DICTS else i
+            found = rec(cx, cy, f"{path}[{key!r}]")
+            if found:
+                return found
+        return None
+
+    return rec(a, b, "") or "they differ in their node data"
 
 
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict)
@@ -305,27 +330,35 @@ def keystr(keys, *, simple: bool = False, separator: str = "") -> str:
 # ---- prefix trees, reductions, transposes ------------------------------------------------------
 
 
-def flatten_up_to(treedef: PyTreeDef, tree) -> list:
-    """The subtrees of `tree` at the leaves of `treedef` (a prefix of tree's structure)."""
+def flatten_up_to(treedef: PyTreeDef, tree, what: str = "tree") -> list:
+    """The subtrees of `tree` at the leaves of `treedef` (a prefix of tree's structure).
+
+    Raises ValueError naming `what`, the path where the structures first differ and both
+    sides there, and the user's line."""
     out: list = []
 
-    def rec(td, x):
+    def mismatch(path, td, x):
+        return ValueError(
+            f"{what}'s structure {tree_structure(x) if path else tree_structure(tree)} does not "
+            f"match {treedef}: at {path or '(root)'}: expected {_node_name(td)}, got "
+            f"{_node_name(tree_structure(x))}{errors.at(errors.user_location())}"
+        )
+
+    def rec(td, x, path):
         if td.kind is None:
             out.append(x)
             return
         kind, node = _node_type(x)
         if kind is not td.kind:
-            raise ValueError(
-                f"tree structure mismatch: {type(x).__name__} does not match a "
-                f"{td.kind.__name__} node of {treedef}"
-            )
+            raise mismatch(path, td, x)
         children, aux = node.flatten(x)
         if aux != td.aux or len(children) != len(td.children):
-            raise ValueError(f"tree structure mismatch: {tree_structure(x)} does not match {td}")
-        for c, sub in zip(children, td.children):
-            rec(sub, c)
+            raise mismatch(path, td, x)
+        for i, (c, sub) in enumerate(zip(children, td.children)):
+            key = _dict_keys(td)[i] if td.kind in _DICTS else i
+            rec(sub, c, f"{path}[{key!r}]")
 
-    rec(treedef, tree)
+    rec(treedef, tree, "")
     return out
 
 

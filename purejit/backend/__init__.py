@@ -9,3 +9,11 @@
 - `mlir_context`, `info`, `distributed`: jaxlib's MLIR context, versions, the
   multi-process runtime.
 """
+
+import os as _os
+
+# As `import jax` does, before jaxlib's C++ code first logs: without it, jaxlib (loaded here
+# before jax) logs INFO lines such as "PjRt-IFRT device count" to stderr on the first compile.
+# A value already in the environment wins (TF_CPP_MIN_LOG_LEVEL=0 shows them).
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+del _os

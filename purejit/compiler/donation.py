@@ -24,7 +24,12 @@ from purejit.passes.liveness import pair_aliases
 
 
 def normalize_donation(
-    donate_argnums, donate_argnames, sig: inspect.Signature | None, static_argnums, static_argnames
+    donate_argnums,
+    donate_argnames,
+    sig: inspect.Signature | None,
+    static_argnums,
+    static_argnames,
+    fname: str = "f",
 ) -> tuple[frozenset[int], frozenset[str]]:
     """Positions and names of donated arguments; each implies the other through `sig`.
 
@@ -32,6 +37,8 @@ def normalize_donation(
     """
     nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
     names = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames)
+    errors.check_argnums(fname, sig, "donate_argnums", nums, ())
+    errors.check_argnums(fname, sig, "donate_argnames", (), names)
     params = list(sig.parameters.values()) if sig else []
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     pos_names = [p.name for p in params if p.kind in positional]

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from purejit import errors
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import ShapedArray, Tracer
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
@@ -44,6 +45,8 @@ class ArgSpec:
         self.params = (
             list(self.signature_of_fun.parameters.values()) if self.signature_of_fun else []
         )
+        errors.check_argnums(name, self.signature_of_fun, "static_argnums", nums, ())
+        errors.check_argnums(name, self.signature_of_fun, "static_argnames", (), names)
         pnames = [p.name for p in self.params]
         # as in JAX, static_argnums and static_argnames imply each other where possible
         nums = set(nums) | {pnames.index(n) for n in names if n in pnames}

@@ -41,6 +41,7 @@ from purejit.lax.parallel import (  # noqa: F401  (collectives, for shard_map bo
     psum,
     psum_scatter,
 )
+from purejit.lax._lift import lift as _lift
 from purejit.lax.scan import fori_loop, map, scan
 from purejit.lax.ops import (
     argmax,
@@ -109,7 +110,18 @@ ge = binary("compare", "ge", comparison_direction="GE")
 
 neg = unary("negate", "neg")
 abs = unary("abs", "abs")
-sign = unary("sign", "sign")
+_sign = unary("sign", "sign")
+
+
+def sign(x, /):
+    """Elementwise sign (IR op `sign`); as JAX, unsigned integers give 0 or 1 (StableHLO's
+    sign takes signed and float types only)."""
+    x = _lift(x)
+    if x.dtype.kind == "u":
+        return convert_element_type(ne(x, convert_element_type(0, x.dtype)), x.dtype)
+    return _sign(x)
+
+
 floor = unary("floor", "floor")
 ceil = unary("ceil", "ceil")
 is_finite = unary("is_finite", "is_finite")

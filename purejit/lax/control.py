@@ -24,7 +24,7 @@ from purejit.ir import Builder, Function, Op, TensorType, Value
 from purejit.lax._lift import convert
 from purejit.lax._lift import lift as _lift
 from purejit.tracing import trace_to_function
-from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
+from purejit.tree_util import PyTreeDef, tree_difference, tree_flatten, tree_paths, tree_unflatten
 
 _NO_OPERAND = object()
 _PRED = TensorType((), np.bool_)
@@ -144,7 +144,8 @@ def _tree_error(api, what, name_a, tree_a, name_b, tree_b, hint) -> TypeError:
     return errors.PurejitTypeError(
         f"{api}: {what} must have the same tree structure, but they differ"
         f"{errors.at(errors.user_location())}:\n"
-        f"  {name_a.ljust(w)} : {tree_a}\n  {name_b.ljust(w)} : {tree_b}\n{hint}"
+        f"  {name_a.ljust(w)} : {tree_a}\n  {name_b.ljust(w)} : {tree_b}\n"
+        f"  first difference {tree_difference(tree_a, tree_b, name_a, name_b)}\n{hint}"
     )
 
 

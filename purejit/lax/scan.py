@@ -32,6 +32,21 @@ from purejit.tracing import ShapedArray, bind
 from purejit.tree_util import tree_flatten, tree_unflatten
 
 
+def _check_fori_carry(body_fun, x, y):
+    """fori_loop's own carry check, naming body_fun rather than the scan step around it; a
+    weakly typed carry may still change dtype (scan promotes it, as JAX does)."""
+    xs, tx = tree_flatten(x)
+    ys, ty = tree_flatten(y)
+    in_avals = [getattr(v, "aval", None) or _lift(v).aval for v in xs]
+    out_avals = [getattr(v, "aval", None) or _lift(v).aval for v in ys] if tx == ty else []
+    if tx == ty and all(
+        a.shape == b.shape and (a.dtype == b.dtype or a.weak_type)
+        for a, b in zip(in_avals, out_avals)
+    ):
+        return
+    _check_carry("fori_loop", body_fun, "body_fun", tx, in_avals, ty, out_avals)
+
+
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
     """`for i in range(lower, upper): val = body_fun(i, val)`, as jax.lax.fori_loop.
 
@@ -67,7 +82,9 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
 
         def step(carry, _):
             i, x = carry
-            return (i + 1, body_fun(i, x)), None
+            y = body_fun(i, x)
+            _check_fori_carry(body_fun, x, y)
+            return (i + 1, y), None
 
         (_, out), _ = scan(
             step,

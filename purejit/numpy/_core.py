@@ -365,8 +365,10 @@ def floor_divide(x, y, /):
     a, b = promote_args("floor_divide", x, y)
     if a.dtype == np.bool_:
         raise TypeError("floor_divide is not defined for bool arrays")
+    if a.dtype.kind == "c":
+        raise TypeError(f"floor_divide does not support complex inputs, got {a.dtype}")
     if pdt.is_inexact(a.dtype):
-        return floor(bind1("divide", a, b))
+        return _float_floordiv(a, b)
     q = bind1("divide", a, b)
     if a.dtype.kind == "u":
         return q
@@ -375,6 +377,16 @@ def floor_divide(x, y, /):
     r = bind1("remainder", a, b)
     fix_ = logical_and(not_equal(bind1("sign", a), bind1("sign", b)), not_equal(r, 0))
     return where(fix_, subtract(q, convert(1, a.dtype, weak=a.weak_type)), q)
+
+
+def _float_floordiv(a, b):
+    """JAX's (and CPython's) float divmod quotient: (a - a % b) / b, one less where the
+    remainder's sign differs from b's, rounded; it keeps -0.0 and the exact quotient where
+    floor(a / b) would round a / b up first (e.g. in bfloat16)."""
+    mod = bind1("remainder", a, b)
+    div = bind1("divide", where(equal(b, 0), a, subtract(a, mod)), b)
+    fix_ = logical_and(not_equal(mod, 0), not_equal(bind1("sign", b), bind1("sign", mod)))
+    return bind1("round_nearest_afz", where(fix_, subtract(div, 1), div))
 
 
 def _nonzero_divisor(b):

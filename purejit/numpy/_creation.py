@@ -29,8 +29,16 @@ def _eager() -> bool:
 
 
 def _shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
+    if isinstance(shape, (int, np.integer, Tracer)):
         shape = (shape,)
+    traced = [d for d in shape if isinstance(d, Tracer)] if isinstance(shape, tuple | list) else []
+    if traced:
+        raise errors.ConcretizationTypeError(
+            f"a traced value {traced[0].aval} is used as a shape{errors.at(errors.user_location())}"
+            ": shapes must be static integers, known while tracing under purejit.jit. Pass that "
+            "number as a static argument (purejit.jit(f, static_argnums=...) or "
+            "static_argnames=...), or compute it from the static `.shape` of an array."
+        )
     try:
         out = tuple(operator.index(d) for d in shape)
     except TypeError:

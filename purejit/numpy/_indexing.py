@@ -8,10 +8,12 @@ from cheapest to most general: `slice`/`reverse`/`reshape` for static basic inde
 indexing, after the static slices were applied). Writing uses `dynamic_update_slice` for a
 static box and one `scatter` otherwise.
 
-Bounds, as in JAX: negative indices count from the end; out-of-range indices are clamped when
-reading and the update is dropped when writing (mode="clip" clamps writes instead;
-get(mode="fill") returns `fill_value` for out-of-range reads). The writing side lives in
-`_index_update.py`.
+Bounds: negative indices count from the end. An index known while tracing (a Python int or a
+NumPy array) that is out of range raises `IndexError` when reading, as NumPy does (JAX clamps
+it silently); `x.at[idx].get(mode="clip")` asks for JAX's clamping. Traced indices, as in
+JAX, are clamped when reading, and the update is dropped when writing (mode="clip" clamps
+writes instead; get(mode="fill") returns `fill_value` for out-of-range reads). The writing
+side lives in `_index_update.py`.
 """
 
 from __future__ import annotations
@@ -197,6 +199,8 @@ def _indexing_getitem(x, idx, *, mode=None, fill_value=None):
     entries = _parse(x.shape, idx)
     if mode not in (None, "clip", "promise_in_bounds", "fill", "drop"):
         raise ValueError(f"invalid indexing mode {mode!r}")
+    if mode is None:
+        _check_static_bounds(x.shape, entries)
     bools = [e for e in entries if e.kind == "bool"]
     advanced = any(e.kind == "array" for e in entries) or mode in ("fill", "drop")
     if bools and advanced:
@@ -209,6 +213,25 @@ def _indexing_getitem(x, idx, *, mode=None, fill_value=None):
     if any(e.kind == "bool" and not e.value for e in entries):  # x[False] selects nothing
         out = _empty_new_axes(out, entries)
     return out
+
+
+def _check_static_bounds(shape, entries):
+    """NumPy's IndexError for an index known while tracing that is out of range."""
+    for e in entries:
+        if e.kind == "int":
+            bad = e.value
+        elif e.kind == "array" and isinstance(e.value, np.ndarray) and e.value.size:
+            lo, hi = int(e.value.min()), int(e.value.max())
+            bad = hi if hi >= shape[e.dim] else lo
+        else:
+            continue
+        n = shape[e.dim]
+        if not -n <= bad < n:
+            raise _err(
+                f"index {bad} is out of bounds for axis {e.dim} with size {n}; valid indices "
+                f"are {-n} to {n - 1} (jax.numpy would clamp it silently; for that, write "
+                "x.at[idx].get(mode='clip'))"
+            )
 
 
 def _basic(x, entries):
@@ -387,14 +410,18 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     """Elements of `a` at `indices` along `axis` (flattened `a` when axis is None).
 
     As in JAX, the default mode is "fill": out-of-range indices give NaN (or the most
-    negative integer), negative ones count from the end; mode="clip" clamps instead.
+    negative integer), negative ones count from the end; mode="clip" clamps instead and
+    mode="wrap" takes them modulo the axis size.
     """
     mode = "fill" if mode is None else mode
     x = c._lift(a)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     axis = operator.index(axis) % max(x.ndim, 1)
-    idx = (slice(None),) * axis + (_as_index_array(indices),)
+    indices = _as_index_array(indices)
+    if mode == "wrap":  # Python's modulo: always in [0, size)
+        indices, mode = c.remainder(indices, max(x.shape[axis], 1)), "promise_in_bounds"
+    idx = (slice(None),) * axis + (indices,)
     return _indexing_getitem(x, idx, mode=mode, fill_value=fill_value)
 
 

@@ -225,13 +225,29 @@ class Tracer:
             raise TypeError("len() of unsized object (a 0-d traced array)")
         return self.shape[0]
 
-    def _concretization_error(self, what: str):
+    def _concretization_error(self, what: str, advice: str | None = None):
         loc = errors.user_location()
+        advice = advice or (
+            "Use purejit.lax.cond / purejit.numpy.where for data-dependent choices, or mark "
+            "the argument static with static_argnums / static_argnames."
+        )
         raise errors.ConcretizationTypeError(
             f"{what} of a traced array {self.aval}{errors.at(loc)}: its value is not known "
-            "while tracing under purejit.jit. Use purejit.lax.cond / purejit.numpy.where for "
-            "data-dependent choices, or mark the argument static with static_argnums / "
-            "static_argnames."
+            f"while tracing under purejit.jit. {advice}"
+        )
+
+    def item(self, *args):
+        self._concretization_error(
+            ".item()",
+            "Return the array from the jitted function and call .item() on the result, keep "
+            "computing with the array itself (x[()] or x.reshape(()) for a 0-d array), or "
+            "mark the argument static with static_argnums / static_argnames.",
+        )
+
+    def tolist(self):
+        self._concretization_error(
+            ".tolist()",
+            "Return the array from the jitted function and call .tolist() on the result.",
         )
 
     def __bool__(self):

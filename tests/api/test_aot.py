@@ -8,6 +8,7 @@ from purejit.ir import parse, print_function
 import purejit
 import purejit.numpy as jnp
 from purejit.backend import pjrt, stablehlo
+from tolerance import dot_tol
 
 
 def mlp(params, x):
@@ -65,10 +66,10 @@ def test_signature_is_recorded(lowered):
 def test_compile_runs_and_reports_costs(lowered):
     compiled = lowered.compile()
     out = compiled(_params(), X)
-    np.testing.assert_allclose(out, _np_mlp(_params(), X), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out, _np_mlp(_params(), X), **dot_tol(1e-5, 1e-5))
     # other values, same signature
     p2 = _params(seed=7)
-    np.testing.assert_allclose(compiled(p2, X * 2), _np_mlp(p2, X * 2), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(compiled(p2, X * 2), _np_mlp(p2, X * 2), **dot_tol(1e-5, 1e-5))
     cost = compiled.cost_analysis()
     assert isinstance(cost, dict)
     matmul_flops = 2 * 5 * 8 * 16 + 2 * 5 * 16 * 4

@@ -27,7 +27,10 @@ def test_filled():
         "ones_like int": lambda m, x: m.ones_like(x, dtype=m.int32),
         "full_like shape": lambda m, x: m.full_like(x, 7, shape=(3,)),
         "full_like weak": lambda m, x: m.full_like(2.5, 7),
-        "empty_like": lambda m, x: m.empty_like(x[0]),
+        # empty_like's contents are undefined (uninitialised since jax 0.11): compare only
+        # its shape, dtype and weak type
+        "empty_like": lambda m, x: m.zeros_like(m.empty_like(x[0])),
+        "empty_like weak": lambda m, x: m.zeros_like(m.empty_like(2.5)),
     }
     check_cases(cases, X, eager=True)
 

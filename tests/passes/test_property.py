@@ -14,6 +14,7 @@ from purejit.passes.simplify import Simplify
 
 from purejit.backend import fusion as fb
 from purejit.backend import pjrt, stablehlo
+from tolerance import dot_tol
 
 F32 = np.dtype(np.float32)
 M, V, R = TensorType((4, 6), F32), TensorType((6,), F32), TensorType((4,), F32)
@@ -132,4 +133,4 @@ def test_compiled_program_agrees_with_the_interpreter(steps, seed):
         routes.append((CAP.route, realised))
     for route, prog in routes:
         for g, w in zip(_compile_run(prog, route, args), want):
-            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-5, equal_nan=True)
+            np.testing.assert_allclose(g, w, **dot_tol(2e-4, 2e-5), equal_nan=True)

@@ -1,0 +1,120 @@
+"""Run one program every way there is and compare.
+
+The ways: `jax.jit` of the same program written with `jax.lax`/`jax.numpy` (the reference),
+purejit's compiled program (CPU; and GPU when the default backend is one), purejit's
+reference interpreter on the traced IR, and on the IR after the pass pipeline run with each
+pass switched off in turn (and with all of them on).
+
+Tolerances (documented in `tests/fuzz/README.md` too):
+
+- integer and bool results, and float results the generator knows are exact (only exact ops
+  on exact inputs: data movement, max/min, comparisons, rounding, conversions, ...): equal
+  bit for bit, NaN equal to NaN;
+- other float results: |a - b| <= rtol * (1 + scale), with rtol 2e-5 (float32), 1e-2
+  (float16), 6e-2 (bfloat16) per inexact op on the way (at most 6), and `scale` the largest
+  finite magnitude any float value of the program reaches (cancellation makes error relative
+  to the operands, not to the result); NaN and infinities must be in the same places.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+
+import purejit
+from purejit.ir import interpret
+from purejit.passes import Pipeline
+
+from .program import JX, PJ, Program, np_dtype, run
+
+RTOL = {"float32": 2e-5, "float16": 1e-2, "bfloat16": 6e-2}
+PASSES = ("cleanup", "fold", "simplify", "cse", "dce", "layout", "fusion", "buffer_assignment")
+
+
+class Mismatch(AssertionError):
+    """Two ways of running one program disagree."""
+
+
+def _scale(values) -> float:
+    m = 0.0
+    for v in values:
+        a = np.asarray(v)
+        if a.dtype.kind == "f" or a.dtype == np_dtype("bfloat16"):
+            f = np.abs(a.astype(np.float64))
+            f = f[np.isfinite(f)]
+            if f.size:
+                m = max(m, float(f.max()))
+    return m
+
+
+def _inexact_ops(prog: Program) -> int:
+    from .ops import SPECS
+
+    return sum(1 for name, _, _ in prog.ops if SPECS[name].exact is not True)
+
+
+def compare(name: str, got, want, exact: bool, rtol: float, scale: float):
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        raise Mismatch(
+            f"{name}: {got.dtype}{list(got.shape)} vs jax {want.dtype}{list(want.shape)}"
+        )
+    if want.dtype.kind in "biu" or exact:
+        if want.dtype.kind in "biu":
+            ok = np.array_equal(got, want)
+        else:
+            g, w = got.astype(np.float64), want.astype(np.float64)
+            ok = (
+                np.array_equal(np.isnan(g), np.isnan(w))
+                and np.array_equal(g[~np.isnan(g)], w[~np.isnan(w)])
+                and np.array_equal(np.signbit(g[g == 0]), np.signbit(w[w == 0]))
+            )
+        if not ok:
+            raise Mismatch(f"{name}: not bit-exact\n  got  {got!r}\n  jax  {want!r}")
+        return
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    same_special = np.array_equal(np.isnan(g), np.isnan(w)) and np.array_equal(
+        np.where(np.isinf(g), g, 0), np.where(np.isinf(w), w, 0)
+    )
+    fin = np.isfinite(g) & np.isfinite(w)
+    err = np.abs(g[fin] - w[fin])
+    tol = rtol * (1 + scale)
+    if not same_special or (err.size and err.max() > tol):
+        worst = float(err.max()) if err.size else math.nan
+        raise Mismatch(
+            f"{name}: differs by {worst:.3g} > {tol:.3g}\n  got  {got!r}\n  jax  {want!r}"
+        )
+
+
+def check(prog: Program, *, passes: bool = True) -> dict:
+    """Run `prog` every way; raise `Mismatch` naming the first disagreement.
+
+    Returns what ran (for statistics)."""
+    args = prog.args()
+    every = jax.jit(lambda *a: run(prog, JX, a, all_values=True))(*args)
+    want = [np.asarray(every[j]) for j in prog.outputs]
+    scale = _scale(every)
+    exact = prog.exact or [False] * len(want)
+    steps = max(1, min(_inexact_ops(prog), 6))
+
+    def cmp(name, outs):
+        if len(outs) != len(want):
+            raise Mismatch(f"{name}: {len(outs)} results, jax {len(want)}")
+        for k, (g, w, ex) in enumerate(zip(outs, want, exact)):
+            rtol = RTOL.get(str(w.dtype), 0.0) * steps
+            compare(f"{name} result {k}", g, w, ex, rtol, scale)
+
+    f = purejit.jit(lambda *a: run(prog, PJ, a))
+    lowered = f.lower(*args)
+    cmp("interpreter (traced IR)", interpret(lowered.traced, *args))
+    cmp("compiled", [np.asarray(o) for o in f(*args)])
+    ran = ["jax", "interpreter", "compiled"]
+    if passes:
+        cmp("interpreter (all passes)", interpret(lowered.fn, *args))
+        for p in PASSES:
+            fn, _ = Pipeline(disable=[p]).run(lowered.traced)
+            cmp(f"interpreter (passes without {p})", interpret(fn, *args))
+        ran.append("passes")
+    return {"ran": ran}

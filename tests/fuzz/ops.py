@@ -1,0 +1,897 @@
+"""The fuzzer's op table: every op application it can generate, written once against a
+NumPy-like library (`purejit.lax`/`purejit.numpy` or `jax.lax`/`jax.numpy`, the same names).
+
+Each `Spec` says which IR ops it exercises (`ir`), which dtype kinds its operands take, how
+to draw its static parameters from the operand types, and how exact it is:
+
+- `exact`: given bit-identical inputs, every implementation gives bit-identical outputs
+  (data movement, max/min, comparisons, integer arithmetic, rounding to integers, ...);
+- `needs_exact`: the op is discontinuous in its float operands (floor, compare, sort,
+  argmax, float->int conversion, ...), so the generator feeds it only exact values: a last
+  ulp of difference upstream must not flip its result.
+
+Domain-restricted functions are applied to a transformed operand (`log(|x| + 0.5)`,
+`tan(tanh(x))`) so that values stay in the range where both sides are well conditioned and
+loops cannot overflow: the point is to compare compilers, not libm's edge cases.
+
+IR ops the generator does not produce are listed in `NOT_GENERATED` with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+FLOATS = ("float32", "float16", "bfloat16")
+SINTS = ("int32", "int8")
+UINTS = ("uint8", "uint32")
+INTS = SINTS + UINTS
+DTYPES = FLOATS + INTS + ("bool",)
+
+
+def kind(dtype: str) -> str:
+    if dtype in FLOATS:
+        return "f"
+    if dtype in SINTS:
+        return "i"
+    if dtype in UINTS:
+        return "u"
+    return "b"
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    ir: tuple[str, ...]
+    arity: int
+    kinds: str  # operand kinds accepted: f, i, u, b
+    apply: Callable  # (lib, params, *args) -> value
+    exact: bool = False
+    needs_exact: bool = False
+    same_type: bool = True  # binary: operands of one shape and dtype (lax); else broadcast
+    params: Callable | None = None  # (rng: draw-like callable, types) -> dict
+    preserves: bool = False  # output has the operand's shape and dtype (usable in bodies)
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _c(lib, x, v):
+    """A constant of x's dtype (strongly typed, as lax needs)."""
+    return lib.lax.convert_element_type(v, x.dtype) if hasattr(x, "dtype") else v
+
+
+def _bounded(lib, x, scale=1.0):
+    """tanh(x) * scale: in (-scale, scale) whatever x is (floats)."""
+    t = lib.lax.tanh(x)
+    return t if scale == 1.0 else lib.lax.mul(t, _c(lib, x, scale))
+
+
+def _pos(lib, x, low):
+    """|x| + low (> 0)."""
+    return lib.lax.add(lib.lax.abs(x), _c(lib, x, low))
+
+
+SPECS: dict[str, Spec] = {}
+
+
+def _add(spec: Spec):
+    SPECS[spec.name] = spec
+
+
+# --- unary, floats ---------------------------------------------------------------------------
+
+_UNARY_F = {
+    # name: (ir ops, f(lib, x))
+    "neg": (("negate",), lambda L, x: L.lax.neg(x), True),
+    "abs": (("abs",), lambda L, x: L.lax.abs(x), True),
+    "exp": (("exponential", "tanh", "multiply"), lambda L, x: L.lax.exp(_bounded(L, x, 3.0)), 0),
+    "expm1": (("exponential_minus_one",), lambda L, x: L.lax.expm1(_bounded(L, x, 3.0)), 0),
+    "log": (("log", "abs", "add"), lambda L, x: L.lax.log(_pos(L, x, 0.5)), 0),
+    "log1p": (("log_plus_one",), lambda L, x: L.lax.log1p(L.lax.abs(x)), 0),
+    "sqrt": (("sqrt",), lambda L, x: L.lax.sqrt(L.lax.abs(x)), 0),
+    "rsqrt": (("rsqrt",), lambda L, x: L.lax.rsqrt(_pos(L, x, 0.5)), 0),
+    "cbrt": (("cbrt",), lambda L, x: L.lax.cbrt(x), 0),
+    "tanh": (("tanh",), lambda L, x: L.lax.tanh(x), 0),
+    "logistic": (("logistic",), lambda L, x: L.lax.logistic(x), 0),
+    "sin": (("sine",), lambda L, x: L.lax.sin(_bounded(L, x, 3.0)), 0),
+    "cos": (("cosine",), lambda L, x: L.lax.cos(_bounded(L, x, 3.0)), 0),
+    "tan": (("tan",), lambda L, x: L.lax.tan(_bounded(L, x)), 0),
+    "asin": (("asin",), lambda L, x: L.lax.asin(_bounded(L, x, 0.9)), 0),
+    "acos": (("acos",), lambda L, x: L.lax.acos(_bounded(L, x, 0.9)), 0),
+    "atan": (("atan",), lambda L, x: L.lax.atan(x), 0),
+    "sinh": (("sinh",), lambda L, x: L.lax.sinh(_bounded(L, x, 3.0)), 0),
+    "cosh": (("cosh",), lambda L, x: L.lax.cosh(_bounded(L, x, 3.0)), 0),
+    "asinh": (("asinh",), lambda L, x: L.lax.asinh(x), 0),
+    "acosh": (("acosh",), lambda L, x: L.lax.acosh(_pos(L, x, 1.5)), 0),
+    "atanh": (("atanh",), lambda L, x: L.lax.atanh(_bounded(L, x, 0.9)), 0),
+    "erf": (("erf",), lambda L, x: L.lax.erf(x), 0),
+    "lgamma": (("lgamma",), lambda L, x: L.lax.lgamma(_pos(L, x, 0.5)), 0),
+    "square": (("multiply",), lambda L, x: L.lax.square(_bounded(L, x, 4.0)), 0),
+    "reciprocal": (("divide",), lambda L, x: L.lax.reciprocal(_pos(L, x, 0.5)), 0),
+    "integer_pow3": (("multiply",), lambda L, x: L.lax.integer_pow(_bounded(L, x, 2.0), 3), 0),
+}
+for _n, (_ir, _f, _exact) in _UNARY_F.items():
+    _add(
+        Spec(
+            _n,
+            _ir,
+            1,
+            "f",
+            lambda L, p, x, _f=_f: _f(L, x),
+            exact=bool(_exact),
+            preserves=True,
+        )
+    )
+
+# discontinuous float -> float: only on exact values
+for _n, _ir, _f in [
+    ("floor", ("floor",), lambda L, x: L.lax.floor(x)),
+    ("ceil", ("ceil",), lambda L, x: L.lax.ceil(x)),
+    ("round_afz", ("round_nearest_afz",), lambda L, x: L.lax.round(x, 0)),
+    ("round_even", ("round_nearest_even",), lambda L, x: L.lax.round(x, 1)),
+    ("sign_f", ("sign",), lambda L, x: L.lax.sign(x)),
+]:
+    _add(Spec(_n, _ir, 1, "f", lambda L, p, x, _f=_f: _f(L, x), exact=True, needs_exact=True))
+_add(Spec("is_finite", ("is_finite",), 1, "f", lambda L, p, x: L.lax.is_finite(x), exact=True))
+
+# --- unary, integers -------------------------------------------------------------------------
+
+for _n, _ir, _k, _f in [
+    ("neg_i", ("negate",), "i", lambda L, x: L.lax.neg(x)),
+    ("abs_i", ("abs",), "i", lambda L, x: L.lax.abs(x)),
+    ("sign_i", ("sign",), "iu", lambda L, x: L.lax.sign(x)),
+    ("not", ("not",), "iub", lambda L, x: L.lax.bitwise_not(x)),
+    ("clz", ("count_leading_zeros",), "iu", lambda L, x: L.lax.clz(x)),
+    ("popcnt", ("popcnt",), "iu", lambda L, x: L.lax.population_count(x)),
+    ("square_i", ("multiply",), "iu", lambda L, x: L.lax.integer_pow(x, 2)),
+]:
+    _add(Spec(_n, _ir, 1, _k, lambda L, p, x, _f=_f: _f(L, x), exact=True, preserves=True))
+
+# --- binary (lax: one shape and dtype) -------------------------------------------------------
+
+for _n, _ir, _k, _f, _exact in [
+    ("add", ("add",), "fiu", lambda L, x, y: L.lax.add(x, y), "iu"),
+    ("sub", ("subtract",), "fiu", lambda L, x, y: L.lax.sub(x, y), "iu"),
+    ("mul", ("multiply",), "fiu", lambda L, x, y: L.lax.mul(x, y), "iu"),
+    ("max", ("maximum",), "fiub", lambda L, x, y: L.lax.max(x, y), "fiub"),
+    ("min", ("minimum",), "fiub", lambda L, x, y: L.lax.min(x, y), "fiub"),
+    ("div_f", ("divide",), "f", lambda L, x, y: L.lax.div(x, _pos(L, y, 0.5)), ""),
+    ("atan2", ("atan2",), "f", lambda L, x, y: L.lax.atan2(x, y), ""),
+    (
+        "pow_f",
+        ("power",),
+        "f",
+        lambda L, x, y: L.lax.pow(_pos(L, x, 0.5), _bounded(L, y, 2.0)),
+        "",
+    ),
+    ("and", ("and",), "iub", lambda L, x, y: L.lax.bitwise_and(x, y), "iub"),
+    ("or", ("or",), "iub", lambda L, x, y: L.lax.bitwise_or(x, y), "iub"),
+    ("xor", ("xor",), "iub", lambda L, x, y: L.lax.bitwise_xor(x, y), "iub"),
+    ("div_i", ("divide",), "iu", lambda L, x, y: L.lax.div(x, y), "iu"),
+    ("rem_i", ("remainder",), "iu", lambda L, x, y: L.lax.rem(x, y), "iu"),
+    ("shl", ("shift_left",), "iu", lambda L, x, y: L.lax.shift_left(x, y), "iu"),
+    (
+        "shra",
+        ("shift_right_arithmetic",),
+        "iu",
+        lambda L, x, y: L.lax.shift_right_arithmetic(x, y),
+        "iu",
+    ),
+    ("shrl", ("shift_right_logical",), "iu", lambda L, x, y: L.lax.shift_right_logical(x, y), "iu"),
+    ("pow_i", ("power",), "iu", lambda L, x, y: L.lax.pow(x, L.lax.rem(y, _c(L, y, 4))), "iu"),
+]:
+    _add(
+        Spec(
+            _n,
+            _ir,
+            2,
+            _k,
+            lambda L, p, x, y, _f=_f: _f(L, x, y),
+            exact=_exact,  # the kinds for which it is exact
+            preserves=True,
+        )
+    )
+_add(
+    Spec(
+        "rem_f",
+        ("remainder",),
+        2,
+        "f",
+        lambda L, p, x, y: L.lax.rem(x, _pos(L, y, 0.5)),
+        exact=False,
+        needs_exact=True,
+        preserves=True,
+    )
+)
+
+for _n, _d in [("lt", "LT"), ("le", "LE"), ("eq", "EQ"), ("ne", "NE"), ("gt", "GT"), ("ge", "GE")]:
+    _add(
+        Spec(
+            "cmp_" + _n,
+            ("compare",),
+            2,
+            "fiub",
+            lambda L, p, x, y, _n=_n: getattr(L.lax, _n)(x, y),
+            exact=True,
+            needs_exact=True,
+        )
+    )
+
+# --- NumPy-style binary: broadcasting, dtype promotion, weak Python scalars -------------------
+
+
+def _np_binary(fname):
+    def apply(L, p, x, y):
+        a = x if p["lhs"] != "scalar" else p["scalar"]
+        b = y if p["rhs"] != "scalar" else p["scalar"]
+        if p["lhs"] == "bcast":
+            a = L.np.expand_dims(x, 0)
+        return getattr(L.np, fname)(a, b)
+
+    return apply
+
+
+def _np_binary_params(draw, types):
+    (sx, dx), (sy, dy) = types
+    where = draw("np_binary_form", ["both", "scalar_rhs", "scalar_lhs", "bcast"])
+    scalar = draw("np_binary_scalar", [2, -1, 0.5, 3.0, True])
+    if kind(dx) == "b" or kind(dy) == "b":
+        scalar = True if isinstance(scalar, bool) else 1
+    return {
+        "lhs": "scalar" if where == "scalar_lhs" else ("bcast" if where == "bcast" else "x"),
+        "rhs": "scalar" if where == "scalar_rhs" else "y",
+        "scalar": scalar,
+    }
+
+
+for _n in ("add", "subtract", "multiply", "maximum", "minimum"):
+    _add(
+        Spec(
+            "np_" + _n,
+            (_n,),
+            2,
+            "fiu",
+            _np_binary(_n),
+            exact="fiub" if _n in ("maximum", "minimum") else "iu",
+            same_type=False,
+            params=_np_binary_params,
+            tags=("broadcast",),
+        )
+    )
+
+_add(
+    Spec(
+        "np_floor_divide",
+        ("remainder", "divide", "round_nearest_afz"),
+        2,
+        "fiu",
+        _np_binary("floor_divide"),
+        exact=True,  # (a - a % b) / b is exact in IEEE arithmetic
+        needs_exact=True,
+        same_type=False,
+        params=_np_binary_params,
+        tags=("broadcast",),
+    )
+)
+
+# --- select, clamp, convert ------------------------------------------------------------------
+
+_add(
+    Spec(
+        "select",
+        ("select", "compare"),
+        2,
+        "fiub",
+        lambda L, p, x, y: L.lax.select(L.lax.gt(x, y) if p["by"] else L.lax.ne(x, x), x, y),
+        exact=True,
+        needs_exact=True,
+        params=lambda draw, types: {"by": draw("select_by", [True, False])},
+        preserves=True,
+    )
+)
+_add(
+    Spec(
+        "clamp",
+        ("clamp",),
+        1,
+        "fiu",
+        lambda L, p, x: L.lax.clamp(_c(L, x, p["lo"]), x, _c(L, x, p["hi"])),
+        exact=True,
+        params=lambda draw, types: dict(zip(("lo", "hi"), draw("clamp", [(0, 1), (1, 3), (0, 7)]))),
+        preserves=True,
+    )
+)
+
+
+def _convert(L, p, x):
+    if kind(str(np.dtype(x.dtype))) == "f" and kind(p["to"]) in "iu":
+        # float -> int is undefined out of range: clamp to what every target holds
+        x = L.lax.clamp(_c(L, x, -100.0 if kind(p["to"]) == "i" else 0.0), x, _c(L, x, 100.0))
+    return L.lax.convert_element_type(x, p["to"])
+
+
+_add(
+    Spec(
+        "convert",
+        ("convert",),
+        1,
+        "fiub",
+        _convert,
+        exact=True,  # float -> int needs exact inputs; float -> narrower float rounds exactly
+        needs_exact=True,
+        params=lambda draw, types: {"to": draw("convert_to", list(DTYPES))},
+    )
+)
+
+# --- reductions ------------------------------------------------------------------------------
+
+
+def _axis_param(draw, types):
+    (shape, _), *_ = types
+    return {"axis": draw("axis", list(range(len(shape)))) if shape else None}
+
+
+for _n, _ir, _k, _f, _exact, _needs in [
+    ("sum", ("reduce", "add"), "fiu", lambda L, x, a: L.np.sum(x, axis=a), "iu", False),
+    ("prod", ("reduce", "multiply"), "iu", lambda L, x, a: L.np.prod(x, axis=a), "iu", False),
+    ("max_r", ("reduce", "maximum"), "fiu", lambda L, x, a: L.np.max(x, axis=a), True, False),
+    ("min_r", ("reduce", "minimum"), "fiu", lambda L, x, a: L.np.min(x, axis=a), True, False),
+    ("any", ("reduce", "or"), "b", lambda L, x, a: L.np.any(x, axis=a), True, False),
+    (
+        "argmax",
+        ("reduce", "compare", "select"),
+        "fiu",
+        lambda L, x, a: L.np.argmax(x, axis=a),
+        True,
+        True,
+    ),
+    (
+        "argmin",
+        ("reduce", "compare", "select"),
+        "fiu",
+        lambda L, x, a: L.np.argmin(x, axis=a),
+        True,
+        True,
+    ),
+    ("cumsum", ("reduce_window",), "fiu", lambda L, x, a: L.np.cumsum(x, axis=a), "iu", False),
+    (
+        "cummax",
+        ("reduce_window",),
+        "fiu",
+        lambda L, x, a: L.lax.cummax(x, axis=a or 0),
+        True,
+        False,
+    ),
+]:
+    _add(
+        Spec(
+            _n,
+            _ir,
+            1,
+            _k,
+            lambda L, p, x, _f=_f: _f(L, x, p["axis"]),
+            exact=_exact,
+            needs_exact=_needs,
+            params=_axis_param,
+            tags=("reduction",),
+        )
+    )
+
+# --- data movement ---------------------------------------------------------------------------
+
+
+def _perm(draw, types):
+    (shape, _), *_ = types
+    perms = [tuple(np.roll(np.arange(len(shape)), k)) for k in range(len(shape))] or [()]
+    perms.append(tuple(range(len(shape)))[::-1])
+    return {"perm": tuple(int(i) for i in draw("perm", perms))}
+
+
+def _slice(draw, types):
+    (shape, _), *_ = types
+    starts, limits, strides = [], [], []
+    for n in shape:
+        s = draw("slice_start", [0, 1]) if n > 1 else 0
+        starts.append(s)
+        limits.append(draw("slice_limit", [n, max(s + 1, n - 1)]))
+        strides.append(draw("slice_stride", [1, 2]))
+    return {"start": tuple(starts), "limit": tuple(limits), "strides": tuple(strides)}
+
+
+def _pad(draw, types):
+    (shape, _), *_ = types
+    cfg = tuple(draw("pad", [(0, 0, 0), (1, 2, 0), (0, 1, 1), (-1, 1, 0)]) for _ in shape)
+    cfg = tuple(c if not (c[0] < 0 and n < 2) else (0, 0, 0) for c, n in zip(cfg, shape))
+    return {"cfg": cfg}
+
+
+def _reshape(draw, types):
+    (shape, _), *_ = types
+    size = int(np.prod(shape))
+    options = [(size,), (1, size), (size, 1)]
+    if size % 2 == 0 and size > 2:
+        options.append((2, size // 2))
+    return {"shape": draw("reshape", options)}
+
+
+for _n, _ir, _f, _params in [
+    ("transpose", ("transpose",), lambda L, p, x: L.lax.transpose(x, p["perm"]), _perm),
+    ("reverse", ("reverse",), lambda L, p, x: L.lax.rev(x, p["dims"]), None),
+    (
+        "slice",
+        ("slice",),
+        lambda L, p, x: L.lax.slice(x, p["start"], p["limit"], p["strides"]),
+        _slice,
+    ),
+    ("pad", ("pad",), lambda L, p, x: L.lax.pad(x, _c(L, x, 0), p["cfg"]), _pad),
+    ("reshape", ("reshape",), lambda L, p, x: L.lax.reshape(x, p["shape"]), _reshape),
+    (
+        "broadcast",
+        ("broadcast_in_dim",),
+        lambda L, p, x: L.lax.broadcast_in_dim(x, (2, *x.shape), tuple(range(1, x.ndim + 1))),
+        None,
+    ),
+    (
+        "concatenate",
+        ("concatenate",),
+        lambda L, p, x: L.lax.concatenate([x, L.lax.rev(x, (p["axis"],))], p["axis"]),
+        _axis_param,
+    ),
+    (
+        "iota_add",
+        ("iota",),
+        lambda L, p, x: L.lax.add(x, L.lax.broadcasted_iota(x.dtype, x.shape, p["axis"])),
+        _axis_param,
+    ),
+]:
+    _add(
+        Spec(
+            _n,
+            _ir,
+            1,
+            "fiub" if _n not in ("iota_add",) else "iu",
+            _f,
+            exact=True,
+            params=_params or (lambda draw, types: {"dims": (0,) if types[0][0] else ()}),
+            tags=("shape",),
+        )
+    )
+
+# --- indexing: dynamic slices, gather, scatter -----------------------------------------------
+
+
+def _index_of(L, i, n):
+    """An int32 index in [-2, n + 2) from any exact integer value (first element)."""
+    first = L.lax.reshape(L.lax.slice(L.lax.reshape(i, (i.size,)), (0,), (1,)), ())
+    first = L.lax.convert_element_type(first, "int32")
+    return L.lax.sub(
+        L.lax.rem(first, L.lax.convert_element_type(n + 4, "int32")),
+        L.lax.convert_element_type(2, "int32"),
+    )
+
+
+def _dyn_slice(L, p, x, i):
+    idx = [_index_of(L, i, n) for n in x.shape]
+    sizes = tuple(max(1, n - 1) for n in x.shape)
+    return L.lax.dynamic_slice(x, idx, sizes)
+
+
+def _dyn_update(L, p, x, i):
+    idx = [_index_of(L, i, n) for n in x.shape]
+    upd = L.lax.slice(x, (0,) * x.ndim, tuple(max(1, n - 1) for n in x.shape))
+    return L.lax.dynamic_update_slice(x, L.lax.rev(upd, tuple(range(x.ndim))), idx)
+
+
+def _take(L, p, x, i):
+    flat = L.lax.reshape(i, (i.size,))
+    idx = L.lax.convert_element_type(flat, "int32")
+    return L.np.take(x, idx, axis=p["axis"], mode=p["mode"])
+
+
+def _scatter_add(L, p, x, i):
+    flat = L.lax.reshape(i, (i.size,))
+    idx = L.lax.rem(
+        L.lax.convert_element_type(flat, "int32"),
+        L.lax.convert_element_type(x.shape[0] + 1, "int32"),
+    )
+    upd = L.np.ones((i.size, *x.shape[1:]), x.dtype)
+    return x.at[idx].add(upd) if p["op"] == "add" else x.at[idx].max(upd)
+
+
+for _n, _ir, _f, _params, _exact in [
+    ("dynamic_slice", ("dynamic_slice",), _dyn_slice, None, True),
+    ("dynamic_update_slice", ("dynamic_update_slice",), _dyn_update, None, True),
+    (
+        "take",
+        ("gather",),
+        _take,
+        lambda draw, types: {
+            **_axis_param(draw, types),
+            "mode": draw("take_mode", ["fill", "clip", "wrap"]),
+        },
+        True,
+    ),
+    (
+        "scatter",
+        ("scatter",),
+        _scatter_add,
+        lambda draw, types: {"op": draw("scatter_op", ["add", "max"])},
+        "iu",
+    ),
+]:
+    _add(
+        Spec(
+            _n,
+            _ir,
+            2,
+            "fiu",
+            _f,
+            exact=_exact,
+            same_type=False,
+            params=_params,
+            tags=("index", "needs_rank1"),
+        )
+    )
+
+# --- contraction and sorting -----------------------------------------------------------------
+
+
+def _matmul(L, p, x, y):
+    a = L.lax.reshape(x, (x.shape[0], x.size // x.shape[0]))
+    return (
+        L.np.matmul(a, L.lax.transpose(a, (1, 0)))
+        if p["form"] == "aat"
+        else L.np.einsum("ij,ik->jk", a, a)
+    )
+
+
+_add(
+    Spec(
+        "dot",
+        ("dot_general",),
+        1,
+        "fi",
+        _matmul,
+        params=lambda draw, types: {"form": draw("dot_form", ["aat", "ata"])},
+        exact="i",
+        tags=("needs_rank1",),
+    )
+)
+_add(
+    Spec(
+        "sort",
+        ("sort",),
+        1,
+        "fiu",
+        lambda L, p, x: L.lax.sort(x, dimension=p["axis"]),
+        exact=True,
+        needs_exact=True,
+        params=_axis_param,
+        tags=("needs_rank1",),
+    )
+)
+_add(
+    Spec(
+        "top_k",
+        ("top_k",),
+        1,
+        "fiu",
+        lambda L, p, x: L.lax.top_k(x, 1 if x.shape[-1] < 2 else 2)[p["part"]],
+        exact=True,
+        needs_exact=True,
+        params=lambda draw, types: {"part": draw("top_k_part", [0, 1])},
+        tags=("needs_rank1",),
+    )
+)
+
+# --- control flow: bodies are chains of shape- and dtype-preserving unary ops ---------------
+
+
+def body_chain(L, chain, x):
+    for name in chain:
+        spec = SPECS[name]
+        x = spec.apply(L, {}, x) if spec.arity == 1 else spec.apply(L, {}, x, x)
+    return x
+
+
+def _first(L, x):
+    return L.lax.reshape(L.lax.slice(L.lax.reshape(x, (x.size,)), (0,), (1,)), ())
+
+
+def _cond(L, p, x, s):
+    pred = L.lax.gt(_first(L, s), L.lax.convert_element_type(0, s.dtype))
+    return L.lax.cond(
+        pred, lambda v: body_chain(L, p["a"], v), lambda v: body_chain(L, p["b"], v), x
+    )
+
+
+def _switch(L, p, x, s):
+    i = L.lax.convert_element_type(_first(L, s), "int32")
+    return L.lax.switch(i, [lambda v, c=c: body_chain(L, c, v) for c in p["chains"]], x)
+
+
+def _scan(L, p, x):
+    n = p["n"]
+    xs = L.lax.broadcast_in_dim(x, (n, *x.shape), tuple(range(1, x.ndim + 1)))
+
+    def step(c, row):
+        c2 = L.lax.max(body_chain(L, p["a"], c), row) if p["mix"] else body_chain(L, p["a"], c)
+        return c2, body_chain(L, p["b"], c2)
+
+    carry, ys = L.lax.scan(step, x, xs, reverse=p["reverse"])
+    return L.lax.add(L.lax.broadcast_in_dim(carry, (n, *x.shape), tuple(range(1, x.ndim + 1))), ys)
+
+
+def _while(L, p, x):
+    def body(c):
+        i, v = c
+        return L.lax.add(i, L.lax.convert_element_type(1, "int32")), body_chain(L, p["a"], v)
+
+    def cond(c):
+        return L.lax.lt(c[0], L.lax.convert_element_type(p["n"], "int32"))
+
+    return L.lax.while_loop(cond, body, (L.lax.convert_element_type(0, "int32"), x))[1]
+
+
+def _fori(L, p, x):
+    def body(i, v):
+        w = body_chain(L, p["a"], v)
+        return L.lax.add(w, L.lax.convert_element_type(i, w.dtype)) if p["add_i"] else w
+
+    return L.lax.fori_loop(0, p["n"], body, x)
+
+
+def _chain(draw, types, key):
+    (_, dtype), *_ = types
+    k = kind(dtype)
+    options = sorted(
+        n for n, s in SPECS.items() if s.preserves and k in s.kinds and not s.needs_exact
+    )
+    length = draw(key + "_len", [1, 2])
+    return tuple(draw(key, options) for _ in range(length))
+
+
+_add(
+    Spec(
+        "cond",
+        ("case",),
+        2,
+        "fiu",
+        _cond,
+        same_type=False,
+        params=lambda draw, t: {"a": _chain(draw, t, "cond_a"), "b": _chain(draw, t, "cond_b")},
+        tags=("control", "second_exact"),
+    )
+)
+_add(
+    Spec(
+        "switch",
+        ("case",),
+        2,
+        "fiu",
+        _switch,
+        same_type=False,
+        params=lambda draw, t: {"chains": tuple(_chain(draw, t, f"switch_{k}") for k in range(3))},
+        tags=("control", "second_exact"),
+    )
+)
+_add(
+    Spec(
+        "scan",
+        ("scan",),
+        1,
+        "fiu",
+        _scan,
+        params=lambda draw, t: {
+            "a": _chain(draw, t, "scan_a"),
+            "b": _chain(draw, t, "scan_b"),
+            "n": draw("scan_n", [1, 3]),
+            "mix": draw("scan_mix", [True, False]),
+            "reverse": draw("scan_reverse", [False, True]),
+        },
+        tags=("control",),
+    )
+)
+_add(
+    Spec(
+        "while_loop",
+        ("while",),
+        1,
+        "fiu",
+        _while,
+        params=lambda draw, t: {"a": _chain(draw, t, "while_a"), "n": draw("while_n", [0, 2, 3])},
+        tags=("control",),
+    )
+)
+_add(
+    Spec(
+        "fori_loop",
+        ("scan",),
+        1,
+        "fiu",
+        _fori,
+        params=lambda draw, t: {
+            "a": _chain(draw, t, "fori_a"),
+            "n": draw("fori_n", [0, 1, 3]),
+            "add_i": draw("fori_add_i", [True, False]),
+        },
+        tags=("control",),
+    )
+)
+
+# IR ops that programs written with lax/numpy on one device never contain, or that no
+# generator produces yet, and why
+NOT_GENERATED = {
+    "constant": "appears in every program (literals), not generated on its own",
+    "fusion": "made by the fusion pass, which every program runs through",
+    "all_gather": "collective: needs shard_map over several devices (tests/multidevice)",
+    "all_reduce": "collective: needs shard_map over several devices (tests/multidevice)",
+    "all_to_all": "collective: needs shard_map over several devices (tests/multidevice)",
+    "collective_permute": "collective: needs shard_map over several devices",
+    "reduce_scatter": "collective: needs shard_map over several devices (tests/multidevice)",
+    "manual_computation": "shard_map's region: needs a mesh",
+    "partition_id": "axis_index: needs shard_map",
+    "real": "complex dtypes are not generated",
+    "imag": "complex dtypes are not generated",
+}
+
+
+def covered_ir_ops() -> set[str]:
+    out = set()
+    for s in SPECS.values():
+        out.update(s.ir)
+    return out
+
+
+# --- special functions, convolution, FFT, linear algebra --------------------------------------
+
+_add(
+    Spec(
+        "erf_inv",
+        ("erf_inv",),
+        1,
+        "f",
+        lambda L, p, x: L.lax.erf_inv(_bounded(L, x, 0.9)),
+        preserves=True,
+    )
+)
+_add(
+    Spec(
+        "nextafter",
+        ("next_after",),
+        2,
+        "f",
+        lambda L, p, x, y: L.lax.nextafter(x, y),
+        exact=True,
+        preserves=True,
+    )
+)
+
+
+def _conv(L, p, x):
+    v = L.lax.reshape(x, (1, 1, x.size))
+    k = L.lax.slice(L.lax.rev(v, (2,)), (0, 0, 0), (1, 1, min(3, x.size)))
+    return L.lax.conv_general_dilated(v, k, (p["stride"],), p["padding"])
+
+
+_add(
+    Spec(
+        "conv",
+        ("convolution",),
+        1,
+        "f",
+        _conv,
+        params=lambda draw, t: {
+            "stride": draw("conv_stride", [1, 2]),
+            "padding": draw("conv_padding", ["SAME", "VALID"]),
+        },
+        tags=("needs_rank1",),
+    )
+)
+
+
+def _f32(L, x):
+    return L.lax.convert_element_type(x, "float32")
+
+
+def _spd(L, x):
+    """An n x n symmetric positive definite float32 matrix from x's values (n <= 8)."""
+    v = L.lax.reshape(_f32(L, x), (x.size,))
+    outer = L.lax.mul(
+        L.lax.broadcast_in_dim(v, (x.size, x.size), (0,)),
+        L.lax.broadcast_in_dim(v, (x.size, x.size), (1,)),
+    )
+    eye = L.lax.convert_element_type(
+        L.lax.eq(
+            L.lax.broadcasted_iota("int32", (x.size, x.size), 0),
+            L.lax.broadcasted_iota("int32", (x.size, x.size), 1),
+        ),
+        "float32",
+    )
+    return L.lax.add(outer, L.lax.mul(eye, L.lax.convert_element_type(float(x.size), "float32")))
+
+
+def _linalg(L, p, x):
+    a = _spd(L, x)
+    v = L.lax.reshape(_f32(L, x), (x.size,))
+    la = L.np.linalg
+    what = p["what"]
+    if what == "cholesky":
+        return la.cholesky(a)
+    if what == "solve":
+        return la.solve(a, v)
+    if what == "qr":
+        q, r = la.qr(a)
+        return L.np.matmul(q, r)
+    if what == "eigvalsh":
+        return la.eigvalsh(a)
+    if what == "svd":
+        return la.svd(a, compute_uv=False)
+    if what == "det":
+        return la.det(a)
+    if what == "lu_permutation":
+        _, pivots, _ = L.linalg.lu(a)
+        return L.linalg.lu_pivots_to_permutation(pivots, x.size)
+    # eig: general solver on a symmetric matrix: real eigenvalues, in LAPACK's order
+    return L.np.sort(L.np.abs(la.eigvals(a)))
+
+
+_add(
+    Spec(
+        "linalg",
+        ("cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh", "svd")
+        + ("eig",),
+        1,
+        "f",
+        _linalg,
+        params=lambda draw, t: {
+            "what": draw(
+                "linalg",
+                ["cholesky", "solve", "qr", "eigvalsh", "svd", "det", "eig", "lu_permutation"],
+            )
+        },
+        tags=("needs_rank1",),
+    )
+)
+
+
+def _fft(L, p, x):
+    v = _f32(L, x)
+    n = x.shape[-1]
+    return L.np.fft.irfft(L.np.fft.rfft(v, axis=-1), n=n, axis=-1)
+
+
+_add(Spec("fft", ("fft",), 1, "f", _fft, tags=("needs_rank1",)))
+
+
+# --- transformations: vmap of a body (grad joins once it is in main) -------------------------
+
+
+def _vmap(L, p, x):
+    def body(row):
+        y = body_chain(L, p["chain"], row)
+        if p["reduce"] and y.ndim:
+            y = L.np.sum(y, axis=0) if kind(str(np.dtype(y.dtype))) != "b" else y
+        return y
+
+    axis = p["axis"] % x.ndim
+    return L.vmap(body, in_axes=axis, out_axes=p["out_axis"] % max(1, x.ndim - p["reduce"]))(x)
+
+
+_add(
+    Spec(
+        "vmap",
+        (),
+        1,
+        "fiu",
+        _vmap,
+        params=lambda draw, t: {
+            "chain": _chain(draw, t, "vmap_chain"),
+            "axis": draw("vmap_axis", [0, 1, -1]),
+            "out_axis": draw("vmap_out_axis", [0, -1]),
+            "reduce": draw("vmap_reduce", [False, True]),
+        },
+        tags=("needs_rank1", "transform"),
+    )
+)
