@@ -555,7 +555,7 @@ register(
 )
 
 
-# ---- complex: a binary op whose result is not its operands' type ----------: binary ops whose result is not their operands' type ----------
+# ---- complex: a binary op whose result is not its operands' type ------------------------
 
 
 def _complex_infer(types, attrs, regions):

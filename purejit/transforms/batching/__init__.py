@@ -36,7 +36,7 @@ from purejit.transforms.batching import (  # noqa: F401  (each registers its fam
     shape,
     sort,
 )
-from purejit.transforms.batching import callback, conv  # noqa: F401, E402
+from purejit.transforms.batching import callback  # noqa: F401, E402
 
 __all__ = [
     "FALLBACKS",
@@ -53,4 +53,3 @@ __all__ = [
     "notes",
     "reduce_batch",
 ]
-from purejit.transforms.batching import fft, linalg  # noqa: E402, F401
