@@ -190,6 +190,10 @@ def test_explain_reports_what_control_flow_became():
     )
     assert f"cond (at test_vmap_api.py:{line + 2}) → cond: the predicate does not vary" in text
     assert f"while_loop (at test_vmap_api.py:{line + 3}) → while over the batch" in text
+    scanned = purejit.vmap(lambda x: lax.scan(lambda c, v: (c + v, c), 0.0, x))
+    assert "→ scan: one loop of 3 steps for the whole batch (1 of 1 carries batched)" in str(
+        purejit.explain(scanned, f32(4, 3))
+    )
 
 
 def test_fusion_ops_batch_through_their_region():
