@@ -257,7 +257,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     outs, aux = tr.split(outs)
     n = tr.num_out
     out_avals = tr.closed.out_avals[:n]
-    in_avals = lin.in_avals[: tr.num_in]
+    in_avals = [tangent_aval(a) for a in tr.closed.in_avals[: tr.num_in]]
 
     def vjp_fn(ct):
         ct_leaves, ct_tree = tree_flatten(ct)
@@ -275,6 +275,11 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         cts += [Zero(a) for a in lin.out_avals[n:]]
         got = lin.transpose(cts)[: tr.num_in]
         leaves = [_materialize(g, a) for g, a in zip(got, in_avals)]
+        # as JAX: the cotangent of a weakly typed input is weakly typed
+        leaves = [
+            jnp.convert(g, a.dtype, weak=True) if a.weak_type and a.dtype != float0 else g
+            for g, a in zip(leaves, in_avals)
+        ]
         return tree_unflatten(p_tree, leaves)
 
     out = tree_unflatten(tr.out_tree, outs)
