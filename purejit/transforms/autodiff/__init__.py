@@ -10,6 +10,7 @@ from purejit.transforms.autodiff import (  # noqa: F401  (registers the rules)
     collective,
     contraction,
     control,
+    conv,
     elementwise,
     fusion,
     gather,
