@@ -109,3 +109,6 @@ __all__ += [
 from purejit.transforms.vmap import vmap  # noqa: E402
 
 __all__ += ["vmap"]
+from purejit.jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: E402
+
+__all__ += ["hessian", "jacfwd", "jacobian", "jacrev"]

@@ -8,7 +8,10 @@ from purejit.transforms.batching import FALLBACKS, RULES
 from purejit.transforms.batching.core import loop_rule
 
 # op -> why it runs once per example instead of batched; keep in step with FALLBACKS
-LOOPED: dict[str, str] = {}
+LOOPED: dict[str, str] = {
+    "host_callback": "a host callback runs once per example (JAX's debug.callback)",
+    "pure_callback": "a pure callback runs once per example (vmap_method='sequential')",
+}
 
 
 def test_every_op_has_a_batching_rule():

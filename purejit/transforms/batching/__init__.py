@@ -22,6 +22,8 @@ from purejit.transforms.batching.core import (
     reduce_batch,
 )
 from purejit.transforms.batching import (  # noqa: F401  (each registers its family's rules)
+    autodiff,
+    callback,
     collective,
     contraction,
     control,
@@ -36,7 +38,6 @@ from purejit.transforms.batching import (  # noqa: F401  (each registers its fam
     shape,
     sort,
 )
-from purejit.transforms.batching import callback  # noqa: F401, E402
 
 __all__ = [
     "FALLBACKS",

@@ -4,20 +4,7 @@
 
 from __future__ import annotations
 
-from purejit.transforms.batching.core import FALLBACKS, defrule, loop_rule
+from purejit.transforms.batching.core import deffallback
 
-_REASONS = {
-    "host_callback": "a host callback runs once per example (JAX's debug.callback)",
-    "pure_callback": "a pure callback runs once per example (vmap_method='sequential')",
-}
-FALLBACKS.update(_REASONS)
-
-
-@defrule("host_callback")
-def host_callback_rule(axis, args, dims, **attrs):
-    return loop_rule(axis, args, dims, _op_name="host_callback", **attrs)
-
-
-@defrule("pure_callback")
-def pure_callback_rule(axis, args, dims, **attrs):
-    return loop_rule(axis, args, dims, _op_name="pure_callback", **attrs)
+deffallback("host_callback", "a host callback runs once per example (JAX's debug.callback)")
+deffallback("pure_callback", "a pure callback runs once per example (vmap_method='sequential')")
