@@ -5,7 +5,7 @@ purejit's compiled program (CPU; and GPU when the default backend is one), purej
 reference interpreter on the traced IR, and on the IR after the pass pipeline run with each
 pass switched off in turn (and with all of them on).
 
-Tolerances (documented in `tests/fuzz/README.md` too):
+Tolerances (tests/fuzz/README.md says the same):
 
 - integer and bool results, and float results the generator knows are exact (only exact ops
   on exact inputs: data movement, max/min, comparisons, rounding, conversions, ...): equal
