@@ -26,9 +26,9 @@ from purejit.transforms.autodiff import (
     Context,
     Zero,
     jvp_function,
-    linearize_function,
     tangent_aval,
 )
+from purejit.transforms.autodiff import remat
 from purejit.transforms.autodiff._core import instantiate
 from purejit.tree_util import tree_flatten, tree_structure, tree_unflatten
 
@@ -184,7 +184,7 @@ def _linearize(fun, primals, has_aux, api):
     p_leaves = [_as_leaf(x, api) for x in p_leaves]
     tr = _Traced(fun, p_leaves, p_tree, has_aux, api)
     nonzero = [True] * tr.num_in + [False] * len(tr.closed.captures)
-    outs, lin = linearize_function(tr.closed.fn, tr.args, nonzero)
+    outs, lin = remat.linearize(tr.closed.fn, tr.args, nonzero, where=api)
     return tr, p_leaves, p_tree, outs, lin
 
 

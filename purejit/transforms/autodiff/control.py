@@ -28,6 +28,7 @@ from purejit.tracing import (
     trace_to_function,
 )
 from purejit.transforms.autodiff import interpreter as interp
+from purejit.transforms.autodiff import remat
 from purejit.transforms.autodiff._core import (
     LINEAR_OPS,
     Zero,
@@ -346,7 +347,9 @@ def _scan_jvp(ctx, primals, tangents, attrs, regions):
 def _scan_linearize(attrs, body, consts, carry, xs, tc, tcarry, txs, nz_k, nz_c, nz_x, nz_y):
     nk, nc = len(consts), len(carry)
     # carry tangents at their fixed point, in and out
-    split = RegionSplit(body, [*nz_k, *nz_c, *nz_x], [*nz_c, *nz_y])
+    split = remat.rematerialize_scan(  # what the backward recomputes instead of stacking
+        lambda: RegionSplit(body, [*nz_k, *nz_c, *nz_x], [*nz_c, *nz_y]), nk, int(attrs["length"])
+    )
     # residuals: a loop constant is passed once; anything else is stacked along the loop
     const_res, stacked = [], []
     for k, p in enumerate(split.res_is_param):
