@@ -18,6 +18,7 @@ from purejit.errors import (
     UnexpectedTracerError,
 )
 from purejit import numpy, lax, nn
+from purejit import random
 from purejit import sharding
 from purejit.sharding import device_put
 from purejit.shard_map import shard_map
@@ -49,6 +50,7 @@ __all__ = [
     "lax",
     "nn",
     "numpy",
+    "random",
     "shard_map",
     "sharding",
     "tree_util",

@@ -260,3 +260,6 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     hot = jnp.equal(jnp.broadcast_to(lhs, shape), classes)
     dt = pdt.default_float() if dtype is None else pdt.canonicalize(dtype)
     return jnp.convert(hot, dt)
+
+
+from purejit.nn import initializers  # noqa: E402, F401  (jax.nn.initializers)
