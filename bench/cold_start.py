@@ -1,6 +1,12 @@
 """Cold start: the first call of a 12-layer transformer, without and with a warm persistent cache.
 
     python -m bench.cold_start [--quick] [--layers 12] [--d 256] [--seq 128] [--batch 4]
+    python -m bench.cold_start --repeats 5 [--layers 48]   # the cold-start protocol
+
+With `--repeats N`, only cold first calls: N fresh processes for each of purejit and jax.jit,
+interleaved (purejit, jax, purejit, ...), each with its own empty cache folder (purejit's
+`cache_dir`; JAX's compilation cache, which also holds XLA's autotuning results on GPU) and
+the same XLA options; prints median, min and max and the ratio of the medians.
 
 Every measurement runs in a fresh Python process (imports and backend start excluded, the
 first call of the model timed, result brought to the host):
@@ -53,7 +59,7 @@ def _child(args):
         out["xla_compiles"] = stats.compiles
         out["cache_loads"] = stats.persistent_hits
         out["pass_cache_hits"] = compile_cache.counters.pass_hits
-        lowered = next(iter(f._cache.values())).lowered
+        lowered = next(iter(f.cache.values())).lowered
         out["timings"] = lowered.timings
     else:
         import jax
@@ -98,6 +104,24 @@ def _spawn(kind: str, cache: str, args) -> dict:
     return json.loads(line[len("RESULT ") :])
 
 
+def _repeated_cold(args) -> dict:
+    times = {"purejit": [], "jax": []}
+    for _ in range(args.repeats):
+        for kind in times:
+            with tempfile.TemporaryDirectory() as cache:
+                times[kind].append(_spawn(kind, cache, args)["first_call"])
+    stats = {k: (float(np.median(v)), min(v), max(v)) for k, v in times.items()}
+    print(
+        f"\n### Cold first call, {args.layers}-layer transformer, d={args.d}, "
+        f"{args.repeats} fresh processes each, interleaved, empty caches\n"
+    )
+    print("| | median (s) | min (s) | max (s) |\n|---|---:|---:|---:|")
+    for k, (med, lo, hi) in stats.items():
+        print(f"| {'jax.jit' if k == 'jax' else k} | {med:.3f} | {lo:.3f} | {hi:.3f} |")
+    print(f"\npurejit / jax.jit (medians): {stats['purejit'][0] / stats['jax'][0]:.2f}x")
+    return times
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="4 layers, d=128, seq 64 (CPU)")
@@ -108,11 +132,14 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--child", choices=("purejit", "jax"), help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
+    ap.add_argument("--repeats", type=int, default=0, help="cold-only protocol, N each")
     args = ap.parse_args(argv)
     if args.child:
         return _child(args)
     if args.quick:
         args.layers, args.d, args.seq, args.batch = 4, 128, 64, 2
+    if args.repeats:
+        return _repeated_cold(args)
 
     rows = {}
     with tempfile.TemporaryDirectory() as pj, tempfile.TemporaryDirectory() as jx:

@@ -59,3 +59,34 @@ def transformer(xp, params, x, heads: int):
         h = layer_norm(xp, x, p["ln2_g"], p["ln2_b"])
         x = x + gelu(xp, h @ p["up"]) @ p["down"]
     return x
+
+
+def cnn_params(rng: np.random.Generator, channels=(32, 32, 64, 64), classes=10, dtype=np.float32):
+    """Four 3x3 convolutions (HWIO) and a dense head, for 32x32x3 images."""
+    params, cin = {}, 3
+    for i, c in enumerate(channels):
+        params[f"conv{i}"] = (rng.standard_normal((3, 3, cin, c)) / math.sqrt(9 * cin)).astype(
+            dtype
+        )
+        params[f"bias{i}"] = np.zeros(c, dtype)
+        cin = c
+    params["dense"] = (rng.standard_normal((8 * 8 * cin, classes)) / math.sqrt(64 * cin)).astype(
+        dtype
+    )
+    return params
+
+
+def cnn(xp, lax, params, x):
+    """conv-relu-conv-relu-maxpool, twice, then dense: x is (batch, 32, 32, 3) NHWC."""
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def pool(h):
+        return lax.reduce_window(h, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    h = x
+    for i in range(4):
+        h = lax.conv_general_dilated(h, params[f"conv{i}"], (1, 1), "SAME", dimension_numbers=dn)
+        h = xp.maximum(h + params[f"bias{i}"], 0.0)
+        if i % 2 == 1:
+            h = pool(h)
+    return xp.reshape(h, (h.shape[0], -1)) @ params["dense"]

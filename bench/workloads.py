@@ -19,6 +19,7 @@ class Workload:
     eager: bool = True  # worth timing op by op (purejit eager, NumPy)
     note: str = ""
     needs_lax: bool = False  # fn(xp, lax, *args): no NumPy version
+    host_inputs: bool = False  # both jits get the NumPy arrays themselves (transfer per call)
 
 
 def _rng():
@@ -58,6 +59,10 @@ def scan_rnn(xp, lax, h0, xs, w, u):
 
     h, hs = lax.scan(step, h0, xs)
     return h, hs
+
+
+def cnn(xp, lax, params, x):
+    return models.cnn(xp, lax, params, x)
 
 
 def dispatch_tiny(xp, x):
@@ -126,9 +131,30 @@ def build(platform: str, quick: bool) -> list[Workload]:
             needs_lax=True,
         )
     )
+    batch = 8 if quick else 128
+    out.append(
+        Workload(
+            "cnn",
+            cnn,
+            (models.cnn_params(r), r.standard_normal((batch, 32, 32, 3)).astype(np.float32)),
+            eager=False,
+            needs_lax=True,
+            note=f"4 conv layers, {batch}x32x32x3",
+        )
+    )
     out.append(
         Workload(
             "dispatch_tiny", dispatch_tiny, (np.ones((), np.float32),), note="per-call overhead"
+        )
+    )
+    out.append(
+        Workload(
+            "dispatch_numpy",
+            dispatch_tiny,
+            (np.ones((), np.float32),),
+            eager=False,
+            host_inputs=True,
+            note="per-call overhead, NumPy argument",
         )
     )
     return out

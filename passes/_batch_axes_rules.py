@@ -287,6 +287,23 @@ def _scan(ctx, op):
     ctx.fail_op(op, "has a loop carry whose bucketed axes do not settle")
 
 
+def _region_call(ctx, op):
+    """An op whose one region is the function it computes on its operands (custom
+    derivatives, checkpoint): the rows of that function."""
+    (region,) = op.regions
+    for p, v in zip(region.params, op.operands):
+        ctx.state[p] = list(ctx.state[v])
+    _walk_inside(ctx, op, region)
+    results = _join_lists(ctx, op, region.results, None)
+    _carry_taint(ctx, op)
+    return results
+
+
+def _identity(ctx, op):
+    """Results equal to the operands (optimization_barrier, checkpoint_name)."""
+    return [list(ctx.state[v]) for v in op.operands]
+
+
 def _walk_inside(ctx, op, region):
     ctx.outer.append(op.loc)
     try:
@@ -346,4 +363,9 @@ RULES = {
     "case": _case,
     "while": _while,
     "scan": _scan,
+    "custom_jvp_call": _region_call,
+    "custom_vjp_call": _region_call,
+    "checkpoint": _region_call,
+    "optimization_barrier": _identity,
+    "checkpoint_name": _identity,
 }

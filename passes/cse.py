@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from purejit.ir import Function, Op, Value, print_function
-from purejit.passes.base import PassResult
+from purejit.passes.base import PassResult, has_effect
 
 
 def mergeable(op: Op) -> bool:
-    """Whether two copies of `op` may be merged into one: pure and without effects."""
-    traits = op.opdef.traits
-    return "pure" in traits and "side_effect" not in traits and "collective" not in traits
+    """Whether two copies of `op` may be merged into one: pure and without effects, in its
+    regions too."""
+    return not has_effect(op)
 
 
 def _attr_key(v):

@@ -1,7 +1,8 @@
 """Dead-code elimination.
 
 Guarantees: removes every op none of whose results is used (transitively from the returned
-values), unless the op has the `side_effect` or `collective` trait; works inside regions too.
+values), unless the op or an op in its regions has the `side_effect` or `collective` trait;
+works inside regions too.
 A `scan` also loses what it computes for nobody: carries that no result uses and that the
 body's other outputs do not read (to a fixed point), stacked outputs no one uses, and consts
 and xs its body no longer reads.
@@ -14,12 +15,11 @@ from dataclasses import dataclass
 
 from purejit.ir import Function, Op
 from purejit.ir.ops.control import scan_split
-from purejit.passes.base import PassResult
+from purejit.passes.base import PassResult, has_effect
 
 
 def _keeps(op: Op) -> bool:
-    traits = op.opdef.traits
-    return "side_effect" in traits or "collective" in traits or "pure" not in traits
+    return has_effect(op)
 
 
 def _prune_scan(op: Op, live: set) -> tuple[Op, int, int]:

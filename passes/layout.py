@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
 from purejit.ir.ops.contraction import DOT_ATTRS
-from purejit.passes.base import PassResult
+from purejit.passes.base import PassResult, has_effect
 
 _MAX_DEPTH = 24  # producers a permutation may travel through
 _BUDGET = 256  # plans considered per decision: keeps the pass linear in program size
@@ -543,7 +543,7 @@ def _remove_dead(fn: Function) -> Function:
     live = set(fn.results)
     kept = []
     for op in reversed(fn.ops):
-        if any(r in live for r in op.results) or not _has(op, "pure") or _has(op, "side_effect"):
+        if any(r in live for r in op.results) or has_effect(op):
             kept.append(op)
             live.update(op.operands)
     kept.reverse()

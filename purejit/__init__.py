@@ -19,6 +19,7 @@ from purejit.errors import (
     UnexpectedTracerError,
 )
 from purejit import numpy, lax, nn
+from purejit import ops
 from purejit import sharding
 from purejit.sharding import device_put
 from purejit.shard_map import shard_map
@@ -26,6 +27,17 @@ from purejit.backend.pjrt import devices
 from purejit.compiler.stats import cache_stats
 from purejit.export import Exported, deserialize, export
 from purejit.api import explain
+from purejit import ad_checkpoint, test_util
+from purejit.ad_checkpoint import checkpoint, checkpoint_policies, remat
+from purejit.custom_derivatives import closure_convert, custom_jvp, custom_vjp
+from purejit.autodiff import (
+    grad,
+    jvp,
+    linear_transpose,
+    linearize,
+    value_and_grad,
+    vjp,
+)
 
 __version__ = "0.1.0"
 
@@ -49,15 +61,54 @@ __all__ = [
     "jit",
     "lax",
     "nn",
+    "ops",
     "numpy",
     "shard_map",
     "sharding",
     "tree_util",
+    "grad",
+    "jvp",
+    "linear_transpose",
+    "linearize",
+    "value_and_grad",
+    "vjp",
+    "ad_checkpoint",
+    "checkpoint",
+    "checkpoint_policies",
+    "closure_convert",
+    "custom_jvp",
+    "custom_vjp",
+    "remat",
+    "test_util",
 ]
 
 from purejit import tree  # noqa: E402
 
 __all__ += ["tree"]
+from purejit import debug  # noqa: E402
+from purejit.debug import pure_callback  # noqa: E402
+
+__all__ += ["debug", "pure_callback"]
+from purejit.utilities import (  # noqa: E402
+    ShapeDtypeStruct,
+    block_until_ready,
+    device_get,
+    eval_shape,
+    make_jaxpr,
+    typeof,
+)
+
+__all__ += [
+    "ShapeDtypeStruct",
+    "block_until_ready",
+    "device_get",
+    "eval_shape",
+    "make_jaxpr",
+    "typeof",
+]
 from purejit.transforms.vmap import vmap  # noqa: E402
 
 __all__ += ["vmap"]
+from purejit.jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: E402
+
+__all__ += ["hessian", "jacfwd", "jacobian", "jacrev"]

@@ -13,17 +13,20 @@ import functools
 from typing import Any, Callable, Sequence
 
 from purejit.compiler import CacheStats, Compiled, Lowered
+from purejit.compiler.compiled import fast_key
 from purejit.compiler.buckets import Buckets
 from purejit.compiler.explain import Explanation, explain_lowered
 from purejit.compiler.donation import normalize_donation
 from purejit.compiler.lower import JitConfig, lower, trace
 from purejit.compiler.options import CompilerOptions
 from purejit.compiler.signature import ArgSpec, CallSignature
+from purejit.compiler.stages import Traced
 from purejit import errors
 from purejit.config import config
 from purejit.ir import Function
-from purejit.runtime import Array, eval_trace
+from purejit.runtime import eval_trace
 from purejit.tracing import current_trace
+from purejit.transforms.batching import notes as transform_notes
 
 
 @contextlib.contextmanager
@@ -118,6 +121,15 @@ class Jitted:
         """Trace and optimise for these arguments (arrays or shape specs), without compiling."""
         return self.lower_signature(self.signature(args, kwargs, shapes_only=True))
 
+    def trace(self, *args, **kwargs) -> Traced:
+        """JAX's first ahead-of-time stage: the traced program for these arguments (arrays
+        or shape specs); `.jaxpr` shows its IR, `.lower()` continues to `Lowered`."""
+        return Traced(self.config, self.signature(args, kwargs, shapes_only=True), self.stats)
+
+    def eval_shape(self, *args, **kwargs):
+        """The outputs' shapes and dtypes for these arguments, without compiling."""
+        return self.trace(*args, **kwargs).out_info
+
     def lower_signature(self, sig: CallSignature) -> Lowered:
         """Trace, optimise and emit for the call `sig` (at its `avals`)."""
         return lower(self.config, sig, self.stats)
@@ -153,28 +165,22 @@ class Jitted:
             # inside another trace, or disabled: run inline (the outer trace records it)
             return self.fun(*args, **kwargs)
         if not kwargs and self._fast_ok:
-            # fast path: positional purejit Arrays only, keyed on their avals (an exact
-            # match of the compiled signature, so no further check is needed)
-            try:
-                fast_key = tuple([a.aval for a in args])
-            except AttributeError:
-                fast_key = None
-            if fast_key is not None:
-                compiled = self._fast.get(fast_key)
-                if compiled is not None and all([type(a) is Array for a in args]):
+            # fast path: positional purejit Arrays and NumPy arrays whose (shape, dtype,
+            # weak type) exactly match a compiled signature (see `Compiled.fast_key`)
+            key = fast_key(args)
+            if key is not None:
+                compiled = self._fast.get(key)
+                if compiled is not None:
                     self.stats.hits += 1
-                    if compiled.plain:
-                        outs = compiled.exe.execute_unchecked([a.buffer for a in args])
-                        if compiled.single_output:
-                            return Array.from_buffer(outs[0], compiled.out_avals[0])
-                        return compiled.wrap(outs)
-                    return compiled.run_arrays(args, fast_key)
+                    return compiled.call_fast(args, key)
         sig = self.spec.signature(args, kwargs)
         if self._buckets is not None:
             return self._buckets.call(self, sig)
         compiled = self.compile_signature(sig)
-        if self._fast_ok and not kwargs and all(type(a) is Array for a in args):
-            self._fast[tuple(a.aval for a in args)] = compiled
+        if self._fast_ok and not kwargs:
+            key = compiled.fast_key_for(args, sig.avals)
+            if key is not None:
+                self._fast[key] = compiled
         return compiled.run_arrays(sig.leaves, sig.avals)
 
     def clear_cache(self):
@@ -264,7 +270,11 @@ def explain(f, *args, **kwargs) -> Explanation:
         `kernels`, `groups`, `xla_kernels`, `xla_cost`, `differences`).
     """
     jitted = f if isinstance(f, Jitted) else jit(f)
-    return explain_lowered(jitted.lower(*args, **kwargs))
+    with transform_notes.collecting() as transformed:  # what vmap did to control flow
+        lowered = jitted.lower(*args, **kwargs)
+    ex = explain_lowered(lowered)
+    ex.transforms = transformed
+    return ex
 
 
 __all__ = ["Compiled", "Explanation", "Jitted", "Lowered", "disable_jit", "explain", "jit"]

@@ -140,3 +140,8 @@ def python_scalar_dtype(x) -> np.dtype:
 def is_inexact(dt) -> bool:
     dt = np.dtype(dt)
     return dt.kind in "fc" or dt == bfloat16
+
+
+# the dtype of tangents and cotangents of integer and boolean values (JAX's float0): they
+# carry no information, so an array of it holds no bytes
+float0 = np.dtype([("float0", np.void, 0)])

@@ -5,12 +5,16 @@ Everything here is composed from purejit.numpy, so it runs eagerly and under jit
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import numpy as jnp
 from purejit.tracing import bind1
 from purejit.numpy._shape import normalize_axes
+from purejit.custom_derivatives import custom_jvp
+from purejit.lax import stop_gradient
 
 __all__ = [
     "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
@@ -34,16 +38,35 @@ def identity(x):
     return jnp.asarray(x)
 
 
-def relu(x):
-    """max(x, 0)."""
-    x = jnp.asarray(x)
+@custom_jvp
+def _relu(x):
     return jnp.maximum(x, _const(0, x))
 
 
-def relu6(x):
-    """min(max(x, 0), 6)."""
-    x = jnp.asarray(x)
+# as JAX: the derivative at 0 is 0
+_relu.defjvps(lambda g, ans, x: jnp.where(jnp.greater(x, 0), g, jnp.zeros_like(g)))
+
+
+def relu(x):
+    """max(x, 0); its derivative at 0 is 0, as in JAX."""
+    return _relu(jnp.asarray(x))
+
+
+@custom_jvp
+def _relu6(x):
     return jnp.minimum(jnp.maximum(x, _const(0, x)), _const(6, x))
+
+
+_relu6.defjvps(
+    lambda g, ans, x: jnp.where(
+        jnp.logical_and(jnp.greater(x, 0), jnp.less(x, 6)), g, jnp.zeros_like(g)
+    )
+)
+
+
+def relu6(x):
+    """min(max(x, 0), 6); its derivative at 0 and 6 is 0, as in JAX."""
+    return _relu6(jnp.asarray(x))
 
 
 def sigmoid(x):
@@ -81,9 +104,17 @@ def gelu(x, approximate: bool = True):
 
 
 def softplus(x):
-    """log(1 + exp(x)), computed stably."""
-    x = _inexact(x)
+    """log(1 + exp(x)), computed stably; its derivative is sigmoid(x) everywhere (JAX's
+    logaddexp JVP; differentiating the stable formula would give 0 at x = 0)."""
+    return _softplus(_inexact(x))
+
+
+@custom_jvp
+def _softplus(x):
     return jnp.logaddexp(x, _const(0, x))
+
+
+_softplus.defjvps(lambda g, ans, x: jnp.multiply(g, sigmoid(x)))
 
 
 def log_sigmoid(x):
@@ -179,8 +210,29 @@ def _max_keep(x, axis, where):
 
 
 def softmax(x, axis=-1, where=None):
-    """exp(x) / sum(exp(x)) along `axis`, shifted by the max for stability."""
+    """exp(x) / sum(exp(x)) along `axis`, shifted by the max for stability; its JVP is
+    y * (t - sum(y * t)), as JAX's."""
     x = _inexact(x)
+    if where is None:
+        return _softmax(x, axis)
+    return _softmax_where(x, axis, where)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _softmax(x, axis):
+    return _softmax_where(x, axis, None)
+
+
+@_softmax.defjvp
+def _softmax_jvp(axis, primals, tangents):
+    (x,), (t,) = primals, tangents
+    y = _softmax(x, axis)
+    return y, jnp.multiply(
+        y, jnp.subtract(t, jnp.sum(jnp.multiply(y, t), axis=axis, keepdims=True))
+    )
+
+
+def _softmax_where(x, axis, where):
     unnormalized = jnp.exp(jnp.subtract(x, _max_keep(x, axis, where)))
     unnormalized = _masked(unnormalized, where, 0)
     out = jnp.true_divide(unnormalized, jnp.sum(unnormalized, axis=axis, keepdims=True))
@@ -190,7 +242,7 @@ def softmax(x, axis=-1, where=None):
 def log_softmax(x, axis=-1, where=None):
     """x - logsumexp(x) along `axis`, computed stably."""
     x = _inexact(x)
-    shifted = jnp.subtract(x, _max_keep(x, axis, where))
+    shifted = jnp.subtract(x, stop_gradient(_max_keep(x, axis, where)))
     e = _masked(jnp.exp(shifted), where, 0)
     out = jnp.subtract(shifted, jnp.log(jnp.sum(e, axis=axis, keepdims=True)))
     return _masked(out, where, -np.inf)
@@ -217,7 +269,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
         a = _inexact(a)
     dims = normalize_axes(axis, a.ndim, "logsumexp")
     amax = jnp.max(_masked(a, where, -np.inf), axis=dims, keepdims=True)
-    amax = jnp.where(jnp.isfinite(amax), amax, _const(0, amax))
+    amax = stop_gradient(jnp.where(jnp.isfinite(amax), amax, _const(0, amax)))
     e = jnp.exp(jnp.subtract(a, amax))
     if b is not None:
         e = jnp.multiply(e, b)

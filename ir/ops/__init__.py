@@ -1,6 +1,7 @@
 """Op definitions, one module per family. Importing this package registers them all."""
 
 from purejit.ir.ops import (  # noqa: F401  # noqa: F401
+    autodiff,  # noqa: F401
     collective,  # noqa: F401
     contraction,  # noqa: F401
     control,
@@ -13,4 +14,5 @@ from purejit.ir.ops import (  # noqa: F401  # noqa: F401
     sort,
 )
 from purejit.ir.ops import conv  # noqa: F401, E402
+from purejit.ir.ops import callback  # noqa: F401, E402
 from purejit.ir.ops import fft, linalg  # noqa: F401, E402

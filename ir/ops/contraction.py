@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from purejit.ir.core import TensorType
 from purejit.ir.ops._util import check_rank_attr, compute_dtype, int_list, nargs, need_attrs
+from purejit.ir.ops.conv import check_precision
 from purejit.ir.registry import OpDef, fail, register
 
 # dot_general(lhs, rhs) {lhs_batching_dimensions, rhs_batching_dimensions,
@@ -16,7 +17,8 @@ from purejit.ir.registry import OpDef, fail, register
 #                        preferred_element_type (optional)} -----------------------------------
 # With `preferred_element_type` the result has that dtype (JAX's `preferred_element_type`,
 # e.g. bf16 operands with an f32 result, or i32 operands with an f32 one): the operands
-# are taken in that dtype, then multiplied and summed in it.
+# are taken in that dtype, then multiplied and summed in it. `precision` (optional) is a
+# pair of "DEFAULT" / "HIGH" / "HIGHEST", StableHLO's precision_config (ir/ops/conv.py).
 
 DOT_ATTRS = (
     "lhs_batching_dimensions",
@@ -46,6 +48,7 @@ def _dot_infer(types, attrs, regions):
     out = attrs.get("preferred_element_type")
     if out is not None and not isinstance(out, np.dtype):
         fail("dot_general", f"preferred_element_type must be a dtype, got {out!r}")
+    check_precision("dot_general", attrs.get("precision"))
     return [TensorType(tuple(shape), lhs.dtype if out is None else out)]
 
 
@@ -78,7 +81,7 @@ register(
         _dot_infer,
         _dot_ref,
         frozenset({"pure", "contraction"}),
-        attrs=DOT_ATTRS + ("preferred_element_type",),
+        attrs=DOT_ATTRS + ("preferred_element_type", "precision"),
         doc="dot_general(lhs, rhs): result dims are batch, lhs free, rhs free",
     )
 )

@@ -526,3 +526,59 @@ register(
         doc="convert {dtype}",
     )
 )
+
+
+def _bitcast_convert_infer(types, attrs, regions):
+    nargs("bitcast_convert", types, 1)
+    need_attrs("bitcast_convert", attrs, "dtype")
+    t = types[0]
+    dt = dtype_attr("bitcast_convert", "dtype", attrs["dtype"])
+    if np.dtype(dt).itemsize != t.dtype.itemsize or dtypes.is_bool(dt) or dtypes.is_bool(t.dtype):
+        fail("bitcast_convert", f"{t} to {np.dtype(dt).name}: element widths differ (or pred)")
+    return [TensorType(t.shape, dt)]
+
+
+def _bitcast_convert_ref(args, attrs, regions, run_region):
+    x = np.ascontiguousarray(args[0])
+    return [x.view(np.dtype(attrs["dtype"])).reshape(x.shape)]
+
+
+register(
+    OpDef(
+        "bitcast_convert",
+        _bitcast_convert_infer,
+        _bitcast_convert_ref,
+        _EW | {"cheap"},
+        attrs=("dtype",),
+        doc="bitcast_convert {dtype}: the same bits read as another type of the same width",
+    )
+)
+
+
+# ---- complex: a binary op whose result is not its operands' type ------------------------
+
+
+def _complex_infer(types, attrs, regions):
+    nargs("complex", types, 2)
+    t = same_types("complex", types)
+    if t.dtype not in (np.float32, np.float64):
+        fail("complex", f"parts must be f32 or f64, got {t}")
+    return [TensorType(t.shape, np.complex64 if t.dtype == np.float32 else np.complex128)]
+
+
+def _complex_ref(args, attrs, regions, run_region):
+    re, im = args
+    out = np.empty(re.shape, np.complex64 if re.dtype == np.float32 else np.complex128)
+    out.real, out.imag = re, im  # not re + 1j * im: inf * 1j would make a NaN real part
+    return [out]
+
+
+register(
+    OpDef(
+        "complex",
+        _complex_infer,
+        _complex_ref,
+        _EW | {"cheap"},
+        doc="complex(real, imag): f32 -> c64, f64 -> c128",
+    )
+)

@@ -113,7 +113,7 @@ def _cholesky_ref(args, attrs, regions, run):
         try:
             return (np.linalg.cholesky(_hermitian_from(m, True)).astype(m.dtype),)
         except np.linalg.LinAlgError:
-            return _nan_fill([m])
+            return (np.tril(_nan_fill([m])[0]),)
 
     return _each_matrix(one, a) if a.size else [a.copy()]
 

@@ -29,6 +29,7 @@ from purejit.backend.fusion_routes import (
     xla_fusion_pass,
 )
 from purejit.backend.hlo_kernels import Kernel, kernels  # noqa: F401 - Kernel: for callers
+from purejit.backend.lowering.callback import host_callbacks
 from purejit.config import config
 from purejit.ir import Builder, Function, TensorType, all_ops
 
@@ -230,24 +231,35 @@ def compile_realised(lowered, compile_fn):
     from jax.errors import JaxRuntimeError  # jax loads on first compile, not on import
 
     fn = lowered.fn
-    try:
-        return compile_fn(
-            lowered.module,
-            fn.param_types,
-            fn.result_types,
-            disable_xla_passes=lowered.xla_disable_passes,
-        )
-    except JaxRuntimeError as e:
+    callbacks = host_callbacks(fn)
+    extra = {"host_callbacks": callbacks} if callbacks else {}
+    if callbacks:
+        # jaxlib takes host callbacks only with a module its MLIR context parses, and the
+        # realised groups (mhlo.fusion) are not in it
         warn_once(
-            f"compile:{e.__class__.__name__}",
-            f"fusion: XLA rejected the program with purejit's groups as kernels "
-            f"({str(e).splitlines()[0][:160]}); using the flat program, which XLA fuses.",
+            "compile:callbacks",
+            "fusion: a program with host callbacks (debug.print, pure_callback) runs as "
+            "the flat program, which XLA fuses itself.",
         )
+    else:
+        try:
+            return compile_fn(
+                lowered.module,
+                fn.param_types,
+                fn.result_types,
+                disable_xla_passes=lowered.xla_disable_passes,
+            )
+        except JaxRuntimeError as e:
+            warn_once(
+                f"compile:{e.__class__.__name__}",
+                f"fusion: XLA rejected the program with purejit's groups as kernels "
+                f"({str(e).splitlines()[0][:160]}); using the flat program, which XLA fuses.",
+            )
     donation = getattr(lowered, "donation", None)
     arg_attrs = donation.arg_attrs() if donation else None
     lowered.module = stablehlo.emit(fn, arg_attrs=arg_attrs)
     lowered.xla_disable_passes = ()
-    return compile_fn(lowered.module, fn.param_types, fn.result_types)
+    return compile_fn(lowered.module, fn.param_types, fn.result_types, **extra)
 
 
 def warn_not_realised(cap: Capability):

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from purejit.backend import dispatch
 from purejit.backend.mlir_context import context
 from purejit.config import config
 from purejit.ir import TensorType
@@ -66,6 +67,8 @@ def to_device(value: np.ndarray, device=None):
     """Copy a host array into a PJRT buffer (a jax.Array) on `device`."""
     if value.dtype.itemsize == 8 and value.dtype.kind in "iufc" and not _x64_synced[0]:
         set_x64(config.enable_x64)
+    if type(value) is np.ndarray:
+        return dispatch.put(value, device or default_device(), enable_x64=config.enable_x64)
     return _jax().device_put(value, device or default_device())
 
 
@@ -97,7 +100,8 @@ def _result_handlers(exe, result_types) -> list:
         from jaxlib import xla_client
 
         devs = list(exe.local_devices())
-        if len(devs) != 1 or len(exe.get_output_shardings()) != len(result_types):
+        outs = exe.get_output_shardings()  # None for a program compiled without SPMD
+        if len(devs) != 1 or (outs is not None and len(outs) != len(result_types)):
             return []
         sharding = SingleDeviceSharding(devs[0])
         return [
@@ -158,17 +162,27 @@ def compile(
     *,
     device=None,
     disable_xla_passes: Sequence[str] = (),
+    host_callbacks: Sequence = (),
 ) -> Executable:
-    """Compile a StableHLO module for one device."""
+    """Compile a StableHLO module for one device.
+
+    `host_callbacks` are the Python functions the module's callback custom calls name by
+    index (`purejit.backend.lowering.callback.host_callbacks`)."""
     from jaxlib import xla_client
 
     dev = device or default_device()
     c = dev.client
-    exe = c.compile_and_load(
-        module_text,
-        xla_client.DeviceList((dev,)),
-        compile_options(disable_passes=disable_xla_passes),
-    )
+    devices = xla_client.DeviceList((dev,))
+    options = compile_options(disable_passes=disable_xla_passes)
+    if host_callbacks:
+        # jaxlib takes host callbacks only with a parsed module, not with text
+        from jaxlib.mlir import ir
+
+        with context():
+            module = ir.Module.parse(module_text)
+            exe = c.compile_and_load(module, devices, options, list(host_callbacks))
+    else:
+        exe = c.compile_and_load(module_text, devices, options)
     return Executable(exe, param_types, result_types)
 
 
@@ -216,19 +230,23 @@ def deserialize_executable(
     *,
     device=None,
     disable_xla_passes: Sequence[str] = (),
+    host_callbacks: Sequence = (),
 ) -> Executable:
     """Load an executable written by `serialize_executable`; raises on foreign or bad bytes.
 
-    Loading runs code from `blob`: only pass bytes this machine's purejit wrote itself.
+    `host_callbacks` gives a program with callbacks its Python functions again (they are
+    not part of the bytes). Loading runs code from `blob`: only pass bytes this machine's
+    purejit wrote itself.
     """
     from jaxlib import xla_client
 
     dev = device or default_device()
-    exe = dev.client.deserialize_executable(
-        blob,
-        xla_client.DeviceList((dev,)),
-        compile_options(disable_passes=disable_xla_passes),
-    )
+    options = compile_options(disable_passes=disable_xla_passes)
+    args = (blob, xla_client.DeviceList((dev,)), options)
+    if host_callbacks:
+        exe = dev.client.deserialize_executable(*args, list(host_callbacks))
+    else:
+        exe = dev.client.deserialize_executable(*args)
     return Executable(exe, param_types, result_types)
 
 

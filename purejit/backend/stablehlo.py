@@ -13,6 +13,7 @@ import unicodedata
 
 from purejit.backend import lowering as _families  # noqa: F401 - registers every rule
 from purejit.backend import mlir_context
+from purejit.backend.lowering.callback import callback_keys
 from purejit.backend.lowering._util import (  # noqa: F401 - the emitter's public names
     LOWERINGS,
     LowerFn,
@@ -178,6 +179,7 @@ def emit(
         MLIR text that `compile_and_load` accepts.
     """
     ctx = ctx or EmitContext()
+    ctx.callback_keys = callback_keys(fn)  # host callbacks: their indices in PJRT's list
     arg_names = [f"%arg{i}" for i in range(len(fn.params))]
     decls, lines = ctx.body(fn, arg_names=arg_names, terminator="func.return", indent="    ")
     params = [

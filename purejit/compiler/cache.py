@@ -105,6 +105,7 @@ def compile(
     device=None,
     disable_xla_passes: Sequence[str] = (),
     cache_dir: str | None = None,
+    host_callbacks: Sequence = (),
 ):
     """Compile `module`, or load it from the persistent cache when `cache_dir` is set.
 
@@ -115,12 +116,16 @@ def compile(
         disable_xla_passes: XLA passes to switch off (part of the key).
         cache_dir: the cache folder; default `purejit.config.read("cache_dir")`; None or ""
             compiles without caching.
+        host_callbacks: the Python functions of the module's callbacks, by index; given to
+            the compiled or loaded executable (they are not part of the key or the entry).
     Returns:
         `(executable, hit)`: a `pjrt.Executable` and whether it came from the cache.
     """
 
     cache_dir = config.read("cache_dir") if cache_dir is None else cache_dir
     kw = {"device": device, "disable_xla_passes": disable_xla_passes}
+    if host_callbacks:
+        kw["host_callbacks"] = host_callbacks
     if not cache_dir or not folder_is_private(os.fspath(cache_dir)):
         return pjrt.compile(module, param_types, result_types, **kw), False
     key = cache_key(module, disable_xla_passes=disable_xla_passes, device=device)

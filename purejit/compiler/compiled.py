@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
+from purejit.backend import pjrt
 from purejit.compiler import donation as dn
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import ShapedArray, Tracer
@@ -44,6 +47,42 @@ class Compiled:
             arrays.append(a)
             avals.append(a.aval)
         return self.run_arrays(arrays, avals)
+
+    def fast_key_for(self, args: tuple, avals: Sequence[ShapedArray]) -> tuple | None:
+        """The `fast_key` under which a call with these positional `args` may skip the
+        signature next time, or None when it must not.
+
+        Each argument must be one leaf whose abstract value the signature kept unchanged: a
+        purejit Array (its aval is the key), or a NumPy array of a dtype narrower than 64
+        bits (never weak, never canonicalised, so its shape and dtype are the key) for a
+        one-device program without donation."""
+        key = fast_key(args)
+        if key is None or len(key) != len(avals):
+            return None
+        for a, k, want in zip(args, key, avals):
+            if type(a) is Array:
+                if k != want:
+                    return None
+            elif (
+                not self.plain
+                or self.lowered.layout is not None
+                or a.dtype.itemsize >= 8
+                or want.weak_type
+                or (a.shape, a.dtype) != (want.shape, want.dtype)
+            ):
+                return None
+        return key
+
+    def call_fast(self, args: tuple, key: tuple):
+        """Run on positional arguments whose `fast_key` was registered by `fast_key_for`:
+        their shapes, dtypes and weak types are exactly this executable's parameters."""
+        if self.plain:
+            bufs = [a.buffer if type(a) is Array else pjrt.to_device(a) for a in args]
+            outs = self.exe.execute_unchecked(bufs)
+            if self.single_output:
+                return Array.from_buffer(outs[0], self.out_avals[0])
+            return self.wrap(outs)
+        return self.run_arrays(args, key)  # donation: only purejit Arrays get here
 
     def run(self, leaves: Sequence):
         """Execute on array-likes (converted here)."""
@@ -88,6 +127,21 @@ class Compiled:
     def as_text(self) -> str:
         """The optimised HLO that XLA compiled."""
         return self.exe.hlo_text()
+
+
+def fast_key(args: tuple) -> tuple | None:
+    """The key of a call's positional arguments on the fast path: each purejit Array's aval
+    and each NumPy array's (shape, dtype); None when any argument is something else."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is Array:
+            key.append(a.aval)
+        elif t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        else:
+            return None
+    return tuple(key)
 
 
 def _leaf_array(x, path: str, fname: str) -> Array:

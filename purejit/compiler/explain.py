@@ -58,6 +58,7 @@ class Explanation:
     platform: str = ""
     differences: list = field(default_factory=list)
     graphs: int = 1
+    transforms: list = field(default_factory=list)  # what transformations made of ops (vmap)
 
     @property
     def groups(self) -> list:
@@ -87,6 +88,10 @@ class Explanation:
                 if self.fusion == "xla"
                 else f"purejit via {self.fusion} (each group is handed to XLA as one kernel)"
             ),
+        ]
+        if self.transforms:
+            out += ["", "transformations"] + [f"  - {t}" for t in self.transforms]
+        out += [
             "",
             "passes",
             f"  {'pass':<18}{'round':>5}  {'ops':>13}  {'changed':>7}  {'ms':>7}  report",

@@ -11,7 +11,8 @@ Indexing:
     dynamic_update_slice_in_dim, dynamic_update_index_in_dim
 
 Arrays, reductions, sorting:
-    select, clamp, iota, broadcasted_iota, full, convert_element_type, broadcast_in_dim,
+    select, clamp, bitcast_convert_type, iota, broadcasted_iota, full, convert_element_type,
+    broadcast_in_dim,
     broadcast, reshape, transpose, rev, slice, concatenate, pad, squeeze, expand_dims,
     reduce, dot_general, dot, cumsum, cumprod, cummax, cummin, sort, sort_key_val, top_k,
     argmax, argmin
@@ -27,6 +28,7 @@ Elementwise, one line each binding an IR op:
 """
 
 from purejit.lax.control import cond, switch, while_loop
+from purejit.lax._ad import optimization_barrier, stop_gradient
 from purejit.lax.parallel import (  # noqa: F401  (collectives, for shard_map bodies)
     all_gather,
     all_to_all,
@@ -45,6 +47,7 @@ from purejit.lax.ops import (
     argmax,
     argmin,
     binary,
+    bitcast_convert_type,
     broadcast,
     broadcast_in_dim,
     broadcasted_iota,
@@ -163,6 +166,8 @@ def reciprocal(x):
 
 
 __all__ = [
+    "optimization_barrier",
+    "stop_gradient",
     "abs",
     "acos",
     "acosh",
@@ -174,6 +179,7 @@ __all__ = [
     "atan",
     "atan2",
     "atanh",
+    "bitcast_convert_type",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -304,3 +310,53 @@ from purejit.lax import linalg  # noqa: E402, F401
 from purejit.lax.fourier import FftType, fft  # noqa: E402, F401
 
 __all__ += ["FftType", "fft", "linalg"]
+# complex numbers (IR op `complex`)
+import numpy as _np  # noqa: E402
+
+from purejit.lax._lift import lift as _lift_value  # noqa: E402
+
+complex = binary("complex", "complex")  # noqa: A001
+
+
+def conj(x):
+    """The complex conjugate; a real input becomes complex (as jax.lax.conj)."""
+    x = _lift_value(x)
+    if x.dtype.kind != "c":
+        x = convert_element_type(x, _np.complex128 if x.dtype.itemsize == 8 else _np.complex64)
+    return complex(real(x), neg(imag(x)))
+
+
+__all__ += ["complex", "conj"]
+
+# select_n, gather/scatter, associative_scan, cumlogsumexp (purejit/lax/extras.py)
+from purejit.lax.extras import (  # noqa: E402
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+    associative_scan,
+    cumlogsumexp,
+    gather,
+    scatter,
+    scatter_add,
+    scatter_apply,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    select_n,
+)
+
+__all__ += [
+    "GatherDimensionNumbers",
+    "GatherScatterMode",
+    "ScatterDimensionNumbers",
+    "associative_scan",
+    "cumlogsumexp",
+    "gather",
+    "scatter",
+    "scatter_add",
+    "scatter_apply",
+    "scatter_max",
+    "scatter_min",
+    "scatter_mul",
+    "select_n",
+]

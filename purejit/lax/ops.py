@@ -14,6 +14,7 @@ from purejit import errors
 from purejit.runtime.array import Array
 from purejit.tracing import ShapedArray, bind, bind1
 from purejit.lax._lift import broadcast_arrays_named, convert
+from purejit.lax._precision import canonical_precision
 from purejit.lax._lift import lift as _lift
 from purejit.tracing import trace_to_function
 from purejit.tree_util import tree_flatten, tree_unflatten
@@ -57,6 +58,11 @@ def binary(op: str, name: str, **attrs) -> Callable:
 def convert_element_type(operand, new_dtype):
     """Convert to `new_dtype` (XLA's conversion: float->int truncates, saturating)."""
     return convert(_lift(operand), pdt.canonicalize(np.dtype(new_dtype)))
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """The same bits read as `new_dtype` (of the operand's element width)."""
+    return bind1("bitcast_convert", _lift(operand), dtype=pdt.canonicalize(np.dtype(new_dtype)))
 
 
 def select(pred, on_true, on_false):
@@ -272,6 +278,9 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         "lhs_contracting_dimensions": tuple(lc),
         "rhs_contracting_dimensions": tuple(rc),
     }
+    prec = canonical_precision(precision, "lax.dot_general")
+    if prec is not None:
+        attrs["precision"] = prec
     if preferred_element_type is not None:
         dt = pdt.canonicalize(np.dtype(preferred_element_type))
         if a.dtype != b.dtype:
@@ -567,6 +576,8 @@ def integer_pow(x, y: int):
     """`x ** y` for a static integer `y`, by repeated squaring."""
     x = _lift(x)
     y = operator.index(y)
+    if y == 3:  # (x * x) * x, the order JAX emits (complex products round by operand order)
+        return bind1("multiply", bind1("multiply", x, x), x)
     result, base, n = None, x, abs(y)
     while n:
         if n & 1:

@@ -89,8 +89,8 @@ def current_mesh(axis_name, what: str):
     missing = [a for a in names if a not in mesh.axis_names]
     if missing:
         raise NameError(
-            f"{what}: axis names {missing} are not axes of the enclosing shard_map mesh or "
-            f"vmap {mesh!r}{errors.at(errors.user_location())}"
+            f"{what}: axis names {missing} are not bound by the enclosing shard_map mesh or "
+            f"vmap ({mesh!r}){errors.at(errors.user_location())}"
         )
     return mesh
 

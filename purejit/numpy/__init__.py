@@ -5,6 +5,7 @@ import numpy as _np
 from purejit.numpy._core import *  # noqa: F401,F403
 from purejit.numpy._core import _lift  # noqa: F401
 from purejit.numpy._core import copy_ as copy  # noqa: F401
+from purejit.numpy._core import nextafter  # noqa: F401
 from purejit.numpy._array_api import (  # noqa: F401
     __array_api_version__,
     __array_namespace_info__,
@@ -108,6 +109,66 @@ from purejit.numpy._shape import (  # noqa: F401
 )  # fmt: skip
 from purejit.numpy._sorting import argsort, cumprod, cumsum, sort  # noqa: F401
 
+from purejit.numpy._setops import (  # noqa: E402,F401
+    argwhere,
+    bincount,
+    digitize,
+    flatnonzero,
+    histogram,
+    histogram_bin_edges,
+    isin,
+    lexsort,
+    nonzero,
+    partition,
+    searchsorted,
+    unique,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+    where,
+)  # fmt: skip
+from purejit.numpy._stats import (  # noqa: E402,F401
+    allclose,
+    array_equal,
+    array_equiv,
+    average,
+    corrcoef,
+    cov,
+    isclose,
+    median,
+    nan_to_num,
+    nanargmax,
+    nanargmin,
+    nancumprod,
+    nancumsum,
+    nanmax,
+    nanmean,
+    nanmedian,
+    nanmin,
+    nanpercentile,
+    nanprod,
+    nanquantile,
+    nanstd,
+    nansum,
+    nanvar,
+    percentile,
+    ptp,
+    quantile,
+)  # fmt: skip
+from purejit.numpy._functions import (  # noqa: E402,F401
+    apply_along_axis,
+    ediff1d,
+    gradient,
+    heaviside,
+    interp,
+    kron,
+    logaddexp2,
+    piecewise,
+    polyval,
+    select,
+)  # fmt: skip
+from purejit.numpy._poly import polyfit, roots, vander, vectorize  # noqa: E402,F401
 from purejit.numpy._scalar_types import (  # noqa: E402,F401
     bfloat16,
     bool_,

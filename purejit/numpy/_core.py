@@ -12,11 +12,13 @@ from purejit import errors
 from purejit.lax._lift import (
     broadcast_arrays_named,
     broadcast_shapes_named,
-    broadcast_to,
     convert,
 )
+from purejit.lax._lift import broadcast_to as _broadcast_to
 from purejit.lax._lift import lift as lift_stacked
+from purejit.lax.ops import bitcast_convert_type as lax_bitcast
 from purejit.lax.ops import integer_pow as lax_integer_pow
+from purejit.numpy._program import as_program
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import Tracer, bind1
 
@@ -149,12 +151,30 @@ def promote_args(name: str, *xs, to_inexact: bool = False):
 
 
 def broadcast_shapes(*shapes):
-    """The shape that arrays of the given shapes broadcast to (NumPy's rules)."""
-    return broadcast_shapes_named("broadcast_shapes", *[tuple(s) for s in shapes])
+    """The shape that arrays of the given shapes broadcast to (NumPy's rules); ValueError if
+    they do not broadcast (as the Array API and jax.numpy say)."""
+    shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    try:
+        return broadcast_shapes_named("broadcast_shapes", *shapes)
+    except errors.PurejitTypeError as e:
+        raise ValueError(str(e)) from None
 
 
 def broadcast_arrays(*xs):
-    return broadcast_arrays_named("broadcast_arrays", *[_lift(x) for x in xs])
+    """The arrays broadcast to their common shape; ValueError if they do not broadcast."""
+    try:
+        return broadcast_arrays_named("broadcast_arrays", *[_lift(x) for x in xs])
+    except errors.PurejitTypeError as e:
+        raise ValueError(str(e)) from None
+
+
+def broadcast_to(array, shape):
+    """`array` broadcast to `shape`; ValueError if it cannot be."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        return _broadcast_to(array, shape)
+    except errors.PurejitTypeError as e:
+        raise ValueError(str(e)) from None
 
 
 # ---- elementwise -------------------------------------------------------------------------
@@ -424,7 +444,11 @@ def power(x, y, /):
                 f"power: integers cannot be raised to negative powers (got {a.dtype} ** {n})"
                 f"{errors.at(errors.user_location())}"
             )
-        return lax_integer_pow(a, n)
+        if n in (0, 1, 2):  # one multiply at most: op by op rounds as a fused program does
+            return lax_integer_pow(a, n)
+        # as JAX's integer_pow primitive: the multiplications compiled as one program
+        (out,) = as_program("integer_pow", lambda v: [lax_integer_pow(v, n)], [a], (n,))
+        return out
     a, b = promote_args("power", x, y)
     return bind1("power", a, b)
 
@@ -519,10 +543,17 @@ def imag(x, /):
 
 
 def conj(x, /):
+    """The complex conjugate (real inputs are returned as they are)."""
     x = _lift(x)
     if x.dtype.kind != "c":
         return x
-    raise NotImplementedError("conj of complex arrays needs the `complex` op, not yet in the IR")
+    return bind1("complex", bind1("real", x), bind1("negate", bind1("imag", x)))
+
+
+def nextafter(x, y, /):
+    """The next representable value after x in the direction of y."""
+    a, b = promote_args("nextafter", x, y, to_inexact=True)
+    return bind1("next_after", a, b)
 
 
 conjugate = conj
@@ -535,8 +566,16 @@ def copysign(x, y, /):
 
 
 def signbit(x, /):
+    """Whether the sign bit is set (also for -0.0 and -NaN: the bits are read, as JAX does)."""
     x = _lift(x)
-    return less(x, 0) if not pdt.is_inexact(x.dtype) else less(copysign(1, x), 0)
+    if x.dtype == np.bool_:
+        return full_like_bool(x, False)
+    if not pdt.is_inexact(x.dtype):
+        return less(x, 0)
+    if x.dtype.kind == "c":
+        raise ValueError(f"signbit: complex input ({x.dtype}) has no sign bit")
+    bits = lax_bitcast(x, np.dtype(f"int{8 * x.dtype.itemsize}"))
+    return less(bits, 0)
 
 
 def hypot(x, y, /):
@@ -571,9 +610,14 @@ def convert_inexact(x):
 
 
 def logaddexp(x, y, /):
+    """log(exp(x) + exp(y)) without overflow; NaN and equal infinities as jax.numpy."""
     a, b = promote_args("logaddexp", x, y, to_inexact=True)
     m = maximum(a, b)
-    return add(m, log1p(exp(negative(abs(subtract(a, b))))))
+    delta = subtract(a, b)
+    soft = add(m, log1p(exp(negative(abs(delta)))))
+    if a.dtype.kind == "c":
+        return soft
+    return where(isnan(delta), add(a, b), soft)
 
 
 def sinc(x, /):

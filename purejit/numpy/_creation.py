@@ -63,61 +63,67 @@ def _iota(dt, shape, dimension: int):
 # ---- filled arrays -------------------------------------------------------------------------
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, device=None):
     """An array of `shape` filled with `fill_value` (weakly typed for Python scalars)."""
     shape = _shape(shape)
     v = c._lift(fill_value)
     if dtype is not None:
         v = c.convert(v, _dtype(dtype))
     if isinstance(v, Array) and _eager() and np.broadcast_shapes(v.shape, shape) == shape:
-        return Array(host=np.array(np.broadcast_to(v.host, shape)), weak_type=v.weak_type)
-    return c.broadcast_to(v, shape)
+        out = Array(host=np.array(np.broadcast_to(v.host, shape)), weak_type=v.weak_type)
+    else:
+        out = c.broadcast_to(v, shape)
+    return c._place(out, device)
 
 
-def zeros(shape, dtype=None):
+def zeros(shape, dtype=None, *, device=None):
     """An array of zeros (float32 by default)."""
-    return full(shape, np.array(0, _dtype(dtype)))
+    return full(shape, np.array(0, _dtype(dtype)), device=device)
 
 
-def ones(shape, dtype=None):
+def ones(shape, dtype=None, *, device=None):
     """An array of ones (float32 by default)."""
-    return full(shape, np.array(1, _dtype(dtype)))
+    return full(shape, np.array(1, _dtype(dtype)), device=device)
 
 
-def empty(shape, dtype=None):
+def empty(shape, dtype=None, *, device=None):
     """Like zeros: XLA has no uninitialised memory."""
-    return zeros(shape, dtype)
+    return zeros(shape, dtype, device=device)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     """An array like `a` (dtype, weak type, shape unless given) filled with `fill_value`."""
     x = c._lift(a)
     dt = _dtype(dtype, x.dtype)
     weak = x.weak_type if dtype is None else False
     v = c.convert(c._lift(fill_value), dt, weak=weak)
-    return full(x.shape if shape is None else shape, v)
+    return full(x.shape if shape is None else shape, v, device=device)
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None):
     """zeros with the dtype and shape of `a`."""
-    return full_like(a, 0, dtype, shape)
+    return full_like(a, 0, dtype, shape, device=device)
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a, dtype=None, shape=None, *, device=None):
     """ones with the dtype and shape of `a`."""
-    return full_like(a, 1, dtype, shape)
+    return full_like(a, 1, dtype, shape, device=device)
 
 
-def empty_like(a, dtype=None, shape=None):
+def empty_like(a, dtype=None, shape=None, *, device=None):
     """Like zeros_like."""
-    return full_like(a, 0, dtype, shape)
+    return full_like(a, 0, dtype, shape, device=device)
 
 
 # ---- ranges ---------------------------------------------------------------------------------
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """Evenly spaced values in [start, stop) (static bounds, as in JAX)."""
+    return c._place(_arange(start, stop, step, dtype), device)
+
+
+def _arange(start, stop, step, dtype):
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         if isinstance(v, Tracer):
             raise errors.ConcretizationTypeError(
@@ -207,11 +213,12 @@ def _diag_mask(n: int, m: int, k: int, lower: bool):
     return c.less_equal(d, k) if lower else c.equal(d, k)
 
 
-def eye(N, M=None, k=0, dtype=None):
+def eye(N, M=None, k=0, dtype=None, *, device=None):
     """A 2-D array with ones on the k-th diagonal."""
     n = operator.index(N)
     m = n if M is None else operator.index(M)
-    return c.convert(_diag_mask(n, m, operator.index(k), lower=False), _dtype(dtype))
+    out = c.convert(_diag_mask(n, m, operator.index(k), lower=False), _dtype(dtype))
+    return c._place(out, device)
 
 
 def identity(n, dtype=None):

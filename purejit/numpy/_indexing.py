@@ -316,6 +316,15 @@ def _gather(x, entries, mode, fill_value):
     adv = [e for e in entries if e.advanced]
     if not adv:
         return _basic(x, entries)
+    batch_shape = tuple(np.broadcast_shapes(*[np.shape(e.value) for e in adv]))
+    if 0 in batch_shape:  # no index at all: an empty result, whatever the axis sizes
+        shape = []
+        for s in _layout(entries):
+            if s[0] == "B":
+                shape.extend(batch_shape)
+            else:
+                shape.append(1 if s[0] == "new" else x.shape[s[1]])
+        return c.broadcast_to(c.convert(0, x.dtype, weak=x.weak_type), shape)
     for e in adv:
         if x.shape[e.dim] == 0:
             raise _err(f"index is out of bounds for axis {e.dim} with size 0")
@@ -416,7 +425,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     return _indexing_getitem(x, idx, mode=mode, fill_value=fill_value)
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     """`arr` indexed by `indices` along `axis`, other dims matched position by position.
 
     The default mode is "fill", as for `take`.

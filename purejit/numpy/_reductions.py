@@ -8,7 +8,19 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit.lax import ops as lax_ops
-from purejit.numpy._core import _lift, convert, multiply, sqrt, subtract, true_divide
+from purejit.numpy._core import (
+    _lift,
+    broadcast_to,
+    add,
+    imag,
+    convert,
+    multiply,
+    real,
+    sqrt,
+    subtract,
+    true_divide,
+)
+from purejit.numpy._core import where as where_
 from purejit.numpy._shape import normalize_axes, expand_dims, reshape
 from purejit.runtime.array import Array
 from purejit.tracing import ShapedArray, bind, bind1, trace_to_function
@@ -52,10 +64,16 @@ def _monoid(kind: str, dt: np.dtype):
 
 
 def _reduce(x, axis, keepdims: bool, kind: str, name: str, where=None, initial=None):
-    if where is not None:
-        raise NotImplementedError(f"{name}(where=...) is not supported yet")
     axes = normalize_axes(axis, x.ndim, name)
     init = _init(kind, x.dtype)
+    if where is not None:
+        if kind in ("maximum", "minimum") and initial is None:
+            raise ValueError(
+                f"{name}: reduction operation {name} has no identity; to use a where mask, "
+                "pass initial="
+            )
+        # masked-out elements become the reduction's identity
+        x = where_(broadcast_to(convert(_lift(where), np.bool_), x.shape), x, Array(host=init))
     if initial is not None:
         init = np.array(initial).astype(x.dtype)
     if kind in ("maximum", "minimum") and initial is None:
@@ -110,9 +128,13 @@ def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
     return _reduce(convert(_lift(a), np.bool_), axis, keepdims, "and", "all", where)
 
 
-def _count(x, axis) -> int:
-    axes = normalize_axes(axis, x.ndim, "mean")
-    return int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+def _count(x, axis, where=None, keepdims=False):
+    """How many elements each reduction over `axis` sees: an int, or an array with `where`."""
+    if where is None:
+        axes = normalize_axes(axis, x.ndim, "mean")
+        return int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+    w = broadcast_to(convert(_lift(where), np.bool_), x.shape)
+    return sum(w, axis=axis, keepdims=keepdims, dtype=pdt.default_int())
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
@@ -121,7 +143,10 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     if dt is None:
         dt = x.dtype if pdt.is_inexact(x.dtype) else pdt.default_float()
     s = sum(convert(x, dt), axis=axis, keepdims=keepdims, where=where)
-    return true_divide(s, float(_count(x, axis)))
+    n = _count(x, axis, where, keepdims)
+    if where is None:
+        return true_divide(s, float(n))
+    return true_divide(s, convert(n, s.dtype))
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, correction=None):
@@ -130,12 +155,19 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
         ddof = correction
     dt = x.dtype if pdt.is_inexact(x.dtype) else pdt.default_float()
     x = convert(x, dt)
-    m = mean(x, axis=axis, keepdims=True)
+    m = mean(x, axis=axis, keepdims=True, where=where)
 
     d = subtract(x, m)
-    s = sum(multiply(d, d), axis=axis, keepdims=keepdims)
-    n = _count(x, axis) - ddof
-    return true_divide(s, float(n))
+    if d.dtype.kind == "c":
+        re, im = real(d), imag(d)
+        sq = add(multiply(re, re), multiply(im, im))
+    else:
+        sq = multiply(d, d)
+    s = sum(sq, axis=axis, keepdims=keepdims, where=where)
+    n = _count(x, axis, where, keepdims)
+    if where is None:
+        return true_divide(s, float(n - ddof))
+    return true_divide(s, convert(subtract(n, ddof), s.dtype))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, correction=None):

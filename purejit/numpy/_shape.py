@@ -16,7 +16,7 @@ from purejit.tracing import bind1
 def _axis(axis: int, ndim: int, name: str) -> int:
     a = operator.index(axis)
     if not -ndim <= a < ndim:
-        raise ValueError(
+        raise np.exceptions.AxisError(  # a ValueError and an IndexError, as NumPy's
             f"{name}: axis {a} is out of bounds for an array of rank {ndim}"
             f"{errors.at(errors.user_location())}"
         )
@@ -34,7 +34,9 @@ def normalize_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
     return (_axis(axis, ndim, name),)
 
 
-def reshape(a, shape=None, order: str = "C", *, newshape=None):
+def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
+    """`a` with a new shape (one dimension may be -1); `copy` is accepted for the Array API
+    (arrays are immutable, so a reshape never aliases visibly)."""
     if order != "C":
         raise NotImplementedError("reshape: only order='C' is supported")
     x = _lift(a)

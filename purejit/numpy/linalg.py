@@ -39,6 +39,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit.lax._lift import convert
+from purejit.tracing import bind1
 from purejit.lax import linalg as lax_linalg
 from purejit.numpy._core import (
     _lift,
@@ -258,10 +259,32 @@ def eigvals(a):
 
 def _lu_solve(lu, perm, b):
     """Solve a x = b from a's LU factors; b is [..., m, k] with a's batch shape."""
-    rows = broadcast_to(expand_dims(perm, -1), b.shape)
-    x = take_along_axis(b, rows, axis=-2)
+    x = _permute_rows(b, perm)
     x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
     return lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+
+
+def _permute_rows(b, perm):
+    """b[..., perm[...], :]: whole rows gathered per batch element (one gather of row
+    slices, as JAX's vmapped indexing emits)."""
+    *batch, m, k = b.shape
+    nb = math.prod(batch)
+    flat_b = reshape(b, (nb, m, k))
+    rows = reshape(perm, (nb, m, 1))
+    which = bind1("iota", shape=(nb, m, 1), dtype=np.dtype(np.int32), dimension=0)
+    idx = bind1("concatenate", which, rows, dimension=2)
+    out = bind1(
+        "gather",
+        flat_b,
+        idx,
+        offset_dims=(2,),
+        collapsed_slice_dims=(0, 1),
+        start_index_map=(0, 1),
+        index_vector_dim=2,
+        slice_sizes=(1, 1, k),
+        indices_are_sorted=False,
+    )
+    return reshape(out, b.shape)
 
 
 def solve(a, b):

@@ -123,8 +123,11 @@ class Array(ConcreteArray):
         Array without a copy (both libraries share the one PJRT client of the process)."""
         return self.buffer
 
-    def __dlpack__(self, *args, **kwargs):
-        return self.buffer.__dlpack__(*args, **kwargs)
+    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of the device buffer (the Array API's exchange protocol)."""
+        return self.buffer.__dlpack__(
+            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
 
     def __dlpack_device__(self):
         return self.buffer.__dlpack_device__()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from purejit import errors
 from purejit.backend import pjrt, stablehlo
+from purejit.backend.lowering import callback
 from purejit.ir import Builder, print_function
 from purejit.ir.printer import format_attr
 from purejit.runtime.array import Array, as_array
@@ -56,7 +57,12 @@ class EvalTrace(Trace):
         outs = b.op(name, params, attrs, regions)
         fn = b.finish(outs)
         self.compiles += 1
-        return pjrt.compile(stablehlo.emit(fn), fn.param_types, fn.result_types)
+        return pjrt.compile(
+            stablehlo.emit(fn),
+            fn.param_types,
+            fn.result_types,
+            host_callbacks=callback.host_callbacks(fn),
+        )
 
 
 _SMALL = 64

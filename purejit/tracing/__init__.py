@@ -13,9 +13,12 @@ from purejit.tracing.core import (
     bind,
     bind1,
     current_trace,
+    find_top_trace,
     infer_results,
     new_trace,
     set_base_trace,
+    set_current_trace,
+    trace_is_active,
 )
 from purejit.tracing.host import ConcreteArray, host_value
 from purejit.tracing.jit_trace import JitTrace, JitTracer, Traced, trace_to_function
@@ -32,9 +35,12 @@ __all__ = [
     "bind",
     "bind1",
     "current_trace",
+    "find_top_trace",
     "host_value",
     "infer_results",
     "new_trace",
     "set_base_trace",
+    "set_current_trace",
+    "trace_is_active",
     "trace_to_function",
 ]

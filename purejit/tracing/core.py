@@ -66,20 +66,48 @@ class Trace:
 _base: list[Trace] = []  # the trace at the bottom of every thread's stack
 
 
-class _TraceStack(threading.local):
+class _TraceState(threading.local):
     """Each thread has its own stack of traces over the shared base trace, so one thread
-    tracing a function never captures another thread's ops (eager or traced)."""
+    tracing a function never captures another thread's ops (eager or traced).
+
+    `stack` holds every active trace by level; `current` the trace an op with no tracer
+    operands goes to (the innermost, unless `set_current_trace` chose a lower one)."""
 
     def __init__(self):
         self.stack: list[Trace] = list(_base)
+        self.current: list[Trace] = list(_base)
 
 
-_state = _TraceStack()
+_state = _TraceState()
 
 
 def current_trace() -> Trace:
-    """The innermost active trace of this thread (the base trace when nothing is traced)."""
-    return _state.stack[-1]
+    """The trace that receives ops whose operands are not tracers of a deeper trace: the
+    innermost active trace of this thread, unless `set_current_trace` chose a lower one."""
+    return _state.current[-1]
+
+
+def trace_is_active(trace: Trace) -> bool:
+    """Whether `trace` is on this thread's stack (not finished)."""
+    stack = _state.stack
+    return trace.level < len(stack) and stack[trace.level] is trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace):
+    """Within this block ops without deeper tracer operands go to `trace`.
+
+    Reverse-mode differentiation pushes its linear trace (so that it has a level above the
+    trace it linearizes in) and then makes the lower trace current again: primal ops keep
+    going there, and only ops that read a tangent (a tracer of the linear trace) are
+    recorded by it, as JAX's `find_top_trace` does."""
+    current = _state.current
+    current.append(trace)
+    try:
+        yield trace
+    finally:
+        popped = current.pop()
+        assert popped is trace, "current trace stack corrupted"
 
 
 def set_base_trace(trace: Trace) -> None:
@@ -93,16 +121,19 @@ def set_base_trace(trace: Trace) -> None:
         raise RuntimeError("the base trace cannot change while a trace is active")
     _base[:] = [trace]
     stack[:] = [trace]
+    _state.current[:] = [trace]
 
 
 @contextlib.contextmanager
 def new_trace(trace: Trace):
-    stack = _state.stack
+    stack, current = _state.stack, _state.current
     trace.level = len(stack)
     stack.append(trace)
+    current.append(trace)
     try:
         yield trace
     finally:
+        current.pop()
         popped = stack.pop()
         assert popped is trace, "trace stack corrupted"
 
@@ -128,7 +159,25 @@ def bind(
     per result (default: weak iff every operand is weak and the op keeps the dtype, for
     elementwise and shape-only ops).
     """
-    return current_trace().process(name, args, attrs, regions, weak)
+    return find_top_trace(args).process(name, args, attrs, regions, weak)
+
+
+def find_top_trace(args) -> Trace:
+    """The trace an op on `args` goes to: the deepest among the current trace and the traces
+    of the tracers in `args` (JAX's `find_top_trace`)."""
+    top = _state.current[-1]
+    for a in args:
+        if isinstance(a, Tracer):
+            t = a.trace
+            if t is not top and t.level > top.level:
+                if not trace_is_active(t):
+                    raise errors.UnexpectedTracerError(
+                        f"a traced value {a.aval} escaped from the trace that made it (it was "
+                        f"stored outside the function){errors.at(errors.user_location())}. "
+                        "Return it from the function instead."
+                    )
+                top = t
+    return top
 
 
 def bind1(name: str, *args, **kw):
@@ -240,7 +289,10 @@ __all__ = [
     "bind",
     "bind1",
     "current_trace",
+    "find_top_trace",
     "infer_results",
     "new_trace",
     "set_base_trace",
+    "set_current_trace",
+    "trace_is_active",
 ]

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from purejit import errors
 from purejit.tracing.core import ShapedArray, Trace, Tracer, aval_of, infer_results, new_trace
-from purejit.tracing.host import host_value
+from purejit.tracing.host import ConcreteArray, host_value
 from purejit.ir import Builder, Function, Op, Value
 
 
@@ -26,9 +26,20 @@ class JitTracer(Tracer):
 
 
 class JitTrace(Trace):
-    def __init__(self, name: str = "main"):
+    """Records ops into an IR function.
+
+    Args:
+        name: the function's name.
+        capture_concrete: lift concrete device arrays (`ConcreteArray`s) as captured inputs
+            instead of constants. Reverse-mode differentiation records its linear program this
+            way, so the residuals it reads from an eager forward pass stay inputs on the device
+            rather than being copied into the program as constants.
+    """
+
+    def __init__(self, name: str = "main", *, capture_concrete: bool = False):
         self.builder = Builder(name)
-        self.captures: list[tuple[Tracer, Value]] = []
+        self.capture_concrete = capture_concrete
+        self.captures: list[tuple[object, Value]] = []
         self._consts: dict[int, tuple[object, Value]] = {}
         self._captured: dict[int, Value] = {}
 
@@ -48,9 +59,11 @@ class JitTrace(Trace):
             )
         if isinstance(x, Tracer):
             raise NotImplementedError(f"lifting a {type(x).__name__} into a jit trace")
+        if self.capture_concrete and isinstance(x, ConcreteArray):
+            return self._capture(x)
         return self._constant(x)
 
-    def _capture(self, x: JitTracer) -> Value:
+    def _capture(self, x) -> Value:
         v = self._captured.get(id(x))
         if v is None:
             v = self.builder.param(x.aval.type)
@@ -80,7 +93,7 @@ class JitTrace(Trace):
 class Traced:
     fn: Function
     out_avals: list[ShapedArray]
-    captures: list[Tracer]  # outer values the function reads; extra trailing params
+    captures: list  # outer values the function reads (tracers, captured arrays); trailing params
     out: object  # whatever fun returned (flattened by the caller)
 
 

@@ -205,9 +205,9 @@ def test_fori_loop_traced_bounds_and_unroll():
 
 def test_fori_loop_1000_steps_is_one_while():
     def f(x):
-        return plax.fori_loop(0, 1000, lambda i, c: jnp_sin_plus(c, i), x)
+        return plax.fori_loop(0, 1000, lambda i, c: jnp_tanh_plus(c, i), x)
 
-    def jnp_sin_plus(c, i):
+    def jnp_tanh_plus(c, i):
         return pjnp.tanh(c) + i.astype(pjnp.float32) * 1e-3
 
     text = purejit.jit(f).lower(f32(0.5, 1)).as_text()

@@ -235,7 +235,34 @@ def elementwise_cases() -> list[Case]:
     ):
         cases += binary(name, lambda d, k=kind: per_element(shift(k, d)), INTS, rhs=_shift_amounts)
     cases += _complex_power_cases()
+    cases += _complex_next_after_cases()
     cases += compare_cases() + select_clamp_cases()
+    return cases
+
+
+def _complex_next_after_cases():
+    cases = []
+    for dt, out in ((F32, C64), (F64, C128)):
+        a, b = _pairs(dt)
+        a[:2], b[:2] = np.inf, -np.inf  # infinite parts stay apart (no NaN from inf * 1j)
+
+        def make(re, im, out=out):
+            z = np.empty(re.shape, out)
+            z.real, z.imag = re, im
+            return [z]
+
+        cases.append(Case("complex", [a, b], make, label=np.dtype(dt).name))
+    for dt in (F32, F64, F16, BF16):
+        a, b = _pairs(dt)
+        b[:3] = a[:3]  # next_after(x, x) == x
+        a[3], b[3] = 0, 1  # the smallest subnormal: a bit pattern, not flushed
+        cases.append(
+            Case(
+                "next_after",
+                [a, b],
+                lambda x, y: [np.where(x == y, y, np.nextafter(x, y)).astype(x.dtype)],
+            )
+        )
     return cases
 
 

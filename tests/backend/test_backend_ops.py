@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 
+import ml_dtypes
 import numpy as np
 import pytest
 from ir_op_cases import convert
@@ -69,3 +70,26 @@ def test_convert_matches_numpy():
             if msg := mismatches(g, w, rtol=0):
                 failures.append(f"{path} {label}: {msg}")
     assert not failures, "\n".join(failures)
+
+
+def test_bitcast_convert_matches_numpy_views():
+    """bitcast_convert between types of one width: NumPy's view of the same bytes."""
+    b = Builder("bitcasts")
+    f32, f16, f64, bf16 = np.float32, np.float16, np.float64, ml_dtypes.bfloat16
+    u8, s8, u16, s16, u32, s32, u64, s64 = (np.uint8, np.int8, np.uint16, np.int16, np.uint32,
+                                            np.int32, np.uint64, np.int64)  # fmt: skip
+    pairs = [(u32, f32), (f32, u32), (s32, f32), (u16, f16), (f16, u16), (u16, bf16),
+             (bf16, s16), (u64, f64), (f64, s64), (u8, s8)]  # fmt: skip
+    args, outs, want = [], [], []
+    for src, dt in pairs:
+        x = np.random.default_rng(len(args)).integers(0, 255, 64, dtype=np.uint8).view(src)
+        p = b.param(TensorType(x.shape, x.dtype))
+        args.append(x)
+        outs += b.op("bitcast_convert", [p], {"dtype": np.dtype(dt)})
+        want.append(x.view(dt))
+    fn = verify(b.finish(outs))
+    for path, got in (("interpreter", interpret(fn, *args)), ("compiled", run_compiled(fn, *args))):
+        for (src, dt), w, g in zip(pairs, want, got, strict=True):
+            g = np.asarray(g)
+            assert g.dtype == np.dtype(dt), (path, src, dt)
+            assert g.tobytes() == w.tobytes(), f"{path} {src}->{dt}"

@@ -86,6 +86,11 @@ def _elementwise_cases():
         ),
         Case("logical", lambda n, lx: lambda a, b: (a & b, a | b, ~a, a ^ b), [Bo(4), Bo(4)]),
         Case("python_scalar", lambda n, lx: lambda x: x * 2 + 1, [F(3)]),
+        Case(
+            "erf_inv_nextafter",
+            lambda n, lx: lambda x, y: (lx.erf_inv(x * 0.4), lx.nextafter(x, y)),
+            [F(3), F(3)],
+        ),
     ]
     return cases
 
@@ -329,7 +334,101 @@ def _collective_cases():
     ]
 
 
+def _spd(n):  # a symmetric positive-definite matrix
+    def draw(r):
+        a = r.uniform(-1, 1, (n, n))
+        return (a @ a.T + n * np.eye(n)).astype(np.float32)
+
+    return Arg(draw)
+
+
+def _linalg_fft_conv_cases():
+    def conv(groups=1, batch_groups=1):
+        def make(n, lx):
+            return lambda a, k: lx.conv_general_dilated(
+                a,
+                k,
+                (1,),
+                [(1, 0)],
+                rhs_dilation=(2,),
+                dimension_numbers=("NCH", "OIH", "NCH"),
+                feature_group_count=groups,
+                batch_group_count=batch_groups,
+            )
+
+        return make
+
+    return [
+        Case("cholesky", lambda n, lx: lambda a: lx.linalg.cholesky(a), [_spd(3)], rtol=1e-4),
+        Case(
+            "triangular_solve",
+            lambda n, lx: lambda a, b: lx.linalg.triangular_solve(a, b, left_side=True, lower=True),
+            [_spd(3), F(3, 2)],
+            rtol=1e-4,
+        ),
+        Case("lu", lambda n, lx: lambda a: lx.linalg.lu(a), [F(3, 3)], rtol=1e-4),
+        Case(
+            "lu_pivots_to_permutation",
+            lambda n, lx: lambda p: lx.linalg.lu_pivots_to_permutation(p, 4),
+            [I(3, lo=0, hi=4)],
+        ),
+        Case(
+            "qr_eigh_svd",
+            lambda n, lx: (
+                lambda a, s: (
+                    (lambda q, r: q @ r)(*lx.linalg.qr(a)),
+                    lx.linalg.eigh(s)[1],
+                    lx.linalg.svd(a, compute_uv=False),
+                )
+            ),
+            [F(3, 3), _spd(3)],
+            rtol=1e-4,
+        ),
+        Case(
+            "eig_invariants",
+            lambda n, lx: (
+                lambda a: (lambda w: (w.sum(), w.prod()))(
+                    lx.linalg.eig(
+                        a, compute_left_eigenvectors=False, compute_right_eigenvectors=False
+                    )[0]
+                )
+            ),
+            [_spd(3)],
+            rtol=1e-3,
+        ),
+        Case(
+            "fft",
+            lambda n, lx: lambda x: (n.fft.fft(x), n.fft.irfft(n.fft.rfft(x))),
+            [F(2, 8)],
+            rtol=1e-4,
+        ),
+        Case("fft2", lambda n, lx: lambda x: n.fft.fft2(x), [F(4, 4)], rtol=1e-4),
+        Case("conv", conv(), [F(2, 4, 6), F(6, 4, 3)], rtol=1e-4),
+        Case("conv_grouped", conv(groups=2), [F(2, 4, 6), F(6, 2, 3)], rtol=1e-4),
+        Case("conv_batch_grouped", conv(batch_groups=2), [F(4, 2, 6), F(4, 2, 3)], rtol=1e-4),
+    ]
+
+
+def _callback_cases():
+    def callbacks(n, lx):
+        import jax
+
+        lib = purejit if lx is purejit.lax else jax
+
+        def f(x):
+            lib.debug.callback(lambda v: None, x)
+            y = lib.pure_callback(lambda v: np.cos(v), x, x, vmap_method="sequential")
+            return y * 2.0
+
+        return f
+
+    return [
+        Case("callbacks", callbacks, [F(4)]),
+    ]
+
+
 GROUPS = {
+    "callback": _callback_cases,
     "elementwise": _elementwise_cases,
     "shape": _shape_cases,
     "indexing": _indexing_cases,
@@ -337,6 +436,7 @@ GROUPS = {
     "contraction": _contraction_cases,
     "control": _control_cases,
     "collective": _collective_cases,
+    "linalg_fft_conv": _linalg_fft_conv_cases,
 }
 
 

@@ -6,4 +6,6 @@ Importing this package registers every rule in `_util.LOWERINGS`.
 from purejit.backend.lowering import collective, contraction, control, elementwise  # noqa: F401
 from purejit.backend.lowering import fusion, gather, indexing, reduce, shape, sort  # noqa: F401
 from purejit.backend.lowering import conv  # noqa: F401
+from purejit.backend.lowering import callback  # noqa: F401
 from purejit.backend.lowering import fft, linalg  # noqa: F401, E402
+from purejit.backend.lowering import autodiff  # noqa: F401

@@ -20,7 +20,7 @@ _SAME_NAME = [
     "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh",
     "add", "subtract", "multiply", "divide", "remainder", "power",
     "atan2", "and", "or", "xor", "shift_left", "shift_right_logical",
-    "shift_right_arithmetic", "select", "clamp", "convert",
+    "shift_right_arithmetic", "select", "clamp", "convert", "bitcast_convert", "complex",
 ]  # fmt: skip
 for _n in _SAME_NAME:
     lowering(_n)(lambda ctx, op, args, _n=_n: emit_op(ctx, op, args, f"stablehlo.{_n}"))

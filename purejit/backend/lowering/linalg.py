@@ -287,6 +287,11 @@ def _permutation_loop(b: Builder, pivots, size: int):
 
     body = Builder("swap")
     i, perm, piv = (body.param(t) for t in (s32, perm_t, pt))
+    if nb == 0:
+        body_out = _swap_one(body, i, perm, piv)
+        start = _const(b, 0, np.int32)
+        _, out = b.op("while", [start, iota[0], pivots], {}, [cond_out, body_out])
+        return out
     zero = _const(body, 0, np.int32)
     starts = [zero] * nb + [i]
     col = {"slice_sizes": batch + (1,)}
@@ -330,6 +335,18 @@ def _permutation_loop(b: Builder, pivots, size: int):
     start = _const(b, 0, np.int32)
     _, out = b.op("while", [start, iota[0], pivots], {}, [cond_out, body_out])
     return out
+
+
+def _swap_one(body: Builder, i, perm, piv):
+    """One step for a single permutation: swap perm[i] and perm[piv[i]] (scalar slices)."""
+    one = {"slice_sizes": (1,)}
+    scalar = {"shape": ()}
+    p = body.op("reshape", body.op("dynamic_slice", [piv, i], one), scalar)[0]
+    perm_i = body.op("dynamic_slice", [perm, i], one)[0]
+    perm_p = body.op("dynamic_slice", [perm, p], one)[0]
+    perm = body.op("dynamic_update_slice", [perm, perm_p, i])[0]
+    perm = body.op("dynamic_update_slice", [perm, perm_i, p])[0]
+    return body.finish([body.op("add", [i, _const(body, 1, np.int32)])[0], perm])
 
 
 def _pivots_to_permutation(ctx, pivots: str, piv_t: TensorType, size: int) -> str:

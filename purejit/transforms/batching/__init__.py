@@ -22,13 +22,18 @@ from purejit.transforms.batching.core import (
     reduce_batch,
 )
 from purejit.transforms.batching import (  # noqa: F401  (each registers its family's rules)
+    autodiff,
+    callback,
     collective,
     contraction,
     control,
+    conv,
     elementwise,
+    fft,
     fusion,
     gather,
     indexing,
+    linalg,
     reduce,
     shape,
     sort,

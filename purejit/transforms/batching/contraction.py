@@ -22,6 +22,7 @@ def dot_general_rule(
     lhs_contracting_dimensions,
     rhs_contracting_dimensions,
     preferred_element_type=None,
+    precision=None,
 ):
     (lhs, rhs), (dl, dr) = args, dims
     lb, rb = tuple(lhs_batching_dimensions), tuple(rhs_batching_dimensions)
@@ -29,6 +30,8 @@ def dot_general_rule(
     extra = {}
     if preferred_element_type is not None:
         extra["preferred_element_type"] = preferred_element_type
+    if precision is not None:
+        extra["precision"] = precision
     if dl is not None and dr is not None:
         lhs, rhs = moveaxis(lhs, dl, 0), moveaxis(rhs, dr, 0)
         attrs = dict(

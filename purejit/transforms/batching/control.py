@@ -17,6 +17,8 @@ Each decision is recorded for `explain`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from purejit import errors
 from purejit.ir.ops.control import scan_split
 from purejit.tracing import ShapedArray, aval_of, bind, bind1
@@ -74,11 +76,54 @@ def case_rule(axis, args, dims, *, regions):
         )
         return bind("case", index, *ops, regions=new), want
     n = len(regions)
+    index = bdim_at_front(axis, index, di)
+    # the select form pays for every branch; when every example's index agrees (checked at
+    # run time, one reduction) the batch runs the one branch they all take instead
     notes.record(
         f"{what}{at} → select: {'both' if n == 2 else f'all {n}'} branches run for every "
-        f"example (the {'predicate' if what == 'cond' else 'index'} varies over the batch)"
+        f"example (the {'predicate' if what == 'cond' else 'index'} varies over the batch), "
+        "unless every example takes the same branch (checked at run time): then only that one "
+        "runs"
     )
-    index = bdim_at_front(axis, index, di)
+    first = bind1(
+        "reshape",
+        bind1("slice", index, start_indices=(0,), limit_indices=(1,), strides=(1,)),
+        shape=(),
+    )
+    same = bind1("compare", index, _splat(axis, first), comparison_direction="EQ")
+    uniform = bind1("convert", reduce_batch(same, 0, "and"), dtype=np.dtype(np.int32))
+    avals = [aval_of(index), *avals]
+    want = [0] * len(regions[0].results)
+
+    def one_branch(idx, *xs):
+        head = bind1(
+            "reshape",
+            bind1("slice", idx, start_indices=(0,), limit_indices=(1,), strides=(1,)),
+            shape=(),
+        )
+        new = [batch_region(br, odims, axis, avals[1:], want)[0] for br in regions]
+        return bind("case", head, *xs, regions=new)
+
+    def every_branch(idx, *xs):
+        return _select_branches(axis, regions, idx, list(xs), odims)
+
+    fast, slow = (
+        trace_closed(one_branch, avals, name="uniform"),
+        trace_closed(every_branch, avals, name="mixed"),
+    )
+    if fast.captures or slow.captures:
+        raise NotImplementedError("vmap: a batched case region read values of an enclosing trace")
+    outs = bind("case", uniform, index, *ops, regions=[slow.fn, fast.fn])
+    return outs, want
+
+
+def _splat(axis, scalar):
+    return bind1("broadcast_in_dim", scalar, shape=(axis.size,), broadcast_dimensions=())
+
+
+def _select_branches(axis, regions, index, ops, odims):
+    """Every branch on the whole batch; each example's result picked by its index."""
+    n = len(regions)
     # as the case op does, an index outside [0, n) picks the last branch
     low = bind1("compare", index, filled(index, 0), comparison_direction="LT")
     high = bind1("compare", index, filled(index, n - 1), comparison_direction="GT")
@@ -92,7 +137,7 @@ def case_rule(axis, args, dims, *, regions):
         hit = bind1("compare", index, filled(index, k), comparison_direction="EQ")
         hit = bind1("and", hit, bind1("not", out_of_range))
         chosen = [_select(axis, hit, a, b) for a, b in zip(results[k], chosen)]
-    return chosen, [0] * len(chosen)
+    return chosen
 
 
 def _carry_fixpoint(axis, body, consts_dims, carry_batched, rest_dims, make_avals, ncarry):

@@ -1,0 +1,169 @@
+"""`checkpoint` (alias `remat`), its saving policies and `checkpoint_name`, as JAX's
+`jax.checkpoint`, `jax.checkpoint_policies` and `jax.ad_checkpoint.checkpoint_name`.
+
+The function is traced into the region of a `checkpoint` op. Differentiating it runs the
+function forward keeping only the values the policy saves (its inputs always); the
+backward pass recomputes the rest from the inputs, passed through an optimization barrier
+so that no compiler pass merges the recomputation back into the forward pass.
+A policy is `policy(prim, *avals, **params) -> bool`, asked for every op of the function;
+`prim.name` is the op's name (`"dot_general"`, `"checkpoint_name"`, ...).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Callable, Sequence
+
+from purejit import numpy as jnp
+from purejit.tracing import Tracer, aval_of, bind, bind1, trace_to_function
+from purejit.transforms.autodiff._core import register_custom
+from purejit.transforms.autodiff.autodiff import Prim
+from purejit.tree_util import tree_flatten, tree_unflatten
+
+
+class _CheckpointRule:
+    def __init__(self, policy, name):
+        self.policy = policy
+        self.name = name
+
+    def saveable(self, op) -> bool:
+        if self.policy is None:
+            return False
+        avals = [v.type for v in op.operands]
+        params = dict(op.attrs)
+        if op.name == "checkpoint_name":  # JAX's policies read the name as `name`
+            params["name"] = params.pop("label")
+        return bool(self.policy(Prim(op.name), *avals, **params))
+
+
+_rules: dict = {}
+
+
+def _rule_key(policy) -> str:
+    key = _rules.get(id(policy))
+    if key is None or key[0] is not policy:
+        name = getattr(policy, "__name__", "policy") if policy is not None else "nothing_saveable"
+        key = (policy, register_custom("checkpoint", name, _CheckpointRule(policy, name)))
+        _rules[id(policy)] = key
+    return key[1]
+
+
+def checkpoint(
+    fun: Callable,
+    *,
+    prevent_cse: bool = True,
+    policy: Callable | None = None,
+    static_argnums: int | Sequence[int] = (),
+) -> Callable:
+    """`fun`, recomputed in the backward pass instead of saving its intermediate values.
+
+    Args:
+        fun: the function.
+        prevent_cse: keep compiler passes from merging the recomputation with the forward
+            pass (True, as in JAX; False inside a `scan`, where it is not needed).
+        policy: which intermediate values may be saved (see `checkpoint_policies`); by
+            default none are, only the inputs.
+        static_argnums: arguments that are Python values, not arrays.
+    Returns:
+        The wrapped function.
+    """
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        if kwargs:
+            raise TypeError("checkpoint: pass arguments positionally (as jax.checkpoint needs)")
+        static = {i % len(args): args[i] for i in statics}
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        leaves, in_tree = tree_flatten(dyn)
+        leaves = [x if isinstance(x, Tracer) else jnp.asarray(x) for x in leaves]
+        box = {}
+
+        def flat(*xs):
+            it = iter(tree_unflatten(in_tree, list(xs)))
+            full = [static[i] if i in static else next(it) for i in range(len(args))]
+            out_leaves, box["tree"] = tree_flatten(fun(*full))
+            return out_leaves
+
+        traced = trace_to_function(flat, [aval_of(x) for x in leaves], name="checkpoint")
+        outs = bind(
+            "checkpoint",
+            *leaves,
+            *traced.captures,
+            regions=[traced.fn],
+            rule=_rule_key(policy),
+            prevent_cse=bool(prevent_cse),
+            weak=tuple(a.weak_type for a in traced.out_avals),
+        )
+        return tree_unflatten(box["tree"], outs)
+
+    return wrapped
+
+
+remat = checkpoint
+
+
+def checkpoint_name(x, name: str):
+    """`x`, named `name` for the checkpoint policies that save values by name."""
+    leaves, tree = tree_flatten(x)
+    out = [bind1("checkpoint_name", jnp.asarray(v), label=str(name)) for v in leaves]
+    return tree_unflatten(tree, out)
+
+
+def everything_saveable(*_, **__) -> bool:
+    return True
+
+
+def nothing_saveable(*_, **__) -> bool:
+    return False
+
+
+def dots_saveable(prim, *_, **__) -> bool:
+    return prim.name == "dot_general"
+
+
+def dots_with_no_batch_dims_saveable(prim, *_, **params) -> bool:
+    return prim.name == "dot_general" and not params.get("lhs_batching_dimensions")
+
+
+def save_only_these_names(*names: str):
+    names = set(names)
+
+    def policy(prim, *_, **params):
+        return prim.name == "checkpoint_name" and params.get("name") in names
+
+    return policy
+
+
+def save_any_names_but_these(*names: str):
+    names = set(names)
+
+    def policy(prim, *_, **params):
+        return prim.name == "checkpoint_name" and params.get("name") not in names
+
+    return policy
+
+
+def save_anything_except_these_names(*names: str):
+    names = set(names)
+
+    def policy(prim, *_, **params):
+        return not (prim.name == "checkpoint_name" and params.get("name") in names)
+
+    return policy
+
+
+checkpoint_policies = types.SimpleNamespace(
+    everything_saveable=everything_saveable,
+    nothing_saveable=nothing_saveable,
+    dots_saveable=dots_saveable,
+    checkpoint_dots=dots_saveable,
+    dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
+    checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
+    save_only_these_names=save_only_these_names,
+    save_any_names_but_these=save_any_names_but_these,
+    save_anything_except_these_names=save_anything_except_these_names,
+)
+
+__all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "remat"]

@@ -1,0 +1,469 @@
+"""Automatic differentiation with JAX's API: `grad`, `value_and_grad`, `vjp`, `jvp`,
+`linearize`, `linear_transpose`.
+
+Every entry point first traces the function into an IR function at a new level (values it
+closes over become captured inputs with zero tangents), then runs one of the interpreters of
+`purejit.transforms.autodiff` over it, binding the ops they produce into the current trace:
+eagerly, into an enclosing `jit` (so `jit(grad(f))` is one program), or into an enclosing
+transformation (so `grad(grad(f))` and `jvp(grad(f))` differentiate a program the level
+below already made concrete). Reverse mode is linearize + transpose.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Callable, Sequence
+
+import numpy as np
+
+from purejit import dtypes as pdt
+from purejit import errors
+from purejit import numpy as jnp
+from purejit.tracing import ShapedArray, Tracer, aval_of
+from purejit.transforms import trace_closed
+from purejit.transforms.autodiff import (
+    Context,
+    Zero,
+    jvp_function,
+    tangent_aval,
+)
+from purejit.transforms.autodiff import remat
+from purejit.transforms.autodiff._core import instantiate
+from purejit.tree_util import tree_flatten, tree_structure, tree_unflatten
+
+float0 = pdt.float0
+
+
+# ---- tracing the user's function ------------------------------------------------------------
+
+
+def _as_leaf(x, api: str):
+    if isinstance(x, Tracer):
+        return x
+    try:
+        return jnp.asarray(x)
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"{api}: argument of type {type(x).__name__} is not a valid array ({e})"
+        ) from None
+
+
+class _Traced:
+    """The closed IR function of a flat call, and the trees around it."""
+
+    def __init__(self, fun, leaves, in_tree, has_aux: bool, api: str):
+        self.out_tree = None
+        self.aux_tree = None
+        self.num_out = 0
+
+        def flat(*xs):
+            out = fun(*tree_unflatten(in_tree, list(xs)))
+            aux_leaves = []
+            if has_aux:
+                if not isinstance(out, (tuple, list)) or len(out) != 2:
+                    raise TypeError(
+                        f"{api} with has_aux=True: the function must return a pair "
+                        f"(output, auxiliary data), got {type(out).__name__}"
+                        f"{errors.at(errors.user_location())}"
+                    )
+                out, aux = out
+                aux_leaves, self.aux_tree = tree_flatten(aux)
+            out_leaves, self.out_tree = tree_flatten(out)
+            self.num_out = len(out_leaves)
+            for x in out_leaves:
+                _check_output_leaf(x, api)
+            return [*out_leaves, *aux_leaves]
+
+        self.closed = trace_closed(flat, [aval_of(x) for x in leaves], name=api)
+        self.args = [*leaves, *self.closed.captures]
+        self.num_in = len(leaves)
+
+    def split(self, outs):
+        return outs[: self.num_out], outs[self.num_out :]
+
+
+def _check_output_leaf(x, api):
+    if isinstance(x, Tracer) or hasattr(x, "dtype") or isinstance(x, (int, float, complex)):
+        return
+    raise TypeError(
+        f"{api}: the function returned a {type(x).__name__}, which is not an array"
+        f"{errors.at(errors.user_location())}"
+    )
+
+
+def _float0_zeros(aval: ShapedArray):
+    return np.zeros(aval.shape, dtype=float0)
+
+
+def _materialize(t, aval: ShapedArray):
+    """A tangent or cotangent for the user: zeros for a symbolic zero (float0 for ints)."""
+    if aval.dtype == float0:
+        return _float0_zeros(aval)
+    return instantiate(t, ShapedArray(aval.shape, aval.dtype))
+
+
+def _dtype_name(dt) -> str:
+    return np.dtype(dt).name
+
+
+# ---- jvp, linearize -------------------------------------------------------------------------
+
+
+def _check_tangent(api, p, t, path):
+    pa = aval_of(p)
+    expect = tangent_aval(pa).dtype
+    ta_dtype = np.dtype(t.dtype) if hasattr(t, "dtype") else aval_of(t).dtype
+    t_shape = tuple(np.shape(t)) if not isinstance(t, Tracer) else t.shape
+    if t_shape != pa.shape:
+        raise ValueError(
+            f"{api}: primal and tangent arguments must have equal shapes, got primal shape "
+            f"{pa.shape} and tangent shape {t_shape} at {path}"
+        )
+    if ta_dtype != expect:
+        if expect == float0:
+            raise TypeError(
+                f"{api}: primal and tangent arguments do not match; dtypes must be equal, or "
+                f"in case of int/bool primal dtype the tangent dtype must be float0. Got "
+                f"primal dtype {_dtype_name(pa.dtype)} and so expected tangent dtype float0, "
+                f"but got tangent dtype {_dtype_name(ta_dtype)} instead (at {path})."
+            )
+        raise TypeError(
+            f"{api}: primal and tangent arguments do not match; dtypes must be equal. Got "
+            f"primal dtype {_dtype_name(pa.dtype)} and tangent dtype {_dtype_name(ta_dtype)} "
+            f"at {path}."
+        )
+
+
+def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+    """Forward-mode derivative: `(fun(*primals), J @ tangents)`, as jax.jvp.
+
+    Args:
+        fun: a function of arrays (pytrees) returning arrays (a pytree).
+        primals: a tuple or list of arguments.
+        tangents: a tuple or list of tangents, one per primal, with the primals' structure,
+            shapes and dtypes (float0 for integer and boolean primals).
+        has_aux: `fun` returns `(output, aux)`; aux is returned undifferentiated.
+    Returns:
+        `(primals_out, tangents_out)`, plus `aux` when has_aux.
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(
+            "primal and tangent arguments to jvp must be tuples or lists; found "
+            f"{type(primals).__name__} and {type(tangents).__name__}."
+        )
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError(
+            "primal and tangent arguments to jvp must have the same tree structure; primals "
+            f"have tree structure {p_tree} whereas tangents have tree structure {t_tree}."
+        )
+    p_leaves = [_as_leaf(x, "jvp") for x in p_leaves]
+    for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+        _check_tangent("jvp", p, t, f"leaf {k}")
+    tr = _Traced(fun, p_leaves, p_tree, has_aux, "jvp")
+    tans = []
+    for p, t in zip(p_leaves, t_leaves):
+        a = tangent_aval(aval_of(p))
+        tans.append(Zero(a) if a.dtype == float0 else _as_leaf(t, "jvp"))
+    caps = [Zero(tangent_aval(aval_of(c))) for c in tr.closed.captures]
+    outs, touts = jvp_function(tr.closed.fn, tr.args, tans + caps, Context(linearizing=False))
+    outs, aux = tr.split(outs)
+    touts = touts[: tr.num_out]
+    out_avals = tr.closed.out_avals[: tr.num_out]
+    touts = [_materialize(t, tangent_aval(a)) for t, a in zip(touts, out_avals)]
+    res = (tree_unflatten(tr.out_tree, outs), tree_unflatten(tr.out_tree, touts))
+    if has_aux:
+        return (*res, tree_unflatten(tr.aux_tree, aux))
+    return res
+
+
+def _linearize(fun, primals, has_aux, api):
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    p_leaves = [_as_leaf(x, api) for x in p_leaves]
+    tr = _Traced(fun, p_leaves, p_tree, has_aux, api)
+    nonzero = [True] * tr.num_in + [False] * len(tr.closed.captures)
+    outs, lin = remat.linearize(tr.closed.fn, tr.args, nonzero, where=api)
+    return tr, p_leaves, p_tree, outs, lin
+
+
+def linearize(fun: Callable, *primals, has_aux: bool = False):
+    """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` applies the linearization, as
+    jax.linearize: the forward pass runs once; `f_jvp` only runs the linear program."""
+    tr, p_leaves, p_tree, outs, lin = _linearize(fun, primals, has_aux, "linearize")
+    outs, aux = tr.split(outs)
+    n = tr.num_out
+    out_avals = lin.out_avals[:n]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_flatten(tuple(tangents))
+        if t_tree != p_tree:
+            raise TypeError(
+                f"linearize: the tangents have tree structure {t_tree}, the primals {p_tree}"
+            )
+        for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+            _check_tangent("linearize", p, t, f"leaf {k}")
+        ts = [
+            Zero(a) if a.dtype == float0 else _as_leaf(t, "linearize")
+            for t, a in zip(t_leaves, lin.in_avals)
+        ]
+        ts += [Zero(a) for a in lin.in_avals[len(ts) :]]
+        got = lin.apply(ts)[:n]
+        return tree_unflatten(tr.out_tree, [_materialize(t, a) for t, a in zip(got, out_avals)])
+
+    out = tree_unflatten(tr.out_tree, outs)
+    if has_aux:
+        return out, f_jvp, tree_unflatten(tr.aux_tree, aux)
+    return out, f_jvp
+
+
+# ---- vjp, grad ----------------------------------------------------------------------------
+
+
+def _check_cotangent(api, ct_leaves, avals, tree, got_tree):
+    if got_tree != tree:
+        raise TypeError(
+            f"{api}: the cotangent has tree structure {got_tree}, but the function's output "
+            f"has {tree}{errors.at(errors.user_location())}"
+        )
+    for k, (c, a) in enumerate(zip(ct_leaves, avals)):
+        ca = aval_of(c) if not isinstance(c, np.ndarray) or c.dtype != float0 else None
+        want = tangent_aval(a)
+        if ca is None:
+            if want.dtype != float0:
+                raise TypeError(f"{api}: float0 cotangent for output {k} of dtype {a.dtype}")
+            continue
+        if ca.shape != a.shape or (ca.dtype != want.dtype and not ca.weak_type):
+            raise ValueError(
+                f"{api}: the cotangent for output {k} has shape and dtype "
+                f"{ca.str_short()}, but the output is {a.str_short()}; they must match"
+                f"{errors.at(errors.user_location())}"
+            )
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+    """Reverse-mode derivative, as jax.vjp.
+
+    Args:
+        fun: a function of arrays (pytrees).
+        *primals: its arguments.
+        has_aux: `fun` returns `(output, aux)`.
+    Returns:
+        `(fun(*primals), vjp_fn)` (and `aux` when has_aux); `vjp_fn(cotangent)` returns a
+        tuple with one cotangent per primal (float0 zeros for integer primals).
+    """
+    tr, p_leaves, p_tree, outs, lin = _linearize(fun, primals, has_aux, "vjp")
+    outs, aux = tr.split(outs)
+    n = tr.num_out
+    out_avals = tr.closed.out_avals[:n]
+    in_avals = [tangent_aval(a) for a in tr.closed.in_avals[: tr.num_in]]
+
+    def vjp_fn(ct):
+        ct_leaves, ct_tree = tree_flatten(ct)
+        _check_cotangent("vjp", ct_leaves, out_avals, tr.out_tree, ct_tree)
+        cts = []
+        for c, a in zip(ct_leaves, out_avals):
+            ta = tangent_aval(a)
+            if ta.dtype == float0:
+                cts.append(Zero(ta))
+            else:
+                c = _as_leaf(c, "vjp")
+                if c.dtype != ta.dtype:
+                    c = jnp.asarray(c, dtype=ta.dtype)
+                cts.append(c)
+        cts += [Zero(a) for a in lin.out_avals[n:]]
+        got = lin.transpose(cts)[: tr.num_in]
+        leaves = [_materialize(g, a) for g, a in zip(got, in_avals)]
+        # as JAX: the cotangent of a weakly typed input is weakly typed
+        leaves = [
+            jnp.convert(g, a.dtype, weak=True) if a.weak_type and a.dtype != float0 else g
+            for g, a in zip(leaves, in_avals)
+        ]
+        return tree_unflatten(p_tree, leaves)
+
+    out = tree_unflatten(tr.out_tree, outs)
+    if has_aux:
+        return out, vjp_fn, tree_unflatten(tr.aux_tree, aux)
+    return out, vjp_fn
+
+
+def _argnums(argnums, nargs, api):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for a in nums:
+        operator.index(a)
+        if not -nargs <= a < nargs:
+            raise TypeError(
+                f"{api}: differentiating with respect to argnums={argnums} requires at least "
+                f"{max(a, -a - 1) + 1} positional arguments to be passed by the caller, but "
+                f"got only {nargs} positional arguments."
+            )
+    return tuple(a % nargs for a in nums)
+
+
+def _check_input_dtypes(api, leaves, holomorphic, allow_int):
+    for x in leaves:
+        dt = aval_of(x).dtype
+        if holomorphic:
+            if dt.kind != "c":
+                raise TypeError(
+                    f"{api} with holomorphic=True requires inputs with complex dtype, but got "
+                    f"{_dtype_name(dt)}."
+                )
+        elif not pdt.is_inexact(dt) and not allow_int:
+            raise TypeError(
+                f"{api} requires real- or complex-valued inputs (input dtype that is a "
+                f"sub-dtype of np.inexact), but got {_dtype_name(dt)}. If you want to use "
+                "Boolean- or integer-valued inputs, use vjp or set allow_int to True"
+                f"{errors.at(errors.user_location())}."
+            )
+
+
+def _check_scalar_output(api, out, holomorphic):
+    leaves, tree = tree_flatten(out)
+    if len(leaves) != 1 or tree.kind is not None:
+        raise TypeError(
+            f"{api}: the function must return a scalar array, but it returned {tree} "
+            f"with {len(leaves)} leaves{errors.at(errors.user_location())}"
+        )
+    a = aval_of(leaves[0])
+    if a.shape != ():
+        raise TypeError(
+            f"Gradient only defined for scalar-output functions. Output had shape: {a.shape}"
+            f"{errors.at(errors.user_location())}. Reduce it (e.g. .sum() or .mean()) or use "
+            "vjp with an explicit cotangent."
+        )
+    if holomorphic:
+        if a.dtype.kind != "c":
+            raise TypeError(
+                f"{api} with holomorphic=True requires outputs with complex dtype, but got "
+                f"{_dtype_name(a.dtype)}."
+            )
+    elif not pdt.is_inexact(a.dtype) or a.dtype.kind == "c":
+        if a.dtype.kind == "c":
+            raise TypeError(
+                f"{api} requires real-valued outputs (output dtype that is a sub-dtype of "
+                f"np.floating), but got {_dtype_name(a.dtype)}. For holomorphic "
+                "differentiation, pass holomorphic=True. For differentiation of "
+                "non-holomorphic functions involving complex outputs, use vjp directly."
+            )
+        raise TypeError(
+            f"{api} requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {_dtype_name(a.dtype)}."
+        )
+    return leaves[0]
+
+
+def value_and_grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes: Sequence = (),
+) -> Callable:
+    """A function returning `(fun(*args), gradient)`, as jax.value_and_grad.
+
+    Args:
+        fun: a function returning a scalar (or `(scalar, aux)` with has_aux).
+        argnums: the positional argument(s) to differentiate with respect to; a sequence
+            gives a tuple of gradients.
+        has_aux: `fun` returns `(value, aux)`; the result is then `((value, aux), grad)`.
+        holomorphic: `fun` is holomorphic (complex inputs and output).
+        allow_int: allow integer inputs (their gradients are float0 zeros).
+    Returns:
+        The function.
+    """
+    if reduce_axes:
+        raise NotImplementedError("value_and_grad: reduce_axes is not supported (as in JAX)")
+    api = "value_and_grad"
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        nums = _argnums(argnums, len(args), api)
+        dyn = tuple(args[i] for i in nums)
+
+        def f_partial(*dyn_args):
+            full = list(args)
+            for i, v in zip(nums, dyn_args):
+                full[i] = v
+            return fun(*full, **kwargs)
+
+        _check_input_dtypes(api, [_as_leaf(x, api) for x in tree_flatten(dyn)[0]],
+                            holomorphic, allow_int)  # fmt: skip
+        if has_aux:
+            ans, vjp_fn, aux = vjp(f_partial, *dyn, has_aux=True)
+        else:
+            ans, vjp_fn = vjp(f_partial, *dyn)
+        leaf = _check_scalar_output(api, ans, holomorphic)
+        one = jnp.ones((), aval_of(leaf).dtype)
+        g = vjp_fn(tree_unflatten(tree_structure(ans), [one]))
+        g = g[0] if isinstance(argnums, int) else g
+        return ((ans, aux), g) if has_aux else (ans, g)
+
+    return value_and_grad_f
+
+
+def grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes: Sequence = (),
+) -> Callable:
+    """The gradient of a scalar function, as jax.grad (see `value_and_grad` for the options).
+
+    Returns:
+        A function with `fun`'s arguments returning the gradient (with has_aux, the pair
+        `(gradient, aux)`).
+    """
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        return vg(*args, **kwargs)[1]
+
+    return grad_f
+
+
+def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
+    """The transpose of the linear function `fun`, as jax.linear_transpose.
+
+    Args:
+        fun: a linear function.
+        *primals: example arguments (arrays or anything with shape and dtype) fixing the
+            input structure, shapes and dtypes.
+    Returns:
+        `f_t(cotangent)` returning a tuple with one cotangent per primal.
+    """
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    avals = [ShapedArray(tuple(np.shape(x)), pdt.canonicalize(np.dtype(x.dtype))) for x in p_leaves]
+    for a in avals:
+        if not pdt.is_inexact(a.dtype):
+            raise TypeError(
+                "linear_transpose only supports [float or complex] -> [float or complex] "
+                f"functions, but got an input of dtype {a.dtype}"
+            )
+
+    def transposed(*cts):
+        ct = cts[0] if len(cts) == 1 else cts
+        zeros = [jnp.zeros(a.shape, a.dtype) for a in avals]
+        _, vjp_fn = vjp(fun, *tree_unflatten(p_tree, zeros))
+        return vjp_fn(ct)
+
+    return transposed
+
+
+__all__ = [
+    "float0",
+    "grad",
+    "jvp",
+    "linear_transpose",
+    "linearize",
+    "value_and_grad",
+    "vjp",
+]

@@ -1,0 +1,333 @@
+"""`custom_jvp`, `custom_vjp` and `closure_convert`, as in JAX.
+
+A decorated function is traced into the region of one op (`custom_jvp_call` /
+`custom_vjp_call`) whose `rule` attribute names the Python rules: compiled code runs the
+region, and differentiation runs the rules instead of differentiating the region. Called
+outside any trace (eagerly, no transformation), the function simply runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Callable, Sequence
+
+import numpy as np
+
+from purejit import errors
+from purejit import numpy as jnp
+from purejit.runtime import eval_trace
+from purejit.tracing import Tracer, aval_of, bind, current_trace, trace_to_function
+from purejit.transforms import trace_closed
+from purejit.transforms.autodiff import Zero, evaluate, is_differentiable_dtype
+from purejit.transforms.autodiff._core import register_custom, zeros
+from purejit.tree_util import tree_flatten, tree_paths, tree_structure, tree_unflatten
+
+
+def _resolve_args(fun, args, kwargs, api):
+    if not kwargs:
+        return tuple(args)
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{api}: {e}") from None
+    bound.apply_defaults()
+    return tuple(bound.args)
+
+
+def _leaf(x):
+    return x if isinstance(x, Tracer) else jnp.asarray(x)
+
+
+class _Wrapped:
+    """Shared by custom_jvp and custom_vjp: splitting static (nondiff) arguments, tracing the
+    function into a region, and one rule key per (argument structure, static values)."""
+
+    kind = ""
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(int(i) for i in nondiff_argnums))
+        self._keys: dict = {}
+
+    @property
+    def _name(self):
+        return getattr(self.fun, "__name__", type(self.fun).__name__)
+
+    def _split(self, args):
+        nondiff = tuple(args[i] for i in self.nondiff_argnums)
+        dyn = tuple(a for i, a in enumerate(args) if i not in self.nondiff_argnums)
+        return nondiff, dyn
+
+    def _merge(self, nondiff, dyn):
+        it_n, it_d = iter(nondiff), iter(dyn)
+        n = len(nondiff) + len(dyn)
+        return tuple(next(it_n) if i in self.nondiff_argnums else next(it_d) for i in range(n))
+
+    def _bind(self, args, make_rule):
+        nondiff, dyn = self._split(args)
+        leaves, in_tree = tree_flatten(dyn)
+        leaves = [_leaf(x) for x in leaves]
+        outer = not any(isinstance(x, Tracer) for x in leaves)
+        if outer and current_trace() is eval_trace:
+            return self.fun(*args)  # nothing traces or differentiates it: just run it
+        box = {}
+
+        def flat(*xs):
+            out = self.fun(*self._merge(nondiff, tree_unflatten(in_tree, list(xs))))
+            out_leaves, box["out_tree"] = tree_flatten(out)
+            return out_leaves
+
+        traced = trace_to_function(flat, [aval_of(x) for x in leaves], name=self._name)
+        try:
+            cache_key = (in_tree, nondiff)
+            hash(cache_key)
+        except TypeError:
+            cache_key = None
+        key = self._keys.get(cache_key) if cache_key is not None else None
+        if key is None:
+            rule = make_rule(nondiff, in_tree, len(leaves), box["out_tree"])
+            key = register_custom(self.kind, self._name, rule)
+            if cache_key is not None:
+                self._keys[cache_key] = key
+        outs = bind(
+            f"{self.kind}_call", *leaves, *traced.captures, regions=[traced.fn], rule=key,
+            weak=tuple(a.weak_type for a in traced.out_avals),
+        )  # fmt: skip
+        return tree_unflatten(box["out_tree"], outs)
+
+
+def _check_same(api, what, want_avals, got, tree, name_want, name_got):
+    for path, a, g in zip(tree_paths(tree, ""), want_avals, got):
+        ga = aval_of(g)
+        if ga.shape != a.shape or (ga.dtype != a.dtype and not ga.weak_type):
+            raise TypeError(
+                f"{api}: {what} at {path or 'the output'} is {ga.str_short()}, but the "
+                f"{name_want} is {a.str_short()} ({name_got} must match it)"
+            )
+
+
+class _JVPRule:
+    def __init__(self, owner, nondiff, in_tree, num_args, out_tree):
+        self.owner, self.nondiff, self.in_tree = owner, nondiff, in_tree
+        self.num_args, self.out_tree, self.name = num_args, out_tree, owner._name
+
+    def jvp(self, primals, tangents):
+        p = tree_unflatten(self.in_tree, primals)
+        t = tree_unflatten(self.in_tree, tangents)
+        res = self.owner.jvp_rule(*self.nondiff, p, t)
+        if not isinstance(res, (tuple, list)) or len(res) != 2:
+            raise TypeError(
+                f"custom_jvp rule of {self.name!r} must return a pair (primal_out, tangent_out), "
+                f"got {type(res).__name__}"
+            )
+        out, t_out = res
+        o_leaves, o_tree = tree_flatten(out)
+        t_leaves, t_tree = tree_flatten(t_out)
+        if o_tree != self.out_tree:
+            raise TypeError(
+                f"custom_jvp rule of {self.name!r} must produce primal outputs with the same "
+                f"container (pytree) structure as the function: the function returns "
+                f"{self.out_tree}, the rule {o_tree}"
+            )
+        if t_tree != o_tree:
+            raise TypeError(
+                f"custom_jvp rule of {self.name!r} must produce primal and tangent outputs with "
+                f"equal container (pytree) structures, but got {o_tree} and {t_tree} respectively."
+            )
+        fixed = []
+        for o, t in zip(o_leaves, t_leaves):
+            oa = aval_of(o)
+            if not is_differentiable_dtype(oa.dtype):
+                fixed.append(zeros(oa))  # an integer output's tangent is never read
+                continue
+            ta = aval_of(t)
+            if ta.shape != oa.shape:
+                raise TypeError(
+                    f"custom_jvp rule of {self.name!r} returned a tangent of shape {ta.shape} "
+                    f"for a primal output of shape {oa.shape}; they must be equal"
+                )
+            fixed.append(t if ta.dtype == oa.dtype else jnp.asarray(t, dtype=oa.dtype))
+        return [*o_leaves, *fixed]
+
+
+class custom_jvp(_Wrapped):
+    """A function with a custom forward-mode derivative, as jax.custom_jvp.
+
+    Define the rule with `@f.defjvp` (a function `(primals, tangents) -> (primal_out,
+    tangent_out)`, after the nondiff arguments) or `f.defjvps(*per_argument_rules)`.
+    Reverse mode differentiates the rule (it must be linear in the tangents)."""
+
+    kind = "custom_jvp"
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        super().__init__(fun, nondiff_argnums)
+        self.jvp_rule = None
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        if symbolic_zeros:
+            raise NotImplementedError("custom_jvp.defjvp(symbolic_zeros=True)")
+        self.jvp_rule = jvp
+        self._keys.clear()
+        return jvp
+
+    def defjvps(self, *jvps: Callable | None):
+        """One rule per argument, `rule(g, ans, *args) -> tangent contribution`."""
+        if self.nondiff_argnums:
+            raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
+        def jvp(primals, tangents):
+            ans = self(*primals)
+            out = None
+            for rule, t in zip(jvps, tangents):
+                if rule is None:
+                    continue
+                term = rule(t, ans, *primals)
+                out = term if out is None else jnp.add(out, term)
+            if out is None:
+                out = jnp.zeros_like(ans)
+            return ans, out
+
+        self.defjvp(jvp)
+
+    def __call__(self, *args, **kwargs):
+        if self.jvp_rule is None:
+            raise AttributeError(
+                f"No JVP defined for custom_jvp function {self._name} using defjvp."
+            )
+        args = _resolve_args(self.fun, args, kwargs, "custom_jvp")
+        return self._bind(args, lambda nd, tree, n, out: _JVPRule(self, nd, tree, n, out))
+
+
+class _VJPRule:
+    def __init__(self, owner, nondiff, in_tree, num_args, out_tree):
+        self.owner, self.nondiff, self.in_tree = owner, nondiff, in_tree
+        self.num_args, self.out_tree, self.name = num_args, out_tree, owner._name
+        self.res_tree = None
+        self.in_avals = None
+
+    def fwd(self, primals):
+        p = tree_unflatten(self.in_tree, primals)
+        self.in_avals = [aval_of(x) for x in primals]
+        res = self.owner.fwd(*self.nondiff, *p)
+        if not isinstance(res, (tuple, list)) or len(res) != 2:
+            raise TypeError(
+                f"Custom VJP fwd rule {self.name!r} must produce a pair (list or tuple of length "
+                f"two) representing primal outputs and residuals (values stored from the "
+                f"forward pass for use on the backward pass), got {type(res).__name__}."
+            )
+        out, r = res
+        o_leaves, o_tree = tree_flatten(out)
+        if o_tree != self.out_tree:
+            raise TypeError(
+                f"Custom VJP fwd rule {self.name!r} must produce primal outputs with the same "
+                f"container (pytree) structure as the function: the function returns "
+                f"{self.out_tree}, fwd {o_tree}"
+            )
+        r_leaves, self.res_tree = tree_flatten(r)
+        return o_leaves, [_leaf(x) for x in r_leaves]
+
+    def bwd_flat(self, res, cts):
+        r = tree_unflatten(self.res_tree, res)
+        ct = tree_unflatten(self.out_tree, cts)
+        got = self.owner.bwd(*self.nondiff, r, ct)
+        want_tree = self.in_tree
+        if not isinstance(got, (tuple, list)):
+            raise TypeError(
+                f"Custom VJP bwd rule {self.name!r} must produce a tuple of length equal to the "
+                f"number of differentiable arguments ({len(want_tree.children)}), got "
+                f"{type(got).__name__}"
+            )
+        got = tuple(got)
+        # None stands for a zero cotangent of a whole argument
+        fixed = [
+            tree_unflatten(c, [None] * c.num_leaves) if g is None else g
+            for g, c in zip(got, want_tree.children)
+        ]
+        leaves, tree = tree_flatten(tuple(fixed), is_leaf=lambda x: x is None)
+        if len(got) != len(want_tree.children) or tree_structure(
+            tuple(fixed), is_leaf=lambda x: x is None
+        ) != tree_structure(tree_unflatten(want_tree, [0] * want_tree.num_leaves)):
+            raise TypeError(
+                f"Custom VJP bwd rule {self.name!r} must produce an output with the same "
+                f"container (pytree) structure as the args tuple of the primal function, and "
+                f"in particular must produce a tuple of length equal to the number of arguments "
+                f"to the primal function, but got bwd output structure "
+                f"{tree_structure(got, is_leaf=lambda x: x is None)} for primal input structure "
+                f"{want_tree}."
+            )
+        out = []
+        for k, (g, a) in enumerate(zip(leaves, self.in_avals)):
+            if not is_differentiable_dtype(a.dtype):
+                continue
+            if g is None:
+                out.append(Zero(a))
+                continue
+            ga = aval_of(g)
+            if ga.shape != a.shape or ga.dtype != a.dtype:
+                raise ValueError(
+                    f"Custom VJP bwd rule {self.name!r} must produce an output with the same "
+                    f"shape/dtypes as the args tuple of the primal function, but at output "
+                    f"leaf {k} the bwd rule produced an output of shape/dtype "
+                    f"{ga.str_short()} corresponding to an input of shape/dtype "
+                    f"{a.str_short()}{errors.at(errors.user_location())}"
+                )
+            out.append(_leaf(g))
+        return out
+
+
+class custom_vjp(_Wrapped):
+    """A function with a custom reverse-mode derivative, as jax.custom_vjp.
+
+    `f.defvjp(fwd, bwd)`: `fwd(*args) -> (out, residuals)`, `bwd(residuals, ct_out) ->
+    tuple of one cotangent per argument` (nondiff arguments come first in both)."""
+
+    kind = "custom_vjp"
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        super().__init__(fun, nondiff_argnums)
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False):
+        if symbolic_zeros:
+            raise NotImplementedError("custom_vjp.defvjp(symbolic_zeros=True)")
+        self.fwd, self.bwd = fwd, bwd
+        self._keys.clear()
+
+    def __call__(self, *args, **kwargs):
+        if self.fwd is None:
+            raise AttributeError(
+                f"No VJP defined for custom_vjp function {self._name} using defvjp."
+            )
+        args = _resolve_args(self.fun, args, kwargs, "custom_vjp")
+        return self._bind(args, lambda nd, tree, n, out: _VJPRule(self, nd, tree, n, out))
+
+
+def closure_convert(fun: Callable, *example_args):
+    """`(converted, consts)`: `converted(*args, *consts)` computes `fun(*args)` with the
+    traced values `fun` closes over passed explicitly as `consts`, as jax.closure_convert."""
+    leaves, in_tree = tree_flatten(example_args)
+    box = {}
+
+    def flat(*xs):
+        out = fun(*tree_unflatten(in_tree, list(xs)))
+        out_leaves, box["tree"] = tree_flatten(out)
+        return out_leaves
+
+    closed = trace_closed(flat, [aval_of(_leaf(x)) for x in leaves], name="closure_convert")
+    consts = list(closed.captures)
+    n = len(leaves)
+
+    def converted(*args):
+        a_leaves, _ = tree_flatten(args[: len(args) - len(consts)])
+        outs = evaluate(
+            closed.fn, [*[_leaf(x) for x in a_leaves], *args[len(args) - len(consts) :]]
+        )
+        return tree_unflatten(box["tree"], outs)
+
+    del n
+    return converted, consts
+
+
+__all__ = ["closure_convert", "custom_jvp", "custom_vjp", "np"]

@@ -1,0 +1,192 @@
+"""`purejit.debug`: see values inside jitted code (`print`, `callback`) and `pure_callback`.
+
+Under `jit` (and inside `cond`, `scan`, `while_loop` bodies) each call becomes a callback op
+(`ir/ops/callback.py`) that XLA runs through jaxlib's Python-callback custom call, on CPU
+and GPU: the values are copied to the host and the function runs there, every time the
+program runs. Outside jit the function runs at once.
+
+`debug.print` and `debug.callback` have effects: purejit's passes never drop, merge or
+fold them, even when nothing uses their result. With `ordered=True` the calls of one traced
+function run in program order (each reads an order token the previous one wrote, as JAX
+threads its effect tokens); inside a control-flow body the order holds among that body's
+calls. `pure_callback` is pure: unused, it may be removed; twice on the same values, run
+once; on constants, run at compile time.
+
+`debug.breakpoint` is not provided: it needs an interactive debugger on the host fed with
+every traced value of the frame, which the callback op could carry but which no test here
+can drive; use `purejit.disable_jit()` and `pdb` instead.
+"""
+
+from __future__ import annotations
+
+import builtins
+import weakref
+from typing import Callable
+
+import numpy as np
+
+from purejit import dtypes as pdt
+from purejit.ir.ops.callback import ORDER_TOKEN, register_callback
+from purejit.runtime import Array, eval_trace
+from purejit.tracing import Tracer, bind, current_trace
+from purejit.tree_util import tree_flatten, tree_unflatten
+
+_tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> order token
+
+
+def _is_array(x) -> bool:
+    return isinstance(x, (Tracer, Array, np.ndarray, np.generic, int, float, complex, bool)) or (
+        hasattr(x, "__array__") and hasattr(x, "shape") and hasattr(x, "dtype")
+    )
+
+
+def _split(args, kwargs):
+    """Array leaves (operands) and a function rebuilding (args, kwargs) from host arrays."""
+    leaves, tree = tree_flatten((args, kwargs))
+    is_arr = [_is_array(x) for x in leaves]
+    arrays = [x for x, a in zip(leaves, is_arr) if a]
+
+    def rebuild(host):
+        it = iter(host)
+        return tree_unflatten(tree, [next(it) if a else x for x, a in zip(leaves, is_arr)])
+
+    return arrays, rebuild
+
+
+def _traced() -> bool:
+    return current_trace() is not eval_trace
+
+
+def _host(x) -> np.ndarray:
+    return np.asarray(x)
+
+
+def _bind_effect(fn: Callable, name: str, arrays: list, ordered: bool) -> None:
+    """Record a `host_callback` op calling `fn(*host arrays)` in the current trace."""
+    key = register_callback(fn, name)
+    attrs = dict(callback=key, result_shapes=(), result_dtypes=(), ordered=bool(ordered))
+    if not ordered:
+        bind("host_callback", *arrays, **attrs)
+        return
+    trace = current_trace()
+    token = _tokens.get(trace)
+    if token is None:
+        token = Array(host=np.zeros(ORDER_TOKEN.shape, ORDER_TOKEN.dtype))
+    (token,) = bind("host_callback", token, *arrays, **attrs)
+    _tokens[trace] = token
+
+
+def callback(callback: Callable, *args, ordered: bool = False, partitioned: bool = False, **kwargs):
+    """Call `callback(*args, **kwargs)` on the host, with the values as NumPy arrays, each
+    time the program runs (as `jax.debug.callback`); its result is ignored.
+
+    Args:
+        callback: a Python function.
+        *args, **kwargs: pytrees; array leaves arrive as NumPy arrays, other leaves as given.
+        ordered: run in program order relative to the other ordered callbacks.
+        partitioned: accepted for JAX compatibility (one device: no effect).
+    """
+    del partitioned
+    arrays, rebuild = _split(args, kwargs)
+    if not _traced():
+        a, kw = rebuild([_host(x) for x in arrays])
+        callback(*a, **kw)
+        return None
+
+    def run(*host):
+        a, kw = rebuild(host)
+        callback(*a, **kw)
+        return ()
+
+    _bind_effect(run, getattr(callback, "__name__", "callback"), arrays, ordered)
+    return None
+
+
+def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A001
+    """Print `fmt.format(*args, **kwargs)` with the values of traced arrays, each time the
+    program runs (as `jax.debug.print`)."""
+    if not isinstance(fmt, str):
+        raise TypeError(f"debug.print: fmt must be a format string, got {type(fmt).__name__}")
+    arrays, rebuild = _split(args, kwargs)
+
+    def show(*host):
+        a, kw = rebuild(host)
+        builtins.print(fmt.format(*a, **kw), flush=True)
+        return ()
+
+    if not _traced():
+        show(*[_host(x) for x in arrays])
+        return None
+    _bind_effect(show, "print", arrays, ordered)
+    return None
+
+
+def _result_types(result_shape_dtypes):
+    specs, tree = tree_flatten(result_shape_dtypes)
+    out = []
+    for s in specs:
+        if not (hasattr(s, "shape") and hasattr(s, "dtype")):
+            raise TypeError(
+                "pure_callback: result_shape_dtypes must be a pytree of objects with .shape "
+                f"and .dtype (purejit.ShapeDtypeStruct, arrays), got {type(s).__name__}"
+            )
+        out.append((tuple(int(d) for d in s.shape), pdt.canonicalize(np.dtype(s.dtype))))
+    return out, tree
+
+
+def pure_callback(
+    callback: Callable, result_shape_dtypes, *args, sharding=None, vmap_method=None, **kwargs
+):
+    """Call a side-effect-free host function from traced code (as `jax.pure_callback`).
+
+    Args:
+        callback: takes NumPy arrays (in the structure of args/kwargs) and returns arrays
+            in the structure of `result_shape_dtypes`.
+        result_shape_dtypes: a pytree of `ShapeDtypeStruct`s (or arrays) declaring the
+            results.
+        *args, **kwargs: the inputs (pytrees).
+        sharding: only None (one device) is supported.
+        vmap_method: accepted for JAX compatibility; purejit has no `vmap` rule for it yet.
+    Returns:
+        The results as purejit arrays, in the structure of `result_shape_dtypes`.
+    """
+    del vmap_method
+    if sharding is not None:
+        raise NotImplementedError("pure_callback: sharding= is not supported (one device only)")
+    types, tree = _result_types(result_shape_dtypes)
+    arrays, rebuild = _split(args, kwargs)
+
+    def run(*host):
+        a, kw = rebuild(host)
+        outs, out_tree = tree_flatten(callback(*a, **kw))
+        if out_tree != tree:
+            raise RuntimeError(
+                f"pure_callback: {getattr(callback, '__name__', 'callback')} returned "
+                f"{out_tree}, declared {tree}"
+            )
+        host_outs = [np.asarray(o) for o in outs]
+        # as JAX: 64-bit NumPy results count as their canonical (32-bit without x64) type
+        return [o.astype(pdt.canonicalize(o.dtype), copy=False) for o in host_outs]
+
+    if not _traced():
+        outs = run(*[_host(x) for x in arrays])
+        for o, (shape, dt) in zip(outs, types):
+            if o.shape != shape or o.dtype != dt:
+                raise RuntimeError(
+                    f"pure_callback: a result is {o.dtype}{list(o.shape)}, declared "
+                    f"{dt}{list(shape)}"
+                )
+        return tree_unflatten(tree, [Array(host=o) for o in outs])
+    key = register_callback(run, getattr(callback, "__name__", "pure_callback"))
+    outs = bind(
+        "pure_callback",
+        *arrays,
+        callback=key,
+        result_shapes=tuple(s for s, _ in types),
+        result_dtypes=tuple(d for _, d in types),
+        weak=False,
+    )
+    return tree_unflatten(tree, outs)
+
+
+__all__ = ["callback", "print", "pure_callback"]

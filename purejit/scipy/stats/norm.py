@@ -1,0 +1,46 @@
+"""purejit.scipy.stats.norm: the normal distribution (`jax.scipy.stats.norm`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from purejit.numpy._core import astype, exp, log, promote_args
+from purejit.scipy.special import ndtr, ndtri
+
+__all__ = ["cdf", "logcdf", "logpdf", "pdf", "ppf"]
+
+
+def _args(name, *xs):
+    return promote_args(f"scipy.stats.norm.{name}", *xs, to_inexact=True)
+
+
+def logpdf(x, loc=0, scale=1):
+    """log of the normal density at x."""
+    x, loc, scale = _args("logpdf", x, loc, scale)
+    z = (x - loc) / scale
+    half_log_2pi = astype(np.asarray(0.5 * math.log(2 * math.pi)), x.dtype)
+    return -0.5 * z * z - log(scale) - half_log_2pi
+
+
+def pdf(x, loc=0, scale=1):
+    """The normal density at x."""
+    return exp(logpdf(x, loc, scale))
+
+
+def cdf(x, loc=0, scale=1):
+    """The normal cumulative distribution function at x."""
+    x, loc, scale = _args("cdf", x, loc, scale)
+    return ndtr((x - loc) / scale)
+
+
+def logcdf(x, loc=0, scale=1):
+    """log cdf(x) (computed as the log of cdf: -inf once cdf underflows)."""
+    return log(cdf(x, loc, scale))
+
+
+def ppf(q, loc=0, scale=1):
+    """The quantile function (inverse of cdf)."""
+    q, loc, scale = _args("ppf", q, loc, scale)
+    return ndtri(q) * scale + loc

@@ -1,0 +1,93 @@
+"""JVP and transpose rules of `dot_general` (`ir/ops/contraction.py`): bilinear, so the
+tangent is a sum of two dots and each transpose is a dot with the cotangent (JAX's)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from purejit.transforms.autodiff._core import (
+    LINEAR_OPS,
+    Zero,
+    add,
+    aval,
+    convert,
+    defjvp,
+    deftranspose,
+    is_linear,
+    op,
+    transpose,
+)
+
+
+def _dot(a, b, attrs):
+    return op("dot_general", a, b, **attrs)
+
+
+@defjvp("dot_general")
+def _dot_jvp(ctx, primals, tangents, attrs, regions):
+    (x, y), (tx, ty) = primals, tangents
+    z = _dot(x, y, attrs)
+    out = Zero(aval(z))
+    if not isinstance(tx, Zero):
+        out = add(out, _dot(tx, y, attrs))
+    if not isinstance(ty, Zero):
+        out = add(out, _dot(x, ty, attrs))
+    return [z], [out]
+
+
+def _ranges_like(*xs):
+    start = 0
+    for x in xs:
+        yield list(range(start, start + len(x)))
+        start += len(x)
+
+
+def _remaining(n, *taken):
+    used = {d for t in taken for d in t}
+    return [d for d in range(n) if d not in used]
+
+
+def _transpose_lhs(g, x_aval, y, lc, rc, lb, rb, out_dtype, swap_ans=False):
+    y_ndim = aval(y).ndim
+    x_kept = _remaining(x_aval.ndim, lc, lb)
+    y_kept = _remaining(y_ndim, rc, rb)
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(lb, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(lb, x_kept, y_kept)
+    attrs = {
+        "lhs_contracting_dimensions": tuple(ans_y),
+        "rhs_contracting_dimensions": tuple(y_kept),
+        "lhs_batching_dimensions": tuple(ans_batch),
+        "rhs_batching_dimensions": tuple(rb),
+    }
+    gd, yd = aval(g).dtype, aval(y).dtype
+    if gd != yd:
+        # mixed precision (preferred_element_type): contract in the operands' dtype and
+        # accumulate in the cotangent's, as the forward dot did
+        g = convert(g, yd)
+        attrs["preferred_element_type"] = gd
+    x_contract_sorted_by_y = [lc[i] for i in np.argsort(rc)]
+    out_axes = np.argsort(list(lb) + x_kept + x_contract_sorted_by_y)
+    x_bar = transpose(_dot(g, y, attrs), [int(a) for a in out_axes])
+    return convert(x_bar, x_aval.dtype)
+
+
+@deftranspose("dot_general")
+def _dot_t(cts, operands, attrs, regions):
+    (ct,), (x, y) = cts, operands
+    if is_linear(x) and is_linear(y):
+        raise NotImplementedError("dot_general of two tangents is not linear")
+    lc, rc = attrs["lhs_contracting_dimensions"], attrs["rhs_contracting_dimensions"]
+    lb, rb = attrs["lhs_batching_dimensions"], attrs["rhs_batching_dimensions"]
+    dt = attrs.get("preferred_element_type")
+    if is_linear(x):
+        if isinstance(ct, Zero):
+            return [Zero(aval(x)), None]
+        return [_transpose_lhs(ct, aval(x), y, lc, rc, lb, rb, dt), None]
+    if isinstance(ct, Zero):
+        return [None, Zero(aval(y))]
+    return [None, _transpose_lhs(ct, aval(y), x, rc, lc, rb, lb, dt, swap_ans=True)]
+
+
+LINEAR_OPS.update({"dot_general"})

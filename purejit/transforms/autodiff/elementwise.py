@@ -1,0 +1,483 @@
+"""JVP and transpose rules of the elementwise ops (`ir/ops/elementwise.py`).
+
+Formulas follow JAX's (`jax/_src/lax/lax.py`): derivatives at kinks (abs at 0, max of
+equal values, clamp at its bounds) are JAX's, and tangents of complex values are
+complex-linear, so reverse mode gives JAX's conjugate convention.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from purejit.transforms.autodiff._core import (
+    LINEAR_OPS,
+    UndefinedPrimal,
+    Zero,
+    add,
+    aval,
+    conj,
+    convert,
+    defjvp,
+    deftranspose,
+    div,
+    full_like,
+    instantiate,
+    make_complex,
+    mul,
+    neg,
+    not_differentiable,
+    op,
+    select,
+    sub,
+    zeros,
+)
+
+# ---- unary: t_out = t * f'(x), written with the primal x and result y ----------------------
+
+_UNARY = {}
+
+
+def _unary(name):
+    def deco(deriv):
+        _UNARY[name] = deriv
+        return deriv
+
+    return deco
+
+
+def _cmp(a, b, direction):
+    return op("compare", a, b, comparison_direction=direction)
+
+
+def _c(x, v):
+    return full_like(x, v)
+
+
+@_unary("sqrt")
+def _(x, y, t):
+    return mul(t, div(_c(y, 0.5), y))
+
+
+@_unary("rsqrt")
+def _(x, y, t):
+    return mul(t, mul(_c(x, -0.5), div(y, x)))
+
+
+@_unary("cbrt")
+def _(x, y, t):
+    return mul(t, div(_c(y, 1 / 3), mul(y, y)))
+
+
+@_unary("exponential")
+def _(x, y, t):
+    return mul(t, y)
+
+
+@_unary("exponential_minus_one")
+def _(x, y, t):
+    return mul(t, add(y, _c(y, 1)))
+
+
+@_unary("log")
+def _(x, y, t):
+    return div(t, x)
+
+
+@_unary("log_plus_one")
+def _(x, y, t):
+    return div(t, add(x, _c(x, 1)))
+
+
+@_unary("logistic")
+def _(x, y, t):
+    return mul(t, mul(y, sub(_c(y, 1), y)))
+
+
+@_unary("sine")
+def _(x, y, t):
+    return mul(t, op("cosine", x))
+
+
+@_unary("cosine")
+def _(x, y, t):
+    return neg(mul(t, op("sine", x)))
+
+
+@_unary("tan")
+def _(x, y, t):
+    return mul(t, add(_c(y, 1), mul(y, y)))
+
+
+@_unary("tanh")
+def _(x, y, t):
+    return mul(t, sub(_c(y, 1), mul(y, y)))
+
+
+@_unary("asin")
+def _(x, y, t):
+    return mul(t, op("rsqrt", sub(_c(x, 1), mul(x, x))))
+
+
+@_unary("acos")
+def _(x, y, t):
+    return neg(mul(t, op("rsqrt", sub(_c(x, 1), mul(x, x)))))
+
+
+@_unary("atan")
+def _(x, y, t):
+    return div(t, add(_c(x, 1), mul(x, x)))
+
+
+@_unary("sinh")
+def _(x, y, t):
+    return mul(t, op("cosh", x))
+
+
+@_unary("cosh")
+def _(x, y, t):
+    return mul(t, op("sinh", x))
+
+
+@_unary("asinh")
+def _(x, y, t):
+    return mul(t, op("rsqrt", add(mul(x, x), _c(x, 1))))
+
+
+@_unary("acosh")
+def _(x, y, t):
+    one = _c(x, 1)
+    return mul(t, op("rsqrt", mul(sub(x, one), add(x, one))))
+
+
+@_unary("atanh")
+def _(x, y, t):
+    one = _c(x, 1)
+    return mul(div(one, add(one, x)), div(t, sub(one, x)))
+
+
+@_unary("erf")
+def _(x, y, t):
+    return mul(t, mul(_c(x, 2 / math.sqrt(math.pi)), op("exponential", neg(mul(x, x)))))
+
+
+@_unary("lgamma")
+def _(x, y, t):
+    return mul(t, digamma(x))
+
+
+@_unary("negate")
+def _(x, y, t):
+    return neg(t)
+
+
+@_unary("real")
+def _(x, y, t):
+    return op("real", t)
+
+
+@_unary("imag")
+def _(x, y, t):
+    return op("imag", t)
+
+
+@_unary("abs")
+def _(x, y, t):
+    if aval(x).dtype.kind == "c":
+        safe = select(_cmp(y, _c(y, 0), "EQ"), _c(y, 1), y)
+        return op("real", mul(t, div(conj(x), convert(safe, aval(x).dtype))))
+    return select(_cmp(x, _c(x, 0), "GE"), t, neg(t))
+
+
+def _unary_rule(name, deriv):
+    def rule(ctx, primals, tangents, attrs, regions):
+        (x,), (t,) = primals, tangents
+        y = op(name, x)
+        return [y], [deriv(x, y, t)]
+
+    return rule
+
+
+for _name, _deriv in _UNARY.items():
+    defjvp(_name)(_unary_rule(_name, _deriv))
+
+
+def _zero_jvp(name):
+    def rule(ctx, primals, tangents, attrs, regions):
+        y = op(name, *primals, **attrs)
+        return [y], [Zero(aval(y))]
+
+    defjvp(name)(rule)
+
+
+# piecewise constant: the derivative is zero wherever it exists (JAX's defjvp_zero)
+for _name in ("sign", "floor", "ceil", "round_nearest_afz", "round_nearest_even"):
+    _zero_jvp(_name)
+
+not_differentiable(
+    "integer or boolean results",
+    "compare",
+    "is_finite",
+    "not",
+    "and",
+    "or",
+    "xor",
+    "popcnt",
+    "count_leading_zeros",
+    "shift_left",
+    "shift_right_logical",
+    "shift_right_arithmetic",
+)
+
+# ---- binary ----------------------------------------------------------------------------------
+
+
+def _binary(name, dx, dy):
+    """JVP of a binary op: t_out = dx(x, y, z, tx) + dy(x, y, z, ty); Zero terms skipped."""
+
+    def rule(ctx, primals, tangents, attrs, regions):
+        (x, y), (tx, ty) = primals, tangents
+        z = op(name, x, y)
+        out = Zero(aval(z))
+        if not isinstance(tx, Zero):
+            out = add(out, dx(x, y, z, tx))
+        if not isinstance(ty, Zero):
+            out = add(out, dy(x, y, z, ty))
+        return [z], [out]
+
+    defjvp(name)(rule)
+
+
+_binary("add", lambda x, y, z, t: t, lambda x, y, z, t: t)
+_binary("subtract", lambda x, y, z, t: t, lambda x, y, z, t: neg(t))
+_binary("multiply", lambda x, y, z, t: mul(t, y), lambda x, y, z, t: mul(x, t))
+_binary(
+    "divide",
+    lambda x, y, z, t: div(t, y),
+    lambda x, y, z, t: mul(neg(t), div(z, y)),
+)
+
+
+def _rem_dy(x, y, z, t):
+    q = div(x, y)
+    return mul(neg(t), mul(op("sign", q), op("floor", op("abs", q))))
+
+
+_binary("remainder", lambda x, y, z, t: t, _rem_dy)
+
+
+def _replace_zero(x):
+    return select(_cmp(x, _c(x, 0), "EQ"), _c(x, 1), x)
+
+
+def _pow_dx(x, y, z, t):
+    # y * x ** (y - 1), and 0 where y == 0 (so 0 ** 0 has derivative 0, as JAX)
+    jac = mul(y, op("power", x, sub(y, _c(y, 1))))
+    return mul(t, select(_cmp(y, _c(y, 0), "EQ"), _c(y, 0), jac))
+
+
+def _pow_dy(x, y, z, t):
+    return mul(t, mul(op("log", _replace_zero(x)), z))
+
+
+_binary("power", _pow_dx, _pow_dy)
+
+
+def _balanced_eq(x, z, y):
+    """1 where x is the result and y is not, 1/2 where both are, 0 elsewhere (JAX)."""
+    one, half, zero = _c(z, 1), _c(z, 0.5), _c(z, 0)
+    return select(_cmp(x, z, "EQ"), select(_cmp(y, z, "EQ"), half, one), zero)
+
+
+def _minmax_rule(name):
+    def rule(ctx, primals, tangents, attrs, regions):
+        (x, y), (tx, ty) = primals, tangents
+        z = op(name, x, y)
+        if aval(z).dtype.kind == "c":
+            # complex max/min choose one operand (lexicographic order)
+            pick = _cmp(op("real", z), op("real", x), "EQ")
+            pick = op("and", pick, _cmp(op("imag", z), op("imag", x), "EQ"))
+            return [z], [select(pick, instantiate(tx, aval(z)), instantiate(ty, aval(z)))]
+        out = Zero(aval(z))
+        if not isinstance(tx, Zero):
+            out = add(out, mul(tx, _balanced_eq(x, z, y)))
+        if not isinstance(ty, Zero):
+            out = add(out, mul(ty, _balanced_eq(y, z, x)))
+        return [z], [out]
+
+    defjvp(name)(rule)
+
+
+_minmax_rule("maximum")
+_minmax_rule("minimum")
+
+
+def _atan2_dx(x, y, z, t):
+    return mul(t, div(y, add(mul(x, x), mul(y, y))))
+
+
+def _atan2_dy(x, y, z, t):
+    return mul(neg(t), div(x, add(mul(x, x), mul(y, y))))
+
+
+_binary("atan2", _atan2_dx, _atan2_dy)
+
+
+@defjvp("select")
+def _select_jvp(ctx, primals, tangents, attrs, regions):
+    p, a, b = primals
+    _, ta, tb = tangents
+    z = op("select", p, a, b)
+    if isinstance(ta, Zero) and isinstance(tb, Zero):
+        return [z], [Zero(aval(z))]
+    return [z], [select(p, instantiate(ta, aval(z)), instantiate(tb, aval(z)))]
+
+
+def _bcast_to(t, x):
+    """A scalar bound's tangent broadcast to the operand's shape."""
+    shp = aval(x).shape
+    if aval(t).shape == shp:
+        return t
+    return op("broadcast_in_dim", t, shape=shp, broadcast_dimensions=())
+
+
+@defjvp("clamp")
+def _clamp_jvp(ctx, primals, tangents, attrs, regions):
+    lo, x, hi = primals
+    tlo, tx, thi = tangents
+    z = op("clamp", lo, x, hi)
+    zero = zeros(aval(z))
+    out = Zero(aval(z))
+
+    def b(v):
+        return _bcast_to(v, x)
+
+    if not isinstance(tlo, Zero):
+        take = op("and", _cmp(b(lo), x, "GT"), _cmp(b(lo), b(hi), "LT"))
+        out = add(out, select(take, b(tlo), zero))
+    if not isinstance(tx, Zero):
+        take = op("and", _cmp(x, b(lo), "GT"), _cmp(x, b(hi), "LT"))
+        out = add(out, select(take, tx, zero))
+    if not isinstance(thi, Zero):
+        out = add(out, select(_cmp(b(hi), x, "LT"), b(thi), zero))
+    return [z], [out]
+
+
+@defjvp("convert")
+def _convert_jvp(ctx, primals, tangents, attrs, regions):
+    (x,), (t,) = primals, tangents
+    z = op("convert", x, **attrs)
+    return [z], [convert(t, attrs["dtype"])]
+
+
+# ---- transposes of the linear ones -----------------------------------------------------------
+
+
+@deftranspose("add")
+def _add_t(cts, operands, attrs, regions):
+    (ct,) = cts
+    return [ct, ct]
+
+
+@deftranspose("subtract")
+def _sub_t(cts, operands, attrs, regions):
+    (ct,) = cts
+    return [ct, neg(ct)]
+
+
+@deftranspose("negate")
+def _neg_t(cts, operands, attrs, regions):
+    return [neg(cts[0])]
+
+
+def _is_lin(x) -> bool:
+    return isinstance(x, UndefinedPrimal)
+
+
+@deftranspose("multiply")
+def _mul_t(cts, operands, attrs, regions):
+    (ct,), (x, y) = cts, operands
+    if _is_lin(x) and _is_lin(y):
+        raise NotImplementedError("multiply of two tangents is not linear")
+    if _is_lin(x):
+        return [mul(ct, y), None]
+    return [None, mul(x, ct)]
+
+
+@deftranspose("divide")
+def _div_t(cts, operands, attrs, regions):
+    (ct,), (_, y) = cts, operands
+    if _is_lin(y):
+        raise NotImplementedError("divide by a tangent is not linear")
+    return [div(ct, y), None]
+
+
+@deftranspose("convert")
+def _convert_t(cts, operands, attrs, regions):
+    (ct,), (x,) = cts, operands
+    return [convert(ct, aval(x).dtype)]
+
+
+@deftranspose("real")
+def _real_t(cts, operands, attrs, regions):
+    (ct,) = cts
+    if isinstance(ct, Zero):
+        return [Zero(aval(operands[0]))]
+    return [make_complex(ct, zeros(aval(ct)))]
+
+
+@deftranspose("imag")
+def _imag_t(cts, operands, attrs, regions):
+    (ct,) = cts
+    if isinstance(ct, Zero):
+        return [Zero(aval(operands[0]))]
+    return [make_complex(zeros(aval(ct)), neg(ct))]
+
+
+@deftranspose("select")
+def _select_t(cts, operands, attrs, regions):
+    (ct,), (p, a, b) = cts, operands
+    if _is_lin(p):
+        raise NotImplementedError("select on a tangent predicate is not linear")
+    if isinstance(ct, Zero):
+        return [None, Zero(aval(a)), Zero(aval(b))]
+    zero = zeros(aval(ct))
+    ca = select(p, ct, zero) if _is_lin(a) else None
+    cb = select(p, zero, ct) if _is_lin(b) else None
+    return [None, ca, cb]
+
+
+# ---- digamma, for lgamma's derivative ----------------------------------------------------------
+
+
+def digamma(x):
+    """psi(x) from IR ops: reflection for x < 1/2, six recurrence steps, then the asymptotic
+    series (float32 accuracy; computed in float32 or float64)."""
+    dt = aval(x).dtype
+    wide = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+    x = convert(x, wide)
+    half = _c(x, 0.5)
+    reflect = _cmp(x, half, "LT")
+    xr = select(reflect, sub(_c(x, 1), x), x)  # psi(x) = psi(1 - x) - pi / tan(pi x)
+    acc = _c(x, 0)
+    z = xr
+    for _ in range(6):
+        acc = add(acc, div(_c(z, 1), z))
+        z = add(z, _c(z, 1))
+    inv = div(_c(z, 1), z)
+    inv2 = mul(inv, inv)
+    # ln z - 1/(2z) - 1/(12 z^2) + 1/(120 z^4) - 1/(252 z^6) + 1/(240 z^8) - 5/(660 z^10)
+    series = _c(z, -5 / 660)
+    for c in (1 / 240, -1 / 252, 1 / 120, -1 / 12):
+        series = add(mul(series, inv2), _c(z, c))
+    series = mul(series, inv2)
+    psi = sub(sub(add(op("log", z), series), mul(half, inv)), acc)
+    pi = _c(x, math.pi)
+    refl = sub(psi, div(pi, op("tan", mul(pi, x))))
+    return convert(select(reflect, refl, psi), dt)
+
+
+LINEAR_OPS.update(
+    {"add", "subtract", "negate", "multiply", "divide", "convert", "real", "imag", "select"}
+)

@@ -1,0 +1,257 @@
+"""Automatic rematerialisation in reverse mode: what the forward pass saves for the backward.
+
+`linearize` is `interpreter.linearize_function` for a function differentiated under `jit`
+(the current trace records a program): it runs the linearization into a forward trace of
+its own first, so the forward is an IR function whose results are the outputs then the
+residuals the linear program reads. `purejit.passes.remat` plans what to save (a minimum
+cut: cheap elementwise chains are recomputed, outputs of expensive ops saved) and rewrites
+the pair; the forward is then evaluated into the current trace and the linear program,
+which starts by recomputing the dropped residuals behind an `optimization_barrier`, runs
+in the backward pass when it is transposed. So `jit(value_and_grad(f))` stays one program,
+which the pass pipeline sees whole (DCE drops what no backward reads).
+
+`scan` bodies get the same treatment (`rematerialize_scan`): their residuals are stacked
+along the loop, and the linear scan recomputes the dropped ones in each backward iteration.
+Values a user's `checkpoint` saves (its inputs and what its policy keeps) are pinned: the
+user's policy wins. Outside `jit` (eager) nothing changes: there is no fusion to make the
+recomputation free, and each recomputed op would be a kernel launch of its own.
+
+Options, innermost first: `jit(..., compiler_options={"remat": False})` (save everything,
+as JAX) or `{"remat_budget": 0.3}` (at most 30% of the save-everything bytes, recomputing
+expensive ops too where needed); `purejit.config.update("remat", False)` /
+`update("remat_budget", 0.3)` set the defaults. Each differentiation leaves a
+`purejit.passes.remat.Record` for `explain` (what is saved, with shapes, bytes and the
+user's lines, and what is recomputed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+
+from purejit import errors
+from purejit.config import config
+from purejit.ir import Function, TensorType
+from purejit.passes import remat as rp
+from purejit.tracing import (
+    JitTrace,
+    JitTracer,
+    ShapedArray,
+    Tracer,
+    aval_of,
+    bind1,
+    current_trace,
+    new_trace,
+)
+from purejit.transforms.autodiff._core import Zero
+from purejit.transforms.autodiff.interpreter import LinearFunction, evaluate, linearize_function
+
+
+def current_settings() -> rp.Settings:
+    """The remat settings in force: a jit's compiler options, else purejit.config."""
+    s = rp.active_settings()
+    if s is not None:
+        return s
+    budget = rp.check_budget(config.read("remat_budget"), "purejit.config")
+    return rp.Settings(bool(config.read("remat")), budget)
+
+
+# ---- pinned values: what a user's checkpoint saves -------------------------------------------
+
+_pins: list[list] = []
+
+
+@contextlib.contextmanager
+def collect_pins():
+    """Collect the tracers `pin` is given in this block."""
+    out: list = []
+    _pins.append(out)
+    try:
+        yield out
+    finally:
+        _pins.remove(out)
+
+
+def pin(values) -> None:
+    """Mark residuals the user chose to save (a `checkpoint`'s inputs and saved values)."""
+    for c in _pins:
+        c.extend(v for v in values if isinstance(v, Tracer))
+
+
+def _pinned_values(pins, fn: Function) -> set:
+    known = set(fn.params)
+    known.update(r for op in fn.ops for r in op.results)
+    return {t.value for t in pins if isinstance(t, JitTracer) and t.value in known}
+
+
+# ---- the top level --------------------------------------------------------------------------
+
+
+class RematLinear(LinearFunction):
+    """A `LinearFunction` that marks, when transposed, which saved residuals the backward
+    pass reads (the others are left for DCE)."""
+
+    record: rp.Record | None = None
+    num_saved: int = 0
+    _seen: bool = False
+
+    def transpose(self, cts):
+        rec = self.record
+        if rec is not None:
+            nz = [c for c, z in zip(cts, self.out_nonzero) if z]
+            live_results = [r for r, c in zip(self.fn.results, nz) if not _is_zero(c)]
+            read = _read_params(self.fn, live_results)
+            nt = sum(self.in_nonzero)
+            params = self.fn.params[nt : nt + self.num_saved]
+            flags = [p in read for p in params]
+            if not self._seen:
+                for r in rec.saved:
+                    r.read = False
+                self._seen = True
+            for r, f in zip(rec.saved, flags):
+                r.read = r.read or f
+        return super().transpose(cts)
+
+
+def _is_zero(c) -> bool:
+    return isinstance(c, Zero)
+
+
+def _read_params(fn: Function, live_results) -> set:
+    live = set(live_results)
+    for op in reversed(fn.ops):
+        if any(r in live for r in op.results):
+            live.update(op.operands)
+    return live
+
+
+def _residual(fn: Function, v, free: set, stacked: int | None = None) -> rp.Residual:
+    what, loc = rp.describe(fn, v)
+    t = v.type
+    if stacked is not None:
+        t = TensorType((stacked, *t.shape), t.dtype)
+    return rp.Residual(what, t, loc, free=v in free)
+
+
+def linearize(fn: Function, primals, nonzero, *, where: str = "grad"):
+    """`linearize_function(fn, primals, nonzero)`, saving what the remat plan says.
+
+    Returns:
+        (primal results, `LinearFunction`), as `linearize_function`.
+    """
+    outer = current_trace()
+    if not isinstance(outer, JitTrace):
+        return linearize_function(fn, primals, nonzero)
+    s = current_settings()
+    loc = errors.user_location()
+    fwd = JitTrace(fn.name + "_fwd", capture_concrete=True)
+    with new_trace(fwd), collect_pins() as pins:
+        args = [fwd.new_arg(aval_of(p)) for p in primals]
+        outs, lin = linearize_function(fn, args, nonzero)
+        out_values = [fwd.lift(o) for o in outs]
+    mine = [isinstance(r, JitTracer) and r.trace is fwd for r in lin.residuals]
+    res_values = [r.value for r, m in zip(lin.residuals, mine) if m]
+    external = [r for r, m in zip(lin.residuals, mine) if not m]
+    n_out = len(out_values)
+    F = fwd.builder.finish([*out_values, *res_values])
+    nt = sum(lin.in_nonzero)
+    lp = lin.fn.params
+    rparams = lp[nt:]
+    L = Function(
+        lin.fn.name,
+        [*lp[:nt], *[p for p, m in zip(rparams, mine) if m]]
+        + [p for p, m in zip(rparams, mine) if not m],
+        lin.fn.ops,
+        lin.fn.results,
+    )
+    free = set(F.params) | set(out_values)
+    if s.enabled:
+        pinned = _pinned_values(pins, F)
+        plan = rp.plan(F, n_out, free=free, pinned=pinned, budget=s.budget)
+    else:
+        plan = rp.save_everything(F, n_out, free)
+    F2 = F
+    if plan.recomputed:
+        F2, L = rp.rewrite(F, n_out, L, nt, plan)
+    caps = [x for x, _ in fwd.captures]
+    got = evaluate(F2, [*primals, *caps])
+    new_outs = [_same_weak(v, o) for v, o in zip(got[:n_out], outs)]
+    saved_vals = got[n_out:]
+    rec = rp.Record(
+        where,
+        loc,
+        s.mode,
+        [_residual(F, v, free) for v in plan.saved]
+        + [rp.Residual("a value of an enclosing trace", aval_of(x).type, None) for x in external],
+        [_residual(F, v, free) for v in plan.recomputed],
+        len(plan.ops),
+        plan.all_bytes,
+    )
+    rp.record(rec)
+    out = RematLinear(
+        L, [*saved_vals, *external], lin.in_avals, lin.in_nonzero, lin.out_avals, lin.out_nonzero
+    )
+    out.record = rec
+    out.num_saved = len(saved_vals)
+    return new_outs, out
+
+
+def _same_weak(v, like):
+    """`v` with the weak-type flag of `like` (re-evaluating ops loses explicit flags)."""
+    a, b = aval_of(v), aval_of(like)
+    if a.weak_type == b.weak_type:
+        return v
+    return bind1("convert", v, dtype=a.dtype, weak=b.weak_type)
+
+
+# ---- scan bodies ------------------------------------------------------------------------------
+
+
+def rematerialize_scan(make_split, num_consts: int, length: int):
+    """A scan body's `RegionSplit` (made by `make_split()`), following the remat plan.
+
+    The split's primal region returns the outputs, then the residuals (loop constants are
+    passed once, everything else is stacked along the loop); the linear region takes the
+    tangents, then the residuals. Returns a split with the same layout whose residuals are
+    the plan's saved values and whose linear region recomputes the others.
+    """
+    s = current_settings()
+    with collect_pins() as pins:
+        split = make_split()
+    if not s.enabled:
+        return split
+    F, n_out = split.primal, split.num_out
+    consts = F.params[:num_consts]
+    free = set(consts)
+    plan = rp.plan(F, n_out, free=free, pinned=_pinned_values(pins, F), budget=s.budget)
+
+    def residual(v):
+        return _residual(F, v, free, None if v in free else length)
+
+    rec = rp.Record(
+        f"scan body (length {length})",
+        errors.user_location(),
+        s.mode,
+        [residual(v) for v in plan.saved],
+        [residual(v) for v in plan.recomputed],
+        len(plan.ops),
+        sum(v.type.nbytes * length for v in F.results[n_out:] if v not in free),
+    )
+    rp.record(rec)
+    if not plan.recomputed:
+        return split
+    F2, L2 = rp.rewrite(F, n_out, split.linear, split.num_tangents, plan)
+    out = copy.copy(split)
+    out.primal, out.linear = F2, L2
+    index = {p: k for k, p in enumerate(F.params)}
+    out.res_is_param = [index.get(v) for v in plan.saved]
+    out.res_avals = [_aval(v) for v in plan.saved]
+    out.res_params = L2.params[split.num_tangents :]
+    return out
+
+
+def _aval(v) -> ShapedArray:
+    return ShapedArray(v.type.shape, v.type.dtype)
+
+
+__all__ = ["collect_pins", "current_settings", "linearize", "pin", "rematerialize_scan"]

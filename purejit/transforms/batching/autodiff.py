@@ -1,0 +1,186 @@
+"""Batching rules of the ops that carry differentiation structure (ir/ops/autodiff.py).
+
+`optimization_barrier` and `checkpoint_name` are identities: the batch passes through
+(`stop_gradient` is elementwise, batched in elementwise.py). `checkpoint` batches its region
+and keeps its saving policy. A function with a custom derivative (`custom_jvp_call`,
+`custom_vjp_call`) batches its region, and its rule is replaced by a batched one: the user's
+JVP, fwd or bwd, traced on one example and batched like any program, so differentiating the
+batched program (`grad(vmap(f))`) runs the user's rule batched. In every batched op each
+batched operand and every result carries the batch first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from purejit import dtypes as pdt
+from purejit.tracing import ShapedArray, aval_of, bind
+from purejit.transforms._ir_eval import trace_closed
+from purejit.transforms.autodiff._core import (
+    CUSTOM_RULES,
+    Zero,
+    is_differentiable_dtype,
+    register_custom,
+)
+from purejit.transforms.batching.core import (
+    batch_function,
+    batch_region,
+    bdim_at_front,
+    defrule,
+    reduce_batch,
+    unbatched_shape,
+)
+
+
+def _front(axis, args, dims):
+    xs = [x if d is None else bdim_at_front(axis, x, d) for x, d in zip(args, dims)]
+    return xs, [None if d is None else 0 for d in dims]
+
+
+def _per_example(x, d) -> ShapedArray:
+    a = aval_of(x)
+    return ShapedArray(unbatched_shape(x, d), a.dtype, a.weak_type)
+
+
+def _all_front(axis, outs, dims):
+    return [bdim_at_front(axis, o, d) for o, d in zip(outs, dims)]
+
+
+@defrule("checkpoint_name")
+def checkpoint_name_rule(axis, args, dims, *, label):
+    return bind("checkpoint_name", *args, label=label), list(dims)
+
+
+@defrule("optimization_barrier")
+def optimization_barrier_rule(axis, args, dims):
+    return bind("optimization_barrier", *args), list(dims)
+
+
+def _region_call(name: str, axis, args, dims, regions, attrs, rule_key):
+    xs, bdims = _front(axis, args, dims)
+    avals = [aval_of(x) for x in xs]
+    want = [0] * len(regions[0].results)
+    region = batch_region(regions[0], bdims, axis, avals, want)[0]
+    return bind(name, *xs, regions=[region], **{**attrs, "rule": rule_key}), want
+
+
+@defrule("checkpoint")
+def checkpoint_rule(axis, args, dims, *, regions, rule, **attrs):
+    return _region_call("checkpoint", axis, args, dims, regions, attrs, rule)
+
+
+# ---- custom derivatives --------------------------------------------------------------------
+
+
+def _trace_per_example(fun, avals, name):
+    return trace_closed(fun, avals, name=name)
+
+
+class _BatchedJVP:
+    """A custom_jvp rule batched: the user's JVP traced on one example, then batched."""
+
+    def __init__(self, rule, axis, dims):
+        self.rule, self.axis, self.dims = rule, axis, list(dims)
+        self.num_args, self.name = rule.num_args, f"{rule.name}_vmap"
+
+    def jvp(self, primals, tangents):
+        n, axis = len(primals), self.axis
+        pdims = self.dims[:n]
+        per = [_per_example(p, d) for p, d in zip(primals, pdims)]
+        live = [i for i, t in enumerate(tangents) if np.dtype(aval_of(t).dtype) != pdt.float0]
+
+        def one(*xs):
+            it = iter(xs[n:])
+            ts = [next(it) if i in live else np.zeros(per[i].shape, pdt.float0) for i in range(n)]
+            return self.rule.jvp(list(xs[:n]), ts)
+
+        closed = _trace_per_example(one, per + [per[i] for i in live], self.name)
+        ins = [*primals, *[tangents[i] for i in live], *closed.captures]
+        ds = [*pdims, *[pdims[i] for i in live], *[None] * len(closed.captures)]
+        outs, odims = batch_function(closed.fn, ins, ds, axis)
+        return _all_front(axis, outs, odims)
+
+
+class _BatchedVJP:
+    """A custom_vjp rule batched: the user's fwd and bwd traced on one example, then
+    batched; cotangents of unbatched inputs are summed over the batch."""
+
+    def __init__(self, rule, axis, dims, res_dims=None):
+        self.rule, self.axis, self.dims = rule, axis, list(dims)
+        self.num_args, self.name = rule.num_args, f"{rule.name}_vmap"
+        self.res_dims = res_dims
+        self.in_avals = None
+
+    def fwd(self, primals):
+        n, axis = len(primals), self.axis
+        pdims = self.dims[:n]
+        per = [_per_example(p, d) for p, d in zip(primals, pdims)]
+        box = []
+
+        def one(*xs):
+            outs, res = self.rule.fwd(list(xs))
+            box.append(len(outs))
+            return [*outs, *res]
+
+        closed = _trace_per_example(one, per, self.name + "_fwd")
+        ins = [*primals, *closed.captures]
+        outs, odims = batch_function(closed.fn, ins, [*pdims, *[None] * len(closed.captures)], axis)
+        outs = _all_front(axis, outs, odims)
+        m = box[0]
+        self.res_dims = [0] * (len(outs) - m)
+        self.in_avals = [aval_of(p) for p in primals]
+        self.per_in = per
+        return outs[:m], outs[m:]
+
+    def bwd_flat(self, res, cts):
+        axis = self.axis
+        # residuals and cotangents (of the batched op's results) all carry the batch first
+        res_per = [_per_example(r, 0) for r in res]
+        ct_per = [_per_example(c, 0) for c in cts]
+        ct_dims = [0] * len(cts)
+        per_in = self.per_in
+        floats = [i for i, a in enumerate(per_in) if is_differentiable_dtype(a.dtype)]
+
+        def one(*xs):
+            got = self.rule.bwd_flat(list(xs[: len(res)]), list(xs[len(res) :]))
+            out = []
+            for g, i in zip(got, floats):
+                a = per_in[i]
+                out.append(np.zeros(a.shape, a.dtype) if isinstance(g, Zero) else g)
+            return out
+
+        closed = _trace_per_example(one, res_per + ct_per, self.name + "_bwd")
+        ins = [*res, *cts, *closed.captures]
+        ds = [*[0] * len(res), *ct_dims, *[None] * len(closed.captures)]
+        got, gdims = batch_function(closed.fn, ins, ds, axis)
+        out = []
+        for g, d, i in zip(got, gdims, floats):
+            if self.dims[i] is None:  # an input every example shares: the sum of cotangents
+                out.append(g if d is None else reduce_batch(g, d, "add"))
+            else:
+                out.append(bdim_at_front(axis, g, d))
+        return out
+
+
+@defrule("custom_jvp_call")
+def custom_jvp_call_rule(axis, args, dims, *, regions, rule):
+    _, bdims = _front(axis, args, dims)
+    key = register_custom("custom_jvp", CUSTOM_RULES[rule].name + "_vmap",
+                          _BatchedJVP(CUSTOM_RULES[rule], axis, bdims))  # fmt: skip
+    return _region_call("custom_jvp_call", axis, args, dims, regions, {}, key)
+
+
+@defrule("custom_vjp_call")
+def custom_vjp_call_rule(axis, args, dims, *, regions, rule):
+    _, bdims = _front(axis, args, dims)
+    key = register_custom("custom_vjp", CUSTOM_RULES[rule].name + "_vmap",
+                          _BatchedVJP(CUSTOM_RULES[rule], axis, bdims))  # fmt: skip
+    return _region_call("custom_vjp_call", axis, args, dims, regions, {}, key)
+
+
+@defrule("custom_lin")
+def custom_lin_rule(axis, args, dims, *, rule, num_res, out_types):
+    raise NotImplementedError(
+        "vmap of a linear program holding a custom_vjp function's linear map (custom_lin): "
+        "take vmap of the vjp's pullback instead (jacrev does), which runs the bwd rule batched"
+    )

@@ -1,0 +1,115 @@
+"""The dispatch fast path of `purejit.jit` (`Compiled.fast_key_for` / `call_fast`).
+
+A call whose positional arguments are purejit Arrays or NumPy arrays, with exactly the
+shapes, dtypes and weak types of a compiled signature, skips the signature; everything that
+makes the slow path safe must still hold: dtypes are never reinterpreted, weak types and
+64-bit canonicalisation pick their own programs, donation deletes its input, cache counters
+count, and the transfer falls back to `jax.device_put` where jaxlib lacks the C++ one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import purejit
+import purejit.numpy as pnp
+from purejit.backend import dispatch
+from purejit.config import config
+from purejit.runtime import Array, DeletedArrayError
+
+
+def _add1():
+    return purejit.jit(lambda x: x + 1)
+
+
+def test_numpy_arguments_take_the_fast_path_and_count_hits():
+    f = _add1()
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(f(x)), x + 1)
+    assert list(f._fast) == [((x.shape, x.dtype),)]
+    hits = f.stats.hits
+    for k in range(3):
+        np.testing.assert_array_equal(np.asarray(f(x + k)), x + k + 1)
+    assert f.stats.hits == hits + 3 and f.stats.compiles == 1
+
+
+def test_a_new_dtype_or_shape_compiles_instead_of_reinterpreting():
+    f = _add1()
+    f(np.zeros(4, np.float32))
+    out = f(np.arange(4, dtype=np.int32))  # same bytes per element, other dtype
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(out), [1, 2, 3, 4])
+    out = f(np.zeros((2, 2), np.float32))
+    assert out.shape == (2, 2)
+    assert f.stats.compiles == 3 and len(f._fast) == 3
+
+
+def test_64_bit_numpy_is_canonicalised_on_every_call():
+    f = _add1()
+    x = np.arange(3, dtype=np.float64)
+    for _ in range(2):
+        out = f(x)
+        assert out.dtype == (np.float64 if config.enable_x64 else np.float32)
+    assert not f._fast  # the key would not say which program x64 chose
+    np.testing.assert_array_equal(np.asarray(out), x + 1)
+
+
+def test_weak_and_strong_arrays_keep_their_own_programs():
+    f = purejit.jit(lambda x: x + np.float16(1))
+    strong = Array(host=np.array(2.0, np.float32))
+    weak = Array(host=np.array(2.0, np.float32), weak_type=True)
+    assert f(strong).dtype == np.float32
+    assert f(weak).dtype == np.float16  # a weak float meets float16: float16
+    assert f(strong).dtype == np.float32 and f(weak).dtype == np.float16
+    assert f.stats.compiles == 2
+
+
+def test_python_scalars_and_pytrees_go_through_the_signature():
+    f = _add1()
+    assert float(f(2.0)) == 3.0 and float(f(2.0)) == 3.0
+    g = purejit.jit(lambda d: d["a"] + 1)
+    assert float(g({"a": np.float32(1)})) == 2.0
+    assert not f._fast and not g._fast
+
+
+def test_donation_on_the_fast_path_deletes_the_input():
+    f = purejit.jit(lambda x: x * 2, donate_argnums=0)
+    for _ in range(3):  # the first call compiles, then the fast path runs
+        x = pnp.asarray(np.ones(8, np.float32)) + 0
+        out = f(x)
+        assert x.is_deleted()
+        np.testing.assert_array_equal(np.asarray(out), np.full(8, 2, np.float32))
+        with pytest.raises(DeletedArrayError):
+            f(x)
+    f(np.ones(8, np.float32))  # NumPy input: nothing of the caller's to donate
+    assert all(type(k[0]) is not tuple for k in f._fast)
+
+
+def test_deleted_array_raises_on_the_fast_path():
+    f = _add1()
+    x = pnp.asarray(np.ones(3, np.float32)) + 0
+    f(x)
+    f(x)
+    x.delete()
+    with pytest.raises(DeletedArrayError):
+        f(x)
+
+
+def test_transfer_falls_back_without_the_cpp_put(monkeypatch):
+    f = _add1()
+    x = np.arange(5, dtype=np.int32)
+    monkeypatch.setattr(dispatch, "_batched_device_put", lambda: None)
+    assert not dispatch.fast_put_available()
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(f(x)), x + 1)
+    buf = dispatch.put(x, purejit.devices()[0], enable_x64=False)
+    np.testing.assert_array_equal(np.asarray(buf), x)
+
+
+def test_fast_put_matches_device_put():
+    assert dispatch.fast_put_available()
+    x = np.arange(6, dtype=np.float16).reshape(2, 3)
+    buf = dispatch.put(x, purejit.devices()[0], enable_x64=False)
+    assert buf.shape == (2, 3) and buf.dtype == np.float16
+    np.testing.assert_array_equal(np.asarray(buf), x)
