@@ -340,7 +340,8 @@ def flatten_up_to(treedef: PyTreeDef, tree, what: str = "tree") -> list:
     def mismatch(path, td, x):
         return ValueError(
             f"tree structure mismatch: {what}'s structure "
-            f"{tree_structure(x) if path else tree_structure(tree)} does not match {treedef}: at {path or '(root)'}: expected {_node_name(td)}, got "
+            f"{tree_structure(x) if path else tree_structure(tree)} does not match {treedef}: "
+            f"at {path or '(root)'}: expected {_node_name(td)}, got "
             f"{_node_name(tree_structure(x))}{errors.at(errors.user_location())}"
         )
 
