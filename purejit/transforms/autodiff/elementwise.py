@@ -162,6 +162,12 @@ def _(x, y, t):
     return mul(t, mul(_c(x, 2 / math.sqrt(math.pi)), op("exponential", neg(mul(x, x)))))
 
 
+@_unary("erf_inv")
+def _(x, y, t):
+    # d/dx erf_inv(x) = sqrt(pi) / 2 * exp(erf_inv(x)^2)
+    return mul(t, mul(_c(y, math.sqrt(math.pi) / 2), op("exponential", mul(y, y))))
+
+
 @_unary("lgamma")
 def _(x, y, t):
     return mul(t, digamma(x))
