@@ -358,6 +358,25 @@ def save_everything(fwd: Function, num_out: int, free: Collection[Value] = ()) -
 # ---- the programs that follow a plan ----------------------------------------------------------
 
 
+@dataclass
+class Group:
+    """Recomputations that feed each other: `ops` (in `fwd`'s order) read only `inputs`
+    (saved values) and each other's results."""
+
+    inputs: list[Value]
+    ops: list[Op]
+
+
+def groups(p: Plan) -> list[Group]:
+    """The plan's recomputation, one `Group` per connected part (one barrier each)."""
+    out = []
+    for ops in _components(p.ops):
+        made = {r for op in ops for r in op.results}
+        inputs = list(dict.fromkeys(u for op in ops for u in op.operands if u not in made))
+        out.append(Group(inputs, ops))
+    return out
+
+
 def _components(ops: Sequence[Op]) -> list[list[Op]]:
     """`ops` grouped by the values they share (recomputations that feed each other)."""
     parent = list(range(len(ops)))
@@ -417,20 +436,19 @@ def rewrite(
     saved_params = {v: Value(v.type) for v in p.saved}
     new_ops: list[Op] = []
     env: dict[Value, Value] = {}  # values of fwd -> values of lin2
-    for group in _components(p.ops):
-        made = {r for op in group for r in op.results}
-        inputs = list(dict.fromkeys(u for op in group for u in op.operands if u not in made))
+    for g in groups(p):
+        inputs = g.inputs
         local = {u: saved_params[u] for u in inputs}
         if barrier and inputs:
             outs = [Value(u.type) for u in inputs]
             new_ops.append(Op("optimization_barrier", [local[u] for u in inputs], {}, outs))
             local = dict(zip(inputs, outs))
-        for op in group:
+        for op in g.ops:
             results = [Value(r.type) for r in op.results]
             operands = [local[u] for u in op.operands]
             new_ops.append(Op(op.name, operands, op.attrs, results, op.regions, op.loc))
             local.update(zip(op.results, results))
-        env.update((r, local[r]) for r in made)
+        env.update((r, local[r]) for op in g.ops for r in op.results)
     subst = {}
     for r, param in zip(residuals, res_params):
         subst[param] = saved_params[r] if r in saved_params else env[r]
@@ -460,6 +478,7 @@ def describe(fn: Function, v: Value, param_names: Sequence[str] | None = None) -
 
 
 __all__ = [
+    "Group",
     "Plan",
     "Record",
     "Residual",
@@ -468,6 +487,7 @@ __all__ = [
     "check_budget",
     "collecting",
     "describe",
+    "groups",
     "plan",
     "record",
     "recomputable",
