@@ -74,6 +74,9 @@ class Record:
     recomputed: list[Residual] = field(default_factory=list)
     recompute_ops: int = 0
     all_bytes: int = 0
+    # a loop body's: its residuals reach the backward pass as outputs of the loop, which
+    # the enclosing differentiation's record lists (so totals leave this one out)
+    inner: bool = False
 
     @property
     def saved_bytes(self) -> int:

@@ -67,7 +67,7 @@ class Explanation:
     @property
     def saved_bytes(self) -> int:
         """Bytes the forward passes save for the backward passes (inputs not counted)."""
-        return sum(r.saved_bytes for r in self.residuals)
+        return sum(r.saved_bytes for r in self.residuals if not r.inner)
 
     @property
     def groups(self) -> list:
@@ -187,6 +187,7 @@ def _residual_lines(records) -> list[str]:
         out.append(
             f"  {where}, remat {rec.mode}: {_n(len(rec.saved), 'array')}, "
             f"{_size(rec.saved_bytes)} (saving everything: {_size(rec.all_bytes)}{ratio})"
+            + (", stacked by the loop (listed below as its outputs)" if rec.inner else "")
         )
         out += [_residual_line(r) for r in rec.saved]
         if rec.recomputed:
@@ -196,7 +197,7 @@ def _residual_lines(records) -> list[str]:
                 f"{_n(len(rec.recomputed), 'residual')}, {_size(nbytes)}"
             )
             out += [_residual_line(r) for r in rec.recomputed]
-    total = sum(rec.saved_bytes for rec in records)
+    total = sum(rec.saved_bytes for rec in records if not rec.inner)
     out.append(f"  total saved: {_size(total)}")
     return out
 

@@ -14,6 +14,7 @@ import purejit
 import purejit.numpy as jnp
 from purejit.ir import interpret, parse, print_function, verify
 from purejit.passes import remat as rp
+from purejit.passes.dce import DCE
 
 # the forward program of `sum(tanh(x @ w))` differentiated: outputs, then residuals
 FWD = """func @fwd(%0: f32[4,8], %1: f32[8,8]) -> (f32[], f32[4,8], f32[4,8]) {
@@ -186,6 +187,48 @@ def test_dce_drops_residuals_no_backward_pass_reads():
     assert "cosine(" not in lowered.ir()
     (v, aux), g = vg(x)
     np.testing.assert_allclose(np.asarray(g), 2 * x, rtol=1e-6)
+
+
+def test_dce_removes_a_residual_nobody_reads_from_a_joint_program():
+    # value_and_grad(lambda x: (sum(x * x), sin(x))), has_aux: the forward computes the
+    # residual cos(x) for the aux output's tangent, which no cotangent reaches
+    src = """func @step(%0: f32[4]) -> (f32[], f32[4], f32[4]) {
+  %1 = multiply(%0, %0) : (f32[4])
+  %2 = constant() {value=array<f32[]: [0.0]>} : (f32[])
+  %3 = reduce(%1, %2) {dimensions=[0]} : (f32[]) region(%4: f32[], %5: f32[]) {
+    %6 = add(%4, %5) : (f32[])
+    return %6
+  }
+  %7 = sine(%0) : (f32[4])
+  %8 = cosine(%0) : (f32[4])
+  %9 = constant() {value=array<f32[]: [1.0]>} : (f32[])
+  %10 = broadcast_in_dim(%9) {shape=[4], broadcast_dimensions=[]} : (f32[4])
+  %11 = multiply(%10, %0) : (f32[4])
+  %12 = add(%11, %11) : (f32[4])
+  return %3, %7, %12
+}"""
+    fn = verify(parse(src))
+    out = DCE()(fn).fn
+    assert (
+        print_function(out)
+        == """func @step(%0: f32[4]) -> (f32[], f32[4], f32[4]) {
+  %1 = multiply(%0, %0) : (f32[4])
+  %2 = constant() {value=array<f32[]: [0.0]>} : (f32[])
+  %3 = reduce(%1, %2) {dimensions=[0]} : (f32[]) region(%4: f32[], %5: f32[]) {
+    %6 = add(%4, %5) : (f32[])
+    return %6
+  }
+  %7 = sine(%0) : (f32[4])
+  %8 = constant() {value=array<f32[]: [1.0]>} : (f32[])
+  %9 = broadcast_in_dim(%8) {shape=[4], broadcast_dimensions=[]} : (f32[4])
+  %10 = multiply(%9, %0) : (f32[4])
+  %11 = add(%10, %10) : (f32[4])
+  return %3, %7, %11
+}"""
+    )
+    x = np.linspace(0, 1, 4, dtype=np.float32)
+    for a, b in zip(interpret(fn, x), interpret(out, x)):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_scan_body_residuals_are_planned_and_give_the_same_numbers():

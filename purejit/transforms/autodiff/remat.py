@@ -281,7 +281,7 @@ def _same_weak(v, like):
 # ---- scan bodies ------------------------------------------------------------------------------
 
 
-def rematerialize_scan(make_split, num_consts: int, length: int):
+def rematerialize_scan(make_split, num_consts: int, num_carry: int, length: int):
     """A scan body's `RegionSplit` (made by `make_split()`), following the remat plan.
 
     The split's primal region returns the outputs, then the residuals (loop constants are
@@ -292,12 +292,13 @@ def rematerialize_scan(make_split, num_consts: int, length: int):
     s = current_settings()
     with collect_pins() as pins:
         split = make_split()
-    if not s.enabled:
-        return split
     F, n_out = split.primal, split.num_out
-    consts = F.params[:num_consts]
-    free = set(consts)
-    plan = rp.plan(F, n_out, free=free, pinned=_pinned_values(pins, F), budget=s.budget)
+    # loop constants are passed once and slices of xs read from xs: neither is copied
+    free = set(F.params[:num_consts]) | set(F.params[num_consts + num_carry :])
+    if s.enabled:
+        plan = rp.plan(F, n_out, free=free, pinned=_pinned_values(pins, F), budget=s.budget)
+    else:
+        plan = rp.save_everything(F, n_out, free)
 
     def residual(v):
         return _residual(F, v, free, None if v in free else length)
@@ -310,6 +311,7 @@ def rematerialize_scan(make_split, num_consts: int, length: int):
         [residual(v) for v in plan.recomputed],
         len(plan.ops),
         sum(v.type.nbytes * length for v in F.results[n_out:] if v not in free),
+        inner=True,
     )
     rp.record(rec)
     if not plan.recomputed:
