@@ -468,16 +468,14 @@ def rewrite(
     return fwd2, lin2
 
 
-def describe(fn: Function, v: Value, param_names: Sequence[str] | None = None) -> tuple:
-    """(what, loc) of value `v` of `fn` for reports: "input k" or "output of <op>"."""
-    for k, p in enumerate(fn.params):
-        if p is v:
-            name = param_names[k] if param_names and k < len(param_names) else f"input {k}"
-            return name, None
-    for op in fn.ops:
-        if v in op.results:
-            return f"output of {op.name}", op.loc
-    return "a value from outside", None
+def describer(fn: Function, param_names: Sequence[str] | None = None):
+    """`describe(v) -> (what, loc)` for values `v` of `fn`, for reports: the parameter's
+    name ("input k" by default) or "output of <op>" with the op's line."""
+    names = list(param_names or [])
+    names += [f"input {k}" for k in range(len(names), len(fn.params))]
+    known = {p: (n, None) for p, n in zip(fn.params, names)}
+    known.update((r, (f"output of {op.name}", op.loc)) for op in fn.ops for r in op.results)
+    return lambda v: known.get(v, ("a value from outside", None))
 
 
 __all__ = [
@@ -489,7 +487,7 @@ __all__ = [
     "active_settings",
     "check_budget",
     "collecting",
-    "describe",
+    "describer",
     "groups",
     "plan",
     "record",

@@ -172,8 +172,8 @@ def _read_params(fn: Function, live_results) -> set:
     return live
 
 
-def _residual(fn: Function, v, free: set, stacked=None, names=None) -> rp.Residual:
-    what, loc = rp.describe(fn, v, names)
+def _residual(describe, v, free: set, stacked=None) -> rp.Residual:
+    what, loc = describe(v)
     t = v.type
     if stacked is not None:
         t = TensorType((stacked, *t.shape), t.dtype)
@@ -228,13 +228,14 @@ def linearize(fn: Function, primals, nonzero, *, where: str = "grad", param_name
     saved_vals = got[n_out:]
     names = [f"input {n}" for n in param_names or ()]
     names += ["a value it closes over"] * (len(F.params) - len(names))
+    describe = rp.describer(F, names)
     rec = rp.Record(
         where,
         loc,
         s.mode,
-        [_residual(F, v, free, names=names) for v in plan.saved]
+        [_residual(describe, v, free) for v in plan.saved]
         + [rp.Residual("a value of an enclosing trace", aval_of(x).type, None) for x in external],
-        [_residual(F, v, free, names=names) for v in plan.recomputed],
+        [_residual(describe, v, free) for v in plan.recomputed],
         len(plan.ops),
         plan.all_bytes,
     )
@@ -300,8 +301,16 @@ def rematerialize_scan(make_split, num_consts: int, num_carry: int, length: int)
     else:
         plan = rp.save_everything(F, n_out, free)
 
+    nx = len(F.params) - num_consts - num_carry
+    describe = rp.describer(
+        F,
+        [f"loop constant {k}" for k in range(num_consts)]
+        + [f"carry {k}" for k in range(num_carry)]
+        + [f"xs {k}" for k in range(nx)],
+    )
+
     def residual(v):
-        return _residual(F, v, free, None if v in free else length)
+        return _residual(describe, v, free, None if v in free else length)
 
     rec = rp.Record(
         f"scan body (length {length})",
