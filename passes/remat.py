@@ -345,7 +345,11 @@ def _finish(fwd, residuals, saved: set, all_bytes, nbytes) -> Plan:
     read.update(u for op in ops for u in op.operands if u in saved)
     position = {p: -1 for p in fwd.params}
     position.update({r: k for k, op in enumerate(fwd.ops) for r in op.results})
-    saved_list = sorted(read, key=lambda v: (position[v], v.id))
+    # residuals keep their order (a plan that recomputes nothing changes nothing), then the
+    # values the cut saves instead, in program order
+    kept = [r for r in residuals if r in read]
+    others = sorted(read - set(kept), key=lambda v: (position[v], v.id))
+    saved_list = kept + others
     recomputed = [r for r in residuals if r not in saved]
     return Plan(saved_list, recomputed, ops, all_bytes, nbytes)
 

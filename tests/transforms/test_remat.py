@@ -104,6 +104,16 @@ def test_must_not_change_a_residual_only_an_expensive_op_makes():
     fwd = verify(parse(src))
     p = rp.plan(fwd, 1, free=fwd.params)
     assert p.saved == [fwd.results[1]] and not p.recomputed and not p.ops
+    # residuals out of program order keep their order (the linear program reads them so)
+    src2 = src.replace("-> (f32[4,8], f32[4,8])", "-> (f32[4,8], f32[4,8], f32[4,8])").replace(
+        "  return %2, %2",
+        "  %3 = dot_general(%2, %1) {lhs_batching_dimensions=[], rhs_batching_dimensions=[], "
+        "lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0]} : (f32[4,8])\n"
+        "  return %3, %3, %2",
+    )
+    fwd2 = verify(parse(src2))
+    p2 = rp.plan(fwd2, 1, free=fwd2.params)
+    assert p2.saved == fwd2.results[1:] and not p2.recomputed
 
 
 # ---- through the API ----------------------------------------------------------------------
