@@ -30,7 +30,7 @@ from purejit.transforms.autodiff import (
 )
 from purejit.transforms.autodiff import remat
 from purejit.transforms.autodiff._core import instantiate
-from purejit.tree_util import tree_flatten, tree_structure, tree_unflatten
+from purejit.tree_util import tree_flatten, tree_paths, tree_structure, tree_unflatten
 
 float0 = pdt.float0
 
@@ -184,7 +184,8 @@ def _linearize(fun, primals, has_aux, api):
     p_leaves = [_as_leaf(x, api) for x in p_leaves]
     tr = _Traced(fun, p_leaves, p_tree, has_aux, api)
     nonzero = [True] * tr.num_in + [False] * len(tr.closed.captures)
-    outs, lin = remat.linearize(tr.closed.fn, tr.args, nonzero, where=api)
+    names = tree_paths(p_tree, "args")  # how explain names residuals that are inputs
+    outs, lin = remat.linearize(tr.closed.fn, tr.args, nonzero, where=api, param_names=names)
     return tr, p_leaves, p_tree, outs, lin
 
 
