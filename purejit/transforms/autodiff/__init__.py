@@ -17,6 +17,7 @@ from purejit.transforms.autodiff import (  # noqa: F401  (registers the rules)
     fusion,
     gather,
     indexing,
+    linalg,
     reduce,
     shape,
     sort,
