@@ -65,25 +65,6 @@ def test_linalg_jvp_and_vjp_match_jax(dtype):
     check_ad(_make(jnp, pll), _make(jjnp, jll), *args, rtol=1e-3, atol=1e-3)
 
 
-def test_linalg_check_grads_against_finite_differences():
-    x = rand_like(np.zeros((2, 3, 3), np.float32), 5)
-    t = rand_like(np.zeros((4, 3), np.float32), 6)
-
-    def f(x, t):
-        s = _spd(jnp, x)
-        v = jnp.linalg.eigh(s)[1]
-        q, r = jnp.linalg.qr(t)
-        return [
-            jnp.linalg.cholesky(s),
-            v * v,  # sign-free
-            jnp.linalg.svd(t, compute_uv=False),
-            q @ r,
-            jnp.linalg.solve(s, x),
-        ]
-
-    check_grads(f, (x, t), order=1, modes=("fwd", "rev"), atol=3e-2, rtol=3e-2)
-
-
 def test_linalg_errors_where_jax_does_not_differentiate():
     x = rand_like(np.zeros((3, 3), np.float32), 7)
     # eigenvalues of a general matrix are differentiable, its eigenvectors are not (JAX needs
@@ -99,3 +80,37 @@ def test_linalg_errors_where_jax_does_not_differentiate():
         jax.jvp(lambda t: jjnp.linalg.svd(t)[0], (t,), (t,))
     with pytest.raises(NotImplementedError, match="full_matrices"):
         purejit.jvp(lambda t: jnp.linalg.svd(t)[0], (t,), (t,))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_check_grads_in_double_precision(dtype):
+    # finite differences are tight in 64 bits: every factorization, both modes
+    with jax.enable_x64(True):
+        purejit.config.update("enable_x64", True)
+        try:
+            x = rand_like(np.zeros((2, 3, 3), dtype), 8)
+            t = rand_like(np.zeros((4, 3), dtype), 9)
+            w = rand_like(np.zeros((2, 4), dtype), 10)
+
+            @purejit.jit
+            def f(x, t, w):
+                s = _spd(jnp, x)
+                v = jnp.linalg.eigh(s)[1]
+                u, sv, vh = jnp.linalg.svd(t, full_matrices=False)
+                return [
+                    jnp.linalg.cholesky(s),
+                    v * v.conj(),  # phase-free
+                    sv,
+                    u @ vh,
+                    *jnp.linalg.qr(t, mode="complete"),
+                    *jnp.linalg.qr(w),
+                    pll.lu(x)[0],
+                    jnp.linalg.inv(s),
+                    jnp.linalg.solve(s, x),
+                    jnp.fft.rfft(jnp.real(t), axis=0),
+                    jnp.fft.ifft2(x),
+                ]
+
+            check_grads(f, (x, t, w), order=1, modes=("fwd", "rev"))
+        finally:
+            purejit.config.update("enable_x64", False)

@@ -15,9 +15,9 @@
     svd               from dS = U^H A' V (Giles); full_matrices of non-square matrices raise
                       NotImplementedError, as in JAX.
     eig               eigenvalues: w' = diag(V^-1 A' V). Eigenvector derivatives are not
-                      defined by the op (JAX gives them only under enable_eigvec_derivs=True,
-                      which the op does not carry): reading them is an error with JAX's
-                      reason.
+                      implemented (JAX gives them only under enable_eigvec_derivs=True, which
+                      the op does not carry): reading them is an error that says so; where
+                      only the eigenvalues are read, this differentiates what JAX refuses.
 """
 
 from __future__ import annotations
@@ -422,10 +422,11 @@ def _svd_jvp(ctx, primals, tangents, attrs, regions):
 # ---- eig ------------------------------------------------------------------------------------
 
 _EIGVEC_MSG = (
-    "eig: derivatives of non-symmetric eigenvectors are not implemented (JAX gives them only "
-    "with enable_eigvec_derivs=True, valid under assumptions on the input it cannot check; "
-    "see https://github.com/jax-ml/jax/issues/2748); eigenvalues are differentiable, and "
-    "eigh differentiates Hermitian eigenvectors"
+    "eig: derivatives of the eigenvectors of a general matrix are not implemented (JAX "
+    "computes them only when asked with enable_eigvec_derivs=True, since they are valid only "
+    "under assumptions on the input it cannot check, https://github.com/jax-ml/jax/issues/2748; "
+    "purejit's eig accepts that flag but does not differentiate them); eigenvalues are "
+    "differentiable, and eigh differentiates the eigenvectors of Hermitian matrices"
 )
 
 
