@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import math
 
-import numpy as np
 
 from purejit.ir import Function, spmd, vma
 from purejit.lax.parallel import axis_env
@@ -45,6 +44,7 @@ from purejit.transforms.autodiff._core import (
     aval,
     defjvp,
     deftranspose,
+    full,
     instantiate,
     is_differentiable_dtype,
     is_linear,
@@ -297,8 +297,14 @@ def _manual_linearize(primals, tangents, attrs, regions):
     in_specs, out_specs = list(attrs["in_specs"]), list(attrs["out_specs"])
     n_out = split.num_out
     # residuals computed by the body leave it as outputs; those that are its inputs are
-    # passed again
-    own = [k for k, p in enumerate(split.res_is_param) if p is None]
+    # passed again, and constants are made again in the linear body
+    made_by = {r: o for o in split.primal.ops for r in o.results}
+    consts = {}
+    for k, v in enumerate(split.primal.results[n_out:]):
+        o = made_by.get(v)
+        if split.res_is_param[k] is None and o is not None and o.name == "constant":
+            consts[k] = o.attrs["value"]
+    own = [k for k, p in enumerate(split.res_is_param) if p is None and k not in consts]
     promote = [split.res_avals[k].ndim == 0 for k in own]
     if attrs.get("check_vma"):
         names, shape = attrs["axis_names"], attrs["mesh_shape"]
@@ -325,10 +331,12 @@ def _manual_linearize(primals, tangents, attrs, regions):
     nz_out = split.nz_out
     if not any(nz_out):
         return outs, [Zero(tangent_aval(aval(o))) for o in outs]
-    # the linear computation: input tangents, then every residual
+    # the linear computation: input tangents, then the residuals that are not constants
     by_own = dict(zip(own, zip(own_vals, res_specs, res_avals, promote)))
     res_ops, res_in_specs, res_local, unpromote = [], [], [], []
     for k, p in enumerate(split.res_is_param):
+        if k in consts:
+            continue
         if p is not None:
             v, s, a, pr = primals[p], in_specs[p], avals[p], False
         else:
@@ -341,8 +349,9 @@ def _manual_linearize(primals, tangents, attrs, regions):
     nt = len(t_avals)
 
     def linear_body(*args):
-        ts, rs = list(args[:nt]), list(args[nt:])
-        rs = [op("reshape", r, shape=()) if u else r for r, u in zip(rs, unpromote)]
+        ts, given = list(args[:nt]), iter(args[nt:])
+        shaped = iter(op("reshape", r, shape=()) if u else r for r, u in zip(given, unpromote))
+        rs = [consts[k] if k in consts else next(shaped) for k in range(len(split.res_avals))]
         return interp.evaluate(split.linear, [*ts, *rs])
 
     linear = _trace(linear_body, t_avals + res_local, body.name + "_lin", attrs)
@@ -405,7 +414,8 @@ def _scale(ct, spec, attrs, sizes):
     n = math.prod(sizes[a] for a in _unmentioned(attrs, spec))
     if n == 1 or not is_differentiable_dtype(aval(ct).dtype):
         return ct
-    return op("divide", ct, np.asarray(n, aval(ct).dtype))
+    a = aval(ct)
+    return op("divide", ct, full(a.shape, n, a.dtype))
 
 
 def _psum_unmentioned(ct, spec, attrs):
