@@ -20,6 +20,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit import numpy as jnp
+from purejit.lax.parallel import typed_in_body
 from purejit.tracing import ShapedArray, Tracer, aval_of
 from purejit.transforms import trace_closed
 from purejit.transforms.autodiff import (
@@ -185,7 +186,8 @@ def _linearize(fun, primals, has_aux, api):
     tr = _Traced(fun, p_leaves, p_tree, has_aux, api)
     nonzero = [True] * tr.num_in + [False] * len(tr.closed.captures)
     names = tree_paths(p_tree, "args")  # how explain names residuals that are inputs
-    outs, lin = remat.linearize(tr.closed.fn, tr.args, nonzero, where=api, param_names=names)
+    fn = typed_in_body(tr.closed.fn, tr.args)  # inside a shard_map body: JAX's vma typing
+    outs, lin = remat.linearize(fn, tr.args, nonzero, where=api, param_names=names)
     return tr, p_leaves, p_tree, outs, lin
 
 
