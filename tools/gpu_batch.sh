@@ -20,7 +20,9 @@ for step in "$@"; do
     vmap) timeout 300 python3 -m bench.vmap --out "$OUT/vmap" > "$OUT/vmap.log" 2>&1 ;;
     random) timeout 300 python3 -m bench.random --out "$OUT/random" > "$OUT/random.log" 2>&1 ;;
     linalg) timeout 300 python3 -m bench.linalg --out "$OUT/linalg" > "$OUT/linalg.log" 2>&1 ;;
-    bits) timeout 300 python3 -m tests.random_bits --n 10000 > "$OUT/random_bits.log" 2>&1 ;;
+    bits) timeout 300 python3 -m bench.random_bits --n 10000 > "$OUT/random_bits.log" 2>&1 ;;
+    cnn) timeout 200 python3 tools/cnn_diag.py "$OUT/cnn_diag" > "$OUT/cnn_diag.log" 2>&1 ;;
+    ulp) timeout 560 python3 -m bench.ulp_sweep --out "$OUT/ulp" > "$OUT/ulp.log" 2>&1 ;;
     *) echo "unknown step $step" ;;
   esac
   echo "$step: rc=$? $(( $(date +%s) - start )) s" >> "$OUT/steps.txt"
