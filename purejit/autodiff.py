@@ -20,17 +20,18 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit import numpy as jnp
+from purejit.lax.parallel import typed_in_body
 from purejit.tracing import ShapedArray, Tracer, aval_of
 from purejit.transforms import trace_closed
 from purejit.transforms.autodiff import (
     Context,
     Zero,
     jvp_function,
-    linearize_function,
     tangent_aval,
 )
+from purejit.transforms.autodiff import remat
 from purejit.transforms.autodiff._core import instantiate
-from purejit.tree_util import tree_flatten, tree_structure, tree_unflatten
+from purejit.tree_util import tree_flatten, tree_paths, tree_structure, tree_unflatten
 
 float0 = pdt.float0
 
@@ -184,7 +185,9 @@ def _linearize(fun, primals, has_aux, api):
     p_leaves = [_as_leaf(x, api) for x in p_leaves]
     tr = _Traced(fun, p_leaves, p_tree, has_aux, api)
     nonzero = [True] * tr.num_in + [False] * len(tr.closed.captures)
-    outs, lin = linearize_function(tr.closed.fn, tr.args, nonzero)
+    names = tree_paths(p_tree, "args")  # how explain names residuals that are inputs
+    fn = typed_in_body(tr.closed.fn, tr.args)  # inside a shard_map body: JAX's vma typing
+    outs, lin = remat.linearize(fn, tr.args, nonzero, where=api, param_names=names)
     return tr, p_leaves, p_tree, outs, lin
 
 
@@ -257,7 +260,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     outs, aux = tr.split(outs)
     n = tr.num_out
     out_avals = tr.closed.out_avals[:n]
-    in_avals = lin.in_avals[: tr.num_in]
+    in_avals = [tangent_aval(a) for a in tr.closed.in_avals[: tr.num_in]]
 
     def vjp_fn(ct):
         ct_leaves, ct_tree = tree_flatten(ct)
@@ -275,6 +278,11 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         cts += [Zero(a) for a in lin.out_avals[n:]]
         got = lin.transpose(cts)[: tr.num_in]
         leaves = [_materialize(g, a) for g, a in zip(got, in_avals)]
+        # as JAX: the cotangent of a weakly typed input is weakly typed
+        leaves = [
+            jnp.convert(g, a.dtype, weak=True) if a.weak_type and a.dtype != float0 else g
+            for g, a in zip(leaves, in_avals)
+        ]
         return tree_unflatten(p_tree, leaves)
 
     out = tree_unflatten(tr.out_tree, outs)

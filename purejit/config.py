@@ -37,6 +37,11 @@ class _Config:
             # the `precision=` that dot, dot_general and convolutions take when given None:
             # None (XLA's default), "default", "high", "highest", "float32", ...
             "default_matmul_precision": None,
+            # reverse mode under jit: recompute cheap residuals in the backward pass instead
+            # of saving them (False saves everything, as JAX); remat_budget: None for the
+            # automatic plan, or the fraction of the save-everything residual bytes to keep
+            "remat": os.environ.get("PUREJIT_REMAT", "1") not in ("0", "false", "False"),
+            "remat_budget": None,
         }
         self._local = threading.local()
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}

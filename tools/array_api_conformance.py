@@ -21,6 +21,8 @@ test's deadline) once for each module (or `--modules purejit.numpy` for one), wr
 run, and prints the counts and every test jax.numpy passes that purejit.numpy does not.
 `--compare A.xml B.xml` only compares two existing reports. `--runs 2` repeats purejit's run
 (the goal: passing every test jax.numpy passes in two consecutive runs).
+Special-case tests draw a single random example each (`.example()`), so a few of them pass
+or fail by the draw, for either module.
 """
 
 from __future__ import annotations
@@ -32,13 +34,32 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-# Tests that fail for jax.numpy and purejit.numpy alike by design, with the reason.
-BY_DESIGN = {
+# Why tests fail for jax.numpy and purejit.numpy alike (measured: 5 and 50 examples, CPU,
+# x64 off), by test-id prefix.
+BOTH_FAIL = {
     "test_array_object.py::test_setitem": "arrays are immutable (x.at[idx].set(v) instead)",
-    "test_array_object.py::test_setitem_masking": "arrays are immutable",
-    "test_special_cases.py::test_iop": "in-place operators rebind instead of mutating "
-    "(immutable arrays); the suite checks the original object",
+    "test_creation_functions.py::test_asarray_arrays": "checks copy= by assigning into the "
+    "array: arrays are immutable",
+    "test_data_type_functions.py::test_finfo": "finfo's attributes are NumPy scalars, as "
+    "jnp.finfo's (ml_dtypes.finfo), not Python floats",
+    "test_dlpack.py::test_dunder_dlpack": "jaxlib's DLPack export refuses max_version (0, 0)",
+    "test_signatures.py::test_array_method_signature": "the suite builds its example from "
+    "int64, skipped without x64",
+    "test_statistical_functions.py::test_cumulative_prod": "small unsigned integers "
+    "accumulate in their own type (jax.numpy); the suite wants uint32",
+    "test_special_cases.py::test_iop[__imod__": "jax.numpy's remainder keeps the sign of a "
+    "zero dividend",
+    "test_special_cases.py::test_binary[remainder": "jax.numpy's remainder keeps the sign of "
+    "a zero dividend",
+    "test_special_cases.py::test_binary[__mod__": "jax.numpy's remainder keeps the sign of a "
+    "zero dividend",
+    "test_special_cases.py::test_unary": "XLA's complex functions at infinities and NaNs; "
+    "each such case draws one random example, so the set varies between runs",
 }
+
+
+def _why(test_id: str) -> str:
+    return next((r for k, r in BOTH_FAIL.items() if test_id.startswith(k)), "?")
 
 
 def outcomes(xml_path: Path) -> dict[str, str]:
@@ -82,10 +103,6 @@ def run_suite(suite: Path, module: str, xml: Path, max_examples: int, extra: lis
     return subprocess.call(cmd, cwd=suite, env=env, stdout=subprocess.DEVNULL)
 
 
-def _base(test_id: str) -> str:
-    return test_id.split("[", 1)[0]
-
-
 def compare(jax_xml: Path, pj_xmls: list[Path]) -> int:
     jax = outcomes(jax_xml)
     print(f"jax.numpy     ({jax_xml.name}): " + _counts(jax))
@@ -102,11 +119,9 @@ def compare(jax_xml: Path, pj_xmls: list[Path]) -> int:
     print(f"\n{len(regressions)} tests jax.numpy passes and purejit.numpy does not:")
     for t in sorted(regressions):
         print("   ", t)
-    print(f"\n{len(both_fail)} tests fail for both; by design:")
+    print(f"\n{len(both_fail)} tests fail for both:")
     for t in both_fail:
-        reason = BY_DESIGN.get(_base(t))
-        if reason:
-            print(f"    {t}: {reason}")
+        print(f"    {t}: {_why(t)}")
     return 1 if regressions else 0
 
 

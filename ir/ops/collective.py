@@ -8,6 +8,7 @@ Devices are named by partition id (`0..N-1`, the row-major position in the mesh)
     collective_permute(x) {source_target_pairs}            send to targets; others get zeros
     all_to_all(x) {replica_groups, split_dimension, concat_dimension, split_count}
     partition_id() -> u32[]                                this device's partition id
+    pvary(x) {axes, replica_groups}                        x, now typed varying over `axes`
     manual_computation(xs...) {axis_names, mesh_shape, device_ids, in_specs, out_specs}
         region(local xs...) -> local ys...                 shard_map's per-device body
 
@@ -18,6 +19,14 @@ values with a leading device axis when run by `purejit.ir.spmd.interpret_spmd`. 
 plain interpreter, a program is one device (partition 0 of 1). `manual_computation`'s
 reference splits its operands over the mesh, runs the body with `interpret_spmd` and joins
 the results, so whole programs with shard_map run in `interpret`.
+
+Under shard_map's `check_vma` typing (`purejit.ir.vma`) collectives bound by `purejit.lax`
+carry `axes` (the mesh axes they communicate over); an `all_reduce` with `invariant=True` is
+JAX's `psum_invariant` (a varying operand, an invariant result: its transpose is `pvary`),
+one without it is the untyped psum (its transpose is a psum). `pvary` is the identity that
+marks its result as varying over `axes` (its transpose sums over them); `partition_id`'s
+`axes` are the mesh axes `axis_index` reads from it. `manual_computation {check_vma}` says
+whether its body is so typed.
 """
 
 from __future__ import annotations
@@ -238,6 +247,18 @@ def _partition_id_ref(args, attrs, regions, run):
     return [ids] if getattr(run, "spmd", False) else [ids[0]]
 
 
+# pvary ----------------------------------------------------------------------------------------
+
+
+def _pvary_infer(types, attrs, regions):
+    nargs("pvary", types, 1)
+    axes = attrs["axes"]
+    if not isinstance(axes, (tuple, list)) or not all(isinstance(a, str) for a in axes):
+        fail("pvary", f"axes must be a tuple of mesh axis names, got {axes!r}")
+    _groups("pvary", attrs)
+    return [types[0]]
+
+
 # manual_computation -------------------------------------------------------------------------
 
 MANUAL_ATTRS = ("axis_names", "mesh_shape", "device_ids", "in_specs", "out_specs")
@@ -349,6 +370,16 @@ register(
         _partition_id_ref,
         frozenset({"pure", "per_device"}),
         doc="partition_id() -> u32[]: this device's position in the mesh",
+    )
+)
+register(
+    OpDef(
+        "pvary",
+        _pvary_infer,
+        lambda args, attrs, regions, run: [args[0]],
+        frozenset({"pure"}),
+        attrs=("axes", "replica_groups"),
+        doc="pvary(x) {axes, replica_groups} -> x, typed as varying over the mesh axes `axes`",
     )
 )
 register(

@@ -69,7 +69,7 @@ def put_sharded(host: np.ndarray, ns):
     host = np.asarray(host)
     ns.shard_shape(host.shape)  # raises on shapes that do not divide
     shards = [
-        jax.device_put(np.ascontiguousarray(host[idx]), dev)
+        jax.device_put(np.array(host[idx], order="C"), dev)  # ascontiguousarray makes 0-d 1-d
         for dev, idx in ns.devices_indices_map(host.shape).items()
         if _is_local(dev)
     ]

@@ -29,6 +29,7 @@ from purejit.compiler.options import CompilerOptions
 from purejit.compiler.signature import CallSignature
 from purejit.config import config
 from purejit.ir import Function, print_function
+from purejit.passes import remat
 from purejit.runtime.array import Array
 from purejit.tracing import ShapedArray, Tracer, trace_to_function
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths
@@ -71,6 +72,7 @@ class Lowered:
     layout: Any = None  # a purejit.compiler.spmd.ProgramLayout for several devices
     xla_disable_passes: tuple = ()  # XLA passes off when purejit's fusion groups are kernels
     tail: Any = None  # the deferred reporting passes (a Pipeline), if any
+    residuals: list = field(default_factory=list)  # purejit.passes.remat.Record per grad
     _done: tuple | None = field(default=None, init=False, repr=False)  # (fn, records)
 
     def _complete(self) -> tuple:
@@ -198,7 +200,8 @@ def trace(jc: JitConfig, sig: CallSignature, avals: Sequence[ShapedArray] | None
         out_tree_box.append(out_tree)
         return leaves
 
-    traced = trace_to_function(flat_fun, sig.avals if avals is None else avals, name=jc.name)
+    with remat.settings(jc.options.remat_settings()):
+        traced = trace_to_function(flat_fun, sig.avals if avals is None else avals, name=jc.name)
     return traced, out_tree_box[0]
 
 
@@ -220,7 +223,8 @@ def lower(jc: JitConfig, sig: CallSignature, stats=None) -> Lowered:
 
 def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     t0 = time.perf_counter()
-    traced, out_tree = trace(jc, sig)
+    with remat.collecting() as residuals:  # what each differentiation saved, for explain
+        traced, out_tree = trace(jc, sig)
     t1 = time.perf_counter()
     if stats is not None:
         stats.traces += 1
@@ -245,7 +249,7 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     else:  # the compiler options decide how fusion groups reach XLA
         module, xla_off = jc.options.emit(fn, arg_attrs=arg_attrs)
     t3 = time.perf_counter()
-    return Lowered(
+    lowered = Lowered(
         jc.name,
         traced.fn,
         fn,
@@ -262,6 +266,8 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         xla_off,
         tail,
     )
+    lowered.residuals = residuals
+    return lowered
 
 
 def _layout(jc: JitConfig, sig: CallSignature, fn: Function, out_tree):

@@ -11,6 +11,13 @@ Keys:
                     program. "purejit": purejit's groups are handed to XLA as its kernels
                     where a capability probe finds a way (`purejit/backend/fusion.py`), with
                     XLA's own fusion pass off; elsewhere the flat program, with one warning.
+    remat           reverse mode inside this function: True (default, or
+                    `purejit.config.remat`) recomputes cheap residuals in the backward pass
+                    instead of saving them; False saves every residual, as JAX does
+    remat_budget    None (default, or `purejit.config.remat_budget`): the automatic plan;
+                    a fraction in [0, 1] of the save-everything residual bytes to keep at
+                    most, recomputing expensive ops too where needed
+                    (`purejit/transforms/autodiff/remat.py`)
 """
 
 from __future__ import annotations
@@ -23,9 +30,10 @@ from purejit.backend import fusion, pjrt, stablehlo
 from purejit.config import config
 from purejit.passes import Pipeline
 from purejit.passes.pipeline import default_passes
+from purejit.passes.remat import Settings, check_budget
 
 FUSION_MODES = ("xla", "purejit")
-KNOWN_KEYS = ("disable_passes", "dump_dir", "fusion")
+KNOWN_KEYS = ("disable_passes", "dump_dir", "fusion", "remat", "remat_budget")
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,8 @@ class CompilerOptions:
     disable_passes: tuple[str, ...] = ()
     dump_dir: str | None = None
     fusion: str = "xla"
+    remat: bool | None = None  # None: purejit.config's
+    remat_budget: float | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | CompilerOptions | None) -> CompilerOptions:
@@ -62,7 +72,20 @@ class CompilerOptions:
                 f"compiler_options: fusion={fusion!r} must be one of {list(FUSION_MODES)}"
             )
         dump_dir = options.get("dump_dir")
-        return cls(tuple(disable), None if dump_dir is None else str(dump_dir), fusion)
+        remat = options.get("remat")
+        if remat is not None and not isinstance(remat, bool):
+            raise ValueError(f"compiler_options: remat={remat!r} must be True or False")
+        budget = check_budget(options.get("remat_budget"), "compiler_options")
+        dump = None if dump_dir is None else str(dump_dir)
+        return cls(tuple(disable), dump, fusion, remat, budget)
+
+    def remat_settings(self) -> Settings:
+        """What reverse mode traced under these options saves (`passes/remat.py`)."""
+        enabled = config.read("remat") if self.remat is None else self.remat
+        budget = self.remat_budget
+        if budget is None:
+            budget = check_budget(config.read("remat_budget"), "purejit.config")
+        return Settings(bool(enabled), budget)
 
     def capability(self):
         """The back end's fusion capability when `fusion="purejit"`, else None."""

@@ -360,3 +360,8 @@ __all__ += [
     "scatter_mul",
     "select_n",
 ]
+
+# shard_map's varying-axes typing (purejit/lax/parallel.py)
+from purejit.lax.parallel import pcast, pvary  # noqa: E402
+
+__all__ += ["pcast", "pvary"]

@@ -8,6 +8,10 @@ Inside `purejit.vmap(f, axis_name=name)` the name is a vmapped axis: `f` is trac
 example, so a collective over `name` is recorded with the attribute `axis_name=name` (and
 replica groups over the axis size) for vmap's batching rules to turn into an operation
 over the batch dimension.
+
+Inside a shard_map body each collective also records the mesh axes it runs over (`axes`),
+which `purejit.ir.vma` types the body with; under `check_vma=True` a psum is JAX's typed
+psum (`invariant=True`: its transpose is `pvary`), and `pvary` marks a value as varying.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ import contextlib
 import numpy as np
 
 from purejit import errors
-from purejit.tracing import bind1
-from purejit.ir import spmd
+from purejit.tracing import JitTracer, Tracer, bind1
+from purejit.ir import Function, spmd, vma
 from purejit.lax._lift import lift as _lift
 from purejit.lax.ops import expand_dims, squeeze
 from purejit.tree_util import tree_map
@@ -40,6 +44,23 @@ class VmapAxis:
         return f"vmap axis {self.name!r} of size {self.mesh_shape[0]}"
 
 
+class ManualAxes:
+    """The mesh of a shard_map body being traced, and whether its values are typed by the
+    mesh axes they vary over (`check_vma`)."""
+
+    def __init__(self, mesh, check_vma: bool):
+        self.mesh = mesh
+        self.axis_names = tuple(mesh.axis_names)
+        self.mesh_shape = tuple(mesh.mesh_shape)
+        self.shape = dict(mesh.shape)
+        self.check_vma = bool(check_vma)
+        self.trace = None  # the JitTrace recording the body, once it starts
+        self.in_vma: list = []  # the varying axes of the body's inputs
+
+    def __repr__(self):
+        return repr(self.mesh)
+
+
 def in_axis_env() -> bool:
     """Whether a shard_map body is being traced."""
     return any(not isinstance(m, VmapAxis) for m in _axis_env)
@@ -59,17 +80,26 @@ def vmap_axis(name, size: int):
         _axis_env.pop()
 
 
-def _named(mesh) -> dict:
-    """The extra attribute of a collective over a vmapped axis."""
-    return {"axis_name": mesh.name} if isinstance(mesh, VmapAxis) else {}
+def _named(mesh, axis_name=None, reduces: bool = False) -> dict:
+    """The extra attributes of a collective: the vmapped axis it runs over, or the mesh axes
+    (and, for a psum under check_vma, that it is the typed one)."""
+    if isinstance(mesh, VmapAxis):
+        return {"axis_name": mesh.name}
+    if axis_name is None:
+        return {}
+    out = {"axes": _axes(axis_name)}
+    if reduces and getattr(mesh, "check_vma", False):
+        out["invariant"] = True
+    return out
 
 
 @contextlib.contextmanager
-def axis_env(mesh):
+def axis_env(mesh, check_vma: bool = False):
     """Bind the axis names of `mesh` for the collectives traced in this block."""
-    _axis_env.append(mesh)
+    frame = ManualAxes(mesh, check_vma)
+    _axis_env.append(frame)
     try:
-        yield
+        yield frame
     finally:
         _axis_env.pop()
 
@@ -124,7 +154,11 @@ def _all_reduce(x, axis_name, computation, what):
                 "convert it to an integer type first"
             )
         return bind1(
-            "all_reduce", leaf, replica_groups=groups, computation=computation, **_named(mesh)
+            "all_reduce",
+            leaf,
+            replica_groups=groups,
+            computation=computation,
+            **_named(mesh, axis_name, reduces=True),
         )
 
     return tree_map(one, x)
@@ -161,7 +195,9 @@ def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
         ax = axis + leaf.ndim + (0 if tiled else 1) if axis < 0 else axis
         if not tiled:
             leaf = expand_dims(leaf, [ax])
-        return bind1("all_gather", leaf, replica_groups=groups, all_gather_dim=ax, **_named(mesh))
+        return bind1(
+            "all_gather", leaf, replica_groups=groups, all_gather_dim=ax, **_named(mesh, axis_name)
+        )
 
     return tree_map(one, x)
 
@@ -189,7 +225,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = Fals
             replica_groups=groups,
             scatter_dimension=d,
             computation="add",
-            **_named(mesh),
+            **_named(mesh, axis_name),
         )
         return out if tiled else squeeze(out, [d])
 
@@ -208,7 +244,7 @@ def ppermute(x, axis_name, perm):
     pairs = tuple((g[s], g[t]) for g in groups for s, t in perm)
     return tree_map(
         lambda leaf: bind1(
-            "collective_permute", _lift(leaf), source_target_pairs=pairs, **_named(mesh)
+            "collective_permute", _lift(leaf), source_target_pairs=pairs, **_named(mesh, axis_name)
         ),
         x,
     )
@@ -233,7 +269,7 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
                 split_dimension=s,
                 concat_dimension=c % leaf.ndim,
                 split_count=n,
-                **_named(mesh),
+                **_named(mesh, axis_name),
             )
         if leaf.shape[s] != n:
             raise errors.PurejitTypeError(
@@ -250,7 +286,7 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
             split_dimension=sx,
             concat_dimension=cx,
             split_count=n,
-            **_named(mesh),
+            **_named(mesh, axis_name),
         )
         return squeeze(y, [sx])
 
@@ -261,7 +297,7 @@ def axis_index(axis_name):
     """This device's index along `axis_name` (int32; several axes combine, first major)."""
     mesh = current_mesh(axis_name, "axis_index")
     shape, names = mesh.mesh_shape, mesh.axis_names
-    pid = bind1("partition_id", **_named(mesh))
+    pid = bind1("partition_id", **_named(mesh, axis_name))
     idx = None
     for a in _axes(axis_name):
         k = names.index(a)
@@ -275,3 +311,64 @@ def axis_index(axis_name):
     if idx is None:
         return _lift(np.int32(0))
     return bind1("convert", idx, dtype=np.dtype(np.int32))
+
+
+def pvary(x, axis_name):
+    """Mark `x` as varying over the mesh axes `axis_name` (JAX's `pvary`): the identity on
+    values, which makes reverse mode sum the cotangent over those axes. Outside a
+    `check_vma=True` shard_map (and over vmapped axes) it returns `x`."""
+    axes = _axes(axis_name)
+    if not axes:
+        return x
+    mesh = current_mesh(axis_name, "pvary")
+    if isinstance(mesh, VmapAxis) or not getattr(mesh, "check_vma", False):
+        return x
+    ordered = tuple(a for a in mesh.axis_names if a in axes)
+    groups = spmd.replica_groups(mesh.mesh_shape, mesh.axis_names, ordered)
+    return tree_map(
+        lambda leaf: bind1("pvary", _lift(leaf), axes=ordered, replica_groups=groups), x
+    )
+
+
+def pcast(x, axis_name, *, to: str):
+    """JAX's `pcast`: `to="varying"` is `pvary`; the reduced/unreduced types are not
+    implemented."""
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
+    allowed = ("varying", "reduced", "unreduced", "invarying")
+    if to not in allowed:
+        raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {allowed}")
+    if to != "varying":
+        raise NotImplementedError(
+            f"pcast(to={to!r}): purejit types shard_map values as varying or invariant only "
+            "(check_vma); reduced and unreduced types are not implemented"
+        )
+    return pvary(x, axis_name)
+
+
+def typed_in_body(fn: Function, args) -> Function:
+    """`fn`, about to be differentiated on `args` inside a `check_vma` shard_map body, with
+    the body's typing: the mesh axes each argument varies over (read off the body traced so
+    far) and JAX's implicit `pvary`s inserted, so that reverse mode sums the cotangents of
+    invariant values over devices as JAX does. Elsewhere (or when an argument comes from a
+    trace other than the body's) `fn` itself."""
+    frame = _axis_env[-1] if _axis_env else None
+    if not isinstance(frame, ManualAxes) or not frame.check_vma or frame.trace is None:
+        return fn
+    trace = frame.trace
+    known = []
+    for a in args:
+        if isinstance(a, JitTracer) and a.trace is trace:
+            known.append(a.value)
+        elif isinstance(a, Tracer):
+            return fn
+        else:
+            known.append(None)  # a constant: invariant
+    params = trace.builder.params
+    so_far = Function("body_so_far", params, trace.builder.ops, [v for v in known if v])
+    in_vma = list(frame.in_vma) + [frozenset()] * (len(params) - len(frame.in_vma))
+    _, got = vma.annotate(so_far, in_vma, frame.axis_names, frame.mesh_shape)
+    it = iter(got)
+    arg_vma = [next(it) if v is not None else frozenset() for v in known]
+    typed, _ = vma.annotate(fn, arg_vma, frame.axis_names, frame.mesh_shape)
+    return typed

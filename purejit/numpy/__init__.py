@@ -168,6 +168,7 @@ from purejit.numpy._functions import (  # noqa: E402,F401
     polyval,
     select,
 )  # fmt: skip
+from purejit.numpy._poly import polyfit, roots, vander, vectorize  # noqa: E402,F401
 from purejit.numpy._scalar_types import (  # noqa: E402,F401
     bfloat16,
     bool_,

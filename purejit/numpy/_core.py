@@ -16,6 +16,7 @@ from purejit.lax._lift import (
 )
 from purejit.lax._lift import broadcast_to as _broadcast_to
 from purejit.lax._lift import lift as lift_stacked
+from purejit.lax.ops import bitcast_convert_type as lax_bitcast
 from purejit.lax.ops import integer_pow as lax_integer_pow
 from purejit.numpy._program import as_program
 from purejit.runtime.array import Array, as_array
@@ -565,8 +566,16 @@ def copysign(x, y, /):
 
 
 def signbit(x, /):
+    """Whether the sign bit is set (also for -0.0 and -NaN: the bits are read, as JAX does)."""
     x = _lift(x)
-    return less(x, 0) if not pdt.is_inexact(x.dtype) else less(copysign(1, x), 0)
+    if x.dtype == np.bool_:
+        return full_like_bool(x, False)
+    if not pdt.is_inexact(x.dtype):
+        return less(x, 0)
+    if x.dtype.kind == "c":
+        raise ValueError(f"signbit: complex input ({x.dtype}) has no sign bit")
+    bits = lax_bitcast(x, np.dtype(f"int{8 * x.dtype.itemsize}"))
+    return less(bits, 0)
 
 
 def hypot(x, y, /):

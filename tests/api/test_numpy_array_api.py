@@ -175,3 +175,14 @@ def test_asarray_copy_and_lists():
             fn(jjnp)
         with pytest.raises(TypeError, match="asarray"):
             fn(jnp)
+
+
+def test_signbit_reads_the_bits():
+    x = np.array([-0.0, 0.0, np.nan, -np.nan, -1, 2, -np.inf], np.float32)
+    cases = {
+        "f32": lambda m, v: m.signbit(v),
+        "f16": lambda m, v: m.signbit(v.astype(m.float16)),
+        "bf16": lambda m, v: m.signbit(v.astype(m.bfloat16)),
+        "int bool": lambda m, v: (m.signbit(v.astype(m.int32)), m.signbit(v > 0)),
+    }
+    check_cases(cases, x, eager=True)

@@ -185,6 +185,11 @@ func @f(%0: f32[4]) -> (f32[4]) {
   %1 = collective_permute(%0) {source_target_pairs=[[0, 1], [1, 0]]} : (f32[4])
   return %1
 }""",
+    "pvary": """
+func @f(%0: f32[4]) -> (f32[4]) {
+  %1 = pvary(%0) {axes=["x"], replica_groups=[[0, 1]]} : (f32[4])
+  return %1
+}""",
 }
 
 # the linalg and fft families (ir/ops/linalg.py, ir/ops/fft.py)

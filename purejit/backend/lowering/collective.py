@@ -98,6 +98,11 @@ def _partition_id(ctx, op, args):
     return emit_op(ctx, op, args, "stablehlo.partition_id")
 
 
+@lowering("pvary")
+def _pvary(ctx, op, args):  # a typing mark for differentiation: nothing runs
+    return [args[0]]
+
+
 @lowering("manual_computation")
 def _manual_computation(ctx, op, args):
     # printed in Shardy's custom form: the body's block arguments follow the shardings

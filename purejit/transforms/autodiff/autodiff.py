@@ -20,6 +20,7 @@ from purejit.ir import Function
 from purejit.tracing import set_current_trace, trace_to_function
 from purejit.transforms.autodiff import control
 from purejit.transforms.autodiff import interpreter as interp
+from purejit.transforms.autodiff import remat
 from purejit.transforms.autodiff._core import (
     CUSTOM_RULES,
     LINEAR_OPS,
@@ -128,6 +129,7 @@ def _custom_vjp_jvp(ctx, primals, tangents, attrs, regions):
     got = interp.evaluate(fn, [*ps, *caps])
     m = box[0]
     outs, res = got[:m], got[m:]
+    remat.pin(res)  # what the user's fwd saves is saved
     diff = [is_differentiable_dtype(a.dtype) for a in p_avals]
     ts = [instantiate(t, tangent_aval(a)) for t, a, d in zip(tangents, p_avals, diff) if d]
     out_types = tuple((tuple(aval(o).shape), aval(o).dtype) for o in outs)
@@ -189,6 +191,7 @@ def _checkpoint_jvp(ctx, primals, tangents, attrs, regions):
     fwd = Function(pfn.name, pfn.params, pfn.ops, [*pfn.results[:n_out], *saved])
     got = interp.evaluate(fwd, primals)
     outs, saved_vals = got[:n_out], got[n_out:]
+    remat.pin([*primals, *saved_vals])  # the user's policy wins over automatic remat
     lin_trace = ctx.linear_trace
     with set_current_trace(lin_trace):
         ins = list(primals)

@@ -145,6 +145,12 @@ def partition_id_rule(axis, args, dims, **attrs):
     return [iota(np.uint32, (axis.size,), 0)], [0]
 
 
+@defrule("pvary")
+def pvary_rule(axis, args, dims, **attrs):
+    """The identity on every example: the batch is one more dimension it carries."""
+    return [bind1("pvary", args[0], **attrs)], [dims[0]]
+
+
 @defrule("manual_computation")
 def manual_computation_rule(axis, args, dims, *, regions, in_specs, out_specs, **attrs):
     xs = [bdim_at_front(axis, x, d) if d is not None else x for x, d in zip(args, dims)]
