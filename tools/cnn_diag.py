@@ -46,3 +46,16 @@ def timeit(f, p, x, n=200):
 for rnd in range(3):
     a, b = timeit(pf, pp, px), timeit(jf, jp, jx)
     print(f"round {rnd}: purejit {a * 1e6:.1f} us, jax {b * 1e6:.1f} us, ratio {a / b:.2f}")
+
+for name in ("purejit", "jax"):
+    hlo = (out / f"{name}_hlo.txt").read_text()
+    targets = [
+        ln.split('custom_call_target="')[1].split('"')[0]
+        for ln in hlo.splitlines()
+        if 'custom_call_target="' in ln
+    ]
+    print(name, "custom calls:", targets)
+    print(name, "convolution/fusion lines:")
+    for ln in hlo.splitlines():
+        if "ENTRY" in ln or (" = " in ln and ("fusion(" in ln or "custom-call(" in ln)):
+            print("   ", ln.strip()[:160])
