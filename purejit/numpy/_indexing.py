@@ -318,11 +318,8 @@ def _gather(x, entries, mode, fill_value):
         return _basic(x, entries)
     try:
         batch_shape = tuple(np.broadcast_shapes(*[np.shape(e.value) for e in adv]))
-    except ValueError:
-        shapes = " ".join(str(list(np.shape(e.value))) for e in adv)
-        raise _err(
-            f"shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}"
-        ) from None
+    except ValueError:  # reported with the index's names by _index_columns below
+        batch_shape = ()
     if 0 in batch_shape:  # no index at all: an empty result, whatever the axis sizes
         shape = []
         for s in _layout(entries):
