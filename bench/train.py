@@ -434,7 +434,7 @@ def main(argv=None):
     p.add_argument("--budget", type=float, default=0.2, help="seconds per timed batch")
     p.add_argument("--repeats", type=int, default=7, help="interleaved rounds")
     p.add_argument(
-        "--remat-budgets", default="0.25,0.1,0", help="comma-separated remat_budget sweep"
+        "--remat-budgets", default="0.1,0.05,0.02", help="comma-separated remat_budget sweep"
     )
     p.add_argument(
         "--xla-keep-barriers",
