@@ -130,7 +130,8 @@ def make_steps(lib, meshes, heads, layers):
 
     Args:
         lib: `purejit` or `jax`.
-        meshes: {"dp": a mesh with the axis "dp", "tp": a mesh with the axis "tp"}.
+        meshes: {"dp": a mesh with the axis "dp", "tp": a mesh with the axis "tp"}; a step
+            whose mesh is missing is left out.
         heads: attention heads of the whole model.
         layers: number of layers (for the parameters' specs).
     """
@@ -155,7 +156,7 @@ def make_steps(lib, meshes, heads, layers):
         loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads))(pvary(params, "dp"))
         return sgd(params, lax.pmean(g, "dp")), lax.pmean(loss, "dp")
 
-    n_tp = meshes["tp"].shape["tp"]
+    n_tp = meshes["tp"].shape["tp"] if "tp" in meshes else 1
     if heads % n_tp:
         raise ValueError(f"{heads} heads do not split over {n_tp} devices")
 
@@ -166,14 +167,15 @@ def make_steps(lib, meshes, heads, layers):
         loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads // n_tp, reduce))(params)
         return sgd(params, g), loss
 
-    specs = [tp_specs(P)] * layers
-    dp = lib.shard_map(
-        dp_body, mesh=meshes["dp"], in_specs=(P(), P("dp"), P("dp")), out_specs=(P(), P())
-    )
-    tp = lib.shard_map(
-        tp_body, mesh=meshes["tp"], in_specs=(specs, P(), P()), out_specs=(specs, P())
-    )
-    return {"single": single, "dp": dp, "tp": tp}
+    steps = {"single": single}
+    if "dp" in meshes:
+        dp_specs = dict(in_specs=(P(), P("dp"), P("dp")), out_specs=(P(), P()))
+        steps["dp"] = lib.shard_map(dp_body, mesh=meshes["dp"], **dp_specs)
+    if "tp" in meshes:
+        specs = [tp_specs(P)] * layers
+        tp_specs_ = dict(in_specs=(specs, P(), P()), out_specs=(specs, P()))
+        steps["tp"] = lib.shard_map(tp_body, mesh=meshes["tp"], **tp_specs_)
+    return steps
 
 
 # ---- running and timing ------------------------------------------------------------------------
