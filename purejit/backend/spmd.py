@@ -174,7 +174,8 @@ def _pace(platform: str):
         return
     while len(_in_flight) >= CPU_MAX_IN_FLIGHT:
         for a in _in_flight.popleft():
-            a.block_until_ready()
+            if not a.is_deleted():  # a donated output: the call it went to is tracked too
+                a.block_until_ready()
 
 
 # ---- compile and execute ------------------------------------------------------------------

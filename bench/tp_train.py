@@ -1,0 +1,361 @@
+"""Data- and tensor-parallel training steps of a transformer under shard_map, purejit against
+the same program in JAX.
+
+    python -m bench.tp_train --out DIR                 # every GPU (or CPU device) of the host
+    python -m bench.tp_train --quick --out DIR         # small sizes on 8 forced CPU devices
+
+The model is the autodiff issue's transformer (12 layers, batch 8, sequence 1024, width 1024,
+16 heads, MLP 4096, bfloat16 on GPU; causal softmax attention, pre-layer-norm, GELU) with a
+mean-squared-error loss against a target, and a step is `value_and_grad` + SGD, with the
+parameters donated:
+
+- `single`: the whole step on one device (`jit`), the reference;
+- `dp`: a `shard_map` over the mesh axis `dp` (batch split, parameters replicated); each
+  device differentiates its shard's loss with respect to its `pvary`'d copy of the
+  parameters, then `pmean` of the gradients and of the loss;
+- `tp`: Megatron tensor parallelism over `tp`: heads and the MLP's hidden units split (the
+  QKV and up-projection weights by columns, the attention output and down-projection
+  weights by rows), a `psum` after each of the two; activations and layer norms replicated.
+  `value_and_grad` runs inside the body: shard_map's varying-axes typing makes the
+  gradients of replicated values come out right without a hand-written psum.
+
+For each step and library: the median step time (interleaved timed loops, `--iters` calls
+between two synchronisations, `--repeats` rounds), XLA's temporary and argument bytes per
+device, and the largest difference of the new parameters from JAX's. Results go to
+`DIR/tp_train_<platform>[_quick].md` and `.json`. Absolute times mean something on GPUs only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+SIZES = {  # layers, batch, sequence, width, heads, MLP width
+    "full": (12, 8, 1024, 1024, 16, 4096),
+    "quick": (2, 8, 32, 64, 8, 256),
+}
+LR = 1e-2
+
+
+# ---- the model, written once for purejit and JAX ---------------------------------------------
+
+
+def layer_norm(xp, x, g, b, eps=1e-5):
+    m = xp.mean(x, axis=-1, keepdims=True)
+    v = xp.mean((x - m) * (x - m), axis=-1, keepdims=True)
+    return (x - m) / xp.sqrt(v + eps) * g + b
+
+
+def gelu(xp, x):
+    return 0.5 * x * (1.0 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+def init_params(layers, d, f, rng, dtype=np.float32):
+    """One dict per layer; `qkv` is (d, 3, d) so that its last dimension splits by heads."""
+
+    def w(*shape, fan_in):
+        return (rng.standard_normal(shape) / math.sqrt(fan_in)).astype(np.float32).astype(dtype)
+
+    return [
+        {
+            "ln1_g": np.ones(d, dtype),
+            "ln1_b": np.zeros(d, dtype),
+            "qkv": w(d, 3, d, fan_in=d),
+            "proj": w(d, d, fan_in=d),
+            "ln2_g": np.ones(d, dtype),
+            "ln2_b": np.zeros(d, dtype),
+            "up": w(d, f, fan_in=d),
+            "down": w(f, d, fan_in=f),
+        }
+        for _ in range(layers)
+    ]
+
+
+def tp_specs(P, axis="tp"):
+    """The PartitionSpec of each parameter of a layer under tensor parallelism."""
+    rep = P()
+    return {
+        "ln1_g": rep,
+        "ln1_b": rep,
+        "qkv": P(None, None, axis),
+        "proj": P(axis, None),
+        "ln2_g": rep,
+        "ln2_b": rep,
+        "up": P(None, axis),
+        "down": P(axis, None),
+    }
+
+
+def transformer(xp, params, x, heads, reduce=lambda v: v):
+    """Causal pre-LN transformer on x (batch, seq, width). `heads` is the number of heads
+    this device holds; `reduce` sums the partial results of the row-split projections over
+    the devices that hold the other heads and hidden units (the identity on one device)."""
+    b, s, d = x.shape
+    causal = xp.arange(s)[:, None] >= xp.arange(s)[None, :]
+    for p in params:
+        dl = p["qkv"].shape[2]
+        hd = dl // heads
+        h = layer_norm(xp, x, p["ln1_g"], p["ln1_b"])
+        qkv = xp.reshape(h @ xp.reshape(p["qkv"], (d, 3 * dl)), (b, s, 3, heads, hd))
+        q = xp.transpose(qkv[:, :, 0], (0, 2, 1, 3))
+        k = xp.transpose(qkv[:, :, 1], (0, 2, 3, 1))
+        v = xp.transpose(qkv[:, :, 2], (0, 2, 1, 3))
+        scores = (q @ k) * (1.0 / math.sqrt(hd))
+        scores = xp.where(causal, scores, xp.asarray(-1e9, scores.dtype))
+        scores = scores - xp.max(scores, axis=-1, keepdims=True)
+        e = xp.exp(scores)
+        att = e / xp.sum(e, axis=-1, keepdims=True)
+        o = xp.reshape(xp.transpose(att @ v, (0, 2, 1, 3)), (b, s, dl))
+        x = x + reduce(o @ p["proj"])
+        h = layer_norm(xp, x, p["ln2_g"], p["ln2_b"])
+        x = x + reduce(gelu(xp, h @ p["up"]) @ p["down"])
+    return x
+
+
+def loss_fn(xp, params, x, y, heads, reduce=lambda v: v):
+    out = transformer(xp, params, x, heads, reduce)
+    err = (out - y).astype(np.float32)
+    return xp.mean(err * err)
+
+
+def make_steps(lib, meshes, heads, layers):
+    """The single-device, data-parallel and tensor-parallel steps for `lib` (the purejit or
+    the jax module), each `step(params, x, y) -> (new params, loss)` (not yet jitted).
+
+    Args:
+        lib: `purejit` or `jax`.
+        meshes: {"dp": a mesh with the axis "dp", "tp": a mesh with the axis "tp"}; a step
+            whose mesh is missing is left out.
+        heads: attention heads of the whole model.
+        layers: number of layers (for the parameters' specs).
+    """
+    xp, lax = lib.numpy, lib.lax
+    P = lib.sharding.PartitionSpec
+    vag, tree_map = lib.value_and_grad, lib.tree_util.tree_map
+    if lib.__name__ == "jax":
+
+        def pvary(x, axis):
+            return lax.pcast(x, axis, to="varying")
+    else:
+        pvary = lax.pvary
+
+    def sgd(params, grads):
+        return tree_map(lambda w, g: (w - LR * g).astype(w.dtype), params, grads)
+
+    def single(params, x, y):
+        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads))(params)
+        return sgd(params, g), loss
+
+    def dp_body(params, x, y):
+        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads))(pvary(params, "dp"))
+        return sgd(params, lax.pmean(g, "dp")), lax.pmean(loss, "dp")
+
+    n_tp = meshes["tp"].shape["tp"] if "tp" in meshes else 1
+    if heads % n_tp:
+        raise ValueError(f"{heads} heads do not split over {n_tp} devices")
+
+    def tp_body(params, x, y):
+        def reduce(v):
+            return lax.psum(v, "tp")
+
+        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads // n_tp, reduce))(params)
+        return sgd(params, g), loss
+
+    steps = {"single": single}
+    if "dp" in meshes:
+        dp_specs = dict(in_specs=(P(), P("dp"), P("dp")), out_specs=(P(), P()))
+        steps["dp"] = lib.shard_map(dp_body, mesh=meshes["dp"], **dp_specs)
+    if "tp" in meshes:
+        specs = [tp_specs(P)] * layers
+        tp_specs_ = dict(in_specs=(specs, P(), P()), out_specs=(specs, P()))
+        steps["tp"] = lib.shard_map(tp_body, mesh=meshes["tp"], **tp_specs_)
+    return steps
+
+
+# ---- running and timing ------------------------------------------------------------------------
+
+
+def _parse(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=None, help="write the table and JSON into this folder")
+    p.add_argument("--quick", action="store_true", help="small sizes (8 forced CPU devices)")
+    p.add_argument("--cpu-devices", type=int, default=None, help="force this many CPU devices")
+    p.add_argument("--devices", type=int, default=None, help="mesh size (default: all)")
+    for name in ("layers", "batch", "seq", "dmodel", "heads", "dff"):
+        p.add_argument(f"--{name}", type=int, default=None)
+    p.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bf16 on GPU)")
+    p.add_argument("--iters", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--steps", default="single,dp,tp", help="which steps to run")
+    return p.parse_args(argv)
+
+
+class _Runner:
+    """Calls a donating step again and again on the parameters it returned."""
+
+    def __init__(self, step, params, x, y):
+        self.step, self.params, self.x, self.y = step, params, x, y
+
+    def __call__(self):
+        self.params, loss = self.step(self.params, self.x, self.y)
+        return loss
+
+
+def _time_all(runs: dict, iters: int, repeats: int) -> dict:
+    """Median seconds per step of each runner, the runners interleaved in every round."""
+    for run in runs.values():
+        run().block_until_ready()
+    samples = {k: [] for k in runs}
+    for _ in range(repeats):
+        for k, run in runs.items():
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                out = run()
+            out.block_until_ready()
+            samples[k].append((time.perf_counter() - t0) / iters)
+    return {k: sorted(v)[len(v) // 2] for k, v in samples.items()}
+
+
+def _max_diff(a, b, tree_leaves) -> float:
+    return max(
+        float(np.abs(np.asarray(u, np.float32) - np.asarray(v, np.float32)).max())
+        for u, v in zip(tree_leaves(a), tree_leaves(b))
+    )
+
+
+def main(argv=None):
+    args = _parse(argv)
+    n_cpu = args.cpu_devices or (8 if args.quick else None)
+    if n_cpu:  # before jax starts; a GPU host keeps its GPUs unless --cpu-devices is given
+        os.environ["XLA_FLAGS"] = (
+            os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={n_cpu}"
+        )
+        if args.cpu_devices:
+            os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+
+    import purejit
+
+    devs = purejit.devices()
+    platform = devs[0].platform
+    n = args.devices or len(devs)
+    if n < 2:
+        sys.exit("tp_train needs at least 2 devices (on CPU: --quick or --cpu-devices 8)")
+    on_gpu = platform != "cpu"
+    L, B, S, D, H, F = SIZES["quick" if args.quick or not on_gpu else "full"]
+    L, B, S = args.layers or L, args.batch or B, args.seq or S
+    D, H, F = args.dmodel or D, args.heads or H, args.dff or F
+    dtype_name = args.dtype or ("bfloat16" if on_gpu else "float32")
+    dtype = np.dtype(purejit.numpy.bfloat16 if dtype_name == "bfloat16" else dtype_name)
+    iters = args.iters or (20 if on_gpu else 3)
+    if B % n or H % n or F % n:
+        sys.exit(f"batch {B}, heads {H} and MLP width {F} must divide by the {n} devices")
+    kinds = [k for k in args.steps.split(",") if k]
+
+    rng = np.random.default_rng(0)
+    params = init_params(L, D, F, rng, dtype)
+    x = rng.standard_normal((B, S, D)).astype(np.float32).astype(dtype)
+    y = rng.standard_normal((B, S, D)).astype(np.float32).astype(dtype)
+
+    libs = {}
+    for lib in (purejit, jax):
+        ndevs = np.array(lib.devices()[:n])
+        meshes = {a: lib.sharding.Mesh(ndevs, (a,)) for a in ("dp", "tp")}
+        P = lib.sharding.PartitionSpec
+        steps = make_steps(lib, meshes, H, L)
+        place = {  # (params, x, y) shardings of each step
+            "single": None,
+            "dp": (P(), P("dp"), P("dp")),
+            "tp": ([tp_specs(P)] * L, P(), P()),
+        }
+        libs[lib.__name__] = (lib, meshes, steps, place)
+
+    def placed(lib, meshes, kind, spec):
+        args_ = (params, x, y)
+        if spec is None:
+            dev = lib.devices()[0]
+            return [lib.tree_util.tree_map(lambda v: lib.device_put(v, dev), a) for a in args_]
+        mesh = meshes[kind]
+        NS = lib.sharding.NamedSharding
+        return [
+            lib.tree_util.tree_map(lambda a, s: lib.device_put(a, NS(mesh, s)), a, s)
+            if isinstance(s, list)
+            else lib.tree_util.tree_map(lambda v, s=s: lib.device_put(v, NS(mesh, s)), a)
+            for a, s in zip(args_, spec)
+        ]
+
+    results, runners, first = {}, {}, {}
+    for name, (lib, meshes, steps, place) in libs.items():
+        for kind in kinds:
+            f = lib.jit(steps[kind], donate_argnums=0)
+            a = placed(lib, meshes, kind, place[kind])
+            mem = f.lower(*a).compile().memory_analysis()
+            new, loss = f(*a)
+            first[(name, kind)] = (lib.tree_util.tree_leaves(new), float(loss))
+            results[f"{name}_{kind}"] = {
+                "temp_bytes": int(mem.temp_size_in_bytes),
+                "argument_bytes": int(mem.argument_size_in_bytes),
+            }
+            runners[f"{name}_{kind}"] = _Runner(f, *placed(lib, meshes, kind, place[kind]))
+    for key, t in _time_all(runners, iters, args.repeats).items():
+        results[key]["step_s"] = t
+    for kind in kinds:
+        ours, theirs = first[("purejit", kind)], first[("jax", kind)]
+        r = results[f"purejit_{kind}"]
+        r["vs_jax"] = r["step_s"] / results[f"jax_{kind}"]["step_s"]
+        r["max_param_diff_vs_jax"] = _max_diff(ours[0], theirs[0], lambda t: t)
+        r["loss"], results[f"jax_{kind}"]["loss"] = ours[1], theirs[1]
+        if "single" in kinds and kind != "single":
+            r["max_param_diff_vs_single"] = _max_diff(
+                ours[0], first[("purejit", "single")][0], lambda t: t
+            )
+
+    head = (
+        f"tp_train on {n} x {devs[0].device_kind} ({platform}): {L} layers, batch {B}, "
+        f"sequence {S}, width {D}, {H} heads, MLP {F}, {dtype.name}; {iters} steps x "
+        f"{args.repeats} rounds, medians"
+    )
+    lines = [
+        head,
+        "",
+        "| step | library | step (ms) | vs JAX | temp MB / device | arguments MB / device "
+        "| loss | max param diff vs JAX |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for kind in kinds:
+        for name in ("purejit", "jax"):
+            r = results[f"{name}_{kind}"]
+            lines.append(
+                f"| {kind} | {name} | {r['step_s'] * 1e3:.2f} | "
+                f"{r.get('vs_jax', 1.0):.2f} | {r['temp_bytes'] / 2**20:.1f} | "
+                f"{r['argument_bytes'] / 2**20:.1f} | {r['loss']:.5f} | "
+                f"{r.get('max_param_diff_vs_jax', 0.0):.1e} |"
+            )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    summary = {
+        "devices": n,
+        "device_kind": devs[0].device_kind,
+        "platform": platform,
+        "sizes": {"layers": L, "batch": B, "seq": S, "width": D, "heads": H, "mlp": F},
+        "dtype": dtype.name,
+        "results": results,
+    }
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        stem = os.path.join(args.out, f"tp_train_{platform}{'_quick' if args.quick else ''}")
+        with open(stem + ".md", "w") as fh:
+            fh.write(text)
+        with open(stem + ".json", "w") as fh:
+            json.dump(summary, fh, indent=2)
+    return summary
+
+
+if __name__ == "__main__":
+    main()
