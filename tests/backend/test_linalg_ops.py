@@ -147,13 +147,22 @@ GPU_CASES = {
     "svd gesvd": (lambda m: m.linalg.svd, [np.zeros((1100, 1030), np.float32)]),
     "svd gesvd wide": (lambda m: lambda a: m.linalg.svd(a, full_matrices=False), [np.zeros((1030, 1100), np.float32)]),
     "det": (lambda m: m.linalg.det, [_matrix((2, 5, 5), np.float32)]),
+    # left eigenvectors: cuSOLVER's geev has none, both run jaxlib's hybrid (host) kernel
+    "eig left": (lambda m: _lax(m).linalg.eig, [_matrix((2, 4, 4), np.float32)]),
+    "eig left c64": (lambda m: _lax(m).linalg.eig, [_matrix((4, 4), np.complex64)]),
 }  # fmt: skip
+
+
+def _lax(m):
+    return jax.lax if m is jjnp else purejit.lax
 
 
 @pytest.mark.parametrize("name", sorted(GPU_CASES))
 def test_cuda_lowering_matches_jax_export(name):
     make, args = GPU_CASES[name]
-    exported = jax.export.export(jax.jit(make(jjnp)), platforms=["cuda"])(*args)
+    # the hybrid (host LAPACK) kernels have no export compatibility guarantee; text only here
+    hybrid = [jax.export.DisabledSafetyCheck.custom_call(f"cuhybrid_eig_{k}") for k in ("real", "comp")]  # fmt: skip
+    exported = jax.export.export(jax.jit(make(jjnp)), platforms=["cuda"], disabled_checks=hybrid)(*args)  # fmt: skip
     want = _calls(exported.mlir_module())
     got = _calls(_purejit_cuda(make(pnp), *args))
     assert want, "JAX's module has no solver calls to compare with"
