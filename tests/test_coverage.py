@@ -39,6 +39,13 @@ def test_every_listed_name_has_a_reason(coverage):
 
 def test_readme_table_is_current(coverage, result):
     readme = (ROOT / "README.md").read_text()
+    import jax
+
+    if f"<!-- against jax {jax.__version__} -->" not in readme:
+        # the counts depend on JAX's public names; the committed table is for one version
+        pytest.skip(
+            f"README's coverage table was generated against another jax than {jax.__version__}"
+        )
     assert coverage.readme_table(result) in readme, (
         "README's 'Coming from JAX' table is stale: run `python tools/coverage.py --readme`"
     )
