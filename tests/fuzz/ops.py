@@ -731,7 +731,6 @@ NOT_GENERATED = {
     "collective_permute": "collective: needs shard_map over several devices",
     "reduce_scatter": "collective: needs shard_map over several devices (tests/multidevice)",
     "manual_computation": "shard_map's region: needs a mesh",
-    "pvary": "shard_map's varying-axes mark: needs a mesh (tests/multidevice)",
     "partition_id": "axis_index: needs shard_map",
     "real": "complex dtypes are not generated",
     "imag": "complex dtypes are not generated",
