@@ -258,10 +258,11 @@ def run(platform: str, quick: bool, budget: float, repeats: int):
     return rows
 
 
-def report(rows, platform: str, device: str) -> str:
+def report(rows, platform: str, device: str, load: str = "") -> str:
     lines = [
         f"# vmap on {platform} ({device})",
         "",
+        *([load, ""] if load else []),
         "Steady-state time per call as a ratio to `jax.jit(jax.vmap(f))` in the same process "
         "(lower is better); the jax.vmap column is the absolute time. Reproduce with "
         "`python -m bench.vmap --out docs/benchmarks`.",
@@ -332,8 +333,16 @@ def main(argv=None):
 
     dev = jax.devices()[0]
     platform = dev.platform
+    before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     rows = run(platform, a.quick, a.budget, a.repeats)
-    text = report(rows, platform, dev.device_kind)
+    load = ""
+    if before is not None:
+        load = (
+            f"Machine load (1-minute average) {before:.1f} before and {os.getloadavg()[0]:.1f} "
+            f"after the run, on {os.cpu_count()} cores: far above the core count, absolute "
+            "times are noisy; the forms are timed in interleaved rounds so load hits them alike."
+        )
+    text = report(rows, platform, dev.device_kind, load)
     print("\n" + text)
     if a.out:
         os.makedirs(a.out, exist_ok=True)

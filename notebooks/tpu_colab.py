@@ -86,6 +86,11 @@ from purejit.backend import pjrt
 info()
 PLATFORM = pjrt.platform()
 ON_TPU = PLATFORM == "tpu"
+# one PJRT client per process: a TPU is owned by one client, so purejit uses the one JAX
+# created (a notebook that imported JAX first keeps working)
+client = purejit.devices()[0].client
+shared = client is jax.devices()[0].client
+print(f"PJRT client: {client.platform} {client.platform_version!r}, shared with JAX: {shared}")
 if ON_TPU:
     print(f"\nRunning on {len(purejit.devices())} TPU device(s): {purejit.devices()[0]}")
 else:
@@ -246,3 +251,39 @@ print(f"passes: {' -> '.join(r.name for r in ex.stages if r.iteration in (0, 1))
 print(f"ops traced {ex.stages[0].ops_after}, after the passes {ex.stages[-1].ops_after}")
 print(f"purejit's plan: {len(ex.groups)} fusion groups, {len(ex.kernels)} kernels")
 print(f"XLA on {ex.platform}: {len(ex.xla_kernels)} kernels")
+
+# %% [markdown]
+# ## A bfloat16 training step with `grad`
+#
+# The block above as a tiny regression model: `purejit.value_and_grad` of a mean squared
+# error, an SGD update with the parameters donated, all in one jitted program; the same step
+# under `jax.jit(jax.value_and_grad(...))` must give the same loss (to bfloat16 precision).
+
+# %%
+target = rng.standard_normal((BATCH, SEQ, D)).astype(bf16)
+
+
+def loss(xp, p, x, y):
+    err = (block(xp, x, p, HEADS) - y).astype(xp.float32)
+    return xp.mean(err * err)
+
+
+def pj_train_step(p, x, y):
+    value, grads = purejit.value_and_grad(lambda q: loss(pnp, q, x, y))(p)
+    return value, purejit.tree.map(lambda w, g: w - (0.01 * g).astype(w.dtype), p, grads)
+
+
+def jx_train_step(p, x, y):
+    value, grads = jax.value_and_grad(lambda q: loss(jxnp, q, x, y))(p)
+    return value, jax.tree.map(lambda w, g: w - (0.01 * g).astype(w.dtype), p, grads)
+
+
+pj_step = purejit.jit(pj_train_step, donate_argnums=(0,))
+jx_step = jax.jit(jx_train_step)
+pj_params = {k: purejit.device_put(v) for k, v in params.items()}
+jx_params = {k: jax.device_put(v) for k, v in params.items()}
+for i in range(3):
+    pj_loss, pj_params = pj_step(pj_params, x, target)
+    jx_loss, jx_params = jx_step(jx_params, x, target)
+    print(f"step {i}: loss purejit {float(pj_loss):.4f}, jax.jit {float(jx_loss):.4f}")
+assert abs(float(pj_loss) - float(jx_loss)) <= 0.05 * abs(float(jx_loss)), "losses differ"

@@ -74,6 +74,9 @@ class Record:
     recomputed: list[Residual] = field(default_factory=list)
     recompute_ops: int = 0
     all_bytes: int = 0
+    # a loop body's: its residuals reach the backward pass as outputs of the loop, which
+    # the enclosing differentiation's record lists (so totals leave this one out)
+    inner: bool = False
 
     @property
     def saved_bytes(self) -> int:
@@ -342,7 +345,11 @@ def _finish(fwd, residuals, saved: set, all_bytes, nbytes) -> Plan:
     read.update(u for op in ops for u in op.operands if u in saved)
     position = {p: -1 for p in fwd.params}
     position.update({r: k for k, op in enumerate(fwd.ops) for r in op.results})
-    saved_list = sorted(read, key=lambda v: (position[v], v.id))
+    # residuals keep their order (a plan that recomputes nothing changes nothing), then the
+    # values the cut saves instead, in program order
+    kept = [r for r in residuals if r in read]
+    others = sorted(read - set(kept), key=lambda v: (position[v], v.id))
+    saved_list = kept + others
     recomputed = [r for r in residuals if r not in saved]
     return Plan(saved_list, recomputed, ops, all_bytes, nbytes)
 
@@ -356,6 +363,25 @@ def save_everything(fwd: Function, num_out: int, free: Collection[Value] = ()) -
 
 
 # ---- the programs that follow a plan ----------------------------------------------------------
+
+
+@dataclass
+class Group:
+    """Recomputations that feed each other: `ops` (in `fwd`'s order) read only `inputs`
+    (saved values) and each other's results."""
+
+    inputs: list[Value]
+    ops: list[Op]
+
+
+def groups(p: Plan) -> list[Group]:
+    """The plan's recomputation, one `Group` per connected part (one barrier each)."""
+    out = []
+    for ops in _components(p.ops):
+        made = {r for op in ops for r in op.results}
+        inputs = list(dict.fromkeys(u for op in ops for u in op.operands if u not in made))
+        out.append(Group(inputs, ops))
+    return out
 
 
 def _components(ops: Sequence[Op]) -> list[list[Op]]:
@@ -417,20 +443,19 @@ def rewrite(
     saved_params = {v: Value(v.type) for v in p.saved}
     new_ops: list[Op] = []
     env: dict[Value, Value] = {}  # values of fwd -> values of lin2
-    for group in _components(p.ops):
-        made = {r for op in group for r in op.results}
-        inputs = list(dict.fromkeys(u for op in group for u in op.operands if u not in made))
+    for g in groups(p):
+        inputs = g.inputs
         local = {u: saved_params[u] for u in inputs}
         if barrier and inputs:
             outs = [Value(u.type) for u in inputs]
             new_ops.append(Op("optimization_barrier", [local[u] for u in inputs], {}, outs))
             local = dict(zip(inputs, outs))
-        for op in group:
+        for op in g.ops:
             results = [Value(r.type) for r in op.results]
             operands = [local[u] for u in op.operands]
             new_ops.append(Op(op.name, operands, op.attrs, results, op.regions, op.loc))
             local.update(zip(op.results, results))
-        env.update((r, local[r]) for r in made)
+        env.update((r, local[r]) for op in g.ops for r in op.results)
     subst = {}
     for r, param in zip(residuals, res_params):
         subst[param] = saved_params[r] if r in saved_params else env[r]
@@ -447,19 +472,18 @@ def rewrite(
     return fwd2, lin2
 
 
-def describe(fn: Function, v: Value, param_names: Sequence[str] | None = None) -> tuple:
-    """(what, loc) of value `v` of `fn` for reports: "input k" or "output of <op>"."""
-    for k, p in enumerate(fn.params):
-        if p is v:
-            name = param_names[k] if param_names and k < len(param_names) else f"input {k}"
-            return name, None
-    for op in fn.ops:
-        if v in op.results:
-            return f"output of {op.name}", op.loc
-    return "a value from outside", None
+def describer(fn: Function, param_names: Sequence[str] | None = None):
+    """`describe(v) -> (what, loc)` for values `v` of `fn`, for reports: the parameter's
+    name ("input k" by default) or "output of <op>" with the op's line."""
+    names = list(param_names or [])
+    names += [f"input {k}" for k in range(len(names), len(fn.params))]
+    known = {p: (n, None) for p, n in zip(fn.params, names)}
+    known.update((r, (f"output of {op.name}", op.loc)) for op in fn.ops for r in op.results)
+    return lambda v: known.get(v, ("a value from outside", None))
 
 
 __all__ = [
+    "Group",
     "Plan",
     "Record",
     "Residual",
@@ -467,7 +491,8 @@ __all__ = [
     "active_settings",
     "check_budget",
     "collecting",
-    "describe",
+    "describer",
+    "groups",
     "plan",
     "record",
     "recomputable",

@@ -20,6 +20,7 @@ from purejit.errors import (
 )
 from purejit import numpy, lax, nn
 from purejit import ops
+from purejit import random
 from purejit import sharding
 from purejit.sharding import device_put
 from purejit.shard_map import shard_map
@@ -63,6 +64,7 @@ __all__ = [
     "nn",
     "ops",
     "numpy",
+    "random",
     "shard_map",
     "sharding",
     "tree_util",

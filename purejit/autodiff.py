@@ -31,7 +31,7 @@ from purejit.transforms.autodiff import (
 )
 from purejit.transforms.autodiff import remat
 from purejit.transforms.autodiff._core import instantiate
-from purejit.tree_util import tree_flatten, tree_structure, tree_unflatten
+from purejit.tree_util import tree_flatten, tree_paths, tree_structure, tree_unflatten
 
 float0 = pdt.float0
 
@@ -185,8 +185,9 @@ def _linearize(fun, primals, has_aux, api):
     p_leaves = [_as_leaf(x, api) for x in p_leaves]
     tr = _Traced(fun, p_leaves, p_tree, has_aux, api)
     nonzero = [True] * tr.num_in + [False] * len(tr.closed.captures)
+    names = tree_paths(p_tree, "args")  # how explain names residuals that are inputs
     fn = typed_in_body(tr.closed.fn, tr.args)  # inside a shard_map body: JAX's vma typing
-    outs, lin = remat.linearize(fn, tr.args, nonzero, where=api)
+    outs, lin = remat.linearize(fn, tr.args, nonzero, where=api, param_names=names)
     return tr, p_leaves, p_tree, outs, lin
 
 

@@ -48,11 +48,31 @@ def user_stacklevel() -> int:
 _locations: dict = {}  # (code object, line) -> "file.py:LINE"
 
 
+# (loc, frame): while `frame` is the user's innermost frame, ops take `loc` (a transformation
+# re-binding the ops of a traced program gives them the lines the user wrote them on)
+_located: list = [None]
+
+
+def set_location(loc: str | None, frame) -> tuple | None:
+    """Make `user_location()` answer `loc` while the user's innermost frame is `frame`
+    (None clears it); returns the previous setting, to pass to `restore_location`."""
+    prev = _located[0]
+    _located[0] = None if loc is None else (loc, frame)
+    return prev
+
+
+def restore_location(prev: tuple | None) -> None:
+    _located[0] = prev
+
+
 def user_location() -> str | None:
     """`file.py:LINE` of the user's code that is running now."""
     f = user_frame()
     if f is None:
         return None
+    o = _located[0]
+    if o is not None and o[1] is f:
+        return o[0]
     key = (f.f_code, f.f_lineno)
     loc = _locations.get(key)
     if loc is None:

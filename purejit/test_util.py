@@ -24,6 +24,11 @@ def _rand_like(x, rng):
     return v.astype(x.dtype)
 
 
+def _conj(x):
+    x = np.asarray(x)
+    return np.conj(x) if x.dtype.kind == "c" else x
+
+
 def _inner(xs, ys) -> float:
     total = 0.0
     for x, y in zip(tree_flatten(xs)[0], tree_flatten(ys)[0]):
@@ -64,14 +69,15 @@ def check_jvp(f, args, atol=None, rtol=None, eps=None, rng=None):
 
 
 def check_vjp(f, args, atol=None, rtol=None, eps=None, rng=None):
-    """<vjp(u), v> against <u, jvp(v)> for random u, v."""
+    """<vjp(u), v> against <u, jvp(v)> for random u, v (as JAX: conj(vjp(conj(u))) for
+    complex values, since a vjp is the transpose, not the adjoint, of the jvp)."""
     rng = rng or np.random.default_rng(1)
     atol, rtol, _ = _tolerance(args, atol, rtol, eps)
     v = tree_map(lambda x: _rand_like(x, rng), args)
     out, t = jvp(f, tuple(args), tuple(v))
     u = tree_map(lambda o: _rand_like(o, rng), out)
     _, vjp_fn = vjp(f, *args)
-    ct = vjp_fn(u)
+    ct = tree_map(_conj, vjp_fn(tree_map(_conj, u)))
     lhs, rhs = _inner(ct, v), _inner(u, t)
     _close(lhs, rhs, atol, rtol * max(1.0, abs(rhs)), "<vjp(u), v> and <u, jvp(v)>")
 

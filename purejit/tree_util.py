@@ -339,8 +339,9 @@ def flatten_up_to(treedef: PyTreeDef, tree, what: str = "tree") -> list:
 
     def mismatch(path, td, x):
         return ValueError(
-            f"{what}'s structure {tree_structure(x) if path else tree_structure(tree)} does not "
-            f"match {treedef}: at {path or '(root)'}: expected {_node_name(td)}, got "
+            f"tree structure mismatch: {what}'s structure "
+            f"{tree_structure(x) if path else tree_structure(tree)} does not match {treedef}: "
+            f"at {path or '(root)'}: expected {_node_name(td)}, got "
             f"{_node_name(tree_structure(x))}{errors.at(errors.user_location())}"
         )
 

@@ -539,8 +539,9 @@ def _bitcast_convert_infer(types, attrs, regions):
 
 
 def _bitcast_convert_ref(args, attrs, regions, run_region):
-    x = np.ascontiguousarray(args[0])
-    return [x.view(np.dtype(attrs["dtype"])).reshape(x.shape)]
+    # the operand's own shape: np.ascontiguousarray makes a 0-d array 1-d
+    shape = np.shape(args[0])
+    return [np.ascontiguousarray(args[0]).view(np.dtype(attrs["dtype"])).reshape(shape)]
 
 
 register(

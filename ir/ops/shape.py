@@ -235,7 +235,8 @@ def _pad_ref(args, attrs, regions, run):
     y = np.full(shape, v, dtype=x.dtype)
     y[tuple(slice(None, None, i + 1) for i in interior)] = x
     widths = [(max(a, 0), max(b, 0)) for a, b in zip(lo, hi)]
-    y = np.pad(y, widths, constant_values=v)
+    if widths:  # np.pad refuses an empty pad_width; a 0-d operand pads to itself
+        y = np.pad(y, widths, constant_values=v)
     crop = tuple(slice(max(-a, 0), y.shape[k] - max(-b, 0)) for k, (a, b) in enumerate(zip(lo, hi)))
     return [y[crop].copy()]
 

@@ -9,7 +9,10 @@ Printed, an `Explanation` shows
     - XLA's side: the kernels in the compiled executable, matched to purejit's groups
       through the `purejit.fusion.N` locations the emitter puts on every group, and
       `cost_analysis()` flops and bytes next to purejit's estimates, with each difference
-      flagged.
+      flagged,
+    - for programs that differentiate (`grad`, `value_and_grad`, `vjp` under jit): the
+      residuals each forward pass saves for its backward pass (shape, dtype, bytes, the
+      user's line), what automatic rematerialisation recomputes instead, and the total.
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ class Explanation:
     differences: list = field(default_factory=list)
     graphs: int = 1
     transforms: list = field(default_factory=list)  # what transformations made of ops (vmap)
+    residuals: list = field(default_factory=list)  # purejit.passes.remat.Record per grad
+
+    @property
+    def saved_bytes(self) -> int:
+        """Bytes the forward passes save for the backward passes (inputs not counted)."""
+        return sum(r.saved_bytes for r in self.residuals if not r.inner)
 
     @property
     def groups(self) -> list:
@@ -91,6 +100,9 @@ class Explanation:
         ]
         if self.transforms:
             out += ["", "transformations"] + [f"  - {t}" for t in self.transforms]
+        if self.residuals:
+            out += ["", "residuals (saved by the forward pass for the backward pass)"]
+            out += _residual_lines(self.residuals)
         out += [
             "",
             "passes",
@@ -155,6 +167,39 @@ class Explanation:
             "  none: XLA's kernels are purejit's groups and lone ops"
         ]
         return out
+
+
+def _residual_line(r) -> str:
+    note = ""
+    if r.free:
+        note = " (an input: not copied)"
+    elif not r.read:
+        note = " (no backward pass reads it: DCE removes it)"
+    return f"      {str(r.type):<22}{_size(r.nbytes):>10}  {r.what:<26}{r.loc or '-'}{note}"
+
+
+def _residual_lines(records) -> list[str]:
+    """What each differentiation saved and recomputed, as JAX's print_saved_residuals."""
+    out = []
+    for rec in records:
+        where = f"{rec.where}{' at ' + rec.loc if rec.loc else ''}"
+        ratio = f", {rec.saved_bytes / rec.all_bytes:.2f}x" if rec.all_bytes else ""
+        out.append(
+            f"  {where}, remat {rec.mode}: {_n(len(rec.saved), 'array')}, "
+            f"{_size(rec.saved_bytes)} (saving everything: {_size(rec.all_bytes)}{ratio})"
+            + (", stacked by the loop (listed below as its outputs)" if rec.inner else "")
+        )
+        out += [_residual_line(r) for r in rec.saved]
+        if rec.recomputed:
+            nbytes = sum(r.nbytes for r in rec.recomputed)
+            out.append(
+                f"    recomputed in the backward pass by {_n(rec.recompute_ops, 'op')}: "
+                f"{_n(len(rec.recomputed), 'residual')}, {_size(nbytes)}"
+            )
+            out += [_residual_line(r) for r in rec.recomputed]
+    total = sum(rec.saved_bytes for rec in records if not rec.inner)
+    out.append(f"  total saved: {_size(total)}")
+    return out
 
 
 def _compare(ex: Explanation) -> list[str]:
@@ -226,5 +271,6 @@ def explain_lowered(lowered, *, compiled=None) -> Explanation:
         xla_cost=dict(xla.cost_analysis() or {}),
         platform=pjrt.platform(),
     )
+    ex.residuals = list(getattr(lowered, "residuals", []))
     ex.differences = _compare(ex)
     return ex

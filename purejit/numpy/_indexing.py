@@ -316,7 +316,10 @@ def _gather(x, entries, mode, fill_value):
     adv = [e for e in entries if e.advanced]
     if not adv:
         return _basic(x, entries)
-    batch_shape = tuple(np.broadcast_shapes(*[np.shape(e.value) for e in adv]))
+    try:
+        batch_shape = tuple(np.broadcast_shapes(*[np.shape(e.value) for e in adv]))
+    except ValueError:  # reported with the index's names by _index_columns below
+        batch_shape = ()
     if 0 in batch_shape:  # no index at all: an empty result, whatever the axis sizes
         shape = []
         for s in _layout(entries):

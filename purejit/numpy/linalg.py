@@ -411,11 +411,11 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
         rank = sum(astype(mask, np.int32))
         safe = astype(where(mask, s, 1), a.dtype)
         s_inv = expand_dims(where(mask, 1 / safe, astype(0, a.dtype)), -1)
-        uTb = matmul(_H(u), b)
-        x = matmul(_H(vt), s_inv * uTb)
+        uTb = matmul(_H(u), b, precision="highest")  # as JAX: full float32 on GPU too
+        x = matmul(_H(vt), s_inv * uTb, precision="highest")
     if numpy_resid:
         raise NotImplementedError("linalg.lstsq: numpy_resid=True (a data-dependent shape)")
-    resid = norm(subtract(b, matmul(a, x)), axis=0) ** 2
+    resid = norm(subtract(b, matmul(a, x, precision="highest")), axis=0) ** 2
     if vector:
         x = reshape(x, (-1,))
     return x, resid, rank, s
@@ -440,7 +440,7 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     rtol = reshape(rtol, rtol.shape + (1,) * (s.ndim - rtol.ndim))
     cutoff = rtol * s[..., 0:1]
     s = astype(where(s > cutoff, s, np.inf), u.dtype)
-    return matmul(_mT(vh), divide(_mT(u), expand_dims(s, -1)))
+    return matmul(_mT(vh), divide(_mT(u), expand_dims(s, -1)), precision="highest")
 
 
 def matrix_rank(M, rtol=None, *, tol=None, hermitian: bool = False):

@@ -7,6 +7,7 @@ same key, shape, dtype and parameters give the same bits as `jax.random` (see
 """
 
 from purejit.random._keys import KeyDType, PRNGKeyArray
+from purejit.random._linalg import multivariate_normal, orthogonal
 from purejit.random._loops import (
     ball,
     beta,
@@ -44,6 +45,8 @@ from purejit.random._core import (
 )
 
 __all__ = [
+    "multivariate_normal",
+    "orthogonal",
     "ball",
     "beta",
     "dirichlet",

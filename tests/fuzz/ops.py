@@ -726,6 +726,8 @@ NOT_GENERATED = {
     "constant": "appears in every program (literals), not generated on its own",
     "fusion": "made by the fusion pass, which every program runs through",
     "all_gather": "collective: needs shard_map over several devices (tests/multidevice)",
+    "pvary": "varying-axes typing inside a check_vma shard_map over several devices "
+    "(tests/multidevice/test_md_autodiff*)",
     "all_reduce": "collective: needs shard_map over several devices (tests/multidevice)",
     "all_to_all": "collective: needs shard_map over several devices (tests/multidevice)",
     "collective_permute": "collective: needs shard_map over several devices",
@@ -865,7 +867,7 @@ def _fft(L, p, x):
 _add(Spec("fft", ("fft",), 1, "f", _fft, tags=("needs_rank1",)))
 
 
-# --- transformations: vmap of a body (grad joins once it is in main) -------------------------
+# --- transformations: vmap and grad of bodies, remat, custom rules -----------------------------
 
 
 def _vmap(L, p, x):
@@ -895,3 +897,126 @@ _add(
         tags=("needs_rank1", "transform"),
     )
 )
+
+
+def _grad(L, p, x):
+    def loss(v):
+        y = body_chain(L, p["chain"], v)
+        if p["stop"]:
+            y = L.lax.mul(y, L.lax.stop_gradient(L.lax.tanh(v)))
+        if p["remat"]:
+            y = L.checkpoint(lambda w: L.lax.sin(L.checkpoint_name(L.lax.mul(w, w), "h")))(y)
+        return L.np.sum(L.lax.convert_element_type(y, "float32"))
+
+    return L.grad(loss)(x)
+
+
+_add(
+    Spec(
+        "grad",
+        ("stop_gradient", "checkpoint", "checkpoint_name"),
+        1,
+        "f",
+        _grad,
+        params=lambda draw, t: {
+            "chain": _chain(draw, t, "grad_chain"),
+            "stop": draw("grad_stop", [False, True]),
+            "remat": draw("grad_remat", [False, True]),
+        },
+        tags=("transform",),
+    )
+)
+
+
+def _custom_jvp(L, p, x):
+    f = L.custom_jvp(lambda v: L.lax.sin(v))
+    # a rule that is not sin's derivative, so that using it (or not) shows in the numbers
+    f.defjvp(lambda primals, tangents: (f(primals[0]), L.lax.mul(tangents[0], _c(L, x, 2.0))))
+    return (
+        L.grad(lambda v: L.np.sum(L.lax.convert_element_type(f(v), "float32")))(x)
+        if p["grad"]
+        else f(x)
+    )
+
+
+def _custom_vjp(L, p, x):
+    f = L.custom_vjp(lambda v: L.lax.tanh(v))
+    f.defvjp(lambda v: (L.lax.tanh(v), v), lambda v, g: (L.lax.mul(g, L.lax.cos(v)),))
+    return (
+        L.grad(lambda v: L.np.sum(L.lax.convert_element_type(f(v), "float32")))(x)
+        if p["grad"]
+        else f(x)
+    )
+
+
+for _n, _ir, _f in [
+    ("custom_jvp", ("custom_jvp_call",), _custom_jvp),
+    ("custom_vjp", ("custom_vjp_call", "custom_lin"), _custom_vjp),
+]:
+    _add(
+        Spec(
+            _n,
+            _ir,
+            1,
+            "f",
+            _f,
+            params=lambda draw, t, _n=_n: {"grad": draw(_n + "_grad", [True, False])},
+            tags=("transform",),
+        )
+    )
+
+_add(
+    Spec(
+        "optimization_barrier",
+        ("optimization_barrier",),
+        1,
+        "fiub",
+        lambda L, p, x: L.lax.optimization_barrier(x),
+        exact=True,
+        preserves=True,
+    )
+)
+
+_SAME_WIDTH = {
+    "float32": "int32",
+    "int32": "float32",
+    "uint32": "int32",
+    "int8": "uint8",
+    "uint8": "int8",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+}
+_add(
+    Spec(
+        "bitcast",
+        ("bitcast_convert",),
+        1,
+        "fiu",
+        lambda L, p, x: L.lax.bitcast_convert_type(x, _SAME_WIDTH[str(np.dtype(x.dtype))]),
+        exact=True,
+        needs_exact=True,  # an ulp of difference is a different integer
+    )
+)
+_add(
+    Spec(
+        "complex_abs",
+        ("complex", "abs"),
+        2,
+        "f",
+        lambda L, p, x, y: L.np.abs(L.lax.complex(_f32(L, x), _f32(L, y))),
+    )
+)
+
+
+def _pure_callback(L, p, x):
+    out = L.ShapeDtypeStruct(x.shape, x.dtype)
+    return L.pure_callback(lambda a: np.negative(np.asarray(a)), out, x)
+
+
+def _debug_callback(L, p, x):
+    L.debug_callback(lambda a: None, x)
+    return L.lax.neg(x)
+
+
+_add(Spec("pure_callback", ("pure_callback",), 1, "fi", _pure_callback, exact=True))
+_add(Spec("debug_callback", ("host_callback",), 1, "fi", _debug_callback, exact=True))

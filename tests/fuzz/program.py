@@ -12,12 +12,15 @@ import json
 from dataclasses import dataclass
 
 import jax
+import jax.ad_checkpoint
 import jax.numpy as jjnp
 import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
 import purejit
+import purejit.ad_checkpoint
+import purejit.debug
 import purejit.lax.linalg
 import purejit.numpy as pjnp
 
@@ -27,14 +30,20 @@ SHAPES = [(), (3,), (4,), (2, 3), (3, 1), (2, 2, 2)]
 
 
 class Lib:
-    """A NumPy-like library: `lax` and `np`, the names JAX and purejit share."""
+    """A NumPy-like library: `lax`, `np` and the transformations, under the names JAX and
+    purejit share."""
 
-    def __init__(self, lax, np_, linalg, vmap):
-        self.lax, self.np, self.linalg, self.vmap = lax, np_, linalg, vmap
+    def __init__(self, top, lax, np_, linalg, checkpoint_name):
+        self.lax, self.np, self.linalg = lax, np_, linalg
+        self.checkpoint_name = checkpoint_name
+        for name in ("vmap", "grad", "checkpoint", "custom_jvp", "custom_vjp", "pure_callback"):
+            setattr(self, name, getattr(top, name))
+        self.ShapeDtypeStruct = top.ShapeDtypeStruct
+        self.debug_callback = top.debug.callback
 
 
-PJ = Lib(purejit.lax, pjnp, purejit.lax.linalg, purejit.vmap)
-JX = Lib(jax.lax, jjnp, jax.lax.linalg, jax.vmap)
+PJ = Lib(purejit, purejit.lax, pjnp, purejit.lax.linalg, purejit.ad_checkpoint.checkpoint_name)
+JX = Lib(jax, jax.lax, jjnp, jax.lax.linalg, jax.ad_checkpoint.checkpoint_name)
 
 
 @dataclass

@@ -5,7 +5,7 @@ regression the fuzzer found (IR text in, expected numbers out)."""
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 
 import purejit  # noqa: F401  (registers every op)
 from purejit.ir.registry import all_ops
@@ -27,6 +27,9 @@ def test_random_programs_agree_everywhere(name):
         derandomize=True,
         database=None,
         suppress_health_check=list(HealthCheck),
+        # no shrinking here: a failure is reported as drawn (shrinking a compiler program
+        # can take minutes); `python -m tests.fuzz` shrinks it to a minimal one
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
     )
     @given(programs(first=name))
     def run(prog: Program):

@@ -3,6 +3,7 @@ equivalence, and the transpose kernels left in XLA's compiled HLO for attention.
 
 import numpy as np
 import pytest
+from purejit.backend import pjrt
 from purejit.ir import interpret, parse, print_function, verify
 from purejit.passes.layout import LayoutAssignment, _reshape_groups
 from tolerance import dot_tol
@@ -229,7 +230,12 @@ def test_attention_transpose_kernels_gone_from_compiled_hlo():
         compiled = f.lower(*args).compile()
         counts[name] = len(transpose_kernels(compiled.as_text()))
         np.testing.assert_allclose(compiled(*args), ref, **dot_tol(2e-4, 2e-4))
-    # XLA transposes q, k, v and the weights; with the pass only the attention output's
+    if pjrt.is_gpu():
+        # XLA:GPU hands cuBLAS strided batches, so most of these transposes never exist
+        # there (2 kernels without the pass on an H200, not >= 4): the pass must add none
+        assert counts["on"] <= counts["off"] and counts["relaxed"] <= counts["off"], counts
+        return
+    # XLA:CPU transposes q, k, v and the weights; with the pass only the attention output's
     # [h, q, d] -> [q, h, d] before the output projection is left (no dot can avoid it)
     assert counts["off"] >= 4
     assert counts["on"] < counts["off"]

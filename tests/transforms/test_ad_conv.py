@@ -165,3 +165,24 @@ def test_cnn_loss_gradient_matches_jax():
     loss = _cnn(jnp, lax, purejit.nn.max_pool, NHWC)
     got = purejit.jit(purejit.value_and_grad(loss))(params, x, labels)
     assert_tree_close(ref, got, rtol=1e-4, atol=1e-5, where="cnn value_and_grad")
+
+
+def test_convolution_second_order_matches_jax():
+    # grad of grad transposes the transposed convolutions again (groups, layouts, dilations)
+    cases = [CASES[k] for k in (3, 6, 7, 9)]
+    args = _args(cases)
+    tangents = [rand_like(a, 50 + k) for k, a in enumerate(args)]
+
+    def make(m, ad, lx):
+        def loss(*xw):
+            return sum(m.sum(m.tanh(y) ** 2) for y in _convs(lx, cases)(*xw))
+
+        def inner(*xw):
+            g = ad.grad(loss, argnums=tuple(range(len(xw))))(*xw)
+            return sum(m.sum(a * t) for a, t in zip(g, tangents))
+
+        return ad.grad(inner, argnums=tuple(range(len(args))))
+
+    ref = jax.jit(make(jjnp, jax, jax.lax))(*args)
+    got = purejit.jit(make(jnp, purejit, lax))(*args)
+    assert_tree_close(ref, got, rtol=1e-3, atol=1e-3, where="grad of grad")

@@ -190,6 +190,10 @@ def test_explain_reports_what_control_flow_became():
     )
     assert f"cond (at test_vmap_api.py:{line + 2}) → cond: the predicate does not vary" in text
     assert f"while_loop (at test_vmap_api.py:{line + 3}) → while over the batch" in text
+    scanned = purejit.vmap(lambda x: lax.scan(lambda c, v: (c + v, c), 0.0, x))
+    assert "→ scan: one loop of 3 steps for the whole batch (1 of 1 carries batched)" in str(
+        purejit.explain(scanned, f32(4, 3))
+    )
 
 
 def test_fusion_ops_batch_through_their_region():
@@ -255,3 +259,20 @@ def test_batched_cond_uniform_and_mixed_predicates():
         return lambda a, b, i, j: (vmap(c)(a), vmap(c)(b), vmap(s)(i, a), vmap(s)(j, b))
 
     both(make, same, mixed, idx_same, idx_mixed)
+
+
+def test_vmap_over_random_keys_equals_a_loop_and_jax():
+    from purejit import random
+
+    keys = random.split(random.PRNGKey(0), 4)
+
+    def draw(k):
+        return random.normal(k, (3,)), random.uniform(k, (2,)), random.split(k, 2)
+
+    got = purejit.jit(purejit.vmap(draw))(keys)
+    loop = [draw(keys[i]) for i in range(4)]
+    for j, g in enumerate(got):
+        np.testing.assert_array_equal(np.asarray(g), np.stack([np.asarray(r[j]) for r in loop]))
+    jkeys = jax.random.split(jax.random.PRNGKey(0), 4)
+    want = jax.vmap(lambda k: jax.random.normal(k, (3,)))(jkeys)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want), rtol=1e-6)

@@ -17,7 +17,8 @@ so XLA runs the same library kernels:
 - eigh: CPU `lapack_?syevd_ffi` (`heevd` for complex); GPU `cusolver_syevd_ffi`.
 - svd: CPU `lapack_?gesdd_ffi`; GPU `cusolver_gesvdj_ffi` up to 1024 x 1024, else
   `cusolver_gesvd_ffi`.
-- eig: CPU `lapack_?geev_ffi`; CUDA `cusolver_geev_ffi` (right eigenvectors only).
+- eig: CPU `lapack_?geev_ffi`; CUDA `cusolver_geev_ffi` for right eigenvectors only, else
+  `cuhybrid_eig_real`/`cuhybrid_eig_comp` (host LAPACK, or MAGMA, from the GPU plugin).
 
 The `*_ffi` targets are XLA typed-FFI handlers that jaxlib registers when jax is imported
 (which the PJRT runtime does); they take batches of column-major matrices (the layouts say
@@ -55,6 +56,14 @@ def _lapack_ready() -> bool:
     from jaxlib import lapack  # the runtime's LAPACK table; jaxlib loads with the backend
 
     lapack.prepare_lapack_call("potrf_ffi", np.dtype(np.float32))
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _hybrid_ready() -> bool:
+    from jaxlib import gpu_solver  # fills the GPU plugin's host-LAPACK table, as JAX does
+
+    gpu_solver.initialize_hybrid_kernels()
     return True
 
 
@@ -639,11 +648,21 @@ def _eig(ctx, op, args):
             (w,) = ctx.op("stablehlo.complex", w, [wr_t, wr_t], [w_t])
         else:
             (w,) = w
+    elif gpu == "cu" and left:
+        # cuSOLVER's geev computes right eigenvectors only; JAX then runs LAPACK's geev on the
+        # host through jaxlib's hybrid kernel (MAGMA on the GPU instead when it is installed
+        # and n >= 2048: JAX's default `jax_use_magma="auto"`)
+        _hybrid_ready()
+        wr_t = TensorType(batch + (n,), t.dtype)
+        ws = [wr_t, wr_t] if real else [w_t]
+        config = {"magma": '"auto"', "left": "true", "right": str(right).lower()}
+        target = f"{gpu}hybrid_eig_{'real' if real else 'comp'}"
+        *w, vl, vr, info = ffi_call(ctx, target, args, [t], [*ws, vec_t, vec_t, info_t], config)
+        if real:
+            (w,) = ctx.op("stablehlo.complex", w, [wr_t, wr_t], [w_t])
+        else:
+            (w,) = w
     elif gpu == "cu":
-        if left:
-            raise NotImplementedError(
-                "eig: left eigenvectors on GPU (cuSOLVER geev computes right ones only)"
-            )
         sq = TensorType(t.shape, t.dtype)
         config = {"left": "false", "right": str(right).lower()}
         _, w, _, vr_packed, info = ffi_call(

@@ -129,6 +129,7 @@ def _custom_vjp_jvp(ctx, primals, tangents, attrs, regions):
     got = interp.evaluate(fn, [*ps, *caps])
     m = box[0]
     outs, res = got[:m], got[m:]
+    remat.pin(res)  # what the user's fwd saves is saved
     diff = [is_differentiable_dtype(a.dtype) for a in p_avals]
     ts = [instantiate(t, tangent_aval(a)) for t, a, d in zip(tangents, p_avals, diff) if d]
     out_types = tuple((tuple(aval(o).shape), aval(o).dtype) for o in outs)

@@ -348,12 +348,17 @@ def _scan_linearize(attrs, body, consts, carry, xs, tc, tcarry, txs, nz_k, nz_c,
     nk, nc = len(consts), len(carry)
     # carry tangents at their fixed point, in and out
     split = remat.rematerialize_scan(  # what the backward recomputes instead of stacking
-        lambda: RegionSplit(body, [*nz_k, *nz_c, *nz_x], [*nz_c, *nz_y]), nk, int(attrs["length"])
+        lambda: RegionSplit(body, [*nz_k, *nz_c, *nz_x], [*nz_c, *nz_y]),
+        nk,
+        nc,
+        int(attrs["length"]),
     )
-    # residuals: a loop constant is passed once; anything else is stacked along the loop
-    const_res, stacked = [], []
+    # residuals: a loop constant is passed once, a slice of xs is read from xs itself;
+    # anything else is stacked along the loop
+    const_res, stacked, xs_res = [], [], []
     for k, p in enumerate(split.res_is_param):
-        (const_res if p is not None and p < nk else stacked).append(k)
+        kind = None if p is None else (const_res if p < nk else xs_res if p >= nk + nc else None)
+        (stacked if kind is None else kind).append(k)
     pb = split.primal
     n_out = split.num_out
     res_results = pb.results[n_out:]
@@ -362,7 +367,8 @@ def _scan_linearize(attrs, body, consts, carry, xs, tc, tcarry, txs, nz_k, nz_c,
     )
     res = bind("scan", *consts, *carry, *xs, regions=[primal_region], **attrs)
     outs = res[:n_out]
-    stacked_vals = res[n_out:]
+    stacked_vals = [*res[n_out:], *[xs[split.res_is_param[k] - nk - nc] for k in xs_res]]
+    stacked += xs_res
     const_vals = [consts[split.res_is_param[k]] for k in const_res]
     if not any(nz_c) and not any(nz_y):
         return outs, [Zero(tangent_aval(aval(o))) for o in outs]

@@ -162,6 +162,12 @@ def _(x, y, t):
     return mul(t, mul(_c(x, 2 / math.sqrt(math.pi)), op("exponential", neg(mul(x, x)))))
 
 
+@_unary("erf_inv")
+def _(x, y, t):
+    # d/dx erfinv(x) = sqrt(pi) / 2 * exp(erfinv(x) ** 2)
+    return mul(t, mul(_c(y, math.sqrt(math.pi) / 2), op("exponential", mul(y, y))))
+
+
 @_unary("lgamma")
 def _(x, y, t):
     return mul(t, digamma(x))
@@ -211,9 +217,23 @@ def _zero_jvp(name):
     defjvp(name)(rule)
 
 
-# piecewise constant: the derivative is zero wherever it exists (JAX's defjvp_zero)
-for _name in ("sign", "floor", "ceil", "round_nearest_afz", "round_nearest_even"):
+# piecewise constant: the derivative is zero wherever it exists (JAX's defjvp_zero); a
+# bitcast's bits do not move with its operand's value continuously (JAX: zero too)
+for _name in (
+    "sign",
+    "floor",
+    "ceil",
+    "round_nearest_afz",
+    "round_nearest_even",
+    "bitcast_convert",
+):
     _zero_jvp(_name)
+
+not_differentiable(
+    "JAX does not differentiate it: lax.nextafter has no differentiation rule in JAX (its "
+    "result is a neighbouring float, a step function of its operands)",
+    "next_after",
+)
 
 not_differentiable(
     "integer or boolean results",
@@ -364,6 +384,14 @@ def _clamp_jvp(ctx, primals, tangents, attrs, regions):
     return [z], [out]
 
 
+@defjvp("complex")
+def _complex_jvp(ctx, primals, tangents, attrs, regions):
+    # complex(x, y) is linear in each part: its tangent is complex(tx, ty)
+    (x, y), (tx, ty) = primals, tangents
+    z = op("complex", x, y)
+    return [z], [op("complex", instantiate(tx, aval(x)), instantiate(ty, aval(y)))]
+
+
 @defjvp("convert")
 def _convert_jvp(ctx, primals, tangents, attrs, regions):
     (x,), (t,) = primals, tangents
@@ -435,6 +463,17 @@ def _imag_t(cts, operands, attrs, regions):
     return [make_complex(zeros(aval(ct)), neg(ct))]
 
 
+@deftranspose("complex")
+def _complex_t(cts, operands, attrs, regions):
+    # JAX's: (real(ct), imag(-ct)), the conjugate convention of real -> complex maps
+    (ct,), (x, y) = cts, operands
+    if isinstance(ct, Zero):
+        return [Zero(aval(x)) if _is_lin(x) else None, Zero(aval(y)) if _is_lin(y) else None]
+    cx = op("real", ct) if _is_lin(x) else None
+    cy = neg(op("imag", ct)) if _is_lin(y) else None
+    return [cx, cy]
+
+
 @deftranspose("select")
 def _select_t(cts, operands, attrs, regions):
     (ct,), (p, a, b) = cts, operands
@@ -479,5 +518,16 @@ def digamma(x):
 
 
 LINEAR_OPS.update(
-    {"add", "subtract", "negate", "multiply", "divide", "convert", "real", "imag", "select"}
+    {
+        "add",
+        "subtract",
+        "negate",
+        "multiply",
+        "divide",
+        "convert",
+        "real",
+        "imag",
+        "select",
+        "complex",
+    }
 )

@@ -1,8 +1,14 @@
-"""JVP and transpose rules of fft (`ir/ops/fft.py`): the transform is linear, so its JVP is
-itself; the transposes are JAX's: FFT and IFFT are symmetric matrices (their own transpose),
-RFFT transposes to the real part of an FFT of the zero-padded cotangent, IRFFT to a scaled
-RFFT whose interior frequencies count twice (then conjugated, JAX's convention for complex
-cotangents)."""
+"""JVP and transpose rules of `fft` (`ir/ops/fft.py`): the DFT is linear, so its tangent is the
+same transform of the tangent; the transposes are JAX's (`jax/_src/lax/fft.py`).
+
+    FFT, IFFT   the DFT matrix is symmetric: the transpose is the same transform.
+    RFFT        N * IRFFT(conj(ct) / mask): the half spectrum stands for both halves, so
+                every bin but DC (and Nyquist for even lengths) is counted twice (mask 2).
+    IRFFT       conj(mask * RFFT(ct) / N), the same mask.
+
+The conjugates are JAX's convention for maps between real and complex values (as the
+transposes of `real`, `imag` and `complex`).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +17,11 @@ import math
 import numpy as np
 
 from purejit.transforms.autodiff._core import (
+    LINEAR_OPS,
     Zero,
     aval,
     bcast,
     conj,
-    convert,
     deftranspose,
     linear_jvp,
     mul,
@@ -23,6 +29,21 @@ from purejit.transforms.autodiff._core import (
 )
 
 linear_jvp("fft", lambda i, n: True)
+
+
+def _mask(n_bins: int, length: int, dt) -> np.ndarray:
+    """2 for every bin of a half spectrum except DC and (even lengths) Nyquist, which are 1."""
+    m = np.full((n_bins,), 2, dt)
+    m[0] = 1
+    if length % 2 == 0:
+        m[-1] = 1
+    return m
+
+
+def _times_last(x, vec):
+    """x times `vec` along its last dimension."""
+    shp = aval(x).shape
+    return mul(x, bcast(vec, shp, (len(shp) - 1,)))
 
 
 @deftranspose("fft")
@@ -33,35 +54,14 @@ def _fft_t(cts, operands, attrs, regions):
     kind, lengths = attrs["fft_type"], tuple(attrs["fft_length"])
     if kind in ("FFT", "IFFT"):
         return [op("fft", ct, fft_type=kind, fft_length=lengths)]
+    n = math.prod(lengths)
     if kind == "RFFT":
-        return [_rfft_transpose(ct, lengths)]
-    return [_irfft_transpose(ct, lengths)]
+        cdt = aval(ct).dtype
+        inv = (1 / _mask(aval(ct).shape[-1], lengths[-1], np.float64) * n).astype(cdt)
+        return [op("fft", _times_last(conj(ct), inv), fft_type="IRFFT", fft_length=lengths)]
+    y = op("fft", ct, fft_type="RFFT", fft_length=lengths)
+    scale = (_mask(aval(y).shape[-1], lengths[-1], np.float64) / n).astype(aval(y).dtype)
+    return [conj(_times_last(y, scale))]
 
 
-def _rfft_transpose(ct, lengths):
-    # rfft = slice(fft(complex(x))): pad back to full length, fft (symmetric), real part
-    shape = aval(ct).shape
-    n = lengths[-1]
-    rank = len(shape)
-    zero = np.zeros((), aval(ct).dtype)
-    full = op(
-        "pad",
-        ct,
-        zero,
-        edge_padding_low=(0,) * rank,
-        edge_padding_high=(0,) * (rank - 1) + (n - shape[-1],),
-        interior_padding=(0,) * rank,
-    )
-    return op("real", op("fft", full, fft_type="FFT", fft_length=lengths))
-
-
-def _irfft_transpose(ct, lengths):
-    x = op("fft", ct, fft_type="RFFT", fft_length=lengths)
-    shape = aval(x).shape
-    m = shape[-1]
-    odd = lengths[-1] % 2
-    weights = np.concatenate([[1.0], np.full(m - 2 + odd, 2.0), np.ones(1 - odd)])[:m]
-    weights = weights / math.prod(lengths)
-    w = convert(op("constant", value=weights.astype(aval(ct).dtype)), aval(x).dtype)
-    w = bcast(w, shape, (len(shape) - 1,))
-    return conj(mul(w, x))
+LINEAR_OPS.add("fft")

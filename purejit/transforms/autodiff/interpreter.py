@@ -55,9 +55,19 @@ def jvp_function(fn: Function, primals: Sequence, tangents: Sequence, ctx: Conte
         (primal results, tangent results), tangents `Zero` where they do not depend on any
         input tangent.
     """
+    prev = errors.set_location(None, None)
+    try:
+        return _jvp_function(fn, primals, tangents, ctx)
+    finally:
+        errors.restore_location(prev)
+
+
+def _jvp_function(fn: Function, primals: Sequence, tangents: Sequence, ctx: Context):
     env = dict(zip(fn.params, primals))
     tenv = dict(zip(fn.params, tangents))
+    frame = errors.user_frame()  # the ops bound below take the lines of the ops of `fn`
     for op in fn.ops:
+        errors.set_location(op.loc, frame)
         ps = [env[v] for v in op.operands]
         ts = [tenv[v] for v in op.operands]
         live = [t for t in ts if not isinstance(t, Zero)]
@@ -176,7 +186,9 @@ def linearize_function(fn: Function, primals: Sequence, nonzero: Sequence[bool],
     return outs, LinearFunction(lfn, residuals, in_avals, in_nonzero, out_avals, out_nonzero)
 
 
-def transpose_function(fn: Function, linear: Sequence[bool], args: Sequence, cts: Sequence):
+def transpose_function(
+    fn: Function, linear: Sequence[bool], args: Sequence, cts: Sequence, *, lazy=None
+):
     """Transpose the linear function `fn` with respect to its `linear` parameters.
 
     Args:
@@ -184,23 +196,37 @@ def transpose_function(fn: Function, linear: Sequence[bool], args: Sequence, cts
         linear: one flag per parameter.
         args: the values of the non-linear parameters (anything at the linear ones).
         cts: a cotangent (value or `Zero`) per result of `fn`.
+        lazy: non-linear parameters made only when the backward pass first reads them:
+            `{param: make}`, `make(ct) -> (value, ct2)` where `ct` is a cotangent flowing
+            into the op that reads it (None when there is none) and `ct2` replaces it, so
+            that making the value can be ordered after it (rematerialisation).
     Returns:
         A cotangent (value or `Zero`) per linear parameter, in order.
     """
+    lazy = lazy or {}
     env: dict = {}
     lin_vals: set = set()
     for p, is_lin, a in zip(fn.params, linear, args):
         if is_lin:
             lin_vals.add(p)
-        else:
+        elif p not in lazy:
             env[p] = a
+
+    def made(v, cts=None):
+        if v not in env:
+            k = next((k for k, c in enumerate(cts or ()) if not isinstance(c, Zero)), None)
+            env[v], ct = lazy[v](None if k is None else cts[k])
+            if k is not None:
+                cts[k] = ct
+        return env[v]
+
     linear_ops = []
     for op in fn.ops:
         if any(v in lin_vals for v in op.operands):
             linear_ops.append(op)
             lin_vals.update(op.results)
         else:
-            outs = bind(op.name, *[env[v] for v in op.operands], regions=op.regions, **op.attrs)
+            outs = bind(op.name, *[made(v) for v in op.operands], regions=op.regions, **op.attrs)
             env.update(zip(op.results, outs))
     ct_env: dict = {}
 
@@ -215,7 +241,9 @@ def transpose_function(fn: Function, linear: Sequence[bool], args: Sequence, cts
         if all(c is None for c in outs_ct):
             continue
         outs_ct = [Zero(_aval(r)) if c is None else c for c, r in zip(outs_ct, op.results)]
-        operands = [UndefinedPrimal(_aval(v)) if v in lin_vals else env[v] for v in op.operands]
+        operands = [
+            UndefinedPrimal(_aval(v)) if v in lin_vals else made(v, outs_ct) for v in op.operands
+        ]
         rule = TRANSPOSE_RULES.get(op.name)
         if rule is None:
             raise NotImplementedError(

@@ -39,12 +39,17 @@ from purejit.tracing import (
     ShapedArray,
     Tracer,
     aval_of,
+    bind,
     bind1,
     current_trace,
     new_trace,
 )
 from purejit.transforms.autodiff._core import Zero
-from purejit.transforms.autodiff.interpreter import LinearFunction, evaluate, linearize_function
+from purejit.transforms.autodiff.interpreter import (
+    LinearFunction,
+    linearize_function,
+    transpose_function,
+)
 
 
 def current_settings() -> rp.Settings:
@@ -88,29 +93,71 @@ def _pinned_values(pins, fn: Function) -> set:
 
 
 class RematLinear(LinearFunction):
-    """A `LinearFunction` that marks, when transposed, which saved residuals the backward
-    pass reads (the others are left for DCE)."""
+    """A `LinearFunction` whose transposition recomputes dropped residuals on demand.
+
+    `fn` (used by `apply`) recomputes them first thing; `transpose` instead runs the linear
+    program as it was recorded and makes each group of recomputed residuals when the
+    backward pass first reads one, behind an `optimization_barrier` that also takes the
+    cotangent flowing there: the recomputation then depends on the backward pass, so no
+    compiler (ours or XLA's) can move it into the forward pass or merge it with it. It also
+    marks which saved residuals the backward pass reads (the others are left for DCE).
+    """
 
     record: rp.Record | None = None
     num_saved: int = 0
+    lazy: tuple | None = None  # (linear program as recorded, residuals, plan)
     _seen: bool = False
 
     def transpose(self, cts):
+        self._mark_read(cts)
+        if self.lazy is None:
+            return super().transpose(cts)
+        lin, residuals, plan = self.lazy
+        nt = sum(self.in_nonzero)
+        saved = dict(zip(plan.saved, self.residuals[: self.num_saved]))
+        external = self.residuals[self.num_saved :]
+        args = [None] * nt + [saved.get(r) for r in residuals] + list(external)
+        groups = rp.groups(plan)
+        owner = {r: g for g in range(len(groups)) for op in groups[g].ops for r in op.results}
+        made: dict = {}
+
+        def maker(r):
+            def make(ct):
+                k = owner[r]
+                if k not in made:
+                    g = groups[k]
+                    ins = [saved[u] for u in g.inputs]
+                    if ins:
+                        tail = [] if ct is None else [ct]
+                        outs = bind("optimization_barrier", *ins, *tail)
+                        ins, ct = outs[: len(ins)], (outs[-1] if tail else None)
+                    made[k] = _bind_ops(g.ops, dict(zip(g.inputs, ins)))
+                return made[k][r], ct
+
+            return make
+
+        res_params = lin.params[nt : nt + len(residuals)]
+        lazy = {p: maker(r) for p, r in zip(res_params, residuals) if r not in saved}
+        outs = [c for c, nz in zip(cts, self.out_nonzero) if nz]
+        linear = [True] * nt + [False] * (len(lin.params) - nt)
+        got = iter(transpose_function(lin, linear, args, outs, lazy=lazy))
+        return [next(got) if nz else Zero(a) for a, nz in zip(self.in_avals, self.in_nonzero)]
+
+    def _mark_read(self, cts):
         rec = self.record
-        if rec is not None:
-            nz = [c for c, z in zip(cts, self.out_nonzero) if z]
-            live_results = [r for r, c in zip(self.fn.results, nz) if not _is_zero(c)]
-            read = _read_params(self.fn, live_results)
-            nt = sum(self.in_nonzero)
-            params = self.fn.params[nt : nt + self.num_saved]
-            flags = [p in read for p in params]
-            if not self._seen:
-                for r in rec.saved:
-                    r.read = False
-                self._seen = True
-            for r, f in zip(rec.saved, flags):
-                r.read = r.read or f
-        return super().transpose(cts)
+        if rec is None:
+            return
+        nz = [c for c, z in zip(cts, self.out_nonzero) if z]
+        live_results = [r for r, c in zip(self.fn.results, nz) if not _is_zero(c)]
+        read = _read_params(self.fn, live_results)
+        nt = sum(self.in_nonzero)
+        params = self.fn.params[nt : nt + self.num_saved]
+        if not self._seen:
+            for r in rec.saved:
+                r.read = False
+            self._seen = True
+        for r, p in zip(rec.saved, params):
+            r.read = r.read or p in read
 
 
 def _is_zero(c) -> bool:
@@ -125,16 +172,18 @@ def _read_params(fn: Function, live_results) -> set:
     return live
 
 
-def _residual(fn: Function, v, free: set, stacked: int | None = None) -> rp.Residual:
-    what, loc = rp.describe(fn, v)
+def _residual(describe, v, free: set, stacked=None) -> rp.Residual:
+    what, loc = describe(v)
     t = v.type
     if stacked is not None:
         t = TensorType((stacked, *t.shape), t.dtype)
     return rp.Residual(what, t, loc, free=v in free)
 
 
-def linearize(fn: Function, primals, nonzero, *, where: str = "grad"):
+def linearize(fn: Function, primals, nonzero, *, where: str = "grad", param_names=None):
     """`linearize_function(fn, primals, nonzero)`, saving what the remat plan says.
+
+    `where` and `param_names` (the user's names of the leading parameters) are for explain.
 
     Returns:
         (primal results, `LinearFunction`), as `linearize_function`.
@@ -170,30 +219,56 @@ def linearize(fn: Function, primals, nonzero, *, where: str = "grad"):
         plan = rp.plan(F, n_out, free=free, pinned=pinned, budget=s.budget)
     else:
         plan = rp.save_everything(F, n_out, free)
-    F2 = F
+    F2, L2 = F, L
     if plan.recomputed:
-        F2, L = rp.rewrite(F, n_out, L, nt, plan)
+        F2, L2 = rp.rewrite(F, n_out, L, nt, plan)
     caps = [x for x, _ in fwd.captures]
-    got = evaluate(F2, [*primals, *caps])
+    got = _evaluate(F2, [*primals, *caps])
     new_outs = [_same_weak(v, o) for v, o in zip(got[:n_out], outs)]
     saved_vals = got[n_out:]
+    names = [f"input {n}" for n in param_names or ()]
+    names += ["a value it closes over"] * (len(F.params) - len(names))
+    describe = rp.describer(F, names)
     rec = rp.Record(
         where,
         loc,
         s.mode,
-        [_residual(F, v, free) for v in plan.saved]
+        [_residual(describe, v, free) for v in plan.saved]
         + [rp.Residual("a value of an enclosing trace", aval_of(x).type, None) for x in external],
-        [_residual(F, v, free) for v in plan.recomputed],
+        [_residual(describe, v, free) for v in plan.recomputed],
         len(plan.ops),
         plan.all_bytes,
     )
     rp.record(rec)
     out = RematLinear(
-        L, [*saved_vals, *external], lin.in_avals, lin.in_nonzero, lin.out_avals, lin.out_nonzero
+        L2, [*saved_vals, *external], lin.in_avals, lin.in_nonzero, lin.out_avals, lin.out_nonzero
     )
     out.record = rec
     out.num_saved = len(saved_vals)
+    if plan.recomputed:
+        out.lazy = (L, F.results[n_out:], plan)
     return new_outs, out
+
+
+def _evaluate(fn: Function, args) -> list:
+    """`interpreter.evaluate`, each op bound with the user's line of the op it copies."""
+    env = _bind_ops(fn.ops, dict(zip(fn.params, args)))
+    return [env[v] for v in fn.results]
+
+
+def _bind_ops(ops, env: dict) -> dict:
+    """Bind `ops` into the current trace(s) on `env` (IR value -> value), each with the
+    user's line of the op; returns `env` with their results."""
+    frame = errors.user_frame()
+    prev = errors.set_location(None, None)
+    try:
+        for op in ops:
+            errors.set_location(op.loc, frame)
+            outs = bind(op.name, *[env[v] for v in op.operands], regions=op.regions, **op.attrs)
+            env.update(zip(op.results, outs))
+        return env
+    finally:
+        errors.restore_location(prev)
 
 
 def _same_weak(v, like):
@@ -207,7 +282,7 @@ def _same_weak(v, like):
 # ---- scan bodies ------------------------------------------------------------------------------
 
 
-def rematerialize_scan(make_split, num_consts: int, length: int):
+def rematerialize_scan(make_split, num_consts: int, num_carry: int, length: int):
     """A scan body's `RegionSplit` (made by `make_split()`), following the remat plan.
 
     The split's primal region returns the outputs, then the residuals (loop constants are
@@ -218,15 +293,24 @@ def rematerialize_scan(make_split, num_consts: int, length: int):
     s = current_settings()
     with collect_pins() as pins:
         split = make_split()
-    if not s.enabled:
-        return split
     F, n_out = split.primal, split.num_out
-    consts = F.params[:num_consts]
-    free = set(consts)
-    plan = rp.plan(F, n_out, free=free, pinned=_pinned_values(pins, F), budget=s.budget)
+    # loop constants are passed once and slices of xs read from xs: neither is copied
+    free = set(F.params[:num_consts]) | set(F.params[num_consts + num_carry :])
+    if s.enabled:
+        plan = rp.plan(F, n_out, free=free, pinned=_pinned_values(pins, F), budget=s.budget)
+    else:
+        plan = rp.save_everything(F, n_out, free)
+
+    nx = len(F.params) - num_consts - num_carry
+    describe = rp.describer(
+        F,
+        [f"loop constant {k}" for k in range(num_consts)]
+        + [f"carry {k}" for k in range(num_carry)]
+        + [f"xs {k}" for k in range(nx)],
+    )
 
     def residual(v):
-        return _residual(F, v, free, None if v in free else length)
+        return _residual(describe, v, free, None if v in free else length)
 
     rec = rp.Record(
         f"scan body (length {length})",
@@ -236,6 +320,7 @@ def rematerialize_scan(make_split, num_consts: int, length: int):
         [residual(v) for v in plan.recomputed],
         len(plan.ops),
         sum(v.type.nbytes * length for v in F.results[n_out:] if v not in free),
+        inner=True,
     )
     rp.record(rec)
     if not plan.recomputed:

@@ -238,5 +238,9 @@ def scan_rule(axis, args, dims, *, regions, length, reverse, unroll, num_consts,
     new_body = batch_region(body, pdims, axis, avals_for(batched), want)[0]
     carry = [matchaxis(axis, x, d, w) for x, d, w in zip(carry, kdims, want[:num_carry])]
     outs = bind("scan", *consts, *carry, *xs, regions=[new_body], **attrs)
+    notes.record(
+        f"scan{errors.at(axis.loc)} → scan: one loop of {length} steps for the whole batch "
+        f"({sum(batched)} of {num_carry} carries batched)"
+    )
     ys_dims = [None if w is None else 1 for w in want[num_carry:]]
     return outs, want[:num_carry] + ys_dims

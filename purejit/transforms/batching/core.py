@@ -20,6 +20,7 @@ is recorded for `explain`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
@@ -66,7 +67,7 @@ def defrule(*names: str):
 def deffallback(name: str, reason: str):
     """Batch op `name` by looping over the examples (`loop_rule`), for `reason`."""
     FALLBACKS[name] = reason
-    RULES[name] = loop_rule
+    RULES[name] = functools.partial(loop_rule, _op_name=name)
 
 
 # ---- moving and broadcasting batch dimensions ---------------------------------------------
@@ -256,8 +257,6 @@ def apply_rule(op, vals, ds, axis: AxisData):
     kw = dict(op.attrs)
     if op.regions:
         kw["regions"] = op.regions
-    if rule is loop_rule:
-        kw["_op_name"] = op.name
     outs, out_dims = rule(here, list(vals), list(ds), **kw)
     if len(outs) != len(op.results):
         raise AssertionError(f"batching rule of {op.name} returned {len(outs)} values")

@@ -1,0 +1,233 @@
+"""Bit-identity of purejit.random against jax.random over many drawn cases.
+
+A *group* is one sampler at one shape, dtype and parameter set; a *case* is one seed. Each
+group compiles once per library: a jitted function of the seed (the key is made inside from
+the traced seed) and of the parameters (traced arguments) runs every case, in purejit and in
+JAX, and the bits are compared. Eager calls are compared on a few seeds of every group too.
+
+    python -m bench.random_bits --n 10000        # 10,000 cases, prints mismatches
+
+tests/random/test_bits.py runs the same groups with fewer seeds in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import jax
+import ml_dtypes
+import numpy as np
+
+import purejit
+import purejit.random as pr
+
+F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
+
+
+def _g(name, shape=(), dtype=None, *params, **kw):
+    """A group: sampler `name`, static shape/dtype/kw, traced array `params`."""
+    return (name, shape, dtype, tuple(np.asarray(p) for p in params), kw)
+
+
+def groups() -> list:
+    gs = []
+    for dt in (F32, F16, BF16):
+        for shape in ((), (1,), (7,), (3, 5), (0,), (2, 0, 3), (129,)):
+            gs += [_g("uniform", shape, dt), _g("normal", shape, dt)]
+        gs += [
+            _g("uniform", (33,), dt, np.float32(-2.5), np.float32(7.0)),
+            _g("truncated_normal", (65,), dt, np.float32(-2.0), np.float32(2.0)),
+            _g("truncated_normal", (4, 3), dt, np.array([-1.0, 0.0, 0.5], np.float32), 3.0),
+            _g("exponential", (31,), dt),
+            _g("laplace", (31,), dt),
+            _g("logistic", (31,), dt),
+            _g("gumbel", (31,), dt),
+            _g("gumbel", (17,), dt, mode="high"),
+            _g("categorical", (), None, np.linspace(-1, 1, 11).astype(dt)),
+        ]
+    gs += [
+        _g("bits", (9,), np.uint32),
+        _g("bits", (9,), np.uint8),
+        _g("bits", (5, 2), np.uint16),
+        _g("normal", (6,), np.complex64),
+        _g("bernoulli", (50,), None, np.float32(0.3)),
+        _g("bernoulli", (5, 2), None, np.array([0.1, 0.9], np.float32)),
+        _g("bernoulli", (20,), None, np.float32(0.7), mode="high"),
+        _g("rademacher", (21,), np.int32),
+        _g("rademacher", (8,), np.int8),
+        _g("categorical", (4, 5), None, np.random.default_rng(1).normal(size=(5, 7)).astype(F32)),
+        _g(
+            "categorical",
+            (),
+            None,
+            np.random.default_rng(2).normal(size=(3, 6)).astype(F32),
+            axis=0,
+        ),
+        _g(
+            "categorical",
+            (3, 5),
+            None,
+            np.random.default_rng(3).normal(size=(5, 4)).astype(F32),
+            replace=False,
+        ),
+        _g("randint", (40,), np.int32, np.int32(0), np.int32(10)),
+        _g("randint", (40,), np.int32, np.int32(-5), np.int32(2**31 - 1)),
+        _g("randint", (13,), np.int32, np.int32(7), np.int32(3)),
+        _g("randint", (40,), np.uint32, np.int32(3), np.int32(1000)),
+        _g("randint", (40,), np.int8, np.int32(-200), np.int32(300)),
+        _g("randint", (40,), np.uint8, np.int32(0), np.int32(256)),
+        _g(
+            "randint",
+            (6, 3),
+            np.int16,
+            np.array([0, 10, -50], np.int32),
+            np.array([5, 20, 2000], np.int32),
+        ),
+        _g("permutation", (), None, np.arange(10)),
+        _g("permutation", (), None, np.arange(12).reshape(3, 4)),
+        _g("permutation", (), None, np.arange(12.0).reshape(3, 4), axis=1, independent=True),
+        _g("permutation_int", (), None, n=3000),
+        _g("choice", (5,), None, np.arange(10)),
+        _g("choice", (3, 2), None, np.arange(20.0), replace=False),
+        _g("choice", (4,), None, np.arange(8), np.linspace(0.1, 1, 8).astype(F32)),
+        _g("choice", (4,), None, np.arange(8), np.linspace(0.1, 1, 8).astype(F32), replace=False),
+        _g("gamma", (9,), F32, np.float32(2.5)),
+        _g("gamma", (4, 3), F32, np.array([0.1, 1.0, 7.0], np.float32)),
+        _g("loggamma", (8,), F32, np.float32(0.3)),
+        _g("beta", (8,), F32, np.float32(0.5), np.float32(2.0)),
+        _g("dirichlet", (5,), F32, np.array([0.5, 1.0, 3.0], np.float32)),
+        _g("poisson", (20,), np.int32, np.float32(3.5)),
+        _g("poisson", (20,), np.int32, np.float32(50.0)),
+        _g("poisson", (5, 4), np.int32, np.array([0.0, 1.0, 12.0, 300.0], np.float32)),
+        _g("generalized_normal", (10,), F32, np.float32(1.5)),
+        _g("ball", (4,), F32, np.float32(2.0), d=3),
+    ]
+    return gs
+
+
+# the call of each sampler from (random module, key, shape, dtype, params, kw)
+def _call(mod, name, key, shape, dtype, params, kw):
+    if name == "uniform":
+        return mod.uniform(key, shape, dtype, *params)
+    if name in ("normal", "exponential", "laplace", "logistic", "rademacher", "bits"):
+        return getattr(mod, name)(key, shape, dtype)
+    if name == "gumbel":
+        return mod.gumbel(key, shape, dtype, **kw)
+    if name == "truncated_normal":
+        return mod.truncated_normal(key, *params, shape, dtype)
+    if name == "bernoulli":
+        return mod.bernoulli(key, params[0], shape, **kw)
+    if name == "categorical":
+        return mod.categorical(key, params[0], shape=shape or None, **kw)
+    if name == "randint":
+        return mod.randint(key, shape, *params, dtype)
+    if name == "permutation":
+        return mod.permutation(key, params[0], **kw)
+    if name == "permutation_int":
+        return mod.permutation(key, kw["n"])
+    if name == "choice":
+        p = params[1] if len(params) > 1 else None
+        return mod.choice(key, params[0], shape, p=p, **kw)
+    if name in ("gamma", "loggamma"):
+        return getattr(mod, name)(key, params[0], shape, dtype)
+    if name == "beta":
+        return mod.beta(key, *params, shape, dtype)
+    if name == "dirichlet":
+        return mod.dirichlet(key, params[0], shape, dtype)
+    if name == "poisson":
+        return mod.poisson(key, params[0], shape, dtype)
+    if name == "generalized_normal":
+        return mod.generalized_normal(key, params[0], shape, dtype)
+    if name == "ball":
+        return mod.ball(key, kw["d"], params[0], shape, dtype)
+    raise KeyError(name)
+
+
+def label(group) -> str:
+    name, shape, dtype, params, kw = group
+    dt = np.dtype(dtype).name if dtype is not None else "-"
+    extra = "".join(f",{k}={v}" for k, v in kw.items())
+    pshapes = ",".join(str(list(p.shape)) for p in params)
+    return f"{name}{list(shape)}:{dt}({pshapes}{extra})"
+
+
+def _bits(x) -> np.ndarray:
+    x = np.asarray(x)
+    return np.ascontiguousarray(x).reshape(-1).view(np.uint8) if x.size else x.reshape(-1)
+
+
+def _same(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(_bits(a), _bits(b))
+
+
+def run_group(group, seeds: np.ndarray, *, eager_seeds: int = 2) -> list[str]:
+    """Compare one group over `seeds`; returns a message per mismatching case."""
+    name, shape, dtype, params, kw = group
+
+    def pj_one(seed, *ps):
+        return _call(pr, name, pr.key(seed), shape, dtype, ps, kw)
+
+    def jx_one(seed, *ps):
+        return _call(jax.random, name, jax.random.key(seed), shape, dtype, ps, kw)
+
+    pj, jx = purejit.jit(pj_one), jax.jit(jx_one)
+    bad = []
+    for s in seeds:
+        got, want = np.asarray(pj(s, *params)), np.asarray(jx(s, *params))
+        if got.shape != want.shape or got.dtype != want.dtype:
+            return [
+                f"{label(group)}: {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}"
+            ]
+        if not np.array_equal(_bits(got), _bits(want)):
+            n = int(np.sum(got != want)) if got.size else 0
+            bad.append(f"{label(group)} seed={int(s)} (jit): {n} of {got.size} differ")
+    for s in seeds[:eager_seeds]:
+        a = _call(pr, name, pr.key(int(s)), shape, dtype, params, kw)
+        b = _call(jax.random, name, jax.random.key(int(s)), shape, dtype, params, kw)
+        if not _same(a, b):
+            bad.append(f"{label(group)} seed={int(s)} (eager): differs from jax.random")
+    return bad
+
+
+def seeds_for(group_index: int, n: int) -> np.ndarray:
+    rng = np.random.default_rng(1000 + group_index)
+    s = rng.integers(-(2**31), 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    s[: min(n, 3)] = [0, 1, -1][: min(n, 3)]
+    return s
+
+
+def run(n_cases: int, select=None, log=print) -> tuple[int, list[str]]:
+    gs = [g for g in groups() if select is None or select(g)]
+    per = max(1, -(-n_cases // len(gs)))
+    bad, total = [], 0
+    for i, g in enumerate(gs):
+        t = time.perf_counter()
+        msgs = run_group(g, seeds_for(i, per))
+        total += per
+        bad += msgs
+        log(f"{label(g):60s} {per} cases  {'ok' if not msgs else f'{len(msgs)} BAD'}  "
+            f"{time.perf_counter() - t:.1f}s")  # fmt: skip
+    return total, bad
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=10000, help="number of cases (seeds x groups)")
+    ap.add_argument("--only", default=None, help="run the groups whose sampler has this name")
+    args = ap.parse_args(argv)
+    select = (lambda g: g[0] == args.only) if args.only else None
+    total, bad = run(args.n, select)
+    for m in bad:
+        print("MISMATCH", m)
+    print(f"{total} cases in {len(groups())} groups on {jax.default_backend()}: "
+          f"{len(bad)} mismatches")  # fmt: skip
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+__all__ = ["groups", "run", "run_group"]

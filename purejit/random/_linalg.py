@@ -1,0 +1,71 @@
+"""Samplers that need a matrix factorisation: orthogonal (QR) and multivariate_normal
+(Cholesky, SVD or eigh). Bit-identity with JAX needs the same factorisation routines JAX
+calls (LAPACK on CPU, cuSOLVER on GPU), so these use `purejit.numpy.linalg` and say so when
+it is not there."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from purejit import numpy as jnp
+from purejit.random._core import canonical_shape, float_dtype, normal_impl
+from purejit.random._keys import check_key
+
+
+def _linalg(name: str, fn: str):
+    linalg = getattr(jnp, "linalg", None)
+    if linalg is None or not hasattr(linalg, fn):
+        raise NotImplementedError(
+            f"random.{name} needs purejit.numpy.linalg.{fn}, which this purejit does not have"
+        )
+    return getattr(linalg, fn)
+
+
+def orthogonal(key, n, shape=(), dtype=None, m=None):
+    """Random orthogonal n x m matrices (Haar): the Q of a QR of normal samples."""
+    data, _ = check_key("orthogonal", key)
+    dt = float_dtype("orthogonal", dtype)
+    shape = canonical_shape("orthogonal", shape)
+    n = operator.index(n)
+    m = n if m is None else operator.index(m)
+    qr = _linalg("orthogonal", "qr")
+    z = normal_impl(data, (*shape, max(n, m), min(n, m)), dt)
+    q, r = qr(z)
+    d = jnp.diagonal(r, axis1=-2, axis2=-1)
+    x = q * jnp.expand_dims(jnp.sign(d), -2)
+    return jnp.swapaxes(x, -1, -2) if n < m else x
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+    """Normal samples with the given mean and covariance."""
+    data, _ = check_key("multivariate_normal", key)
+    dt = float_dtype("multivariate_normal", dtype)
+    if method not in ("svd", "eigh", "cholesky"):
+        raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+    mean, cov = jnp.asarray(mean, dt), jnp.asarray(cov, dt)
+    if mean.ndim < 1:
+        raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got {mean.ndim}")
+    if cov.ndim < 2:
+        raise ValueError(f"multivariate_normal requires cov.ndim >= 2, got {cov.ndim}")
+    n = mean.shape[-1]
+    if tuple(cov.shape[-2:]) != (n, n):
+        raise ValueError(
+            f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
+            f"but got cov.shape == {tuple(cov.shape)}."
+        )
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2]))
+    else:
+        shape = canonical_shape("multivariate_normal", shape)
+    if method == "svd":
+        u, s, _ = _linalg("multivariate_normal", "svd")(cov)
+        factor = u * jnp.sqrt(s[..., None, :])
+    elif method == "eigh":
+        w, v = _linalg("multivariate_normal", "eigh")(cov)
+        factor = v * jnp.sqrt(w[..., None, :])
+    else:
+        factor = _linalg("multivariate_normal", "cholesky")(cov)
+    samples = normal_impl(data, (*shape, n), dt)
+    return mean + jnp.einsum("...ij,...j->...i", factor, samples)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# What the lead runs on a GPU machine (no package index there): install, then the steps named
+# on the command line, each writing under $OUT. Usage: tools/gpu_batch.sh suite bench cold ...
+set -u
+OUT=${OUT:-/tmp/gpu_out}
+mkdir -p "$OUT"
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+python3 -m pip install --no-deps --no-build-isolation -q -e . > "$OUT/install.log" 2>&1
+nvidia-smi -L > "$OUT/gpu.txt" 2>&1
+for step in "$@"; do
+  start=$(date +%s)
+  case "$step" in
+    suite) timeout 420 python3 -m pytest -q -n 12 -p no:cacheprovider \
+             --deselect tests/test_packaging.py::test_wheel_installs_and_every_module_imports \
+             --deselect tests/test_bench.py > "$OUT/gpu_suite.log" 2>&1 ;;
+    bench) timeout 400 python3 -m bench --out "$OUT/bench" > "$OUT/bench.log" 2>&1 ;;
+    cold) timeout 300 python3 -m bench.cold_start --repeats 5 > "$OUT/cold12.log" 2>&1 ;;
+    cold48) timeout 500 python3 -m bench.cold_start --repeats 5 --layers 48 > "$OUT/cold48.log" 2>&1 ;;
+    train) timeout 500 python3 -m bench.train --out "$OUT/train" > "$OUT/train.log" 2>&1 ;;
+    vmap) timeout 300 python3 -m bench.vmap --out "$OUT/vmap" > "$OUT/vmap.log" 2>&1 ;;
+    random) timeout 300 python3 -m bench.random --out "$OUT/random" > "$OUT/random.log" 2>&1 ;;
+    linalg) timeout 300 python3 -m bench.linalg --out "$OUT/linalg" > "$OUT/linalg.log" 2>&1 ;;
+    bits) timeout 300 python3 -m bench.random_bits --n 10000 > "$OUT/random_bits.log" 2>&1 ;;
+    cnn) timeout 200 python3 tools/cnn_diag.py "$OUT/cnn_diag" > "$OUT/cnn_diag.log" 2>&1 ;;
+    ulp) timeout 560 python3 -m bench.ulp_sweep --out "$OUT/ulp" > "$OUT/ulp.log" 2>&1 ;;
+    *) echo "unknown step $step" ;;
+  esac
+  echo "$step: rc=$? $(( $(date +%s) - start )) s" >> "$OUT/steps.txt"
+done
+cat "$OUT/steps.txt"
