@@ -162,8 +162,13 @@ def _typed_body(name, body, in_dims, out_dims, out_specs, out_tree, mesh):
     """The body with its varying axes made explicit; JAX's error where an out_spec claims a
     replication the body does not have."""
     try:
-        body, out_vma = vma.annotate(
-            body, [vma.spec_axes(d) for d in in_dims], mesh.axis_names, mesh.mesh_shape, strict=True
+        body, out_vma = vma.annotate(  # outputs vary at least where their out_specs split
+            body,
+            [vma.spec_axes(d) for d in in_dims],
+            mesh.axis_names,
+            mesh.mesh_shape,
+            out_vma=[vma.spec_axes(d) for d in out_dims],
+            strict=True,
         )
     except vma.VmaError as e:
         raise ValueError(f"shard_map {name}: {e}{errors.at(errors.user_location())}") from None

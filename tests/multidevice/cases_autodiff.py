@@ -243,6 +243,28 @@ def case_collectives_jvp_and_vjp_match_jax():
     assert not failures, "\n".join(failures)
 
 
+def case_replicated_value_returned_split():
+    """An invariant value returned under a split out_spec is implicitly pvary'd (as in JAX),
+    so its cotangent is summed over the devices."""
+
+    def body(w, b):
+        return jnp.sin(w) * 2, b * w
+
+    def jbody(w, b):
+        return jjnp.sin(w) * 2, b * w
+
+    specs = ((P(), P("i")), (P("i"), P("i")))
+    f = smap(body, MESH1, *specs)
+    jf = jsmap(jbody, JMESH1, (JP(), JP("i")), (JP("i"), JP("i")))
+    w, b = rand(2, 3), rand(16, 3)
+
+    def loss(fn, np_):
+        return lambda w, b: np_.sum(fn(w, b)[0] ** 2) + np_.sum(np_.cos(fn(w, b)[1]))
+
+    got = purejit.jit(purejit.value_and_grad(loss(f, jnp), argnums=(0, 1)))(w, b)
+    close(got, jax.jit(jax.value_and_grad(loss(jf, jjnp), argnums=(0, 1)))(w, b))
+
+
 def case_check_vma_false_transposes_as_jax():
     """Without the typing, a psum transposes to a psum and out_specs are trusted; the
     gradients are JAX's (check_vma=False) ones."""
