@@ -244,9 +244,10 @@ def exp2(x, /):
 
 
 def log2(x, /):
-    """log(x) / log(2) (a strongly typed result, as in JAX)."""
+    """log(x) / log(2); a weakly typed input gives a weakly typed result, as in jax >= 0.11
+    (jax 0.10 divided by a strongly typed log(2) and so returned a strong type)."""
     x = convert_inexact(x)
-    return true_divide(log(x), _strong_const(np.log(2.0), x.dtype))
+    return true_divide(log(x), convert(np.log(2.0), x.dtype, weak=x.weak_type))
 
 
 def log10(x, /):

@@ -17,6 +17,15 @@ import purejit.numpy as jnp
 
 _NARROW = {np.dtype(ml_dtypes.bfloat16): 2e-2, np.dtype(np.float16): 2e-3}
 
+# Functions whose result's weak type changed in jax 0.11 (purejit follows the newer JAX): with
+# an older jax installed, the reference's weak type is not compared for these case names.
+_JAX_VERSION = tuple(int(p) for p in jax.__version__.split(".")[:2])
+WEAK_TYPE_CHANGED_IN_JAX_0_11 = {"log2"}
+
+
+def _weak_checked(name: str, weak: bool) -> bool:
+    return weak and not (_JAX_VERSION < (0, 11) and name in WEAK_TYPE_CHANGED_IN_JAX_0_11)
+
 
 def _leaves(x):
     if isinstance(x, (list, tuple)):
@@ -55,10 +64,10 @@ def check_cases(cases: dict, *args, eager=(), rtol=2e-6, atol=1e-6, weak=True):
     refs = jax.jit(lambda *a: [cases[n](jjnp, *a) for n in names])(*jax_args)
     outs = purejit.jit(lambda *a: [cases[n](jnp, *a) for n in names])(*args)
     for n, r, g in zip(names, refs, outs):
-        _compare(r, g, rtol, atol, weak, f"jit {n!r}")
+        _compare(r, g, rtol, atol, _weak_checked(n, weak), f"jit {n!r}")
     for n in names if eager is True else eager:
         g = cases[n](jnp, *[jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args])
-        _compare(refs[names.index(n)], g, rtol, atol, weak, f"eager {n!r}")
+        _compare(refs[names.index(n)], g, rtol, atol, _weak_checked(n, weak), f"eager {n!r}")
     return dict(zip(names, refs))
 
 

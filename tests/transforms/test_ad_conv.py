@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jjnp
 import numpy as np
 from ad_compare import assert_tree_close, check_ad, rand_like
+from tolerance import dot_tol
 
 import purejit
 import purejit.numpy as jnp
@@ -183,6 +184,10 @@ def test_convolution_second_order_matches_jax():
 
         return ad.grad(inner, argnums=tuple(range(len(args))))
 
-    ref = jax.jit(make(jjnp, jax, jax.lax))(*args)
+    # The reference runs on JAX's CPU backend: on GPU, XLA finds no cuDNN algorithm for two
+    # of the backward-input convolutions JAX's program contains (CUDNN_STATUS_BAD_PARAM on an
+    # H200 with jax 0.11.2), so JAX's own GPU program does not compile.
+    with jax.default_device(jax.devices("cpu")[0]):
+        ref = jax.jit(make(jjnp, jax, jax.lax))(*args)
     got = purejit.jit(make(jnp, purejit, lax))(*args)
-    assert_tree_close(ref, got, rtol=1e-3, atol=1e-3, where="grad of grad")
+    assert_tree_close(ref, got, **dot_tol(1e-3, 1e-3), where="grad of grad")
