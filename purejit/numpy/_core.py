@@ -363,10 +363,17 @@ def true_divide(x, y, /):
 divide = true_divide
 
 
+def _numeric(a, b):
+    """Booleans as the default integer (JAX's promote_args_numeric), for arithmetic that
+    has no boolean form: floor division, remainders and powers."""
+    if a.dtype != np.bool_:
+        return a, b
+    dt = pdt.default_int()
+    return convert(a, dt, weak=a.weak_type), convert(b, dt, weak=b.weak_type)
+
+
 def floor_divide(x, y, /):
-    a, b = promote_args("floor_divide", x, y)
-    if a.dtype == np.bool_:
-        raise TypeError("floor_divide is not defined for bool arrays")
+    a, b = _numeric(*promote_args("floor_divide", x, y))
     if a.dtype.kind == "c":
         raise TypeError(f"floor_divide does not support complex inputs, got {a.dtype}")
     if pdt.is_inexact(a.dtype):
@@ -400,7 +407,7 @@ def _nonzero_divisor(b):
 
 def remainder(x, y, /):
     """x - floor(x / y) * y: the result has the sign of y."""
-    a, b = promote_args("remainder", x, y)
+    a, b = _numeric(*promote_args("remainder", x, y))
     b = _nonzero_divisor(b)
     r = bind1("remainder", a, b)
     if a.dtype.kind == "u":
@@ -415,6 +422,8 @@ mod = remainder
 def fmod(x, y, /):
     """C's fmod: the remainder of truncated division (sign of x)."""
     a, b = promote_args("fmod", x, y)
+    if a.dtype == np.bool_:  # as JAX: booleans skip the zero-divisor guard (x rem 0 is x)
+        return bind1("remainder", *_numeric(a, b))
     return bind1("remainder", a, _nonzero_divisor(b))
 
 
@@ -450,7 +459,7 @@ def power(x, y, /):
         # as JAX's integer_pow primitive: the multiplications compiled as one program
         (out,) = as_program("integer_pow", lambda v: [lax_integer_pow(v, n)], [a], (n,))
         return out
-    a, b = promote_args("power", x, y)
+    a, b = _numeric(*promote_args("power", x, y))
     return bind1("power", a, b)
 
 

@@ -16,7 +16,7 @@ from purejit.numpy import _core as c
 from purejit.numpy._manip import diagonal
 from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._shape import transpose
-from purejit.tracing import bind1
+from purejit.lax.ops import dot_general as lax_dot_general
 
 _ELLIPSIS_LABELS = [chr(0x100 + i) for i in range(64)]  # never valid subscript letters
 
@@ -127,10 +127,12 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
     xs = [c._lift(x) for x in operands]
     if not xs:
         raise _fail("needs at least one operand")
-    dt = c.result_type(*xs) if preferred_element_type is None else np.dtype(
-        preferred_element_type)  # fmt: skip
+    # as JAX: the operands meet at their promoted dtype; `preferred_element_type` is the
+    # dtype each dot_general accumulates and returns (bf16 operands keep a bf16 GEMM)
+    dt = c.result_type(*xs)
     weak = all(x.weak_type for x in xs) and preferred_element_type is None
     xs = [c.convert(x, dt) for x in xs]
+    dot = {"precision": precision, "preferred_element_type": preferred_element_type}
     labels, out_labels = _parse(subscripts, [x.ndim for x in xs])
     sizes: dict[str, int] = {}
     for x, ls in zip(xs, labels):
@@ -162,27 +164,29 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
         later = set(out_labels)
         for _, l2 in simplified[k + 1 :]:
             later |= set(l2)
-        x, ls = _contract(x, ls, y, ly, later)
+        x, ls = _contract(x, ls, y, ly, later, dot)
     x, ls = _sum_labels(x, ls, {lab for lab in ls if lab not in out_labels})
+    if preferred_element_type is not None:
+        x = c.convert(x, np.dtype(preferred_element_type))
     x = transpose(x, [ls.index(lab) for lab in out_labels])
     if weak:
         x = c.convert(x, x.dtype, weak=True)
     return x
 
 
-def _contract(x, lx, y, ly, later: set):
-    """dot_general of two labelled operands; returns the result and its labels."""
+def _contract(x, lx, y, ly, later: set, dot: dict):
+    """dot_general of two labelled operands (`dot`: its precision and preferred element
+    type); returns the result and its labels."""
     shared = [lab for lab in lx if lab in ly]
     batch = [lab for lab in shared if lab in later]
     contract = [lab for lab in shared if lab not in later]
     x, lx = _sum_labels(x, lx, {lab for lab in lx if lab not in ly and lab not in later})
     y, ly = _sum_labels(y, ly, {lab for lab in ly if lab not in lx and lab not in later})
-    out = bind1(
-        "dot_general", x, y,
-        lhs_batching_dimensions=tuple(lx.index(lab) for lab in batch),
-        rhs_batching_dimensions=tuple(ly.index(lab) for lab in batch),
-        lhs_contracting_dimensions=tuple(lx.index(lab) for lab in contract),
-        rhs_contracting_dimensions=tuple(ly.index(lab) for lab in contract),
+    out = lax_dot_general(
+        x, y,
+        ((tuple(lx.index(lab) for lab in contract), tuple(ly.index(lab) for lab in contract)),
+         (tuple(lx.index(lab) for lab in batch), tuple(ly.index(lab) for lab in batch))),
+        **dot,
     )  # fmt: skip
     labels = (
         batch + [lab for lab in lx if lab not in shared] + [lab for lab in ly if lab not in shared]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from purejit import errors
+import numpy as np
+
+from purejit.lax.ops import dot_general as lax_dot_general
 from purejit.numpy._core import _lift, broadcast_to, convert, multiply, result_type
+from purejit.numpy._core import conj as _conj
 from purejit.numpy._shape import expand_dims, reshape, squeeze, transpose
-from purejit.tracing import bind1
 
 
 def _promote2(a, b):
@@ -19,6 +22,7 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     x, y = _promote2(a, b)
     if x.ndim == 0 or y.ndim == 0:
         raise ValueError("matmul: operands must be at least 1-D (use * for scalars)")
+    prec = {"precision": precision, "preferred_element_type": preferred_element_type}
     x1, y1 = x.ndim == 1, y.ndim == 1
     if x1:
         x = expand_dims(x, 0)
@@ -30,33 +34,15 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
             f"{list(_lift(b).shape)} ({x.shape[-1]} != {y.shape[-2]})"
             f"{errors.at(errors.user_location())}"
         )
-    import numpy as np
-
     batch = tuple(np.broadcast_shapes(x.shape[:-2], y.shape[:-2]))
 
     if y.ndim == 2 and x.ndim > 2:
         # (..., n, k) @ (k, m): contract without batch dims; never broadcast the weights
-        out = bind1(
-            "dot_general",
-            x,
-            y,
-            lhs_batching_dimensions=(),
-            rhs_batching_dimensions=(),
-            lhs_contracting_dimensions=(x.ndim - 1,),
-            rhs_contracting_dimensions=(0,),
-        )
+        out = lax_dot_general(x, y, (((x.ndim - 1,), (0,)), ((), ())), **prec)
         return _squeeze_vectors(out, x1, y1)
     if x.ndim == 2 and y.ndim > 2:
         # (n, k) @ (..., k, m): the result comes out (n, ..., m); move n next to m
-        out = bind1(
-            "dot_general",
-            x,
-            y,
-            lhs_batching_dimensions=(),
-            rhs_batching_dimensions=(),
-            lhs_contracting_dimensions=(1,),
-            rhs_contracting_dimensions=(y.ndim - 2,),
-        )
+        out = lax_dot_general(x, y, (((1,), (y.ndim - 2,)), ((), ())), **prec)
         nb = y.ndim - 2
 
         out = transpose(out, tuple(range(1, nb + 1)) + (0, nb + 1))
@@ -64,15 +50,8 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     x = broadcast_to(x, batch + x.shape[-2:])
     y = broadcast_to(y, batch + y.shape[-2:])
     nb = len(batch)
-    out = bind1(
-        "dot_general",
-        x,
-        y,
-        lhs_batching_dimensions=tuple(range(nb)),
-        rhs_batching_dimensions=tuple(range(nb)),
-        lhs_contracting_dimensions=(nb + 1,),
-        rhs_contracting_dimensions=(nb,),
-    )
+    bdims = tuple(range(nb))
+    out = lax_dot_general(x, y, (((nb + 1,), (nb,)), (bdims, bdims)), **prec)
     return _squeeze_vectors(out, x1, y1)
 
 
@@ -86,15 +65,20 @@ def _squeeze_vectors(out, x1: bool, y1: bool):
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
+    """NumPy's dot: scalars multiply, vectors and matrices go through matmul, higher ranks
+    contract a's last axis with b's second-to-last."""
+    prec = {"precision": precision, "preferred_element_type": preferred_element_type}
     x, y = _promote2(a, b)
     if x.ndim == 0 or y.ndim == 0:
-        return multiply(x, y)
+        out = multiply(x, y)
+        return out if preferred_element_type is None else convert(out, preferred_element_type)
     if y.ndim == 1 or x.ndim == 1 or (x.ndim == 2 and y.ndim == 2):
-        return matmul(x, y)
-    return tensordot(x, y, axes=([x.ndim - 1], [y.ndim - 2]))
+        return matmul(x, y, **prec)
+    return tensordot(x, y, axes=([x.ndim - 1], [y.ndim - 2]), **prec)
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+    """Contract the `axes` of a with those of b (an int: a's last n with b's first n)."""
     x, y = _promote2(a, b)
     if isinstance(axes, int):
         la = tuple(range(x.ndim - axes, x.ndim))
@@ -105,28 +89,30 @@ def tensordot(a, b, axes=2):
         lb = (lb,) if isinstance(lb, int) else tuple(lb)
     la = tuple(d % x.ndim for d in la)
     lb = tuple(d % y.ndim for d in lb)
-    return bind1(
-        "dot_general",
-        x,
-        y,
-        lhs_batching_dimensions=(),
-        rhs_batching_dimensions=(),
-        lhs_contracting_dimensions=la,
-        rhs_contracting_dimensions=lb,
-    )
+    return lax_dot_general(x, y, ((la, lb), ((), ())), precision, preferred_element_type)
 
 
-def vdot(a, b):
-    return dot(reshape(a, (-1,)), reshape(b, (-1,)))
+def vdot(a, b, *, precision=None, preferred_element_type=None):
+    """The dot product of the flattened operands, conjugating the first."""
+    x, y = _promote2(a, b)
+    if x.dtype.kind == "c":
+        x = _conj(x)
+    return dot(reshape(x, (-1,)), reshape(y, (-1,)), precision=precision,
+               preferred_element_type=preferred_element_type)  # fmt: skip
 
 
-def inner(a, b):
+def inner(a, b, *, precision=None, preferred_element_type=None):
+    """Contract the last axes of a and b."""
+    prec = {"precision": precision, "preferred_element_type": preferred_element_type}
     x, y = _promote2(a, b)
     if x.ndim == 0 or y.ndim == 0:
-        return dot(x, y)
-    return tensordot(x, y, axes=([x.ndim - 1], [y.ndim - 1]))
+        return dot(x, y, **prec)
+    return tensordot(x, y, axes=([x.ndim - 1], [y.ndim - 1]), **prec)
 
 
-def outer(a, b):
+def outer(a, b, out=None):
+    """Every product of a's and b's elements (both flattened)."""
+    if out is not None:
+        raise NotImplementedError("outer: out= is not supported (arrays are immutable)")
     x, y = _promote2(a, b)
-    return tensordot(reshape(x, (-1,)), reshape(y, (-1,)), axes=0)
+    return multiply(reshape(x, (-1, 1)), reshape(y, (1, -1)))

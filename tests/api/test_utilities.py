@@ -3,6 +3,7 @@ eval_shape, ShapeDtypeStruct, typeof, make_jaxpr, jit(f).trace().lower(), config
 option names, Precision, select_n, gather/scatter, associative_scan, cumlogsumexp, sort."""
 
 import jax
+import ml_dtypes
 import numpy as np
 import pytest
 from jax import lax as jlax
@@ -145,3 +146,31 @@ def test_rest_of_lax_matches_jax():
     outs = purejit.jit(lambda *a: f(plax, *a))(*args)
     for k, (r, g) in enumerate(zip(jax.tree.leaves(refs), jax.tree.leaves(outs))):
         assert_same(r, g, rtol=2e-6, atol=2e-6, weak=False, where=f"case {k}")
+
+
+def test_numpy_products_pass_precision_and_preferred_type():
+    """jnp's products hand `precision=` and `preferred_element_type=` to their dot_general (on
+    GPU, float32 products at the default precision run in TF32, so dropping HIGHEST changes
+    results by about 1e-3: lstsq and polyfit did)."""
+    a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    products = {
+        "dot": lambda m, x, **k: m.dot(x, x.T, **k),
+        "matmul": lambda m, x, **k: m.matmul(x[None], x.T, **k),
+        "einsum": lambda m, x, **k: m.einsum("ij,kj->ik", x, x, **k),
+        "tensordot": lambda m, x, **k: m.tensordot(x, x, ((1,), (1,)), **k),
+        "inner": lambda m, x, **k: m.inner(x, x, **k),
+        "vdot": lambda m, x, **k: m.vdot(x, x, **k),
+    }
+    for name, f in products.items():
+        text = purejit.jit(lambda x, f=f: f(pnp, x, precision="highest")).lower(a).as_text()
+        assert "HIGHEST" in text, name
+    bf = a.astype(ml_dtypes.bfloat16)
+    for name in ("dot", "matmul", "einsum", "tensordot"):
+        f = products[name]
+        got = purejit.jit(lambda x, f=f: f(pnp, x, preferred_element_type=np.float32))(bf)
+        want = jax.jit(lambda x, f=f: f(jax.numpy, x, preferred_element_type=np.float32))(bf)
+        assert got.dtype == want.dtype == np.float32, name
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-2, err_msg=name)
+    c = (a + 1j * a[::-1]).astype(np.complex64)
+    want = jax.numpy.vdot(c, c[::-1])
+    np.testing.assert_allclose(np.asarray(pnp.vdot(c, c[::-1])), np.asarray(want), rtol=1e-6)
