@@ -365,3 +365,8 @@ __all__ += [
 from purejit.lax.parallel import pcast, pvary  # noqa: E402
 
 __all__ += ["pcast", "pvary"]
+
+# rounding to a narrower float format (purejit/lax/rounding.py)
+from purejit.lax.rounding import reduce_precision  # noqa: E402
+
+__all__ += ["reduce_precision"]
