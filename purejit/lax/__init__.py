@@ -370,3 +370,7 @@ __all__ += ["pcast", "pvary"]
 from purejit.lax.rounding import reduce_precision  # noqa: E402
 
 __all__ += ["reduce_precision"]
+
+from purejit.lax.extras import scatter_sub  # noqa: E402
+
+__all__ += ["scatter_sub"]

@@ -125,3 +125,24 @@ def test_derivatives_and_vmap_match_jax():
     vw = jax.vmap(lambda r: jax.lax.reduce_precision(r, 4, 1), in_axes=1)(xs)
     vp = purejit.vmap(lambda r: lax.reduce_precision(r, 4, 1), in_axes=1)(xs)
     np.testing.assert_array_equal(np.asarray(vp), np.asarray(vw))
+
+
+def test_scatter_sub_matches_jax_with_gradient():
+    """`lax.scatter_sub` (from the same change as reduce_precision's coverage entry)."""
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    idx = np.array([[0], [2], [0]], np.int32)
+    u = np.linspace(-1, 2, 9, dtype=np.float32).reshape(3, 3)
+
+    def f(lx):
+        dn = lx.ScatterDimensionNumbers(
+            update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+        )
+        return lambda x, u: lx.scatter_sub(x, idx, u, dn)
+
+    np.testing.assert_array_equal(np.asarray(purejit.jit(f(lax))(x, u)), f(jax.lax)(x, u))
+    xi, ui = x.astype(np.uint32), np.abs(u).astype(np.uint32) + 5  # wraps below zero
+    np.testing.assert_array_equal(np.asarray(f(lax)(xi, ui)), f(jax.lax)(xi, ui))
+    gj = jax.grad(lambda x, u: (f(jax.lax)(x, u) ** 2).sum(), argnums=(0, 1))(x, u)
+    gp = purejit.grad(lambda x, u: (f(lax)(x, u) ** 2).sum(), argnums=(0, 1))(x, u)
+    for a, b in zip(gp, gj):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
