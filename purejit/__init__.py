@@ -114,3 +114,11 @@ __all__ += ["vmap"]
 from purejit.jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: E402
 
 __all__ += ["hessian", "jacfwd", "jacobian", "jacrev"]
+from purejit._config_contexts import (  # noqa: E402
+    default_matmul_precision,
+    enable_x64,
+    explain_cache_misses,
+    log_compiles,
+)
+
+__all__ += ["default_matmul_precision", "enable_x64", "explain_cache_misses", "log_compiles"]

@@ -95,6 +95,7 @@ class Jitted:
         )
         self.cache: dict[Any, Compiled] = {}
         self._fast: dict[tuple, Compiled] = {}
+        self._fast_context = config.trace_context
         self._fast_ok = not self.spec.has_static
         self._buckets = None
         if buckets is not None:
@@ -164,6 +165,9 @@ class Jitted:
         if current_trace() is not eval_trace or config.jit_disabled:
             # inside another trace, or disabled: run inline (the outer trace records it)
             return self.fun(*args, **kwargs)
+        if self._fast_context is not config.trace_context:  # x64 or precision changed
+            self._fast.clear()
+            self._fast_context = config.trace_context
         if not kwargs and self._fast_ok:
             # fast path: positional purejit Arrays and NumPy arrays whose (shape, dtype,
             # weak type) exactly match a compiled signature (see `Compiled.fast_key`)

@@ -45,6 +45,7 @@ class _Config:
         }
         self._local = threading.local()
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}
+        self.trace_context = self._trace_context()
 
     def update(self, name: str | None = None, value=None, **options):
         """Set an option: `update("cache_dir", path)` or `update(cache_dir=path)`.
@@ -58,9 +59,14 @@ class _Config:
         if "disable_jit" in options:
             self.set_disable_jit(bool(options.pop("disable_jit")))
         self._values.update(options)
+        self.trace_context = self._trace_context()
         for k, v in options.items():
             for callback in self._watchers.get(k, ()):
                 callback(v)
+
+    def _trace_context(self) -> tuple:
+        # the options that change what tracing produces: jit caches are keyed on them
+        return tuple(self._values[k] for k in TRACE_OPTIONS)
 
     def watch(self, name: str, callback: Callable[[Any], None]) -> None:
         """Call `callback(value)` after every `update` of option `name`.
@@ -118,6 +124,9 @@ class _Config:
         """Run jitted functions op by op in this thread (what `purejit.disable_jit` sets)."""
         self._local.disable_jit = flag
 
+
+# options whose value changes the traced program (a new value is a new jit cache entry)
+TRACE_OPTIONS = ("enable_x64", "default_matmul_precision")
 
 # JAX's option names and the purejit option each sets
 JAX_OPTIONS = {

@@ -6,10 +6,12 @@ and GPU: the values are copied to the host and the function runs there, every ti
 program runs. Outside jit the function runs at once.
 
 `debug.print` and `debug.callback` have effects: purejit's passes never drop, merge or
-fold them, even when nothing uses their result. With `ordered=True` the calls of one traced
-function run in program order (each reads an order token the previous one wrote, as JAX
-threads its effect tokens); inside a control-flow body the order holds among that body's
-calls. `pure_callback` is pure: unused, it may be removed; twice on the same values, run
+fold them, even when nothing uses their result. With `ordered=True` the calls run in
+program order, as JAX's: each reads an order token the previous one wrote, and a `cond`,
+`switch`, `scan`, `while_loop`, `fori_loop` or `map` whose body makes ordered calls takes
+the token in and gives the body's last token back (a loop carry), so a call before the op
+runs before the body's and one after it runs after (`purejit/lax/_effects.py`).
+`pure_callback` is pure: unused, it may be removed; twice on the same values, run
 once; on constants, run at compile time.
 
 `debug.breakpoint` is not provided: it needs an interactive debugger on the host fed with
@@ -20,18 +22,16 @@ can drive; use `purejit.disable_jit()` and `pdb` instead.
 from __future__ import annotations
 
 import builtins
-import weakref
 from typing import Callable
 
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit.ir.ops.callback import ORDER_TOKEN, register_callback
+from purejit.ir.ops.callback import register_callback
+from purejit.lax import _effects
 from purejit.runtime import Array, eval_trace
 from purejit.tracing import Tracer, bind, current_trace
 from purejit.tree_util import tree_flatten, tree_unflatten
-
-_tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> order token
 
 
 def _is_array(x) -> bool:
@@ -68,12 +68,8 @@ def _bind_effect(fn: Callable, name: str, arrays: list, ordered: bool) -> None:
     if not ordered:
         bind("host_callback", *arrays, **attrs)
         return
-    trace = current_trace()
-    token = _tokens.get(trace)
-    if token is None:
-        token = Array(host=np.zeros(ORDER_TOKEN.shape, ORDER_TOKEN.dtype))
-    (token,) = bind("host_callback", token, *arrays, **attrs)
-    _tokens[trace] = token
+    (token,) = bind("host_callback", _effects.current_token(), *arrays, **attrs)
+    _effects.set_token(token)
 
 
 def callback(callback: Callable, *args, ordered: bool = False, partitioned: bool = False, **kwargs):
@@ -89,6 +85,8 @@ def callback(callback: Callable, *args, ordered: bool = False, partitioned: bool
     del partitioned
     arrays, rebuild = _split(args, kwargs)
     if not _traced():
+        if ordered:
+            _effects.wait_eager()
         a, kw = rebuild([_host(x) for x in arrays])
         callback(*a, **kw)
         return None
@@ -115,6 +113,8 @@ def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A0
         return ()
 
     if not _traced():
+        if ordered:
+            _effects.wait_eager()
         show(*[_host(x) for x in arrays])
         return None
     _bind_effect(show, "print", arrays, ordered)

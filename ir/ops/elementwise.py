@@ -26,7 +26,15 @@ import math
 import numpy as np
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
-from purejit.ir.ops._util import compute_dtype, dtype_attr, nargs, need_attrs, same_types
+from purejit.ir.ops import _float_bits
+from purejit.ir.ops._util import (
+    compute_dtype,
+    dtype_attr,
+    int_attr,
+    nargs,
+    need_attrs,
+    same_types,
+)
 from purejit.ir.registry import OpDef, fail, register
 
 # dtype classes an op accepts
@@ -581,5 +589,39 @@ register(
         _complex_ref,
         _EW | {"cheap"},
         doc="complex(real, imag): f32 -> c64, f64 -> c128",
+    )
+)
+
+
+# ---- reduce_precision: round to a narrower float format, keeping the type ----------------
+
+
+def _reduce_precision_infer(types, attrs, regions):
+    nargs("reduce_precision", types, 1)
+    need_attrs("reduce_precision", attrs, "exponent_bits", "mantissa_bits")
+    _check_class("reduce_precision", "float", types[0])
+    e = int_attr("reduce_precision", "exponent_bits", attrs["exponent_bits"])
+    m = int_attr("reduce_precision", "mantissa_bits", attrs["mantissa_bits"])
+    if e < 1:
+        fail("reduce_precision", f"exponent_bits must be positive, got {e}")
+    if m < 0:
+        fail("reduce_precision", f"mantissa_bits must be non-negative, got {m}")
+    return [types[0]]
+
+
+def _reduce_precision_ref(args, attrs, regions, run_region):
+    x = np.asarray(args[0])
+    return [_float_bits.reduce_precision(x, attrs["exponent_bits"], attrs["mantissa_bits"])]
+
+
+register(
+    OpDef(
+        "reduce_precision",
+        _reduce_precision_infer,
+        _reduce_precision_ref,
+        _EW,
+        attrs=("exponent_bits", "mantissa_bits"),
+        doc="reduce_precision {exponent_bits, mantissa_bits}: round to a narrower float "
+        "format (ties to even; overflow to inf, underflow to 0), in the operand's type",
     )
 )

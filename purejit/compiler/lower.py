@@ -133,6 +133,9 @@ class Lowered:
         self.timings["cache_load" if hit else "xla_compile"] = seconds
         if not hit:
             log_slow_compile(self.name, seconds, self.layout is None)
+        if config.read("jit_log_compiles"):  # JAX's jax_log_compiles, at WARNING as JAX's
+            how = "loaded from the persistent cache" if hit else "compiled by XLA"
+            logger.warning("purejit: %s %s in %.3f s", self.name, how, seconds)
         compiled = Compiled(self, exe)
         compiled.cache_hit = hit
         return compiled

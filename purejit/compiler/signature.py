@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from purejit import errors
+from purejit.config import config
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import ShapedArray, Tracer
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
@@ -172,7 +173,7 @@ class CallSignature:
     @property
     def key(self) -> tuple:
         """What the in-memory executable cache is keyed on."""
-        return (self.tree, tuple(self.avals), self.static)
+        return (self.tree, tuple(self.avals), self.static, config.trace_context)
 
     @functools.cached_property
     def leaf_names(self) -> list[tuple[str, str]]:

@@ -365,3 +365,12 @@ __all__ += [
 from purejit.lax.parallel import pcast, pvary  # noqa: E402
 
 __all__ += ["pcast", "pvary"]
+
+# rounding to a narrower float format (purejit/lax/rounding.py)
+from purejit.lax.rounding import reduce_precision  # noqa: E402
+
+__all__ += ["reduce_precision"]
+
+from purejit.lax.extras import scatter_sub  # noqa: E402
+
+__all__ += ["scatter_sub"]

@@ -21,6 +21,7 @@ from purejit.runtime.array import Array
 from purejit.config import config
 from purejit.tracing import ShapedArray, Tracer, bind, bind1
 from purejit.ir import Builder, Function, Op, TensorType, Value
+from purejit.lax import _effects
 from purejit.lax._lift import convert
 from purejit.lax._lift import lift as _lift
 from purejit.tracing import trace_to_function
@@ -34,13 +35,16 @@ _PRED = TensorType((), np.bool_)
 
 
 class _Body:
-    """A traced branch or loop body: its IR function, output avals and tree, captures."""
+    """A traced branch or loop body: its IR function, output avals and tree, captures, and
+    whether it makes ordered callbacks (`ordered`: traced without a token, it asked for
+    one; see `_effects`)."""
 
-    def __init__(self, fn: Function, out_avals, out_tree: PyTreeDef, captures: list):
+    def __init__(self, fn: Function, out_avals, out_tree: PyTreeDef, captures: list, ordered):
         self.fn = fn
         self.out_avals = out_avals
         self.out_tree = out_tree
         self.captures = captures
+        self.ordered = ordered
 
 
 def _leaves(tree_obj, api: str, prefix: str) -> tuple[list, PyTreeDef]:
@@ -61,12 +65,22 @@ def _leaves(tree_obj, api: str, prefix: str) -> tuple[list, PyTreeDef]:
     return out, tree
 
 
-def _trace(fun: Callable, rebuild: Callable, avals, api: str, what: str) -> _Body:
-    """Trace `fun(*rebuild(flat_tracers))` into a closed IR function."""
+def _trace(fun: Callable, rebuild: Callable, avals, api: str, what: str, token=None) -> _Body:
+    """Trace `fun(*rebuild(flat_tracers))` into a closed IR function.
+
+    With `token=(i, j)` the function also takes an order token as flat parameter `i` and
+    returns its last order token as result `j` (`j` None: not returned); `out_avals` and
+    `out_tree` describe the user's outputs only."""
     box = []
+    if token is not None:
+        avals = [*avals[: token[0]], _effects.TOKEN_AVAL, *avals[token[0] :]]
 
     def flat(*tracers):
-        out = fun(*rebuild(list(tracers)))
+        tracers = list(tracers)
+        if token is not None:
+            _effects.set_token(tracers.pop(token[0]))
+        with _effects.body_frame() as frame:
+            out = fun(*rebuild(tracers))
         leaves, tree = tree_flatten(out)
         for path, x in zip(tree_paths(tree, "output"), leaves):
             if not isinstance(
@@ -76,11 +90,17 @@ def _trace(fun: Callable, rebuild: Callable, avals, api: str, what: str) -> _Bod
                     f"{api}: {_describe(fun, what)} returned a {type(x).__name__} at {path}, "
                     f"not an array{errors.at(errors.user_location())}"
                 )
-        box.append(tree)
+        box.append((tree, frame.used))
+        if token is not None and token[1] is not None:
+            leaves.insert(token[1], _effects.current_token())
         return leaves
 
     traced = trace_to_function(flat, avals, name=what)
-    return _Body(traced.fn, traced.out_avals, box[0], traced.captures)
+    out_avals = list(traced.out_avals)
+    if token is not None and token[1] is not None:
+        del out_avals[token[1]]
+    tree, used = box[0]
+    return _Body(traced.fn, out_avals, tree, traced.captures, used)
 
 
 def _close(bodies: Sequence[_Body], num_in: int) -> tuple[list[Function], list]:
@@ -182,6 +202,10 @@ def _case(api, index, branches, names, ref: int, operands):
         return tree_unflatten(tree, flat)
 
     bodies = [_trace(f, rebuild, avals, api, n) for f, n in zip(branches, names)]
+    ordered = builtins.any(b.ordered for b in bodies)
+    if ordered:  # thread the order token through every branch: operand and result last
+        tok = (len(leaves), len(bodies[0].out_avals))
+        bodies = [_trace(f, rebuild, avals, api, n, tok) for f, n in zip(branches, names)]
     r = bodies[ref]
     hint = f"Make every branch of {api} return the same structure, shapes and dtypes."
     for k, b in enumerate(bodies):
@@ -194,9 +218,13 @@ def _case(api, index, branches, names, ref: int, operands):
             raise _type_error(
                 api, "the branch outputs", r.out_tree, na, r.out_avals, nb, b.out_avals, hint
             )
-    regions, captures = _close(bodies, len(leaves))
     weak = tuple(a.weak_type for a in bodies[0].out_avals)  # as JAX: the first branch's flags
+    if ordered:
+        leaves, weak = [*leaves, _effects.current_token()], (*weak, False)
+    regions, captures = _close(bodies, len(leaves))
     outs = bind("case", index, *leaves, *captures, regions=regions, weak=weak)
+    if ordered:
+        _effects.set_token(outs.pop())
     return tree_unflatten(r.out_tree, outs)
 
 
@@ -337,9 +365,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     def rebuild(flat):
         return (tree_unflatten(tree, flat),)
 
-    def make(leaves):
+    def make(leaves, token=None):
         avals = [x.aval for x in leaves]
-        c = _trace(cond_fun, rebuild, avals, "while_loop", "cond_fun")
+        c = _trace(cond_fun, rebuild, avals, "while_loop", "cond_fun", token and (token[0], None))
         got = c.out_avals
         if c.out_tree.num_leaves != 1 or c.out_tree.kind is not None or got[0].type != _PRED:
             shown = ", ".join(a.str_short() for a in got)
@@ -348,17 +376,33 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
                 f"while_loop: cond_fun must return a boolean scalar, but got {shown}"
                 f"{errors.at(errors.user_location())}"
             )
-        b = _trace(body_fun, rebuild, avals, "while_loop", "body_fun")
+        b = _trace(body_fun, rebuild, avals, "while_loop", "body_fun", token)
         if b.out_tree != tree:
             _check_carry("while_loop", body_fun, "body_fun", tree, avals, b.out_tree, [])
         return avals, c, b
 
     avals, c, b = make(leaves)
+    if c.ordered:
+        # ordered callbacks in cond_fun (as JAX lowers them): the predicate becomes a carry
+        # computed after each body_fun, so cond_fun's calls are in the token chain too
+        # (XLA may evaluate a plain cond region at compile time and drop its calls)
+        def step(state):
+            val = body_fun(state[1])
+            return cond_fun(val), val
+
+        init = tree_unflatten(tree, leaves)
+        return while_loop(lambda state: state[0], step, (cond_fun(init), init))[1]
     leaves, changed = _promote_weak(leaves, avals, b.out_avals)
-    if changed:
-        avals, c, b = make(leaves)
+    # ordered callbacks in body_fun: the order token is the last carry
+    token = (len(leaves), len(leaves)) if b.ordered else None
+    if changed or token:
+        avals, c, b = make(leaves, token)
     _check_carry("while_loop", body_fun, "body_fun", tree, avals, b.out_tree, b.out_avals)
-    regions, captures = _close([c, b], len(leaves))
     weak = tuple(a.weak_type for a in b.out_avals)
+    if token:
+        leaves, weak = [*leaves, _effects.current_token()], (*weak, False)
+    regions, captures = _close([c, b], len(leaves))
     outs = bind("while", *leaves, *captures, regions=regions, weak=weak)
+    if token:
+        _effects.set_token(outs.pop())
     return tree_unflatten(tree, outs)

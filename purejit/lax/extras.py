@@ -259,6 +259,19 @@ def _scatter_fn(kind: str, doc: str):
 scatter = _scatter_fn("set", "XLA's Scatter writing `updates` (as `jax.lax.scatter`).")
 scatter_add = _scatter_fn("add", "Scatter adding `updates` (as `jax.lax.scatter_add`).")
 scatter_mul = _scatter_fn("multiply", "Scatter multiplying (as `jax.lax.scatter_mul`).")
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):  # fmt: skip
+    """Scatter subtracting `updates` (as `jax.lax.scatter_sub`): a scatter-add of the
+    negated updates, the same numbers (x + -u == x - u exactly; modular for integers) and
+    the scatter-add's derivatives and batching."""
+    u = _lift(updates)
+    return scatter_add(operand, scatter_indices, bind1("negate", u), dimension_numbers,
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                       mode=mode)  # fmt: skip
+
+
 scatter_min = _scatter_fn("minimum", "Scatter taking minima (as `jax.lax.scatter_min`).")
 scatter_max = _scatter_fn("maximum", "Scatter taking maxima (as `jax.lax.scatter_max`).")
 
@@ -381,5 +394,6 @@ __all__ = [
     "scatter_max",
     "scatter_min",
     "scatter_mul",
+    "scatter_sub",
     "select_n",
 ]

@@ -26,6 +26,7 @@ from purejit.lax.control import (
 )
 from purejit.config import config
 from purejit.ir import Function
+from purejit.lax import _effects
 from purejit.lax._lift import convert
 from purejit.lax._lift import lift as _lift
 from purejit.tracing import ShapedArray, bind
@@ -173,9 +174,9 @@ def scan(
     def rebuild(flat):
         return tree_unflatten(init_tree, flat[:nc]), tree_unflatten(xs_tree, flat[nc:])
 
-    def make(leaves):
+    def make(leaves, token=None):
         avals = [x.aval for x in leaves]
-        body = _trace(f, rebuild, avals + x_avals, "scan", "f")
+        body = _trace(f, rebuild, avals + x_avals, "scan", "f", token)
         t = body.out_tree
         if t.kind not in (tuple, list) or len(t.children) != 2:
             raise errors.PurejitTypeError(
@@ -188,14 +189,20 @@ def scan(
 
     avals, body = make(init_leaves)
     init_leaves, changed = _promote_weak(init_leaves, avals, body.out_avals[:nc])
-    if changed:
-        avals, body = make(init_leaves)
+    # ordered callbacks in f: the order token is the last carry (see lax._effects)
+    token = (nc, nc) if body.ordered else None
+    if changed or token:
+        avals, body = make(init_leaves, token)
     carry_tree, y_tree = body.out_tree.children
     _check_carry("scan", f, "f", init_tree, avals, carry_tree, body.out_avals[:nc])
+    weak = tuple(a.weak_type for a in body.out_avals)
+    if token:
+        init_leaves = [*init_leaves, _effects.current_token()]
+        weak = (*weak[:nc], False, *weak[nc:])
     # the body's region takes (consts, carry, x slices); tracing put the captures last
     fn = body.fn
-    nx = len(xs_leaves)
-    params = fn.params[nc + nx :] + fn.params[:nc] + fn.params[nc : nc + nx]
+    nk, nx = len(init_leaves), len(xs_leaves)
+    params = fn.params[nk + nx :] + fn.params[:nk] + fn.params[nk : nk + nx]
     region = Function(fn.name, params, fn.ops, fn.results)
     outs = bind(
         "scan",
@@ -203,13 +210,15 @@ def scan(
         *init_leaves,
         *xs_leaves,
         regions=[region],
-        weak=tuple(a.weak_type for a in body.out_avals),
+        weak=weak,
         length=length,
         reverse=bool(reverse),
         unroll=builtins.min(unroll, builtins.max(length, 1)),
         num_consts=len(body.captures),
-        num_carry=nc,
+        num_carry=nk,
     )
+    if token:
+        _effects.set_token(outs.pop(nc))
     carry, ys = outs[:nc], outs[nc:]
     return tree_unflatten(init_tree, carry), tree_unflatten(y_tree, ys)
 

@@ -3,6 +3,7 @@ inputs and its expected result (see ir_op_cases.py for how expectations are comp
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from ir_op_cases import (
     BF16,
@@ -153,6 +154,47 @@ def _lgamma(dt):
     return per_element(lgamma)
 
 
+def _precision_inputs(dt):
+    """Specials, ties at the 10th and 2nd mantissa bits, and magnitudes from 2**-30 to
+    2**30 (overflow and underflow of the narrow exponents), in `dt`."""
+    rng = rng_for("reduce_precision", dt)
+    mags = np.exp2(rng.uniform(-30, 30, 64)) * rng.choice([-1.0, 1.0], 64)
+    ties = [1 + 2**-11, 1 + 3 * 2**-11, 1.125, 1.375, -1.625, 65504.0, 65519.0, 65520.0]
+    edge = [2.0**-14, 2.0**-14 * (1 - 2**-12), 1.5 * 2**-15, 2.0**-126, 3.4e38]
+    with np.errstate(over="ignore"):
+        v = np.array(FLOAT_SPECIALS + ties + edge + list(mags)).astype(dt)
+    tiny = float(ml_dtypes.finfo(dt).tiny)
+    with np.errstate(invalid="ignore"):  # no subnormal inputs (XLA's CPU flushes them)
+        return np.where(np.abs(v.astype(np.float64)) < tiny, 0, v).astype(dt)
+
+
+def _as_format(fmt):
+    """reduce_precision's expectation by an independent route: ml_dtypes' round-to-nearest
+    conversion to the format of the same widths, its subnormals flushed to signed zeros."""
+
+    def expected(x):
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = x.astype(fmt).astype(np.float64)
+            tiny = float(ml_dtypes.finfo(fmt).tiny)
+            y = np.where(np.abs(y) < tiny, np.copysign(0.0, x.astype(np.float64)), y)
+        return [y.astype(x.dtype)]
+
+    return expected
+
+
+def _reduce_precision_cases():
+    cases = []
+    for dt, fmt in [(F32, F16), (F32, BF16), (F32, ml_dtypes.float8_e5m2), (F64, F32),
+                    (F64, F16), (BF16, ml_dtypes.float8_e5m2), (F16, ml_dtypes.float8_e5m2),
+                    (F16, F16), (BF16, BF16)]:  # fmt: skip
+        info = ml_dtypes.finfo(fmt)
+        attrs = {"exponent_bits": int(info.nexp), "mantissa_bits": int(info.nmant)}
+        label = f"{np.dtype(dt).name}->e{info.nexp}m{info.nmant}"
+        cases.append(Case("reduce_precision", [_precision_inputs(dt)], _as_format(fmt), attrs,
+                          label=label))  # fmt: skip
+    return cases
+
+
 def elementwise_cases() -> list[Case]:
     F = FLOATS
     FC = FLOATS + (C64,)
@@ -237,6 +279,7 @@ def elementwise_cases() -> list[Case]:
     cases += _complex_power_cases()
     cases += _complex_next_after_cases()
     cases += compare_cases() + select_clamp_cases()
+    cases += _reduce_precision_cases()
     return cases
 
 

@@ -770,6 +770,20 @@ _add(
     )
 )
 
+_add(
+    Spec(
+        "reduce_precision",
+        ("reduce_precision",),
+        1,
+        "f",
+        lambda L, p, x: L.lax.reduce_precision(x, *p["format"]),
+        exact=True,
+        needs_exact=True,  # rounding: an ulp of difference upstream can flip a tie
+        params=lambda draw, types: {"format": draw("rp_format", [(5, 10), (8, 7), (4, 3), (2, 0)])},
+        preserves=True,
+    )
+)
+
 
 def _conv(L, p, x):
     v = L.lax.reshape(x, (1, 1, x.size))

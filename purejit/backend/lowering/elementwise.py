@@ -87,3 +87,10 @@ def _minmax(ctx, op, args):
         [pred_t],
     )
     return ctx.op("stablehlo.select", [take_a, *args], [pred_t, t, t], [t])
+
+
+@lowering("reduce_precision")
+def _reduce_precision(ctx, op, args):
+    e, m = op.attrs["exponent_bits"], op.attrs["mantissa_bits"]
+    attrs = f"exponent_bits = {e} : i32, mantissa_bits = {m} : i32"
+    return emit_op(ctx, op, args, "stablehlo.reduce_precision", attrs)

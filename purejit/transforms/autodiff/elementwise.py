@@ -447,6 +447,22 @@ def _convert_t(cts, operands, attrs, regions):
     return [convert(ct, aval(x).dtype)]
 
 
+@defjvp("reduce_precision")
+def _reduce_precision_jvp(ctx, primals, tangents, attrs, regions):
+    # JAX treats it as linear: the tangent is rounded the same way (ad.deflinear)
+    (x,), (t,) = primals, tangents
+    z = op("reduce_precision", x, **attrs)
+    return [z], [t if isinstance(t, Zero) else op("reduce_precision", t, **attrs)]
+
+
+@deftranspose("reduce_precision")
+def _reduce_precision_t(cts, operands, attrs, regions):
+    (ct,) = cts
+    if isinstance(ct, Zero):
+        return [Zero(aval(operands[0]))]
+    return [op("reduce_precision", ct, **attrs)]
+
+
 @deftranspose("real")
 def _real_t(cts, operands, attrs, regions):
     (ct,) = cts
@@ -529,5 +545,6 @@ LINEAR_OPS.update(
         "imag",
         "select",
         "complex",
+        "reduce_precision",
     }
 )

@@ -1,0 +1,58 @@
+"""JAX's configuration context managers (`enable_x64`, `default_matmul_precision`,
+`log_compiles`, `explain_cache_misses`): the option holds inside the block, is restored
+after it, and a jitted function is traced again under a new x64 or precision setting."""
+
+from __future__ import annotations
+
+import logging
+
+import jax
+import jax.numpy as jjnp
+import numpy as np
+
+import purejit
+import purejit.numpy as pnp
+
+
+def test_enable_x64_block_and_decorator_match_jax_and_retrace():
+    f = purejit.jit(lambda x: x + pnp.arange(3))
+    fj = jax.jit(lambda x: x + jjnp.arange(3))
+    x = np.int32(1)
+    assert f(x).dtype == fj(x).dtype == np.int32
+    with purejit.enable_x64(), jax.enable_x64(True):
+        assert pnp.arange(3).dtype == jjnp.arange(3).dtype == np.int64
+        assert f(x).dtype == fj(x).dtype == np.int64  # traced again, not the int32 program
+        assert purejit.config.enable_x64
+    assert not purejit.config.enable_x64
+    assert f(x).dtype == np.int32  # the first program again
+
+    @purejit.enable_x64(True)
+    def g():
+        return pnp.ones(2).dtype
+
+    assert g() == np.float64 and not purejit.config.enable_x64
+
+
+def test_default_matmul_precision_block():
+    x = np.ones((4, 4), np.float32)
+    f = purejit.jit(lambda a: purejit.lax.dot(a, a))
+    assert "HIGHEST" not in f.lower(x).as_text()
+    with purejit.default_matmul_precision("highest"):
+        assert "precision HIGHEST" in f.lower(x).as_text()
+        np.testing.assert_allclose(np.asarray(f(x)), x @ x)
+    assert purejit.config.read("jax_default_matmul_precision") is None
+    assert "HIGHEST" not in f.lower(x).as_text()  # restored: the default program again
+
+
+def test_log_compiles_and_explain_cache_misses_blocks(caplog):
+    x = np.ones(3, np.float32)
+    with caplog.at_level(logging.WARNING, logger="purejit"):
+        with purejit.log_compiles():
+            purejit.jit(lambda a: a * 3.0 + 1.5)(x)
+        assert any("compiled by XLA" in r.getMessage() for r in caplog.records)
+        caplog.clear()
+        purejit.jit(lambda a: a * 5.0 - 1.5)(x)
+        assert not any("compiled by XLA" in r.getMessage() for r in caplog.records)
+        with purejit.explain_cache_misses():
+            assert purejit.config.read("jax_explain_cache_misses") is True
+        assert purejit.config.read("jax_explain_cache_misses") is False
