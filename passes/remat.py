@@ -9,15 +9,21 @@ rebuild: the coefficients of elementwise derivatives (`1 - tanh(x)**2`), broadca
 converted copies. `plan` chooses what to save by a minimum cut (the idea behind
 torch.compile's partitioner): every value of `fwd` can be saved at the cost of its bytes, a
 value made by a cheap op (elementwise, data movement, constants) can instead be recomputed
-from its operands, and the cut of least bytes separating the forward's inputs from the
-residuals is what the forward hands over. Outputs of expensive ops (dot_general,
+from its operands, and the cheapest cut separating the forward's inputs from the residuals
+is what the forward hands over. A cut costs the bytes it holds plus, for each value it
+leaves to recompute, `TRAFFIC_WEIGHT` times the memory traffic the recomputation adds to
+the backward pass (`recompute_traffic`: nothing when it fuses into the kernel that reads it,
+its inputs read and itself written when it must exist in memory, as for a backward dot's
+operand; `backward_uses` says how the backward pass reads each residual). Outputs of expensive ops (dot_general,
 convolutions, reductions, gathers, control flow, collectives) are saved, never recomputed,
 unless a `budget` (a fraction of the save-everything bytes) asks for less memory: then the
 expensive ops become recomputable one at a time, cheapest flops per byte first, until the
 cut fits. `rewrite` builds the programs that follow the plan: the forward returns the cut
 and the linear program starts by recomputing the dropped residuals from it, behind an
 `optimization_barrier` per connected recomputation so that no pass (ours or XLA's) merges
-the recomputation back into the forward pass.
+the recomputation back into the forward pass (the transposition in
+`purejit.transforms.autodiff.remat` instead rebuilds each residual by its own `chains`
+entry where the backward pass first reads it).
 
 Guarantees: the rewritten pair computes the same numbers (the recomputation runs the very
 ops of `fwd`); values in `pinned` (what a user's `checkpoint` policy saves) are saved as
