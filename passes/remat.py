@@ -14,8 +14,9 @@ is what the forward hands over. A cut costs the bytes it holds plus, for each va
 leaves to recompute, `TRAFFIC_WEIGHT` times the memory traffic the recomputation adds to
 the backward pass (`recompute_traffic`: nothing when it fuses into the kernel that reads it,
 its inputs read and itself written when it must exist in memory, as for a backward dot's
-operand; `backward_uses` says how the backward pass reads each residual). Outputs of expensive ops (dot_general,
-convolutions, reductions, gathers, control flow, collectives) are saved, never recomputed,
+operand; `backward_uses` says how the backward pass reads each residual). Outputs of
+expensive ops (dot_general, convolutions, reductions, gathers, control flow, collectives)
+are saved, never recomputed,
 unless a `budget` (a fraction of the save-everything bytes) asks for less memory: then the
 expensive ops become recomputable one at a time, cheapest flops per byte first, until the
 cut fits. `rewrite` builds the programs that follow the plan: the forward returns the cut
