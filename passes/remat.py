@@ -16,11 +16,11 @@ the backward pass (`recompute_traffic`: nothing when it fuses into the kernel th
 its inputs read and itself written when it must exist in memory, as for a backward dot's
 operand; `backward_uses` says how the backward pass reads each residual). Outputs of
 expensive ops (dot_general, convolutions, reductions, gathers, control flow, collectives)
-are saved, never recomputed,
-unless a `budget` (a fraction of the save-everything bytes) asks for less memory: then the
-expensive ops become recomputable one at a time, cheapest flops per byte first, until the
-cut fits. `rewrite` builds the programs that follow the plan: the forward returns the cut
-and the linear program starts by recomputing the dropped residuals from it, behind an
+are saved, never recomputed, unless a `budget` (a fraction of the save-everything bytes)
+asks for less memory: then the cut is of bytes alone and the expensive ops become
+recomputable one at a time, cheapest flops per byte first, until it fits. `rewrite`
+builds the programs that follow the plan: the forward returns the cut and the linear
+program starts by recomputing the dropped residuals from it, behind an
 `optimization_barrier` per connected recomputation so that no pass (ours or XLA's) merges
 the recomputation back into the forward pass (the transposition in
 `purejit.transforms.autodiff.remat` instead rebuilds each residual by its own `chains`
