@@ -2,6 +2,7 @@
 
     python -m bench.cold_start [--quick] [--layers 12] [--d 256] [--seq 128] [--batch 4]
     python -m bench.cold_start --repeats 5 [--layers 48]   # the cold-start protocol
+    python -m bench.cold_start --train --repeats 5         # the same for the training step
 
 With `--repeats N`, only cold first calls: N fresh processes for each of purejit and jax.jit,
 interleaved (purejit, jax, purejit, ...), each with its own empty cache folder (purejit's
@@ -15,6 +16,16 @@ first call of the model timed, result brought to the host):
     purejit warm   a new process on that cache: trace, pass cache, StableHLO, executable load
     jax.jit cold   empty `jax_compilation_cache_dir`
     jax.jit warm   a new process on that cache
+
+With `--train --repeats N`, the same cold-only protocol for the training step of
+`bench.train`: `jit(value_and_grad(loss))` plus the SGD update of the donated parameters of
+its transformer (the issue 13 model on GPU: 12 layers, batch 8, sequence 1024, width 1024, 16
+heads, bfloat16; `bench.train`'s small sizes on CPU, `--quick` its quick ones; `--layers`,
+`--d`, `--heads`, `--seq`, `--batch`, `--dtype` override), purejit with its default options
+(automatic remat) against `jax.jit`, first call = trace + compile + one step with the
+result on the host. The children inherit the environment, so XLA_FLAGS (e.g. the
+`--xla-keep-barriers` flag of `bench.train`, here `--xla-keep-barriers` too) are the same
+as in the steady-state run.
 
 The model is `bench.models.transformer` (pre-LN encoder, written once for purejit.numpy and
 jax.numpy). Prints a Markdown table with the first-call times, the warm/cold ratios (the
@@ -37,7 +48,57 @@ import time
 import numpy as np
 
 
+def _train_child(args):
+    """One cold first call of bench.train's training step, in this fresh process."""
+    from bench.train import step_of, transformer_workload
+
+    sizes = dict(layers=args.layers, batch=args.batch, seq=args.seq, width=args.d, heads=args.heads)
+    sizes["dtype"] = args.dtype
+    out = {}
+    if args.child == "purejit":
+        import purejit
+        import purejit.numpy as pnp
+
+        purejit.config.update(cache_dir=args.cache)
+        platform = purejit.devices()[0].platform
+        desc, make_loss, params, x, y = transformer_workload(platform, args.quick, **sizes)
+        np.asarray(purejit.jit(lambda a: a + 1)(np.ones(3, np.float32)))  # start the backend
+        tm = purejit.tree_util
+        step = step_of(make_loss(pnp, purejit.lax), purejit.value_and_grad, tm.tree_map)
+        f = purejit.jit(step, donate_argnums=0)
+        args_dev = [tm.tree_map(lambda a: pnp.asarray(a) + 0, t) for t in (params, x, y)]
+        leaves = tm.tree_leaves
+    else:
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_compilation_cache_dir", args.cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+        platform = jax.devices()[0].platform
+        desc, make_loss, params, x, y = transformer_workload(platform, args.quick, **sizes)
+        jax.jit(lambda a: a + 1)(np.ones(3, np.float32)).block_until_ready()
+        tm = jax.tree_util
+        step = step_of(make_loss(jnp, jax.lax), jax.value_and_grad, tm.tree_map)
+        f = jax.jit(step, donate_argnums=0)
+        args_dev = [tm.tree_map(jax.device_put, t) for t in (params, x, y)]
+        leaves = tm.tree_leaves
+    for leaf in leaves(args_dev):
+        leaf.block_until_ready()
+    t0 = time.perf_counter()
+    new_params, loss = f(*args_dev)
+    for leaf in leaves(new_params):
+        leaf.block_until_ready()
+    out["loss"] = float(np.asarray(loss))
+    out["first_call"] = time.perf_counter() - t0
+    out["model"] = desc
+    out["platform"] = platform
+    print("RESULT " + json.dumps(out))
+
+
 def _child(args):
+    if args.train:
+        return _train_child(args)
     from bench.models import transformer, transformer_params
 
     params = transformer_params(args.layers, args.d, np.random.default_rng(0))
@@ -90,8 +151,11 @@ def _steady(call, n: int = 3) -> float:
 
 def _spawn(kind: str, cache: str, args) -> dict:
     cmd = [sys.executable, "-m", "bench.cold_start", "--child", kind, "--cache", cache]
-    for k in ("layers", "d", "heads", "seq", "batch"):
-        cmd += [f"--{k}", str(getattr(args, k))]
+    for k in ("layers", "d", "heads", "seq", "batch", "dtype"):
+        if getattr(args, k) is not None:
+            cmd += [f"--{k}", str(getattr(args, k))]
+    if args.train:
+        cmd += ["--train"] + (["--quick"] if args.quick else [])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("PUREJIT_CACHE_DIR", None)
@@ -106,38 +170,78 @@ def _spawn(kind: str, cache: str, args) -> dict:
 
 def _repeated_cold(args) -> dict:
     times = {"purejit": [], "jax": []}
+    losses: dict = {}
+    model = None
     for _ in range(args.repeats):
         for kind in times:
             with tempfile.TemporaryDirectory() as cache:
-                times[kind].append(_spawn(kind, cache, args)["first_call"])
+                r = _spawn(kind, cache, args)
+                times[kind].append(r["first_call"])
+                model = r.get("model", model)
+                if "loss" in r:
+                    losses[kind] = r["loss"]
     stats = {k: (float(np.median(v)), min(v), max(v)) for k, v in times.items()}
+    what = (
+        f"training step (value_and_grad + SGD, donated parameters) of the {model}"
+        if args.train
+        else f"{args.layers}-layer transformer, d={args.d}"
+    )
+    flags = os.environ.get("XLA_FLAGS", "")
     print(
-        f"\n### Cold first call, {args.layers}-layer transformer, d={args.d}, "
-        f"{args.repeats} fresh processes each, interleaved, empty caches\n"
+        f"\n### Cold first call, {what}, {args.repeats} fresh processes each, interleaved, "
+        f"empty caches{f' (XLA_FLAGS={flags})' if flags else ''}\n"
     )
     print("| | median (s) | min (s) | max (s) |\n|---|---:|---:|---:|")
     for k, (med, lo, hi) in stats.items():
         print(f"| {'jax.jit' if k == 'jax' else k} | {med:.3f} | {lo:.3f} | {hi:.3f} |")
     print(f"\npurejit / jax.jit (medians): {stats['purejit'][0] / stats['jax'][0]:.2f}x")
+    if losses:
+        print("first loss: " + ", ".join(f"{k} {v:.6g}" for k, v in losses.items()))
+        a, b = losses["purejit"], losses["jax"]
+        if not np.isclose(a, b, rtol=5e-2, atol=5e-2):
+            raise AssertionError(f"purejit's first loss {a} != jax's {b}")
     return times
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="4 layers, d=128, seq 64 (CPU)")
-    ap.add_argument("--layers", type=int, default=12)
-    ap.add_argument("--d", type=int, default=256)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=None, help="default 12")
+    ap.add_argument("--d", type=int, default=None, help="width, default 256")
+    ap.add_argument("--heads", type=int, default=None, help="default 4")
+    ap.add_argument("--seq", type=int, default=None, help="default 128")
+    ap.add_argument("--batch", type=int, default=None, help="default 4")
+    ap.add_argument(
+        "--train",
+        action="store_true",
+        help="the training step of bench.train's transformer (its sizes for the platform "
+        "unless given; with --repeats)",
+    )
+    ap.add_argument("--dtype", default=None, help="--train only: float32 or bfloat16")
+    ap.add_argument(
+        "--xla-keep-barriers",
+        action="store_true",
+        help="as bench.train's flag: XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander",
+    )
     ap.add_argument("--child", choices=("purejit", "jax"), help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     ap.add_argument("--repeats", type=int, default=0, help="cold-only protocol, N each")
     args = ap.parse_args(argv)
     if args.child:
         return _child(args)
+    if args.xla_keep_barriers:
+        flag = "--xla_disable_hlo_passes=cse_barrier_expander"
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+    if args.train:
+        if not args.repeats:
+            raise SystemExit("--train runs the cold-only protocol: give --repeats N (N >= 1)")
+        return _repeated_cold(args)
+    defaults = dict(layers=12, d=256, heads=4, seq=128, batch=4)
     if args.quick:
-        args.layers, args.d, args.seq, args.batch = 4, 128, 64, 2
+        defaults.update(layers=4, d=128, seq=64, batch=2)
+    for k, v in defaults.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
     if args.repeats:
         return _repeated_cold(args)
 

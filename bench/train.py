@@ -162,36 +162,8 @@ def _workloads(platform: str, quick: bool):
 
     out.append((desc, mlp_loss, mlp_layer, params, x, y))
 
-    t = s["transformer"]
-    dt = _dtype(t["dtype"])
-    d = t["width"]
-
-    def w(*shape):
-        return (rng.standard_normal(shape) / math.sqrt(shape[0])).astype(dt)
-
-    params = [
-        {
-            "ln1_g": np.ones(d, dt),
-            "ln1_b": np.zeros(d, dt),
-            "qkv": w(d, 3 * d),
-            "proj": w(d, d),
-            "ln2_g": np.ones(d, dt),
-            "ln2_b": np.zeros(d, dt),
-            "up": w(d, 4 * d),
-            "down": w(4 * d, d),
-        }
-        for _ in range(t["layers"])
-    ]
-    x = rng.standard_normal((t["batch"], t["seq"], d)).astype(dt)
-    y = rng.standard_normal((t["batch"], t["seq"], d)).astype(dt)
-    heads = t["heads"]
-    desc = (
-        f"transformer {t['layers']} layers, batch {t['batch']}, seq {t['seq']}, width {d}, "
-        f"{heads} heads, MLP {4 * d}, {t['dtype']}"
-    )
-
-    def tf_loss(xp, lax, checkpoint=None, heads=heads):
-        return transformer_loss(xp, lax, checkpoint, heads)
+    desc, tf_loss, params, x, y = transformer_workload(platform, quick)
+    heads = s["transformer"]["heads"]
 
     def tf_layer(xp, heads=heads):
         return lambda p, x: block(xp, p, x, heads)
@@ -213,7 +185,56 @@ def _workloads(platform: str, quick: bool):
     return out
 
 
+def transformer_workload(platform: str, quick: bool, **overrides):
+    """(description, make_loss, params, x, y) of the transformer `_workloads` measures, with
+    any of its sizes (layers, batch, seq, width, heads, dtype) replaced by `overrides`."""
+    t = dict(_sizes(platform, quick)["transformer"])
+    t.update({k: v for k, v in overrides.items() if v is not None})
+    rng = np.random.default_rng(0)
+    dt = _dtype(t["dtype"])
+    d, heads = t["width"], t["heads"]
+
+    def w(*shape):
+        return (rng.standard_normal(shape) / math.sqrt(shape[0])).astype(dt)
+
+    params = [
+        {
+            "ln1_g": np.ones(d, dt),
+            "ln1_b": np.zeros(d, dt),
+            "qkv": w(d, 3 * d),
+            "proj": w(d, d),
+            "ln2_g": np.ones(d, dt),
+            "ln2_b": np.zeros(d, dt),
+            "up": w(d, 4 * d),
+            "down": w(4 * d, d),
+        }
+        for _ in range(t["layers"])
+    ]
+    x = rng.standard_normal((t["batch"], t["seq"], d)).astype(dt)
+    y = rng.standard_normal((t["batch"], t["seq"], d)).astype(dt)
+    desc = (
+        f"transformer {t['layers']} layers, batch {t['batch']}, seq {t['seq']}, width {d}, "
+        f"{heads} heads, MLP {4 * d}, {t['dtype']}"
+    )
+
+    def make_loss(xp, lax, checkpoint=None):
+        return transformer_loss(xp, lax, checkpoint, heads)
+
+    return desc, make_loss, params, x, y
+
+
 # ---- the forms --------------------------------------------------------------------------------
+
+
+def step_of(loss, vg, tmap, lr: float = 1e-3):
+    """The training step: `vg(loss)` (value_and_grad) and an SGD update mapped by `tmap`."""
+
+    def step(params, x, y):
+        value, grads = vg(loss)(params, x, y)
+        new = tmap(lambda p, g: (p - lr * g).astype(p.dtype), params, grads)
+        return new, value
+
+    return step
 
 
 def _forms(make_loss, make_layer, params, x, y, budgets):
@@ -223,16 +244,6 @@ def _forms(make_loss, make_layer, params, x, y, budgets):
 
     import purejit
     import purejit.numpy as pnp
-
-    lr = 1e-3
-
-    def step_of(loss, vg, tmap):
-        def step(params, x, y):
-            value, grads = vg(loss)(params, x, y)
-            new = tmap(lambda p, g: (p - lr * g).astype(p.dtype), params, grads)
-            return new, value
-
-        return step
 
     forms = {}
     pj_opts = {"purejit remat off": {"remat": False}, "purejit": {}}

@@ -9,15 +9,22 @@ rebuild: the coefficients of elementwise derivatives (`1 - tanh(x)**2`), broadca
 converted copies. `plan` chooses what to save by a minimum cut (the idea behind
 torch.compile's partitioner): every value of `fwd` can be saved at the cost of its bytes, a
 value made by a cheap op (elementwise, data movement, constants) can instead be recomputed
-from its operands, and the cut of least bytes separating the forward's inputs from the
-residuals is what the forward hands over. Outputs of expensive ops (dot_general,
-convolutions, reductions, gathers, control flow, collectives) are saved, never recomputed,
-unless a `budget` (a fraction of the save-everything bytes) asks for less memory: then the
-expensive ops become recomputable one at a time, cheapest flops per byte first, until the
-cut fits. `rewrite` builds the programs that follow the plan: the forward returns the cut
-and the linear program starts by recomputing the dropped residuals from it, behind an
+from its operands, and the cheapest cut separating the forward's inputs from the residuals
+is what the forward hands over. A cut costs the bytes it holds plus, for each value it
+leaves to recompute, `TRAFFIC_WEIGHT` times the memory traffic the recomputation adds to
+the backward pass (`recompute_traffic`: nothing when it fuses into the kernel that reads it,
+its inputs read and itself written when it must exist in memory, as for a backward dot's
+operand; `backward_uses` says how the backward pass reads each residual). Outputs of
+expensive ops (dot_general, convolutions, reductions, gathers, control flow, collectives)
+are saved, never recomputed, unless a `budget` (a fraction of the save-everything bytes)
+asks for less memory: then the cut is of bytes alone and the expensive ops become
+recomputable one at a time, cheapest flops per byte first, until it fits. `rewrite`
+builds the programs that follow the plan: the forward returns the cut and the linear
+program starts by recomputing the dropped residuals from it, behind an
 `optimization_barrier` per connected recomputation so that no pass (ours or XLA's) merges
-the recomputation back into the forward pass.
+the recomputation back into the forward pass (the transposition in
+`purejit.transforms.autodiff.remat` instead rebuilds each residual by its own `chains`
+entry where the backward pass first reads it).
 
 Guarantees: the rewritten pair computes the same numbers (the recomputation runs the very
 ops of `fwd`); values in `pinned` (what a user's `checkpoint` policy saves) are saved as
@@ -240,8 +247,99 @@ class _Graph:
                     cap[e ^ 1] += push
 
 
-def _cut(fwd, residuals, free, pinned, banned_fn, order):
-    """The values to save: a minimum cut (bytes first, then later values first)."""
+# ---- the cost of recomputing a value ------------------------------------------------------
+#
+# On an accelerator a recomputed elementwise chain costs memory traffic, not arithmetic: a
+# recomputation that fuses into the backward kernel reading it only swaps which arrays that
+# kernel reads (its inputs instead of the value), but one that must exist in memory (read
+# by a dot, or an expensive op such as exp or tanh read by several kernels, which XLA makes
+# once rather than recompute in each) is a kernel of its own in the backward pass: it reads
+# its inputs and writes the value. `TRAFFIC_WEIGHT` prices one byte of that traffic against
+# one byte held from the forward pass to the backward pass: at 0.25 a value is recomputed
+# when that saves at least a quarter of the traffic it adds, so a transformer's attention
+# probabilities, which only the pre-softmax scores they are rebuilt from could replace, stay
+# recomputed (saving both would hold twice the bytes), while a transposed copy that a
+# backward dot reads is saved instead of the array it was transposed from.
+TRAFFIC_WEIGHT = 0.25
+
+# ops that recompute for free wherever they are read: no arithmetic, XLA fuses or elides them
+_FREE_OPS = frozenset({"broadcast_in_dim", "iota", "reshape"})
+
+
+def _fusible_reader(op: Op) -> bool:
+    """Whether a kernel of `op` can compute its operands in place (XLA loop or input fusion)
+    instead of reading them from memory."""
+    t = op.opdef.traits
+    if op.regions and "reduction" not in t:
+        return False
+    return bool(t & {"elementwise", "shape_only", "view", "reduction"}) and "contraction" not in t
+
+
+def backward_uses(lin: Function, num_tangents: int, residuals: Sequence[Value]) -> dict:
+    """How the linear program `lin` (tangents, then one parameter per entry of `residuals`)
+    reads each residual: `{value: (number of ops reading it, some reader cannot fuse it)}`.
+    The transposed program reads residuals through the same kinds of op (a dot's transpose
+    is a dot, an elementwise op's an elementwise op), so this describes the backward pass."""
+    readers: dict[Value, list[Op]] = {}
+    for op in lin.ops:
+        for u in dict.fromkeys(op.operands):
+            readers.setdefault(u, []).append(op)
+    out: dict[Value, tuple[int, bool]] = {}
+    params = lin.params[num_tangents : num_tangents + len(residuals)]
+    for r, p in zip(residuals, params):
+        ops = readers.get(p, [])
+        n, hard = out.get(r, (0, False))
+        out[r] = (n + len(ops), hard or any(not _fusible_reader(op) for op in ops))
+    return out
+
+
+def recompute_traffic(fwd: Function, uses: dict | None = None) -> dict:
+    """`{value: bytes}`: the memory traffic recomputing each value of `fwd` adds to the
+    backward pass (0 when it fuses into the kernels that read it), for values made by
+    `recomputable` ops. `uses` is `backward_uses` of the residuals (None: every residual is
+    assumed to be read once, by a kernel that can fuse it)."""
+    uses = uses or {}
+    producer = {r: op for op in fwd.ops for r in op.results}
+    readers: dict[Value, list[Op]] = {}
+    for op in fwd.ops:
+        for u in dict.fromkeys(op.operands):
+            readers.setdefault(u, []).append(op)
+    out: dict[Value, int] = {}
+    for op in fwd.ops:
+        if not recomputable(op):
+            continue
+        t = op.opdef.traits
+        for v in op.results:
+            if op.name in _FREE_OPS or t & {"constant", "view"}:
+                out[v] = 0
+                continue
+            n_bwd, hard = uses.get(v, (0, False))
+            # forward readers that are never recomputed read v in the forward pass only;
+            # recomputed ones rebuild it in their own chain (see `chains`)
+            hard = hard or any(
+                not _fusible_reader(r) for r in readers.get(v, []) if recomputable(r)
+            )
+            # an expensive elementwise residual read by several backward kernels is made
+            # once, in memory (XLA does not compute an exp or a divide twice)
+            made = hard or ("elementwise" in t and "cheap" not in t and n_bwd > 1)
+            if not made:
+                out[v] = 0
+                continue
+            if "elementwise" in t:  # reads its full-size operands (broadcasts read little)
+                reads = sum(
+                    u.type.nbytes
+                    for u in dict.fromkeys(op.operands)
+                    if not (u in producer and producer[u].name in _FREE_OPS | {"constant"})
+                )
+            else:  # data movement reads what it writes
+                reads = v.type.nbytes
+            out[v] = reads + v.type.nbytes
+    return out
+
+
+def _cut(fwd, residuals, free, pinned, banned_fn, order, traffic=None):
+    """The values to save: a minimum cut (bytes held plus weighted recompute traffic first,
+    then later values first)."""
     producer = {r: op for op in fwd.ops for r in op.results}
     index: dict[Value, int] = {}
     values: list[Value] = []
@@ -256,8 +354,11 @@ def _cut(fwd, residuals, free, pinned, banned_fn, order):
         if op is not None and v not in pinned and not banned_fn(op):
             stack.extend(op.operands)
     n = len(values)
+    traffic = traffic or {}
+    # the price of recomputing v (its node on the sink side): weighted traffic, whole bytes
+    price = {v: int(TRAFFIC_WEIGHT * traffic.get(v, 0)) for v in values}
     big = n * (len(order) + 2) + 1  # bytes dominate; the tie-break only orders equal cuts
-    inf = big * (1 + sum(v.type.nbytes for v in values)) + 1
+    inf = big * (1 + sum(v.type.nbytes for v in values) + sum(price.values())) + 1
     g = _Graph(2 * n + 2)
     src, sink = 2 * n, 2 * n + 1
     for v, i in index.items():
@@ -267,6 +368,8 @@ def _cut(fwd, residuals, free, pinned, banned_fn, order):
         if op is None or v in pinned or banned_fn(op):
             g.edge(src, 2 * i, inf)  # made in the forward pass: available only if saved
         else:
+            if price[v]:
+                g.edge(src, 2 * i, price[v] * big)  # cut when v is recomputed
             for u in dict.fromkeys(op.operands):
                 g.edge(2 * index[u] + 1, 2 * i, inf)
     for r in dict.fromkeys(residuals):
@@ -282,6 +385,7 @@ def plan(
     free: Collection[Value] = (),
     pinned: Collection[Value] = (),
     budget: float | None = None,
+    uses: dict | None = None,
 ) -> Plan:
     """Decide which values of `fwd` the forward pass saves for the backward pass.
 
@@ -292,6 +396,8 @@ def plan(
         pinned: residuals that must be saved as they are (a user's checkpoint policy).
         budget: None for the automatic plan (recompute only cheap ops), else the most bytes
             to save as a fraction of the save-everything bytes (1.0 saves everything).
+        uses: `backward_uses` of the residuals: how the backward pass reads them, which
+            decides whether a recomputation fuses into its reader or costs a kernel.
     Returns:
         The `Plan`.
     """
@@ -302,14 +408,19 @@ def plan(
     if budget is not None and budget >= 1.0:
         return Plan(residuals, [], [], all_bytes, all_bytes)
 
-    def cut_with(unbanned: set):
+    traffic = recompute_traffic(fwd, uses)
+
+    def cut_with(unbanned: set, traffic=None):
         def banned(op):
             return not (recomputable(op) or op in unbanned)
 
-        saved = _cut(fwd, residuals, free, pinned, banned, order)
+        saved = _cut(fwd, residuals, free, pinned, banned, order, traffic)
         return saved, sum(v.type.nbytes for v in saved if v not in free)
 
-    saved, nbytes = cut_with(set())
+    saved, nbytes = cut_with(set(), traffic)
+    if budget is not None and nbytes > budget * all_bytes:
+        # a budget asks for memory first: bytes alone, then expensive ops recomputed too
+        saved, nbytes = cut_with(set())
     if budget is not None and nbytes > budget * all_bytes:
         # expensive ops become recomputable cheapest-first until the cut fits the budget
         cands = [op for op in fwd.ops if not recomputable(op) and _may_recompute(op)]
@@ -381,6 +492,32 @@ def groups(p: Plan) -> list[Group]:
         made = {r for op in ops for r in op.results}
         inputs = list(dict.fromkeys(u for op in ops for u in op.operands if u not in made))
         out.append(Group(inputs, ops))
+    return out
+
+
+def chains(p: Plan) -> dict[Value, Group]:
+    """Per recomputed residual, the `Group` of the plan's ops that rebuild it alone.
+
+    The backward pass makes each residual by its own chain behind its own barrier, so a
+    recomputation shared by several residuals (the exp under a softmax's probabilities and
+    its derivative) is made once per residual, each copy fusing into the kernel that reads
+    it, instead of once into memory that every reader then reads back."""
+    made = {r: op for op in p.ops for r in op.results}
+    order = {op: k for k, op in enumerate(p.ops)}
+    out: dict[Value, Group] = {}
+    for r in p.recomputed:
+        need: set = set()
+        stack = [r]
+        while stack:
+            op = made.get(stack.pop())
+            if op is None or op in need:
+                continue
+            need.add(op)
+            stack.extend(op.operands)
+        ops = sorted(need, key=order.__getitem__)
+        made_here = {v for op in ops for v in op.results}
+        inputs = list(dict.fromkeys(u for op in ops for u in op.operands if u not in made_here))
+        out[r] = Group(inputs, ops)
     return out
 
 
@@ -488,7 +625,10 @@ __all__ = [
     "Record",
     "Residual",
     "Settings",
+    "TRAFFIC_WEIGHT",
     "active_settings",
+    "backward_uses",
+    "chains",
     "check_budget",
     "collecting",
     "describer",
@@ -496,6 +636,7 @@ __all__ = [
     "plan",
     "record",
     "recomputable",
+    "recompute_traffic",
     "rewrite",
     "save_everything",
     "settings",

@@ -96,10 +96,11 @@ class RematLinear(LinearFunction):
     """A `LinearFunction` whose transposition recomputes dropped residuals on demand.
 
     `fn` (used by `apply`) recomputes them first thing; `transpose` instead runs the linear
-    program as it was recorded and makes each group of recomputed residuals when the
-    backward pass first reads one, behind an `optimization_barrier` that also takes the
-    cotangent flowing there: the recomputation then depends on the backward pass, so no
-    compiler (ours or XLA's) can move it into the forward pass or merge it with it. It also
+    program as it was recorded and makes each recomputed residual (by its own chain of ops,
+    `remat.chains`) when the backward pass first reads it, behind an `optimization_barrier`
+    that also takes the cotangent flowing there: the recomputation then depends on the
+    backward pass, so no compiler (ours or XLA's) can move it into the forward pass or merge
+    it with it, nor merge two residuals' chains into one array in memory. It also
     marks which saved residuals the backward pass reads (the others are left for DCE).
     """
 
@@ -117,22 +118,17 @@ class RematLinear(LinearFunction):
         saved = dict(zip(plan.saved, self.residuals[: self.num_saved]))
         external = self.residuals[self.num_saved :]
         args = [None] * nt + [saved.get(r) for r in residuals] + list(external)
-        groups = rp.groups(plan)
-        owner = {r: g for g in range(len(groups)) for op in groups[g].ops for r in op.results}
-        made: dict = {}
+        chains = rp.chains(plan)
 
         def maker(r):
             def make(ct):
-                k = owner[r]
-                if k not in made:
-                    g = groups[k]
-                    ins = [saved[u] for u in g.inputs]
-                    if ins:
-                        tail = [] if ct is None else [ct]
-                        outs = bind("optimization_barrier", *ins, *tail)
-                        ins, ct = outs[: len(ins)], (outs[-1] if tail else None)
-                    made[k] = _bind_ops(g.ops, dict(zip(g.inputs, ins)))
-                return made[k][r], ct
+                g = chains[r]
+                ins = [saved[u] for u in g.inputs]
+                if ins:
+                    tail = [] if ct is None else [ct]
+                    outs = bind("optimization_barrier", *ins, *tail)
+                    ins, ct = outs[: len(ins)], (outs[-1] if tail else None)
+                return _bind_ops(g.ops, dict(zip(g.inputs, ins)))[r], ct
 
             return make
 
@@ -216,7 +212,8 @@ def linearize(fn: Function, primals, nonzero, *, where: str = "grad", param_name
     free = set(F.params) | set(out_values)
     if s.enabled:
         pinned = _pinned_values(pins, F)
-        plan = rp.plan(F, n_out, free=free, pinned=pinned, budget=s.budget)
+        uses = rp.backward_uses(L, nt, F.results[n_out:])
+        plan = rp.plan(F, n_out, free=free, pinned=pinned, budget=s.budget, uses=uses)
     else:
         plan = rp.save_everything(F, n_out, free)
     F2, L2 = F, L
@@ -297,7 +294,9 @@ def rematerialize_scan(make_split, num_consts: int, num_carry: int, length: int)
     # loop constants are passed once and slices of xs read from xs: neither is copied
     free = set(F.params[:num_consts]) | set(F.params[num_consts + num_carry :])
     if s.enabled:
-        plan = rp.plan(F, n_out, free=free, pinned=_pinned_values(pins, F), budget=s.budget)
+        uses = rp.backward_uses(split.linear, split.num_tangents, F.results[n_out:])
+        pinned = _pinned_values(pins, F)
+        plan = rp.plan(F, n_out, free=free, pinned=pinned, budget=s.budget, uses=uses)
     else:
         plan = rp.save_everything(F, n_out, free)
 
