@@ -9,18 +9,19 @@
   batched program is slower than the loop (jax-ml/jax model ensembles: vmap 4.92 ms,
   lax.map 1.71 ms) or where a batched `cond` must run every branch for everyone.
 - "auto": the faster of the two, measured once per traced program, argument shapes and
-  device kind: both forms are compiled on their own and timed (a warm-up call, then up to
-  five calls, within `config.vmap_measure_s` seconds in all, at least one timed call each);
-  the choice is cached and `explain` reports it with both times. With
+  device kind: both forms are compiled on their own and timed in interleaved rounds within
+  about `config.vmap_measure_s` seconds (at least a warm-up and a few calls each, however
+  slow); the choice is cached and `explain` reports it with both times. With
   `vmap_measure_s = 0` nothing is measured and "auto" is "batched".
 
-The measurement runs on the call's own arguments when vmap is called on arrays, and under
-`jit` (where no values exist yet) on made-up ones of the same shapes: normal floats, zero
-integers and booleans. A program whose cost depends on its data (a `while_loop`'s trip
-count, which branch of a `cond` runs) is judged on that data; `lowering="batched"` or
-`"loop"` fixes the choice where the made-up data would mislead. A function with a
-collective over the vmapped axis (`psum(x, axis_name)`) needs every example at once and is
-always batched.
+The measurement runs on the call's own arguments: the arrays vmap is called on, or under
+`jit(vmap(f))` the arrays of the jit call being compiled. Where an input has no value yet
+(an intermediate of a larger jitted program, `lower()` on shapes) it runs on made-up inputs
+of the same shapes: normal floats, zero integers and booleans. A program whose cost
+depends on its data (a `while_loop`'s trip count, which branch of a `cond` runs) is judged
+on that data; `lowering="batched"` or `"loop"` fixes the choice where made-up data would
+mislead. A function with a collective over the vmapped axis (`psum(x, axis_name)`) needs
+every example at once and is always batched.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 
 from purejit.backend import pjrt
 from purejit.compiler import ArgSpec, JitConfig, lower
+from purejit.compiler.lower import concrete_input
 from purejit.config import config
 from purejit.ir import Function, print_function
 from purejit.runtime import Array, as_array
@@ -168,28 +170,46 @@ def _block(out):
         leaf.block_until_ready()
 
 
-def _seconds_per_call(compiled, inputs, budget: float) -> float:
-    """The best of up to five timed calls after a warm-up, within about `budget` seconds."""
-    _block(compiled.run(inputs))
-    best, spent = float("inf"), 0.0
-    for _ in range(5):
-        t0 = time.perf_counter()
-        _block(compiled.run(inputs))
-        dt = time.perf_counter() - t0
-        best, spent = min(best, dt), spent + dt
-        if spent + dt > budget:
-            break
-    return best
+def _calls(compiled, inputs, n: int) -> float:
+    """Seconds per call over `n` calls between two synchronisations."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        out = compiled.run(inputs)
+    _block(out)
+    return (time.perf_counter() - t0) / n
+
+
+ROUNDS = 5
 
 
 def measure(forms: dict[str, Callable], avals, inputs, budget: float, what: str) -> Choice:
     """Compile each of `forms` (name -> function of flat arrays) for `avals`, time it on
-    `inputs` and pick the fastest (ties go to "batched")."""
+    `inputs` and pick the fastest ("batched" unless "loop" is faster).
+
+    Each form is warmed up and timed once, then `ROUNDS` rounds time every form in turn
+    (so a busy machine slows them alike), each over as many calls as fit in its share of
+    `budget` (at least one); the best round counts."""
     with notes.paused():  # the measured copies must not report into explain
         compiled = {k: _standalone(f, avals, f"vmap_{k}") for k, f in forms.items()}
-    times = {k: _seconds_per_call(c, inputs, budget / len(forms)) for k, c in compiled.items()}
+    one = {}
+    for k, c in compiled.items():
+        _block(c.run(inputs))
+        one[k] = max(_calls(c, inputs, 1), 1e-7)
+    share = budget / (ROUNDS * len(forms))
+    times = dict.fromkeys(compiled, float("inf"))
+    for _ in range(ROUNDS):
+        for k, c in compiled.items():
+            n = int(min(max(share / one[k], 1), 1000))
+            times[k] = min(times[k], _calls(c, inputs, n))
     pick = "loop" if times["loop"] < times["batched"] else "batched"
     return Choice(pick, times["batched"], times["loop"], what)
+
+
+def _known(x) -> Array | None:
+    """The array `x` is, or stands for as an input of the jit call being compiled."""
+    if type(x) is Array or isinstance(x, (np.ndarray, np.generic)):
+        return as_array(x)
+    return concrete_input(x)
 
 
 def choose(key: tuple, forms: dict[str, Callable], args: Sequence) -> Choice:
@@ -202,9 +222,9 @@ def choose(key: tuple, forms: dict[str, Callable], args: Sequence) -> Choice:
     if budget <= 0:
         return Choice("batched", reason="measurement disabled: vmap_measure_s is 0")
     avals = [aval_of(a) for a in args]
-    concrete = all(type(a) is Array or isinstance(a, (np.ndarray, np.generic)) for a in args)
-    if concrete:
-        inputs, what = [as_array(a) for a in args], "the call's arguments"
+    known = [_known(a) for a in args]
+    if all(k is not None for k in known):
+        inputs, what = known, "the call's arguments"
     else:
         rng = np.random.default_rng(0)
         inputs, what = [made_up(a, rng) for a in avals], "made-up inputs of the same shapes"

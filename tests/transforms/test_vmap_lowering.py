@@ -193,25 +193,26 @@ def test_auto_measures_once_caches_and_reports(monkeypatch):
     monkeypatch.setitem(config._values, "vmap_measure_s", 0.05)
     p, x = ENSEMBLE
     f = lambda p, x: _mlp(pnp, p, x)  # noqa: E731
-    ex = purejit.explain(purejit.jit(purejit.vmap(f, in_axes=(0, None), lowering="auto")), p, x)
-    (note,) = [t for t in ex.transforms if "auto chose" in t]
-    assert "measured on made-up inputs" in note and "batched" in note and "loop" in note
+    want = jax.vmap(lambda p, x: _mlp(jnp, p, x), in_axes=(0, None))(p, x)
+    # jit(vmap(f)) measures on the arrays of the call being compiled
+    g = purejit.jit(purejit.vmap(f, in_axes=(0, None), lowering="auto"))
+    np.testing.assert_allclose(np.asarray(g(p, x)), np.asarray(want), rtol=1e-5, atol=1e-5)
     assert len(calls) == 1 and len(vmap_lowering.CHOICES) == 1
     (choice,) = vmap_lowering.CHOICES.values()
+    assert choice.reason == "the call's arguments"
     assert choice.lowering in ("batched", "loop") and choice.batched_s > 0 and choice.loop_s > 0
-    # a new jitted function of the same program and shapes reuses the measurement
-    g = purejit.jit(purejit.vmap(f, in_axes=(0, None), lowering="auto"))
-    np.testing.assert_allclose(
-        np.asarray(g(p, x)),
-        np.asarray(jax.vmap(lambda p, x: _mlp(jnp, p, x), in_axes=(0, None))(p, x)),
-        rtol=1e-5,
-        atol=1e-5,
-    )
+    # another jitted function of the same program and shapes reuses it; explain reports it
+    h = purejit.jit(purejit.vmap(f, in_axes=(0, None), lowering="auto"))
+    ex = purejit.explain(h, p, x)
+    (note,) = [t for t in ex.transforms if "auto chose" in t]
+    assert f"auto chose {choice.lowering} (measured on the call's arguments: batched" in note
+    np.testing.assert_allclose(np.asarray(h(p, x)), np.asarray(want), rtol=1e-5, atol=1e-5)
     assert len(calls) == 1
-    # eager vmap measures on the call's own arguments (another shape: another choice)
-    purejit.vmap(f, in_axes=(0, None), lowering="auto")(p, x[:2])
+    # lowering on shapes alone (another batch size: another choice) measures made-up inputs
+    spec = jax.ShapeDtypeStruct((2, 6), np.float32)
+    h.lower(p, spec)
     assert len(calls) == 2
-    assert any(c.reason == "the call's arguments" for c in vmap_lowering.CHOICES.values())
+    assert any(c.reason.startswith("made-up inputs") for c in vmap_lowering.CHOICES.values())
 
 
 def test_auto_without_measurement_is_batched(monkeypatch):
