@@ -1,7 +1,8 @@
 """The dispatch fast path of `purejit.jit` (`Compiled.fast_key_for` / `call_fast`).
 
-A call whose positional arguments are purejit Arrays or NumPy arrays, with exactly the
-shapes, dtypes and weak types of a compiled signature, skips the signature; everything that
+A call whose positional arguments are purejit Arrays or NumPy arrays (alone or in plain
+tuples, lists, dicts and Nones), with exactly the tree, shapes, dtypes and weak types of a
+compiled signature, skips the signature; everything that
 makes the slow path safe must still hold: dtypes are never reinterpreted, weak types and
 64-bit canonicalisation pick their own programs, donation deletes its input, cache counters
 count, and the transfer falls back to `jax.device_put` where jaxlib lacks the C++ one.
