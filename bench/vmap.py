@@ -8,6 +8,9 @@ examples:
     per-example grads   the gradient of an MLP's loss for every example of a batch (needs
                         `purejit.grad`; skipped, and said so, until it exists)
     ensemble            16 MLPs with stacked parameters applied to one shared batch
+    ensemble, bigger models
+                        8 wider MLPs on one batch: on CPU a loop over the members
+                        (`lax.map`) beats JAX's batched program, as in JAX's issues
     Newton while_loop   Newton's method for a cube root, one vector per example; each
                         example stops at its own tolerance (batched: as long as the slowest)
     cond, one expensive branch
@@ -18,10 +21,12 @@ examples:
                         the same program when every example takes the cheap branch
 
 Forms timed (steady state, warm-up then many calls between two synchronisations, best of
-`--repeats`): `jit(vmap(f))` for purejit and JAX, `jit(lambda: lax.map(f, xs))` for both, and
-a Python loop calling `jit(f)` once per example (purejit, JAX). Ratios are to jax.vmap in the
-same process (below 1: faster). Writes `vmap_<platform>.md` and `vmap_<platform>.png` to
-`--out`. Speed is reported, never asserted.
+`--repeats`): purejit's `jit(vmap(f, lowering=...))` with each lowering ("batched": a rule
+per op, "loop": a scan over the examples, "auto": the faster of the two, measured once when
+first compiled), `jax.jit(jax.vmap(f))`, `jit(lambda: lax.map(f, xs))` for both, and a
+Python loop calling `jit(f)` once per example (purejit, JAX; `--no-python-loop` skips it).
+Ratios are to jax.vmap in the same process (below 1: faster). Writes `vmap_<platform>.md` and
+`vmap_<platform>.png` to `--out`. Speed is reported, never asserted.
 """
 
 from __future__ import annotations
@@ -29,13 +34,23 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import time
 
 import numpy as np
 
 from bench.run import _block
 
-FORMS = ["purejit vmap", "jax.vmap", "purejit lax.map", "jax lax.map", "purejit loop", "jax loop"]
+FORMS = [
+    "purejit batched",
+    "purejit loop",
+    "purejit auto",
+    "jax.vmap",
+    "purejit lax.map",
+    "jax lax.map",
+    "purejit python loop",
+    "jax python loop",
+]
 
 
 def _mlp(xp, params, x):
@@ -70,22 +85,26 @@ def per_example_grads(size):
     return make, (params, x, y), (None, 0, 0), name
 
 
-def ensemble(size):
+def ensemble(size, members: int = 16, out: int = 8, what: str = "ensemble of"):
     d, h, batch = size
-    members = 16
 
     def make(xp, lax, vmap, grad):
         return lambda params, x: _mlp(xp, params, x)
 
     rng = np.random.default_rng(1)
-    params = _layers(rng, [d, h, h, 8], lead=(members,))
+    params = _layers(rng, [d, h, h, out], lead=(members,))
     x = rng.normal(size=(batch, d)).astype(np.float32)
     return (
         make,
         (params, x),
         (0, None),
-        f"ensemble of {members} MLPs ({d}-{h}-{h}-8, batch {batch})",
+        f"{what} {members} MLPs ({d}-{h}-{h}-{out}, batch {batch})",
     )
+
+
+def big_ensemble(size):
+    d, h, out, batch = size
+    return ensemble((d, h, batch), members=8, out=out, what="ensemble of bigger models:")
 
 
 def newton(size):
@@ -140,10 +159,25 @@ def expensive_cond(size, uniform: bool = False):
 
 def _sizes(platform: str, quick: bool):
     if platform != "cpu":
-        return {"mlp": (256, 512, 512), "newton": (4096, 256), "cond": (512, 8, 256)}
+        return {
+            "mlp": (256, 512, 512),
+            "big": (1024, 4096, 1024, 256),
+            "newton": (4096, 256),
+            "cond": (512, 8, 256),
+        }
     if quick:
-        return {"mlp": (16, 32, 16), "newton": (64, 16), "cond": (32, 2, 16)}
-    return {"mlp": (64, 128, 64), "newton": (512, 64), "cond": (128, 4, 64)}
+        return {
+            "mlp": (16, 32, 16),
+            "big": (32, 64, 32, 8),
+            "newton": (64, 16),
+            "cond": (32, 2, 16),
+        }
+    return {
+        "mlp": (64, 128, 64),
+        "big": (512, 1024, 512, 64),
+        "newton": (512, 64),
+        "cond": (128, 4, 64),
+    }
 
 
 def _examples(args, axes, k):
@@ -156,7 +190,7 @@ def _examples(args, axes, k):
     ]
 
 
-def _forms(make, args, axes, batch):
+def _forms(make, args, axes, batch, python_loop: bool = True):
     """{form: (function, its arguments)} for every form that can run."""
     import jax
     import jax.numpy as jnp
@@ -176,8 +210,11 @@ def _forms(make, args, axes, batch):
             continue
         f = make(xp, lax, vmap, grad)
         dev = tmap(lambda a: xp.asarray(a) + 0 if side == "purejit" else jax.device_put(a), args)
-        name = "jax.vmap" if side == "jax" else "purejit vmap"
-        out[name] = (jit(vmap(f, in_axes=axes)), dev)
+        if side == "jax":
+            out["jax.vmap"] = (jit(vmap(f, in_axes=axes)), dev)
+        else:
+            for how in ("batched", "loop", "auto"):
+                out[f"purejit {how}"] = (jit(vmap(f, in_axes=axes, lowering=how)), dev)
         mapped = [i for i, ax in enumerate(axes) if ax is not None]
 
         def via_map(*a, f=f, lax=lax, mapped=mapped):
@@ -190,13 +227,15 @@ def _forms(make, args, axes, batch):
             return lax.map(one, [a[i] for i in mapped])
 
         out[f"{side} lax.map"] = (jit(via_map), dev)
+        if not python_loop:
+            continue
         jf = jit(f)
         examples = [_examples(dev, axes, k) for k in range(batch)]
 
         def loop(*_, jf=jf, examples=examples):
             return [jf(*e) for e in examples]
 
-        out[f"{side} loop"] = (loop, ())
+        out[f"{side} python loop"] = (loop, ())
     return out
 
 
@@ -223,13 +262,16 @@ def interleaved(forms: dict, budget: float, repeats: int) -> dict:
     return best
 
 
-def run(platform: str, quick: bool, budget: float, repeats: int):
+def run(platform: str, quick: bool, budget: float, repeats: int, python_loop: bool = True):
     import jax
+
+    from purejit.transforms import vmap_lowering
 
     s = _sizes(platform, quick)
     workloads = [
         (per_example_grads, s["mlp"], {}),
         (ensemble, s["mlp"], {}),
+        (big_ensemble, s["big"], {}),
         (newton, s["newton"], {}),
         (expensive_cond, s["cond"], {}),
         (expensive_cond, s["cond"], {"uniform": True}),
@@ -242,42 +284,58 @@ def run(platform: str, quick: bool, budget: float, repeats: int):
             for a, ax in zip(args, axes)
             if ax is not None
         )
-        forms = _forms(make, args, axes, batch)
-        if "purejit vmap" not in forms:
+        forms = _forms(make, args, axes, batch, python_loop)
+        if "purejit batched" not in forms:
             rows.append((name, {}, "needs purejit.grad (not in this build)"))
             print(f"# {name}: skipped (needs purejit.grad)", flush=True)
             continue
+        vmap_lowering.CHOICES.clear()
         ref = forms["jax.vmap"][0](*forms["jax.vmap"][1])
-        got = forms["purejit vmap"][0](*forms["purejit vmap"][1])
-        for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(ref)):
-            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-3, atol=2e-3)
+        for how in ("batched", "loop", "auto"):
+            fn, dev = forms[f"purejit {how}"]
+            got = fn(*dev)  # auto measures both lowerings here, on its first call
+            for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(ref)):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-3, atol=2e-3)
+        choice = "/".join(c.lowering for c in vmap_lowering.CHOICES.values()) or "?"
         times = interleaved(forms, budget, repeats)
-        rows.append((name, times, ""))
-        ratio = times["purejit vmap"] / times["jax.vmap"]
-        print(f"# {name}: purejit vmap {ratio:.2f}x of jax.vmap", flush=True)
+        rows.append((name, times, choice))
+        r = {k: times[k] / times["jax.vmap"] for k in times}
+        print(
+            f"# {name}: purejit batched {r['purejit batched']:.2f}x, loop "
+            f"{r['purejit loop']:.2f}x, auto {r['purejit auto']:.2f}x ({choice}) of jax.vmap; "
+            f"jax lax.map {r['jax lax.map']:.2f}x",
+            flush=True,
+        )
     return rows
 
 
-def report(rows, platform: str, device: str, load: str = "") -> str:
+def _gm(xs) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def report(rows, platform: str, device: str, load: str = "", command: str = "") -> str:
+    forms = [f for f in FORMS if any(f in r[1] for r in rows)]
     lines = [
         f"# vmap on {platform} ({device})",
         "",
         *([load, ""] if load else []),
         "Steady-state time per call as a ratio to `jax.jit(jax.vmap(f))` in the same process "
-        "(lower is better); the jax.vmap column is the absolute time. Reproduce with "
-        "`python -m bench.vmap --out docs/benchmarks`.",
+        "(lower is better); the jax.vmap column is the absolute time. purejit's lowerings: "
+        "`batched` (a batching rule per op), `loop` (a scan over the examples), `auto` (the "
+        "faster of the two, measured once at the first call; its choice in the last column). "
+        f"Reproduce with `{command or 'python -m bench.vmap --out docs/benchmarks'}`.",
         "",
-        "| workload | " + " | ".join(FORMS) + " |",
-        "|---|" + "---:|" * len(FORMS),
+        "| workload | " + " | ".join(forms) + " | auto chose |",
+        "|---|" + "---:|" * len(forms) + "---|",
     ]
-    ratios = []
+    batched, auto, vs_own, vs_jax = [], [], [], []
     for name, times, note in rows:
         if not times:
-            lines.append(f"| {name} | " + " | ".join([note] + [""] * (len(FORMS) - 1)) + " |")
+            lines.append(f"| {name} | " + " | ".join([note] + [""] * len(forms)) + " |")
             continue
         ref = times["jax.vmap"]
         cells = []
-        for f in FORMS:
+        for f in forms:
             t = times.get(f)
             if t is None:
                 cells.append("")
@@ -285,14 +343,22 @@ def report(rows, platform: str, device: str, load: str = "") -> str:
                 cells.append(f"{t * 1e3:.3f} ms")
             else:
                 cells.append(f"{t / ref:.2f}x")
-        ratios.append(times["purejit vmap"] / ref)
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    if ratios:
-        gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        batched.append(times["purejit batched"] / ref)
+        auto.append(times["purejit auto"] / ref)
+        vs_own.append(times["purejit auto"] / min(times["purejit batched"], times["purejit loop"]))
+        vs_jax.append(times["purejit auto"] / min(ref, times["jax lax.map"]))
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {note} |")
+    if auto:
         lines += [
             "",
-            f"purejit vmap against jax.vmap: geometric mean {gm:.2f}x, worst "
-            f"{max(ratios):.2f}x (goal: every workload <= 1.00x, geometric mean <= 0.98x).",
+            f"- purejit batched against jax.vmap: geometric mean {_gm(batched):.2f}x, worst "
+            f"{max(batched):.2f}x.",
+            f"- purejit auto against jax.vmap: geometric mean {_gm(auto):.2f}x, worst "
+            f"{max(auto):.2f}x (goal: every workload <= 1.00x, geometric mean <= 0.98x).",
+            f"- purejit auto against the faster of purejit batched and loop: worst "
+            f"{max(vs_own):.2f}x (never losing to either form is 1.00x, up to timing noise).",
+            f"- purejit auto against the faster of jax.vmap and jax lax.map: geometric mean "
+            f"{_gm(vs_jax):.2f}x, worst {max(vs_jax):.2f}x.",
         ]
     return "\n".join(lines) + "\n"
 
@@ -304,9 +370,10 @@ def plot(rows, path: str, platform: str):
     import matplotlib.pyplot as plt
 
     rows = [r for r in rows if r[1]]
-    fig, ax = plt.subplots(figsize=(10, 4.5))
-    width = 0.8 / len(FORMS)
-    for k, f in enumerate(FORMS):
+    forms = [f for f in FORMS if all(f in r[1] for r in rows)]
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    width = 0.8 / len(forms)
+    for k, f in enumerate(forms):
         vals = [r[1][f] / r[1]["jax.vmap"] for r in rows]
         ax.bar(np.arange(len(rows)) + k * width, vals, width, label=f)
     ax.axhline(1.0, color="k", lw=0.8)
@@ -327,6 +394,9 @@ def main(argv=None):
     p.add_argument("--out", default=None, help="folder for vmap_<platform>.md and .png")
     p.add_argument("--budget", type=float, default=0.1, help="seconds per timed batch")
     p.add_argument("--repeats", type=int, default=7, help="rounds (each times every form)")
+    p.add_argument(
+        "--no-python-loop", action="store_true", help="skip the Python loops over jit(f)"
+    )
     a = p.parse_args(argv)
 
     import jax
@@ -334,7 +404,7 @@ def main(argv=None):
     dev = jax.devices()[0]
     platform = dev.platform
     before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    rows = run(platform, a.quick, a.budget, a.repeats)
+    rows = run(platform, a.quick, a.budget, a.repeats, not a.no_python_loop)
     load = ""
     if before is not None:
         load = (
@@ -342,7 +412,8 @@ def main(argv=None):
             f"after the run, on {os.cpu_count()} cores: far above the core count, absolute "
             "times are noisy; the forms are timed in interleaved rounds so load hits them alike."
         )
-    text = report(rows, platform, dev.device_kind, load)
+    command = "python -m bench.vmap " + " ".join(argv if argv is not None else sys.argv[1:])
+    text = report(rows, platform, dev.device_kind, load, command.strip())
     print("\n" + text)
     if a.out:
         os.makedirs(a.out, exist_ok=True)

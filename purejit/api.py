@@ -13,7 +13,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from purejit.compiler import CacheStats, Compiled, Lowered
-from purejit.compiler.compiled import fast_key
+from purejit.compiler.compiled import fast_flatten
 from purejit.compiler.buckets import Buckets
 from purejit.compiler.explain import Explanation, explain_lowered
 from purejit.compiler.donation import normalize_donation
@@ -169,20 +169,21 @@ class Jitted:
             self._fast.clear()
             self._fast_context = config.trace_context
         if not kwargs and self._fast_ok:
-            # fast path: positional purejit Arrays and NumPy arrays whose (shape, dtype,
-            # weak type) exactly match a compiled signature (see `Compiled.fast_key`)
-            key = fast_key(args)
-            if key is not None:
-                compiled = self._fast.get(key)
+            # fast path: positional purejit Arrays and NumPy arrays (in plain tuples, lists
+            # and dicts) whose tree, shapes, dtypes and weak types exactly match a compiled
+            # signature (see `Compiled.fast_key_for`)
+            flat = fast_flatten(args)
+            if flat is not None:
+                compiled = self._fast.get(flat[0])
                 if compiled is not None:
                     self.stats.hits += 1
-                    return compiled.call_fast(args, key)
+                    return compiled.call_fast(flat[1])
         sig = self.spec.signature(args, kwargs)
         if self._buckets is not None:
             return self._buckets.call(self, sig)
         compiled = self.compile_signature(sig)
         if self._fast_ok and not kwargs:
-            key = compiled.fast_key_for(args, sig.avals)
+            key = compiled.fast_key_for(args, sig.leaves, sig.avals)
             if key is not None:
                 self._fast[key] = compiled
         return compiled.run_arrays(sig.leaves, sig.avals)

@@ -42,6 +42,11 @@ class _Config:
             # automatic plan, or the fraction of the save-everything residual bytes to keep
             "remat": os.environ.get("PUREJIT_REMAT", "1") not in ("0", "false", "False"),
             "remat_budget": None,
+            # how purejit.vmap lowers: "batched" (JAX's), "loop" (a scan over the examples)
+            # or "auto" (the faster, measured once per program within vmap_measure_s seconds;
+            # 0 measures nothing and "auto" is "batched")
+            "vmap_lowering": os.environ.get("PUREJIT_VMAP_LOWERING") or "batched",
+            "vmap_measure_s": float(os.environ.get("PUREJIT_VMAP_MEASURE_S") or 1.0),
         }
         self._local = threading.local()
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}

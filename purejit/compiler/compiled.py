@@ -48,20 +48,24 @@ class Compiled:
             avals.append(a.aval)
         return self.run_arrays(arrays, avals)
 
-    def fast_key_for(self, args: tuple, avals: Sequence[ShapedArray]) -> tuple | None:
-        """The `fast_key` under which a call with these positional `args` may skip the
-        signature next time, or None when it must not.
+    def fast_key_for(self, args: tuple, sig_leaves: Sequence, avals: Sequence[ShapedArray]):
+        """The `fast_flatten` key under which a call with these positional `args` may skip
+        the signature next time, or None when it must not.
 
-        Each argument must be one leaf whose abstract value the signature kept unchanged: a
-        purejit Array (its aval is the key), or a NumPy array of a dtype narrower than 64
+        Each leaf must be one whose abstract value the signature kept unchanged: a purejit
+        Array (its aval is the key, and the signature kept the very same object, which also
+        proves both flattened in the same order), or a NumPy array of a dtype narrower than 64
         bits (never weak, never canonicalised, so its shape and dtype are the key) for a
         one-device program without donation."""
-        key = fast_key(args)
-        if key is None or len(key) != len(avals):
+        flat = fast_flatten(args)
+        if flat is None:
             return None
-        for a, k, want in zip(args, key, avals):
+        key, leaves = flat
+        if len(leaves) != len(avals):
+            return None
+        for a, given, want in zip(leaves, sig_leaves, avals):
             if type(a) is Array:
-                if k != want:
+                if a is not given or a.aval != want:
                     return None
             elif (
                 not self.plain
@@ -73,16 +77,17 @@ class Compiled:
                 return None
         return key
 
-    def call_fast(self, args: tuple, key: tuple):
-        """Run on positional arguments whose `fast_key` was registered by `fast_key_for`:
-        their shapes, dtypes and weak types are exactly this executable's parameters."""
+    def call_fast(self, leaves: list):
+        """Run on the leaves of positional arguments whose `fast_flatten` key was registered
+        by `fast_key_for`: their shapes, dtypes and weak types are exactly this executable's
+        parameters."""
         if self.plain:
-            bufs = [a.buffer if type(a) is Array else pjrt.to_device(a) for a in args]
+            bufs = [a.buffer if type(a) is Array else pjrt.to_device(a) for a in leaves]
             outs = self.exe.execute_unchecked(bufs)
             if self.single_output:
                 return Array.from_buffer(outs[0], self.out_avals[0])
             return self.wrap(outs)
-        return self.run_arrays(args, key)  # donation: only purejit Arrays get here
+        return self.run_arrays(leaves, [a.aval for a in leaves])  # donation: Arrays only
 
     def run(self, leaves: Sequence):
         """Execute on array-likes (converted here)."""
@@ -129,19 +134,49 @@ class Compiled:
         return self.exe.hlo_text()
 
 
-def fast_key(args: tuple) -> tuple | None:
-    """The key of a call's positional arguments on the fast path: each purejit Array's aval
-    and each NumPy array's (shape, dtype); None when any argument is something else."""
-    key = []
+def fast_flatten(args: tuple) -> tuple[tuple, list] | None:
+    """The key and the leaves of a call's positional arguments on the fast path, or None when
+    some argument holds anything but purejit Arrays and NumPy arrays in plain tuples, lists,
+    dicts and Nones.
+
+    The key holds each purejit Array's aval, each NumPy array's (shape, dtype) and, for each
+    container, its type and length (a dict: its sorted keys), so it names the tree as well as
+    the leaves; the leaves come in `tree_flatten`'s order (a dict's values by sorted key)."""
+    key: list = []
+    leaves: list = []
     for a in args:
-        t = type(a)
-        if t is Array:
-            key.append(a.aval)
-        elif t is np.ndarray:
-            key.append((a.shape, a.dtype))
-        else:
+        if not _flatten_into(a, key, leaves):
             return None
-    return tuple(key)
+    return tuple(key), leaves
+
+
+def _flatten_into(x, key: list, leaves: list) -> bool:
+    t = type(x)
+    if t is Array:
+        key.append(x.aval)
+        leaves.append(x)
+    elif t is np.ndarray:
+        key.append((x.shape, x.dtype))
+        leaves.append(x)
+    elif t is tuple or t is list:
+        key.append((t, len(x)))
+        for c in x:
+            if not _flatten_into(c, key, leaves):
+                return False
+    elif t is dict:
+        try:
+            names = tuple(sorted(x))
+        except TypeError:
+            return False
+        key.append((dict, names))
+        for n in names:
+            if not _flatten_into(x[n], key, leaves):
+                return False
+    elif x is None:
+        key.append(None)
+    else:
+        return False
+    return True
 
 
 def _leaf_array(x, path: str, fname: str) -> Array:

@@ -184,12 +184,30 @@ def _gc_paused():
 
 _RETURNABLE = (Tracer, Array, np.ndarray, np.generic, int, float, complex)
 
+# one entry per jit trace in progress for a call with arrays: id(input tracer) -> (tracer,
+# the array it stands for in that call)
+_CONCRETE: list[dict] = []
+
+
+def concrete_input(x) -> Array | None:
+    """The array that `x`, an input tracer of a jit trace in progress, stands for in the
+    call being compiled; None for any other value or when the call had no arrays (`lower`
+    on shapes). What a transformation that measures (vmap's "auto") runs on."""
+    for known in reversed(_CONCRETE):
+        hit = known.get(id(x))
+        if hit is not None and hit[0] is x:
+            return hit[1]
+    return None
+
 
 def trace(jc: JitConfig, sig: CallSignature, avals: Sequence[ShapedArray] | None = None):
     """Trace `jc.fun` for `sig` (at `avals` if given). Returns `(Traced, out_tree)`."""
     out_tree_box = []
+    concrete = avals is None and all(type(x) is Array for x in sig.leaves)
 
     def flat_fun(*tracers):
+        if concrete:
+            _CONCRETE[-1].update({id(t): (t, x) for t, x in zip(tracers, sig.leaves)})
         args, kwargs = sig.rebuild(tracers)
         out = jc.fun(*args, **kwargs)
         leaves, out_tree = tree_flatten(out)
@@ -203,8 +221,14 @@ def trace(jc: JitConfig, sig: CallSignature, avals: Sequence[ShapedArray] | None
         out_tree_box.append(out_tree)
         return leaves
 
-    with remat.settings(jc.options.remat_settings()):
-        traced = trace_to_function(flat_fun, sig.avals if avals is None else avals, name=jc.name)
+    _CONCRETE.append({})
+    try:
+        with remat.settings(jc.options.remat_settings()):
+            traced = trace_to_function(
+                flat_fun, sig.avals if avals is None else avals, name=jc.name
+            )
+    finally:
+        _CONCRETE.pop()
     return traced, out_tree_box[0]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import dataclasses
 from typing import Any, Callable, Hashable
 
 import numpy as np
@@ -23,7 +24,23 @@ from purejit.lax import parallel
 from purejit.runtime import as_array
 from purejit.tracing import ShapedArray, Tracer, aval_of, bind1
 from purejit.transforms._ir_eval import trace_closed
-from purejit.transforms.batching import AxisData, batch_function, matchaxis, reduce_batch
+from purejit.transforms.batching import (
+    AxisData,
+    batch_function,
+    matchaxis,
+    moveaxis,
+    notes,
+    reduce_batch,
+)
+from purejit.transforms.vmap_lowering import (
+    check_lowering,
+    choice_key,
+    choose,
+    first_example,
+    loop_over_batch,
+    uses_axis,
+    varying_results,
+)
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
 
 _RETURNABLE = (Tracer, np.ndarray, np.generic, bool, int, float, complex)
@@ -139,6 +156,8 @@ def vmap(
     axis_size: int | None = None,
     spmd_axis_name: Hashable | tuple | None = None,
     sum_match: bool = False,
+    *,
+    lowering: str | None = None,
 ) -> Callable:
     """Vectorizing map: `fun` mapped over axes of its arguments (`jax.vmap`'s semantics).
 
@@ -155,6 +174,10 @@ def vmap(
         spmd_axis_name: not supported: purejit has no sharding constraints inside a
             program yet (raises NotImplementedError when given).
         sum_match: an output batched where `out_axes` says None is summed over the batch.
+        lowering: "batched" (a batching rule per op, as JAX), "loop" (a `scan` over the
+            examples, as `lax.map`) or "auto" (the faster of the two, measured once per
+            program and device kind); None takes `config.vmap_lowering` ("batched" unless
+            set). See `purejit/transforms/vmap_lowering.py`; `explain` reports the choice.
     Returns:
         The batched function.
     """
@@ -176,6 +199,7 @@ def vmap(
         )
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
+    mode = check_lowering(lowering)
     name = getattr(fun, "__name__", "fun")
 
     @functools.wraps(fun)
@@ -229,28 +253,86 @@ def vmap(
         axis = AxisData(size, axis_name)
         ins = [*leaves, *closed.captures]
         dims = [*axes, *[None] * len(closed.captures)]
-        outs, out_dims = batch_function(closed.fn, ins, dims, axis)
         dests = broadcast_axes(out_axes, out_tree, "out_axes")
+        dests = [
+            None if d is None else d % (len(a.shape) + 1) for d, a in zip(dests, closed.out_avals)
+        ]
+        job = _Job(name, closed.fn, closed.out_avals, out_tree, dims, dests, axis, sum_match)
+        how = _pick(mode, job, ins, errors.user_location())
+        return tree_unflatten(out_tree, job.run(how, ins))
+
+    return vmapped
+
+
+@dataclasses.dataclass
+class _Job:
+    """One vmapped call, traced: what either lowering needs to make its results."""
+
+    name: str
+    fn: Any  # the IR function of one example (inputs, then captures)
+    out_avals: list
+    out_tree: PyTreeDef
+    dims: list  # the mapped axis of each parameter of fn, or None
+    dests: list  # where each result's mapped axis goes (None: unmapped)
+    axis: AxisData
+    sum_match: bool
+
+    def run(self, how: str, ins: list) -> list:
+        """The results, out_axes applied, by lowering `how` ("batched" or "loop")."""
+        if how == "loop":
+            vary = varying_results(self.fn, self.dims)
+            outs = loop_over_batch(self.fn, ins, self.dims, self.axis.size)
+            srcs = [0 if v else None for v in vary]
+            outs = [o if v else first_example(o) for o, v in zip(outs, vary)]
+        else:
+            outs, srcs = batch_function(self.fn, ins, self.dims, self.axis)
         results = []
-        for k, (o, src, dst, aval) in enumerate(zip(outs, out_dims, dests, closed.out_avals)):
-            if dst is not None:
-                dst = dst % (len(aval.shape) + 1)
+        for k, (o, src, dst, aval) in enumerate(zip(outs, srcs, self.dests, self.out_avals)):
             if dst is None and src is not None:
-                if not sum_match:
-                    path = tree_paths(out_tree, "out_axes")[k]
+                if not self.sum_match:
+                    path = tree_paths(self.out_tree, "out_axes")[k]
+                    name = self.axis.name
                     raise ValueError(
                         f"vmap has mapped output but out_axes is None (at {path}): the output "
                         f"{aval.str_short()} varies over the mapped axis"
-                        + (f" {axis_name!r}" if axis_name is not None else "")
+                        + (f" {name!r}" if name is not None else "")
                     )
                 o, src = reduce_batch(o, src, "add"), None
-            o = matchaxis(axis, o, src, dst)
+            if how == "loop" and src is not None and dst is not None:
+                o = moveaxis(o, src, dst)
+            else:
+                o = matchaxis(self.axis, o, src, dst)
             if aval_of(o).weak_type != aval.weak_type:
                 o = bind1("convert", o, dtype=aval.dtype, weak=aval.weak_type)
             results.append(o)
-        return tree_unflatten(out_tree, results)
+        return results
 
-    return vmapped
+
+def _pick(mode: str, job: _Job, ins: list, loc) -> str:
+    """The lowering a call gets ("batched" or "loop"), reported for `explain`."""
+    if mode == "batched":
+        return "batched"
+    where = f"vmap of {job.name}{errors.at(loc)}"
+    if uses_axis(job.fn, job.axis.name):
+        notes.record(
+            f"{where}: batched, not a loop ({mode} asked): a collective over the vmapped axis "
+            f"{job.axis.name!r} needs every example at once"
+        )
+        return "batched"
+    if job.axis.size == 0:
+        return "batched"
+    if mode == "loop":
+        notes.record(f"{where} → loop over the {job.axis.size} examples (scan)")
+        return "loop"
+    forms = {
+        "batched": lambda *xs: job.run("batched", list(xs)),
+        "loop": lambda *xs: job.run("loop", list(xs)),
+    }
+    key = choice_key(job.fn, job.dims, job.dests, job.axis.size, (job.sum_match,))
+    choice = choose(key, forms, ins)
+    what = f"loop over the {job.axis.size} examples (scan)" if choice.lowering == "loop" else ""
+    notes.record(f"{where}: auto chose {choice.describe()}" + (f" → {what}" if what else ""))
+    return choice.lowering
 
 
 __all__ = ["broadcast_axes", "vmap"]

@@ -1,7 +1,8 @@
 """The dispatch fast path of `purejit.jit` (`Compiled.fast_key_for` / `call_fast`).
 
-A call whose positional arguments are purejit Arrays or NumPy arrays, with exactly the
-shapes, dtypes and weak types of a compiled signature, skips the signature; everything that
+A call whose positional arguments are purejit Arrays or NumPy arrays (alone or in plain
+tuples, lists, dicts and Nones), with exactly the tree, shapes, dtypes and weak types of a
+compiled signature, skips the signature; everything that
 makes the slow path safe must still hold: dtypes are never reinterpreted, weak types and
 64-bit canonicalisation pick their own programs, donation deletes its input, cache counters
 count, and the transfer falls back to `jax.device_put` where jaxlib lacks the C++ one.
@@ -113,3 +114,33 @@ def test_fast_put_matches_device_put():
     buf = dispatch.put(x, purejit.devices()[0], enable_x64=False)
     assert buf.shape == (2, 3) and buf.dtype == np.float16
     np.testing.assert_array_equal(np.asarray(buf), x)
+
+
+def test_pytrees_of_arrays_take_the_fast_path_with_their_tree_in_the_key():
+    f = purejit.jit(lambda p, x: (p["w"] @ x + p["b"][0], [x, None]))
+    w = pnp.asarray(np.eye(3, dtype=np.float32)) + 0
+    b = np.ones(3, np.float32)
+    x = pnp.asarray(np.arange(3, dtype=np.float32)) + 0
+    for _ in range(3):
+        out, (same, none) = f({"w": w, "b": (b,)}, x)
+        np.testing.assert_array_equal(np.asarray(out), np.arange(3) + 1)
+        assert same.shape == (3,) and none is None
+    assert f.stats.compiles == 1 and len(f._fast) == 1
+    # the same leaves in another tree (a list for the tuple, other dict keys) compile anew
+    np.testing.assert_array_equal(np.asarray(f({"w": w, "b": [b]}, x)[0]), np.arange(3) + 1)
+    with pytest.raises(KeyError):
+        f({"v": w, "b": (b,)}, x)
+    assert f.stats.compiles == 2 and len(f._fast) == 2
+    # a Python scalar in the tree goes through the signature
+    g = purejit.jit(lambda t: t[0] + t[1])
+    assert float(g((x, 1.0))[0]) == 1.0 and float(g((x, 1.0))[0]) == 1.0
+    assert not g._fast
+
+
+def test_fast_path_keeps_dict_leaves_in_sorted_key_order():
+    f = purejit.jit(lambda d: d["a"] - d["b"])
+    a = pnp.asarray(np.full(2, 5, np.float32)) + 0
+    b = pnp.asarray(np.full(2, 1, np.float32)) + 0
+    for d in ({"a": a, "b": b}, {"b": b, "a": a}, {"b": b, "a": a}):
+        np.testing.assert_array_equal(np.asarray(f(d)), [4, 4])
+    assert f.stats.compiles == 1 and len(f._fast) == 1

@@ -28,3 +28,15 @@ def record(text: str) -> None:
     for c in _collectors:
         if text not in c:
             c.append(text)
+
+
+@contextlib.contextmanager
+def paused():
+    """Record nothing in this block (work done on the side, e.g. programs compiled only to
+    be measured, must not report into the program being explained)."""
+    saved = _collectors[:]
+    _collectors.clear()
+    try:
+        yield
+    finally:
+        _collectors[:] = saved
