@@ -200,3 +200,26 @@ for _cls in (_Tracer, ndarray):
     _operators.install(_cls, _sys.modules[__name__])
 from purejit.numpy._convolve import convolve, correlate  # noqa: E402, F401
 from purejit.numpy import fft, linalg  # noqa: E402, F401
+from purejit.numpy._ufuncs_extra import (  # noqa: E402, F401
+    angle,
+    bitwise_count,
+    divmod,
+    fabs,
+    float_power,
+    fmax,
+    fmin,
+    frexp,
+    gcd,
+    i0,
+    iscomplex,
+    iscomplexobj,
+    isneginf,
+    isposinf,
+    isreal,
+    isrealobj,
+    lcm,
+    ldexp,
+    modf,
+    sort_complex,
+    spacing,
+)  # fmt: skip
