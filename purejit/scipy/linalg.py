@@ -210,3 +210,29 @@ def block_diag(*arrs):
         rows.append(concatenate(parts, axis=1))
         left += c
     return concatenate(rows, axis=0)
+
+
+from purejit.scipy._linalg_extra import (  # noqa: E402, F401
+    cholesky,
+    circulant,
+    companion,
+    convolution_matrix,
+    det,
+    dft,
+    eigh,
+    fiedler,
+    fiedler_companion,
+    hadamard,
+    hankel,
+    helmert,
+    hilbert,
+    inv,
+    invhilbert,
+    invpascal,
+    leslie,
+    pascal,
+    qr,
+    solve,
+    svd,
+    toeplitz,
+)  # fmt: skip

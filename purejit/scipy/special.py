@@ -7,6 +7,24 @@ below 1.2e-7 for every x: float32 accuracy, not float64's), digamma by the recur
 psi(x) = psi(x + 6) - sum 1/(x + k), the asymptotic series at x + 6 and reflection for
 x < 0.5. ndtri is sqrt(2) * erfinv(2p - 1), which loses relative accuracy for p below ~1e-3
 (JAX uses Cephes' rational approximations there).
+
+More functions, computed from existing ops:
+
+Closed forms: entr, rel_entr, kl_div, log_softmax, gammasgn, gamma, loggamma, betaln, beta,
+factorial, comb, poch, multigammaln, boxcox, boxcox1p, log_ndtr (the asymptotic series below
+the switch point, as jax.scipy); betaln is gammaln(a) + gammaln(b) - gammaln(a + b), which
+loses relative accuracy when a and b are both large (JAX corrects for that).
+
+Series and continued fractions (each to the dtype's precision):
+- i0e, i1e, i0, i1: the power series to |x| = 20, the asymptotic expansion beyond
+  (purejit.numpy._ufuncs_extra.bessel_ie);
+- gammainc, gammaincc: the series of P(a, x) for x < a + 1, Legendre's continued fraction of
+  Q(a, x) otherwise (Numerical Recipes 6.2), evaluated in a while loop until every element
+  has converged;
+- betainc: the continued fraction of I_x(a, b) (Numerical Recipes 6.4, modified Lentz), with
+  the symmetry I_x(a, b) = 1 - I_{1-x}(b, a) where x > (a + 1) / (a + b + 2);
+- zeta (Hurwitz, q given): Euler-Maclaurin summation with 10 direct terms and 12 Bernoulli
+  corrections; polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1, digamma for n = 0.
 """
 
 from __future__ import annotations
@@ -15,6 +33,7 @@ import math
 
 import numpy as np
 
+from purejit import errors
 from purejit import lax
 from purejit import nn as _nn
 from purejit.numpy._core import (
@@ -27,23 +46,55 @@ from purejit.numpy._core import (
     tan,
     where,
 )
+from purejit.lax import control as lax_control
+from purejit.lax._lift import convert
+from purejit.numpy import _core as c
 from purejit.numpy._core import astype as _astype
-from purejit.numpy._creation import zeros_like
+from purejit.numpy._creation import arange, ones_like, zeros_like
+from purejit.numpy._reductions import all as _all
+from purejit.numpy._reductions import sum as _sum
+from purejit.numpy._shape import expand_dims
+from purejit.numpy._ufuncs_extra import bessel_ie
 
 __all__ = [
+    "beta",
+    "betainc",
+    "betaln",
+    "boxcox",
+    "boxcox1p",
+    "comb",
     "digamma",
+    "entr",
     "erf",
     "erfc",
     "erfinv",
     "expit",
+    "factorial",
+    "gamma",
+    "gammainc",
+    "gammaincc",
     "gammaln",
+    "gammasgn",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "kl_div",
+    "log_ndtr",
+    "log_softmax",
+    "loggamma",
     "logit",
     "logsumexp",
+    "multigammaln",
     "ndtr",
     "ndtri",
+    "poch",
+    "polygamma",
+    "rel_entr",
     "softmax",
     "xlog1py",
     "xlogy",
+    "zeta",
 ]
 
 logsumexp = _nn.logsumexp
@@ -156,3 +207,404 @@ def digamma(x):
     pole = (x <= 0) & (x == lax.floor(x))
     out = where(reflect, reflected, psi)
     return where(pole, _c(x, np.nan), out)
+
+
+log_softmax = _nn.log_softmax
+
+
+def _here() -> str:
+    return errors.at(errors.user_location())
+
+
+def _inexact(name: str, *xs, real: bool = True):
+    out = c.promote_args(f"scipy.special.{name}", *xs, to_inexact=True)
+    if real and out[0].dtype.kind == "c":
+        raise ValueError(f"{name} does not support complex-valued inputs{_here()}")
+    return out if len(xs) > 1 else out[0]
+
+
+def _k(x, v):
+    """`v` in x's dtype and weak type."""
+    return convert(v, x.dtype, weak=x.weak_type)
+
+
+# ---- entropies --------------------------------------------------------------------------------
+
+
+def entr(x):
+    """-x log x for x > 0, 0 at 0, -inf for x < 0."""
+    x = _inexact("entr", x)
+    return c.where(x < 0, _k(x, -np.inf), c.negative(xlogy(x, x)))
+
+
+def rel_entr(p, q):
+    """p log(p / q) for p, q > 0; 0 where p == 0 and q >= 0; inf otherwise."""
+    p, q = _inexact("rel_entr", p, q)
+    both = (p > 0) & (q > 0)
+    one_zero = (p == 0) & (q >= 0)
+    sp, sq = c.where(both, p, 1), c.where(both, q, 1)
+    val = xlogy(sp, sp) - xlogy(sp, sq)
+    return c.where(both, val, c.where(one_zero, _k(p, 0.0), _k(p, np.inf)))
+
+
+def kl_div(p, q):
+    """rel_entr(p, q) - p + q."""
+    p, q = _inexact("kl_div", p, q)
+    return rel_entr(p, q) - p + q
+
+
+# ---- the gamma family -------------------------------------------------------------------------
+
+
+def gammasgn(x):
+    """The sign of the gamma function (NaN at the poles and for NaN)."""
+    x = _inexact("gammasgn", x)
+    fl = c.floor(x)
+    neg = x < 0
+    nan_at = (neg & (x == fl)) | c.isnan(x)
+    minus = (neg & (c.remainder(fl, 2) != 0)) | ((x == 0) & c.signbit(x))
+    # strongly typed, as jax.scipy's (NumPy scalars there)
+    one = convert(1.0, x.dtype)
+    return c.where(nan_at, one * np.nan, c.where(minus, -one, one))
+
+
+def gamma(x):
+    """The gamma function (real arguments)."""
+    x = _inexact("gamma", x)
+    return gammasgn(x) * c.exp(lax.lgamma(x))
+
+
+def loggamma(x):
+    """log Gamma(x) for x > 0, NaN elsewhere (real arguments)."""
+    x = c.promote_args("scipy.special.loggamma", x, to_inexact=True)[0]
+    if x.dtype.kind == "c":
+        raise NotImplementedError(
+            f"loggamma of complex arguments needs a complex log-gamma (Lanczos){_here()}"
+        )
+    return c.where(x > 0, lax.lgamma(x), _k(x, np.nan))
+
+
+def betaln(a, b):
+    """log |B(a, b)|."""
+    a, b = _inexact("betaln", a, b)
+    return lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
+
+
+def beta(a, b):
+    """The beta function B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b)."""
+    a, b = _inexact("beta", a, b)
+    sign = gammasgn(a) * gammasgn(b) * gammasgn(a + b)
+    return sign * c.exp(betaln(a, b))
+
+
+def factorial(n, exact: bool = False):
+    """n! = Gamma(n + 1) (0 for n < 0)."""
+    if exact:
+        raise NotImplementedError("factorial with exact=True (as in jax.scipy)")
+    n = _inexact("factorial", n)
+    return c.where(n < 0, 0, c.exp(lax.lgamma(n + 1)))
+
+
+def comb(N, k, *, repetition: bool = False):
+    """The number of combinations of N things taken k at a time (floating)."""
+    N, k = _inexact("comb", N, k)
+    if repetition:
+        return c.where((k == 0) & (N >= 0), 1.0, comb(N + k - 1, k))
+    ok = (k <= N) & (N >= 0) & (k >= 0)
+    sn, sk = c.where(ok, N, 0.0), c.where(ok, k, 0.0)
+    out = c.exp(gammaln(sn + 1) - gammaln(sk + 1) - gammaln(sn + 1 - sk))
+    return c.where(ok, out, 0.0)
+
+
+def poch(z, m):
+    """The Pochhammer symbol (z)_m = Gamma(z + m) / Gamma(z)."""
+    z, m = _inexact("poch", z, m)
+    return c.where(m == 0.0, convert(1, z.dtype), gamma(z + m) / gamma(z))
+
+
+def multigammaln(a, d):
+    """The log of the multivariate gamma function of dimension d (static)."""
+    d = int(d)
+    a, dd = _inexact("multigammaln", a, d)
+    constant = _k(a, 0.25) * dd * (dd - _k(a, 1)) * c.log(_k(a, np.pi))
+    b = arange(d, dtype=dd.dtype) / _k(a, 2)
+    terms = gammaln(expand_dims(a, -1) - expand_dims(b, tuple(range(a.ndim))))
+    return _sum(terms, axis=-1) + constant
+
+
+def boxcox(x, lmbda):
+    """The Box-Cox transform: (x**lmbda - 1) / lmbda, log(x) at lmbda == 0."""
+    x, lm = _inexact("boxcox", x, lmbda)
+    zero = lm == 0
+    safe = c.where(zero, 1, lm)
+    lx = c.log(x)
+    return c.where(zero, lx, c.expm1(safe * lx) / safe)
+
+
+def boxcox1p(x, lmbda):
+    """The Box-Cox transform of 1 + x."""
+    x, lm = _inexact("boxcox1p", x, lmbda)
+    zero = lm == 0
+    safe = c.where(zero, 1, lm)
+    lx = c.log1p(x)
+    return c.where(zero, lx, c.expm1(safe * lx) / safe)
+
+
+# ---- normal distribution ----------------------------------------------------------------------
+
+
+def _double_factorial(n: int) -> int:
+    return math.prod(range(n, 0, -2)) if n > 0 else 1
+
+
+def log_ndtr(x, series_order: int = 3):
+    """log of the standard normal CDF, accurate far into both tails: -ndtr(-x) above the
+    upper switch point, an asymptotic series below the lower one."""
+    if not isinstance(series_order, int):
+        raise TypeError("log_ndtr: series_order must be a Python integer")
+    if not 0 <= series_order <= 30:
+        raise ValueError("log_ndtr: series_order must be in [0, 30]")
+    x = c.asarray(x)
+    if x.dtype == np.float64:
+        lower, upper = -20.0, 8.0
+    elif x.dtype == np.float32:
+        lower, upper = -10.0, 5.0
+    else:
+        raise TypeError(f"log_ndtr: x.dtype={x.dtype} is not supported (float32 or float64)")
+    above = x > upper
+    res = ndtr(c.where(above, c.negative(x), c.maximum(x, lower)))
+    xl = c.minimum(x, lower)
+    x2 = xl * xl
+    log_scale = _k(xl, -0.5) * x2 - c.log(c.negative(xl)) - _k(xl, 0.5 * np.log(2 * np.pi))
+    even, odd, x2n = zeros_like(xl), zeros_like(xl), x2
+    for n in range(1, series_order + 1):
+        y = _k(xl, float(_double_factorial(2 * n - 1))) / x2n
+        if n % 2:
+            odd = odd + y
+        else:
+            even = even + y
+        x2n = x2n * x2
+    low = log_scale + c.log(_k(xl, 1.0) + even - odd)
+    return c.where(above, c.negative(res), c.where(x > lower, c.log(res), low))
+
+
+# ---- Bessel functions -------------------------------------------------------------------------
+
+
+def i0e(x):
+    """The exponentially scaled modified Bessel function of order 0: exp(-|x|) I0(x)."""
+    return bessel_ie(_inexact("i0e", x), 0)
+
+
+def i1e(x):
+    """The exponentially scaled modified Bessel function of order 1: exp(-|x|) I1(x)."""
+    return bessel_ie(_inexact("i1e", x), 1)
+
+
+def i0(x):
+    """The modified Bessel function of order 0."""
+    x = _inexact("i0", x)
+    return c.exp(c.abs(x)) * bessel_ie(x, 0)
+
+
+def i1(x):
+    """The modified Bessel function of order 1."""
+    x = _inexact("i1", x)
+    return c.exp(c.abs(x)) * bessel_ie(x, 1)
+
+
+# ---- incomplete gamma and beta functions ------------------------------------------------------
+
+_MAX_ITER = 2000
+
+
+def _iterate(step, init, done_of):
+    """Run `step` on the carry until `done_of(carry)` holds everywhere (or _MAX_ITER)."""
+
+    def cond(carry):
+        return (carry[0] < _MAX_ITER) & c.logical_not(_all(done_of(carry[1:])))
+
+    def body(carry):
+        return (carry[0] + 1,) + tuple(step(carry[0], carry[1:]))
+
+    out = lax_control.while_loop(cond, body, (c.asarray(np.int32(0)),) + tuple(init))
+    return out[1:]
+
+
+def _igamma_series(a, x):
+    """P(a, x) = x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a + 1) ... (a + n))."""
+    eps = float(np.finfo(a.dtype).eps)
+
+    def step(i, carry):
+        ap, term, total = carry
+        ap = ap + 1
+        term = term * x / ap
+        return ap, term, total + term
+
+    _, _, total = _iterate(step, (a, ones_like(a), ones_like(a)),
+                           lambda cr: c.abs(cr[1]) <= c.abs(cr[2]) * eps)  # fmt: skip
+    log_pre = a * c.log(x) - x - lax.lgamma(a + 1)
+    return total * c.exp(log_pre)
+
+
+def _lentz_tiny(x):
+    return _k(x, float(np.finfo(x.dtype).tiny) * 1e3)
+
+
+def _igammac_cf(a, x):
+    """Q(a, x) by Legendre's continued fraction (modified Lentz)."""
+    eps = float(np.finfo(a.dtype).eps)
+    tiny = _lentz_tiny(a)
+    b0 = x + 1 - a
+    d0 = 1 / b0
+    init = (b0, zeros_like(a) + 1 / tiny, d0, d0, zeros_like(a) > 0)
+
+    def step(i, carry):
+        b, cc, d, h, _ = carry
+        n = convert(i + 1, a.dtype)
+        an = -n * (n - a)
+        b = b + 2
+        d = an * d + b
+        d = c.where(c.abs(d) < tiny, tiny, d)
+        cc = b + an / cc
+        cc = c.where(c.abs(cc) < tiny, tiny, cc)
+        d = 1 / d
+        delta = d * cc
+        return b, cc, d, h * delta, c.abs(delta - 1) <= eps
+
+    _, _, _, h, _ = _iterate(step, init, lambda cr: cr[4])
+    return c.exp(a * c.log(x) - x - lax.lgamma(a)) * h
+
+
+def _igamma_parts(a, x):
+    use_series = x < a + 1
+    # each branch is evaluated with safe arguments where the other is chosen
+    p = _igamma_series(a, c.where(use_series, x, zeros_like(x)))
+    q = _igammac_cf(a, c.where(use_series, a + 2, x))
+    return use_series, p, q
+
+
+def _igamma_edges(a, x, value, complement: bool):
+    one, zero = _k(a, 1.0), _k(a, 0.0)
+    bad = (a < 0) | (x < 0) | c.isnan(a) | c.isnan(x)
+    out = c.where(x == 0, one if complement else zero, value)
+    out = c.where(c.isinf(x) & (x > 0), zero if complement else one, out)
+    out = c.where(a == 0, c.where(x > 0, zero if complement else one, _k(a, np.nan)), out)
+    return convert(c.where(bad, _k(a, np.nan), out), a.dtype, weak=a.weak_type)
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x)."""
+    a, x = _inexact("gammainc", a, x)
+    use_series, p, q = _igamma_parts(a, x)
+    return _igamma_edges(a, x, c.where(use_series, p, 1 - q), False)
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    a, x = _inexact("gammaincc", a, x)
+    use_series, p, q = _igamma_parts(a, x)
+    return _igamma_edges(a, x, c.where(use_series, 1 - p, q), True)
+
+
+def _betacf(a, b, x):
+    """The continued fraction of I_x(a, b) (modified Lentz)."""
+    eps = float(np.finfo(a.dtype).eps)
+    tiny = _lentz_tiny(a)
+    qab, qap, qam = a + b, a + 1, a - 1
+    d = 1 - qab * x / qap
+    d = 1 / c.where(c.abs(d) < tiny, tiny, d)
+    init = (ones_like(a), d, d, zeros_like(a) > 0)
+
+    def step(i, carry):
+        cc, d, h, _ = carry
+        m = convert(i + 1, a.dtype)
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1 + aa * d
+        d = 1 / c.where(c.abs(d) < tiny, tiny, d)
+        cc = 1 + aa / cc
+        cc = c.where(c.abs(cc) < tiny, tiny, cc)
+        h = h * d * cc
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1 + aa * d
+        d = 1 / c.where(c.abs(d) < tiny, tiny, d)
+        cc = 1 + aa / cc
+        cc = c.where(c.abs(cc) < tiny, tiny, cc)
+        delta = d * cc
+        return cc, d, h * delta, c.abs(delta - 1) <= eps
+
+    _, _, h, _ = _iterate(step, init, lambda cr: cr[3])
+    return h
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b)."""
+    a, b, x = _inexact("betainc", a, b, x)
+    swap = x > (a + 1) / (a + b + 2)
+    aa, bb = c.where(swap, b, a), c.where(swap, a, b)
+    xx = c.where(swap, 1 - x, x)
+    inner = (x > 0) & (x < 1)
+    xs = c.where(inner, xx, _k(x, 0.5))
+    log_front = (aa * c.log(xs) + bb * c.log1p(-xs) - betaln(aa, bb)) - c.log(aa)
+    val = c.exp(log_front) * _betacf(aa, bb, xs)
+    val = c.where(swap, 1 - val, val)
+    val = c.where(x <= 0, _k(x, 0.0), c.where(x >= 1, _k(x, 1.0), val))
+    bad = (a <= 0) | (b <= 0) | (x < 0) | (x > 1) | c.isnan(a) | c.isnan(b) | c.isnan(x)
+    return convert(c.where(bad, _k(x, np.nan), val), x.dtype, weak=x.weak_type)
+
+
+# ---- zeta and polygamma -----------------------------------------------------------------------
+
+# B_2j / (2j)!, j = 1..12
+_BERNOULLI_2J = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
+                 43867 / 798, -174611 / 330, 854513 / 138, -236364091 / 2730)  # fmt: skip
+_ZETA_COEFS = tuple(b / math.factorial(2 * j + 2) for j, b in enumerate(_BERNOULLI_2J))
+_ZETA_DIRECT = 10
+
+
+def _hurwitz(x, q):
+    total = zeros_like(x)
+    for k in range(_ZETA_DIRECT):
+        total = total + c.power(q + k, -x)
+    w = q + _ZETA_DIRECT
+    total = total + c.power(w, 1 - x) / (x - 1) + 0.5 * c.power(w, -x)
+    # sum_j B_2j/(2j)! x (x+1) ... (x+2j-2) w^(-x-2j+1)
+    rising = x
+    wpow = c.power(w, -x - 1)
+    inv_w2 = 1 / (w * w)
+    for j, coef in enumerate(_ZETA_COEFS):
+        if j:
+            rising = rising * (x + (2 * j - 1)) * (x + 2 * j)
+        total = total + coef * rising * wpow
+        wpow = wpow * inv_w2
+    return total
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function sum_k (k + q)^-x (q is required, as in jax.scipy)."""
+    if q is None:
+        raise NotImplementedError(
+            "Riemann zeta function not implemented; pass q != None to compute the Hurwitz "
+            "zeta function (as in jax.scipy)"
+        )
+    x, q = _inexact("zeta", x, q)
+    out = _hurwitz(x, q)
+    q_pole = (q <= 0) & (q == c.floor(q))
+    out = c.where(x == 1, _k(x, np.inf), out)
+    out = c.where(q_pole, _k(x, np.inf), out)
+    bad = (x < 1) | ((q < 0) & (x != c.floor(x)))
+    return c.where(bad | c.isnan(x) | c.isnan(q), _k(x, np.nan), out)
+
+
+def polygamma(n, x):
+    """The n-th derivative of digamma (n a non-negative integer array or scalar)."""
+    n0 = c._lift(n)
+    if n0.dtype.kind not in "iu":
+        raise ValueError(f"Argument `n` to polygamma must be of integer type. Got dtype "
+                         f"{n0.dtype}{_here()}")  # fmt: skip
+    nn, xx = _inexact("polygamma", n, x)
+    safe_n = c.where(nn < 1, _k(nn, 1.0), nn)
+    sign = c.where(c.remainder(safe_n, 2) == 0, _k(xx, -1.0), _k(xx, 1.0))
+    higher = sign * c.exp(lax.lgamma(safe_n + 1)) * zeta(safe_n + 1, xx)
+    return c.where(nn == 0, digamma(xx), c.where(nn < 0, _k(xx, np.nan), higher))

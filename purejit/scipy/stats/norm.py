@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from purejit.numpy._core import astype, exp, log, promote_args
-from purejit.scipy.special import ndtr, ndtri
+from purejit.scipy.special import log_ndtr, ndtr, ndtri
 
 __all__ = ["cdf", "logcdf", "logpdf", "pdf", "ppf"]
 
@@ -44,3 +44,25 @@ def ppf(q, loc=0, scale=1):
     """The quantile function (inverse of cdf)."""
     q, loc, scale = _args("ppf", q, loc, scale)
     return ndtri(q) * scale + loc
+
+
+def sf(x, loc=0, scale=1):
+    """The survival function 1 - cdf(x), computed as cdf(-x; -loc) (accurate in the upper
+    tail)."""
+    x, loc, scale = _args("sf", x, loc, scale)
+    return cdf(-x, -loc, scale)
+
+
+def logsf(x, loc=0, scale=1):
+    """log sf(x), through log_ndtr (accurate far into the upper tail)."""
+    x, loc, scale = _args("logsf", x, loc, scale)
+    return log_ndtr((loc - x) / scale)
+
+
+def isf(q, loc=0, scale=1):
+    """The inverse survival function: ppf(1 - q)."""
+    (q,) = _args("isf", q)
+    return ppf(1 - q, loc, scale)
+
+
+__all__ += ["isf", "logsf", "sf"]

@@ -1,0 +1,370 @@
+"""More elementwise functions of jax.numpy: angle, fabs, divmod, modf, float_power, frexp,
+ldexp, gcd, lcm, bitwise_count, fmax, fmin, spacing, isposinf/isneginf, iscomplex/isreal,
+iscomplexobj/isrealobj, sort_complex and i0, each computed from existing ops as jax.numpy
+computes it (frexp reads the bits; ldexp is m * 2**e after frexp; gcd is Euclid's algorithm
+in a while loop)."""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from purejit import dtypes as pdt
+from purejit import errors
+from purejit.lax import control as lax_control
+from purejit.lax._lift import convert
+from purejit.lax.ops import bitcast_convert_type as lax_bitcast
+from purejit.numpy import _core as c
+from purejit.numpy._program import as_program
+from purejit.numpy._reductions import any as _any
+from purejit.numpy._sorting import sort
+from purejit.runtime.array import Array
+from purejit.tracing import Tracer, bind1
+
+
+def _here() -> str:
+    return errors.at(errors.user_location())
+
+
+def _inexact1(x):
+    return c.convert_inexact(c._lift(x))
+
+
+def angle(z, deg: bool = False):
+    """The angle of complex `z` (arctan2(imag, real)), in degrees with `deg=True`."""
+    z = c._lift(z)
+    re, im = c.real(z), c.imag(z)
+    dt = re.dtype
+    # as jax.numpy: integer inputs and real 0-d floats go to the default float, strongly typed
+    if not pdt.is_inexact(dt) or (z.dtype.kind == "f" and z.ndim == 0):
+        dt = pdt.default_float()
+        re, im = convert(re, dt), convert(im, dt)
+    out = c.arctan2(im, re)
+    return c.rad2deg(out) if deg else out
+
+
+def fabs(x, /):
+    """|x| for real x, as a floating result; complex inputs are refused (as NumPy's fabs)."""
+    x = c._lift(x)
+    if x.dtype.kind == "c":
+        raise TypeError(f"fabs: ufunc 'fabs' does not support complex dtypes ({x.dtype}){_here()}")
+    return c.abs(_inexact1(x))
+
+
+def divmod(x1, x2, /):  # noqa: A001
+    """(floor_divide(x1, x2), remainder(x1, x2))."""
+    return c.floor_divide(x1, x2), c.remainder(x1, x2)
+
+
+def modf(x, /, out=None):
+    """The fractional and integral parts of x, both with x's sign."""
+    if out is not None:
+        raise NotImplementedError("modf: out= is not supported (arrays are immutable)")
+    x = _inexact1(x)
+    whole = c.where(c.greater_equal(x, 0), c.floor(x), c.ceil(x))
+    return c.subtract(x, whole), whole
+
+
+def float_power(x, y, /):
+    """x ** y computed in a floating dtype."""
+    a, b = c.promote_args("float_power", x, y, to_inexact=True)
+    return bind1("power", a, b)
+
+
+def _int_type(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"int{8 * np.dtype(dt).itemsize}")
+
+
+def _frexp_float(x):
+    info = _finfo(x.dtype)
+    it = _int_type(x.dtype)
+    mask = (1 << info.nexp) - 1
+    bias = 1 - info.minexp
+    small = c.less(c.abs(x), float(info.tiny))
+    # subnormals: scale into the normal range first, and remember the scale
+    x1 = c.where(small, c.multiply(x, c._strong_const(float(1 << info.nmant), x.dtype)), x)
+    shift = c.where(small, np.array(-info.nmant, it), np.array(0, it))
+    bits = lax_bitcast(x1, it)
+    field = c.bitwise_and(c.right_shift(bits, np.array(info.nmant, it)), np.array(mask, it))
+    e = c.add(shift, c.add(c.subtract(field, np.array(bias, it)), np.array(1, it)))
+    bits = c.bitwise_and(bits, np.array(~(mask << info.nmant), it))
+    bits = c.bitwise_or(bits, np.array((bias - 1) << info.nmant, it))
+    m = lax_bitcast(bits, x.dtype)
+    special = c.logical_or(c.logical_or(c.isinf(x), c.isnan(x)), c.equal(x, 0))
+    e = c.where(special, np.array(0, it), e)
+    return c.where(special, x, m), convert(e, np.dtype(np.int32))
+
+
+def _finfo(dt):
+    return ml_dtypes.finfo(dt)
+
+
+def frexp(x, /):
+    """Mantissa (in [0.5, 1) in magnitude) and int32 exponent with x == m * 2**e."""
+    x = _inexact1(x)
+    if x.dtype.kind == "c":
+        raise TypeError(f"frexp does not support complex-valued inputs ({x.dtype}){_here()}")
+    # one program outside jit too: op by op, XLA's CPU kernels flush subnormals to zero
+    return tuple(as_program("frexp", lambda v: list(_frexp_float(v)), [x]))
+
+
+def ldexp(x1, x2, /):
+    """x1 * 2**x2 for floating x1 and integer x2."""
+    a, b = c._lift(x1), c._lift(x2)
+    if a.dtype.kind == "c" or pdt.is_inexact(b.dtype):
+        raise ValueError(
+            f"ldexp not supported for input types ({a.dtype}, {b.dtype}){_here()}; the "
+            "exponent must be an integer array"
+        )
+    a = _inexact1(a)
+    b = convert(b, a.dtype)
+    m, e = _frexp_float(a)
+    e = convert(c.add(convert(e, b.dtype), b), a.dtype)
+    # the exponent may overflow by one and still give a finite result
+    pos = c.greater(e, 0)
+    m = c.where(pos, c.multiply(m, 2), m)
+    e = c.where(pos, c.subtract(e, 1), e)
+    two = convert(2, m.dtype, weak=False)
+    out = c.multiply(m, bind1("power", *c.broadcast_arrays(two, convert(e, m.dtype))))
+    return c.where(c.logical_or(c.isinf(a), c.equal(a, 0)), a, out)
+
+
+def _integer_args(name: str, x1, x2):
+    a, b = c.promote_args(name, x1, x2)
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"Arguments to {name} must be integers, got {a.dtype}{_here()}")
+    return a, b
+
+
+def _gcd(a, b):
+    def cond(carry):
+        return _any(c.not_equal(carry[1], 0))
+
+    def body(carry):
+        x, y = carry
+        nz = c.not_equal(y, 0)
+        one = convert(1, y.dtype, weak=y.weak_type)
+        y_safe = c.where(nz, y, one)
+        return c.where(nz, y, x), c.where(nz, bind1("remainder", x, y_safe), y)
+
+    x, _ = lax_control.while_loop(cond, body, (c.abs(a), c.abs(b)))
+    return x
+
+
+def gcd(x1, x2, /):
+    """The greatest common divisor of |x1| and |x2| (integers)."""
+    a, b = _integer_args("gcd", x1, x2)
+    return _gcd(a, b)
+
+
+def lcm(x1, x2, /):
+    """The least common multiple of |x1| and |x2| (integers); 0 where either is 0."""
+    a, b = _integer_args("lcm", x1, x2)
+    d = _gcd(a, b)
+    zero = c.equal(d, 0)
+    one = convert(1, d.dtype, weak=d.weak_type)
+    out = c.multiply(a, c.floor_divide(b, c.where(zero, one, d)))
+    return c.where(zero, convert(0, d.dtype, weak=d.weak_type), c.abs(out))
+
+
+def _popcount(v):
+    """The number of 1 bits of each element of unsigned `v` (SWAR: bits summed in pairs,
+    nibbles, then bytes)."""
+    dt = v.dtype
+    w = 8 * dt.itemsize
+
+    def k(pattern: int):
+        return np.array(int.from_bytes(bytes([pattern]) * dt.itemsize, "little"), dt)
+
+    def shr(x, n):
+        return c.right_shift(x, np.array(n, dt))
+
+    v = c.subtract(v, c.bitwise_and(shr(v, 1), k(0x55)))
+    v = c.add(c.bitwise_and(v, k(0x33)), c.bitwise_and(shr(v, 2), k(0x33)))
+    v = c.bitwise_and(c.add(v, shr(v, 4)), k(0x0F))
+    if w > 8:  # sum the bytes into the top byte
+        v = shr(c.multiply(v, k(0x01)), w - 8)
+    return v
+
+
+def bitwise_count(x, /):
+    """The number of 1 bits in |x|, as uint8."""
+    x = c._lift(x)
+    if x.dtype.kind not in "biu":
+        raise TypeError(f"bitwise_count: integer or bool input required, got {x.dtype}{_here()}")
+    if x.dtype == np.bool_:
+        return convert(x, np.dtype(np.uint8))
+    u = np.dtype(f"uint{8 * x.dtype.itemsize}")
+    v = c.abs(x) if x.dtype.kind == "i" else x
+    v = lax_bitcast(v, u) if x.dtype.kind == "i" else v
+    return convert(_popcount(v), np.dtype(np.uint8))
+
+
+def fmax(x1, x2):
+    """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
+    a, b = c.promote_args("fmax", x1, x2)
+    return c.where(c.logical_or(c.greater(a, b), c.isnan(b)), a, b)
+
+
+def fmin(x1, x2):
+    """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
+    a, b = c.promote_args("fmin", x1, x2)
+    return c.where(c.logical_or(c.less(a, b), c.isnan(b)), a, b)
+
+
+def spacing(x, /):
+    """The distance from x to the next representable value away from zero (float16: toward
+    +inf, as NumPy and jax.numpy)."""
+    x = _inexact1(x)
+    if x.dtype.kind == "c":
+        raise ValueError(f"spacing is not defined for complex inputs{_here()}")
+    x = convert(x, x.dtype)  # a strongly typed result, as jax.numpy's
+    inf = c._strong_const(np.inf, x.dtype)
+    if x.dtype == np.float16:
+        return c.subtract(c.nextafter(x, inf), x)
+    out = c.subtract(c.nextafter(x, c.copysign(inf, x)), x)
+    tiny = c._strong_const(float(_finfo(x.dtype).smallest_subnormal), x.dtype)
+    return c.where(c.equal(out, 0), c.copysign(tiny, x), out)
+
+
+def _isposneginf(x, negative: bool):
+    x = c._lift(x)
+    if x.dtype.kind == "c":
+        raise ValueError(f"isposinf/isneginf are not well defined for complex types{_here()}")
+    if not pdt.is_inexact(x.dtype):
+        return c.full_like_bool(x, False)
+    inf = c._strong_const(-np.inf if negative else np.inf, x.dtype)
+    return c.equal(x, inf)
+
+
+def isposinf(x, /, out=None):
+    """Whether x is +inf."""
+    if out is not None:
+        raise NotImplementedError("isposinf: out= is not supported (arrays are immutable)")
+    return _isposneginf(x, False)
+
+
+def isneginf(x, /, out=None):
+    """Whether x is -inf."""
+    if out is not None:
+        raise NotImplementedError("isneginf: out= is not supported (arrays are immutable)")
+    return _isposneginf(x, True)
+
+
+def iscomplex(x):
+    """Whether each element has a nonzero imaginary part."""
+    return c.not_equal(c.imag(x), 0)
+
+
+def isreal(x):
+    """Whether each element has a zero imaginary part."""
+    return c.equal(c.imag(x), 0)
+
+
+def _dtype_of(x) -> np.dtype:
+    if isinstance(x, (Array, Tracer)):
+        return x.dtype
+    if isinstance(x, (bool, int, float, complex)):
+        return pdt.python_scalar_dtype(x)
+    return np.asarray(x).dtype
+
+
+def iscomplexobj(x) -> bool:
+    """Whether x has a complex dtype (x may be any array-like; its values are not read)."""
+    return x is not None and _dtype_of(x).kind == "c"
+
+
+def isrealobj(x) -> bool:
+    """Whether x does not have a complex dtype."""
+    return not iscomplexobj(x)
+
+
+def sort_complex(a):
+    """`a` sorted along its last axis, as a complex array."""
+    x = sort(c._lift(a))
+    dt = x.dtype if x.dtype.kind == "c" else pdt.default_complex()
+    return convert(x, np.dtype(dt))
+
+
+# ---- the modified Bessel function i0 ------------------------------------------------------
+
+
+def _series_terms(coef, y_max: float, eps: float) -> list[float]:
+    """The power-series coefficients coef(k) needed at 0 <= y <= y_max to relative `eps`
+    (the terms are positive, so the sum at y_max bounds every truncation error)."""
+    out, total, k = [], 0.0, 0
+    while True:
+        ck = coef(k)
+        out.append(ck)
+        total += ck * y_max**k
+        if k > 2 and ck * y_max**k < eps * total:
+            return out
+        k += 1
+
+
+def _asymptotic_terms(nu: int, n: int) -> list[float]:
+    """a_k of I_nu(x) e^-x sqrt(2 pi x) ~ sum_k a_k / x^k (DLMF 10.40.1)."""
+    out, a = [], 1.0
+    for k in range(n):
+        out.append(a)
+        a *= -(4 * nu * nu - (2 * k + 1) ** 2) / ((k + 1) * 8)
+    return out
+
+
+_BESSEL_CUT = 20.0  # the series below, the asymptotic expansion above (error < 1e-17 there)
+
+
+def _horner(y, coefs):
+    """sum_k coefs[k] y^k, keeping y's dtype and weak type."""
+    acc = convert(coefs[-1], y.dtype, weak=y.weak_type)
+    for ck in reversed(coefs[:-1]):
+        acc = c.add(c.multiply(acc, y), ck)
+    return acc
+
+
+def bessel_ie(x, nu: int):
+    """exp(-|x|) I_nu(x) for nu in (0, 1) and real floating x: the power series
+    sum_k (x^2/4)^k / (k! (k+nu)!) (times x/2 for nu = 1) up to |x| = 20, the asymptotic
+    expansion beyond; float16 and bfloat16 are computed in float32."""
+    dt = x.dtype
+    if dt.itemsize < 4:
+        x = convert(x, np.dtype(np.float32), weak=x.weak_type)
+    eps = float(_finfo(x.dtype).eps) / 4
+    ax = c.abs(x)
+    small = c.less_equal(ax, _BESSEL_CUT)
+    xs = c.where(small, ax, 0.0)
+    y = c.multiply(c.multiply(xs, xs), 0.25)
+
+    def coef(k):
+        return 1.0 / (math.factorial(k) * math.factorial(k + nu))
+
+    # in y / y_max, so the coefficients stay in float32's range
+    y_max = _BESSEL_CUT**2 / 4
+    terms = [ck * y_max**k for k, ck in enumerate(_series_terms(coef, y_max, eps))]
+    series = _horner(c.multiply(y, 1 / y_max), terms)
+    if nu == 1:
+        series = c.multiply(series, c.multiply(xs, 0.5))
+    series = c.multiply(series, c.exp(c.negative(xs)))
+    xl = c.where(small, 2 * _BESSEL_CUT, ax)
+    terms = _asymptotic_terms(nu, 40 if x.dtype.itemsize >= 8 else 16)
+    asym = c.true_divide(_horner(c.true_divide(1.0, xl), terms),
+                         c.sqrt(c.multiply(xl, 2 * math.pi)))  # fmt: skip
+    out = c.where(small, series, asym)
+    if nu == 1:  # I_1 is odd
+        out = c.where(c.less(x, 0), c.negative(out), out)
+    return convert(out, dt, weak=x.weak_type) if dt != x.dtype else out
+
+
+def _real_float(name: str, x):
+    x = _inexact1(x)
+    if x.dtype.kind == "c":
+        raise TypeError(f"{name}: complex inputs are not supported ({x.dtype}){_here()}")
+    return x
+
+
+def i0(x):
+    """The modified Bessel function of the first kind of order zero."""
+    x = _real_float("i0", x)
+    return c.multiply(c.exp(c.abs(x)), bessel_ie(x, 0))
