@@ -91,6 +91,11 @@ def _elementwise_cases():
             lambda n, lx: lambda x, y: (lx.erf_inv(x * 0.4), lx.nextafter(x, y)),
             [F(3), F(3)],
         ),
+        Case(
+            "reduce_precision",
+            lambda n, lx: lambda x: lx.reduce_precision(x * 3.7, exponent_bits=5, mantissa_bits=4),
+            [F(3)],
+        ),
     ]
     return cases
 
