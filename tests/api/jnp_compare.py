@@ -52,22 +52,30 @@ def assert_same(ref, got, *, rtol=2e-6, atol=1e-6, weak=True, where=""):
                                    atol=max(atol, tol), equal_nan=True, err_msg=where)  # fmt: skip
 
 
-def check_cases(cases: dict, *args, eager=(), rtol=2e-6, atol=1e-6, weak=True):
+def check_cases(cases: dict, *args, eager=(), rtol=2e-6, atol=1e-6, weak=True, case_tol=None):
     """Many programs over the same arguments, each `fn(m, *args)`, in one compile per side.
 
     The JAX reference runs under jax.jit and purejit's under purejit.jit, one program holding
     every case (compiles are the slow part of these tests). The cases named in `eager` (or
-    all of them when eager is True) also run eagerly, op by op.
+    all of them when eager is True) also run eagerly, op by op. `case_tol` maps case names to
+    their own `{"rtol": .., "atol": ..}` (e.g. `tolerance.dot_tol(...)` for cases whose
+    products run at the default precision, TF32 on GPU).
     """
+    case_tol = case_tol or {}
     names = list(cases)
     jax_args = [jjnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
     refs = jax.jit(lambda *a: [cases[n](jjnp, *a) for n in names])(*jax_args)
     outs = purejit.jit(lambda *a: [cases[n](jnp, *a) for n in names])(*args)
+
+    def tol(n):
+        t = case_tol.get(n, {})
+        return t.get("rtol", rtol), t.get("atol", atol)
+
     for n, r, g in zip(names, refs, outs):
-        _compare(r, g, rtol, atol, _weak_checked(n, weak), f"jit {n!r}")
+        _compare(r, g, *tol(n), _weak_checked(n, weak), f"jit {n!r}")
     for n in names if eager is True else eager:
         g = cases[n](jnp, *[jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args])
-        _compare(refs[names.index(n)], g, rtol, atol, _weak_checked(n, weak), f"eager {n!r}")
+        _compare(refs[names.index(n)], g, *tol(n), _weak_checked(n, weak), f"eager {n!r}")
     return dict(zip(names, refs))
 
 

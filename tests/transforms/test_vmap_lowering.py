@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tolerance import dot_tol
 
 import purejit
 import purejit.numpy as pnp
@@ -151,7 +152,7 @@ def test_lowerings_agree_with_jax_vmap(name, make, args, in_axes, out_axes, sum_
         got[mode] = purejit.jit(g)(*args)
         for o, w in zip(jax.tree_util.tree_leaves(got[mode]), jax.tree_util.tree_leaves(want)):
             assert o.shape == w.shape and o.dtype == w.dtype, (mode, o.shape, w.shape)
-            np.testing.assert_allclose(np.asarray(o), np.asarray(w), rtol=2e-5, atol=2e-5)
+            np.testing.assert_allclose(np.asarray(o), np.asarray(w), **dot_tol(2e-5, 2e-5))
 
 
 def test_loop_is_a_scan_and_explain_says_so():

@@ -96,11 +96,12 @@ class RematLinear(LinearFunction):
     """A `LinearFunction` whose transposition recomputes dropped residuals on demand.
 
     `fn` (used by `apply`) recomputes them first thing; `transpose` instead runs the linear
-    program as it was recorded and makes each recomputed residual (by its own chain of ops,
-    `remat.chains`) when the backward pass first reads it, behind an `optimization_barrier`
-    that also takes the cotangent flowing there: the recomputation then depends on the
-    backward pass, so no compiler (ours or XLA's) can move it into the forward pass or merge
-    it with it, nor merge two residuals' chains into one array in memory. It also
+    program as it was recorded and makes each group of recomputed residuals when the
+    backward pass first reads one, behind an `optimization_barrier` that also takes the
+    cotangent flowing there: the recomputation then depends on the backward pass, so no
+    compiler (ours or XLA's) can move it into the forward pass or merge it with it. (Making
+    each residual by its own chain instead, so that a shared exp fuses into every reader,
+    made the 12-layer transformer's step 1.31x JAX's on an H200, from 1.13x.) It also
     marks which saved residuals the backward pass reads (the others are left for DCE).
     """
 
@@ -118,17 +119,22 @@ class RematLinear(LinearFunction):
         saved = dict(zip(plan.saved, self.residuals[: self.num_saved]))
         external = self.residuals[self.num_saved :]
         args = [None] * nt + [saved.get(r) for r in residuals] + list(external)
-        chains = rp.chains(plan)
+        groups = rp.groups(plan)
+        owner = {r: g for g in range(len(groups)) for op in groups[g].ops for r in op.results}
+        made: dict = {}
 
         def maker(r):
             def make(ct):
-                g = chains[r]
-                ins = [saved[u] for u in g.inputs]
-                if ins:
-                    tail = [] if ct is None else [ct]
-                    outs = bind("optimization_barrier", *ins, *tail)
-                    ins, ct = outs[: len(ins)], (outs[-1] if tail else None)
-                return _bind_ops(g.ops, dict(zip(g.inputs, ins)))[r], ct
+                k = owner[r]
+                if k not in made:
+                    g = groups[k]
+                    ins = [saved[u] for u in g.inputs]
+                    if ins:
+                        tail = [] if ct is None else [ct]
+                        outs = bind("optimization_barrier", *ins, *tail)
+                        ins, ct = outs[: len(ins)], (outs[-1] if tail else None)
+                    made[k] = _bind_ops(g.ops, dict(zip(g.inputs, ins)))
+                return made[k][r], ct
 
             return make
 
