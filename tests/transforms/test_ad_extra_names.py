@@ -12,6 +12,8 @@ from ad_compare import assert_tree_close
 
 import purejit
 import purejit.numpy as jnp
+from purejit import lax
+from purejit.test_util import check_grads
 
 # ---- float0 -----------------------------------------------------------------------------------
 
@@ -123,3 +125,140 @@ def test_fwd_and_bwd_matches_jax_and_compiles_once():
 
 def jf_p(x, w):
     return jnp.tanh(x @ w)
+
+
+# ---- lax.custom_root ------------------------------------------------------------------------
+
+
+def _newton_sqrt(np_, lax_, has_aux=False):
+    """sqrt(a) as the root of x**2 - a, by Newton iterations in a while_loop (which reverse
+    mode cannot differentiate: the gradient must come from the implicit function theorem)."""
+
+    def sqrt_(a):
+        f = lambda x: x**2 - a  # noqa: E731
+
+        def solve(f, x0):
+            def body(c):
+                x, k = c
+                return x - f(x) / (2.0 * x), k + 1
+
+            x, k = lax_.while_loop(lambda c: (c[1] < 30) & (np_.abs(f(c[0])) > 1e-6), body,
+                                   (x0, 0))  # fmt: skip
+            return (x, k * 1.0) if has_aux else x  # (JAX fails on an int aux)
+
+        out = lax_.custom_root(f, np_.ones_like(a), solve, lambda g, y: y / g(1.0), has_aux)
+        return out[0] * out[1] if has_aux else out  # aux (iterations) gets no derivative
+
+    return sqrt_
+
+
+def test_custom_root_newton_sqrt_matches_jax():
+
+    a = np.float32(2.0)
+    av = np.array([1.0, 2.0, 4.0], np.float32)
+    for aux in (False, True):
+        ps, js = _newton_sqrt(jnp, lax, aux), _newton_sqrt(jjnp, jax.lax, aux)
+        assert_tree_close(ps(a), js(a))
+        assert_tree_close(purejit.grad(ps)(a), jax.grad(js)(a))
+        assert_tree_close(purejit.jit(purejit.grad(ps))(a), jax.grad(js)(a))
+        assert_tree_close(purejit.jvp(ps, (a,), (np.float32(0.5),)),
+                          jax.jvp(js, (a,), (np.float32(0.5),)))  # fmt: skip
+    ps, js = _newton_sqrt(jnp, lax), _newton_sqrt(jjnp, jax.lax)
+    assert_tree_close(purejit.grad(purejit.grad(ps))(a), jax.grad(jax.grad(js))(a))
+    assert_tree_close(purejit.vmap(ps)(av), jax.vmap(js)(av))
+    assert_tree_close(purejit.vmap(purejit.grad(ps))(av), jax.vmap(jax.grad(js))(av))
+    assert_tree_close(purejit.grad(lambda v: purejit.vmap(ps)(v).sum())(av),
+                      jax.grad(lambda v: jax.vmap(js)(v).sum())(av))  # fmt: skip
+    assert_tree_close(purejit.jit(purejit.vmap(ps))(av), np.sqrt(av))
+    check_grads(ps, (a,), order=2, modes=("fwd", "rev"), atol=2e-2, rtol=2e-2)
+
+
+# ---- lax.custom_linear_solve ------------------------------------------------------------------
+
+
+def _cg(np_, lax_, has_aux):
+    def cg(mv, b):
+        def body(c):
+            x, r, p, k = c
+            ap = mv(p)
+            rr = np_.vdot(r, r)
+            al = rr / np_.vdot(p, ap)
+            x, r2 = x + al * p, r - al * ap
+            return x, r2, r2 + np_.vdot(r2, r2) / rr * p, k + 1
+
+        cond = lambda c: (c[3] < 20) & (np_.vdot(c[1], c[1]) > 1e-12)  # noqa: E731
+        x, _, _, k = lax_.while_loop(cond, body, (np_.zeros_like(b), b, b, 0))
+        return (x, k) if has_aux else x
+
+    return cg
+
+
+def _solvers(np_, lax_, kind):
+    cg = _cg(np_, lax_, kind == "cg_aux")
+
+    def f(a, b):
+        mv = lambda x: a @ x  # noqa: E731
+        if kind == "cg":  # symmetric: the transpose solve is the solve
+            return lax_.custom_linear_solve(mv, b, cg, symmetric=True)
+        if kind == "cg_aux":
+            x, k = lax_.custom_linear_solve(mv, b, cg, symmetric=True, has_aux=True)
+            return x * (k > 0)
+        # non-symmetric, with an explicit transpose solve on the (automatic) vecmat
+        return lax_.custom_linear_solve(
+            mv,
+            b,
+            lambda m, y: np_.linalg.solve(a, y),
+            lambda vm, y: np_.linalg.solve(a.T, y),
+        )
+
+    return f
+
+
+@pytest.mark.parametrize("kind", ["cg", "cg_aux", "nonsymmetric"])
+def test_custom_linear_solve_matches_jax(kind):
+
+    rng = np.random.default_rng(1)
+    m = rng.standard_normal((4, 4)).astype(np.float32)
+    a = m @ m.T + 4 * np.eye(4) if kind != "nonsymmetric" else m + 4 * np.eye(4)
+    a = a.astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    bs = np.stack([b, 2 * b, -b])
+    pf, jf = _solvers(jnp, lax, kind), _solvers(jjnp, jax.lax, kind)
+
+    def loss(f):
+        return lambda a, b: (f(a, b) ** 2).sum() + f(a, b)[0]
+
+    pl, jl = loss(pf), loss(jf)
+    assert_tree_close(pf(a, b), jf(a, b))
+    want = jax.grad(jl, argnums=(0, 1))(a, b)
+    assert_tree_close(purejit.grad(pl, argnums=(0, 1))(a, b), want)
+    assert_tree_close(purejit.jit(purejit.grad(pl, argnums=(0, 1)))(a, b), want)
+    assert_tree_close(purejit.jvp(pf, (a, b), (m, b)), jax.jvp(jf, (a, b), (m, b)))
+    assert_tree_close(purejit.vmap(pf, (None, 0))(a, bs), jax.vmap(jf, (None, 0))(a, bs))
+    assert_tree_close(purejit.vmap(purejit.grad(pl), (None, 0))(a, bs),
+                      jax.vmap(jax.grad(jl), (None, 0))(a, bs))  # fmt: skip
+    g = purejit.grad(lambda a, bs: purejit.vmap(pl, (None, 0))(a, bs).sum(), argnums=(0, 1))
+    jg = jax.grad(lambda a, bs: jax.vmap(jl, (None, 0))(a, bs).sum(), argnums=(0, 1))
+    assert_tree_close(g(a, bs), jg(a, bs))
+    if kind == "nonsymmetric":
+        assert_tree_close(purejit.hessian(pl, argnums=1)(a, b), jax.hessian(jl, argnums=1)(a, b))
+        check_grads(pf, (a, b), order=2, modes=("fwd", "rev"), atol=5e-2, rtol=5e-2)
+
+
+def test_custom_linear_solve_needs_transpose_solve_for_reverse_mode():
+
+    a = np.array([[3.0, 1.0], [0.5, 2.0]], np.float32)
+    b = np.array([1.0, -1.0], np.float32)
+
+    def f(a, b):
+        return lax.custom_linear_solve(lambda x: a @ x, b, lambda m, y: jnp.linalg.solve(a, y))
+
+    def jf(a, b):
+        return jax.lax.custom_linear_solve(lambda x: a @ x, b,
+                                           lambda m, y: jjnp.linalg.solve(a, y))  # fmt: skip
+
+    assert_tree_close(purejit.jvp(f, (a, b), (a, b)), jax.jvp(jf, (a, b), (a, b)))
+    with pytest.raises(NotImplementedError, match="transpose_solve required"):
+        purejit.grad(lambda a, b: f(a, b).sum(), argnums=(0, 1))(a, b)
+    with pytest.raises(TypeError, match="custom_linear_solve: matvec must return"):
+        purejit.jit(lambda b: lax.custom_linear_solve(lambda x: x[:1], b, lambda m, y: y))(b)
