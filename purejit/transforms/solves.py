@@ -24,8 +24,7 @@ from typing import Callable
 from purejit import errors
 from purejit import numpy as jnp
 from purejit.lax import solves as lax_solves
-from purejit.runtime import eval_trace
-from purejit.tracing import Tracer, aval_of, bind, current_trace, trace_to_function
+from purejit.tracing import Tracer, aval_of, bind, trace_to_function
 from purejit.transforms._ir_eval import trace_closed
 from purejit.transforms.autodiff import Context, Zero, evaluate, jvp_function
 from purejit.transforms.autodiff import interpreter as interp
@@ -212,8 +211,6 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
         transpose_solve = solve
     b_leaves, tree = tree_flatten(b)
     b_leaves = [_leaf(x) for x in b_leaves]
-    if current_trace() is eval_trace and not any(isinstance(x, Tracer) for x in b_leaves):
-        return solve(matvec, b)  # nothing traces or differentiates it: just run it
     b_avals = [aval_of(x) for x in b_leaves]
     for a in b_avals:
         if not is_differentiable_dtype(a.dtype):
@@ -281,8 +278,6 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     api = "custom_root"
     g_leaves, tree = tree_flatten(initial_guess)
     g_leaves = [_leaf(x) for x in g_leaves]
-    if current_trace() is eval_trace and not any(isinstance(x, Tracer) for x in g_leaves):
-        return solve(f, initial_guess)  # nothing traces or differentiates it: just run it
     g_avals = [aval_of(x) for x in g_leaves]
     ng = len(g_avals)
     flat_f, _ = _flat_fn(f, tree, api, "f", tree, g_avals)

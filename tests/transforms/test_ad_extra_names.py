@@ -262,3 +262,28 @@ def test_custom_linear_solve_needs_transpose_solve_for_reverse_mode():
         purejit.grad(lambda a, b: f(a, b).sum(), argnums=(0, 1))(a, b)
     with pytest.raises(TypeError, match="custom_linear_solve: matvec must return"):
         purejit.jit(lambda b: lax.custom_linear_solve(lambda x: x[:1], b, lambda m, y: y))(b)
+
+
+def test_custom_jvp_function_on_tangents_transposes_as_its_region():
+    # a custom_jvp rule that calls another custom_jvp function on its tangents leaves that
+    # call in the linear program; reverse mode transposes its region, as JAX inlines it
+    def make(cj, np_):
+        @cj
+        def g(x):
+            return 2.0 * x
+
+        g.defjvp(lambda p, t: (g(p[0]), g(t[0])))
+
+        @cj
+        def f(x):
+            return np_.sin(x)
+
+        f.defjvp(lambda p, t: (f(p[0]), g(t[0]) * np_.cos(p[0])))
+        return f
+
+    pf, jf = make(purejit.custom_jvp, jnp), make(jax.custom_jvp, jjnp)
+    x = np.array([0.3, 1.0, -2.0], np.float32)
+    want = jax.grad(lambda x: jf(x).sum())(x)
+    assert_tree_close(purejit.grad(lambda x: pf(x).sum())(x), want)
+    assert_tree_close(purejit.jit(purejit.grad(lambda x: pf(x).sum()))(x), want)
+    assert_tree_close(purejit.vmap(purejit.grad(pf))(x), jax.vmap(jax.grad(jf))(x))
