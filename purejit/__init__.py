@@ -122,3 +122,8 @@ from purejit._config_contexts import (  # noqa: E402
 )
 
 __all__ += ["default_matmul_precision", "enable_x64", "explain_cache_misses", "log_compiles"]
+from purejit.autodiff import float0, fwd_and_bwd  # noqa: E402
+from purejit.custom_derivatives import custom_gradient  # noqa: E402
+
+__all__ += ["custom_gradient", "float0", "fwd_and_bwd"]
+from purejit.transforms import solves as _solves  # noqa: E402, F401  (lax.custom_root, ...)

@@ -11,6 +11,7 @@ below already made concrete). Reverse mode is linearize + transpose.
 
 from __future__ import annotations
 
+import copy
 import functools
 import operator
 from typing import Callable, Sequence
@@ -20,6 +21,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit import numpy as jnp
+from purejit.api import jit
 from purejit.lax.parallel import typed_in_body
 from purejit.tracing import ShapedArray, Tracer, aval_of
 from purejit.transforms import trace_closed
@@ -31,7 +33,13 @@ from purejit.transforms.autodiff import (
 )
 from purejit.transforms.autodiff import remat
 from purejit.transforms.autodiff._core import instantiate
-from purejit.tree_util import tree_flatten, tree_paths, tree_structure, tree_unflatten
+from purejit.tree_util import (
+    Partial,
+    tree_flatten,
+    tree_paths,
+    tree_structure,
+    tree_unflatten,
+)
 
 float0 = pdt.float0
 
@@ -258,13 +266,35 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     """
     tr, p_leaves, p_tree, outs, lin = _linearize(fun, primals, has_aux, "vjp")
     outs, aux = tr.split(outs)
-    n = tr.num_out
-    out_avals = tr.closed.out_avals[:n]
-    in_avals = [tangent_aval(a) for a in tr.closed.in_avals[: tr.num_in]]
+    pullback = _Pullback(lin, tr.out_tree, p_tree, tr.closed.out_avals[: tr.num_out],
+                         [tangent_aval(a) for a in tr.closed.in_avals[: tr.num_in]])  # fmt: skip
+    # as JAX's: a pytree (its leaves are the residuals), so it can leave and enter a jit
+    vjp_fn = Partial(pullback, list(lin.residuals))
+    out = tree_unflatten(tr.out_tree, outs)
+    if has_aux:
+        return out, vjp_fn, tree_unflatten(tr.aux_tree, aux)
+    return out, vjp_fn
 
-    def vjp_fn(ct):
+
+class _Pullback:
+    """The static part of a vjp function: the linear program and the trees around it.
+    Called with the residuals (the pytree part) and a cotangent of the output."""
+
+    def __init__(self, lin, out_tree, p_tree, out_avals, in_avals):
+        self.lin, self.out_tree, self.p_tree = lin, out_tree, p_tree
+        self.out_avals, self.in_avals = out_avals, in_avals
+
+    def __call__(self, residuals, ct):
+        lin = self.lin
+        residuals = list(residuals)
+        if len(residuals) != len(lin.residuals) or any(
+            a is not b for a, b in zip(residuals, lin.residuals)
+        ):  # the residuals came back through a jit (fwd_and_bwd): the same program on them
+            lin = copy.copy(lin)
+            lin.residuals = residuals
+        n, out_avals, in_avals = len(self.out_avals), self.out_avals, self.in_avals
         ct_leaves, ct_tree = tree_flatten(ct)
-        _check_cotangent("vjp", ct_leaves, out_avals, tr.out_tree, ct_tree)
+        _check_cotangent("vjp", ct_leaves, out_avals, self.out_tree, ct_tree)
         cts = []
         for c, a in zip(ct_leaves, out_avals):
             ta = tangent_aval(a)
@@ -276,19 +306,14 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                     c = jnp.asarray(c, dtype=ta.dtype)
                 cts.append(c)
         cts += [Zero(a) for a in lin.out_avals[n:]]
-        got = lin.transpose(cts)[: tr.num_in]
+        got = lin.transpose(cts)[: len(in_avals)]
         leaves = [_materialize(g, a) for g, a in zip(got, in_avals)]
         # as JAX: the cotangent of a weakly typed input is weakly typed
         leaves = [
             jnp.convert(g, a.dtype, weak=True) if a.weak_type and a.dtype != float0 else g
             for g, a in zip(leaves, in_avals)
         ]
-        return tree_unflatten(p_tree, leaves)
-
-    out = tree_unflatten(tr.out_tree, outs)
-    if has_aux:
-        return out, vjp_fn, tree_unflatten(tr.aux_tree, aux)
-    return out, vjp_fn
+        return tree_unflatten(self.p_tree, leaves)
 
 
 def _argnums(argnums, nargs, api):
@@ -433,6 +458,53 @@ def grad(
     return grad_f
 
 
+def fwd_and_bwd(
+    fun: Callable, argnums: int | Sequence[int], has_aux: bool = False, jitted: bool = True
+) -> tuple[Callable, Callable]:
+    """The forward and backward passes of `fun` as two functions, as jax.fwd_and_bwd.
+
+    `fwd(*args)` returns `(fun(*args), residuals)` (and `aux` with has_aux), as `vjp` of
+    `fun` in the arguments `argnums` (the others are held fixed); `bwd(residuals, ct)`
+    returns the cotangents of those arguments (one, not a tuple, for an int `argnums`).
+    The residuals are a pytree of arrays, so with `jitted=True` (the default) both are
+    jitted functions that compile once and are reused across calls.
+
+    Args:
+        fun: the function.
+        argnums: the positional argument(s) to differentiate with respect to.
+        has_aux: `fun` returns `(output, aux)`; aux is returned by `fwd`, undifferentiated.
+        jitted: return `jit(fwd)` and `jit(bwd)`.
+    Returns:
+        `(fwd, bwd)`.
+    """
+    if not callable(fun):
+        raise TypeError(f"fwd_and_bwd: expected a callable, got {type(fun).__name__}")
+    if not isinstance(argnums, int):
+        argnums = tuple(operator.index(a) for a in argnums)
+    else:
+        argnums = operator.index(argnums)
+
+    def fwd(*args, **kwargs):
+        nums = _argnums(argnums, len(args), "fwd_and_bwd")
+        dyn = tuple(args[i] for i in nums)
+
+        def f_partial(*dyn_args):
+            full = list(args)
+            for i, v in zip(nums, dyn_args):
+                full[i] = v
+            return fun(*full, **kwargs)
+
+        return vjp(f_partial, *dyn, has_aux=has_aux)
+
+    def bwd(f_vjp, outgrad):
+        g = f_vjp(outgrad)
+        return g[0] if isinstance(argnums, int) else g
+
+    if jitted:
+        return jit(fwd), jit(bwd)
+    return fwd, bwd
+
+
 def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
     """The transpose of the linear function `fun`, as jax.linear_transpose.
 
@@ -463,6 +535,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
 
 __all__ = [
     "float0",
+    "fwd_and_bwd",
     "grad",
     "jvp",
     "linear_transpose",

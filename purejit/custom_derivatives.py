@@ -21,7 +21,13 @@ from purejit.tracing import Tracer, aval_of, bind, current_trace, trace_to_funct
 from purejit.transforms import trace_closed
 from purejit.transforms.autodiff import Zero, evaluate, is_differentiable_dtype
 from purejit.transforms.autodiff._core import register_custom, zeros
-from purejit.tree_util import tree_flatten, tree_paths, tree_structure, tree_unflatten
+from purejit.tree_util import (
+    register_pytree_node,
+    tree_flatten,
+    tree_paths,
+    tree_structure,
+    tree_unflatten,
+)
 
 
 def _resolve_args(fun, args, kwargs, api):
@@ -304,6 +310,79 @@ class custom_vjp(_Wrapped):
         return self._bind(args, lambda nd, tree, n, out: _VJPRule(self, nd, tree, n, out))
 
 
+class _GradientRule:
+    """The residuals of a `custom_gradient` function: its VJP function traced to IR (static)
+    and the values that function closes over (the pytree children)."""
+
+    def __init__(self, fn, in_tree, out_tree, consts):
+        self.fn, self.in_tree, self.out_tree, self.consts = fn, in_tree, out_tree, consts
+
+
+register_pytree_node(
+    _GradientRule,
+    lambda r: (list(r.consts), (r.fn, r.in_tree, r.out_tree)),
+    lambda aux, consts: _GradientRule(*aux, list(consts)),
+)
+
+
+def custom_gradient(fun: Callable) -> Callable:
+    """A function with a custom gradient, as jax.custom_gradient (TensorFlow's API).
+
+    `fun(*args)` returns `(value, vjp_fn)`: `vjp_fn(ct)` gives the cotangents of the
+    arguments (a tuple, or one array for a one-argument function) and may close over
+    values `fun` computed. The decorated function returns `value`; reverse-mode
+    differentiation calls `vjp_fn` (built on custom_vjp: forward mode is not supported).
+    """
+
+    @functools.wraps(fun)
+    def primal(*args, **kwargs):
+        ans, _ = _pair(fun(*args, **kwargs))
+        return ans
+
+    wrapped = custom_vjp(primal)
+
+    def fwd(*args):
+        ans, rule = _pair(fun(*args))
+        if not callable(rule):
+            raise TypeError(
+                f"custom_gradient: {wrapped._name!r} must return (value, vjp_fn) with a "
+                f"callable vjp_fn, got {type(rule).__name__}"
+            )
+        ans_leaves, out_tree = tree_flatten((ans,))
+        box = {}
+
+        def flat(*cts):
+            got = rule(*tree_unflatten(out_tree, list(cts)))
+            leaves, box["tree"] = tree_flatten(got)
+            return [_leaf(x) for x in leaves]
+
+        # traced here, so the values it closes over become residuals (they are tracers of
+        # this forward pass, which the backward pass cannot read directly)
+        closed = trace_closed(flat, [aval_of(_leaf(x)) for x in ans_leaves], name="vjp_fn")
+        return ans, _GradientRule(closed.fn, box["tree"], out_tree, closed.captures)
+
+    def bwd(res, ct):
+        cts, tree = tree_flatten((ct,))
+        if tree != res.out_tree:
+            raise TypeError(
+                f"custom_gradient: the cotangent has structure {tree}, the output {res.out_tree}"
+            )
+        got = tree_unflatten(res.in_tree, evaluate(res.fn, [*cts, *res.consts]))
+        return (got,) if res.in_tree.kind is None else got  # one bare cotangent
+
+    wrapped.defvjp(fwd, bwd)
+    return wrapped
+
+
+def _pair(out):
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(
+            "custom_gradient: the function must return a pair (value, vjp_fn), got "
+            f"{type(out).__name__}{errors.at(errors.user_location())}"
+        )
+    return out
+
+
 def closure_convert(fun: Callable, *example_args):
     """`(converted, consts)`: `converted(*args, *consts)` computes `fun(*args)` with the
     traced values `fun` closes over passed explicitly as `consts`, as jax.closure_convert."""
@@ -330,4 +409,4 @@ def closure_convert(fun: Callable, *example_args):
     return converted, consts
 
 
-__all__ = ["closure_convert", "custom_jvp", "custom_vjp", "np"]
+__all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp", "np"]

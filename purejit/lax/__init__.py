@@ -374,3 +374,6 @@ __all__ += ["reduce_precision"]
 from purejit.lax.extras import scatter_sub  # noqa: E402
 
 __all__ += ["scatter_sub"]
+from purejit.lax.solves import custom_linear_solve, custom_root  # noqa: E402
+
+__all__ += ["custom_linear_solve", "custom_root"]

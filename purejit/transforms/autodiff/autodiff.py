@@ -30,6 +30,7 @@ from purejit.transforms.autodiff._core import (
     deftranspose,
     instantiate,
     is_differentiable_dtype,
+    is_linear,
     op,
     ops,
     tangent_aval,
@@ -105,6 +106,23 @@ def _custom_jvp_jvp(ctx, primals, tangents, attrs, regions):
     m = len(regions[0].results)
     outs, touts = got[:m], got[m:]
     return outs, touts
+
+
+@deftranspose("custom_jvp_call")
+def _custom_jvp_t(cts, operands, attrs, regions):
+    # in a linear program: a rule may transpose itself (custom_linear_solve's runs the
+    # transposed solve); otherwise, as in JAX, the function is itself (its region) there
+    rule = CUSTOM_RULES[attrs["rule"]]
+    own = getattr(rule, "transpose", None)
+    if own is not None:
+        return own(cts, operands)
+    linear = [is_linear(x) for x in operands]
+    args = [None if lin else x for x, lin in zip(operands, linear)]
+    got = iter(interp.transpose_function(regions[0], linear, args, cts))
+    return [next(got) if lin else None for lin in linear]
+
+
+LINEAR_OPS.add("custom_jvp_call")
 
 
 @defjvp("custom_vjp_call")

@@ -18,7 +18,9 @@ from purejit.tracing import ShapedArray, aval_of, bind
 from purejit.transforms._ir_eval import trace_closed
 from purejit.transforms.autodiff._core import (
     CUSTOM_RULES,
+    UndefinedPrimal,
     Zero,
+    instantiate,
     is_differentiable_dtype,
     register_custom,
 )
@@ -40,6 +42,10 @@ def _front(axis, args, dims):
 def _per_example(x, d) -> ShapedArray:
     a = aval_of(x)
     return ShapedArray(unbatched_shape(x, d), a.dtype, a.weak_type)
+
+
+def _drop(shape, dim):
+    return tuple(shape) if dim is None else tuple(shape[:dim]) + tuple(shape[dim + 1 :])
 
 
 def _all_front(axis, outs, dims):
@@ -82,6 +88,47 @@ class _BatchedJVP:
     def __init__(self, rule, axis, dims):
         self.rule, self.axis, self.dims = rule, axis, list(dims)
         self.num_args, self.name = rule.num_args, f"{rule.name}_vmap"
+        if getattr(rule, "transpose", None) is not None:
+            self.transpose = self._transpose  # the rule transposes itself: so does its batch
+
+    def _transpose(self, cts, operands):
+        """The rule's transpose traced on one example, then batched; cotangents of inputs
+        every example shares are summed over the batch."""
+        axis, dims = self.axis, self.dims
+        linear = [isinstance(x, UndefinedPrimal) for x in operands]
+        vals = [x for x, lin in zip(operands, linear) if not lin]
+        vdims = [d for d, lin in zip(dims, linear) if not lin]
+        per_vals = [_per_example(v, d) for v, d in zip(vals, vdims)]
+        per_lin = [
+            UndefinedPrimal(ShapedArray(_drop(x.aval.shape, d), x.aval.dtype))
+            for x, d, lin in zip(operands, dims, linear)
+            if lin
+        ]
+        cts = [bdim_at_front(axis, instantiate(c), 0) for c in cts]
+        per_cts = [_per_example(c, 0) for c in cts]
+
+        def one(*xs):
+            it_v, it_l = iter(xs[: len(vals)]), iter(per_lin)
+            ops_ = [next(it_l) if lin else next(it_v) for lin in linear]
+            got = self.rule.transpose(list(xs[len(vals) :]), ops_)
+            return [instantiate(g, u.aval) for g, u in zip([g for g, lin in zip(got, linear)
+                                                            if lin], per_lin)]  # fmt: skip
+
+        closed = _trace_per_example(one, per_vals + per_cts, self.name + "_transpose")
+        ins = [*vals, *cts, *closed.captures]
+        ds = [*vdims, *[0] * len(cts), *[None] * len(closed.captures)]
+        got, gdims = batch_function(closed.fn, ins, ds, axis)
+        out, it = [], iter(zip(got, gdims))
+        for lin, d in zip(linear, dims):
+            if not lin:
+                out.append(None)
+                continue
+            g, gd = next(it)
+            if d is None:  # an input every example shares: the sum of cotangents
+                out.append(g if gd is None else reduce_batch(g, gd, "add"))
+            else:
+                out.append(bdim_at_front(axis, g, gd))
+        return out
 
     def jvp(self, primals, tangents):
         n, axis = len(primals), self.axis
