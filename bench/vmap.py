@@ -295,7 +295,10 @@ def run(platform: str, quick: bool, budget: float, repeats: int, python_loop: bo
             fn, dev = forms[f"purejit {how}"]
             got = fn(*dev)  # auto measures both lowerings here, on its first call
             for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(ref)):
-                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-3, atol=2e-3)
+                # float32 dots run in TF32 on GPU (both libraries), and the forms contract in
+                # other shapes, so they agree to TF32's accuracy there
+                tol = 1e-2 if platform == "gpu" else 2e-3
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol)
         choice = "/".join(c.lowering for c in vmap_lowering.CHOICES.values()) or "?"
         times = interleaved(forms, budget, repeats)
         rows.append((name, times, choice))
