@@ -103,6 +103,24 @@ def groups() -> list:
         _g("poisson", (5, 4), np.int32, np.array([0.0, 1.0, 12.0, 300.0], np.float32)),
         _g("generalized_normal", (10,), F32, np.float32(1.5)),
         _g("ball", (4,), F32, np.float32(2.0), d=3),
+        _g("binomial", (20,), F32, np.float32(10.0), np.float32(0.3)),
+        _g("binomial", (20,), F32, np.float32(200.0), np.float32(0.7)),
+        _g(
+            "binomial",
+            (9,),
+            F32,
+            np.array([0, 3, 30, 500, -1, np.nan, np.inf, 1e4, 7.5], np.float32),
+            np.float32(0.45),
+        ),
+        _g(
+            "binomial",
+            (7,),
+            F32,
+            np.float32(40.0),
+            np.array([0.1, 0.5, 0.9, -0.1, np.nan, 1.0, 0.0], np.float32),
+        ),
+        _g("binomial", (4, 3), F16, np.array([5, 50, 100], np.float16), np.float16(0.35)),
+        _g("binomial", (11,), BF16, np.float32(60.0), np.array(0.55, BF16)),
     ]
     return gs
 
@@ -140,6 +158,8 @@ def _call(mod, name, key, shape, dtype, params, kw):
         return mod.poisson(key, params[0], shape, dtype)
     if name == "generalized_normal":
         return mod.generalized_normal(key, params[0], shape, dtype)
+    if name == "binomial":
+        return mod.binomial(key, *params, shape, dtype)
     if name == "ball":
         return mod.ball(key, kw["d"], params[0], shape, dtype)
     raise KeyError(name)

@@ -6,6 +6,7 @@ same key, shape, dtype and parameters give the same bits as `jax.random` (see
 (`PRNGKey(seed)`); both work everywhere, through `jit`, `scan` carries and pytrees.
 """
 
+from purejit.random._binomial import binomial
 from purejit.random._keys import KeyDType, PRNGKeyArray
 from purejit.random._linalg import multivariate_normal, orthogonal
 from purejit.random._loops import (
@@ -45,6 +46,7 @@ from purejit.random._core import (
 )
 
 __all__ = [
+    "binomial",
     "multivariate_normal",
     "orthogonal",
     "ball",
