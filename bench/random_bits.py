@@ -183,6 +183,16 @@ def _same(a, b) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(_bits(a), _bits(b))
 
 
+def _where_differ(got: np.ndarray, want: np.ndarray, shown: int = 3) -> str:
+    """How many elements differ, and the first few: flat index, purejit's and JAX's value."""
+    g, w = got.reshape(-1), want.reshape(-1)
+    gb = g.view(np.uint8).reshape(g.size, -1) if g.size else g
+    wb = w.view(np.uint8).reshape(w.size, -1) if w.size else w
+    idx = np.nonzero(np.any(gb != wb, axis=-1))[0] if g.size else []
+    first = ", ".join(f"[{i}] {g[i]!r} vs {w[i]!r}" for i in idx[:shown])
+    return f"{len(idx)} of {g.size} differ: {first}"
+
+
 def run_group(group, seeds: np.ndarray, *, eager_seeds: int = 2) -> list[str]:
     """Compare one group over `seeds`; returns a message per mismatching case."""
     name, shape, dtype, params, kw = group
@@ -202,8 +212,7 @@ def run_group(group, seeds: np.ndarray, *, eager_seeds: int = 2) -> list[str]:
                 f"{label(group)}: {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}"
             ]
         if not np.array_equal(_bits(got), _bits(want)):
-            n = int(np.sum(got != want)) if got.size else 0
-            bad.append(f"{label(group)} seed={int(s)} (jit): {n} of {got.size} differ")
+            bad.append(f"{label(group)} seed={int(s)} (jit): {_where_differ(got, want)}")
     for s in seeds[:eager_seeds]:
         a = _call(pr, name, pr.key(int(s)), shape, dtype, params, kw)
         b = _call(jax.random, name, jax.random.key(int(s)), shape, dtype, params, kw)
