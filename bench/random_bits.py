@@ -121,8 +121,25 @@ def groups() -> list:
         ),
         _g("binomial", (4, 3), F16, np.array([5, 50, 100], np.float16), np.float16(0.35)),
         _g("binomial", (11,), BF16, np.float32(60.0), np.array(0.55, BF16)),
+        _g("orthogonal", (), F32, n=4),
+        _g("orthogonal", (2,), F32, n=3, m=5),
+        _g("orthogonal", (), F32, n=6, m=2),
     ]
+    cov = _spd(4)
+    for method in ("cholesky", "eigh", "svd"):
+        gs += [
+            _g("multivariate_normal", (), None, np.arange(4.0, dtype=F32), cov, method=method),
+            _g("multivariate_normal", (5,), F32, np.zeros(4, F32), cov, method=method),
+            _g("multivariate_normal", (2, 3), F32, np.ones((3, 4), F32), cov, method=method),
+            _g("multivariate_normal", (3,), F16, np.ones(4, F32), cov, method=method),
+        ]
     return gs
+
+
+def _spd(n: int) -> np.ndarray:
+    """A well-conditioned symmetric positive definite float32 matrix."""
+    a = np.random.default_rng(7).normal(size=(n, n))
+    return (a @ a.T / n + np.eye(n)).astype(np.float32)
 
 
 # the call of each sampler from (random module, key, shape, dtype, params, kw)
@@ -160,6 +177,10 @@ def _call(mod, name, key, shape, dtype, params, kw):
         return mod.generalized_normal(key, params[0], shape, dtype)
     if name == "binomial":
         return mod.binomial(key, *params, shape, dtype)
+    if name == "orthogonal":
+        return mod.orthogonal(key, kw["n"], shape, dtype, m=kw.get("m"))
+    if name == "multivariate_normal":
+        return mod.multivariate_normal(key, *params, shape or None, dtype, method=kw["method"])
     if name == "ball":
         return mod.ball(key, kw["d"], params[0], shape, dtype)
     raise KeyError(name)

@@ -49,7 +49,8 @@ def test_ci_runs_at_least_1000_cases_over_every_sampler():
     names = {g[0] for g in GROUPS}
     for n in ("uniform", "normal", "bits", "truncated_normal", "bernoulli", "categorical",
               "randint", "permutation", "choice", "gumbel", "exponential", "laplace",
-              "logistic", "rademacher", "gamma", "beta", "poisson", "binomial"):  # fmt: skip
+              "logistic", "rademacher", "gamma", "beta", "poisson", "binomial", "orthogonal",
+              "multivariate_normal"):  # fmt: skip
         assert n in names, n
     dtypes = {np.dtype(g[2]).name for g in GROUPS if g[2] is not None}
     assert {"float32", "float16", "bfloat16"} <= dtypes
