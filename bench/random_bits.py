@@ -125,6 +125,37 @@ def groups() -> list:
         _g("orthogonal", (2,), F32, n=3, m=5),
         _g("orthogonal", (), F32, n=6, m=2),
     ]
+    gs += [
+        _g("cauchy", (33,), F32),
+        _g("cauchy", (17,), F16),
+        _g("cauchy", (17,), BF16),
+        _g("pareto", (21,), F32, np.float32(2.5)),
+        _g("rayleigh", (3, 2), F32, np.array([1.0, 2.5], np.float32)),
+        _g("rayleigh", (9,), BF16, np.array(1.5, BF16)),
+        _g("weibull_min", (19,), F32, np.float32(2.0), np.float32(1.5)),
+        _g("triangular", (25,), F32, np.float32(-1.0), np.float32(0.3), np.float32(2.0)),
+        _g("lognormal", (15,), F32, np.float32(0.5)),
+        _g("lognormal", (4,), np.complex64, np.float32(0.7)),
+        _g("geometric", (30,), np.int32, np.float32(0.2)),
+        _g("geometric", (4, 3), np.int8, np.array([0.05, 0.5, 0.9], np.float32)),
+        _g("wald", (23,), F32, np.float32(1.3)),
+        _g("maxwell", (11,), F32),
+        _g("maxwell", (5,), F16),
+        _g("double_sided_maxwell", (3,), F32, np.float32(1.0), np.float32(2.0)),
+        _g("double_sided_maxwell", (), F32, np.array([1.0, -1.0], np.float32), np.float32(0.5)),
+        _g("chisquare", (7,), F32, np.float32(3.0)),
+        _g("f", (6,), F32, np.float32(3.0), np.float32(5.0)),
+        _g("t", (6,), F32, np.float32(4.0)),
+        _g("multinomial", (), F32, np.float32(20.0), np.array([0.2, 0.3, 0.5], np.float32)),
+        _g(
+            "multinomial",
+            (),
+            np.int32,
+            np.array([5.0, 100.0], np.float32),
+            np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]], np.float32),
+        ),
+        _g("clone", (), None),
+    ]
     cov = _spd(4)
     for method in ("cholesky", "eigh", "svd"):
         gs += [
@@ -181,6 +212,18 @@ def _call(mod, name, key, shape, dtype, params, kw):
         return mod.orthogonal(key, kw["n"], shape, dtype, m=kw.get("m"))
     if name == "multivariate_normal":
         return mod.multivariate_normal(key, *params, shape or None, dtype, method=kw["method"])
+    if name in ("cauchy", "maxwell"):
+        return getattr(mod, name)(key, shape, dtype)
+    if name in ("pareto", "rayleigh", "lognormal", "geometric", "wald", "chisquare", "t"):
+        return getattr(mod, name)(key, *params, shape, dtype)
+    if name in ("weibull_min", "double_sided_maxwell"):
+        return getattr(mod, name)(key, *params, shape, dtype)
+    if name in ("triangular", "f"):
+        return getattr(mod, name)(key, *params, shape, dtype)
+    if name == "multinomial":
+        return mod.multinomial(key, *params, dtype=dtype)
+    if name == "clone":
+        return mod.key_data(mod.clone(key))
     if name == "ball":
         return mod.ball(key, kw["d"], params[0], shape, dtype)
     raise KeyError(name)
