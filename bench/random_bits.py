@@ -141,6 +141,7 @@ def groups() -> list:
         _g("wald", (23,), F32, np.float32(1.3)),
         _g("maxwell", (11,), F32),
         _g("maxwell", (5,), F16),
+        _g("maxwell", (30000,), F32),  # 90,000 counters: the unrolled hash on CPU
         _g("double_sided_maxwell", (3,), F32, np.float32(1.0), np.float32(2.0)),
         _g("double_sided_maxwell", (), F32, np.array([1.0, -1.0], np.float32), np.float32(0.5)),
         _g("chisquare", (7,), F32, np.float32(3.0)),
