@@ -45,6 +45,7 @@ def groups() -> list:
             _g("logistic", (31,), dt),
             _g("gumbel", (31,), dt),
             _g("gumbel", (17,), dt, mode="high"),
+            _g("gumbel", (19,), dt, mode="highest"),
             _g("categorical", (), None, np.linspace(-1, 1, 11).astype(dt)),
         ]
     gs += [
