@@ -21,6 +21,7 @@ import numpy as np
 
 from purejit import lax
 from purejit.backend import pjrt
+from purejit.tracing import ShapedArray, bind, trace_to_function
 
 _U32 = np.dtype(np.uint32)
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -86,28 +87,50 @@ def _rotl_by(x, d):
     return lax.bitwise_or(left, right)
 
 
+def _loop_regions(carry_avals):
+    """The cond and body regions of the rolled loop for these carry types, traced once per
+    process and shared by every hash of the same shapes (a program with many samplers would
+    otherwise trace the same 20 rounds again for each)."""
+    key = tuple((a.shape, a.dtype.str) for a in carry_avals)
+    regions = _LOOP_CACHE.get(key)
+    if regions is None:
+        cond = trace_to_function(lambda *c: [_cond(c)], carry_avals, name="threefry_cond")
+        body = trace_to_function(lambda *c: list(_body(c)), carry_avals, name="threefry_body")
+        if cond.captures or body.captures:  # cannot happen: both close over constants only
+            raise AssertionError("threefry loop regions captured outer values")
+        regions = _LOOP_CACHE[key] = (cond.fn, body.fn)
+    return regions
+
+
+_LOOP_CACHE: dict = {}
+
+
+def _cond(carry):
+    return lax.lt(carry[0], np.int32(5))
+
+
+def _body(carry):
+    """Four rounds, then the key injection; the key words and the rotation lists rotate by
+    one for the next trip (JAX's `rolled_loop_step`)."""
+    i, a, b, k0, k1, k2, rot, rot_next = carry
+    for j in range(4):
+        r = lax.reshape(lax.slice(rot, (j,), (j + 1,)), ())
+        a = lax.add(a, b)
+        b = lax.bitwise_xor(a, _rotl_by(b, r))
+    shape = tuple(a.shape)
+    a = lax.add(a, _bcast(k0, shape))
+    step = lax.convert_element_type(lax.add(i, np.int32(1)), _U32)
+    b = lax.add(lax.add(b, _bcast(k1, shape)), lax.broadcast_in_dim(step, shape, ()))
+    return lax.add(i, np.int32(1)), a, b, k1, k2, k0, rot_next, rot
+
+
 def _rounds_rolled(a, b, ks):
     """The 20 rounds as JAX's CPU lowering runs them: `fori_loop(0, 5)` over blocks of four,
     the key schedule and the two rotation lists rotating by one each trip."""
-
-    def cond(carry):
-        return lax.lt(carry[0], np.int32(5))
-
-    def body(carry):
-        i, a, b, k0, k1, k2, rot, rot_next = carry
-        for j in range(4):
-            r = lax.reshape(lax.slice(rot, (j,), (j + 1,)), ())
-            a = lax.add(a, b)
-            b = lax.bitwise_xor(a, _rotl_by(b, r))
-        shape = tuple(a.shape)
-        a = lax.add(a, _bcast(k0, shape))
-        step = lax.convert_element_type(lax.add(i, np.int32(1)), _U32)
-        b = lax.add(lax.add(b, _bcast(k1, shape)), lax.broadcast_in_dim(step, shape, ()))
-        return lax.add(i, np.int32(1)), a, b, k1, k2, k0, rot_next, rot
-
-    rots = [np.array(r, _U32) for r in _ROTATIONS]
-    init = (np.int32(0), a, b, ks[1], ks[2], ks[0], rots[0], rots[1])
-    out = lax.while_loop(cond, body, init)
+    rots = [lax.convert_element_type(np.array(r, _U32), _U32) for r in _ROTATIONS]
+    init = [lax.convert_element_type(np.int32(0), np.int32), a, b, ks[1], ks[2], ks[0], *rots]
+    avals = [ShapedArray(tuple(x.shape), np.dtype(x.dtype)) for x in init]
+    out = bind("while", *init, regions=list(_loop_regions(avals)))
     return out[1], out[2]
 
 
