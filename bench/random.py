@@ -1,6 +1,6 @@
 """purejit.random against jax.random: generation time and compile time.
 
-    python -m bench.random --out DIR [--size N] [--procs P]
+    python -m bench.random --out DIR [--size N] [--procs P] [--compile-only]
 
 * generation: `normal` and `uniform` of N float32 values (default 64M on GPU, 4M on CPU)
   and `split` of N/64 keys (1M at the default GPU size), each jitted with the key as an
@@ -139,6 +139,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=".")
     ap.add_argument("--size", type=int, default=None, help="values per normal/uniform call")
     ap.add_argument("--procs", type=int, default=3, help="fresh processes per library")
+    ap.add_argument("--compile-only", action="store_true", help="skip the generation timings")
     ap.add_argument("--child", choices=["jax", "purejit"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -150,7 +151,7 @@ def main(argv=None) -> int:
     size = args.size or (64 * 2**20 if platform == "gpu" else 4 * 2**20)
     lines = [f"# purejit.random vs jax.random ({platform}: {jax.devices()[0].device_kind})", ""]
     lines += ["| workload | purejit | jax | ratio |", "|---|---|---|---|"]
-    for name, tp, tj in generation(size):
+    for name, tp, tj in [] if args.compile_only else generation(size):
         lines.append(f"| {name} | {tp * 1e3:.2f} ms | {tj * 1e3:.2f} ms | {tp / tj:.2f}x |")
     cp, cj = compile_times(args.procs)
     mp, mj = statistics.median(cp), statistics.median(cj)

@@ -45,6 +45,7 @@ def groups() -> list:
             _g("logistic", (31,), dt),
             _g("gumbel", (31,), dt),
             _g("gumbel", (17,), dt, mode="high"),
+            _g("gumbel", (19,), dt, mode="highest"),
             _g("categorical", (), None, np.linspace(-1, 1, 11).astype(dt)),
         ]
     gs += [
@@ -103,8 +104,75 @@ def groups() -> list:
         _g("poisson", (5, 4), np.int32, np.array([0.0, 1.0, 12.0, 300.0], np.float32)),
         _g("generalized_normal", (10,), F32, np.float32(1.5)),
         _g("ball", (4,), F32, np.float32(2.0), d=3),
+        _g("binomial", (20,), F32, np.float32(10.0), np.float32(0.3)),
+        _g("binomial", (20,), F32, np.float32(200.0), np.float32(0.7)),
+        _g(
+            "binomial",
+            (9,),
+            F32,
+            np.array([0, 3, 30, 500, -1, np.nan, np.inf, 1e4, 7.5], np.float32),
+            np.float32(0.45),
+        ),
+        _g(
+            "binomial",
+            (7,),
+            F32,
+            np.float32(40.0),
+            np.array([0.1, 0.5, 0.9, -0.1, np.nan, 1.0, 0.0], np.float32),
+        ),
+        _g("binomial", (4, 3), F16, np.array([5, 50, 100], np.float16), np.float16(0.35)),
+        _g("binomial", (11,), BF16, np.float32(60.0), np.array(0.55, BF16)),
+        _g("orthogonal", (), F32, n=4),
+        _g("orthogonal", (2,), F32, n=3, m=5),
+        _g("orthogonal", (), F32, n=6, m=2),
     ]
+    gs += [
+        _g("cauchy", (33,), F32),
+        _g("cauchy", (17,), F16),
+        _g("cauchy", (17,), BF16),
+        _g("pareto", (21,), F32, np.float32(2.5)),
+        _g("rayleigh", (3, 2), F32, np.array([1.0, 2.5], np.float32)),
+        _g("rayleigh", (9,), BF16, np.array(1.5, BF16)),
+        _g("weibull_min", (19,), F32, np.float32(2.0), np.float32(1.5)),
+        _g("triangular", (25,), F32, np.float32(-1.0), np.float32(0.3), np.float32(2.0)),
+        _g("lognormal", (15,), F32, np.float32(0.5)),
+        _g("lognormal", (4,), np.complex64, np.float32(0.7)),
+        _g("geometric", (30,), np.int32, np.float32(0.2)),
+        _g("geometric", (4, 3), np.int8, np.array([0.05, 0.5, 0.9], np.float32)),
+        _g("wald", (23,), F32, np.float32(1.3)),
+        _g("maxwell", (11,), F32),
+        _g("maxwell", (5,), F16),
+        _g("maxwell", (30000,), F32),  # 90,000 counters: the unrolled hash on CPU
+        _g("double_sided_maxwell", (3,), F32, np.float32(1.0), np.float32(2.0)),
+        _g("double_sided_maxwell", (), F32, np.array([1.0, -1.0], np.float32), np.float32(0.5)),
+        _g("chisquare", (7,), F32, np.float32(3.0)),
+        _g("f", (6,), F32, np.float32(3.0), np.float32(5.0)),
+        _g("t", (6,), F32, np.float32(4.0)),
+        _g("multinomial", (), F32, np.float32(20.0), np.array([0.2, 0.3, 0.5], np.float32)),
+        _g(
+            "multinomial",
+            (),
+            np.int32,
+            np.array([5.0, 100.0], np.float32),
+            np.array([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]], np.float32),
+        ),
+        _g("clone", (), None),
+    ]
+    cov = _spd(4)
+    for method in ("cholesky", "eigh", "svd"):
+        gs += [
+            _g("multivariate_normal", (), None, np.arange(4.0, dtype=F32), cov, method=method),
+            _g("multivariate_normal", (5,), F32, np.zeros(4, F32), cov, method=method),
+            _g("multivariate_normal", (2, 3), F32, np.ones((3, 4), F32), cov, method=method),
+            _g("multivariate_normal", (3,), F16, np.ones(4, F32), cov, method=method),
+        ]
     return gs
+
+
+def _spd(n: int) -> np.ndarray:
+    """A well-conditioned symmetric positive definite float32 matrix."""
+    a = np.random.default_rng(7).normal(size=(n, n))
+    return (a @ a.T / n + np.eye(n)).astype(np.float32)
 
 
 # the call of each sampler from (random module, key, shape, dtype, params, kw)
@@ -140,6 +208,24 @@ def _call(mod, name, key, shape, dtype, params, kw):
         return mod.poisson(key, params[0], shape, dtype)
     if name == "generalized_normal":
         return mod.generalized_normal(key, params[0], shape, dtype)
+    if name == "binomial":
+        return mod.binomial(key, *params, shape, dtype)
+    if name == "orthogonal":
+        return mod.orthogonal(key, kw["n"], shape, dtype, m=kw.get("m"))
+    if name == "multivariate_normal":
+        return mod.multivariate_normal(key, *params, shape or None, dtype, method=kw["method"])
+    if name in ("cauchy", "maxwell"):
+        return getattr(mod, name)(key, shape, dtype)
+    if name in ("pareto", "rayleigh", "lognormal", "geometric", "wald", "chisquare", "t"):
+        return getattr(mod, name)(key, *params, shape, dtype)
+    if name in ("weibull_min", "double_sided_maxwell"):
+        return getattr(mod, name)(key, *params, shape, dtype)
+    if name in ("triangular", "f"):
+        return getattr(mod, name)(key, *params, shape, dtype)
+    if name == "multinomial":
+        return mod.multinomial(key, *params, dtype=dtype)
+    if name == "clone":
+        return mod.key_data(mod.clone(key))
     if name == "ball":
         return mod.ball(key, kw["d"], params[0], shape, dtype)
     raise KeyError(name)
@@ -163,6 +249,16 @@ def _same(a, b) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(_bits(a), _bits(b))
 
 
+def _where_differ(got: np.ndarray, want: np.ndarray, shown: int = 3) -> str:
+    """How many elements differ, and the first few: flat index, purejit's and JAX's value."""
+    g, w = got.reshape(-1), want.reshape(-1)
+    gb = g.view(np.uint8).reshape(g.size, -1) if g.size else g
+    wb = w.view(np.uint8).reshape(w.size, -1) if w.size else w
+    idx = np.nonzero(np.any(gb != wb, axis=-1))[0] if g.size else []
+    first = ", ".join(f"[{i}] {g[i]!r} vs {w[i]!r}" for i in idx[:shown])
+    return f"{len(idx)} of {g.size} differ: {first}"
+
+
 def run_group(group, seeds: np.ndarray, *, eager_seeds: int = 2) -> list[str]:
     """Compare one group over `seeds`; returns a message per mismatching case."""
     name, shape, dtype, params, kw = group
@@ -182,8 +278,7 @@ def run_group(group, seeds: np.ndarray, *, eager_seeds: int = 2) -> list[str]:
                 f"{label(group)}: {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}"
             ]
         if not np.array_equal(_bits(got), _bits(want)):
-            n = int(np.sum(got != want)) if got.size else 0
-            bad.append(f"{label(group)} seed={int(s)} (jit): {n} of {got.size} differ")
+            bad.append(f"{label(group)} seed={int(s)} (jit): {_where_differ(got, want)}")
     for s in seeds[:eager_seeds]:
         a = _call(pr, name, pr.key(int(s)), shape, dtype, params, kw)
         b = _call(jax.random, name, jax.random.key(int(s)), shape, dtype, params, kw)

@@ -6,6 +6,24 @@ same key, shape, dtype and parameters give the same bits as `jax.random` (see
 (`PRNGKey(seed)`); both work everywhere, through `jit`, `scan` carries and pytrees.
 """
 
+from purejit.random._binomial import binomial
+from purejit.random._distributions import (
+    cauchy,
+    chisquare,
+    clone,
+    double_sided_maxwell,
+    f,
+    geometric,
+    lognormal,
+    maxwell,
+    multinomial,
+    pareto,
+    rayleigh,
+    t,
+    triangular,
+    wald,
+    weibull_min,
+)
 from purejit.random._keys import KeyDType, PRNGKeyArray
 from purejit.random._linalg import multivariate_normal, orthogonal
 from purejit.random._loops import (
@@ -45,6 +63,22 @@ from purejit.random._core import (
 )
 
 __all__ = [
+    "cauchy",
+    "chisquare",
+    "clone",
+    "double_sided_maxwell",
+    "f",
+    "geometric",
+    "lognormal",
+    "maxwell",
+    "multinomial",
+    "pareto",
+    "rayleigh",
+    "t",
+    "triangular",
+    "wald",
+    "weibull_min",
+    "binomial",
     "multivariate_normal",
     "orthogonal",
     "ball",

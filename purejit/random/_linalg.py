@@ -9,8 +9,9 @@ import operator
 
 import numpy as np
 
+from purejit import dtypes as pdt
 from purejit import numpy as jnp
-from purejit.random._core import canonical_shape, float_dtype, normal_impl
+from purejit.random._core import canonical_shape, check_param_shapes, float_dtype, normal_impl
 from purejit.random._keys import check_key
 
 
@@ -38,13 +39,22 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     return jnp.swapaxes(x, -1, -2) if n < m else x
 
 
+def _promote_inexact(*xs):
+    """JAX's promote_dtypes_inexact: a common dtype, integers and bools made float."""
+    dt = np.dtype(jnp.result_type(*xs))
+    if not (dt.kind in "fc" or dt == pdt.bfloat16):
+        dt = pdt.default_float()
+    return tuple(jnp.asarray(x, dt) for x in xs)
+
+
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
     """Normal samples with the given mean and covariance."""
     data, _ = check_key("multivariate_normal", key)
-    dt = float_dtype("multivariate_normal", dtype)
+    mean, cov = _promote_inexact(jnp.asarray(mean), jnp.asarray(cov))
     if method not in ("svd", "eigh", "cholesky"):
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
-    mean, cov = jnp.asarray(mean, dt), jnp.asarray(cov, dt)
+    # as JAX: mean and cov keep their (common inexact) dtype; `dtype` is the samples'
+    dt = mean.dtype if dtype is None else float_dtype("multivariate_normal", dtype)
     if mean.ndim < 1:
         raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got {mean.ndim}")
     if cov.ndim < 2:
@@ -59,6 +69,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         shape = tuple(np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2]))
     else:
         shape = canonical_shape("multivariate_normal", shape)
+        check_param_shapes("normal", shape, tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
     if method == "svd":
         u, s, _ = _linalg("multivariate_normal", "svd")(cov)
         factor = u * jnp.sqrt(s[..., None, :])

@@ -125,13 +125,53 @@ def logistic(key, shape=(), dtype=None):
     return _logistic(data, shape=canonical_shape("logistic", shape), dtype=dt)
 
 
+_U32 = np.dtype(np.uint32)
+
+
+def _u32(v):
+    return np.array(v, _U32)
+
+
+def _safe_int_to_float(hi, lo):
+    """The float32 in (0, 1) whose bits are the 64-bit fixed-point fraction `hi:lo`, rounded
+    down to 24 significant bits (JAX's `_safe_int_to_float`: no bits lost near 0)."""
+    info = finfo(np.float32)
+    hiclz, loclz = lax.clz(hi), lax.clz(lo)
+    hi_zero = jnp.equal(hiclz, _u32(32))
+    from_lo = jnp.where(
+        hi_zero,
+        lax.shift_left(lo, loclz),
+        lax.shift_right_logical(lo, jnp.subtract(_u32(32), hiclz)),
+    )
+    mantissa = lax.bitwise_or(lax.shift_left(hi, hiclz), from_lo)
+    mantissa = lax.shift_right_logical(mantissa, _u32(info.bits - info.nmant - 1))
+    mantissa = lax.bitwise_and(mantissa, _u32((1 << info.nmant) - 1))
+    lead = jnp.where(hi_zero, jnp.add(_u32(32), loclz), hiclz)
+    exp = lax.shift_left(jnp.subtract(_u32(-info.minexp), lead), _u32(info.nmant))
+    exp = lax.bitwise_and(exp, _u32((1 << (info.bits - 2)) - (1 << (info.nmant - 1))))
+    return lax.bitcast_convert_type(lax.bitwise_or(exp, mantissa), np.float32)
+
+
+def _gumbel_highest_f32(key, shape):
+    """JAX's float32 mode="highest": 64 random bits per value; values below 1/2 go through
+    log1p of the exact complement `1 - u` (two's complement of the 64-bit fraction)."""
+    both = bits_impl(key, 32, (2, *shape))
+    hi, lo = both[0], both[1]
+    neg_hi, neg_lo = lax.bitwise_not(hi), lax.bitwise_not(lo)
+    carry = lax.convert_element_type(jnp.equal(neg_lo, _u32(0xFFFFFFFF)), _U32)
+    neg_hi = lax.add(neg_hi, carry)
+    neg_lo = lax.add(neg_lo, lax.full(tuple(neg_lo.shape), 1, _U32))
+    flip = jnp.less(hi, _u32(1 << 31))
+    x = _safe_int_to_float(jnp.where(flip, hi, neg_hi), jnp.where(flip, lo, neg_lo))
+    low_half = jnp.negative(jnp.log(jnp.negative(jnp.log1p(jnp.negative(x)))))
+    high_half = jnp.negative(jnp.log(jnp.negative(jnp.log(x))))
+    return jnp.where(flip, low_half, high_half)
+
+
 def gumbel_impl(key, shape, dtype, mode):
     info = finfo(dtype)
     if mode == "highest" and np.dtype(dtype) == np.float32:
-        raise NotImplementedError(
-            "gumbel(mode='highest') for float32 is not implemented in purejit (it needs "
-            "bitcast_convert_type); use mode='high'"
-        )
+        return _gumbel_highest_f32(key, shape)
     if mode in ("high", "highest"):
         both = uniform_impl(key, (2, *shape), dtype, 0.0, 1.0)
         high, low = both[0], both[1]

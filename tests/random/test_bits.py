@@ -12,7 +12,17 @@ from bench import random_bits as rb
 # the loop samplers (gamma family, poisson) compile for seconds each: CI keeps one of each
 # kind; the full table runs in bench.random_bits
 _HEAVY = {"gamma", "loggamma", "beta", "dirichlet", "generalized_normal", "ball", "poisson"}
+_HEAVY |= {"binomial", "chisquare", "f", "t", "multinomial"}
 _KEEP_HEAVY = {"gamma[4, 3]:float32([3])", "poisson[5, 4]:int32([4])", "beta[8]:float32([],[])"}
+_KEEP_HEAVY |= {
+    "binomial[9]:float32([9],[])",
+    "binomial[7]:float32([],[7])",
+    "binomial[4, 3]:float16([3],[])",
+    "chisquare[7]:float32([])",
+    "f[6]:float32([],[])",
+    "t[6]:float32([])",
+    "multinomial[]:int32([2],[2, 3])",
+}
 
 
 def _ci_groups():
@@ -43,7 +53,10 @@ def test_ci_runs_at_least_1000_cases_over_every_sampler():
     names = {g[0] for g in GROUPS}
     for n in ("uniform", "normal", "bits", "truncated_normal", "bernoulli", "categorical",
               "randint", "permutation", "choice", "gumbel", "exponential", "laplace",
-              "logistic", "rademacher", "gamma", "beta", "poisson"):  # fmt: skip
+              "logistic", "rademacher", "gamma", "beta", "poisson", "binomial", "orthogonal",
+              "multivariate_normal", "cauchy", "pareto", "rayleigh", "weibull_min",
+              "triangular", "lognormal", "geometric", "wald", "maxwell",
+              "double_sided_maxwell", "chisquare", "f", "t", "multinomial", "clone"):  # fmt: skip
         assert n in names, n
     dtypes = {np.dtype(g[2]).name for g in GROUPS if g[2] is not None}
     assert {"float32", "float16", "bfloat16"} <= dtypes

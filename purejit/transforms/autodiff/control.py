@@ -472,12 +472,6 @@ def _while_jvp(ctx, primals, tangents, attrs, regions):
     n = len(body.results)
     carry, inv = primals[:n], primals[n:]
     tcarry, tinv = tangents[:n], tangents[n:]
-    if ctx.linearizing:
-        raise interp.NonDifferentiableError(
-            "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
-            "with dynamic start/stop values. Try using lax.scan, or using fori_loop with "
-            "static start/stop."
-        )
     nz_i = _nonzero(tinv)
     nz_c = _nonzero(tcarry)
     while True:
@@ -486,6 +480,17 @@ def _while_jvp(ctx, primals, tangents, attrs, regions):
         if new == nz_c:
             break
         nz_c = new
+    if not any(nz_c):
+        # no tangent reaches the carry (e.g. only through floor or comparisons): the loop
+        # is primal only, so reverse mode works too, as in JAX
+        res = bind("while", *primals, regions=list(regions), **attrs)
+        return res, [Zero(tangent_aval(aval(r))) for r in res]
+    if ctx.linearizing:
+        raise interp.NonDifferentiableError(
+            "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
+            "with dynamic start/stop values. Try using lax.scan, or using fori_loop with "
+            "static start/stop."
+        )
     nc = sum(nz_c)
     avals = [_pav(p) for p in body.params]
     c_avals, i_avals = avals[:n], avals[n:]
