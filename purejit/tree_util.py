@@ -134,34 +134,38 @@ def _node_type(x):
 
 def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:
     leaves: list = []
+    return leaves, _flatten(tree, is_leaf, leaves)
 
-    def rec(x):
-        if is_leaf is not None and is_leaf(x):
-            leaves.append(x)
-            return _LEAF
-        kind, node = _node_type(x)
-        if kind is None:
-            leaves.append(x)
-            return _LEAF
-        children, aux = node.flatten(x)
-        return PyTreeDef(kind, aux, tuple(rec(c) for c in children))
 
-    return leaves, rec(tree)
+# The recursions are module-level functions, not closures: a nested function that calls
+# itself is a reference cycle holding every cell it closes over (here the leaves, i.e. device
+# buffers), which only the cyclic GC frees; on a GPU, hundreds of 512 MiB outputs were
+# waiting for it when the allocator ran out of memory.
+
+
+def _flatten(x, is_leaf, leaves: list) -> PyTreeDef:
+    if is_leaf is not None and is_leaf(x):
+        leaves.append(x)
+        return _LEAF
+    kind, node = _node_type(x)
+    if kind is None:
+        leaves.append(x)
+        return _LEAF
+    children, aux = node.flatten(x)
+    return PyTreeDef(kind, aux, tuple(_flatten(c, is_leaf, leaves) for c in children))
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
-    it = iter(leaves)
+    return _unflatten(treedef, iter(leaves))
 
-    def rec(td):
-        if td.kind is None:
-            return next(it)
-        children = [rec(c) for c in td.children]
-        if td.kind in _REGISTRY:
-            return _REGISTRY[td.kind].unflatten(td.aux, children)
-        return td.kind(*children)  # namedtuple
 
-    out = rec(treedef)
-    return out
+def _unflatten(td: PyTreeDef, it) -> Any:
+    if td.kind is None:
+        return next(it)
+    children = [_unflatten(c, it) for c in td.children]
+    if td.kind in _REGISTRY:
+        return _REGISTRY[td.kind].unflatten(td.aux, children)
+    return td.kind(*children)  # namedtuple
 
 
 def tree_leaves(tree, is_leaf=None) -> list:
@@ -290,20 +294,22 @@ def _children_with_keys(x, kind, node) -> tuple[list, Hashable]:
 def tree_flatten_with_path(tree, is_leaf: Callable[[Any], bool] | None = None):
     """`([(key path, leaf), ...], treedef)`: every leaf with the keys that reach it."""
     out: list = []
-
-    def rec(x, path):
-        if is_leaf is not None and is_leaf(x):
-            out.append((path, x))
-            return _LEAF
-        kind, node = _node_type(x)
-        if kind is None:
-            out.append((path, x))
-            return _LEAF
-        pairs, aux = _children_with_keys(x, kind, node)
-        return PyTreeDef(kind, aux, tuple(rec(c, path + (k,)) for k, c in pairs))
-
-    treedef = rec(tree, ())
+    treedef = _flatten_with_path(tree, (), is_leaf, out)
     return out, treedef
+
+
+def _flatten_with_path(x, path, is_leaf, out: list) -> PyTreeDef:
+    if is_leaf is not None and is_leaf(x):
+        out.append((path, x))
+        return _LEAF
+    kind, node = _node_type(x)
+    if kind is None:
+        out.append((path, x))
+        return _LEAF
+    pairs, aux = _children_with_keys(x, kind, node)
+    return PyTreeDef(
+        kind, aux, tuple(_flatten_with_path(c, path + (k,), is_leaf, out) for k, c in pairs)
+    )
 
 
 def tree_leaves_with_path(tree, is_leaf=None) -> list:
@@ -345,22 +351,23 @@ def flatten_up_to(treedef: PyTreeDef, tree, what: str = "tree") -> list:
             f"{_node_name(tree_structure(x))}{errors.at(errors.user_location())}"
         )
 
-    def rec(td, x, path):
-        if td.kind is None:
-            out.append(x)
-            return
-        kind, node = _node_type(x)
-        if kind is not td.kind:
-            raise mismatch(path, td, x)
-        children, aux = node.flatten(x)
-        if aux != td.aux or len(children) != len(td.children):
-            raise mismatch(path, td, x)
-        for i, (c, sub) in enumerate(zip(children, td.children)):
-            key = _dict_keys(td)[i] if td.kind in _DICTS else i
-            rec(sub, c, f"{path}[{key!r}]")
-
-    rec(treedef, tree, "")
+    _flatten_up_to(treedef, tree, "", out, mismatch)
     return out
+
+
+def _flatten_up_to(td: PyTreeDef, x, path: str, out: list, mismatch) -> None:
+    if td.kind is None:
+        out.append(x)
+        return
+    kind, node = _node_type(x)
+    if kind is not td.kind:
+        raise mismatch(path, td, x)
+    children, aux = node.flatten(x)
+    if aux != td.aux or len(children) != len(td.children):
+        raise mismatch(path, td, x)
+    for i, (c, sub) in enumerate(zip(children, td.children)):
+        key = _dict_keys(td)[i] if td.kind in _DICTS else i
+        _flatten_up_to(sub, c, f"{path}[{key!r}]", out, mismatch)
 
 
 _NO_INIT = object()
