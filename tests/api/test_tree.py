@@ -176,3 +176,34 @@ def test_structure_mismatch_names_both():
         purejit.tree.transpose(
             purejit.tree.structure([0, 0]), purejit.tree.structure([0]), [1, 2, 3]
         )
+
+
+def test_flattening_makes_no_reference_cycle():
+    """Leaves are freed as soon as the caller drops them, without the cyclic GC (a
+    self-referencing closure used to keep device buffers alive until a collection)."""
+    import gc
+    import weakref
+
+    class Leaf:
+        pass
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for op in (
+            lambda t: purejit.tree_util.tree_flatten(t),
+            lambda t: purejit.tree_util.tree_leaves(t),
+            lambda t: purejit.tree_util.tree_flatten_with_path(t),
+            lambda t: purejit.tree_util.tree_map(lambda v: v, t),
+            lambda t: purejit.tree_util.tree_unflatten(
+                purejit.tree_util.tree_structure(t), purejit.tree_util.tree_leaves(t)
+            ),
+        ):
+            leaf = Leaf()
+            ref = weakref.ref(leaf)
+            out = op({"a": (leaf, [1, None])})
+            del out, leaf
+            assert ref() is None
+    finally:
+        if enabled:
+            gc.enable()
