@@ -269,6 +269,8 @@ def _permute_rows(b, perm):
     slices, as JAX's vmapped indexing emits)."""
     *batch, m, k = b.shape
     nb = math.prod(batch)
+    if nb * m * k == 0:  # nothing to permute (a gather cannot take a row of an empty axis)
+        return b
     flat_b = reshape(b, (nb, m, k))
     rows = reshape(perm, (nb, m, 1))
     which = bind1("iota", shape=(nb, m, 1), dtype=np.dtype(np.int32), dimension=0)

@@ -24,3 +24,26 @@ def test_complex_classification_and_rounding():
         "round_scalar": lambda m, z, w: m.round(2.5 - 1.5j),
     }
     check_cases(cases, ZGRID, ZROUND, eager=True)
+
+
+def test_linalg_of_empty_matrices():
+    def both(f):  # one case over the (0, 0) matrix and the batch of (0, 0) matrices
+        return lambda m, e, e3, b0, v0, b3: (f(m, e), f(m, e3))
+
+    cases = {
+        "inv": both(lambda m, a: m.linalg.inv(a)),
+        "det": both(lambda m, a: m.linalg.det(a)),
+        "slogdet": both(lambda m, a: tuple(m.linalg.slogdet(a))),
+        "pinv": both(lambda m, a: m.linalg.pinv(a)),
+        "cholesky": both(lambda m, a: m.linalg.cholesky(a)),
+        "qr": both(lambda m, a: tuple(m.linalg.qr(a))),
+        "svd": both(lambda m, a: tuple(m.linalg.svd(a))),
+        "eigh": both(lambda m, a: tuple(m.linalg.eigh(a))),
+        "solve_matrix": lambda m, e, e3, b0, v0, b3: m.linalg.solve(e, b0),
+        "solve_vector": lambda m, e, e3, b0, v0, b3: m.linalg.solve(e, v0),
+        "solve_batch": lambda m, e, e3, b0, v0, b3: m.linalg.solve(e3, b3),
+    }
+    e, e3 = np.zeros((0, 0), np.float32), np.zeros((2, 0, 0), np.float32)
+    b0, v0 = np.zeros((0, 3), np.float32), np.zeros((0,), np.float32)
+    b3 = np.zeros((2, 0, 1), np.float32)
+    check_cases(cases, e, e3, b0, v0, b3, eager=True)
