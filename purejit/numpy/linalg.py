@@ -41,6 +41,7 @@ from purejit import errors
 from purejit.lax._lift import convert
 from purejit.tracing import bind1
 from purejit.lax import linalg as lax_linalg
+from purejit.numpy._array_api import vecdot as _vecdot
 from purejit.numpy._core import (
     _lift,
     abs,
@@ -710,6 +711,8 @@ def matrix_transpose(x, /):
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
-    """sum(conj(x1) * x2) along `axis`, broadcasting the rest."""
-    x1, x2 = promote_args("linalg.vecdot", x1, x2)
-    return sum(lax_linalg.conj(x1) * x2, axis=axis)
+    """sum(conj(x1) * x2) along `axis`, broadcasting the rest (`purejit.numpy.vecdot`, as in
+    JAX: the contracted axes must have one size, and the result keeps the inputs' dtype)."""
+    return _vecdot(
+        x1, x2, axis=axis, precision=precision, preferred_element_type=preferred_element_type
+    )

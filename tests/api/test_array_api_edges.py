@@ -4,8 +4,12 @@ shape checks, complex inverse-trig special values, boolean masks of empty shapes
 
 import itertools
 
+import jax.numpy as jjnp
 import numpy as np
+import pytest
 from jnp_compare import check_cases
+
+import purejit.numpy as jnp
 
 _SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.5, -1.5, 0.5, -2.0]
 ZGRID = np.array([complex(a, b) for a, b in itertools.product(_SPECIAL, _SPECIAL)], np.complex64)
@@ -47,3 +51,27 @@ def test_linalg_of_empty_matrices():
     b0, v0 = np.zeros((0, 3), np.float32), np.zeros((0,), np.float32)
     b3 = np.zeros((2, 0, 1), np.float32)
     check_cases(cases, e, e3, b0, v0, b3, eager=True)
+
+
+def test_vecdot_keeps_dtype_and_broadcasts_batch_axes():
+    u1 = (np.arange(6) % 3 + 1).reshape(2, 3).astype(np.uint8)
+    u2 = (np.arange(24) % 2 + 1).reshape(4, 2, 3).astype(np.uint8)
+    z1, z2 = ZROUND[:3].reshape(3, 1), ZROUND[1:4].reshape(3, 1)
+    cases = {
+        "vecdot_u8": lambda m, u1, u2, z1, z2: m.vecdot(u1, u2),
+        "linalg_vecdot_u8": lambda m, u1, u2, z1, z2: m.linalg.vecdot(u1, u2, axis=-2),
+        "linalg_vecdot_axis0": lambda m, u1, u2, z1, z2: m.linalg.vecdot(u1, u1 + 1, axis=0),
+        "vecdot_c64": lambda m, u1, u2, z1, z2: m.vecdot(z1, z2, axis=0),
+        "linalg_vecdot_c64": lambda m, u1, u2, z1, z2: m.linalg.vecdot(z1, z2, axis=-2),
+    }
+    check_cases(cases, u1, u2, z1, z2, eager=True)
+
+
+@pytest.mark.parametrize("name", ["vecdot", "linalg.vecdot"])
+@pytest.mark.parametrize(("s1", "s2", "axis"), [((1,), (0,), -1), ((3, 1), (3, 4), -1)])
+def test_vecdot_contracted_axes_must_match(name, s1, s2, axis):
+    # the contracted axis does not broadcast (size 1 against 0 or 4 is an error), as in JAX
+    for m, exc in ((jjnp, ValueError), (jnp, ValueError)):
+        f = m.vecdot if name == "vecdot" else m.linalg.vecdot
+        with pytest.raises(exc, match="axes must match"):
+            f(m.zeros(s1, np.float32), m.zeros(s2, np.float32), axis=axis)
