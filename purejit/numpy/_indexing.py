@@ -124,7 +124,8 @@ def _parse(shape: tuple[int, ...], idx) -> list[_Entry]:
     for it in items:
         if it.kind == "mask":
             m = it.value
-            if m.shape != tuple(shape[d : d + m.ndim]):
+            # as JAX: a mask dim of size 0 matches any dim (it selects nothing)
+            if not all(s in (0, n) for s, n in zip(m.shape, shape[d : d + m.ndim])):
                 raise _err(f"boolean index of shape {list(m.shape)} does not match the "
                            f"indexed dims {list(shape[d:d + m.ndim])}")  # fmt: skip
             for nz in np.nonzero(m):

@@ -75,3 +75,27 @@ def test_vecdot_contracted_axes_must_match(name, s1, s2, axis):
         f = m.vecdot if name == "vecdot" else m.linalg.vecdot
         with pytest.raises(exc, match="axes must match"):
             f(m.zeros(s1, np.float32), m.zeros(s2, np.float32), axis=axis)
+
+
+def test_boolean_masks_of_empty_shapes():
+    # a mask dim of size 0 matches any dim of x (it selects nothing), as in JAX
+    x0, x2 = np.zeros((0, 1), np.float32), np.ones((2, 3), np.int32)
+    x3 = np.ones((2, 3, 4), np.float32)
+
+    def masked(xi, m_shape):
+        return lambda m, *xs: xs[xi][np.zeros(m_shape, bool)]
+
+    cases = {
+        name: masked(xi, ms)
+        for name, xi, ms in [
+            ("x0_m00", 0, (0, 0)),
+            ("x0_m0", 0, (0,)),
+            ("x2_m03", 1, (0, 3)),
+            ("x2_m20", 1, (2, 0)),
+            ("x3_m00", 2, (0, 0)),
+        ]
+    }
+    check_cases(cases, x0, x2, x3, eager=True)
+    for m in (jjnp, jnp):
+        with pytest.raises(IndexError):
+            m.asarray(x2)[np.zeros((1, 3), bool)]
