@@ -528,6 +528,35 @@ def isinf(x, /):
     return logical_and(logical_not(isfinite(x)), logical_not(isnan(x)))
 
 
+def _nan_with_nonzero_finite(f):
+    """f on complex inputs, with NaN + NaN j wherever one part is NaN and the other a nonzero
+    finite number (the Array API's special cases for acos, acosh, asin, asinh). XLA's
+    expansion gives that for moderate magnitudes only: acos(1e19 + nan j) is nan - 44.4j in
+    jax.numpy too, while acos(1.5 + nan j) is nan + nan j."""
+
+    def g(x, /):
+        out = f(x)
+        x = _lift(x)
+        if x.dtype.kind != "c":
+            return out
+        re, im = bind1("real", x), bind1("imag", x)
+
+        def nonzero_finite(v):
+            return logical_and(isfinite(v), not_equal(v, 0))
+
+        bad = logical_or(
+            logical_and(isnan(re), nonzero_finite(im)), logical_and(nonzero_finite(re), isnan(im))
+        )
+        return where(bad, multiply(out, float("nan")), out)
+
+    g.__name__, g.__doc__ = f.__name__, f.__doc__
+    return g
+
+
+arccos, arccosh = _nan_with_nonzero_finite(arccos), _nan_with_nonzero_finite(arccosh)
+arcsin, arcsinh = _nan_with_nonzero_finite(arcsin), _nan_with_nonzero_finite(arcsinh)
+
+
 def full_like_bool(x, value: bool):
     return broadcast_to(as_array(np.array(value)), x.shape)
 
