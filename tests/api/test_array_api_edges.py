@@ -7,10 +7,11 @@ import itertools
 import jax.numpy as jjnp
 import numpy as np
 import pytest
-from jnp_compare import check_cases
+from jnp_compare import assert_same, check_cases
 
 import purejit
 import purejit.numpy as jnp
+from purejit.runtime.eager import eval_trace
 
 _SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.5, -1.5, 0.5, -2.0]
 ZGRID = np.array([complex(a, b) for a, b in itertools.product(_SPECIAL, _SPECIAL)], np.complex64)
@@ -134,3 +135,19 @@ def test_complex_inverse_trig_nan_with_huge_finite_part():
     moderate = z_im_nan[3:]  # where jax.numpy already agrees
     ref = np.asarray(jjnp.acos(moderate))
     assert np.isnan(ref.real).all() and np.isnan(ref.imag).all()
+
+
+def test_eager_integer_indexing_compiles_once_for_every_index():
+    # hypothesis' array strategy reads x[0], x[1], ... one element at a time: each index must
+    # not compile its own program (the suite's test_sort/test_pinv hit "input generation is
+    # slow" when every x[i] compiled a slice)
+    x = np.arange(3 * 11 * 5, dtype=np.float32).reshape(3, 11, 5)  # a shape no other test uses
+    xa, xj = jnp.asarray(x), jjnp.asarray(x)
+    xa[0, 1], xa[-1], xa[0, 1, 2]  # compile the three index patterns once
+    before = eval_trace.compiles
+    for i in range(-3, 3):
+        for j in range(11):
+            assert_same(xj[i, j], xa[i, j], where=f"[{i}, {j}]")
+            assert_same(xj[i, j, i + 2], xa[i, j, i + 2], where=f"[{i}, {j}, {i + 2}]")
+        assert_same(xj[i], xa[i], where=f"[{i}]")
+    assert eval_trace.compiles == before
