@@ -36,6 +36,12 @@ from pathlib import Path
 
 # Why tests fail for jax.numpy and purejit.numpy alike (measured: 5 and 50 examples, CPU,
 # x64 off), by test-id prefix.
+_FLOORDIV = (
+    "jax.numpy's float floor_divide is NumPy's divmod rule, not floor(x1 / x2): (x1 - "
+    "fmod(x1, x2)) / x2, less 1 where fmod's sign differs from x2's; so inf // 2 is nan, "
+    "-1.5 // inf is -1 and -0 // 2 is +0 (purejit gives jax.numpy's values; jnp."
+    "floor_divide's docstring does not cover infinities or signed zeros)"
+)
 BOTH_FAIL = {
     "test_array_object.py::test_setitem": "arrays are immutable (x.at[idx].set(v) instead)",
     "test_creation_functions.py::test_asarray_arrays": "checks copy= by assigning into the "
@@ -53,6 +59,9 @@ BOTH_FAIL = {
     "a zero dividend",
     "test_special_cases.py::test_binary[__mod__": "jax.numpy's remainder keeps the sign of a "
     "zero dividend",
+    "test_special_cases.py::test_binary[floor_divide": _FLOORDIV,
+    "test_special_cases.py::test_binary[__floordiv__": _FLOORDIV,
+    "test_special_cases.py::test_iop[__ifloordiv__": _FLOORDIV,
     "test_special_cases.py::test_unary": "XLA's complex functions at infinities and NaNs; "
     "each such case draws one random example, so the set varies between runs",
 }

@@ -160,11 +160,17 @@ def unstack(x, /, *, axis: int = 0):
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     """sum(conj(x1) * x2) over `axis`, broadcasting the other axes (the vector dot product)."""
-    a, b = c.promote_args("vecdot", x1, x2)
-    ax = _axis(axis, a.ndim, "vecdot")
+    a, b = c._lift(x1), c._lift(x2)
+    ax1, ax2 = _axis(axis, a.ndim, "vecdot"), _axis(axis, b.ndim, "vecdot")
+    if a.shape[ax1] != b.shape[ax2]:  # the contracted axes must match; they do not broadcast
+        raise ValueError(
+            f"vecdot: axes must match; got shapes {list(a.shape)} and {list(b.shape)} with "
+            f"axis={axis}{errors.at(errors.user_location())}"
+        )
+    a, b = c.promote_args("vecdot", moveaxis(a, ax1, -1), moveaxis(b, ax2, -1))
     if a.dtype.kind == "c":
         a = c.conj(a)
-    a, b = moveaxis(a, ax, -1)[..., None, :], moveaxis(b, ax, -1)[..., :, None]
+    a, b = a[..., None, :], b[..., :, None]
     out = matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
     return out[..., 0, 0]
 

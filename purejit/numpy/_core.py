@@ -310,9 +310,12 @@ fix = trunc
 
 
 def round(x, /, decimals: int = 0):  # noqa: A001
+    """Round half to even at `decimals` places; complex rounds its real and imaginary parts."""
     x = _lift(x)
     if not pdt.is_inexact(x.dtype):
         return x
+    if x.dtype.kind == "c":
+        return _complex_parts(round, x, decimals)
     if decimals == 0:
         return bind1("round_nearest_even", x)
     factor = 10.0**decimals
@@ -327,7 +330,15 @@ def rint(x, /):
     x = _lift(x)
     if not pdt.is_inexact(x.dtype):
         return convert(x, pdt.default_float())
+    if x.dtype.kind == "c":
+        return _complex_parts(rint, x)
     return bind1("round_nearest_even", x)
+
+
+def _complex_parts(f, x, *args):
+    """complex(f(real(x)), f(imag(x))): JAX's rule for rounding a complex value."""
+    re, im = bind1("real", x), bind1("imag", x)
+    return bind1("complex", f(re, *args), f(im, *args))
 
 
 def invert(x, /):
@@ -496,6 +507,8 @@ def isfinite(x, /):
     x = _lift(x)
     if not pdt.is_inexact(x.dtype):
         return full_like_bool(x, True)
+    if x.dtype.kind == "c":  # as JAX: both parts finite
+        return bind1("and", isfinite(bind1("real", x)), isfinite(bind1("imag", x)))
     return bind1("is_finite", x)
 
 
@@ -510,7 +523,38 @@ def isinf(x, /):
     x = _lift(x)
     if not pdt.is_inexact(x.dtype):
         return full_like_bool(x, False)
+    if x.dtype.kind == "c":  # as JAX: either part infinite
+        return bind1("or", isinf(bind1("real", x)), isinf(bind1("imag", x)))
     return logical_and(logical_not(isfinite(x)), logical_not(isnan(x)))
+
+
+def _nan_with_nonzero_finite(f):
+    """f on complex inputs, with NaN + NaN j wherever one part is NaN and the other a nonzero
+    finite number (the Array API's special cases for acos, acosh, asin, asinh). XLA's
+    expansion gives that for moderate magnitudes only: acos(1e19 + nan j) is nan - 44.4j in
+    jax.numpy too, while acos(1.5 + nan j) is nan + nan j."""
+
+    def g(x, /):
+        out = f(x)
+        x = _lift(x)
+        if x.dtype.kind != "c":
+            return out
+        re, im = bind1("real", x), bind1("imag", x)
+
+        def nonzero_finite(v):
+            return logical_and(isfinite(v), not_equal(v, 0))
+
+        bad = logical_or(
+            logical_and(isnan(re), nonzero_finite(im)), logical_and(nonzero_finite(re), isnan(im))
+        )
+        return where(bad, multiply(out, float("nan")), out)
+
+    g.__name__, g.__doc__ = f.__name__, f.__doc__
+    return g
+
+
+arccos, arccosh = _nan_with_nonzero_finite(arccos), _nan_with_nonzero_finite(arccosh)
+arcsin, arcsinh = _nan_with_nonzero_finite(arcsin), _nan_with_nonzero_finite(arcsinh)
 
 
 def full_like_bool(x, value: bool):

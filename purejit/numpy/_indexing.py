@@ -124,7 +124,8 @@ def _parse(shape: tuple[int, ...], idx) -> list[_Entry]:
     for it in items:
         if it.kind == "mask":
             m = it.value
-            if m.shape != tuple(shape[d : d + m.ndim]):
+            # as JAX: a mask dim of size 0 matches any dim (it selects nothing)
+            if not all(s in (0, n) for s, n in zip(m.shape, shape[d : d + m.ndim])):
                 raise _err(f"boolean index of shape {list(m.shape)} does not match the "
                            f"indexed dims {list(shape[d:d + m.ndim])}")  # fmt: skip
             for nz in np.nonzero(m):
@@ -238,23 +239,33 @@ def _basic(x, entries):
     """Static ints (and traced scalars via dynamic_slice) after the slices were applied."""
     scalars = [e for e in entries if e.kind == "scalar"]
     starts, sizes = [0] * x.ndim, list(x.shape)
+    # eagerly, static ints become dynamic_slice starts (operands, not attributes), so that
+    # x[0], x[1], ... share one compiled program instead of compiling one slice per index
+    # (JAX does the same); under jit they stay a static slice
+    eager_ints, fixed = isinstance(x, Array), {}
     for e in entries:
         if e.kind in ("int", "scalar") and x.shape[e.dim] == 0:
             raise _err(f"index is out of bounds for axis {e.dim} with size 0")
         if e.kind == "int":
             i = e.value + x.shape[e.dim] if e.value < 0 else e.value
-            starts[e.dim], sizes[e.dim] = min(max(i, 0), x.shape[e.dim] - 1), 1
+            i = min(max(i, 0), x.shape[e.dim] - 1)
+            if eager_ints:
+                fixed[e.dim] = i
+            else:
+                starts[e.dim], sizes[e.dim] = i, 1
     if starts != [0] * x.ndim or sizes != list(x.shape):
         x = bind1("slice", x, start_indices=tuple(starts),
                   limit_indices=tuple(s + n for s, n in zip(starts, sizes)),
                   strides=(1,) * x.ndim)  # fmt: skip
-    if scalars:
+    if scalars or fixed:
         idt = _index_dtype(x.shape)
         dyn = [_scalar_const(0, idt)] * x.ndim
         sizes = list(x.shape)
         for e in scalars:
             dyn[e.dim] = _wrap_dynamic(e.value, x.shape[e.dim], idt)
             sizes[e.dim] = 1
+        for d, i in fixed.items():
+            dyn[d], sizes[d] = _scalar_const(i, idt), 1
         x = bind1("dynamic_slice", x, *dyn, slice_sizes=tuple(sizes), weak=x.weak_type)
     shape = []
     for e in entries:

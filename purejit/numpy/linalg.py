@@ -41,6 +41,7 @@ from purejit import errors
 from purejit.lax._lift import convert
 from purejit.tracing import bind1
 from purejit.lax import linalg as lax_linalg
+from purejit.numpy._array_api import vecdot as _vecdot
 from purejit.numpy._core import (
     _lift,
     abs,
@@ -269,6 +270,8 @@ def _permute_rows(b, perm):
     slices, as JAX's vmapped indexing emits)."""
     *batch, m, k = b.shape
     nb = math.prod(batch)
+    if nb * m * k == 0:  # nothing to permute (a gather cannot take a row of an empty axis)
+        return b
     flat_b = reshape(b, (nb, m, k))
     rows = reshape(perm, (nb, m, 1))
     which = bind1("iota", shape=(nb, m, 1), dtype=np.dtype(np.int32), dimension=0)
@@ -708,6 +711,8 @@ def matrix_transpose(x, /):
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
-    """sum(conj(x1) * x2) along `axis`, broadcasting the rest."""
-    x1, x2 = promote_args("linalg.vecdot", x1, x2)
-    return sum(lax_linalg.conj(x1) * x2, axis=axis)
+    """sum(conj(x1) * x2) along `axis`, broadcasting the rest (`purejit.numpy.vecdot`, as in
+    JAX: the contracted axes must have one size, and the result keeps the inputs' dtype)."""
+    return _vecdot(
+        x1, x2, axis=axis, precision=precision, preferred_element_type=preferred_element_type
+    )
