@@ -62,6 +62,11 @@ BOTH_FAIL = {
     "test_special_cases.py::test_binary[floor_divide": _FLOORDIV,
     "test_special_cases.py::test_binary[__floordiv__": _FLOORDIV,
     "test_special_cases.py::test_iop[__ifloordiv__": _FLOORDIV,
+    "test_special_cases.py::test_unary[round(x_i.is_integer())": "draws one float64 integer "
+    "that float32 cannot hold (x64 off); asarray rounds it in both libraries, so round's "
+    "result differs from the Python value by that conversion, for either module",
+    "test_special_cases.py::test_unary[trunc(x_i.is_integer())": "draws one float64 integer "
+    "that float32 cannot hold (x64 off), as for round",
     "test_special_cases.py::test_unary": "XLA's complex functions at infinities and NaNs; "
     "each such case draws one random example, so the set varies between runs",
 }
