@@ -495,32 +495,6 @@ def groups(p: Plan) -> list[Group]:
     return out
 
 
-def chains(p: Plan) -> dict[Value, Group]:
-    """Per recomputed residual, the `Group` of the plan's ops that rebuild it alone.
-
-    The backward pass makes each residual by its own chain behind its own barrier, so a
-    recomputation shared by several residuals (the exp under a softmax's probabilities and
-    its derivative) is made once per residual, each copy fusing into the kernel that reads
-    it, instead of once into memory that every reader then reads back."""
-    made = {r: op for op in p.ops for r in op.results}
-    order = {op: k for k, op in enumerate(p.ops)}
-    out: dict[Value, Group] = {}
-    for r in p.recomputed:
-        need: set = set()
-        stack = [r]
-        while stack:
-            op = made.get(stack.pop())
-            if op is None or op in need:
-                continue
-            need.add(op)
-            stack.extend(op.operands)
-        ops = sorted(need, key=order.__getitem__)
-        made_here = {v for op in ops for v in op.results}
-        inputs = list(dict.fromkeys(u for op in ops for u in op.operands if u not in made_here))
-        out[r] = Group(inputs, ops)
-    return out
-
-
 def _components(ops: Sequence[Op]) -> list[list[Op]]:
     """`ops` grouped by the values they share (recomputations that feed each other)."""
     parent = list(range(len(ops)))
@@ -628,7 +602,6 @@ __all__ = [
     "TRAFFIC_WEIGHT",
     "active_settings",
     "backward_uses",
-    "chains",
     "check_budget",
     "collecting",
     "describer",
