@@ -19,10 +19,11 @@ from __future__ import annotations
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit import errors
 from purejit import lax
 from purejit import numpy as jnp
 from purejit.random._core import (
+    shape_of,
+    user_line,
     canonical_shape,
     check_param_shapes,
     finfo,
@@ -46,14 +47,6 @@ _STIRLING_TAIL = (
     0.00925546218271273,
     0.00833056343336287,
 )
-
-
-def _loc() -> str:
-    return errors.at(errors.user_location())
-
-
-def _shape_of(x) -> tuple[int, ...]:
-    return tuple(x.shape) if hasattr(x, "shape") else tuple(np.shape(x))
 
 
 def _isnan(x):
@@ -162,9 +155,9 @@ def _btrs(key, count, prob, shape, max_iters):
 @sampler_jit(static_argnames=("shape", "dtype", "prob_dtype"))
 def _binomial(key, count, prob, shape, dtype, prob_dtype):
     if shape is None:
-        shape = tuple(np.broadcast_shapes(_shape_of(count), _shape_of(prob)))
+        shape = tuple(np.broadcast_shapes(shape_of(count), shape_of(prob)))
     else:
-        check_param_shapes("binomial", shape, _shape_of(count), _shape_of(prob))
+        check_param_shapes("binomial", shape, shape_of(count), shape_of(prob))
     prob = lax.convert_element_type(prob, prob_dtype)
     count = lax.convert_element_type(count, prob_dtype)
     count = jnp.broadcast_to(count, shape)
@@ -215,7 +208,7 @@ def _check_arraylike(name: str, *args):
         if not (ok or hasattr(x, "__array__") or hasattr(x, "aval")):
             raise TypeError(
                 f"{name} requires ndarray or scalar arguments, got {type(x).__name__} at "
-                f"position {i}{_loc()}"
+                f"position {i}{user_line()}"
             )
 
 

@@ -37,8 +37,14 @@ from purejit.tracing import Tracer
 _U32 = np.dtype(np.uint32)
 
 
-def _loc() -> str:
+def user_line() -> str:
+    """` (at file:line)` naming the user's line, for error messages."""
     return errors.at(errors.user_location())
+
+
+def shape_of(x) -> tuple[int, ...]:
+    """The shape of an array or of a Python scalar/sequence argument."""
+    return tuple(x.shape) if hasattr(x, "shape") else tuple(np.shape(x))
 
 
 # ---- argument checks -----------------------------------------------------------------------
@@ -49,17 +55,17 @@ def canonical_shape(name: str, shape, arg: str = "shape") -> tuple[int, ...]:
     if isinstance(shape, (Tracer,)) or any(isinstance(d, Tracer) for d in _iter(shape)):
         raise TypeError(
             f"{name}: argument '{arg}' must be a tuple of static Python ints, got a traced "
-            f"value{_loc()}; shapes are static: pass it as a static argument "
+            f"value{user_line()}; shapes are static: pass it as a static argument "
             "(jit(..., static_argnums=...)) or compute it from x.shape"
         )
     try:
         dims = tuple(operator.index(d) for d in shape)
     except TypeError:
         raise TypeError(
-            f"{name}: argument '{arg}' must be a sequence of integers, got {shape!r}{_loc()}"
+            f"{name}: argument '{arg}' must be a sequence of integers, got {shape!r}{user_line()}"
         ) from None
     if any(d < 0 for d in dims):
-        raise ValueError(f"{name}: argument '{arg}' has a negative dimension: {dims}{_loc()}")
+        raise ValueError(f"{name}: argument '{arg}' has a negative dimension: {dims}{user_line()}")
     return dims
 
 
@@ -75,14 +81,14 @@ def float_dtype(name: str, dtype, *, allow_complex: bool = False) -> np.dtype:
     dt = pdt.canonicalize(np.dtype(float if dtype is None else dtype))
     if not (dt.kind == "f" or dt == ml_dtypes.bfloat16 or (allow_complex and dt.kind == "c")):
         kind = "a float or complex" if allow_complex else "a float"
-        raise ValueError(f"dtype argument to `{name}` must be {kind} dtype, got {dt}{_loc()}")
+        raise ValueError(f"dtype argument to `{name}` must be {kind} dtype, got {dt}{user_line()}")
     return dt
 
 
 def int_dtype(name: str, dtype) -> np.dtype:
     dt = pdt.canonicalize(np.dtype(int if dtype is None else dtype))
     if dt.kind not in "iu":
-        raise TypeError(f"{name} only accepts integer dtypes, got {dt}{_loc()}")
+        raise TypeError(f"{name} only accepts integer dtypes, got {dt}{user_line()}")
     return dt
 
 
@@ -94,7 +100,7 @@ def check_param_shapes(name: str, shape, *param_shapes):
             raise ValueError(
                 f"{name} parameter shapes must be broadcast-compatible with shape argument, "
                 "and the result of broadcasting the shapes must equal the shape argument, "
-                f"but got result {out} for shape argument {tuple(shape)}{_loc()}."
+                f"but got result {out} for shape argument {tuple(shape)}{user_line()}."
             )
 
 
@@ -262,7 +268,7 @@ def fold_in(key, data):
     if np.ndim(data) if not isinstance(data, Tracer) else data.ndim:
         raise TypeError(
             "fold_in accepts a scalar, but was given an array of shape "
-            f"{tuple(np.shape(data))} != (){_loc()}. Use vmap or a loop for batching."
+            f"{tuple(np.shape(data))} != (){user_line()}. Use vmap or a loop for batching."
         )
     if isinstance(data, Tracer) or hasattr(data, "aval"):
         d = lax.convert_element_type(data, _U32)
@@ -309,7 +315,7 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
         raise ValueError("Cannot specify both `impl` and `dtype` arguments to wrap_key_data")
     resolve_impl("wrap_key_data", impl if dtype is None else dtype)
     if isinstance(key_bits_array, PRNGKeyArray):
-        raise TypeError(f"wrap_key_data: the argument is already a typed key array{_loc()}")
+        raise TypeError(f"wrap_key_data: the argument is already a typed key array{user_line()}")
     return PRNGKeyArray(check_key_data("wrap_key_data", key_bits_array, "key_bits_array"))
 
 

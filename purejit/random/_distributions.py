@@ -8,11 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit import errors
 from purejit import lax
 from purejit import numpy as jnp
 from purejit.random._binomial import _binomial
 from purejit.random._core import (
+    shape_of,
+    user_line,
     canonical_shape,
     check_param_shapes,
     finfo,
@@ -29,14 +30,6 @@ from purejit.random._threefry import split as split_keys
 from purejit.tracing import bind1
 
 
-def _loc() -> str:
-    return errors.at(errors.user_location())
-
-
-def _shape_of(x) -> tuple[int, ...]:
-    return tuple(x.shape) if hasattr(x, "shape") else tuple(np.shape(x))
-
-
 def _dtype_of(x) -> np.dtype | None:
     """The dtype of an array argument; None for a Python scalar (weak: casts to anything)."""
     if isinstance(x, (bool, int, float, complex)):
@@ -47,7 +40,7 @@ def _dtype_of(x) -> np.dtype | None:
 def _shape_for(name: str, shape, *params) -> tuple[int, ...]:
     """JAX's `_check_broadcast_shapes`: the parameters' broadcast shape when `shape` is None,
     else `shape`, checked against them."""
-    shapes = [_shape_of(p) for p in params]
+    shapes = [shape_of(p) for p in params]
     if shape is None:
         return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
     shape = canonical_shape(name, shape)
@@ -63,8 +56,18 @@ def _check_safe_cast(name: str, dtype, *params):
         if dt is not None and np.dtype(jnp.result_type(dt, dtype)) != np.dtype(dtype):
             raise TypeError(
                 f"In arguments to {name}, cannot safely cast argument of type {dt} to "
-                f"{np.dtype(dtype)}{_loc()}; convert it first (x.astype(dtype))"
+                f"{np.dtype(dtype)}{user_line()}; convert it first (x.astype(dtype))"
             )
+
+
+def _prepare(name: str, key, shape, dtype, *params, allow_complex: bool = False):
+    """A sampler's key data, float dtype and result shape, its array parameters checked as
+    JAX checks them (broadcastable to `shape`, safely castable to the dtype)."""
+    data, _ = check_key(name, key)
+    dt = float_dtype(name, dtype, allow_complex=allow_complex)
+    shape = _shape_for(name, shape, *params)
+    _check_safe_cast(name, dt, *params)
+    return data, dt, shape
 
 
 def _sum_last(x):
@@ -102,10 +105,7 @@ def _pareto(key, b, shape, dtype):
 
 def pareto(key, b, shape=None, dtype=None):
     """Pareto(b) samples: exp(e / b), e exponential."""
-    data, _ = check_key("pareto", key)
-    dt = float_dtype("pareto", dtype)
-    shape = _shape_for("pareto", shape, b)
-    _check_safe_cast("pareto", dt, b)
+    data, dt, shape = _prepare("pareto", key, shape, dtype, b)
     return _pareto(data, b, shape=shape, dtype=dt)
 
 
@@ -119,10 +119,7 @@ def _rayleigh(key, scale, shape, dtype):
 
 def rayleigh(key, scale, shape=None, dtype=None):
     """Rayleigh(scale) samples: scale * sqrt(-2 log u)."""
-    data, _ = check_key("rayleigh", key)
-    dt = float_dtype("rayleigh", dtype)
-    shape = _shape_for("rayleigh", shape, scale)
-    _check_safe_cast("rayleigh", dt, scale)
+    data, dt, shape = _prepare("rayleigh", key, shape, dtype, scale)
     return _rayleigh(data, scale, shape=shape, dtype=dt)
 
 
@@ -159,10 +156,7 @@ def _triangular(key, left, mode, right, shape, dtype):
 
 def triangular(key, left, mode, right, shape=None, dtype=None):
     """Triangular(left, mode, right) samples by the inverse CDF."""
-    data, _ = check_key("triangular", key)
-    dt = float_dtype("triangular", dtype)
-    shape = _shape_for("triangular", shape, left, mode, right)
-    _check_safe_cast("triangular", dt, left, mode, right)
+    data, dt, shape = _prepare("triangular", key, shape, dtype, left, mode, right)
     return _triangular(data, left, mode, right, shape=shape, dtype=dt)
 
 
@@ -174,10 +168,7 @@ def _lognormal(key, sigma, shape, dtype):
 
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
     """exp(sigma * normal) samples (complex dtypes too)."""
-    data, _ = check_key("lognormal", key)
-    dt = float_dtype("lognormal", dtype, allow_complex=True)
-    shape = _shape_for("lognormal", shape, sigma)
-    _check_safe_cast("lognormal", dt, sigma)
+    data, dt, shape = _prepare("lognormal", key, shape, dtype, sigma, allow_complex=True)
     return _lognormal(data, sigma, shape=shape, dtype=dt)
 
 
@@ -224,10 +215,7 @@ def _wald(key, mean, shape, dtype):
 
 def wald(key, mean, shape=None, dtype=None):
     """Wald (inverse Gaussian) samples with the given mean (Michael et al.'s method)."""
-    data, _ = check_key("wald", key)
-    dt = float_dtype("wald", dtype)
-    shape = _shape_for("wald", shape, mean)
-    _check_safe_cast("wald", dt, mean)
+    data, dt, shape = _prepare("wald", key, shape, dtype, mean)
     return _wald(data, mean, shape=shape, dtype=dt)
 
 
@@ -253,7 +241,7 @@ def maxwell(key, shape=(), dtype=None):
 
 @sampler_jit(static_argnames=("shape", "dtype"))
 def _double_sided_maxwell(key, loc, scale, shape, dtype):
-    params = tuple(np.broadcast_shapes(_shape_of(loc), _shape_of(scale)))
+    params = tuple(np.broadcast_shapes(shape_of(loc), shape_of(scale)))
     shape = (shape or params) + params
     maxwell_key, rademacher_key = split_n(key, 2)
     rvs = _maxwell_impl(maxwell_key, shape, dtype)
@@ -288,10 +276,7 @@ def _chisquare(key, df, shape, dtype):
 
 def chisquare(key, df, shape=None, dtype=None):
     """Chi-square(df) samples: 2 exp(loggamma(df / 2))."""
-    data, _ = check_key("chisquare", key)
-    dt = float_dtype("chisquare", dtype)
-    shape = _shape_for("chisquare", shape, df)
-    _check_safe_cast("chisquare", dt, df)
+    data, dt, shape = _prepare("chisquare", key, shape, dtype, df)
     return _chisquare(data, df, shape=shape, dtype=dt)
 
 
@@ -307,10 +292,7 @@ def _f(key, dfnum, dfden, shape, dtype):
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
     """F(dfnum, dfden) samples: the ratio of two scaled chi-square draws."""
-    data, _ = check_key("f", key)
-    dt = float_dtype("f", dtype)
-    shape = _shape_for("f", shape, dfnum, dfden)
-    _check_safe_cast("f", dt, dfnum, dfden)
+    data, dt, shape = _prepare("f", key, shape, dtype, dfnum, dfden)
     return _f(data, dfnum, dfden, shape=shape, dtype=dt)
 
 
@@ -326,10 +308,7 @@ def _t(key, df, shape, dtype):
 
 def t(key, df, shape=None, dtype=None):
     """Student's t(df) samples: normal * sqrt((df / 2) / gamma(df / 2))."""
-    data, _ = check_key("t", key)
-    dt = float_dtype("t", dtype)
-    shape = _shape_for("t", shape, df)
-    _check_safe_cast("t", dt, df)
+    data, dt, shape = _prepare("t", key, shape, dtype, df)
     return _t(data, df, shape=shape, dtype=dt)
 
 
@@ -356,7 +335,7 @@ def _multinomial(key, n, p, shape, dtype, unroll):
 
 
 def _binomial_traced(key, count, prob, dtype):
-    shape = tuple(np.broadcast_shapes(_shape_of(count), _shape_of(prob)))
+    shape = tuple(np.broadcast_shapes(shape_of(count), shape_of(prob)))
     return _binomial(key, count, prob, shape=shape, dtype=dtype, prob_dtype=np.dtype(prob.dtype))
 
 
@@ -383,7 +362,7 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     dt = pdt.canonicalize(np.dtype(float if dtype is None else dtype))
     shape = tuple(p.shape) if shape is None else canonical_shape("multinomial", shape)
     if not shape:
-        raise ValueError(f"multinomial: p must have at least one axis (the outcomes){_loc()}")
+        raise ValueError(f"multinomial: p must have at least one axis (the outcomes){user_line()}")
     return _multinomial(data, n, p, shape=shape, dtype=dt, unroll=unroll)
 
 

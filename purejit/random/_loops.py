@@ -19,6 +19,7 @@ from purejit import dtypes as pdt
 from purejit import lax
 from purejit import numpy as jnp
 from purejit.random._core import (
+    shape_of,
     canonical_shape,
     check_param_shapes,
     float_dtype,
@@ -31,10 +32,6 @@ from purejit.random._core import (
 from purejit.random._keys import check_key
 from purejit.random._threefry import split as split_keys
 from purejit.tree_util import tree_map
-
-
-def _shape_of(x) -> tuple[int, ...]:
-    return tuple(x.shape) if hasattr(x, "shape") else tuple(np.shape(x))
 
 
 def _sum(x, axis):
@@ -128,7 +125,7 @@ def gamma_impl(key, a, shape, dtype, log_space: bool):
     if shape is None:
         shape = tuple(a.shape)
     else:
-        check_param_shapes("gamma", shape, _shape_of(a))
+        check_param_shapes("gamma", shape, shape_of(a))
     a = lax.convert_element_type(a, dtype)
     if tuple(a.shape) != tuple(shape):
         a = jnp.broadcast_to(a, shape)
@@ -173,9 +170,9 @@ def loggamma(key, a, shape=None, dtype=None):
 @sampler_jit(static_argnames=("shape", "dtype"))
 def _beta(key, a, b, shape, dtype):
     if shape is None:
-        shape = tuple(np.broadcast_shapes(_shape_of(a), _shape_of(b)))
+        shape = tuple(np.broadcast_shapes(shape_of(a), shape_of(b)))
     else:
-        check_param_shapes("beta", shape, _shape_of(a), _shape_of(b))
+        check_param_shapes("beta", shape, shape_of(a), shape_of(b))
     a = lax.convert_element_type(a, dtype)
     b = lax.convert_element_type(b, dtype)
     key_a, key_b = split_n(key, 2)
@@ -194,10 +191,10 @@ def beta(key, a, b, shape=None, dtype=None):
     data, _ = check_key("beta", key)
     dt = float_dtype("beta", dtype)
     if shape is None:
-        shape = tuple(np.broadcast_shapes(_shape_of(a), _shape_of(b)))
+        shape = tuple(np.broadcast_shapes(shape_of(a), shape_of(b)))
     else:
         shape = canonical_shape("beta", shape)
-        check_param_shapes("beta", shape, _shape_of(a), _shape_of(b))
+        check_param_shapes("beta", shape, shape_of(a), shape_of(b))
     return _beta(data, a, b, shape=shape, dtype=dt)
 
 
@@ -359,6 +356,6 @@ def poisson(key, lam, shape=None, dtype=None):
     """
     data, _ = check_key("poisson", key)
     dt = int_dtype("poisson", dtype)
-    shape = _shape_of(lam) if shape is None else canonical_shape("poisson", shape)
+    shape = shape_of(lam) if shape is None else canonical_shape("poisson", shape)
     lam = lax.convert_element_type(jnp.broadcast_to(lam, shape), np.float32)
     return _poisson(data, lam, shape=shape, dtype=dt)

@@ -15,6 +15,8 @@ from purejit import errors
 from purejit import lax
 from purejit import numpy as jnp
 from purejit.random._core import (
+    shape_of,
+    user_line,
     bits_impl,
     canonical_shape,
     check_param_shapes,
@@ -29,14 +31,6 @@ from purejit.random._keys import check_key
 from purejit.tracing import Tracer
 
 
-def _loc() -> str:
-    return errors.at(errors.user_location())
-
-
-def _shape_of(x) -> tuple[int, ...]:
-    return tuple(x.shape) if hasattr(x, "shape") else tuple(np.shape(x))
-
-
 def _opt_shape(name, shape):
     return None if shape is None else canonical_shape(name, shape)
 
@@ -47,9 +41,9 @@ def _opt_shape(name, shape):
 @sampler_jit(static_argnames=("shape", "dtype"))
 def _truncated_normal(key, lower, upper, shape, dtype):
     if shape is None:
-        shape = tuple(np.broadcast_shapes(_shape_of(lower), _shape_of(upper)))
+        shape = tuple(np.broadcast_shapes(shape_of(lower), shape_of(upper)))
     else:
-        check_param_shapes("truncated_normal", shape, _shape_of(lower), _shape_of(upper))
+        check_param_shapes("truncated_normal", shape, shape_of(lower), shape_of(upper))
     sqrt2 = np.array(np.sqrt(2), dtype)
     lower = lax.convert_element_type(lower, dtype)
     upper = lax.convert_element_type(upper, dtype)
@@ -415,8 +409,8 @@ def _permute_rows(key, x, axis):
 def _concrete_int(name: str, x, what: str) -> int:
     if isinstance(x, Tracer):
         raise errors.ConcretizationTypeError(
-            f"{name}: argument '{what}' must be a concrete integer, got a traced value{_loc()}; "
-            "make it static (static_argnums) or pass an array instead"
+            f"{name}: argument '{what}' must be a concrete integer, got a traced value"
+            f"{user_line()}; make it static (static_argnums) or pass an array instead"
         )
     return operator.index(np.asarray(x).item())
 
@@ -442,7 +436,7 @@ def permutation(key, x, axis=0, independent=False):
     axis = operator.index(axis)
     axis = axis + x.ndim if axis < 0 else axis
     if not 0 <= axis < x.ndim:
-        raise ValueError(f"permutation: axis {axis} is out of bounds for {x.ndim}-d x{_loc()}")
+        raise ValueError(f"permutation: axis {axis} is out of bounds for {x.ndim}-d x{user_line()}")
     if independent or x.ndim == 1:
         return _shuffle(data, x, axis=axis)
     return _permute_rows(data, x, axis=axis)
