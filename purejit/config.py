@@ -64,7 +64,9 @@ class _Config:
         if "disable_jit" in options:
             self.set_disable_jit(bool(options.pop("disable_jit")))
         self._values.update(options)
-        self.trace_context = self._trace_context()
+        context = self._trace_context()
+        if context != self.trace_context:  # jit's fast-path cache checks identity per call
+            self.trace_context = context
         for k, v in options.items():
             for callback in self._watchers.get(k, ()):
                 callback(v)

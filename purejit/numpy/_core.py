@@ -139,12 +139,17 @@ def result_type(*xs):
     return pdt.result_type_weak(*typed)[0]
 
 
-def promote_args(name: str, *xs, to_inexact: bool = False):
-    """Lift, promote to a common dtype (JAX's rules) and broadcast to a common shape."""
+def promote_args(name: str, *xs, to_inexact: bool = False, numeric: bool = False):
+    """Lift, promote to a common dtype (JAX's rules) and broadcast to a common shape.
+    `to_inexact`: integers and booleans become the default float; `numeric`: booleans
+    become the default integer (JAX's promote_args_numeric, for arithmetic that has no
+    boolean form)."""
     arrs = [_lift(x) for x in xs]
     dt, weak = pdt.result_type_weak(*[(a.dtype, a.weak_type) for a in arrs])
     if to_inexact and not pdt.is_inexact(dt):
-        dt, weak = pdt.default_float(), weak
+        dt = pdt.default_float()
+    elif numeric and dt == np.bool_:
+        dt = pdt.default_int()
     # as in JAX, every operand takes the result's weak flag (i8 + 1.0 -> f32, weak)
     arrs = [convert(a, dt, weak=weak) for a in arrs]
     return broadcast_arrays_named(name, *arrs)
@@ -374,17 +379,8 @@ def true_divide(x, y, /):
 divide = true_divide
 
 
-def _numeric(a, b):
-    """Booleans as the default integer (JAX's promote_args_numeric), for arithmetic that
-    has no boolean form: floor division, remainders and powers."""
-    if a.dtype != np.bool_:
-        return a, b
-    dt = pdt.default_int()
-    return convert(a, dt, weak=a.weak_type), convert(b, dt, weak=b.weak_type)
-
-
 def floor_divide(x, y, /):
-    a, b = _numeric(*promote_args("floor_divide", x, y))
+    a, b = promote_args("floor_divide", x, y, numeric=True)
     if a.dtype.kind == "c":
         raise TypeError(f"floor_divide does not support complex inputs, got {a.dtype}")
     if pdt.is_inexact(a.dtype):
@@ -418,7 +414,7 @@ def _nonzero_divisor(b):
 
 def remainder(x, y, /):
     """x - floor(x / y) * y: the result has the sign of y."""
-    a, b = _numeric(*promote_args("remainder", x, y))
+    a, b = promote_args("remainder", x, y, numeric=True)
     b = _nonzero_divisor(b)
     r = bind1("remainder", a, b)
     if a.dtype.kind == "u":
@@ -434,7 +430,7 @@ def fmod(x, y, /):
     """C's fmod: the remainder of truncated division (sign of x)."""
     a, b = promote_args("fmod", x, y)
     if a.dtype == np.bool_:  # as JAX: booleans skip the zero-divisor guard (x rem 0 is x)
-        return bind1("remainder", *_numeric(a, b))
+        return bind1("remainder", *promote_args("fmod", a, b, numeric=True))
     return bind1("remainder", a, _nonzero_divisor(b))
 
 
@@ -470,7 +466,7 @@ def power(x, y, /):
         # as JAX's integer_pow primitive: the multiplications compiled as one program
         (out,) = as_program("integer_pow", lambda v: [lax_integer_pow(v, n)], [a], (n,))
         return out
-    a, b = _numeric(*promote_args("power", x, y))
+    a, b = promote_args("power", x, y, numeric=True)
     return bind1("power", a, b)
 
 
