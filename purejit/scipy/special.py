@@ -101,8 +101,16 @@ logsumexp = _nn.logsumexp
 softmax = _nn.softmax
 
 
-def _inexact(name: str, *xs):
+def _here() -> str:
+    return errors.at(errors.user_location())
+
+
+def _inexact(name: str, *xs, real: bool = True):
+    """The arguments promoted to a common inexact dtype; ValueError for complex ones unless
+    `real` is False (the functions written on lax ops that take them)."""
     out = promote_args(f"scipy.special.{name}", *xs, to_inexact=True)
+    if real and out[0].dtype.kind == "c":
+        raise ValueError(f"{name} does not support complex-valued inputs{_here()}")
     return out if len(xs) > 1 else out[0]
 
 
@@ -113,17 +121,17 @@ def _c(x, value):
 
 def erf(x):
     """The error function."""
-    return lax.erf(_inexact("erf", x))
+    return lax.erf(_inexact("erf", x, real=False))
 
 
 def erfinv(x):
     """The inverse error function (XLA's erf_inv, as JAX's)."""
-    return lax.erf_inv(_inexact("erfinv", x))
+    return lax.erf_inv(_inexact("erfinv", x, real=False))
 
 
 def gammaln(x):
     """log |Gamma(x)|."""
-    return lax.lgamma(_inexact("gammaln", x))
+    return lax.lgamma(_inexact("gammaln", x, real=False))
 
 
 _ERFCC = (
@@ -134,7 +142,7 @@ _ERFCC = (
 
 def erfc(x):
     """The complementary error function 1 - erf(x), accurate in the tails."""
-    x = _inexact("erfc", x)
+    x = _inexact("erfc", x, real=False)
     z = abs(x)
     t = 1 / (1 + _c(x, 0.5) * z)
     poly = _c(x, _ERFCC[-1])
@@ -146,36 +154,36 @@ def erfc(x):
 
 def ndtr(x):
     """The standard normal CDF: erfc(-x / sqrt(2)) / 2."""
-    x = _inexact("ndtr", x)
+    x = _inexact("ndtr", x, real=False)
     return _c(x, 0.5) * erfc(-x * _c(x, 1 / math.sqrt(2)))
 
 
 def ndtri(p):
     """The inverse of ndtr: the standard normal quantile of p."""
-    p = _inexact("ndtri", p)
+    p = _inexact("ndtri", p, real=False)
     return _c(p, math.sqrt(2)) * lax.erf_inv(2 * p - 1)
 
 
 def expit(x):
     """The logistic sigmoid 1 / (1 + exp(-x))."""
-    return lax.logistic(_inexact("expit", x))
+    return lax.logistic(_inexact("expit", x, real=False))
 
 
 def logit(x):
     """log(x / (1 - x))."""
-    x = _inexact("logit", x)
+    x = _inexact("logit", x, real=False)
     return log(x / (1 - x))
 
 
 def xlogy(x, y):
     """x * log(y), 0 where x == 0 (unless y is NaN)."""
-    x, y = _inexact("xlogy", x, y)
+    x, y = _inexact("xlogy", x, y, real=False)
     return where((x != 0) | isnan(y), x * log(y), zeros_like(x))
 
 
 def xlog1py(x, y):
     """x * log1p(y), 0 where x == 0 (unless y is NaN)."""
-    x, y = _inexact("xlog1py", x, y)
+    x, y = _inexact("xlog1py", x, y, real=False)
     return where((x != 0) | isnan(y), x * log1p(y), zeros_like(x))
 
 
@@ -198,7 +206,7 @@ def _digamma_positive(x):
 
 def digamma(x):
     """The digamma function psi(x) = d/dx log Gamma(x); NaN at the poles 0, -1, -2, ..."""
-    x = _inexact("digamma", x)
+    x = _inexact("digamma", x, real=False)
     reflect = x < _c(x, 0.5)
     y = where(reflect, 1 - x, x)
     psi = _digamma_positive(y)
@@ -210,17 +218,6 @@ def digamma(x):
 
 
 log_softmax = _nn.log_softmax
-
-
-def _here() -> str:
-    return errors.at(errors.user_location())
-
-
-def _inexact(name: str, *xs, real: bool = True):
-    out = c.promote_args(f"scipy.special.{name}", *xs, to_inexact=True)
-    if real and out[0].dtype.kind == "c":
-        raise ValueError(f"{name} does not support complex-valued inputs{_here()}")
-    return out if len(xs) > 1 else out[0]
 
 
 def _k(x, v):
