@@ -205,6 +205,24 @@ def op(name: str, *args, **attrs):
     return bind1(name, *args, **attrs)
 
 
+def defbilinear(name: str):
+    """Register the JVP rule of an op linear in each of its two operands (JAX's
+    `defbilinear`): the tangent of f(x, y) is f(tx, y) + f(x, ty), a symbolic zero skipped."""
+
+    @defjvp(name)
+    def jvp(ctx, primals, tangents, attrs, regions):
+        (x, y), (tx, ty) = primals, tangents
+        z = op(name, x, y, **attrs)
+        out = Zero(aval(z))
+        if not isinstance(tx, Zero):
+            out = add(out, op(name, tx, y, **attrs))
+        if not isinstance(ty, Zero):
+            out = add(out, op(name, x, ty, **attrs))
+        return [z], [out]
+
+    return jvp
+
+
 def ops(name: str, *args, **attrs):
     return bind(name, *args, **attrs)
 

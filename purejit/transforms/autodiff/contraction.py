@@ -8,10 +8,9 @@ import numpy as np
 from purejit.transforms.autodiff._core import (
     LINEAR_OPS,
     Zero,
-    add,
     aval,
+    defbilinear,
     convert,
-    defjvp,
     deftranspose,
     is_linear,
     op,
@@ -23,16 +22,7 @@ def _dot(a, b, attrs):
     return op("dot_general", a, b, **attrs)
 
 
-@defjvp("dot_general")
-def _dot_jvp(ctx, primals, tangents, attrs, regions):
-    (x, y), (tx, ty) = primals, tangents
-    z = _dot(x, y, attrs)
-    out = Zero(aval(z))
-    if not isinstance(tx, Zero):
-        out = add(out, _dot(tx, y, attrs))
-    if not isinstance(ty, Zero):
-        out = add(out, _dot(x, ty, attrs))
-    return [z], [out]
+defbilinear("dot_general")
 
 
 def _ranges_like(*xs):

@@ -24,10 +24,9 @@ import numpy as np
 from purejit.transforms.autodiff._core import (
     LINEAR_OPS,
     Zero,
-    add,
     aval,
+    defbilinear,
     convert,
-    defjvp,
     deftranspose,
     is_linear,
     op,
@@ -40,16 +39,7 @@ def _conv(lhs, rhs, attrs):
     return op("convolution", lhs, rhs, **attrs)
 
 
-@defjvp("convolution")
-def _conv_jvp(ctx, primals, tangents, attrs, regions):
-    (x, w), (tx, tw) = primals, tangents
-    y = _conv(x, w, attrs)
-    out = Zero(aval(y))
-    if not isinstance(tx, Zero):
-        out = add(out, _conv(tx, w, attrs))
-    if not isinstance(tw, Zero):
-        out = add(out, _conv(x, tw, attrs))
-    return [y], [out]
+defbilinear("convolution")
 
 
 # ---- helpers ---------------------------------------------------------------------------------
