@@ -14,6 +14,7 @@ import ast
 import json
 import os
 import runpy
+import socket
 import subprocess
 import sys
 import time
@@ -41,6 +42,38 @@ def child_env(num_devices: int = NUM_DEVICES) -> dict:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env
+
+
+def run_processes(worker: str, *args: str, n: int = 2, timeout: float = 180.0) -> None:
+    """Run `n` copies of `worker` (4 CPU devices each) as processes 0..n-1 of one distributed
+    job on a free localhost port: `worker ADDRESS K *args`; each must exit 0 and print
+    `WORKER OK K`, else the assertion shows its output's tail."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+    env = child_env(num_devices=4)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, worker, address, str(k), *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for k in range(n)
+    ]
+    outs = []
+    try:
+        for p in procs:
+            out, _ = p.communicate(timeout=timeout)
+            outs.append(out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for k, (p, out) in enumerate(zip(procs, outs)):
+        tail = "\n".join(out.splitlines()[-25:])
+        assert p.returncode == 0 and f"WORKER OK {k}" in out, f"process {k}:\n{tail}"
 
 
 def run_cases(path: str, timeout: float = 300.0) -> dict[str, str]:

@@ -3,14 +3,12 @@
 same two steps run on one device in this process."""
 
 import os
-import socket
-import subprocess
 import sys
 
 import numpy as np
 
 import purejit
-from _harness import child_env
+from _harness import run_processes
 from bench import tp_train
 
 WORKER = os.path.join(os.path.dirname(__file__), "multihost_train_worker.py")
@@ -18,37 +16,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 import multihost_train_worker as worker  # noqa: E402
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_data_parallel_step_across_two_processes(tmp_path):
-    address = f"127.0.0.1:{_free_port()}"
-    env = child_env(num_devices=4)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, WORKER, address, str(k), str(tmp_path)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for k in range(2)
-    ]
-    outs = []
-    try:
-        for p in procs:
-            out, _ = p.communicate(timeout=240)
-            outs.append(out)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for k, (p, out) in enumerate(zip(procs, outs)):
-        tail = "\n".join(out.splitlines()[-25:])
-        assert p.returncode == 0 and f"WORKER OK {k}" in out, f"process {k}:\n{tail}"
+    run_processes(WORKER, str(tmp_path), timeout=240)
 
     # the same two steps on one device, here
     params, x, y = worker.inputs()
