@@ -61,3 +61,19 @@ def check_jax_version(version_of=metadata.version) -> dict[str, str]:
 
 
 VERSIONS = check_jax_version()
+
+
+def jax_release(parts: int = 3) -> tuple[int, ...]:
+    """The installed jax's release as integers, e.g. `(0, 11, 2)`.
+
+    purejit matches the `jax` it is installed next to where jax itself changed behaviour
+    between releases (e.g. a sampler's constant); `(0, 0, 0)` when unreadable."""
+    pieces = []
+    for piece in VERSIONS.get("jax", "0").split(".")[:parts]:
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        pieces.append(int(digits or 0))
+    return tuple(pieces + [0] * (parts - len(pieces)))

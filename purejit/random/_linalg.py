@@ -11,7 +11,13 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import numpy as jnp
-from purejit.random._core import canonical_shape, check_param_shapes, float_dtype, normal_impl
+from purejit.random._core import (
+    canonical_shape,
+    check_param_shapes,
+    float_dtype,
+    normal_impl,
+    sampler_jit,
+)
 from purejit.random._keys import check_key
 
 
@@ -32,7 +38,14 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     n = operator.index(n)
     m = n if m is None else operator.index(m)
     qr = _linalg("orthogonal", "qr")
-    z = normal_impl(data, (*shape, max(n, m), min(n, m)), dt)
+    return _orthogonal(data, n=n, m=m, shape=shape, dtype=dt, qr=qr)
+
+
+# one compiled program per call, as JAX's jitted `_orthogonal`: run op by op, the products
+# and factorisations could round differently on GPU than inside one program
+@sampler_jit(static_argnames=("n", "m", "shape", "dtype", "qr"))
+def _orthogonal(key, n, m, shape, dtype, qr):
+    z = normal_impl(key, (*shape, max(n, m), min(n, m)), dtype)
     q, r = qr(z)
     d = jnp.diagonal(r, axis1=-2, axis2=-1)
     x = q * jnp.expand_dims(jnp.sign(d), -2)
@@ -70,13 +83,24 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     else:
         shape = canonical_shape("multivariate_normal", shape)
         check_param_shapes("normal", shape, tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
+    factorise = _linalg("multivariate_normal", method)
+    return _multivariate_normal(
+        data, mean, cov, shape=shape, dtype=dt, method=method, factorise=factorise
+    )
+
+
+# one compiled program, as JAX's jitted `_multivariate_normal` (eagerly on GPU, a separate
+# einsum kernel rounded differently from the fused one JAX runs)
+@sampler_jit(static_argnames=("shape", "dtype", "method", "factorise"))
+def _multivariate_normal(key, mean, cov, shape, dtype, method, factorise):
+    n = mean.shape[-1]
     if method == "svd":
-        u, s, _ = _linalg("multivariate_normal", "svd")(cov)
+        u, s, _ = factorise(cov)
         factor = u * jnp.sqrt(s[..., None, :])
     elif method == "eigh":
-        w, v = _linalg("multivariate_normal", "eigh")(cov)
+        w, v = factorise(cov)
         factor = v * jnp.sqrt(w[..., None, :])
     else:
-        factor = _linalg("multivariate_normal", "cholesky")(cov)
-    samples = normal_impl(data, (*shape, n), dt)
+        factor = factorise(cov)
+    samples = normal_impl(key, (*shape, n), dtype)
     return mean + jnp.einsum("...ij,...j->...i", factor, samples)

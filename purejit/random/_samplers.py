@@ -12,6 +12,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.backend import versions
 from purejit import lax
 from purejit import numpy as jnp
 from purejit.random._core import (
@@ -162,6 +163,16 @@ def _gumbel_highest_f32(key, shape):
     return jnp.where(flip, low_half, high_half)
 
 
+def _high_bias(info) -> float:
+    """What mode="high" adds to `high + 2**-nmant * low` below 1/2: jax.random added
+    `finfo.tiny` up to jax 0.11.0 and `max(2**-(2 * nmant + 1), tiny)` from 0.11.1 on (it
+    truncates the distribution instead of leaving a jump at u = 0); purejit follows the jax
+    it is installed with, so the bits match it."""
+    if versions.jax_release() >= (0, 11, 1):
+        return max(2.0 ** -(2 * info.nmant + 1), float(info.tiny))
+    return float(info.tiny)
+
+
 def gumbel_impl(key, shape, dtype, mode):
     info = finfo(dtype)
     if mode == "highest" and np.dtype(dtype) == np.float32:
@@ -169,7 +180,7 @@ def gumbel_impl(key, shape, dtype, mode):
     if mode in ("high", "highest"):
         both = uniform_impl(key, (2, *shape), dtype, 0.0, 1.0)
         high, low = both[0], both[1]
-        tail = jnp.add(jnp.add(high, jnp.multiply(2.0**-(info.nmant), low)), info.tiny)
+        tail = jnp.add(jnp.add(high, jnp.multiply(2.0**-(info.nmant), low)), _high_bias(info))
         x = jnp.where(high >= 0.5, high, tail)
         return jnp.negative(jnp.log(jnp.negative(jnp.log1p(jnp.negative(x)))))
     u = uniform_impl(key, shape, dtype, info.tiny, 1.0)
