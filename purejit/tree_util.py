@@ -132,6 +132,15 @@ def _node_type(x):
     return None, None
 
 
+def flatten_one_level(x) -> tuple[type, list, Hashable] | None:
+    """`(node type, children, aux data)` of a pytree node, None for a leaf."""
+    kind, node = _node_type(x)
+    if kind is None:
+        return None
+    children, aux = node.flatten(x)
+    return kind, children, aux
+
+
 def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:
     leaves: list = []
     return leaves, _flatten(tree, is_leaf, leaves)

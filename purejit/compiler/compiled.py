@@ -10,7 +10,7 @@ from purejit.backend import pjrt
 from purejit.compiler import donation as dn
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import ShapedArray, Tracer
-from purejit.tree_util import tree_flatten, tree_paths, tree_unflatten
+from purejit.tree_util import flatten_one_level, tree_flatten, tree_paths, tree_unflatten
 
 
 class Compiled:
@@ -137,7 +137,7 @@ class Compiled:
 def fast_flatten(args: tuple) -> tuple[tuple, list] | None:
     """The key and the leaves of a call's positional arguments on the fast path, or None when
     some argument holds anything but purejit Arrays and NumPy arrays in plain tuples, lists,
-    dicts and Nones.
+    dicts, Nones and other registered pytree nodes with hashable aux data.
 
     The key holds each purejit Array's aval, each NumPy array's (shape, dtype) and, for each
     container, its type and length (a dict: its sorted keys), so it names the tree as well as
@@ -175,7 +175,20 @@ def _flatten_into(x, key: list, leaves: list) -> bool:
     elif x is None:
         key.append(None)
     else:
-        return False
+        # another registered node (a typed PRNG key, a user's dataclass): its type and aux
+        # data name it, as in the signature's tree; unhashable aux data takes the slow path
+        node = flatten_one_level(x)
+        if node is None:
+            return False
+        _, children, aux = node
+        try:
+            hash(aux)
+        except TypeError:
+            return False
+        key.append((t, aux, len(children)))
+        for c in children:
+            if not _flatten_into(c, key, leaves):
+                return False
     return True
 
 

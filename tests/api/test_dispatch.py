@@ -144,3 +144,23 @@ def test_fast_path_keeps_dict_leaves_in_sorted_key_order():
     for d in ({"a": a, "b": b}, {"b": b, "a": a}, {"b": b, "a": a}):
         np.testing.assert_array_equal(np.asarray(f(d)), [4, 4])
     assert f.stats.compiles == 1 and len(f._fast) == 1
+
+
+def test_registered_nodes_take_the_fast_path_keyed_by_type_and_aux():
+    import collections
+
+    import purejit.random as pr
+
+    f = purejit.jit(lambda k: pr.key_data(pr.split(k, 3)))
+    for s in (0, 0, 1):
+        got = np.asarray(f(pr.key(s)))
+        assert got.shape == (3, 2)
+    assert f.stats.compiles == 1 and len(f._fast) == 1  # typed keys: their data is the leaf
+    np.testing.assert_array_equal(np.asarray(f(pr.key(1))), got)
+    # a namedtuple and a tuple with the same leaves are different trees
+    Pair = collections.namedtuple("Pair", "a b")
+    g = purejit.jit(lambda t: t[0] - t[1])
+    x = pnp.asarray(np.ones(2, np.float32)) + 0
+    for t in (Pair(x, x), Pair(x, x), (x, x)):
+        np.testing.assert_array_equal(np.asarray(g(t)), [0, 0])
+    assert g.stats.compiles == 2 and len(g._fast) == 2
