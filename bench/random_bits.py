@@ -8,20 +8,32 @@ JAX, and the bits are compared. Eager calls are compared on a few seeds of every
     python -m bench.random_bits --n 10000        # 10,000 cases, prints mismatches
 
 tests/random/test_bits.py runs the same groups with fewer seeds in CI.
+
+On a GPU, XLA's autotuner picks between kernels for some fusions by timing them, so JAX's own
+bits can change from one process to the next (jax.random.maxwell float32 on an H200: 12% of
+values one ulp apart, depending on whether a reduction ran as a Triton kernel); run as a
+script, this module asks XLA for deterministic kernels before jax starts (tests/conftest.py
+does the same for the suite).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
-import jax
-import ml_dtypes
-import numpy as np
+if "--xla_gpu_deterministic_ops" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_gpu_deterministic_ops=true"
+    ).strip()
 
-import purejit
-import purejit.random as pr
+import jax  # noqa: E402
+import ml_dtypes  # noqa: E402
+import numpy as np  # noqa: E402
+
+import purejit  # noqa: E402
+import purejit.random as pr  # noqa: E402
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
