@@ -104,10 +104,15 @@ def _result_handlers(exe, result_types) -> list:
         if len(devs) != 1 or (outs is not None and len(outs) != len(result_types)):
             return []
         sharding = SingleDeviceSharding(devs[0])
+        make = xla_client.array_result_handler
+        try:  # jaxlib 0.10 takes `_skip_checks`; jaxlib 0.11.2 (CUDA 13 build) does not
+            make(ShapedArray((), np.float32), sharding, committed=True, _skip_checks=True)
+        except TypeError:
+            return [
+                make(ShapedArray(t.shape, t.dtype), sharding, committed=True) for t in result_types
+            ]
         return [
-            xla_client.array_result_handler(
-                ShapedArray(t.shape, t.dtype), sharding, committed=True, _skip_checks=True
-            )
+            make(ShapedArray(t.shape, t.dtype), sharding, committed=True, _skip_checks=True)
             for t in result_types
         ]
     except Exception:  # an older/newer jaxlib without this API: the plain path works
