@@ -7,6 +7,7 @@ reinterpreted), so `Executable.execute` checks both before every call.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Sequence
 
 import numpy as np
@@ -80,10 +81,38 @@ def buffer_type(buf) -> TensorType:
     return TensorType(tuple(buf.shape), np.dtype(buf.dtype))
 
 
+@functools.lru_cache(maxsize=None)
+def xla_option_overrides() -> tuple[tuple[str, object], ...]:
+    """XLA options set on every compile purejit makes, from `PUREJIT_XLA_OPTIONS`
+    (`name=value,name=value`; values `true`/`false`, integers, or text), as
+    `jax.jit(...).lower(...).compile(compiler_options=...)` sets them for one program."""
+    out = []
+    for item in os.environ.get("PUREJIT_XLA_OPTIONS", "").split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().startswith("xla_"):
+            raise ValueError(
+                f"PUREJIT_XLA_OPTIONS: {item.strip()!r} is not name=value with an XLA option "
+                "name (xla_...); example: PUREJIT_XLA_OPTIONS=xla_gpu_autotune_level=2"
+            )
+        v = value.strip()
+        parsed: object = v
+        if v.lower() in ("true", "false"):
+            parsed = v.lower() == "true"
+        elif v.lstrip("-").isdigit():
+            parsed = int(v)
+        out.append((name.strip(), parsed))
+    return tuple(out)
+
+
 def compile_options(*, disable_passes: Sequence[str] = ()):
     from jaxlib import xla_client
 
     opts = xla_client.CompileOptions()
+    overrides = xla_option_overrides()
+    if overrides:
+        opts.env_option_overrides = list(overrides)
     if disable_passes:
         build = opts.executable_build_options
         debug = build.debug_options
@@ -211,6 +240,7 @@ def cache_environment(device=None) -> dict:
         "platform": dev.platform,
         "device_kind": getattr(dev, "device_kind", ""),
         "platform_version": getattr(dev.client, "platform_version", ""),
+        "xla_options": [list(o) for o in xla_option_overrides()],
     }
 
 
