@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from purejit.backend import fusion, pjrt, stablehlo
+from purejit.backend.lowering import random as lowering_random
 from purejit.config import config
 from purejit.passes import Pipeline
 from purejit.passes.pipeline import default_passes
@@ -106,8 +107,10 @@ class CompilerOptions:
             # the layout pass hands XLA a dot's unavoidable operand copies explicitly
 
             layout = {"explicit_copies": pjrt.is_gpu()}
+            threefry = {"rolled_max_size": lowering_random.rolled_max_size()}
+            fusion_options = cap.fusion_options() if cap else {}
             passes = Pipeline(
-                default_passes(layout_options=layout, **(cap.fusion_options() if cap else {}))
+                default_passes(layout_options=layout, threefry_options=threefry, **fusion_options)
             )
         disable = tuple(passes.disable) + tuple(d for d in self.disable_passes)
         each = passes.verify_each
