@@ -22,7 +22,6 @@ keep their relative order. Never touches: hashes inside a group of one, hashes l
 from __future__ import annotations
 
 import heapq
-import math
 from dataclasses import dataclass
 
 from purejit.ir import Function, Op, Value, get_op
@@ -38,46 +37,46 @@ def _new_op(name: str, operands, attrs: dict, loc, results=None) -> Op:
     return Op(name, operands, attrs, results, (), loc)
 
 
-def _flat(v: Value, shape: tuple[int, ...], ops: list, loc) -> Value:
-    """`v` broadcast (right-aligned) to `shape` and flattened to one dimension."""
-    if v.type.shape != shape:
-        dims = tuple(range(len(shape) - v.type.rank, len(shape)))
-        attrs = {"shape": shape, "broadcast_dimensions": dims}
-        ops.append(_new_op("broadcast_in_dim", [v], attrs, loc))
-        v = ops[-1].results[0]
-    n = math.prod(shape)
-    if shape != (n,):
-        ops.append(_new_op("reshape", [v], {"shape": (n,)}, loc))
-        v = ops[-1].results[0]
-    return v
+def _stacked(values: list[Value], shape: tuple[int, ...], share: bool, ops: list, loc) -> Value:
+    """One operand of the merged hash: the value itself when every member reads the same
+    one and `share` (it broadcasts over the leading dimension), else the members' values
+    padded to the rank of `shape` and stacked along a new leading dimension."""
+    if share:
+        return values[0]
+    t = values[0].type
+    row = (1,) * (1 + len(shape) - t.rank) + t.shape
+    pieces = []
+    for v in values:
+        ops.append(_new_op("reshape", [v], {"shape": row}, loc))
+        pieces.append(ops[-1].results[0])
+    ops.append(_new_op("concatenate", pieces, {"dimension": 0}, loc))
+    return ops[-1].results[0]
 
 
 def _merged(members: list[Op], barrier: bool) -> list[Op]:
-    """The ops computing every member's results from one hash over all their counters."""
+    """The ops computing every member's results (all of one shape `S`) from one hash of
+    shape `[len(members), *S]`, row `j` being member `j`'s."""
     loc = members[0].loc
     ops: list[Op] = []
-    shapes = [m.results[0].type.shape for m in members]
-    words = []
-    for k in range(4):
-        pieces = [_flat(m.operands[k], s, ops, loc) for m, s in zip(members, shapes)]
-        ops.append(_new_op("concatenate", pieces, {"dimension": 0}, loc))
-        words.append(ops[-1].results[0])
+    shape = members[0].results[0].type.shape
+    operands = [[m.operands[k] for m in members] for k in range(4)]
+    share = [all(v is vs[0] for v in vs) for vs in operands]
+    share[0] = share[0] and not all(share)  # at least one operand is stacked
+    words = [_stacked(vs, shape, sh, ops, loc) for vs, sh in zip(operands, share)]
     ops.append(_new_op("threefry2x32", words, {}, loc))
     y = ops[-1].results
     if barrier:  # keep the merged words materialised (XLA must not fuse the hash into each slice)
         ops.append(_new_op("optimization_barrier", y, {}, loc))
         y = ops[-1].results
-    start = 0
-    for m, s in zip(members, shapes):
-        n = math.prod(s)
+    for j, m in enumerate(members):
         for word, result in zip(y, m.results):
-            attrs = {"start_indices": (start,), "limit_indices": (start + n,), "strides": (1,)}
-            if s == (n,):
-                ops.append(_new_op("slice", [word], attrs, loc, [result]))
-            else:
-                ops.append(_new_op("slice", [word], attrs, loc))
-                ops.append(_new_op("reshape", ops[-1].results, {"shape": s}, loc, [result]))
-        start += n
+            attrs = {
+                "start_indices": (j,) + (0,) * len(shape),
+                "limit_indices": (j + 1, *shape),
+                "strides": (1,) * (1 + len(shape)),
+            }
+            ops.append(_new_op("slice", [word], attrs, loc))
+            ops.append(_new_op("reshape", ops[-1].results, {"shape": shape}, loc, [result]))
     return ops
 
 
@@ -120,11 +119,17 @@ class MergeThreefry:
             for v in op.operands:
                 if below.get(v, -1) < b:
                     below[v] = b
-        by_height: dict[int, list[int]] = {}
+        # hashes of one height, operand types and results merge (into one of a leading
+        # dimension more)
+        by_kind: dict[tuple, list[int]] = {}
         for i in sorted(height):
-            by_height.setdefault(height[i], []).append(i)
+            op = fn.ops[i]
+            kind = (height[i], op.results[0].type, *(v.type for v in op.operands))
+            by_kind.setdefault(kind, []).append(i)
         groups = []
-        for members in by_height.values():
+        for members in by_kind.values():
+            if all(fn.ops[i].operands == fn.ops[members[0]].operands for i in members):
+                continue  # the same hash again (CSE's to remove), nothing to stack
             run, total = [], 0
             for i in members:
                 n = fn.ops[i].results[0].type.size

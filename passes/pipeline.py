@@ -125,7 +125,7 @@ def default_passes(
     threefry = dict(threefry_options or {})
     merge = MergeThreefry(barrier=threefry.pop("merge_barrier", False))
     expand = ExpandThreefry(**threefry)
-    return [merge, expand, cleanup, layout, Fusion(**fusion_options), BufferAssignment()]
+    return [cleanup, merge, expand, layout, Fusion(**fusion_options), BufferAssignment()]
 
 
 def pass_names(passes: Sequence[Pass]) -> list[str]:
