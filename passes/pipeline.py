@@ -28,8 +28,10 @@ from purejit.passes.base import Pass, PassResult
 from purejit.passes.constant_fold import ConstantFold
 from purejit.passes.cse import CSE
 from purejit.passes.dce import DCE
+from purejit.passes.expand_threefry import ExpandThreefry
 from purejit.passes.fusion import Fusion
 from purejit.passes.layout import LayoutAssignment
+from purejit.passes.merge_threefry import MergeThreefry
 from purejit.passes.liveness import BufferAssignment
 from purejit.passes.simplify import Simplify
 
@@ -100,11 +102,17 @@ class FixedPoint:
         return PassResult(fn, changed, {"rounds": rounds})
 
 
-def default_passes(layout_options: dict | None = None, **fusion_options) -> list[Pass]:
-    """The standard pipeline: fold, simplify, CSE and DCE to a fixed point, then fusion.
+def default_passes(
+    layout_options: dict | None = None, threefry_options: dict | None = None, **fusion_options
+) -> list[Pass]:
+    """The standard pipeline: merge independent threefry hashes and expand them into their
+    rounds, fold, simplify, CSE and DCE to a fixed point, then layout, fusion and the
+    buffer plan.
 
     Args:
         layout_options: options of the layout pass (`explicit_copies` on GPU).
+        threefry_options: options of `expand_threefry` (`rolled_max_size`: the rolled loop
+            on CPU) and `merge_threefry` (`merge_barrier`: materialise merged hashes).
         **fusion_options: options of the fusion pass (`multi_output`, `exclude_ops`,
             `elementwise_after_reduction`): what a back end that realises purejit's groups
             as kernels can take.
@@ -113,7 +121,11 @@ def default_passes(layout_options: dict | None = None, **fusion_options) -> list
     # layout before fusion (it moves transposes across elementwise ops); the buffer plan
     # last, on the program that is emitted
     layout = LayoutAssignment(**(layout_options or {}))
-    return [cleanup, layout, Fusion(**fusion_options), BufferAssignment()]
+    # threefry hashes are one op until merged, then expanded before the cleanup sees them
+    threefry = dict(threefry_options or {})
+    merge = MergeThreefry(barrier=threefry.pop("merge_barrier", False))
+    expand = ExpandThreefry(**threefry)
+    return [cleanup, merge, expand, layout, Fusion(**fusion_options), BufferAssignment()]
 
 
 def pass_names(passes: Sequence[Pass]) -> list[str]:

@@ -22,11 +22,13 @@ Keys:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from purejit.backend import fusion, pjrt, stablehlo
+from purejit.backend.lowering import random as lowering_random
 from purejit.config import config
 from purejit.passes import Pipeline
 from purejit.passes.pipeline import default_passes
@@ -34,6 +36,15 @@ from purejit.passes.remat import Settings, check_budget
 
 FUSION_MODES = ("xla", "purejit")
 KNOWN_KEYS = ("disable_passes", "dump_dir", "fusion", "remat", "remat_budget")
+
+
+def _merge_barrier() -> bool:
+    """Whether merged threefry hashes sit behind an `optimization_barrier` (so XLA cannot
+    fuse the merged hash back into every slice of it): on GPU by default; the environment
+    variable `PUREJIT_THREEFRY_MERGE_BARRIER` (0 or 1) overrides, and a `passes=` pipeline
+    sets `MergeThreefry(barrier=...)` itself."""
+    env = os.environ.get("PUREJIT_THREEFRY_MERGE_BARRIER")
+    return pjrt.is_gpu() if env is None else env not in ("0", "false", "False", "")
 
 
 @dataclass(frozen=True)
@@ -106,8 +117,13 @@ class CompilerOptions:
             # the layout pass hands XLA a dot's unavoidable operand copies explicitly
 
             layout = {"explicit_copies": pjrt.is_gpu()}
+            threefry = {
+                "rolled_max_size": lowering_random.rolled_max_size(),
+                "merge_barrier": _merge_barrier(),
+            }
+            fusion_options = cap.fusion_options() if cap else {}
             passes = Pipeline(
-                default_passes(layout_options=layout, **(cap.fusion_options() if cap else {}))
+                default_passes(layout_options=layout, threefry_options=threefry, **fusion_options)
             )
         disable = tuple(passes.disable) + tuple(d for d in self.disable_passes)
         each = passes.verify_each

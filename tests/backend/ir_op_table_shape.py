@@ -311,7 +311,27 @@ def indexing_cases() -> list[Case]:
 
 
 def all_shape_cases() -> list[Case]:
-    return shape_cases() + reduce_cases() + dot_cases() + indexing_cases() + conv_cases()
+    return (
+        shape_cases()
+        + reduce_cases()
+        + dot_cases()
+        + indexing_cases()
+        + conv_cases()
+        + random_cases()
+    )
+
+
+def random_cases() -> list[Case]:
+    """threefry2x32 on the known-answer vectors of Random123 (Threefry-2x32, 20 rounds):
+    (key words, counter words) -> hashed words."""
+    kat = [
+        ((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+        ((0xFFFFFFFF,) * 2, (0xFFFFFFFF,) * 2, (0x1CB996FC, 0xBB002BE7)),
+        ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0)),
+    ]
+    u32 = np.dtype(np.uint32)
+    k1, k2, x1, x2, y1, y2 = (np.array(col, u32) for col in zip(*(a + b + c for a, b, c in kat)))
+    return [Case("threefry2x32", [k1, k2, x1, x2], lambda *_: [y1, y2], {}, label="kat")]
 
 
 # ---- convolution ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from purejit.transforms.autodiff import (  # noqa: F401  (registers the rules)
     gather,
     indexing,
     linalg,
+    random,
     reduce,
     shape,
     sort,

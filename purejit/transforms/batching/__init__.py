@@ -34,6 +34,7 @@ from purejit.transforms.batching import (  # noqa: F401  (each registers its fam
     gather,
     indexing,
     linalg,
+    random,
     reduce,
     shape,
     sort,
