@@ -7,6 +7,12 @@ JAX draws gamma by a `vmap` of a scalar sampler over one key per element; a batc
 false. `_gamma_lanes` is that program written out on arrays of lanes (a `while_loop` whose
 predicate is "any lane active", with a `select` per lane), so every lane sees the same key
 sequence and arithmetic as JAX's.
+
+The draw (`_gamma_draw`) is a `custom_jvp`, as JAX's `random_gamma` primitive has a JVP of its
+own: the samples are not differentiated through the rejection loop but by implicit
+reparameterisation, d sample / d a = `lax.random_gamma_grad(a, sample)`, so every sampler
+built on gamma (beta, dirichlet, chisquare, f, t, generalized_normal, ball) differentiates in
+its parameters as JAX's does.
 """
 
 from __future__ import annotations
