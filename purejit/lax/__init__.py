@@ -377,3 +377,8 @@ __all__ += ["scatter_sub"]
 from purejit.lax.solves import custom_linear_solve, custom_root  # noqa: E402
 
 __all__ += ["custom_linear_solve", "custom_root"]
+
+# the implicit-reparameterisation derivative of gamma samples (purejit/lax/special.py)
+from purejit.lax.special import random_gamma_grad  # noqa: E402
+
+__all__ += ["random_gamma_grad"]

@@ -7,10 +7,17 @@ JAX draws gamma by a `vmap` of a scalar sampler over one key per element; a batc
 false. `_gamma_lanes` is that program written out on arrays of lanes (a `while_loop` whose
 predicate is "any lane active", with a `select` per lane), so every lane sees the same key
 sequence and arithmetic as JAX's.
+
+The draw (`_gamma_draw`) is a `custom_jvp`, as JAX's `random_gamma` primitive has a JVP of its
+own: the samples are not differentiated through the rejection loop but by implicit
+reparameterisation, d sample / d a = `lax.random_gamma_grad(a, sample)`, so every sampler
+built on gamma (beta, dirichlet, chisquare, f, t, generalized_normal, ball) differentiates in
+its parameters as JAX's does.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -18,10 +25,12 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import lax
 from purejit import numpy as jnp
+from purejit.custom_derivatives import custom_jvp
 from purejit.random._core import (
     shape_of,
     canonical_shape,
     check_param_shapes,
+    finfo,
     float_dtype,
     int_dtype,
     normal_real_impl,
@@ -121,6 +130,34 @@ def _gamma_lanes(keys, alpha, log_space: bool):
     return lax.mul(lax.mul(d, v), boost)
 
 
+@functools.partial(custom_jvp, nondiff_argnums=(2,))
+def _gamma_draw(key, a, log_space):
+    """Gamma(a, 1) samples (their logs where `log_space`) of a's shape, one key per element:
+    JAX's `random_gamma` primitive, differentiable in `a` by its JVP rule below."""
+    n = math.prod(a.shape)
+    keys = lax.reshape(split_keys(key, (n,)), (n, 2))
+    samples = _gamma_lanes(keys, lax.reshape(a, (n,)), log_space)
+    return lax.reshape(samples, tuple(a.shape))
+
+
+@_gamma_draw.defjvp
+def _gamma_draw_jvp(log_space, primals, tangents):
+    # implicit reparameterisation, as JAX's random_gamma JVP: the key is not differentiable
+    key, a = primals
+    a_dot = tangents[1]
+    out = _gamma_draw(key, a, log_space)
+    if log_space:
+        # d log(x) = dx / x, with x = exp(log x) rounded up to the smallest normal where it
+        # underflows to 0
+        x = lax.exp(out)
+        tiny = lax.full(tuple(x.shape), finfo(x.dtype).tiny, x.dtype)
+        x = lax.select(lax.eq(x, lax.full(tuple(x.shape), 0, x.dtype)), tiny, x)
+        grad = lax.div(lax.random_gamma_grad(a, x), x)
+    else:
+        grad = lax.random_gamma_grad(a, out)
+    return out, lax.mul(a_dot, grad)
+
+
 def gamma_impl(key, a, shape, dtype, log_space: bool):
     if shape is None:
         shape = tuple(a.shape)
@@ -129,10 +166,7 @@ def gamma_impl(key, a, shape, dtype, log_space: bool):
     a = lax.convert_element_type(a, dtype)
     if tuple(a.shape) != tuple(shape):
         a = jnp.broadcast_to(a, shape)
-    n = math.prod(shape)
-    keys = lax.reshape(split_keys(key, (n,)), (n, 2))
-    samples = _gamma_lanes(keys, lax.reshape(a, (n,)), log_space)
-    return lax.reshape(samples, tuple(shape))
+    return _gamma_draw(key, a, log_space)
 
 
 @sampler_jit(static_argnames=("shape", "dtype", "log_space"))

@@ -208,3 +208,24 @@ def test_tutorial_regressions_trained_with_donated_parameters():
         assert_tree_close(
             jax.grad(lin_j, argnums)(w0, 0.5, inputs), purejit.grad(lin, argnums)(w0, 0.5, inputs)
         )
+
+
+def test_custom_jvp_with_an_integer_argument_under_vmap_inside_grad():
+    # the integer argument's tangent is float0; batching the rule must not read its aval
+    def build(cj, n):
+        @cj
+        def f(k, x):
+            return x * n.sin(x) + k.astype(x.dtype)
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            k, x = primals
+            return f(k, x), 2.0 * tangents[1]
+
+        return lambda x, ks: n.sum(jax.vmap(lambda k: f(k, x))(ks) if n is jjnp else
+                                   purejit.vmap(lambda k: f(k, x))(ks))  # fmt: skip
+
+    x, ks = np.float32(0.7), np.arange(3, dtype=np.int32)
+    got = purejit.grad(build(purejit.custom_jvp, jnp))(x, ks)
+    want = jax.grad(build(jax.custom_jvp, jjnp))(x, ks)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)

@@ -134,7 +134,8 @@ class _BatchedJVP:
         n, axis = len(primals), self.axis
         pdims = self.dims[:n]
         per = [_per_example(p, d) for p, d in zip(primals, pdims)]
-        live = [i for i, t in enumerate(tangents) if np.dtype(aval_of(t).dtype) != pdt.float0]
+        # an integer input's tangent comes as a host array of float0, which has no aval
+        live = [i for i, t in enumerate(tangents) if np.dtype(_dtype_of(t)) != pdt.float0]
 
         def one(*xs):
             it = iter(xs[n:])
@@ -146,6 +147,10 @@ class _BatchedJVP:
         ds = [*pdims, *[pdims[i] for i in live], *[None] * len(closed.captures)]
         outs, odims = batch_function(closed.fn, ins, ds, axis)
         return _all_front(axis, outs, odims)
+
+
+def _dtype_of(x):
+    return x.dtype if isinstance(x, np.ndarray) else aval_of(x).dtype
 
 
 class _BatchedVJP:
