@@ -132,13 +132,16 @@ def _node_type(x):
     return None, None
 
 
-def flatten_one_level(x) -> tuple[type, list, Hashable] | None:
-    """`(node type, children, aux data)` of a pytree node, None for a leaf."""
-    kind, node = _node_type(x)
+def flatten_one_level(tree) -> tuple[tuple, Hashable]:
+    """The children and aux data of one pytree node, as `jax.tree_util.flatten_one_level`.
+
+    Raises:
+        ValueError: `tree` is a leaf (not a built-in or registered container)."""
+    kind, node = _node_type(tree)
     if kind is None:
-        return None
-    children, aux = node.flatten(x)
-    return kind, children, aux
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    children, aux = node.flatten(tree)
+    return tuple(children), aux
 
 
 def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:

@@ -177,10 +177,10 @@ def _flatten_into(x, key: list, leaves: list) -> bool:
     else:
         # another registered node (a typed PRNG key, a user's dataclass): its type and aux
         # data name it, as in the signature's tree; unhashable aux data takes the slow path
-        node = flatten_one_level(x)
-        if node is None:
+        try:
+            children, aux = flatten_one_level(x)
+        except ValueError:  # a leaf purejit does not take here (a Python scalar, ...)
             return False
-        _, children, aux = node
         try:
             hash(aux)
         except TypeError:
