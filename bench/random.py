@@ -65,7 +65,9 @@ def _compile_child(lib: str) -> float:
     key = pr.key(0)
     purejit.jit(lambda x: x + 1)(np.float32(0))
     t = time.perf_counter()
-    purejit.jit(_program(pr)).lower(key).compile()
+    off = [p for p in os.environ.get("BENCH_RANDOM_DISABLE_PASSES", "").split(",") if p]
+    opts = {"disable_passes": off} if off else None
+    purejit.jit(_program(pr), compiler_options=opts).lower(key).compile()
     return time.perf_counter() - t
 
 
@@ -140,8 +142,11 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=None, help="values per normal/uniform call")
     ap.add_argument("--procs", type=int, default=3, help="fresh processes per library")
     ap.add_argument("--compile-only", action="store_true", help="skip the generation timings")
+    ap.add_argument("--disable-passes", default="", help="purejit passes off (comma list)")
     ap.add_argument("--child", choices=["jax", "purejit"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.disable_passes:  # the compile children read it from their environment
+        os.environ["BENCH_RANDOM_DISABLE_PASSES"] = args.disable_passes
     if args.child:
         print(json.dumps({"seconds": _compile_child(args.child)}))
         return 0
