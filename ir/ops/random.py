@@ -45,6 +45,10 @@ def _threefry_infer(types, attrs, regions):
 def threefry2x32_reference(k1, k2, x1, x2):
     """The hash in NumPy uint32 arithmetic (wrapping), broadcasting its operands."""
     k1, k2, x1, x2 = np.broadcast_arrays(*(np.asarray(v, U32) for v in (k1, k2, x1, x2)))
+    shape = k1.shape
+    # flat arrays: 0-d operands would turn into NumPy scalars, whose wrapping arithmetic
+    # warns, and np.ascontiguousarray makes 0-d arrays 1-d
+    k1, k2, x1, x2 = (v.reshape(-1) for v in (k1, k2, x1, x2))
     ks = (k1, k2, k1 ^ k2 ^ np.uint32(PARITY))
     a, b = x1 + ks[0], x2 + ks[1]
     for i in range(5):
@@ -53,7 +57,7 @@ def threefry2x32_reference(k1, k2, x1, x2):
             b = a ^ ((b << np.uint32(r)) | (b >> np.uint32(32 - r)))
         a = a + ks[(i + 1) % 3]
         b = b + ks[(i + 2) % 3] + np.uint32(i + 1)
-    return [np.ascontiguousarray(a, U32), np.ascontiguousarray(b, U32)]
+    return [np.array(a, U32).reshape(shape), np.array(b, U32).reshape(shape)]
 
 
 register(

@@ -217,6 +217,29 @@ for _n, _ir, _k, _f, _exact in [
     )
 _add(
     Spec(
+        "threefry_bits",
+        ("threefry2x32",),
+        1,
+        "u",
+        # x ^ random bits of x's shape and dtype under a key made from x's first element
+        # (so the hash is not a constant the compiler folds away)
+        lambda L, p, x: L.lax.bitwise_xor(
+            x,
+            L.random.bits(
+                L.random.fold_in(
+                    L.random.key(7),
+                    L.lax.convert_element_type(L.np.max(x, initial=0), "uint32"),
+                ),
+                x.shape,
+                x.dtype,
+            ),
+        ),
+        exact=True,
+        preserves=True,
+    )
+)
+_add(
+    Spec(
         "rem_f",
         ("remainder",),
         2,

@@ -36,6 +36,7 @@ class Lib:
     def __init__(self, top, lax, np_, linalg, checkpoint_name):
         self.lax, self.np, self.linalg = lax, np_, linalg
         self.checkpoint_name = checkpoint_name
+        self.random = top.random
         for name in ("vmap", "grad", "checkpoint", "custom_jvp", "custom_vjp", "pure_callback"):
             setattr(self, name, getattr(top, name))
         self.ShapeDtypeStruct = top.ShapeDtypeStruct

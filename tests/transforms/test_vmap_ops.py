@@ -481,6 +481,20 @@ def _autodiff_cases():
     ]
 
 
+def _random_cases():
+    def hashes(n, lx):
+        r = (purejit if lx is purejit.lax else __import__("jax")).random
+
+        def f(k, d):
+            key = r.wrap_key_data(k)
+            return r.key_data(r.split(key, 3)), r.key_data(r.fold_in(key, d)), r.bits(key, (5,))
+
+        return f
+
+    u32 = np.uint32
+    return [Case("threefry_split_fold_bits", hashes, [I(2, hi=2**31, dtype=u32), I(dtype=u32)])]
+
+
 GROUPS = {
     "autodiff": _autodiff_cases,
     "callback": _callback_cases,
@@ -492,6 +506,7 @@ GROUPS = {
     "control": _control_cases,
     "collective": _collective_cases,
     "linalg_fft_conv": _linalg_fft_conv_cases,
+    "random": _random_cases,
 }
 
 
