@@ -2,7 +2,8 @@
 
 Guarantees: every `threefry2x32` op (inside regions too) is replaced by the ops computing it,
 with the same bits: JAX's rolled form (a 5-trip `while` of four rounds and a key injection,
-the key words and rotation lists rotating by one each trip; JAX's CPU lowering) for hashes
+as JAX's CPU lowering; each trip picks its key words and rotations by its index instead of
+rotating them through the carry, which XLA would copy every trip) for hashes
 of at most `rolled_max_size` counters, the 20 rounds unrolled (JAX's GPU lowering) for the
 others. The loop's regions are built once per carry type and shared by every loop of that
 type. With `rolled_max_size=None` the pass changes nothing and the StableHLO lowering of
@@ -80,24 +81,40 @@ def _loop_cond(carry_types: list[TensorType]) -> Function:
     return b.finish(b.op("compare", [i, five], {"comparison_direction": "LT"}))
 
 
+def _pick(b: Builder, cond: Value, a: Value, other: Value) -> Value:
+    return b.op("select", [cond, a, other])[0]
+
+
 def _loop_body(carry_types: list[TensorType]) -> Function:
-    """Four rounds, then the key injection; the key words and the rotation lists rotate by
-    one for the next trip (JAX's `rolled_loop_step`)."""
+    """Trip `i` of JAX's rolled loop: four rounds with the rotations of `i % 2`, then the key
+    injection `x += ks[(i + 1) % 3]`, `y += ks[(i + 2) % 3] + i + 1`.
+
+    JAX's loop rotates the key words and the two rotation lists through its carry; here the
+    carry holds the three key words unchanged and each trip picks its words and rotations
+    by `i` (scalar selects), so no carried value moves and XLA copies nothing per trip. The
+    arithmetic on the counters is the same, so are the bits."""
     b = Builder("threefry_body")
-    i, x, y, k0, k1, k2, rot, rot_next = (b.param(t) for t in carry_types)
+    i, x, y, ks0, ks1, ks2 = (b.param(t) for t in carry_types)
     shape = x.type.shape
+    zero, one = _const(b, 0, _S32), _const(b, 1, _S32)
+    odd = b.op("compare", [_binary(b, "and", i, one), zero], {"comparison_direction": "NE"})[0]
+    m3 = _binary(b, "remainder", i, _const(b, 3, _S32))
+    is0 = b.op("compare", [m3, zero], {"comparison_direction": "EQ"})[0]
+    is1 = b.op("compare", [m3, one], {"comparison_direction": "EQ"})[0]
     for j in range(4):
-        bounds = {"start_indices": (j,), "limit_indices": (j + 1,), "strides": (1,)}
-        r = b.op("reshape", b.op("slice", [rot], bounds), {"shape": ()})[0]
+        r = _pick(b, odd, _const(b, ROTATIONS[1][j]), _const(b, ROTATIONS[0][j]))
         x = _binary(b, "add", x, y)
         left = _binary(b, "shift_left", y, _bcast(b, r, shape))
         right_by = _binary(b, "subtract", _const(b, 32), r)
         right = _binary(b, "shift_right_logical", y, _bcast(b, right_by, shape))
         y = _binary(b, "xor", x, _binary(b, "or", left, right))
-    x = _binary(b, "add", x, _bcast(b, k0, shape))
-    step = b.op("convert", [_binary(b, "add", i, _const(b, 1, _S32))], {"dtype": U32})[0]
-    y = _binary(b, "add", _binary(b, "add", y, _bcast(b, k1, shape)), _bcast(b, step, shape))
-    return b.finish([_binary(b, "add", i, _const(b, 1, _S32)), x, y, k1, k2, k0, rot_next, rot])
+    # trip i injects ks[(i + 1) % 3] into x and ks[(i + 2) % 3] into y
+    kx = _pick(b, is0, ks1, _pick(b, is1, ks2, ks0))
+    ky = _pick(b, is0, ks2, _pick(b, is1, ks0, ks1))
+    x = _binary(b, "add", x, _bcast(b, kx, shape))
+    step = b.op("convert", [_binary(b, "add", i, one)], {"dtype": U32})[0]
+    y = _binary(b, "add", _binary(b, "add", y, _bcast(b, ky, shape)), _bcast(b, step, shape))
+    return b.finish([_binary(b, "add", i, one), x, y, ks0, ks1, ks2])
 
 
 _REGIONS: dict[tuple, tuple[Function, Function]] = {}
@@ -123,8 +140,7 @@ def _rolled(types: list[TensorType]) -> Function:
     ks = (k1, k2, _binary(b, "xor", _binary(b, "xor", k1, k2), _scalar(b, PARITY, kshape)))
     x = _binary(b, "add", _bcast(b, x1, shape), _bcast(b, ks[0], shape))
     y = _binary(b, "add", _bcast(b, x2, shape), _bcast(b, ks[1], shape))
-    rots = [_const(b, r) for r in ROTATIONS]
-    init = [_const(b, 0, _S32), x, y, ks[1], ks[2], ks[0], *rots]
+    init = [_const(b, 0, _S32), x, y, *ks]
     out = b.op("while", init, regions=list(_loop_regions([v.type for v in init])))
     return b.finish(out[1:3])
 
