@@ -12,8 +12,9 @@ tests/random/test_bits.py runs the same groups with fewer seeds in CI.
 On a GPU, XLA's autotuner picks between kernels for some fusions by timing them, so JAX's own
 bits can change from one process to the next (jax.random.maxwell float32 on an H200: 12% of
 values one ulp apart, depending on whether a reduction ran as a Triton kernel); run as a
-script, this module asks XLA for deterministic kernels before jax starts (tests/conftest.py
-does the same for the suite).
+script, this module asks XLA for deterministic kernels before jax starts. The test suite
+cannot set that flag for every test (it changes GEMM and scatter choices the other tests
+compare under), so on a GPU tests/random/test_bits.py runs `--ci K/N` in subprocesses.
 """
 
 from __future__ import annotations
@@ -23,17 +24,12 @@ import os
 import sys
 import time
 
-if "--xla_gpu_deterministic_ops" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_gpu_deterministic_ops=true"
-    ).strip()
+import jax
+import ml_dtypes
+import numpy as np
 
-import jax  # noqa: E402
-import ml_dtypes  # noqa: E402
-import numpy as np  # noqa: E402
-
-import purejit  # noqa: E402
-import purejit.random as pr  # noqa: E402
+import purejit
+import purejit.random as pr
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
@@ -306,6 +302,47 @@ def seeds_for(group_index: int, n: int) -> np.ndarray:
     return s
 
 
+# the loop samplers (gamma family, poisson) compile for seconds each: CI keeps one of each
+# kind; the full table runs with --n
+_HEAVY = {"gamma", "loggamma", "beta", "dirichlet", "generalized_normal", "ball", "poisson"}
+_HEAVY |= {"binomial", "chisquare", "f", "t", "multinomial"}
+_KEEP_HEAVY = {"gamma[4, 3]:float32([3])", "poisson[5, 4]:int32([4])", "beta[8]:float32([],[])"}
+_KEEP_HEAVY |= {
+    "binomial[9]:float32([9],[])",
+    "binomial[7]:float32([],[7])",
+    "binomial[4, 3]:float16([3],[])",
+    "chisquare[7]:float32([])",
+    "f[6]:float32([],[])",
+    "t[6]:float32([])",
+    "multinomial[]:int32([2],[2, 3])",
+}
+
+
+def ci_groups() -> list:
+    """The groups CI runs (tests/random/test_bits.py): every sampler, fewer heavy ones."""
+    out = []
+    for g in groups():
+        name, shape = g[0], g[1]
+        if name in _HEAVY and label(g) not in _KEEP_HEAVY:
+            continue
+        if name in ("uniform", "normal") and len(shape) == 1 and shape[0] in (1, 7):
+            continue  # () , (3, 5), (0,), (2, 0, 3) and (129,) cover the layouts
+        out.append(g)
+    return out
+
+
+CI_SEEDS_PER_GROUP = -(-1000 // len(ci_groups()))
+
+
+def run_ci(shard: int, shards: int) -> list[str]:
+    """CI's cases of every `shards`-th group from `shard` on; the mismatch messages."""
+    bad = []
+    for i, g in enumerate(ci_groups()):
+        if i % shards == shard:
+            bad += run_group(g, seeds_for(i, CI_SEEDS_PER_GROUP), eager_seeds=1)
+    return bad
+
+
 def run(n_cases: int, select=None, log=print) -> tuple[int, list[str]]:
     gs = [g for g in groups() if select is None or select(g)]
     per = max(1, -(-n_cases // len(gs)))
@@ -320,11 +357,28 @@ def run(n_cases: int, select=None, log=print) -> tuple[int, list[str]]:
     return total, bad
 
 
+def _deterministic_xla():
+    """Ask XLA for deterministic kernels; read when jax's backend starts, which importing
+    this module does not do."""
+    flag = "--xla_gpu_deterministic_ops=true"
+    if flag not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+
+
 def main(argv=None) -> int:
+    _deterministic_xla()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10000, help="number of cases (seeds x groups)")
     ap.add_argument("--only", default=None, help="run the groups whose sampler has this name")
+    ap.add_argument("--ci", default=None, metavar="K/N", help="CI's cases, shard K of N")
     args = ap.parse_args(argv)
+    if args.ci:
+        k, n = (int(v) for v in args.ci.split("/"))
+        bad = run_ci(k, n)
+        for m in bad:
+            print("MISMATCH", m)
+        print(f"CI shard {k}/{n} on {jax.default_backend()}: {len(bad)} mismatching cases")
+        return 1 if bad else 0
     select = (lambda g: g[0] == args.only) if args.only else None
     total, bad = run(args.n, select)
     for m in bad:
@@ -337,4 +391,4 @@ def main(argv=None) -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-__all__ = ["groups", "run", "run_group"]
+__all__ = ["ci_groups", "groups", "run", "run_ci", "run_group"]
