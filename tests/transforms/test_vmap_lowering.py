@@ -197,7 +197,9 @@ def test_auto_measures_once_caches_and_reports(monkeypatch):
     want = jax.vmap(lambda p, x: _mlp(jnp, p, x), in_axes=(0, None))(p, x)
     # jit(vmap(f)) measures on the arrays of the call being compiled
     g = purejit.jit(purejit.vmap(f, in_axes=(0, None), lowering="auto"))
-    np.testing.assert_allclose(np.asarray(g(p, x)), np.asarray(want), rtol=1e-5, atol=1e-5)
+    # "auto" may pick the loop, whose dots run at other shapes than JAX's batched ones (TF32
+    # on GPU rounds them differently)
+    np.testing.assert_allclose(np.asarray(g(p, x)), np.asarray(want), **dot_tol())
     assert len(calls) == 1 and len(vmap_lowering.CHOICES) == 1
     (choice,) = vmap_lowering.CHOICES.values()
     assert choice.reason == "the call's arguments"
@@ -207,7 +209,7 @@ def test_auto_measures_once_caches_and_reports(monkeypatch):
     ex = purejit.explain(h, p, x)
     (note,) = [t for t in ex.transforms if "auto chose" in t]
     assert f"auto chose {choice.lowering} (measured on the call's arguments: batched" in note
-    np.testing.assert_allclose(np.asarray(h(p, x)), np.asarray(want), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(h(p, x)), np.asarray(want), **dot_tol())
     assert len(calls) == 1
     # lowering on shapes alone (another batch size: another choice) measures made-up inputs
     spec = jax.ShapeDtypeStruct((2, 6), np.float32)
@@ -250,7 +252,7 @@ def test_loop_composes_with_grad_and_nested_vmap():
         return jax.vmap(inner, in_axes=(None, 0))(w, xs)
 
     np.testing.assert_allclose(
-        np.asarray(purejit.jit(pj)(w, xs)), np.asarray(jx(w, xs)), rtol=1e-5, atol=1e-5
+        np.asarray(purejit.jit(pj)(w, xs)), np.asarray(jx(w, xs)), **dot_tol()
     )
     g = purejit.jit(
         purejit.grad(
@@ -258,4 +260,4 @@ def test_loop_composes_with_grad_and_nested_vmap():
         )
     )
     want = jax.grad(lambda w: jax.vmap(loss(jnp, jax.lax), (None, 0))(w, xs[0]).sum())(w)
-    np.testing.assert_allclose(np.asarray(g(w)), np.asarray(want), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(g(w)), np.asarray(want), **dot_tol())
