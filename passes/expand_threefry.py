@@ -10,9 +10,9 @@ type. With `rolled_max_size=None` the pass changes nothing and the StableHLO low
 the op expands it instead (`threefry_function` is shared by both).
 Never touches: any other op, op order, the signature.
 
-The expansion runs before the cleanup passes, so the program XLA compiles is the one it
-compiled when the hash was traced as these ops directly; keeping the hash one op until
-then lets `merge_threefry` see it whole.
+The default pipeline runs the expansion after the cleanup passes and `merge_threefry`:
+keeping the hash one op until then lets the merge see it whole; the rounds written out are
+the ops JAX emits.
 """
 
 from __future__ import annotations

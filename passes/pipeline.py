@@ -105,9 +105,9 @@ class FixedPoint:
 def default_passes(
     layout_options: dict | None = None, threefry_options: dict | None = None, **fusion_options
 ) -> list[Pass]:
-    """The standard pipeline: merge independent threefry hashes and expand them into their
-    rounds, fold, simplify, CSE and DCE to a fixed point, then layout, fusion and the
-    buffer plan.
+    """The standard pipeline: fold, simplify, CSE and DCE to a fixed point; merge independent
+    threefry hashes and expand them into their rounds; then layout, fusion and the buffer
+    plan.
 
     Args:
         layout_options: options of the layout pass (`explicit_copies` on GPU).
@@ -121,7 +121,8 @@ def default_passes(
     # layout before fusion (it moves transposes across elementwise ops); the buffer plan
     # last, on the program that is emitted
     layout = LayoutAssignment(**(layout_options or {}))
-    # threefry hashes are one op until merged, then expanded before the cleanup sees them
+    # threefry hashes stay one op through the cleanup, so the merge sees them whole; then
+    # they are expanded
     threefry = dict(threefry_options or {})
     merge = MergeThreefry(barrier=threefry.pop("merge_barrier", False))
     expand = ExpandThreefry(**threefry)
