@@ -25,26 +25,25 @@ from purejit import errors
 from purejit.lax._lift import broadcast_shapes_named, convert
 from purejit.lax._lift import lift as _lift
 from purejit.lax.control import while_loop
-from purejit.lax.ops import binary, broadcast_in_dim, reduce, select, unary
-
-_add = binary("add", "add")
-_sub = binary("subtract", "sub")
-_mul = binary("multiply", "mul")
-_div = binary("divide", "div")
-_or = binary("or", "bitwise_or")
-_and = binary("and", "bitwise_and")
-_eq = binary("compare", "eq", comparison_direction="EQ")
-_ne = binary("compare", "ne", comparison_direction="NE")
-_lt = binary("compare", "lt", comparison_direction="LT")
-_le = binary("compare", "le", comparison_direction="LE")
-_gt = binary("compare", "gt", comparison_direction="GT")
-_ge = binary("compare", "ge", comparison_direction="GE")
-_neg = unary("negate", "neg")
-_not = unary("not", "bitwise_not")
-_abs = unary("abs", "abs")
-_exp = unary("exponential", "exp")
-_log = unary("log", "log")
-_lgamma = unary("lgamma", "lgamma")
+from purejit.lax.elementwise import (
+    abs,
+    add,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    div,
+    eq,
+    gt,
+    le,
+    lgamma,
+    log,
+    lt,
+    mul,
+    ne,
+    neg,
+    sub,
+)
+from purejit.lax.ops import broadcast_in_dim, reduce, select
 
 _CF_MAX_TERMS = 2000
 
@@ -63,7 +62,7 @@ def _full(v, like):
 
 
 def _any(pred):
-    return reduce(pred, np.bool_(False), lambda acc, x: _or(acc, x), tuple(range(pred.ndim)))
+    return reduce(pred, np.bool_(False), lambda acc, x: bitwise_or(acc, x), tuple(range(pred.ndim)))
 
 
 # psi(z) ~ log z - 1/(2z) - sum_k B_2k / (2k z^2k), k = 1..8
@@ -85,14 +84,14 @@ def _digamma_positive(x):
     shift = 6 if x.dtype.itemsize < 8 else 10
     acc = _full(0, x)
     for k in range(shift):
-        acc = _add(acc, _div(_k(1, x), _add(x, _k(k, x))))
-    z = _add(x, _k(shift, x))
-    inv2 = _div(_k(1, x), _mul(z, z))
+        acc = add(acc, div(_k(1, x), add(x, _k(k, x))))
+    z = add(x, _k(shift, x))
+    inv2 = div(_k(1, x), mul(z, z))
     series = _full(0, x)
     for coef in reversed(_PSI_SERIES):
-        series = _mul(_add(series, _k(coef, x)), inv2)
-    psi = _sub(_sub(_log(z), _div(_k(0.5, x), z)), series)
-    return _sub(psi, acc)
+        series = mul(add(series, _k(coef, x)), inv2)
+    psi = sub(sub(log(z), div(_k(0.5, x), z)), series)
+    return sub(psi, acc)
 
 
 def _series_sample_derivative(x, a, enabled, eps):
@@ -104,13 +103,13 @@ def _series_sample_derivative(x, a, enabled, eps):
 
     def body(vals):
         on, r, c, ans, dc_da, dans_da = vals
-        r_new = _add(r, _k(1, r))
+        r_new = add(r, _k(1, r))
         # d c_n / da = d c_{n-1} / da * x / r - c_{n-1} x / r^2
-        dc_new = _sub(_mul(dc_da, _div(x, r_new)), _div(_mul(c, x), _mul(r_new, r_new)))
-        dans_new = _add(dans_da, dc_new)
-        c_new = _mul(c, _div(x, r_new))
-        ans_new = _add(ans, c_new)
-        going = _and(on, _gt(_abs(_div(dc_new, dans_new)), _k(eps, x)))
+        dc_new = sub(mul(dc_da, div(x, r_new)), div(mul(c, x), mul(r_new, r_new)))
+        dans_new = add(dans_da, dc_new)
+        c_new = mul(c, div(x, r_new))
+        ans_new = add(ans, c_new)
+        going = bitwise_and(on, gt(abs(div(dc_new, dans_new)), _k(eps, x)))
         keep = lambda new, old: select(on, new, old)  # noqa: E731
         return (
             going,
@@ -123,8 +122,8 @@ def _series_sample_derivative(x, a, enabled, eps):
 
     init = (enabled, a, _full(1, a), _full(1, a), _full(0, a), _full(0, a))
     _, _, _, ans, _, dans_da = while_loop(cond, body, init)
-    dlogax_da = _sub(_log(x), _digamma_positive(_add(a, _k(1, a))))
-    return _div(_mul(_neg(_add(dans_da, _mul(ans, dlogax_da))), x), a)
+    dlogax_da = sub(log(x), _digamma_positive(add(a, _k(1, a))))
+    return div(mul(neg(add(dans_da, mul(ans, dlogax_da))), x), a)
 
 
 def _cf_sample_derivative(x, a, enabled, eps):
@@ -132,30 +131,30 @@ def _cf_sample_derivative(x, a, enabled, eps):
     derivatives in `a` and rescaled by eps when they grow past 1 / eps)."""
 
     def cond(vals):
-        return _and(_lt(vals[4], _k(_CF_MAX_TERMS, x)), _any(vals[0]))
+        return bitwise_and(lt(vals[4], _k(_CF_MAX_TERMS, x)), _any(vals[0]))
 
     def body(vals):
         on, ans, y, z, cnt, pkm1, qkm1, pkm2, qkm2, dpkm2, dqkm2, dpkm1, dqkm1, dans = vals
-        cnt = _add(cnt, _k(1, cnt))
-        y_new = _add(y, _k(1, y))
-        z_new = _add(z, _k(2, z))
-        yc = _mul(y_new, cnt)
-        pk = _sub(_mul(pkm1, z_new), _mul(pkm2, yc))
-        qk = _sub(_mul(qkm1, z_new), _mul(qkm2, yc))
-        nonzero = _ne(qk, _k(0, qk))
-        ans_new = select(nonzero, _div(pk, qk), ans)
-        dpk = _add(_sub(_sub(_mul(dpkm1, z_new), pkm1), _mul(dpkm2, yc)), _mul(pkm2, cnt))
-        dqk = _add(_sub(_sub(_mul(dqkm1, z_new), qkm1), _mul(dqkm2, yc)), _mul(qkm2, cnt))
-        dans_new = select(nonzero, _div(_sub(dpk, _mul(ans_new, dqk)), qk), dans)
-        change = select(nonzero, _abs(_sub(dans_new, dans)), _full(1, dans))
+        cnt = add(cnt, _k(1, cnt))
+        y_new = add(y, _k(1, y))
+        z_new = add(z, _k(2, z))
+        yc = mul(y_new, cnt)
+        pk = sub(mul(pkm1, z_new), mul(pkm2, yc))
+        qk = sub(mul(qkm1, z_new), mul(qkm2, yc))
+        nonzero = ne(qk, _k(0, qk))
+        ans_new = select(nonzero, div(pk, qk), ans)
+        dpk = add(sub(sub(mul(dpkm1, z_new), pkm1), mul(dpkm2, yc)), mul(pkm2, cnt))
+        dqk = add(sub(sub(mul(dqkm1, z_new), qkm1), mul(dqkm2, yc)), mul(qkm2, cnt))
+        dans_new = select(nonzero, div(sub(dpk, mul(ans_new, dqk)), qk), dans)
+        change = select(nonzero, abs(sub(dans_new, dans)), _full(1, dans))
         # shift the recurrence, rescaling every carried convergent where p_k is huge
-        big = _gt(_abs(pk), _k(1 / eps, pk))
+        big = gt(abs(pk), _k(1 / eps, pk))
 
         def scale(v):
-            return select(big, _mul(v, _k(eps, v)), v)
+            return select(big, mul(v, _k(eps, v)), v)
 
         shifted = [scale(v) for v in (pkm1, pk, qkm1, qk, dpkm1, dqkm1, dpk, dqk)]
-        going = _and(on, _gt(change, _k(eps, change)))
+        going = bitwise_and(on, gt(change, _k(eps, change)))
         new = (ans_new, y_new, z_new)
         old = (ans, y, z)
         olds = (pkm1, qkm1, pkm2, qkm2, dpkm2, dqkm2, dpkm1, dqkm1)
@@ -177,39 +176,41 @@ def _cf_sample_derivative(x, a, enabled, eps):
             select(on, dans_new, dans),
         )
 
-    y = _sub(_k(1, a), a)
-    z = _add(_add(x, y), _k(1, x))
+    y = sub(_k(1, a), a)
+    z = add(add(x, y), _k(1, x))
     pkm2 = _full(1, x)
     qkm2 = x
-    pkm1 = _add(x, _k(1, x))
-    qkm1 = _mul(z, x)
-    ans = _div(pkm1, qkm1)
-    dqkm1 = _neg(x)
-    dans = _div(_neg(_mul(ans, dqkm1)), qkm1)
+    pkm1 = add(x, _k(1, x))
+    qkm1 = mul(z, x)
+    ans = div(pkm1, qkm1)
+    dqkm1 = neg(x)
+    dans = div(neg(mul(ans, dqkm1)), qkm1)
     zeros = _full(0, x)
     init = (enabled, ans, y, z, np.array(0, x.dtype), pkm1, qkm1, pkm2, qkm2)
     init = init + (zeros, zeros, zeros, dqkm1, dans)
     vals = while_loop(cond, body, init)
     ans, dans = vals[1], vals[13]
-    dlogax_da = _sub(_log(x), _digamma_positive(a))
-    return _mul(_neg(_add(dans, _mul(ans, dlogax_da))), x)
+    dlogax_da = sub(log(x), _digamma_positive(a))
+    return mul(neg(add(dans, mul(ans, dlogax_da))), x)
 
 
 def _sample_derivative(a, x):
     eps = float(np.finfo(a.dtype).eps)
-    is_nan = _or(_ne(a, a), _ne(x, x))
-    x_is_zero = _eq(x, _k(0, x))
-    domain_error = _or(_lt(x, _k(0, x)), _le(a, _k(0, a)))
-    use_cf = _and(_gt(x, _k(1, x)), _gt(x, a))
-    log_ax = _sub(_sub(_mul(a, _log(x)), x), _lgamma(a))
-    underflow = _lt(log_ax, _k(-math.log(float(np.finfo(a.dtype).max)), a))
-    enabled = _not(_or(_or(_or(x_is_zero, domain_error), underflow), is_nan))
+    is_nan = bitwise_or(ne(a, a), ne(x, x))
+    x_is_zero = eq(x, _k(0, x))
+    domain_error = bitwise_or(lt(x, _k(0, x)), le(a, _k(0, a)))
+    use_cf = bitwise_and(gt(x, _k(1, x)), gt(x, a))
+    log_ax = sub(sub(mul(a, log(x)), x), lgamma(a))
+    underflow = lt(log_ax, _k(-math.log(float(np.finfo(a.dtype).max)), a))
+    enabled = bitwise_not(
+        bitwise_or(bitwise_or(bitwise_or(x_is_zero, domain_error), underflow), is_nan)
+    )
     # each method runs on every lane (disabled where the other one serves it)
-    cf = _cf_sample_derivative(x, a, _and(enabled, use_cf), eps)
-    series = _series_sample_derivative(x, a, _and(enabled, _not(use_cf)), eps)
-    out = select(use_cf, _neg(cf), series)
+    cf = _cf_sample_derivative(x, a, bitwise_and(enabled, use_cf), eps)
+    series = _series_sample_derivative(x, a, bitwise_and(enabled, bitwise_not(use_cf)), eps)
+    out = select(use_cf, neg(cf), series)
     out = select(x_is_zero, _full(0, out), out)
-    return select(_or(domain_error, is_nan), _full(np.nan, a), out)
+    return select(bitwise_or(domain_error, is_nan), _full(np.nan, a), out)
 
 
 def random_gamma_grad(a, x):
