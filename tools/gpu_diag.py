@@ -19,6 +19,7 @@ import numpy as np
 import purejit
 import purejit.numpy as pnp
 import purejit.random as pr
+from gpu_dispatch_profile import per_call  # tools/, beside this script
 
 
 def _cases():
@@ -74,32 +75,16 @@ def _time(f, *args, reps=50):
     return float(np.median(ts)) * 1e3
 
 
-def _pipelined(f, *args, n=200):
-    """Mean ms per call over `n` calls issued back to back, one synchronisation."""
-    jax.block_until_ready(f(*args))
-    best = float("inf")
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(n):
-            r = f(*args)
-        jax.block_until_ready(r)
-        best = min(best, (time.perf_counter() - t) / n)
-    return best * 1e3
+def _pipelined(f, *args):
+    """ms per call, calls issued back to back (gpu_dispatch_profile.per_call)."""
+    return per_call(f, args, n=200) / 1e3
 
 
-def _raw(pj, args, n=200):
+def _raw(pj, args):
     """The purejit executable run directly on device buffers (no dispatch checks)."""
-    comp = pj.lower(*args).compile()
+    exe = pj.lower(*args).compile().exe
     bufs = [jax.device_put(np.asarray(a)) for a in args]
-    exe = comp.exe
-    best = float("inf")
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(n):
-            r = exe.execute_unchecked(bufs)
-        jax.block_until_ready(r)
-        best = min(best, (time.perf_counter() - t) / n)
-    return best * 1e3
+    return per_call(lambda *b: exe.execute_unchecked(list(b)), bufs, n=200) / 1e3
 
 
 def main(out, names):

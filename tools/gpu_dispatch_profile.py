@@ -20,7 +20,8 @@ import purejit
 import purejit.numpy as pnp
 
 
-def _per_call(f, args, n=2000):
+def per_call(f, args, n=2000):
+    """Best mean µs per call over `n` calls issued back to back, one synchronisation each."""
     r = f(*args)
     jax.block_until_ready(r)
     best = float("inf")
@@ -55,14 +56,14 @@ def main():
         exe = comp.exe
         raw = exe._exe
         rows = {
-            "purejit jit": _per_call(pj, pargs),
-            "purejit executable (handlers)": _per_call(
+            "purejit jit": per_call(pj, pargs),
+            "purejit executable (handlers)": per_call(
                 lambda *b: exe.execute_unchecked(list(b)), bufs),
-            "jaxlib execute_sharded, no handlers": _per_call(
+            "jaxlib execute_sharded, no handlers": per_call(
                 lambda *b: raw.execute_sharded(list(b)).disassemble_into_single_device_arrays(),
                 bufs),
-            "jaxlib execute": _per_call(lambda *b: raw.execute(list(b)), bufs),
-            "jax.jit": _per_call(jx, jargs),
+            "jaxlib execute": per_call(lambda *b: raw.execute(list(b)), bufs),
+            "jax.jit": per_call(jx, jargs),
         }  # fmt: skip
         print(f"## {name}")
         for k, v in rows.items():
