@@ -316,6 +316,20 @@ class _Pullback:
         return tree_unflatten(self.p_tree, leaves)
 
 
+def argnums_partial(fun, nums, args, kwargs=None):
+    """`fun` of the positional arguments at `nums` (the other arguments and `kwargs` held
+    fixed), and those arguments (JAX's `api_util.argnums_partial`)."""
+    kwargs = kwargs or {}
+
+    def f(*dyn):
+        full = list(args)
+        for i, v in zip(nums, dyn):
+            full[i] = v
+        return fun(*full, **kwargs)
+
+    return f, tuple(args[i] for i in nums)
+
+
 def _argnums(argnums, nargs, api):
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for a in nums:
@@ -408,15 +422,7 @@ def value_and_grad(
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        nums = _argnums(argnums, len(args), api)
-        dyn = tuple(args[i] for i in nums)
-
-        def f_partial(*dyn_args):
-            full = list(args)
-            for i, v in zip(nums, dyn_args):
-                full[i] = v
-            return fun(*full, **kwargs)
-
+        f_partial, dyn = argnums_partial(fun, _argnums(argnums, len(args), api), args, kwargs)
         _check_input_dtypes(api, [_as_leaf(x, api) for x in tree_flatten(dyn)[0]],
                             holomorphic, allow_int)  # fmt: skip
         if has_aux:
@@ -486,14 +492,7 @@ def fwd_and_bwd(
 
     def fwd(*args, **kwargs):
         nums = _argnums(argnums, len(args), "fwd_and_bwd")
-        dyn = tuple(args[i] for i in nums)
-
-        def f_partial(*dyn_args):
-            full = list(args)
-            for i, v in zip(nums, dyn_args):
-                full[i] = v
-            return fun(*full, **kwargs)
-
+        f_partial, dyn = argnums_partial(fun, nums, args, kwargs)
         return vjp(f_partial, *dyn, has_aux=has_aux)
 
     def bwd(f_vjp, outgrad):

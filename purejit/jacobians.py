@@ -21,7 +21,7 @@ import numpy as np
 
 from purejit import errors
 from purejit import lax
-from purejit.autodiff import jvp, vjp
+from purejit.autodiff import argnums_partial, jvp, vjp
 from purejit.ir import dtypes as irdt
 from purejit.tracing import aval_of
 from purejit.transforms.vmap import vmap
@@ -37,18 +37,6 @@ def _argnums(argnums, nargs: int, api: str) -> tuple[int, ...]:
                 f"positional arguments{errors.at(errors.user_location())}"
             )
     return tuple(int(i) % nargs for i in nums)
-
-
-def _partial(fun, nums, args):
-    """`fun` of the arguments at `nums` (the others fixed), and those arguments."""
-
-    def f(*xs):
-        full = list(args)
-        for i, x in zip(nums, xs):
-            full[i] = x
-        return fun(*full)
-
-    return f, [args[i] for i in nums]
 
 
 def _check(api: str, what: str, leaves, holomorphic: bool, direct: str):
@@ -132,7 +120,7 @@ def jacfwd(
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         nums = _argnums(argnums, len(args), "jacfwd")
-        f, dyn = _partial(functools.partial(fun, **kwargs), nums, args)
+        f, dyn = argnums_partial(fun, nums, args, kwargs)
         leaves, in_tree = tree_flatten(tuple(dyn))
         _check("jacfwd", "input", leaves, holomorphic, "jvp")
 
@@ -168,7 +156,7 @@ def jacrev(
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         nums = _argnums(argnums, len(args), "jacrev")
-        f, dyn = _partial(functools.partial(fun, **kwargs), nums, args)
+        f, dyn = argnums_partial(fun, nums, args, kwargs)
         leaves, in_tree = tree_flatten(tuple(dyn))
         if not allow_int:
             _check("jacrev", "input", leaves, holomorphic, "vjp")
