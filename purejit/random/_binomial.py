@@ -22,12 +22,11 @@ from purejit import dtypes as pdt
 from purejit import lax
 from purejit import numpy as jnp
 from purejit.random._core import (
-    shape_of,
     user_line,
     canonical_shape,
-    check_param_shapes,
     finfo,
     float_dtype,
+    param_shape,
     sampler_jit,
     split_n,
     uniform_impl,
@@ -154,10 +153,7 @@ def _btrs(key, count, prob, shape, max_iters):
 
 @sampler_jit(static_argnames=("shape", "dtype", "prob_dtype"))
 def _binomial(key, count, prob, shape, dtype, prob_dtype):
-    if shape is None:
-        shape = tuple(np.broadcast_shapes(shape_of(count), shape_of(prob)))
-    else:
-        check_param_shapes("binomial", shape, shape_of(count), shape_of(prob))
+    shape = param_shape("binomial", shape, count, prob)
     prob = lax.convert_element_type(prob, prob_dtype)
     count = lax.convert_element_type(count, prob_dtype)
     count = jnp.broadcast_to(count, shape)

@@ -104,6 +104,22 @@ def check_param_shapes(name: str, shape, *param_shapes):
             )
 
 
+def opt_shape(name: str, shape) -> tuple[int, ...] | None:
+    """A sampler's `shape=None` kept (the parameters decide), or the shape canonicalised."""
+    return None if shape is None else canonical_shape(name, shape)
+
+
+def param_shape(name: str, shape, *params) -> tuple[int, ...]:
+    """JAX's `_check_broadcast_shapes`: the parameters' broadcast shape when `shape` is None,
+    else `shape`, checked against them."""
+    shapes = [shape_of(p) for p in params]
+    if shape is None:
+        return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+    shape = canonical_shape(name, shape)
+    check_param_shapes(name, shape, *shapes)
+    return shape
+
+
 def finfo(dtype):
     return ml_dtypes.finfo(dtype)
 

@@ -15,10 +15,10 @@ from purejit.random._core import (
     shape_of,
     user_line,
     canonical_shape,
-    check_param_shapes,
     finfo,
     float_dtype,
     normal_impl,
+    param_shape,
     sampler_jit,
     split_n,
     uniform_impl,
@@ -35,17 +35,6 @@ def _dtype_of(x) -> np.dtype | None:
     if isinstance(x, (bool, int, float, complex)):
         return None
     return pdt.canonicalize(np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype)
-
-
-def _shape_for(name: str, shape, *params) -> tuple[int, ...]:
-    """JAX's `_check_broadcast_shapes`: the parameters' broadcast shape when `shape` is None,
-    else `shape`, checked against them."""
-    shapes = [shape_of(p) for p in params]
-    if shape is None:
-        return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
-    shape = canonical_shape(name, shape)
-    check_param_shapes(name, shape, *shapes)
-    return shape
 
 
 def _check_safe_cast(name: str, dtype, *params):
@@ -65,7 +54,7 @@ def _prepare(name: str, key, shape, dtype, *params, allow_complex: bool = False)
     JAX checks them (broadcastable to `shape`, safely castable to the dtype)."""
     data, _ = check_key(name, key)
     dt = float_dtype(name, dtype, allow_complex=allow_complex)
-    shape = _shape_for(name, shape, *params)
+    shape = param_shape(name, shape, *params)
     _check_safe_cast(name, dt, *params)
     return data, dt, shape
 
@@ -189,7 +178,7 @@ def geometric(key, p, shape=None, dtype=None):
     dt = pdt.canonicalize(np.dtype(int if dtype is None else dtype))
     if dt.kind not in "iu":
         raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dt}")
-    shape = _shape_for("geometric", shape, p)
+    shape = param_shape("geometric", shape, p)
     pdt_ = _dtype_of(p)
     if pdt_ is None or not (pdt_.kind == "f" or pdt_ == pdt.bfloat16):
         pdt_ = pdt.default_float()

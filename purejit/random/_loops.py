@@ -34,6 +34,8 @@ from purejit.random._core import (
     float_dtype,
     int_dtype,
     normal_real_impl,
+    opt_shape,
+    param_shape,
     sampler_jit,
     split_n,
     uniform_impl,
@@ -174,10 +176,6 @@ def _gamma(key, a, shape, dtype, log_space):
     return gamma_impl(key, a, shape, dtype, log_space)
 
 
-def _opt_shape(name, shape):
-    return None if shape is None else canonical_shape(name, shape)
-
-
 def gamma(key, a, shape=None, dtype=None):
     """Gamma(a, 1) samples (Marsaglia and Tsang's method, JAX's per-element loop).
 
@@ -191,22 +189,19 @@ def gamma(key, a, shape=None, dtype=None):
     """
     data, _ = check_key("gamma", key)
     dt = float_dtype("gamma", dtype)
-    return _gamma(data, a, shape=_opt_shape("gamma", shape), dtype=dt, log_space=False)
+    return _gamma(data, a, shape=opt_shape("gamma", shape), dtype=dt, log_space=False)
 
 
 def loggamma(key, a, shape=None, dtype=None):
     """log of Gamma(a, 1) samples, accurate for small `a`."""
     data, _ = check_key("loggamma", key)
     dt = float_dtype("gamma", dtype)
-    return _gamma(data, a, shape=_opt_shape("loggamma", shape), dtype=dt, log_space=True)
+    return _gamma(data, a, shape=opt_shape("loggamma", shape), dtype=dt, log_space=True)
 
 
 @sampler_jit(static_argnames=("shape", "dtype"))
 def _beta(key, a, b, shape, dtype):
-    if shape is None:
-        shape = tuple(np.broadcast_shapes(shape_of(a), shape_of(b)))
-    else:
-        check_param_shapes("beta", shape, shape_of(a), shape_of(b))
+    shape = param_shape("beta", shape, a, b)
     a = lax.convert_element_type(a, dtype)
     b = lax.convert_element_type(b, dtype)
     key_a, key_b = split_n(key, 2)
@@ -224,12 +219,7 @@ def beta(key, a, b, shape=None, dtype=None):
     """Beta(a, b) samples from two log-gamma draws."""
     data, _ = check_key("beta", key)
     dt = float_dtype("beta", dtype)
-    if shape is None:
-        shape = tuple(np.broadcast_shapes(shape_of(a), shape_of(b)))
-    else:
-        shape = canonical_shape("beta", shape)
-        check_param_shapes("beta", shape, shape_of(a), shape_of(b))
-    return _beta(data, a, b, shape=shape, dtype=dt)
+    return _beta(data, a, b, shape=opt_shape("beta", shape), dtype=dt)
 
 
 @sampler_jit(static_argnames=("shape", "dtype"))
@@ -252,7 +242,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     data, _ = check_key("dirichlet", key)
     dt = float_dtype("dirichlet", dtype)
     alpha = jnp.asarray(alpha)
-    return _dirichlet(data, alpha, shape=_opt_shape("dirichlet", shape), dtype=dt)
+    return _dirichlet(data, alpha, shape=opt_shape("dirichlet", shape), dtype=dt)
 
 
 @sampler_jit(static_argnames=("shape", "dtype"))

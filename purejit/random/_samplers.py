@@ -16,7 +16,6 @@ from purejit.backend import versions
 from purejit import lax
 from purejit import numpy as jnp
 from purejit.random._core import (
-    shape_of,
     user_line,
     bits_impl,
     canonical_shape,
@@ -24,6 +23,8 @@ from purejit.random._core import (
     finfo,
     float_dtype,
     int_dtype,
+    opt_shape,
+    param_shape,
     sampler_jit,
     split_n,
     uniform_impl,
@@ -32,19 +33,12 @@ from purejit.random._keys import check_key
 from purejit.tracing import Tracer
 
 
-def _opt_shape(name, shape):
-    return None if shape is None else canonical_shape(name, shape)
-
-
 # ---- continuous -----------------------------------------------------------------------------
 
 
 @sampler_jit(static_argnames=("shape", "dtype"))
 def _truncated_normal(key, lower, upper, shape, dtype):
-    if shape is None:
-        shape = tuple(np.broadcast_shapes(shape_of(lower), shape_of(upper)))
-    else:
-        check_param_shapes("truncated_normal", shape, shape_of(lower), shape_of(upper))
+    shape = param_shape("truncated_normal", shape, lower, upper)
     sqrt2 = np.array(np.sqrt(2), dtype)
     lower = lax.convert_element_type(lower, dtype)
     upper = lax.convert_element_type(upper, dtype)
@@ -72,7 +66,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     data, _ = check_key("truncated_normal", key)
     dt = float_dtype("truncated_normal", dtype)
     return _truncated_normal(
-        data, lower, upper, shape=_opt_shape("truncated_normal", shape), dtype=dt
+        data, lower, upper, shape=opt_shape("truncated_normal", shape), dtype=dt
     )
 
 
@@ -238,7 +232,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     if not (dt.kind == "f" or dt == pdt.bfloat16):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
     p = lax.convert_element_type(p, dt)
-    return _bernoulli(data, p, shape=_opt_shape("bernoulli", shape), mode=mode)
+    return _bernoulli(data, p, shape=opt_shape("bernoulli", shape), mode=mode)
 
 
 @sampler_jit(static_argnames=("shape", "dtype"))
