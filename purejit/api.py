@@ -12,7 +12,7 @@ import contextlib
 import functools
 from typing import Any, Callable, Sequence
 
-from purejit.compiler import CacheStats, Compiled, Lowered
+from purejit.compiler import CacheStats, Compiled, Lowered, cpp_dispatch
 from purejit.compiler.compiled import fast_flatten
 from purejit.compiler.buckets import Buckets
 from purejit.compiler.explain import Explanation, explain_lowered
@@ -101,6 +101,11 @@ class Jitted:
         if buckets is not None:
             self._buckets = Buckets(buckets, bucket_overflow, self.spec)
             self._fast_ok = False  # every call must go through the padding
+        # jaxlib's C++ dispatch, where it can be used: calls go straight to it (a class of
+        # this instance's own whose __call__ is the C++ object), and reach Python on a miss
+        self._cpp = cpp_dispatch.make(self, self._cpp_cache_miss)
+        if self._cpp is not None:
+            self.__class__ = _cpp_class(type(self), self._cpp)
 
     static_argnums = property(lambda self: self.spec.static_argnums)
     static_argnames = property(lambda self: self.spec.static_argnames)
@@ -162,9 +167,14 @@ class Jitted:
         return compiled
 
     def __call__(self, *args, **kwargs):
+        return self._dispatch(args, kwargs)[0]
+
+    def _dispatch(self, args: tuple, kwargs: dict):
+        """purejit's Python dispatch: `(outputs, the Compiled that ran or None, the purejit
+        Arrays / NumPy arrays it ran on or None)`."""
         if current_trace() is not eval_trace or config.jit_disabled:
             # inside another trace, or disabled: run inline (the outer trace records it)
-            return self.fun(*args, **kwargs)
+            return self.fun(*args, **kwargs), None, None
         if self._fast_context is not config.trace_context:  # x64 or precision changed
             self._fast.clear()
             self._fast_context = config.trace_context
@@ -177,23 +187,41 @@ class Jitted:
                 compiled = self._fast.get(flat[0])
                 if compiled is not None:
                     self.stats.hits += 1
-                    return compiled.call_fast(flat[1])
+                    return compiled.call_fast(flat[1]), compiled, flat[1]
         sig = self.spec.signature(args, kwargs)
         if self._buckets is not None:
-            return self._buckets.call(self, sig)
+            return self._buckets.call(self, sig), None, None
         compiled = self.compile_signature(sig)
         if self._fast_ok and not kwargs:
             key = compiled.fast_key_for(args, sig.leaves, sig.avals)
             if key is not None:
                 self._fast[key] = compiled
-        return compiled.run_arrays(sig.leaves, sig.avals)
+        return compiled.run_arrays(sig.leaves, sig.avals), compiled, sig.leaves
+
+    def _cpp_cache_miss(self, *args, **kwargs):
+        """jaxlib's C++ dispatch calls this on a miss: purejit's Python dispatch, and the
+        data that lets C++ run the next calls of this signature (or None)."""
+        leaves = None if kwargs else cpp_dispatch.input_leaves(args)
+        out, compiled, ran_on = self._dispatch(args, kwargs)
+        fastpath = None
+        if leaves is not None and compiled is not None:
+            fastpath = cpp_dispatch.fastpath_for(self, compiled, ran_on, leaves, out)
+        return out, fastpath, False
 
     def clear_cache(self):
         self.cache.clear()
         self._fast.clear()
+        if self._cpp is not None:
+            self._cpp._clear_cache()
 
     def __repr__(self):
         return f"<purejit.jit {self.__name__}>"
+
+
+def _cpp_class(base: type, dispatcher) -> type:
+    """A subclass of `base` whose instances are called through `dispatcher` (no Python
+    frame on the way: Python looks `__call__` up on the type)."""
+    return type(base.__name__, (base,), {"__call__": staticmethod(dispatcher), "__slots__": ()})
 
 
 def jit(

@@ -76,13 +76,14 @@ class _Config:
         return tuple(self._values[k] for k in TRACE_OPTIONS)
 
     def watch(self, name: str, callback: Callable[[Any], None]) -> None:
-        """Call `callback(value)` after every `update` of option `name`.
+        """Call `callback(value)` after every `update` of option `name` (for "disable_jit":
+        after every `set_disable_jit`, in the thread that set it).
 
         Args:
-            name: a known option.
+            name: a known option, or "disable_jit".
             callback: called with the new value, in the order callbacks were registered.
         """
-        if name not in self._values:
+        if name not in self._values and name != "disable_jit":
             raise KeyError(f"unknown purejit option {name!r}; known: {sorted(self._values)}")
         self._watchers.setdefault(name, []).append(callback)
 
@@ -130,6 +131,8 @@ class _Config:
     def set_disable_jit(self, flag: bool):
         """Run jitted functions op by op in this thread (what `purejit.disable_jit` sets)."""
         self._local.disable_jit = flag
+        for callback in self._watchers.get("disable_jit", ()):
+            callback(flag)
 
 
 # options whose value changes the traced program (a new value is a new jit cache entry)

@@ -20,24 +20,32 @@ class DeletedArrayError(RuntimeError):
     pass
 
 
+_new = object.__new__
+
+
 class Array(ConcreteArray):
     """A purejit array: shape, dtype, device, weak type; NumPy can read it."""
 
     __array_priority__ = 1000
-    __slots__ = ("_buf", "_host", "aval", "_deleted_by", "__weakref__")
+    # _weak repeats aval.weak_type where jaxlib's C++ dispatch reads it (compiler/cpp_dispatch)
+    __slots__ = ("_buf", "_host", "aval", "_weak", "_deleted_by", "__weakref__")
 
     def __init__(self, buf=None, host: np.ndarray | None = None, weak_type: bool = False):
         self._buf = buf
         self._host = host
         src = host if host is not None else buf
         self.aval = ShapedArray(tuple(src.shape), np.dtype(src.dtype), weak_type)
+        self._weak = bool(weak_type)
         self._deleted_by = None
 
-    @classmethod
-    def from_buffer(cls, buf, aval: ShapedArray) -> "Array":
+    @staticmethod
+    def from_buffer(buf, aval: ShapedArray) -> "Array":
         """Wrap a device buffer whose type is known (no buffer property reads)."""
-        obj = cls.__new__(cls)
-        obj._buf, obj._host, obj.aval, obj._deleted_by = buf, None, aval, None
+        obj = _new(Array)
+        obj._buf = buf
+        obj._host = obj._deleted_by = None
+        obj.aval = aval
+        obj._weak = aval.weak_type
         return obj
 
     # --- data ---------------------------------------------------------------------------

@@ -16,8 +16,10 @@ from purejit.tracing.core import (
     find_top_trace,
     infer_results,
     new_trace,
+    on_trace_change,
     set_base_trace,
     set_current_trace,
+    trace_depth,
     trace_is_active,
 )
 from purejit.tracing.host import ConcreteArray, host_value
@@ -39,8 +41,10 @@ __all__ = [
     "host_value",
     "infer_results",
     "new_trace",
+    "on_trace_change",
     "set_base_trace",
     "set_current_trace",
+    "trace_depth",
     "trace_is_active",
     "trace_to_function",
 ]

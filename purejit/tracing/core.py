@@ -79,6 +79,23 @@ class _TraceState(threading.local):
 
 
 _state = _TraceState()
+_change_listeners: list = []  # called after every push or pop of a trace (in that thread)
+
+
+def on_trace_change(listener) -> None:
+    """Call `listener()` after a trace is pushed or popped, or the current trace changes,
+    in the thread where it happened (the C++ dispatch keys on whether one is active)."""
+    _change_listeners.append(listener)
+
+
+def _changed() -> None:
+    for listener in _change_listeners:
+        listener()
+
+
+def trace_depth() -> int:
+    """How many traces are on this thread's stack, the base trace included."""
+    return len(_state.stack)
 
 
 def current_trace() -> Trace:
@@ -103,10 +120,12 @@ def set_current_trace(trace: Trace):
     recorded by it, as JAX's `find_top_trace` does."""
     current = _state.current
     current.append(trace)
+    _changed()
     try:
         yield trace
     finally:
         popped = current.pop()
+        _changed()
         assert popped is trace, "current trace stack corrupted"
 
 
@@ -130,11 +149,13 @@ def new_trace(trace: Trace):
     trace.level = len(stack)
     stack.append(trace)
     current.append(trace)
+    _changed()
     try:
         yield trace
     finally:
         current.pop()
         popped = stack.pop()
+        _changed()
         assert popped is trace, "trace stack corrupted"
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import purejit
 import purejit.numpy as jnp
-from purejit.compiler import ArgSpec
+from purejit.compiler import ArgSpec, cpp_dispatch
 from purejit.runtime import array as array_mod
 
 
@@ -25,9 +25,13 @@ def test_numpy_input_is_converted_once_per_call(monkeypatch):
 
     for mod in ("purejit.compiler.signature", "purejit.compiler.compiled"):
         monkeypatch.setattr(f"{mod}.as_array", counting)
-    out = f(x, 1.0)
+    out = f._dispatch((x, 1.0), {})[0]  # purejit's Python dispatch
     np.testing.assert_allclose(np.asarray(out), x * 2 + 1)
     assert calls == ["ndarray", "float"], calls
+    calls.clear()
+    out = f(x, 1.0)  # jaxlib's C++ dispatch, where there is one, converts nothing in Python
+    np.testing.assert_allclose(np.asarray(out), x * 2 + 1)
+    assert calls == ([] if cpp_dispatch.available() else ["ndarray", "float"]), calls
 
 
 def test_leaf_names_follow_parameter_names():

@@ -1,0 +1,239 @@
+"""jaxlib's C++ jit dispatch (`jaxlib._jax.pjit`), wrapped for purejit's jitted functions.
+
+A call of a `pjit` object runs in C++: it flattens the arguments with a pytree registry,
+computes their signature (shapes, dtypes, weak types, shardings, committedness, static
+arguments and every thread-local config that is part of the jit key), and on a hit executes
+the cached executable and builds the outputs, with no Python in between. On a miss it calls
+`cache_miss(*args, **kwargs)`, which returns `(outputs, fastpath_data or None, False)`; None
+makes that signature call `cache_miss` every time.
+
+purejit uses it with two registries of its own: on input a purejit `Array` is a dataclass
+node whose leaf is its device buffer (read in C++) and whose aux data is its weak-type flag,
+so the signature sees the buffer itself; on output an `Array` node is rebuilt by a Python
+callback from the buffer and purejit's aval. One `jaxlib` `Config` that is part of the C++
+jit key carries purejit's own state: the options that change tracing (global) and, per
+thread, whether a transformation's trace is active or jit is disabled, so those calls miss
+and take purejit's Python path.
+
+Private jaxlib API: `available()` says whether this jaxlib has every piece, and purejit's
+Python dispatch is used where it does not (or with `PUREJIT_CPP_DISPATCH=0`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+
+# the value of the key config while a transformation traces or jit is disabled (per thread)
+PYTHON_ONLY = "purejit: python dispatch"
+
+
+class FastpathData(NamedTuple):
+    """What jaxlib's `pjit` reads after a miss to run the next calls in C++ (the fields of
+    JAX's `MeshExecutableFastpathData`)."""
+
+    xla_executable: Any
+    out_pytree_def: Any
+    in_shardings: Sequence[Any]
+    out_shardings: Sequence[Any]
+    out_avals: Sequence[Any]
+    out_committed: Sequence[bool]
+    kept_var_bitvec: Sequence[bool]
+    in_device_local_layouts: Sequence[Any]
+    const_args: Sequence[Any]
+
+
+@functools.lru_cache(maxsize=None)
+def _api():
+    """jaxlib's pieces, or the reason this jaxlib lacks one (a str)."""
+    if os.environ.get("PUREJIT_CPP_DISPATCH", "1").strip().lower() in ("0", "false", "off"):
+        return "PUREJIT_CPP_DISPATCH=0"
+    try:
+        from jax._src.core import ShapedArray
+        from jax.sharding import SingleDeviceSharding
+        from jaxlib import _jax
+
+        pjit, cache_type = _jax.pjit, _jax.PjitFunctionCache
+        registry_type = _jax.pytree.PyTreeRegistry
+        config_type = _jax.config.Config
+        registry_type().register_dataclass_node  # noqa: B018 (jaxlib >= 0.4.31)
+    except (ImportError, AttributeError) as e:
+        return f"this jaxlib has no C++ jit dispatch ({e})"
+    key = config_type("purejit_dispatch_state", None, include_in_jit_key=True)
+    return {
+        "pjit": pjit,
+        "cache": cache_type(capacity=8192),
+        "registry": registry_type,
+        "key": key,
+        "ShapedArray": ShapedArray,
+        "SingleDeviceSharding": SingleDeviceSharding,
+    }
+
+
+def available() -> bool:
+    """Whether jaxlib's C++ jit dispatch can be used (else `why_unavailable()` says why)."""
+    return not isinstance(_api(), str)
+
+
+def why_unavailable() -> str | None:
+    api = _api()
+    return api if isinstance(api, str) else None
+
+
+def set_global_state(value) -> None:
+    """Set purejit's part of the C++ jit key for every thread (hashable: the options that
+    change what tracing produces)."""
+    if available():
+        _api()["key"].set_global(value)
+
+
+def set_python_only(flag: bool) -> None:
+    """In this thread, make every C++ dispatch of a purejit function miss (while a trace is
+    active or jit is disabled) so purejit's Python path decides, or stop doing so."""
+    if available():
+        _api()["key"].set_local(PYTHON_ONLY if flag else _unset())
+
+
+@functools.lru_cache(maxsize=None)
+def _unset():
+    from jaxlib import _jax
+
+    return _jax.config.unset
+
+
+class Registries(NamedTuple):
+    """The pytree registries a dispatcher flattens inputs with and builds outputs with."""
+
+    inputs: Any
+    outputs: Any
+
+
+def registries(
+    array_type: type, buffer_field: str, weak_field: str, to_parts: Callable, from_parts: Callable
+) -> Registries:
+    """The input and output registries for an array type that wraps a jax.Array.
+
+    Args:
+        array_type: purejit's Array.
+        buffer_field: the attribute holding the device buffer (None when on the host only).
+        weak_field: the attribute holding the weak-type flag (a bool).
+        to_parts: `array -> ((buffer,), aux)` for outputs.
+        from_parts: `(aux, (buffer,)) -> array` for outputs.
+    """
+    api = _api()
+    inputs, outputs = api["registry"](), api["registry"]()
+    inputs.register_dataclass_node(array_type, [buffer_field], [weak_field])
+    outputs.register_node(array_type, to_parts, from_parts)
+    return Registries(inputs, outputs)
+
+
+def make(
+    name: str,
+    fun: Callable,
+    cache_miss: Callable,
+    *,
+    static_argnums: Sequence[int],
+    static_argnames: Sequence[str],
+    key: object,
+    registry,
+):
+    """A jaxlib `PjitFunction`: calling it dispatches in C++.
+
+    Args:
+        name: the function's name (in jaxlib's messages).
+        fun: what runs when JAX's own `jax_disable_jit` is set.
+        cache_miss: `(*args, **kwargs) -> (outputs, FastpathData | None, False)`.
+        static_argnums, static_argnames: as `jit`'s (their values are part of the key).
+        key: a hashable object naming this jitted function in the shared cache.
+        registry: the input registry of `registries`.
+    """
+    api = _api()
+    return api["pjit"](
+        name,
+        fun,
+        cache_miss,
+        list(static_argnums),
+        list(static_argnames),
+        key,
+        registry,
+        _shard_arg_fallback,
+        api["cache"],
+    )
+
+
+def _shard_arg_fallback(x, sharding, layout):
+    # only reached for arguments the fast path was built to refuse (several devices,
+    # a layout): put the value where the executable wants it, as JAX's dispatch does
+    import jax
+
+    return jax.device_put(x, sharding)
+
+
+def flatten(registries: Registries, tree) -> tuple[list, Any]:
+    """The leaves C++ sees for `tree` (inputs registry) and its treedef."""
+    return registries.inputs.flatten(tree)
+
+
+def output_treedef(registries: Registries, outputs) -> tuple[list, Any]:
+    """The output buffers of `outputs` (a pytree of purejit Arrays) and the treedef that
+    rebuilds them from new buffers."""
+    return registries.outputs.flatten(outputs)
+
+
+def fastpath_data(
+    exe, out_treedef, out_buffers: Sequence, out_avals: Sequence, n_params: int
+) -> FastpathData | None:
+    """The C++ fast path's data for a one-device executable, or None when its outputs are
+    not plain one-device jax.Arrays.
+
+    Args:
+        exe: the jaxlib LoadedExecutable.
+        out_treedef: from `output_treedef`.
+        out_buffers: the outputs of the call that missed, in the treedef's leaf order.
+        out_avals: (shape, dtype, weak_type) per output.
+        n_params: how many parameters the executable takes (all kept).
+    """
+    api = _api()
+    devices = list(exe.local_devices())
+    if len(devices) != 1:
+        return None
+    device = devices[0]
+    sharding = api["SingleDeviceSharding"](device)
+    committed = []
+    for b in out_buffers:
+        if type(b).__name__ != "ArrayImpl" or b.devices() != {device}:
+            return None
+        committed.append(bool(b._committed))
+    shaped = api["ShapedArray"]
+    avals = [shaped(tuple(s), np.dtype(d), weak_type=bool(w)) for s, d, w in out_avals]
+    return FastpathData(
+        xla_executable=exe,
+        out_pytree_def=out_treedef,
+        in_shardings=[sharding] * n_params,
+        out_shardings=[sharding] * len(out_buffers),
+        out_avals=avals,
+        out_committed=committed,
+        kept_var_bitvec=[True] * n_params,
+        in_device_local_layouts=[None] * n_params,
+        const_args=[],
+    )
+
+
+def jax_x64() -> bool:
+    """JAX's own x64 flag (the C++ path narrows NumPy and Python values by it)."""
+    import jax
+
+    return bool(jax.config.jax_enable_x64)
+
+
+def is_device_buffer_on(x, device) -> bool:
+    """Whether `x` is a jax.Array on exactly `device`."""
+    return type(x).__name__ == "ArrayImpl" and x.devices() == {device}
+
+
+def executable_device(exe):
+    devices = list(exe.local_devices())
+    return devices[0] if len(devices) == 1 else None

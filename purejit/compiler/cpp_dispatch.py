@@ -1,0 +1,191 @@
+"""Which calls of a jitted function may run through jaxlib's C++ dispatch, and the data that
+lets them.
+
+`purejit.jit` hands jaxlib's C++ `pjit` a cache-miss function (purejit's Python dispatch).
+After each miss, `fastpath_for` decides from what the Python path did whether the next
+calls with the same C++ signature may skip Python. They may only when running the
+executable on the arguments' buffers is all the Python path would do:
+
+- the call went through the executable cache (no transformation traced it, jit enabled,
+  no buckets), with positional arguments only;
+- the program runs on one device, donates nothing, has no host callbacks and no SPMD
+  layout; its inputs are the executable's parameters in order, each a buffer on that
+  device, a NumPy array or a scalar whose canonical type is the parameter's;
+- every output is a purejit Array on that device;
+- JAX's x64 flag (by which the C++ path narrows NumPy and Python values) is purejit's.
+
+Everything else returns None and keeps that signature on the Python path. The C++ key
+holds purejit's tracing options (set here on every change) and, per thread, whether a
+trace is active or jit is disabled (`sync_thread_state`), so those calls reach Python.
+`stats.hits` stays exact: the first output of each fast call counts the hit as it is
+rebuilt.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from purejit import dtypes as pdt
+from purejit.backend import cpp_jit
+from purejit.backend.lowering import callback
+from purejit.config import TRACE_OPTIONS, config
+from purejit.runtime import eval_trace
+from purejit.runtime.array import Array
+from purejit.tracing import current_trace, on_trace_change, trace_depth
+
+
+def available() -> bool:
+    """Whether jaxlib's C++ dispatch is used (see `cpp_jit.why_unavailable`)."""
+    return cpp_jit.available()
+
+
+class _Outputs:
+    """Turns output Arrays into (buffer, aux) and back; the first Array flattened after
+    `counting(stats)` carries `stats`, so that rebuilding it counts one hit."""
+
+    def __init__(self):
+        self._stats = None
+        self.lock = threading.Lock()
+
+    def counting(self, stats):
+        self._stats = stats
+
+    def to_parts(self, a: Array):
+        stats, self._stats = self._stats, None
+        return (a._buf,), (a.aval, stats)
+
+    @staticmethod
+    def from_parts(aux, children):
+        # Array.from_buffer inlined: this runs once per output of every fast call
+        aval, stats = aux
+        if stats is not None:
+            stats.hits += 1
+        a = _new(Array)
+        a._buf = children[0]
+        a._host = a._deleted_by = None
+        a.aval = aval
+        a._weak = aval.weak_type
+        return a
+
+
+_new = object.__new__
+_outputs = _Outputs()
+_registries = None
+
+
+def registries() -> cpp_jit.Registries:
+    global _registries
+    if _registries is None:
+        _registries = cpp_jit.registries(
+            Array, "_buf", "_weak", _outputs.to_parts, _Outputs.from_parts
+        )
+    return _registries
+
+
+def make(jitted, cache_miss):
+    """The C++ dispatcher of a `purejit.jit` function, or None where it cannot have one
+    (buckets, static arguments, or a jaxlib without the path)."""
+    if not available() or jitted._buckets is not None or jitted.spec.has_static:
+        return None
+    return cpp_jit.make(
+        jitted.__name__,
+        jitted.fun,
+        cache_miss,
+        static_argnums=(),
+        static_argnames=(),
+        key=_Key(),
+        registry=registries().inputs,
+    )
+
+
+class _Key:
+    """Names one jitted function in jaxlib's shared cache (by identity)."""
+
+    __slots__ = ("__weakref__",)
+
+
+def input_leaves(args: tuple):
+    """The leaves C++ saw for positional `args`, taken before the Python path runs (it
+    moves host-only Arrays to the device)."""
+    return cpp_jit.flatten(registries(), args)[0]
+
+
+def fastpath_for(jitted, compiled, ran_on: list, leaves: list, out):
+    """The C++ fast-path data for the signature that just missed, or None (see the module
+    docstring for the conditions).
+
+    Args:
+        jitted: the `purejit.jit` function.
+        compiled: the `Compiled` the Python path ran.
+        ran_on: what it ran on, one per parameter (purejit Arrays or NumPy arrays).
+        leaves: what C++ saw (`input_leaves`, taken before the call).
+        out: the call's outputs.
+    """
+    lowered = compiled.lowered
+    exe = compiled.exe
+    if (
+        not compiled.plain
+        or lowered.layout is not None
+        or callback.callback_keys(lowered.emitted)
+        or cpp_jit.jax_x64() != config.enable_x64
+        or len(leaves) != len(exe.param_types)
+        or len(ran_on) != len(leaves)
+    ):
+        return None
+    raw = getattr(exe, "_exe", None)
+    device = cpp_jit.executable_device(raw) if raw is not None else None
+    if device is None:
+        return None
+    for given, arr, want in zip(leaves, ran_on, exe.param_types):
+        if not _leaf_fits(given, arr, want, device):
+            return None
+    with _outputs.lock:
+        _outputs.counting(jitted.stats)
+        try:
+            bufs, treedef = cpp_jit.output_treedef(registries(), out)
+        finally:
+            _outputs.counting(None)
+    avals = compiled.out_avals
+    if len(bufs) != len(avals) or len(bufs) != len(exe.result_types) or not bufs:
+        return None
+    for b, a in zip(bufs, avals):
+        if b is None or tuple(getattr(b, "shape", ())) != a.shape:
+            return None
+    return cpp_jit.fastpath_data(
+        raw, treedef, bufs, [(a.shape, a.dtype, a.weak_type) for a in avals], len(leaves)
+    )
+
+
+def _leaf_fits(given, arr, want, device) -> bool:
+    """Whether C++'s view of one argument (`given`) is the parameter `want` that the Python
+    path bound `arr` (a purejit Array or a NumPy array) to."""
+    if given is None:  # an Array still on the host (or deleted): the Python path moves it
+        return False
+    if cpp_jit.is_device_buffer_on(given, device):
+        # the very buffer the Python path ran on: same position, same type
+        return getattr(arr, "_buf", None) is given and arr.dtype == want.dtype
+    if isinstance(given, np.ndarray):
+        return given.shape == want.shape and pdt.canonicalize(given.dtype) == want.dtype
+    if isinstance(given, (bool, int, float, complex, np.generic)):
+        return arr.shape == want.shape == () and arr.dtype == want.dtype
+    return False
+
+
+def _sync_global(_value=None) -> None:
+    cpp_jit.set_global_state(config.trace_context)
+
+
+def sync_thread_state() -> None:
+    """Make this thread's C++ dispatches miss while a trace is active or jit is disabled."""
+    blocked = trace_depth() > 1 or current_trace() is not eval_trace or config.jit_disabled
+    cpp_jit.set_python_only(blocked)
+
+
+if available():
+    _sync_global()
+    for _name in TRACE_OPTIONS:
+        config.watch(_name, _sync_global)
+    config.watch("disable_jit", lambda _v: sync_thread_state())
+    on_trace_change(sync_thread_state)
