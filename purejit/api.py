@@ -13,13 +13,13 @@ import functools
 from typing import Any, Callable, Sequence
 
 from purejit.compiler import CacheStats, Compiled, Lowered, cpp_dispatch
-from purejit.compiler.compiled import fast_flatten
+from purejit.compiler.compiled import ELSEWHERE, fast_flatten
 from purejit.compiler.buckets import Buckets
 from purejit.compiler.explain import Explanation, explain_lowered
 from purejit.compiler.donation import normalize_donation
 from purejit.compiler.lower import JitConfig, lower, trace
 from purejit.compiler.options import CompilerOptions
-from purejit.compiler.signature import ArgSpec, CallSignature
+from purejit.compiler.signature import ArgSpec, CallSignature, committed_device
 from purejit.compiler.stages import Traced
 from purejit import errors
 from purejit.config import config
@@ -146,8 +146,16 @@ class Jitted:
         return trace(self.config, sig)[0].fn
 
     def compile_signature(self, sig: CallSignature, *, key=None, expected=frozenset()):
-        """The cached executable for `sig`, compiling it on a miss (explained in `stats`)."""
+        """The cached executable for `sig`, compiling it on a miss (explained in `stats`).
+
+        As in JAX, a program without shardings runs on the device its arguments are
+        committed to (`device_put(x, device)`), else on the default device."""
+        device = None
+        if self.config.in_shardings is None and self.config.out_shardings is None:
+            device = committed_device(sig, self.__name__)
         key = sig.key if key is None else key
+        if device is not None:
+            key = (key, device)
         compiled = self.cache.get(key)
         if compiled is None:
             # threads asking for one signature wait for the first to compile it
@@ -156,7 +164,7 @@ class Jitted:
                 if compiled is None:
                     self.stats.on_miss(sig, expected)
                     try:
-                        compiled = self.lower_signature(sig).compile()
+                        compiled = self.lower_signature(sig).compile(device=device)
                     except Exception as e:  # the user sees their frames, not purejit's
                         errors.filter_traceback(e, config.read("traceback_filtering"))
                         raise
@@ -186,8 +194,10 @@ class Jitted:
             if flat is not None:
                 compiled = self._fast.get(flat[0])
                 if compiled is not None:
-                    self.stats.hits += 1
-                    return compiled.call_fast(flat[1]), compiled, flat[1]
+                    out = compiled.call_fast(flat[1])
+                    if out is not ELSEWHERE:
+                        self.stats.hits += 1
+                        return out, compiled, flat[1]
         sig = self.spec.signature(args, kwargs)
         if self._buckets is not None:
             return self._buckets.call(self, sig), None, None

@@ -46,6 +46,13 @@ def set_x64(flag: bool) -> None:
 config.watch("enable_x64", set_x64)
 
 
+@functools.lru_cache(maxsize=None)
+def several_devices() -> bool:
+    """Whether this process sees more than one device (then arguments may sit on a device
+    other than the program's, and dispatch checks where they are)."""
+    return len(_jax().devices()) > 1
+
+
 def devices(platform: str | None = None) -> list:
     return list(_jax().devices(platform) if platform else _jax().devices())
 
@@ -71,6 +78,12 @@ def to_device(value: np.ndarray, device=None):
     if type(value) is np.ndarray:
         return dispatch.put(value, device or default_device(), enable_x64=config.enable_x64)
     return _jax().device_put(value, device or default_device())
+
+
+def is_committed_to_one_device(buf) -> bool:
+    """Whether jax.Array `buf` lives on one device and is committed to it (JAX's rule: a
+    jitted computation runs where its committed arguments are)."""
+    return bool(getattr(buf, "_committed", False)) and len(buf.devices()) == 1
 
 
 def is_buffer(x) -> bool:
@@ -106,10 +119,16 @@ def xla_option_overrides() -> tuple[tuple[str, object], ...]:
     return tuple(out)
 
 
-def compile_options(*, disable_passes: Sequence[str] = ()):
+def compile_options(*, disable_passes: Sequence[str] = (), device=None):
+    """XLA's compile options for a one-device program (on `device`, default: replica 0 on
+    device 0)."""
     from jaxlib import xla_client
 
     opts = xla_client.CompileOptions()
+    if device is not None:
+        opts.executable_build_options.device_assignment = xla_client.DeviceAssignment.create(
+            np.array([[device.id]])
+        )
     overrides = xla_option_overrides()
     if overrides:
         opts.env_option_overrides = list(overrides)
@@ -171,13 +190,30 @@ class Executable:
         return self._exe.execute(list(buffers))
 
     def execute_unchecked(self, buffers: list) -> list:
-        """Run without checking: only for callers that checked types themselves."""
+        """Run without checking: only for callers that checked types (and, in a process
+        with several devices, `on_my_device`) themselves."""
         handlers = self._handlers
         if handlers is None:
             handlers = self._handlers = _result_handlers(self._exe, self.result_types)
         if handlers:
             return self._exe.execute_sharded(buffers).consume_with_handlers(handlers)
         return self._exe.execute(buffers)
+
+    @functools.cached_property
+    def device(self):
+        """The one device this program runs on (None for a program over several)."""
+        devices = list(self._exe.local_devices())
+        return devices[0] if len(devices) == 1 else None
+
+    def off_device(self, buffers: Sequence) -> bool:
+        """Whether some buffer is not on this one-device program's device."""
+        here = self.device
+        return here is not None and any(b.devices() != {here} for b in buffers)
+
+    def on_my_device(self, buffers: Sequence) -> list:
+        """`buffers` with those on other devices copied to this program's device."""
+        here = self.device
+        return [b if b.devices() == {here} else _jax().device_put(b, here) for b in buffers]
 
     def hlo_text(self) -> str:
         return self._exe.hlo_modules()[0].to_string()
@@ -207,7 +243,7 @@ def compile(
     dev = device or default_device()
     c = dev.client
     devices = xla_client.DeviceList((dev,))
-    options = compile_options(disable_passes=disable_xla_passes)
+    options = compile_options(disable_passes=disable_xla_passes, device=device)
     if host_callbacks:
         # jaxlib takes host callbacks only with a parsed module, not with text
         from jaxlib.mlir import ir
@@ -276,7 +312,7 @@ def deserialize_executable(
     from jaxlib import xla_client
 
     dev = device or default_device()
-    options = compile_options(disable_passes=disable_xla_passes)
+    options = compile_options(disable_passes=disable_xla_passes, device=device)
     args = (blob, xla_client.DeviceList((dev,)), options)
     if host_callbacks:
         exe = dev.client.deserialize_executable(*args, list(host_callbacks))

@@ -13,6 +13,9 @@ from purejit.tracing import ShapedArray, Tracer
 from purejit.tree_util import flatten_one_level, tree_flatten, tree_paths, tree_unflatten
 
 
+ELSEWHERE = object()  # call_fast's answer when an argument is on another device
+
+
 class Compiled:
     """A compiled jitted function for one signature: callable, with XLA's analyses."""
 
@@ -27,6 +30,8 @@ class Compiled:
         donation = getattr(lowered, "donation", None)
         # no donation to honour: the fast path may execute directly
         self.plain = donation is None or not donation.aliases
+        # with several devices an argument may sit elsewhere: check before executing
+        self._placed = lowered.layout is None and pjrt.several_devices()
 
     def __call__(self, *args, **kwargs):
         leaves, tree = tree_flatten((args, kwargs))
@@ -80,9 +85,12 @@ class Compiled:
     def call_fast(self, leaves: list):
         """Run on the leaves of positional arguments whose `fast_flatten` key was registered
         by `fast_key_for`: their shapes, dtypes and weak types are exactly this executable's
-        parameters."""
+        parameters. `ELSEWHERE` when an argument sits on another device than the program's
+        (the signature path then picks the program for that device)."""
         if self.plain:
             bufs = [a.buffer if type(a) is Array else pjrt.to_device(a) for a in leaves]
+            if self._placed and self.exe.off_device(bufs):
+                return ELSEWHERE  # an argument on another device: the signature path decides
             outs = self.exe.execute_unchecked(bufs)
             if self.single_output:
                 return Array.from_buffer(outs[0], self.out_avals[0])
@@ -106,7 +114,10 @@ class Compiled:
         donation = self.lowered.donation
         if donation is not None and donation.aliases:
             return self._run_donating(arrays, donation)
-        return self.wrap(self.exe.execute_unchecked([a.buffer for a in arrays]))
+        bufs = [a.buffer for a in arrays]
+        if self._placed and self.exe.off_device(bufs):
+            bufs = self.exe.on_my_device(bufs)
+        return self.wrap(self.exe.execute_unchecked(bufs))
 
     def wrap(self, outs):
         """purejit Arrays in the output tree, from the executable's output buffers."""
@@ -118,6 +129,8 @@ class Compiled:
     def _run_donating(self, arrays, donation):
         paths = self.lowered.in_paths or [f"#{i}" for i in range(len(arrays))]
         bufs = [a.buffer for a in arrays]
+        if self._placed and self.exe.off_device(bufs):
+            bufs = self.exe.on_my_device(bufs)
         dn.check_donated_inputs(arrays, donation, paths, self.lowered.name)
         outs = self.exe.execute_unchecked(bufs)
         dn.consume_donated(arrays, donation, paths, self.lowered.name)

@@ -109,8 +109,13 @@ class Lowered:
 
         return explain_lowered(self)
 
-    def compile(self) -> Compiled:
-        """Compile the module with XLA (through the persistent cache when it is on)."""
+    def compile(self, *, device=None) -> Compiled:
+        """Compile the module with XLA (through the persistent cache when it is on).
+
+        Args:
+            device: the device a one-device program runs on (default: the default device);
+                `jit` passes the device its arguments are committed to.
+        """
         t0 = time.perf_counter()
         hit = False
         if self.layout is not None:  # SPMD: one program for every device of the mesh
@@ -127,6 +132,7 @@ class Lowered:
                 self.module,
                 self.emitted.param_types,
                 self.emitted.result_types,
+                device=device,
                 host_callbacks=callback.host_callbacks(self.emitted),
             )
         seconds = time.perf_counter() - t0

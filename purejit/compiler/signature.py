@@ -19,6 +19,7 @@ import numpy as np
 
 from purejit import errors
 from purejit.config import config
+from purejit.backend import pjrt
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import ShapedArray, Tracer
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
@@ -227,3 +228,34 @@ class CallSignature:
         for k, td in zip(kwargs_td.aux, kwargs_td.children):
             mask += [k in names] * td.num_leaves
         return tuple(mask)
+
+
+def committed_device(sig: CallSignature, fname: str):
+    """The device other than the default one that the call's arguments are committed to,
+    else None. Arguments on the default device or over several devices do not count (the
+    executable's device gets a copy of them), so `f(device_put(x, d3), jnp.ones(3))` runs
+    on d3 as in JAX.
+
+    Raises:
+        ValueError: arguments committed to two devices other than the default, naming them.
+    """
+    found = None  # (device, leaf index)
+    default = None
+    for i, a in enumerate(sig.leaves):
+        buf = getattr(a, "_buf", None)
+        if buf is None or not pjrt.is_committed_to_one_device(buf):
+            continue
+        (dev,) = buf.devices()
+        default = pjrt.default_device() if default is None else default
+        if dev == default:
+            continue
+        if found is None:
+            found = (dev, i)
+        elif dev != found[0]:
+            paths = sig.paths
+            raise ValueError(
+                f"{fname}: argument {paths[found[1]]} is committed to {found[0]} but argument "
+                f"{paths[i]} to {dev}; a jitted computation runs on one device. Move them to "
+                "one device first (purejit.device_put(x, device))."
+            )
+    return None if found is None else found[0]

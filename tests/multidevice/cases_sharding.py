@@ -157,3 +157,25 @@ def case_memory_stats_available():
     f = purejit.jit(lambda v: jnp.sum(v @ v, axis=0), in_shardings=NamedSharding(MESH, P("x")))
     stats = f.lower(x).compile().memory_analysis()
     assert stats.argument_size_in_bytes == 16 * 64 * 4, stats
+
+
+def case_plain_jit_runs_where_arguments_are_committed():
+    # JAX's rule, on the C++ dispatch and on the Python one alike: a program without
+    # shardings runs on the device its committed arguments are on, else on the default one
+    from purejit.compiler import cpp_dispatch
+
+    x = rand(8)
+    f = purejit.jit(lambda v, w: v * 2 + w)
+    g = purejit.jit(lambda v, w, n: v * n + w, static_argnums=2)  # Python dispatch only
+    assert f._cpp is not None or not cpp_dispatch.available()
+    assert g._cpp is None
+    d3, d0 = purejit.device_put(x, DEVS[3]), purejit.device_put(x, DEVS[0])
+    sharded = purejit.device_put(x, NamedSharding(MESH, P("x")))
+    for v, want in [(d3, 3), (d0, 0), (sharded, 0), (d3, 3), (sharded, 0), (d0, 0)]:
+        for _ in range(3):
+            for out in (f(v, jnp.ones(8)), g(v, jnp.ones(8), 2)):
+                assert {d.id for d in out.devices()} == {want}, (out.devices(), want)
+                close(out, x * 2 + 1)
+    assert f.stats.compiles == 2 and g.stats.compiles == 2
+    d5 = purejit.device_put(x, DEVS[5])
+    raises(ValueError, lambda: f(d3, d5), "committed to", "device_put")
