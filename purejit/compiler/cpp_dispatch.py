@@ -173,8 +173,12 @@ def _leaf_fits(given, arr, want, device) -> bool:
     return False
 
 
+_context_ids: dict = {}  # purejit's tracing options -> a small int (cheap to hash per call)
+
+
 def _sync_global(_value=None) -> None:
-    cpp_jit.set_global_state(config.trace_context)
+    ids = _context_ids
+    cpp_jit.set_global_state(ids.setdefault(config.trace_context, len(ids)))
 
 
 def sync_thread_state() -> None:

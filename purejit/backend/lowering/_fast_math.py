@@ -18,9 +18,11 @@ without a table lookup, which would stop XLA from vectorising the loop):
 * The products are reduced mod 4 exactly, summed with a two-sum, and split into the
   quadrant `n` and `t = x * 2/pi - n` in [-1/2, 1/2] with a relative error below 2^-50. The
   hardest float32 (16367173 * 2^72) leaves `|t|` near 2^-29.9, so this is ample.
-* `sin` and `cos` of `r = t * pi/2` are odd/even Taylor polynomials in float64 (truncation
-  error below 2^-36 on |r| <= pi/4), picked and signed by the quadrant, rounded once to
-  float32.
+* `sin` and `cos` of `r = t * pi/2` are odd/even Taylor polynomials in float64, picked and
+  signed by the quadrant, rounded once to float32. Their degrees are the lowest whose
+  truncation error stays far below float32's rounding on |r| <= pi/4: through r^9 for sin
+  (relative error below 2^-28.5) and r^10 for cos (below 2^-32); each term fewer is about
+  4% of the time of `complex_activation`.
 
 Special values match XLA's: NaN and +-inf give NaN; `sin` and `tan` return their argument
 unchanged when `|x| < 2^-12` (so -0.0 and subnormals come back bit for bit, which matters
@@ -99,9 +101,9 @@ def _band_chunks() -> np.ndarray:
 _H = _band_chunks()
 _HALF_PI = float(np.pi / 2)
 _TINY = float(2.0**-12)  # below this, sin x and tan x round to x
-# Taylor coefficients of sin r / r and cos r in r^2 (|r| <= pi/4: error below 2^-36)
-_SIN = [(-1.0) ** k / float(np.prod(np.arange(1, 2 * k + 2, dtype=np.float64))) for k in range(7)]
-_COS = [(-1.0) ** k / float(np.prod(np.arange(1, 2 * k + 1, dtype=np.float64))) for k in range(8)]
+# Taylor coefficients of sin r / r and cos r in r^2 (|r| <= pi/4: see the module docstring)
+_SIN = [(-1.0) ** k / float(np.prod(np.arange(1, 2 * k + 2, dtype=np.float64))) for k in range(5)]
+_COS = [(-1.0) ** k / float(np.prod(np.arange(1, 2 * k + 1, dtype=np.float64))) for k in range(6)]
 
 
 # ---- emission --------------------------------------------------------------------------------
