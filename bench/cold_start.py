@@ -115,7 +115,7 @@ def _child(args):
         t0 = time.perf_counter()
         y = np.asarray(f(params, x))
         out["first_call"] = time.perf_counter() - t0
-        out["steady"] = _steady(lambda: np.asarray(f(params, x)))
+        out["steady"] = best_of(lambda: np.asarray(f(params, x)))
         stats = purejit.cache_stats(f)
         out["xla_compiles"] = stats.compiles
         out["cache_loads"] = stats.persistent_hits
@@ -134,13 +134,13 @@ def _child(args):
         t0 = time.perf_counter()
         y = np.asarray(f(params, x))
         out["first_call"] = time.perf_counter() - t0
-        out["steady"] = _steady(lambda: np.asarray(f(params, x)))
+        out["steady"] = best_of(lambda: np.asarray(f(params, x)))
     out["checksum"] = float(np.abs(y).sum())
     print("RESULT " + json.dumps(out))
 
 
-def _steady(call, n: int = 3) -> float:
-    """The best of `n` timed calls after the first: what running the model costs."""
+def best_of(call, n: int = 3) -> float:
+    """The best of `n` timed calls (after warm-up): what running a program costs."""
     best = float("inf")
     for _ in range(n):
         t0 = time.perf_counter()

@@ -12,20 +12,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import numpy as np  # noqa: E402
 
-
-def _best(fn, calls: int) -> float:
-    best = float("inf")
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+from bench.cold_start import best_of  # noqa: E402
 
 
 def main(argv=None):
@@ -70,11 +62,11 @@ def main(argv=None):
     except Exception as e:  # noqa: BLE001 - torch missing or its compiler unavailable
         torch_note = f"torch.compile not measured ({type(e).__name__}: {e})"[:200]
     for fn in runs.values():  # warm up
-        _best(fn, 3)
+        best_of(fn, 3)
     times: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(args.rounds):
         for name, fn in runs.items():
-            times[name].append(_best(fn, args.calls))
+            times[name].append(best_of(fn, args.calls))
     med = {k: statistics.median(v) for k, v in times.items()}
     cores = len(os.sched_getaffinity(0))
     print(f"complex_activation, {args.n} float32 on {cores} CPU cores; {torch_note}")

@@ -184,29 +184,23 @@ def output_treedef(registries: Registries, outputs) -> tuple[list, Any]:
 
 
 def fastpath_data(
-    exe, out_treedef, out_buffers: Sequence, out_avals: Sequence, n_params: int
+    exe, device, out_treedef, out_buffers: Sequence, out_avals: Sequence, n_params: int
 ) -> FastpathData | None:
     """The C++ fast path's data for a one-device executable, or None when its outputs are
-    not plain one-device jax.Arrays.
+    not plain jax.Arrays on `device`.
 
     Args:
         exe: the jaxlib LoadedExecutable.
+        device: the one device it runs on.
         out_treedef: from `output_treedef`.
         out_buffers: the outputs of the call that missed, in the treedef's leaf order.
         out_avals: (shape, dtype, weak_type) per output.
         n_params: how many parameters the executable takes (all kept).
     """
-    api = _api()
-    devices = list(exe.local_devices())
-    if len(devices) != 1:
+    if not all(is_device_buffer_on(b, device) for b in out_buffers):
         return None
-    device = devices[0]
+    api = _api()
     sharding = api["SingleDeviceSharding"](device)
-    committed = []
-    for b in out_buffers:
-        if type(b).__name__ != "ArrayImpl" or b.devices() != {device}:
-            return None
-        committed.append(bool(b._committed))
     shaped = api["ShapedArray"]
     avals = [shaped(tuple(s), np.dtype(d), weak_type=bool(w)) for s, d, w in out_avals]
     return FastpathData(
@@ -215,7 +209,7 @@ def fastpath_data(
         in_shardings=[sharding] * n_params,
         out_shardings=[sharding] * len(out_buffers),
         out_avals=avals,
-        out_committed=committed,
+        out_committed=[bool(b._committed) for b in out_buffers],
         kept_var_bitvec=[True] * n_params,
         in_device_local_layouts=[None] * n_params,
         const_args=[],
@@ -230,10 +224,6 @@ def jax_x64() -> bool:
 
 
 def is_device_buffer_on(x, device) -> bool:
-    """Whether `x` is a jax.Array on exactly `device`."""
+    """Whether `x` is a jax.Array (exactly jaxlib's type, as the C++ path wants) on
+    exactly `device`."""
     return type(x).__name__ == "ArrayImpl" and x.devices() == {device}
-
-
-def executable_device(exe):
-    devices = list(exe.local_devices())
-    return devices[0] if len(devices) == 1 else None

@@ -134,8 +134,7 @@ def fastpath_for(jitted, compiled, ran_on: list, leaves: list, out):
         or len(ran_on) != len(leaves)
     ):
         return None
-    raw = getattr(exe, "_exe", None)
-    device = cpp_jit.executable_device(raw) if raw is not None else None
+    device = exe.device
     if device is None:
         return None
     for given, arr, want in zip(leaves, ran_on, exe.param_types):
@@ -154,7 +153,12 @@ def fastpath_for(jitted, compiled, ran_on: list, leaves: list, out):
         if b is None or tuple(getattr(b, "shape", ())) != a.shape:
             return None
     return cpp_jit.fastpath_data(
-        raw, treedef, bufs, [(a.shape, a.dtype, a.weak_type) for a in avals], len(leaves)
+        exe._exe,
+        device,
+        treedef,
+        bufs,
+        [(a.shape, a.dtype, a.weak_type) for a in avals],
+        len(leaves),
     )
 
 

@@ -239,6 +239,8 @@ def committed_device(sig: CallSignature, fname: str):
     Raises:
         ValueError: arguments committed to two devices other than the default, naming them.
     """
+    if not pjrt.several_devices():  # one device: nothing to choose (and no per-call cost)
+        return None
     found = None  # (device, leaf index)
     default = None
     for i, a in enumerate(sig.leaves):
