@@ -84,7 +84,8 @@ class Value:
 class Op:
     """One operation: `results = name(operands) {attrs} regions`."""
 
-    __slots__ = ("name", "operands", "attrs", "results", "regions", "loc")
+    # _verified: what `verify` checked of this op (ir/verifier.py); it lives and dies with it
+    __slots__ = ("name", "operands", "attrs", "results", "regions", "loc", "_verified")
 
     def __init__(
         self,

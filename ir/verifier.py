@@ -16,10 +16,6 @@ from purejit.ir.core import Function, Value
 from purejit.ir.registry import IRTypeError, get_op
 
 
-# ops whose type rule already passed: id(op) -> (op, operands, results)
-_checked: dict[int, tuple] = {}
-
-
 class VerifyError(ValueError):
     """The IR is malformed; the message names the op and what is wrong."""
 
@@ -49,10 +45,10 @@ def _verify_body(fn: Function, where: str):
                 raise VerifyError(f"{tag}: operand {v} is not defined before use")
         if opdef.num_regions is not None and len(op.regions) != opdef.num_regions:
             raise VerifyError(f"{tag}: expects {opdef.num_regions} regions, has {len(op.regions)}")
-        memo = _checked.get(id(op))
+        memo = getattr(op, "_verified", None)
         if (
             memo is not None
-            and memo[0] is op
+            and memo[0] is op.attrs
             and memo[1] == op.operands
             and memo[2] == op.results
             and memo[3] == op.regions
@@ -81,9 +77,8 @@ def _verify_body(fn: Function, where: str):
             raise VerifyError(f"{tag}: result types {got} but the type rule gives {want}")
         for r in op.results:
             _define(r, defined, tag, "result")
-        if len(_checked) > 500_000:
-            _checked.clear()
-        _checked[id(op)] = (op, list(op.operands), list(op.results), list(op.regions))
+        # kept on the op, not in a table: the memo never keeps IR alive after its function
+        op._verified = (op.attrs, list(op.operands), list(op.results), list(op.regions))
     for v in fn.results:
         if v not in defined:
             raise VerifyError(f"{where}: returned value {v} is not defined")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from purejit.compiler import CacheStats, Compiled, Lowered, cpp_dispatch
 from purejit.compiler.compiled import ELSEWHERE, fast_flatten
@@ -23,10 +23,31 @@ from purejit.compiler.signature import ArgSpec, CallSignature, committed_device
 from purejit.compiler.stages import Traced
 from purejit import errors
 from purejit.config import config
-from purejit.ir import Function
+from purejit.ir import Function, lru
 from purejit.runtime import eval_trace
 from purejit.tracing import current_trace
 from purejit.transforms.batching import notes as transform_notes
+
+
+# Process-wide bounds, as JAX's: compiled programs (each holds its IR and executable) and
+# the Python fast path's dispatch entries of every jitted function; a function's entries go
+# when the function goes (its partitions are weakly held).
+PROGRAMS = lru.LRU("jit compiled programs", lambda: config.read("jit_cache_size"))
+DISPATCH = lru.LRU("jit fast-path dispatch entries", lambda: config.read("dispatch_cache_size"))
+
+
+def _on_evict(stats: CacheStats, fast: lru.Partition):
+    """What a jitted function does when the bound evicts one of its programs: count it and
+    forget the fast-path entries that call it (so the program can be freed). Holds no
+    reference to the function itself, which keeps the cache weakly keyed on it."""
+
+    def evicted(key, compiled):
+        stats.on_evicted()
+        for k, v in fast.items():
+            if v is compiled:
+                fast.pop(k)
+
+    return evicted
 
 
 @contextlib.contextmanager
@@ -45,7 +66,8 @@ class Jitted:
 
     Besides being called, it offers what the compiler's helpers (buckets, export, explain)
     use: `signature(args, kwargs)`, `lower_signature(sig)`, `trace_signature(sig)`,
-    `cache` (signature key -> `Compiled`) and `stats`.
+    `cache` (signature key -> `Compiled`, a share of the process-wide bounded table
+    `PROGRAMS`) and `stats`.
     """
 
     def __init__(
@@ -93,8 +115,9 @@ class Jitted:
         self.stats = CacheStats(
             name=self.__name__, warn_after=recompile_warn_after, raise_on_churn=recompile_raise
         )
-        self.cache: dict[Any, Compiled] = {}
-        self._fast: dict[tuple, Compiled] = {}
+        # signature key -> Compiled, and fast key -> Compiled: shares of the bounded tables
+        self._fast: lru.Partition = DISPATCH.partition()
+        self.cache: lru.Partition = PROGRAMS.partition(_on_evict(self.stats, self._fast))
         self._fast_context = config.trace_context
         self._fast_ok = not self.spec.has_static
         self._buckets = None

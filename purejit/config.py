@@ -22,6 +22,11 @@ class _Config:
             # the persistent compile cache and the recompilation trap guard
             "cache_dir": os.environ.get("PUREJIT_CACHE_DIR") or None,
             "cache_max_bytes": int(os.environ.get("PUREJIT_CACHE_MAX_BYTES") or 2**30),
+            # in-memory caches, process-wide as JAX's (2,048 lowerings, 8,192 entries in each
+            # C++ dispatch cache): compiled programs of every jitted function, and the fast
+            # dispatch table's entries; the least recently used are evicted beyond them
+            "jit_cache_size": int(os.environ.get("PUREJIT_JIT_CACHE_SIZE") or 2048),
+            "dispatch_cache_size": int(os.environ.get("PUREJIT_DISPATCH_CACHE_SIZE") or 8192),
             "recompile_warn_after": 8,
             "recompile_raise": False,
             # check the IR after every pass that changed it, not only the pipeline's result

@@ -1,4 +1,5 @@
-"""`purejit.debug`: see values inside jitted code (`print`, `callback`) and `pure_callback`.
+"""`purejit.debug`: see values inside jitted code (`print`, `callback`), `pure_callback` and
+`io_callback`.
 
 Under `jit` (and inside `cond`, `scan`, `while_loop` bodies) each call becomes a callback op
 (`ir/ops/callback.py`) that XLA runs through jaxlib's Python-callback custom call, on CPU
@@ -13,6 +14,16 @@ the token in and gives the body's last token back (a loop carry), so a call befo
 runs before the body's and one after it runs after (`purejit/lax/_effects.py`).
 `pure_callback` is pure: unused, it may be removed; twice on the same values, run
 once; on constants, run at compile time.
+
+Exceptions raised by the callback reach the caller as themselves (`KeyboardInterrupt`, the
+user's `ValueError`, purejit's message for a result of the wrong shape), with the callback's
+traceback and jaxlib's runtime error chained as the cause (`backend/callback_errors.py`;
+JAX raises `JaxRuntimeError: INTERNAL: CpuCallback error` instead). Where each surfaces:
+outside jit, at the `debug.callback` / `pure_callback` / `io_callback` call itself. Under jit,
+`pure_callback` and `io_callback` raise at the call of the program (their results are part of
+it), and so do `debug.callback` and `debug.print` on CPU; on a GPU the program runs
+asynchronously and a failure of a callback without results is reported at the next
+synchronisation: `block_until_ready()` or reading a result of that program on the host.
 
 `debug.breakpoint` is not provided: it needs an interactive debugger on the host fed with
 every traced value of the frame, which the callback op could carry but which no test here
@@ -81,6 +92,9 @@ def callback(callback: Callable, *args, ordered: bool = False, partitioned: bool
         *args, **kwargs: pytrees; array leaves arrive as NumPy arrays, other leaves as given.
         ordered: run in program order relative to the other ordered callbacks.
         partitioned: accepted for JAX compatibility (one device: no effect).
+    Raises:
+        Whatever `callback` raises, as itself: outside jit at once; under jit at the call of
+        the program on CPU, at the next synchronisation on a GPU (module docstring).
     """
     del partitioned
     arrays, rebuild = _split(args, kwargs)
@@ -134,6 +148,35 @@ def _result_types(result_shape_dtypes):
     return out, tree
 
 
+def _returning(callback: Callable, api: str, tree, rebuild) -> Callable:
+    """The host function of a callback returning arrays in the structure `tree`."""
+
+    def run(*host):
+        a, kw = rebuild(host)
+        outs, out_tree = tree_flatten(callback(*a, **kw))
+        if out_tree != tree:
+            raise RuntimeError(
+                f"{api}: {getattr(callback, '__name__', 'callback')} returned "
+                f"{out_tree}, declared {tree}"
+            )
+        host_outs = [np.asarray(o) for o in outs]
+        # as JAX: 64-bit NumPy results count as their canonical (32-bit without x64) type
+        return [o.astype(pdt.canonicalize(o.dtype), copy=False) for o in host_outs]
+
+    return run
+
+
+def _run_now(run: Callable, api: str, types, tree, arrays):
+    """Outside jit: run the callback at once and check its results' types."""
+    outs = run(*[_host(x) for x in arrays])
+    for o, (shape, dt) in zip(outs, types):
+        if o.shape != shape or o.dtype != dt:
+            raise RuntimeError(
+                f"{api}: a result is {o.dtype}{list(o.shape)}, declared {dt}{list(shape)}"
+            )
+    return tree_unflatten(tree, [Array(host=o) for o in outs])
+
+
 def pure_callback(
     callback: Callable, result_shape_dtypes, *args, sharding=None, vmap_method=None, **kwargs
 ):
@@ -149,34 +192,18 @@ def pure_callback(
         vmap_method: accepted for JAX compatibility; purejit has no `vmap` rule for it yet.
     Returns:
         The results as purejit arrays, in the structure of `result_shape_dtypes`.
+    Raises:
+        Whatever `callback` raises, as itself, at the call of the program that runs it; a
+        RuntimeError naming the declared and returned types for a result that does not fit.
     """
     del vmap_method
     if sharding is not None:
         raise NotImplementedError("pure_callback: sharding= is not supported (one device only)")
     types, tree = _result_types(result_shape_dtypes)
     arrays, rebuild = _split(args, kwargs)
-
-    def run(*host):
-        a, kw = rebuild(host)
-        outs, out_tree = tree_flatten(callback(*a, **kw))
-        if out_tree != tree:
-            raise RuntimeError(
-                f"pure_callback: {getattr(callback, '__name__', 'callback')} returned "
-                f"{out_tree}, declared {tree}"
-            )
-        host_outs = [np.asarray(o) for o in outs]
-        # as JAX: 64-bit NumPy results count as their canonical (32-bit without x64) type
-        return [o.astype(pdt.canonicalize(o.dtype), copy=False) for o in host_outs]
-
+    run = _returning(callback, "pure_callback", tree, rebuild)
     if not _traced():
-        outs = run(*[_host(x) for x in arrays])
-        for o, (shape, dt) in zip(outs, types):
-            if o.shape != shape or o.dtype != dt:
-                raise RuntimeError(
-                    f"pure_callback: a result is {o.dtype}{list(o.shape)}, declared "
-                    f"{dt}{list(shape)}"
-                )
-        return tree_unflatten(tree, [Array(host=o) for o in outs])
+        return _run_now(run, "pure_callback", types, tree, arrays)
     key = register_callback(run, getattr(callback, "__name__", "pure_callback"))
     outs = bind(
         "pure_callback",
@@ -189,4 +216,47 @@ def pure_callback(
     return tree_unflatten(tree, outs)
 
 
-__all__ = ["callback", "print", "pure_callback"]
+def io_callback(
+    callback: Callable, result_shape_dtypes, *args, sharding=None, ordered: bool = False, **kwargs
+):
+    """Call a host function with side effects that returns arrays (as
+    `jax.experimental.io_callback`): never removed, merged or folded by purejit's passes,
+    run each time the program runs; with `ordered=True`, in program order relative to the
+    other ordered callbacks.
+
+    Args:
+        callback: takes NumPy arrays (in the structure of args/kwargs) and returns arrays
+            in the structure of `result_shape_dtypes`.
+        result_shape_dtypes: a pytree of `ShapeDtypeStruct`s (or arrays).
+        *args, **kwargs: the inputs (pytrees).
+        sharding: only None (one device) is supported.
+        ordered: run in program order relative to the other ordered callbacks.
+    Returns:
+        The results as purejit arrays, in the structure of `result_shape_dtypes`.
+    Raises:
+        Whatever `callback` raises, as itself, at the call of the program that runs it.
+    """
+    if sharding is not None:
+        raise NotImplementedError("io_callback: sharding= is not supported (one device only)")
+    types, tree = _result_types(result_shape_dtypes)
+    arrays, rebuild = _split(args, kwargs)
+    run = _returning(callback, "io_callback", tree, rebuild)
+    if not _traced():
+        if ordered:
+            _effects.wait_eager()
+        return _run_now(run, "io_callback", types, tree, arrays)
+    key = register_callback(run, getattr(callback, "__name__", "io_callback"))
+    attrs = dict(
+        callback=key,
+        result_shapes=tuple(s for s, _ in types),
+        result_dtypes=tuple(d for _, d in types),
+        ordered=bool(ordered),
+    )
+    if not ordered:
+        return tree_unflatten(tree, bind("host_callback", *arrays, **attrs))
+    token, *outs = bind("host_callback", _effects.current_token(), *arrays, **attrs)
+    _effects.set_token(token)
+    return tree_unflatten(tree, outs)
+
+
+__all__ = ["callback", "io_callback", "print", "pure_callback"]

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from purejit.backend import dispatch
+from purejit.backend import callback_errors, dispatch
 from purejit.backend.mlir_context import context
 from purejit.config import config
 from purejit.ir import TensorType
@@ -187,7 +187,11 @@ class Executable:
                 raise ExecuteTypeError(
                     f"argument {i}: buffer {buffer_type(b)} where {t} is expected"
                 )
-        return self._exe.execute(list(buffers))
+        try:
+            return self._exe.execute(list(buffers))
+        except Exception as e:  # a host callback's exception comes back as itself
+            callback_errors.reraise(e)
+            raise
 
     def execute_unchecked(self, buffers: list) -> list:
         """Run without checking: only for callers that checked types (and, in a process
@@ -195,9 +199,13 @@ class Executable:
         handlers = self._handlers
         if handlers is None:
             handlers = self._handlers = _result_handlers(self._exe, self.result_types)
-        if handlers:
-            return self._exe.execute_sharded(buffers).consume_with_handlers(handlers)
-        return self._exe.execute(buffers)
+        try:
+            if handlers:
+                return self._exe.execute_sharded(buffers).consume_with_handlers(handlers)
+            return self._exe.execute(buffers)
+        except Exception as e:  # a host callback's exception comes back as itself
+            callback_errors.reraise(e)
+            raise
 
     @functools.cached_property
     def device(self):

@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from purejit.backend import callback_errors
 from purejit.ir import TensorType
 
 
@@ -258,8 +259,12 @@ class SpmdExecutable:
         ]
         self._validate(bufs)
         _pace(self.devices[0].platform)
-        results = self._exe.execute_sharded(bufs)
-        per_device = results.disassemble_into_single_device_arrays()
+        try:
+            results = self._exe.execute_sharded(bufs)
+            per_device = results.disassemble_into_single_device_arrays()
+        except Exception as e:  # a host callback's exception comes back as itself
+            callback_errors.reraise(e)
+            raise
         jax = _jax()
         outs = [
             jax.make_array_from_single_device_arrays(t.shape, js, list(arrs))

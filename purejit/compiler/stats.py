@@ -1,7 +1,9 @@
 """Why a jitted function recompiled: cache-miss reasons, counters and the recompilation trap guard.
 
 Every jitted function keeps a `CacheStats`: how often it was traced, compiled by XLA, loaded
-from the persistent cache, and how often a call hit the in-memory cache. Each miss after the
+from the persistent cache, how often a call hit the in-memory cache, and how many of its
+compiled programs the process-wide bound evicted (`cache_info()` reports every bounded
+in-memory cache of the process). Each miss after the
 first compile is explained against the closest signature seen before, e.g.
 
     f recompiled (miss 3) at train.py:41: x: f32[32,512] -> f32[64,512]; static n: 3 -> 4
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 
 from purejit import errors
 from purejit.config import config
+from purejit.ir import lru
 
 logger = logging.getLogger("purejit")
 
@@ -72,7 +75,7 @@ class MissReason:
     location: str | None
 
     def __str__(self) -> str:
-        what = "; ".join(map(str, self.changes)) or "same signature (cache was cleared)"
+        what = "; ".join(map(str, self.changes)) or "same signature (cache cleared or evicted)"
         return what + errors.at(self.location)
 
 
@@ -116,6 +119,8 @@ class CacheStats:
     hits: int = 0
     misses: int = 0
     persistent_hits: int = 0
+    # compiled programs of this function that the process-wide bound evicted
+    evictions: int = 0
     miss_reasons: list[MissReason] = field(default_factory=list)
     warned: bool = False
     _signatures: list[dict] = field(default_factory=list, repr=False)
@@ -186,6 +191,11 @@ class CacheStats:
         else:
             self.compiles += 1
 
+    def on_evicted(self) -> None:
+        """Count a compiled program of this function that the cache bound evicted."""
+        with self._lock:
+            self.evictions += 1
+
     # --- internals ------------------------------------------------------------------------
     def _closest(self, sig: dict) -> dict:
         return min(reversed(self._signatures), key=lambda s: _distance(s, sig))
@@ -252,6 +262,16 @@ def cache_stats(f) -> CacheStats:
             f"purejit.cache_stats expects a function wrapped by purejit.jit, got {type(f).__name__}"
         )
     return stats.snapshot()
+
+
+def cache_info() -> dict[str, dict]:
+    """The process-wide in-memory caches (`purejit.ir.lru`): for each, its entries, its
+    bound and how many entries the bound evicted so far.
+
+    Returns:
+        {cache name: {"entries": int, "maxsize": int, "evictions": int}}.
+    """
+    return {t.name: t.info() for t in lru.caches()}
 
 
 # --- signatures ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit.backend import pjrt
+from purejit.backend import callback_errors, pjrt
 from purejit.ir import dtypes as irdt
 from purejit.runtime.mesh import named_sharding_of
 from purejit.tracing import ConcreteArray, ShapedArray, host_value
@@ -61,7 +61,11 @@ class Array(ConcreteArray):
     def host(self) -> np.ndarray:
         self._check_alive()
         if self._host is None:
-            self._host = np.asarray(self._buf)
+            try:
+                self._host = np.asarray(self._buf)
+            except Exception as e:  # a failed host callback's own exception, if one failed
+                callback_errors.reraise(e)
+                raise
         return self._host
 
     def _check_alive(self):
@@ -119,7 +123,11 @@ class Array(ConcreteArray):
 
     def block_until_ready(self):
         if self._buf is not None:
-            self._buf.block_until_ready()
+            try:
+                self._buf.block_until_ready()
+            except Exception as e:  # a failed host callback's own exception, if one failed
+                callback_errors.reraise(e)
+                raise
         return self
 
     def __array__(self, dtype=None, copy=None):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from purejit.backend import pjrt
+from purejit.backend.callback_errors import guarded
 from purejit.backend.lowering._util import emit_op, flag, lowering
 from purejit.ir.ops.callback import call_checked
 
@@ -43,7 +44,8 @@ def _host_function(op):
     def call(*args):
         return tuple(call_checked(name, attrs, [np.asarray(a) for a in args]))
 
-    return call
+    # an exception in the callback reaches the program's caller as itself (callback_errors)
+    return guarded(call)
 
 
 def _target() -> str:
