@@ -127,3 +127,20 @@ from purejit.custom_derivatives import custom_gradient  # noqa: E402
 
 __all__ += ["custom_gradient", "float0", "fwd_and_bwd"]
 from purejit.transforms import solves as _solves  # noqa: E402, F401  (lax.custom_root, ...)
+from purejit import dtypes, scipy, typing  # noqa: E402
+from purejit.platform import (  # noqa: E402
+    Device,
+    default_backend,
+    device_count,
+    local_device_count,
+    local_devices,
+    named_call,
+    named_scope,
+    process_count,
+    process_index,
+)
+from purejit.sharding import NamedSharding, P, make_mesh  # noqa: E402
+
+__all__ += ["dtypes", "scipy", "typing", "Device", "default_backend", "device_count"]
+__all__ += ["local_device_count", "local_devices", "named_call", "named_scope"]
+__all__ += ["process_count", "process_index", "NamedSharding", "P", "make_mesh"]

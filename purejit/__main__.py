@@ -1,4 +1,5 @@
-"""`python -m purejit info` (versions, backend, devices) and `python -m purejit demo`."""
+"""`python -m purejit info` (versions, backend, devices), `python -m purejit demo`, and
+`python -m purejit run script.py [args]` (run a JAX program on purejit, unchanged)."""
 
 from __future__ import annotations
 
@@ -51,13 +52,40 @@ def info(out=None) -> None:
         print(f"  device {d['id']}: {d['platform']} {d['kind']}, {mem}", file=out)
 
 
+def run(target: list[str]) -> int:
+    """Run `target` (`script.py args...`, or `-m module args...`) as `python` would, with
+    drop-in mode on: its `import jax` and its libraries' resolve to purejit."""
+    import runpy
+
+    import purejit.compat
+
+    if not target or target[0] in ("-m",) and len(target) < 2:
+        print("usage: python -m purejit run script.py [args] | -m module [args]", file=sys.stderr)
+        return 2
+    purejit.compat.install()
+    if target[0] == "-m":
+        sys.argv = target[1:]
+        runpy.run_module(target[1], run_name="__main__", alter_sys=True)
+    else:
+        import os
+
+        sys.argv = list(target)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(target[0])))
+        runpy.run_path(target[0], run_name="__main__")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `python -m purejit`."""
     parser = argparse.ArgumentParser(prog="python -m purejit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, backend and devices")
     sub.add_parser("demo", help="a short tour: compile a small MLP, show IR and timings")
+    run_p = sub.add_parser("run", help="run a JAX script on purejit (drop-in mode)")
+    run_p.add_argument("target", nargs=argparse.REMAINDER, help="script.py [args] | -m module")
     args = parser.parse_args(argv)
+    if args.command == "run":
+        return run(args.target)
     if args.command == "info":
         info()
     else:

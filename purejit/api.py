@@ -260,10 +260,10 @@ def _cpp_class(base: type, dispatcher) -> type:
 def jit(
     fun: Callable | None = None,
     *,
-    static_argnums: int | Sequence[int] = (),
-    static_argnames: str | Sequence[str] = (),
-    donate_argnums: int | Sequence[int] = (),
-    donate_argnames: str | Sequence[str] = (),
+    static_argnums: int | Sequence[int] | None = (),
+    static_argnames: str | Sequence[str] | None = (),
+    donate_argnums: int | Sequence[int] | None = (),
+    donate_argnames: str | Sequence[str] | None = (),
     passes=None,
     compiler_options=None,
     in_shardings=None,
@@ -272,6 +272,11 @@ def jit(
     bucket_overflow: str = "error",
     recompile_warn_after: int | None = None,
     recompile_raise: bool | None = None,
+    keep_unused: bool = False,
+    device=None,
+    backend: str | None = None,
+    inline: bool = False,
+    abstracted_axes=None,
 ):
     """Compile `fun` with purejit: trace once per abstract signature, run through XLA.
 
@@ -302,14 +307,18 @@ def jit(
         recompile_warn_after: warn once after this many recompilations, naming the churning
             dimension (default `config.recompile_warn_after`, 8; 0 disables).
         recompile_raise: raise `purejit.compiler.RecompilationError` instead of warning.
+        keep_unused, device, backend, inline, abstracted_axes: JAX's keywords (see
+            `_jax_keywords`): purejit keeps every argument and inlines nested jits already;
+            `device` / `backend` name the default one; anything else raises.
     Returns:
         A callable with `.lower(*args)` for ahead-of-time use.
     """
+    _jax_keywords(keep_unused, device, backend, inline, abstracted_axes)
     options = dict(
-        static_argnums=static_argnums,
-        static_argnames=static_argnames,
-        donate_argnums=donate_argnums,
-        donate_argnames=donate_argnames,
+        static_argnums=() if static_argnums is None else static_argnums,
+        static_argnames=() if static_argnames is None else static_argnames,
+        donate_argnums=() if donate_argnums is None else donate_argnums,
+        donate_argnames=() if donate_argnames is None else donate_argnames,
         passes=passes,
         compiler_options=compiler_options,
         in_shardings=in_shardings,
@@ -322,6 +331,32 @@ def jit(
     if fun is None:
         return functools.partial(jit, **options)
     return Jitted(fun, **options)
+
+
+def _jax_keywords(keep_unused, device, backend, inline, abstracted_axes) -> None:
+    """Check JAX's jit keywords that purejit either honours by construction or refuses.
+
+    `keep_unused` and `inline` change no result: purejit's executables take every argument,
+    and a jit called inside another trace is inlined into it (JAX's `inline=True`)."""
+    del keep_unused, inline
+    if abstracted_axes is not None:
+        raise NotImplementedError(
+            "jit(abstracted_axes=...): purejit compiles static shapes only; use "
+            "jit(buckets=...) to share executables across sizes"
+        )
+    if device is not None or backend is not None:
+        from purejit.backend import pjrt
+
+        default = pjrt.default_device()
+        names = {default.platform, "gpu" if pjrt.is_gpu() else default.platform}
+        if (device is not None and device != default) or (
+            backend is not None and backend not in names
+        ):
+            raise NotImplementedError(
+                f"jit(device={device!r}, backend={backend!r}): purejit's jit runs on the "
+                f"default device ({default}); put the arguments on the device you want with "
+                "purejit.device_put (jit runs where its arguments are committed)"
+            )
 
 
 def explain(f, *args, **kwargs) -> Explanation:

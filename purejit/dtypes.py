@@ -145,3 +145,77 @@ def is_inexact(dt) -> bool:
 # the dtype of tangents and cotangents of integer and boolean values (JAX's float0): they
 # carry no information, so an array of it holds no bytes
 float0 = np.dtype([("float0", np.void, 0)])
+
+
+# ---- JAX's `jax.dtypes` names --------------------------------------------------------------
+
+
+class extended(np.generic):
+    """The abstract scalar type of dtypes NumPy does not know (typed PRNG keys)."""
+
+
+class prng_key(extended):
+    """The abstract scalar type of typed PRNG keys: `issubdtype(key.dtype, prng_key)`."""
+
+
+def _is_key_dtype(t) -> bool:
+    # a typed key's dtype (purejit.random's KeyDType, `key<impl>`): duck-typed, as this
+    # layer sits below purejit.random
+    return hasattr(t, "impl") and str(getattr(t, "name", "")).startswith("key<")
+
+
+def _abstract(t) -> bool:
+    return isinstance(t, type) and issubclass(t, np.generic) and t in _ABSTRACT_TYPES
+
+
+_ABSTRACT_TYPES = (np.generic, np.number, np.inexact, np.floating, np.complexfloating,
+                   np.integer, np.signedinteger, np.unsignedinteger, np.bool_, np.flexible,
+                   np.character)  # fmt: skip
+
+
+def _ml_kind(dt: np.dtype):
+    """The NumPy abstract type ml_dtypes' types stand for (bfloat16, float8_*, int4...)."""
+    if dt.kind != "V":
+        return None
+    name = dt.name
+    if "float" in name:
+        return np.floating
+    if name.startswith("uint"):
+        return np.unsignedinteger
+    if name.startswith("int"):
+        return np.signedinteger
+    return None
+
+
+def issubdtype(arg1, arg2) -> bool:
+    """NumPy's `issubdtype` with JAX's additions: ml_dtypes' floats (bfloat16, float8_*) are
+    floating types, ml_dtypes' small ints integer types, typed keys' dtypes subtypes of
+    `prng_key` and `extended`."""
+    a = getattr(arg1, "dtype", arg1) if not isinstance(arg1, type) else arg1
+    b = getattr(arg2, "dtype", arg2) if not isinstance(arg2, type) else arg2
+    if isinstance(b, type) and issubclass(b, extended):
+        if _is_key_dtype(a):
+            return True
+        return isinstance(a, type) and issubclass(a, b)
+    if _is_key_dtype(a) or _is_key_dtype(b):
+        return _is_key_dtype(a) and _is_key_dtype(b) and a == b
+    if isinstance(a, type) and issubclass(a, extended):
+        return False
+    a = a if _abstract(a) else np.dtype(a)
+    b = b if _abstract(b) else np.dtype(b)
+    if isinstance(a, np.dtype) and _ml_kind(a) is not None:
+        if isinstance(b, np.dtype):
+            return a == b
+        return bool(np.issubdtype(_ml_kind(a), b))
+    if isinstance(b, np.dtype) and _ml_kind(b) is not None:
+        return a == b
+    return bool(np.issubdtype(a, b))
+
+
+def canonicalize_dtype(dtype, allow_extended_dtype: bool = False):
+    """`dtype` as purejit computes with it: 64-bit types become 32-bit ones with x64 off."""
+    if _is_key_dtype(dtype):
+        if not allow_extended_dtype:
+            raise ValueError(f"canonicalize_dtype: {dtype} is an extended dtype")
+        return dtype
+    return canonicalize(dtype)

@@ -362,3 +362,13 @@ __all__ += ["custom_linear_solve", "custom_root"]
 from purejit.lax.special import random_gamma_grad  # noqa: E402
 
 __all__ += ["random_gamma_grad"]
+
+
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    """The shape NumPy broadcasting gives these static shapes; ValueError if they clash."""
+    import numpy as _np
+
+    return tuple(int(d) for d in _np.broadcast_shapes(*(tuple(s) for s in shapes)))
+
+
+__all__ += ["broadcast_shapes"]

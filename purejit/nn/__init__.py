@@ -394,3 +394,17 @@ def avg_pool(inputs, window_shape, strides=None, padding="VALID", count_include_
 
 __all__ += ["avg_pool", "max_pool", "min_pool"]
 from purejit.nn import initializers  # noqa: E402, F401  (jax.nn.initializers)
+
+
+def sparse_plus(x):
+    """0 below -1, x above 1, (x + 1)**2 / 4 between (a smooth, sparse softplus)."""
+    x = jnp.asarray(x)
+    return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+
+
+def sparse_sigmoid(x):
+    """The derivative of `sparse_plus`: 0.5 * clip(x + 1, 0, 2)."""
+    return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)
+
+
+__all__ += ["sparse_plus", "sparse_sigmoid"]

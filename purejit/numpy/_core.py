@@ -485,6 +485,14 @@ def reciprocal(x, /):
 def _compare(direction, name):
     def f(x, y, /):
         a, b = promote_args(name, x, y)
+        if direction not in ("EQ", "NE") and a.dtype.kind == "c":
+            # JAX orders complex numbers lexicographically: by real part, ties by imaginary
+            ra, rb = bind1("real", a), bind1("real", b)
+            by_imag = bind1("compare", bind1("imag", a), bind1("imag", b),
+                            comparison_direction=direction)  # fmt: skip
+            by_real = bind1("compare", ra, rb, comparison_direction=direction)
+            ties = bind1("compare", ra, rb, comparison_direction="EQ")
+            return bind1("select", ties, by_imag, by_real)
         return bind1("compare", a, b, comparison_direction=direction)
 
     f.__name__ = name

@@ -59,9 +59,18 @@ def install(cls, jnp):
     for name in (
         "reshape", "transpose", "astype", "sum", "mean", "max", "min", "prod", "var", "std",
         "argmax", "argmin", "any", "all", "squeeze", "ravel", "flatten", "swapaxes", "clip",
-        "round", "cumsum", "dot", "conj", "sort", "argsort",
+        "round", "cumsum", "dot", "conj", "sort", "argsort", "take", "repeat", "nonzero",
+        "cumprod", "diagonal", "searchsorted", "argpartition", "choose", "conjugate",
+        "ptp",
     ):  # fmt: skip
         setattr(cls, name, _method(jnp, name))
+    if not hasattr(cls, "trace"):  # a tracer's `trace` is its trace
+        cls.trace = _method(jnp, "trace")
+    # x.compress(condition) is jnp.compress(condition, x)
+    cls.compress = lambda self, condition, *a, **k: jnp.compress(condition, self, *a, **k)
+    cls.__round__ = lambda self, ndigits=None: jnp.round(self, ndigits or 0)
+    cls.itemsize = property(lambda self: self.dtype.itemsize)
+    cls.nbytes = property(lambda self: self.size * self.dtype.itemsize)
     cls.__array_namespace__ = _array_namespace(jnp)
     cls.copy = lambda self: jnp.copy(self)
     if "__setitem__" not in vars(cls):

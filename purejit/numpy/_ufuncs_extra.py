@@ -266,6 +266,8 @@ def isreal(x):
 def _dtype_of(x) -> np.dtype:
     if isinstance(x, (Array, Tracer)):
         return x.dtype
+    if isinstance(x, type) and isinstance(getattr(x, "dtype", None), np.dtype):
+        return x.dtype  # purejit's scalar types (jnp.complex64) carry their dtype
     if isinstance(x, (bool, int, float, complex)):
         return pdt.python_scalar_dtype(x)
     return np.asarray(x).dtype

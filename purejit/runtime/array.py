@@ -132,7 +132,18 @@ class Array(ConcreteArray):
 
     def __array__(self, dtype=None, copy=None):
         h = self.host
-        return h.astype(dtype) if dtype is not None else h
+        if copy is False and dtype is not None and np.dtype(dtype) != h.dtype:
+            raise ValueError(f"np.asarray(copy=False) cannot convert {h.dtype} to {dtype}")
+        if dtype is not None:
+            h = h.astype(dtype)  # a new, writable array
+        elif copy:
+            h = h.copy()  # np.array(x) is a writable copy; np.asarray(x) a read-only view
+        return h
+
+    def __format__(self, format_spec: str) -> str:
+        """`f"{loss:.4f}"`: a 0-d array formats as its scalar, others as NumPy arrays."""
+        h = self.host
+        return format(h[()] if h.ndim == 0 else h, format_spec)
 
     def __jax_array__(self):
         """The PJRT buffer itself: `jax.numpy.asarray(x)` and `jax.jit` take a purejit
