@@ -23,18 +23,20 @@ q_len are zero, a batch element with kv_len 0 gets the mean of v (uniform weight
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import json
 import os
 import threading
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from purejit import config
 from purejit.backend import pjrt
-from purejit.ir import dtypes
+from purejit.ir import Builder, dtypes
 
 FWD_TARGETS = {False: "__cudnn$fmhaSoftmax", True: "__cudnn$fmhaScaleBiasSoftmax"}
 BWD_TARGETS = {False: "__cudnn$fmhaSoftmaxBackward", True: "__cudnn$fmhaScaleBiasSoftmaxBackward"}
@@ -298,6 +300,40 @@ refusals = Refusals()
 # ---- the plan of one call -------------------------------------------------------------------
 
 
+@dataclass
+class Emission:
+    """Settings of one module's emission (the compiler options), and the cuDNN calls it made:
+    refusal key -> (op name, operand types, attributes), for `recover`."""
+
+    enabled: bool | None = None  # None: purejit.config.fused_attention
+    platform: str | None = None  # fault injection: emit for this platform instead
+    target: Target | None = None  # fault injection: this cuDNN target instead
+    calls: dict = field(default_factory=dict)
+
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def emission(*, enabled: bool | None = None, platform: str | None = None, target=None):
+    """Emit modules in this thread with these settings; yields the `Emission` record.
+
+    `platform="cuda"` with a `target` is the fault-injection switch: cuDNN calls are emitted
+    whatever the device, so on a CPU XLA refuses them and `recover` runs for real."""
+    rec = Emission(enabled, platform, target)
+    prev = getattr(_local, "current", None)
+    _local.current = rec
+    try:
+        yield rec
+    finally:
+        _local.current = prev
+
+
+def current() -> Emission | None:
+    """The emission settings of this thread, if a compile set them."""
+    return getattr(_local, "current", None)
+
+
 @dataclass(frozen=True)
 class Plan:
     target: Target
@@ -305,17 +341,24 @@ class Plan:
 
 
 def enabled(ctx) -> bool:
-    """Whether fused attention may be emitted: the context's `fused_attention` (the compiler
-    option) when set, else `purejit.config.fused_attention`."""
+    """Whether fused attention may be emitted: the context's `fused_attention` or the
+    emission's (the compiler option) when set, else `purejit.config.fused_attention`."""
     flag = getattr(ctx, "fused_attention", None)
+    em = current()
+    if flag is None and em is not None:
+        flag = em.enabled
     return bool(config.read("fused_attention") if flag is None else flag)
 
 
 def plan(ctx, op, platform: str, *, backward: bool) -> Plan | None:
     """How to emit `op` as a cuDNN call on `platform`, or None for the decomposed program."""
+    em = current()
+    if em is not None and em.platform is not None and getattr(ctx, "platform", None) is None:
+        platform = em.platform
     if not enabled(ctx) or platform != "cuda":
         return None
-    tgt = target(ctx)
+    tgt = getattr(ctx, "cudnn_target", None) or (em.target if em is not None else None)
+    tgt = tgt or target(ctx)
     if tgt is None:
         return None
     q, k, v = (x.type for x in op.operands[:3])
@@ -328,3 +371,65 @@ def plan(ctx, op, platform: str, *, backward: bool) -> Plan | None:
     if key in refusals:
         return None
     return Plan(tgt, key)
+
+
+def note_call(ctx, op, key: str) -> None:
+    """Remember an emitted cuDNN call (in the context and in this thread's emission)."""
+    if getattr(ctx, "fmha_calls", None) is None:
+        ctx.fmha_calls = []
+    ctx.fmha_calls.append(key)
+    em = current()
+    if em is not None:
+        em.calls.setdefault(key, (op.name, [x.type for x in op.operands], dict(op.attrs)))
+
+
+# ---- recovery: when XLA refuses a module with cuDNN calls -----------------------------------
+
+
+def _probe(name, types, attrs, em: Emission, emit_fn, compile_fn) -> Exception | None:
+    """Compile one call of this kind alone; the exception XLA raised, or None."""
+    b = Builder("fused_attention_probe")
+    params = [b.param(t) for t in types]
+    fn = b.finish(b.op(name, params, attrs))
+    with emission(enabled=True, platform=em.platform, target=em.target):
+        text = emit_fn(fn)
+    try:
+        compile_fn(text, fn.param_types, fn.result_types)
+    except Exception as e:  # noqa: BLE001 - XLA's refusal, whatever its type
+        return e
+    return None
+
+
+def recover(em: Emission, error: Exception, emit_fn, compile_fn) -> set[str]:
+    """After XLA refused a module holding cuDNN calls: compile each kind of call alone, and
+    remember the kinds it refuses (this process and `cache_dir`), so that emitting the module
+    again decomposes only those. Warns once per process.
+
+    Args:
+        em: the emission record of the refused module.
+        error: what XLA raised.
+        emit_fn: `(IR function) -> module text` (`stablehlo.emit`).
+        compile_fn: `(module text, param types, result types) -> executable`.
+    Returns:
+        The refused keys (empty: no attention call is to blame, re-raise `error`).
+    """
+    bad = {}
+    for key, (name, types, attrs) in em.calls.items():
+        why = _probe(name, types, attrs, em, emit_fn, compile_fn)
+        if why is not None:
+            bad[key] = why
+    if not bad:
+        return set()
+    refusals.add(bad)
+    if not refusals.warned:
+        refusals.warned = True
+        first = next(iter(bad.values()))
+        reason = str(first).strip().splitlines()[0][:200] if str(first).strip() else ""
+        warnings.warn(
+            f"purejit: XLA refused fused attention (cuDNN) for {sorted(bad)} ({reason}); "
+            "those calls run as the written (XLA) program instead. The decision is kept in "
+            "cache_dir; compiler_options={'fused_attention': False} turns fusion off.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return set(bad)

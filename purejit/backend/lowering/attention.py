@@ -53,18 +53,14 @@ def _layouts(types, override) -> str:
     return "[" + ", ".join(out) + "]"
 
 
-def _call(ctx, target, args, arg_types, result_types, config_json, out_layouts, key):
+def _call(ctx, target, args, arg_types, result_types, config_json, out_layouts):
     attrs = (
         f"api_version = 2 : i32, backend_config = {_mlir_string(config_json)}, "
         f'call_target_name = "{target}", '
         f"operand_layouts = {_layouts(arg_types, {})}, "
         f"result_layouts = {_layouts(result_types, out_layouts)}"
     )
-    got = ctx.op("stablehlo.custom_call", args, arg_types, result_types, attrs)
-    if getattr(ctx, "fmha_calls", None) is None:
-        ctx.fmha_calls = []
-    ctx.fmha_calls.append(key)
-    return got
+    return ctx.op("stablehlo.custom_call", args, arg_types, result_types, attrs)
 
 
 def _config(op, *, backward: bool) -> str:
@@ -90,7 +86,8 @@ def _emit_forward(ctx, op, args, plan) -> list[str]:
     results.append(TensorType((0,), np.uint8))
     target = cudnn_fmha.FWD_TARGETS[a["has_bias"]]
     cfg = _config(op, backward=False)
-    got = _call(ctx, target, args, _types(op), results, cfg, {0: _BNTH_AS_BTNH}, plan.key)
+    got = _call(ctx, target, args, _types(op), results, cfg, {0: _BNTH_AS_BTNH})
+    cudnn_fmha.note_call(ctx, op, plan.key)
     out = ctx.op("stablehlo.transpose", [got[0]], [out_bnth], [op.results[0].type], _SWAP)[0]
     outs = [out] + ([got[1]] if a["return_stats"] else [])
     if a["has_seq_lengths"]:
@@ -130,7 +127,8 @@ def _emit_backward(ctx, op, args, plan) -> list[str]:
     target = cudnn_fmha.BWD_TARGETS[a["has_bias"]]
     layouts = dict.fromkeys(range(3), _BNTH_AS_BTNH)
     cfg = _config(op, backward=True)
-    got = _call(ctx, target, operands, arg_types, results, cfg, layouts, plan.key)
+    got = _call(ctx, target, operands, arg_types, results, cfg, layouts)
+    cudnn_fmha.note_call(ctx, op, plan.key)
     outs = [
         ctx.op("stablehlo.transpose", [got[i]], [grads[i]], [op.results[i].type], _SWAP)[0]
         for i in range(3)
