@@ -367,6 +367,9 @@ def plan(ctx, op, platform: str, *, backward: bool) -> Plan | None:
     training = backward or a.get("return_stats", False)
     if unsupported_reason(q, k, v, a, bias, tgt, training=training) or blank_rows(q, k, a):
         return None
+    if backward and a.get("bias_grad") and a["has_seq_lengths"]:
+        return None  # cuDNN leaves dbias outside the lengths unwritten; a broadcast bias
+        # sums it over the batch, so no fix-up after the call can mend it
     key = refusal_key(op, tgt)
     if key in refusals:
         return None

@@ -220,27 +220,38 @@ def _d_out_fixup(ctx, op, args):
 
 
 def _backward_fixup(ctx, op, args, grads):
-    """dv plus the uniform rows' share: sum over rows with no key of d_out / S."""
+    """The cotangents on the rows and keys outside the lengths: cuDNN leaves those unwritten
+    (a batch element with kv_len 0 gets no write at all), the XLA path gives dq 0 there, dk
+    and dv 0 past kv_len, and dv the uniform rows' share: the sum of their d_out / S."""
     d_out_t = op.operands[-1].type
-    dv_t = op.results[2].type
+    types = [r.type for r in op.results[:3]]
 
-    def build(b, dv, d_out, ql, kl):
+    def build(b, dq, dk, dv, d_out, ql, kl):
         g = _G(b)
         bn, t, n, hv = d_out_t.shape
-        s, kh = dv_t.shape[1], dv_t.shape[2]
+        s, kh = types[2].shape[1], types[2].shape[2]
         inside, empty = _row_masks(g, op, ql, kl)
+        rows_ok = g.bcast(g.op("and", inside, g.op("not", empty)), dq.type.shape, (0, 1))
+        dq = g.op("select", rows_ok, dq, g.const(0, dq.type.dtype, dq.type.shape))
+        cols = g.op("iota", shape=(bn, s), dtype=np.dtype(np.int32), dimension=1)
+        keys_ok = g.cmp(cols, g.bcast(kl, (bn, s), (0,)), "LT")
+        dk = g.op("select", g.bcast(keys_ok, dk.type.shape, (0, 1)), dk,
+                  g.const(0, dk.type.dtype, dk.type.shape))  # fmt: skip
+        dv = g.op("select", g.bcast(keys_ok, dv.type.shape, (0, 1)), dv,
+                  g.const(0, dv.type.dtype, dv.type.shape))  # fmt: skip
         take = g.bcast(g.op("and", inside, empty), d_out_t.shape, (0, 1))
         zero = g.const(0, np.float32, d_out_t.shape)
         d = g.op("select", take, g.convert(d_out, np.float32), zero)
         d = g.reduce(g.reshape(d, (bn, t, kh, n // kh, hv)), (1, 3), "add")  # [B,K,Hv]
         d = g.op("divide", d, g.const(float(s), np.float32, d.type.shape))
         d = g.bcast(d, (bn, s, kh, hv), (0, 2, 3))
-        return [g.convert(g.op("add", g.convert(dv, np.float32), d), dv_t.dtype)]
+        dv = g.convert(g.op("add", g.convert(dv, np.float32), d), types[2].dtype)
+        return [dq, dk, dv]
 
     ql_n, kl_n = _lengths(op, args)
     lens = [TensorType((d_out_t.shape[0],), np.int32)] * 2
-    (dv,) = inline_ir(ctx, build, [dv_t, d_out_t, *lens], [grads[2], args[-1], ql_n, kl_n])
-    return grads[:2] + [dv] + grads[3:]
+    fixed = inline_ir(ctx, build, [*types, d_out_t, *lens], [*grads[:3], args[-1], ql_n, kl_n])
+    return fixed + grads[3:]
 
 
 # ---- the rules ------------------------------------------------------------------------------
