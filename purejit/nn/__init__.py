@@ -408,3 +408,8 @@ def sparse_sigmoid(x):
 
 
 __all__ += ["sparse_plus", "sparse_sigmoid"]
+
+
+from purejit.nn.attention import dot_product_attention  # noqa: E402  (jax.nn's)
+
+__all__ += ["dot_product_attention"]
