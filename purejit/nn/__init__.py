@@ -233,16 +233,23 @@ def _softmax_jvp(axis, primals, tangents):
 
 
 def _softmax_where(x, axis, where):
-    unnormalized = jnp.exp(jnp.subtract(x, _max_keep(x, axis, where)))
+    # masked lanes enter as -inf, so exp gives 0 and their gradient stops at the select
+    x_safe = _masked(x, where, -np.inf)
+    unnormalized = jnp.exp(jnp.subtract(x_safe, stop_gradient(_max_keep(x, axis, where))))
     unnormalized = _masked(unnormalized, where, 0)
     out = jnp.true_divide(unnormalized, jnp.sum(unnormalized, axis=axis, keepdims=True))
     return _masked(out, where, 0)
 
 
 def log_softmax(x, axis=-1, where=None):
-    """x - logsumexp(x) along `axis`, computed stably."""
+    """x - logsumexp(x) along `axis`, computed stably.
+
+    With `where`, masked lanes are -inf before the shift (as in jax.nn), so a row with every
+    lane masked has gradient 0: the cotangent 0 / 0 of its empty log-sum stops at that select
+    instead of meeting exp(+inf)."""
     x = _inexact(x)
-    shifted = jnp.subtract(x, stop_gradient(_max_keep(x, axis, where)))
+    x_safe = _masked(x, where, -np.inf)
+    shifted = jnp.subtract(x_safe, stop_gradient(_max_keep(x, axis, where)))
     e = _masked(jnp.exp(shifted), where, 0)
     out = jnp.subtract(shifted, jnp.log(jnp.sum(e, axis=axis, keepdims=True)))
     return _masked(out, where, -np.inf)

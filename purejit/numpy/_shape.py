@@ -34,6 +34,10 @@ def normalize_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
     return (_axis(axis, ndim, name),)
 
 
+def _describe(x) -> str:
+    return f"{x.dtype.name}{list(x.shape)} ({x.size} elements)"
+
+
 def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     """`a` with a new shape (one dimension may be -1); `copy` is accepted for the Array API
     (arrays are immutable, so a reshape never aliases visibly)."""
@@ -43,16 +47,24 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     shape = newshape if shape is None else shape
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
     if shape.count(-1) > 1:
-        raise ValueError("reshape: can only specify one unknown dimension (-1)")
+        raise ValueError(
+            f"reshape: can only specify one unknown dimension (-1); asked to reshape "
+            f"{_describe(x)} into {shape}{errors.at(errors.user_location())}; give every "
+            "dimension but one explicitly"
+        )
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         if known == 0 or x.size % known:
-            raise ValueError(f"reshape: cannot reshape {list(x.shape)} into {list(shape)}")
+            raise ValueError(
+                f"reshape: cannot reshape {_describe(x)} into {shape}: the known dimensions "
+                f"hold {known} elements, which do not divide {x.size}"
+                f"{errors.at(errors.user_location())}"
+            )
         shape = tuple(x.size // known if d == -1 else d for d in shape)
     if int(np.prod(shape, dtype=np.int64)) != x.size:
         raise errors.PurejitTypeError(
-            f"reshape: cannot reshape array of shape {list(x.shape)} ({x.size} elements) into "
-            f"{list(shape)}{errors.at(errors.user_location())}"
+            f"reshape: cannot reshape {_describe(x)} into {shape}: that shape holds "
+            f"{int(np.prod(shape, dtype=np.int64))} elements{errors.at(errors.user_location())}"
         )
     if shape == x.shape:
         return x
