@@ -164,7 +164,7 @@ class EvalTrace(Trace):
             flags.append(a._weak)
         try:
             akey = tuple([(k, v.__class__, v) for k, v in attrs.items()]) if attrs else ()
-            key = (name, weak, tuple(flags), akey, regions and _regions_key(regions))
+            key = (name, weak, tuple(flags), akey, _regions_key(regions) if regions else ())
             prim = self.cache[key]
             self.cache.move_to_end(key)
         except KeyError:
@@ -172,7 +172,7 @@ class EvalTrace(Trace):
             self.cache.put(key, prim)
         except TypeError:  # an unhashable attribute value: key by its printed form
             akey = tuple([(k, format_attr(v)) for k, v in attrs.items()])
-            key = (name, weak, tuple(flags), akey, regions and _regions_key(regions))
+            key = (name, weak, tuple(flags), akey, _regions_key(regions) if regions else ())
             prim = self.cache.get(key)
             if prim is None:
                 prim = Primitive(name, attrs, tuple(regions), weak, tuple(flags))
