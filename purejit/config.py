@@ -27,6 +27,12 @@ class _Config:
             # dispatch table's entries; the least recently used are evicted beyond them
             "jit_cache_size": int(os.environ.get("PUREJIT_JIT_CACHE_SIZE") or 2048),
             "dispatch_cache_size": int(os.environ.get("PUREJIT_DISPATCH_CACHE_SIZE") or 8192),
+            # an executable that compiled faster than this is not written to the persistent
+            # cache (JAX's option; eager primitives use it)
+            "persistent_cache_min_compile_time_secs": 1.0,
+            # how many eager primitives (op, attributes, operand weak types) keep their
+            # executables; the least recently used beyond it are dropped
+            "eager_cache_size": int(os.environ.get("PUREJIT_EAGER_CACHE_SIZE") or 4096),
             "recompile_warn_after": 8,
             "recompile_raise": False,
             # check the IR after every pass that changed it, not only the pipeline's result
@@ -153,6 +159,7 @@ JAX_OPTIONS = {
     "jax_log_compiles": "jit_log_compiles",
     "jax_explain_cache_misses": "explain_cache_misses",
     "jax_compilation_cache_dir": "cache_dir",
+    "jax_persistent_cache_min_compile_time_secs": "persistent_cache_min_compile_time_secs",
     "jax_default_matmul_precision": "default_matmul_precision",
     "jax_disable_jit": "disable_jit",
 }

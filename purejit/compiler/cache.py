@@ -106,6 +106,7 @@ def compile(
     disable_xla_passes: Sequence[str] = (),
     cache_dir: str | None = None,
     host_callbacks: Sequence = (),
+    min_compile_time_s: float = 0.0,
 ):
     """Compile `module`, or load it from the persistent cache when `cache_dir` is set.
 
@@ -118,6 +119,9 @@ def compile(
             compiles without caching.
         host_callbacks: the Python functions of the module's callbacks, by index; given to
             the compiled or loaded executable (they are not part of the key or the entry).
+        min_compile_time_s: a compile faster than this is not written to the cache (JAX's
+            `persistent_cache_min_compile_time_secs`: reading costs a file, and writing a
+            program that compiles in milliseconds saves nothing).
     Returns:
         `(executable, hit)`: a `pjrt.Executable` and whether it came from the cache.
     """
@@ -142,7 +146,10 @@ def compile(
             _touch(path)
             return exe, True
     counters.misses += 1
+    start = time.perf_counter()
     exe = pjrt.compile(module, param_types, result_types, **kw)
+    if time.perf_counter() - start < min_compile_time_s:
+        return exe, False
     try:
         payload = pjrt.serialize_executable(exe, device)
     except Exception as e:  # noqa: BLE001 - a runtime that cannot serialise: just don't cache
@@ -532,3 +539,16 @@ def _decode_records(data) -> list:
         rec.iteration, rec.group = int(iteration), group if group is None else str(group)
         out.append(rec)
     return out
+
+
+def compile_eager(module, param_types, result_types, *, host_callbacks=()):
+    """How an eager primitive compiles (`EvalTrace.compile_program`): through the persistent
+    cache, written only for compiles slower than `persistent_cache_min_compile_time_secs`."""
+    exe, _ = compile(
+        module,
+        param_types,
+        result_types,
+        host_callbacks=host_callbacks,
+        min_compile_time_s=float(config.read("persistent_cache_min_compile_time_secs")),
+    )
+    return exe

@@ -3,6 +3,7 @@ functions. Every function here is a thin wrapper that binds IR ops."""
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -16,11 +17,14 @@ from purejit.lax._lift import (
 )
 from purejit.lax._lift import broadcast_to as _broadcast_to
 from purejit.lax._lift import lift as lift_stacked
+from purejit.ir.ops.elementwise import convert_array
 from purejit.lax.ops import bitcast_convert_type as lax_bitcast
 from purejit.lax.ops import integer_pow as lax_integer_pow
 from purejit.numpy._program import as_program
 from purejit.runtime.array import Array, as_array
-from purejit.tracing import Tracer, bind1
+from purejit.runtime.eager import eval_trace, scalar_like
+from purejit.runtime.eager_fn import eager_function
+from purejit.tracing import Tracer, bind1, current_trace
 
 ArrayLike = object
 
@@ -144,6 +148,10 @@ def promote_args(name: str, *xs, to_inexact: bool = False, numeric: bool = False
     `to_inexact`: integers and booleans become the default float; `numeric`: booleans
     become the default integer (JAX's promote_args_numeric, for arithmetic that has no
     boolean form)."""
+    if len(xs) == 2:
+        pair = _promote_pair(xs[0], xs[1], to_inexact)
+        if pair is not None:
+            return pair
     arrs = [_lift(x) for x in xs]
     dt, weak = pdt.result_type_weak(*[(a.dtype, a.weak_type) for a in arrs])
     if to_inexact and not pdt.is_inexact(dt):
@@ -153,6 +161,41 @@ def promote_args(name: str, *xs, to_inexact: bool = False, numeric: bool = False
     # as in JAX, every operand takes the result's weak flag (i8 + 1.0 -> f32, weak)
     arrs = [convert(a, dt, weak=weak) for a in arrs]
     return broadcast_arrays_named(name, *arrs)
+
+
+_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, pdt.bfloat16))
+_INT32 = (-(2**31), 2**31)
+
+
+def _promote_pair(x, y, to_inexact: bool):
+    """`promote_args` of the two commonest pairs without the dtype lattice (every op of an
+    eager chain pays for it): two arrays of one type, or a strongly typed floating array
+    and a Python float or int (the scalar takes the array's dtype, as in JAX). None for
+    anything else."""
+    xa, ya = (
+        x.__class__ is Array or isinstance(x, Tracer),
+        y.__class__ is Array or isinstance(y, Tracer),
+    )
+    if xa and ya:
+        t = x.aval
+        if t == y.aval and (t.dtype in _FLOATS or (not to_inexact and t.dtype.kind in "iu")):
+            return [x, y]
+        return None
+    arr, scalar = (x, y) if xa else (y, x)
+    if not (xa or ya) or scalar.__class__ not in (float, int):
+        return None
+    t = arr.aval
+    if t.weak_type or t.dtype not in _FLOATS:
+        return None
+    if scalar.__class__ is int and not _INT32[0] <= scalar < _INT32[1]:
+        return None
+    if arr.__class__ is Array and math.prod(t.shape) <= 64 and current_trace() is eval_trace:
+        c = scalar_like(scalar, t.dtype, t.shape)  # eager: one transfer per constant
+    else:
+        c = Array(host=convert_array(np.array(scalar), t.dtype))
+        if t.shape:
+            c = _broadcast_to(c, t.shape)
+    return [arr, c] if xa else [c, arr]
 
 
 def broadcast_shapes(*shapes):
@@ -194,7 +237,7 @@ def _unary(op: str, name: str, *, inexact: bool = False, doc: str = ""):
 
     f.__name__ = name
     f.__doc__ = doc or f"Elementwise {name} (binds IR op `{op}`)."
-    return f
+    return eager_function(f)
 
 
 def _binary(op: str, name: str, *, inexact: bool = False, doc: str = ""):
@@ -204,7 +247,7 @@ def _binary(op: str, name: str, *, inexact: bool = False, doc: str = ""):
 
     f.__name__ = name
     f.__doc__ = doc or f"Elementwise {name} with broadcasting (binds IR op `{op}`)."
-    return f
+    return eager_function(f)
 
 
 sin = _unary("sine", "sin", inexact=True)

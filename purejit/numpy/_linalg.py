@@ -9,6 +9,7 @@ from purejit.lax.ops import dot_general as lax_dot_general
 from purejit.numpy._core import _lift, broadcast_to, convert, multiply, result_type
 from purejit.numpy._core import conj as _conj
 from purejit.numpy._shape import expand_dims, reshape, squeeze, transpose
+from purejit.runtime.eager_fn import eager_function
 
 
 def _promote2(a, b):
@@ -53,6 +54,10 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     bdims = tuple(range(nb))
     out = lax_dot_general(x, y, (((nb + 1,), (nb,)), (bdims, bdims)), **prec)
     return _squeeze_vectors(out, x1, y1)
+
+
+# outside jit, a cached jit of itself dispatched in C++ (as jax.numpy's is)
+matmul = eager_function(matmul)
 
 
 def _squeeze_vectors(out, x1: bool, y1: bool):

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from typing import Callable
 
-from purejit.backend import pjrt, stablehlo
-from purejit.runtime.array import Array, as_array
+from purejit.runtime.array import as_array
 from purejit.runtime.eager import EvalTrace
-from purejit.tracing import current_trace, trace_to_function
-
-_CACHE: dict = {}
+from purejit.runtime.eager_fn import program
+from purejit.tracing import current_trace
 
 
 def as_program(name: str, fn: Callable, args, static: tuple = ()) -> list:
     """`fn(*args)` (a flat list of arrays), compiled as one program when run eagerly.
+
+    The program is an eager program like those of `purejit.numpy`'s functions outside jit
+    (`purejit.runtime.eager_fn`): one least-recently-used table, the eager compile path.
 
     Args:
         name: the program's name (and part of the cache key).
@@ -34,13 +35,8 @@ def as_program(name: str, fn: Callable, args, static: tuple = ()) -> list:
     if not isinstance(current_trace(), EvalTrace):
         return list(fn(*args))
     arrays = [as_array(a) for a in args]
-    key = (name, static, tuple(a.aval for a in arrays))
-    entry = _CACHE.get(key)
-    if entry is None:
-        traced = trace_to_function(lambda *t: list(fn(*t)), [a.aval for a in arrays], name=name)
-        f = traced.fn
-        exe = pjrt.compile(stablehlo.emit(f), f.param_types, f.result_types)
-        entry = _CACHE[key] = (exe, traced.out_avals)
-    exe, out_avals = entry
-    outs = exe.execute_unchecked([a.buffer for a in arrays])
-    return [Array.from_buffer(o, av) for o, av in zip(outs, out_avals)]
+    avals = tuple([a.aval for a in arrays])
+    prog = program(("as_program", name, static, avals), lambda *t: list(fn(*t)), avals, name)
+    if prog is None:  # it closed over a traced value: run it op by op
+        return list(fn(*arrays))
+    return prog.run(arrays)

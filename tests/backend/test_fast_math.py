@@ -16,6 +16,7 @@ import pytest
 import purejit
 import purejit.numpy as pnp
 from purejit.config import config
+from purejit.backend.lowering._fast_math import MIN_ELEMENTS
 from purejit.core import bind1
 
 pytestmark = pytest.mark.skipif(
@@ -80,12 +81,13 @@ SPECIAL = np.array(
 @pytest.mark.parametrize("name", sorted(FUNCS))
 def test_special_values_match_xla(name):
     pj, _, jx = FUNCS[name]
-    got = np.asarray(purejit.jit(pj)(SPECIAL))
-    want = np.asarray(jax.jit(jx)(SPECIAL))
+    x = np.resize(SPECIAL, MIN_ELEMENTS)  # as many as the fast lowering needs
+    got = np.asarray(purejit.jit(pj)(x))
+    want = np.asarray(jax.jit(jx)(x))
     assert got.dtype == want.dtype == np.float32
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     # zeros keep their sign and subnormal arguments come back bit for bit, as in XLA
-    tiny = np.abs(SPECIAL) < 2.0**-12
+    tiny = np.abs(x) < 2.0**-12
     same = tiny if name != "cos" else np.zeros_like(tiny)
     np.testing.assert_array_equal(got[same].view(np.int32), want[same].view(np.int32))
     fin = np.isfinite(want)
@@ -94,7 +96,7 @@ def test_special_values_match_xla(name):
 
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, np.float16])
 def test_narrow_floats_go_through_float32(dtype):
-    x = np.random.default_rng(1).uniform(-300, 300, 4096).astype(dtype)
+    x = np.random.default_rng(1).uniform(-300, 300, MIN_ELEMENTS).astype(dtype)
     x[:4] = np.array([0.0, -0.0, np.inf, np.nan]).astype(dtype)
     fn = purejit.jit(lambda v: tuple(f(v) for f, _, _ in FUNCS.values()))
     want = jax.jit(lambda v: tuple(f(v) for _, _, f in FUNCS.values()))(x)
@@ -115,7 +117,7 @@ def _module(fn, x) -> str:
 
 
 def test_fast_lowering_has_no_xla_calls_and_the_option_restores_them():
-    x = np.ones(8, np.float32)
+    x = np.ones(MIN_ELEMENTS, np.float32)
     text = _module(lambda v: (pnp.sin(v), pnp.cos(v), pnp.tan(v)), x)
     assert "stablehlo.sine" not in text and "stablehlo.cosine" not in text
     assert "stablehlo.tan" not in text
@@ -128,7 +130,7 @@ def test_fast_lowering_has_no_xla_calls_and_the_option_restores_them():
 
 
 def test_impl_xla_on_the_op_keeps_xla_lowering():
-    x = np.linspace(-5, 5, 64, dtype=np.float32)
+    x = np.linspace(-5, 5, MIN_ELEMENTS, dtype=np.float32)
 
     def f(v):
         return bind1("sine", v, impl="xla"), bind1("cosine", v), bind1("tan", v, impl="xla")
@@ -154,6 +156,13 @@ def test_float64_and_complex_keep_xla_lowering():
 
 
 def test_eager_ops_use_the_fast_lowering_too():
-    x = np.array([1e30, -2.5, 3.0], np.float32)
+    x = np.resize(np.array([1e30, -2.5, 3.0], np.float32), MIN_ELEMENTS)
     got = np.asarray(pnp.sin(pnp.asarray(x)))
     assert (ulp_error(got, np.sin(x.astype(np.float64))) <= 1.0).all()
+
+
+def test_small_arrays_keep_xla_lowering():
+    # below MIN_ELEMENTS the polynomial would move the program off the calling thread
+    small = _module(lambda v: pnp.sin(v), np.ones(MIN_ELEMENTS - 1, np.float32))
+    big = _module(lambda v: pnp.sin(v), np.ones(MIN_ELEMENTS, np.float32))
+    assert "stablehlo.sine" in small and "stablehlo.sine" not in big

@@ -1,0 +1,177 @@
+"""NumPy-level functions outside jit as cached jits of themselves, dispatched in C++.
+
+JAX's `jnp.sin` or `jnp.multiply` is itself a jitted function: called outside a trace, it
+goes straight to jaxlib's C++ dispatch, which finds the executable for the arguments'
+signature and runs it with no Python between (`x * 1.01` included: the Python float is an
+argument of the program). `eager_function(f)` gives a purejit.numpy function the same path:
+
+- the function is the C++ dispatcher; outside any trace, on a miss, purejit traces `f` at
+  the arguments' abstract values into one program, compiles it (through the eager compile
+  of `EvalTrace.compile_program`), runs it, and hands C++ the executable for the next calls
+  of that signature;
+- under a trace (its thread's C++ key then makes every call miss), with jit disabled, with
+  keyword arguments, or with an argument that is not an array or a scalar, the miss runs `f`
+  as before (op by op when eager).
+
+The programs live in one least-recently-used table bounded by `config.eager_cache_size`
+(jaxlib's own cache of C++ entries is bounded too).
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import threading
+
+import numpy as np
+
+from purejit import dtypes as pdt
+from purejit.backend import cpp_jit, stablehlo
+from purejit.backend.lowering import callback
+from purejit.config import config
+from purejit.runtime.array import Array, as_array
+from purejit.runtime.eager import _buffer, _from_buffer, _registries, eval_trace
+from purejit.tracing import current_trace, trace_depth, trace_to_function
+
+_SCALARS = (bool, int, float, complex)
+_lock = threading.RLock()
+_programs: collections.OrderedDict = collections.OrderedDict()  # (fn, avals) -> entry
+
+
+class Program:
+    """One compiled eager program: its executable, output avals, and whether C++ may run it
+    (one device, no host callbacks)."""
+
+    __slots__ = ("exe", "out_avals", "fast")
+
+    def __init__(self, exe, out_avals, fast):
+        self.exe, self.out_avals, self.fast = exe, out_avals, fast
+
+    def run(self, arrays) -> list:
+        """The outputs for purejit Arrays `arrays` (host ones are transferred)."""
+        bufs = [a._buf if a._buf is not None else _buffer(a) for a in arrays]
+        outs = self.exe.execute_unchecked(bufs)
+        return [_from_buffer(o, av) for o, av in zip(outs, self.out_avals)]
+
+
+def program(key, fun, avals: tuple, name: str) -> Program | None:
+    """The eager program `fun` (a function of tracers returning a list) traced at `avals`,
+    compiled once per `key` (which names `fun` and everything it depends on besides the
+    avals) and kept in the least-recently-used table; None when `fun` captures a value of
+    an outer trace (it must then run op by op)."""
+    with _lock:
+        prog = _programs.get(key)
+        if prog is not None:
+            _programs.move_to_end(key)
+            return prog
+        traced = trace_to_function(fun, list(avals), name=name)
+        if traced.captures:
+            return None
+        fn = traced.fn
+        callbacks = callback.host_callbacks(fn)
+        eval_trace.compiles += 1
+        exe = eval_trace.compile_program(
+            stablehlo.emit(fn), fn.param_types, fn.result_types, host_callbacks=callbacks
+        )
+        fast = not callbacks and exe.device is not None
+        prog = _programs[key] = Program(exe, tuple(traced.out_avals), fast)
+        bound = max(1, int(config.read("eager_cache_size")))
+        while len(_programs) > bound:
+            _programs.popitem(last=False)
+        return prog
+
+
+class EagerFunction:
+    """`f` (positional arrays and scalars in, one array out) with a C++ dispatcher for its
+    eager calls; `cpp` is None where this jaxlib has no C++ dispatch."""
+
+    def __init__(self, f, name: str):
+        self.f = f
+        self.name = name
+        self.cpp = None
+        if cpp_jit.available():
+            self.cpp = cpp_jit.make(
+                name,
+                f,
+                self._cache_miss,
+                static_argnums=(),
+                static_argnames=(),
+                key=self,
+                registry=_registries().inputs,
+            )
+
+    def _cache_miss(self, *args, **kwargs):
+        if kwargs or current_trace() is not eval_trace or config.jit_disabled:
+            return self.f(*args, **kwargs), None, False
+        arrays = []
+        for a in args:
+            if a.__class__ is Array:
+                arrays.append(a)
+            elif isinstance(a, _SCALARS) or (
+                isinstance(a, (np.ndarray, np.generic)) and pdt.canonicalize(a.dtype) == a.dtype
+            ):
+                arrays.append(as_array(a))
+            else:  # a tracer, a list, an unknown type: `f` decides (and errors name it)
+                return self.f(*args), None, False
+        leaves = cpp_jit.flatten(_registries(), args)[0]  # what C++ saw, before transfers
+        avals = tuple([a.aval for a in arrays])
+        prog = program((self, avals), self._traced, avals, self.name)
+        if prog is None or len(prog.out_avals) != 1:
+            return self.f(*args), None, False
+        (out,) = prog.run(arrays)
+        data = None
+        # only from a thread with no trace at all: a C++ entry kept under the key of a
+        # thread with a trace on its stack would run concrete operands inside a later jit
+        if prog.fast and trace_depth() == 1 and _leaves_fit(leaves, arrays, prog.exe):
+            outs, treedef = cpp_jit.output_treedef(_registries(), out)
+            a = prog.out_avals[0]
+            data = cpp_jit.fastpath_data(
+                prog.exe._exe, prog.exe.device, treedef, outs, [(a.shape, a.dtype, a.weak_type)],
+                len(arrays),
+            )  # fmt: skip
+        return out, data, False
+
+    def _traced(self, *tracers):
+        return [self.f(*tracers)]
+
+
+def _leaves_fit(leaves: list, arrays: list, exe) -> bool:
+    """Whether C++'s view of the arguments (`leaves`) is one value per parameter that its
+    fast path passes as the program expects: a device buffer of the parameter's dtype on
+    the program's device, or a scalar / NumPy value C++ converts to the parameter's type."""
+    if len(leaves) != len(arrays) or cpp_jit.jax_x64() != config.enable_x64:
+        return False
+    device = exe.device
+    for given, arr, want in zip(leaves, arrays, exe.param_types):
+        if given is None:
+            return False
+        if cpp_jit.is_device_buffer_on(given, device):
+            if arr._buf is not given or arr.dtype != want.dtype:
+                return False
+        elif isinstance(given, (np.ndarray, np.generic, *_SCALARS)):
+            if arr.shape != want.shape or arr.dtype != want.dtype:
+                return False
+        else:
+            return False
+    return True
+
+
+def eager_function(f):
+    """`f` with its eager calls dispatched as a cached jit of itself (see the module
+    docstring): jaxlib's C++ dispatcher, named and documented as `f`; `f` itself where
+    there is no C++ dispatch. Under a trace the dispatcher misses and runs `f`."""
+    ef = EagerFunction(f, f.__name__)
+    if ef.cpp is None:
+        return f
+    cpp = functools.update_wrapper(ef.cpp, f)
+    cpp._eager = ef
+    return cpp
+
+
+def clear() -> None:
+    """Drop every eager program (tests; C++ entries go with their dispatchers)."""
+    with _lock:
+        _programs.clear()
+
+
+__all__ = ["EagerFunction", "Program", "clear", "eager_function", "program"]
