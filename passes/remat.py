@@ -113,10 +113,13 @@ def record(rec: Record) -> None:
 @dataclass(frozen=True)
 class Settings:
     """`enabled`: plan at all (False saves every residual, as JAX); `budget`: None for the
-    automatic plan, else the fraction of the save-everything bytes to keep at most."""
+    automatic plan, else the fraction of the save-everything bytes to keep at most;
+    `fused_attention`: attention written by hand is fused before it is differentiated
+    (where the target has the kernel)."""
 
     enabled: bool = True
     budget: float | None = None
+    fused_attention: bool = False
 
     @property
     def mode(self) -> str:

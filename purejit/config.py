@@ -42,6 +42,10 @@ class _Config:
             # automatic plan, or the fraction of the save-everything residual bytes to keep
             "remat": os.environ.get("PUREJIT_REMAT", "1") not in ("0", "false", "False"),
             "remat_budget": None,
+            # attention as one fused kernel where the back end has one (cuDNN flash attention
+            # on NVIDIA GPUs); False keeps the program as written (PUREJIT_FUSED_ATTENTION=0)
+            "fused_attention": os.environ.get("PUREJIT_FUSED_ATTENTION", "1")
+            not in ("0", "false", "False"),
             # how purejit.vmap lowers: "batched" (JAX's), "loop" (a scan over the examples)
             # or "auto" (the faster, measured once per program within vmap_measure_s seconds;
             # 0 measures nothing and "auto" is "batched")

@@ -47,6 +47,9 @@ class JitConfig:
     donate_argnames: frozenset = frozenset()
     in_shardings: Any = None
     out_shardings: Any = None
+    # CompilerOptions -> the pass the default pipeline starts with, or None (the attention
+    # rewrite, which names purejit.nn's softmax rules: the user API passes it in)
+    first_pass: Any = None
 
 
 @dataclass
@@ -261,7 +264,8 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     t1 = time.perf_counter()
     if stats is not None:
         stats.traces += 1
-    pipeline = jc.options.pipeline(jc.passes)
+    first = jc.first_pass(jc.options) if jc.first_pass is not None else None
+    pipeline = jc.options.pipeline(jc.passes, first)
     tail = None
     if jc.options.capability() is None:
         # XLA fuses the flat program and plans its buffers: purejit's own fusion and
