@@ -19,9 +19,9 @@ identity, including the rules `vmap` derives from it); a user's custom softmax n
 from __future__ import annotations
 
 from purejit.backend import pjrt
+from purejit.backend.lowering._util import LOWERINGS
 from purejit.custom_derivatives import _JVPRule
 from purejit.ir import Function
-from purejit.passes.fuse_attention import FuseAttention
 from purejit.transforms.autodiff._core import CUSTOM_RULES
 from purejit.transforms.autodiff.remat import current_settings
 from purejit.transforms.batching.autodiff import _BatchedJVP
@@ -64,7 +64,13 @@ def target_options() -> dict | None:
     return {"max_head_dim": 256 if hopper else 128}
 
 
-def make_pass(enabled: bool, options: dict | None = None) -> FuseAttention | None:
+def op_ready() -> bool:
+    """Whether the `dot_product_attention` op has its lowering (until it does, nothing may
+    produce it)."""
+    return "dot_product_attention" in LOWERINGS
+
+
+def make_pass(enabled: bool, options: dict | None = None):
     """The pass for this process's target, or None when it must not run.
 
     Args:
@@ -72,15 +78,19 @@ def make_pass(enabled: bool, options: dict | None = None) -> FuseAttention | Non
         options: the target's limits (default: `target_options()`); tests pass them to run
             the pass as a GPU compile would.
     """
-    if not enabled:
+    if not enabled or not op_ready():
         return None
     options = target_options() if options is None else options
     if options is None:
         return None
+    # here, not at the top: the pass module registers the attention op, which only exists
+    # in a process once its rules do
+    from purejit.passes.fuse_attention import FuseAttention
+
     return FuseAttention(trusted_rules=softmax_rule_keys(), **options)
 
 
-def jit_pass(compiler_options) -> FuseAttention | None:
+def jit_pass(compiler_options):
     """The pass at the head of a `jit` pipeline with these `CompilerOptions`, or None."""
     return make_pass(compiler_options.attention_enabled())
 

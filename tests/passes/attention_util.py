@@ -3,33 +3,58 @@ compile would (on CPU), and checking the fused program against the written one."
 
 from __future__ import annotations
 
+import sys
+
 import ml_dtypes
 import numpy as np
+import pytest
 
 import purejit
 from purejit import fused_attention
-from purejit.ir import interpret, verify
-from purejit.passes.fuse_attention import FuseAttention
+from purejit.ir import interpret, registry, verify
 
 BF16 = ml_dtypes.bfloat16
 
 
-def traced(f, *shapes, dtype=BF16, seed=0):
-    """`(fn, args)`: `f` traced by `purejit.jit` for random arrays of `shapes`."""
+def traced(f, *shapes, dtype=BF16, seed=0, scale=1.0):
+    """`(fn, args)`: `f` traced by `purejit.jit` for random arrays of `shapes` (normal,
+    times `scale`)."""
     rng = np.random.default_rng(seed)
     args = []
     for s in shapes:
         if isinstance(s, tuple) and s and s[0] == "int":  # ("int", shape, high)
             args.append(rng.integers(0, s[2], s[1]).astype(np.int32))
         else:
-            args.append(rng.standard_normal(s).astype(dtype))
+            args.append((scale * rng.standard_normal(s)).astype(dtype))
     j = purejit.jit(f)
     fn = j.trace_signature(j.signature(args, {}, shapes_only=True))
     return fn, args
 
 
+_OPS = ("dot_product_attention", "dot_product_attention_lin", "dot_product_attention_bwd")
+_MODULES = ("purejit.passes.fuse_attention", "purejit.passes._attention_match")
+
+
+@pytest.fixture(scope="module")
+def attention_op():
+    """The attention op registered for one test module. Until `purejit.ir` imports the op
+    (with every rule), it exists only while these tests run, so the completeness tests of
+    other modules in the same process never see it."""
+    before = _OPS[0] in registry.all_ops()
+    import purejit.passes.fuse_attention  # noqa: F401  (registers the op)
+
+    yield
+    if not before:
+        for name in _OPS:
+            registry._REGISTRY.pop(name, None)
+        for mod in (*_MODULES, "purejit.ir.ops.attention"):
+            sys.modules.pop(mod, None)
+
+
 def fuse(fn, **options):
     """The pass with purejit.nn.softmax's rules trusted (Hopper limits by default)."""
+    from purejit.passes.fuse_attention import FuseAttention
+
     return FuseAttention(trusted_rules=fused_attention.softmax_rule_keys(), **options)(fn)
 
 
@@ -37,10 +62,10 @@ def attention_ops(fn) -> list:
     return [op for op in fn.walk() if op.name == "dot_product_attention"]
 
 
-def assert_fused(f, *shapes, mask="causal", n=1, tol=2e-2, dtype=BF16, **options):
+def assert_fused(f, *shapes, mask="causal", n=1, tol=2e-2, dtype=BF16, scale=1.0, **options):
     """`f` fuses into `n` attention ops with `mask`, and the interpreter gives the written
     program's numbers within bf16 attention tolerance. Returns the pass result."""
-    fn, args = traced(f, *shapes, dtype=dtype)
+    fn, args = traced(f, *shapes, dtype=dtype, scale=scale)
     res = fuse(fn, **options)
     assert res.changed, res.report
     verify(res.fn)
