@@ -13,7 +13,7 @@ exactly as it was and the report says why.
 - Constants: the scale (on the logits, on q or on k, multiplied or divided) is a positive
   constant; a mask is a constant (its ops read no parameter) evaluated on the host, the
   conjunction of every mask equals the causal pattern s <= t (or is all true) exactly, and
-  the fill of masked logits is -inf or at most -1e4 (so masked weights are exactly 0 in the
+  the fill of masked logits is -inf or at most -1e3 (so masked weights are exactly 0 in the
   written program too: a causal row always keeps its diagonal, so no row is blank). A
   data-dependent mask is refused: a blank row gives uniform weights in the written program.
 - Target (options): q, k, v share one of `dtypes`, head dims are multiples of 8 and at most
@@ -45,7 +45,7 @@ from purejit.passes._attention_match import (
 from purejit.passes.base import PassResult
 from purejit.passes.dce import DCE
 
-MASK_FILL_MAX = -1e4  # a fill at or below this makes exp(fill - max) exactly 0
+MASK_FILL_MAX = -1e3  # exp(fill - max) is exactly 0 unless a whole row lies below fill + 88
 HOST_MASK_LIMIT = 1 << 22  # elements of a constant mask evaluated on the host
 
 

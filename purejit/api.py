@@ -90,7 +90,7 @@ class Jitted:
             donate_argnames,
             in_shardings,
             out_shardings,
-            fused_attention.jit_pass,
+            fused_attention,
         )
         self.stats = CacheStats(
             name=self.__name__, warn_after=recompile_warn_after, raise_on_churn=recompile_raise

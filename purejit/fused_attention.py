@@ -18,6 +18,9 @@ identity, including the rules `vmap` derives from it); a user's custom softmax n
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 from purejit.backend import pjrt
 from purejit.backend.lowering._util import LOWERINGS
 from purejit.custom_derivatives import _JVPRule
@@ -95,6 +98,22 @@ def jit_pass(compiler_options):
     return make_pass(compiler_options.attention_enabled())
 
 
+_local = threading.local()  # the report lists of the jit traces in progress on this thread
+
+
+@contextlib.contextmanager
+def collecting():
+    """Collect what the rewrite does inside differentiations traced in this block: one
+    entry per fusion or refusal, `{"where": "grad", "fused" or "refused": ..., "loc"}`."""
+    stack = _local.__dict__.setdefault("stack", [])
+    out: list = []
+    stack.append(out)
+    try:
+        yield out
+    finally:
+        stack.remove(out)
+
+
 def fuse_for_grad(fn: Function) -> Function:
     """`fn` (a program about to be linearized) with its attention fused, when the enclosing
     `jit`'s options allow it; eager differentiation is left as written."""
@@ -102,4 +121,15 @@ def fuse_for_grad(fn: Function) -> Function:
     p = make_pass(bool(getattr(s, "fused_attention", False)))
     if p is None:
         return fn
-    return p(fn).fn
+    res = p(fn)
+    stack = _local.__dict__.get("stack")
+    if stack:
+        stack[-1].extend(report_entries(res.report, "grad"))
+    return res.fn
+
+
+def report_entries(report: dict, where: str) -> list[dict]:
+    """The pass's report as `explain` lists it: one entry per fusion or refusal."""
+    out = [{"where": where, "fused": True, **e} for e in report.get("fused", [])]
+    out += [{"where": where, "fused": False, **e} for e in report.get("refused", [])]
+    return out

@@ -47,9 +47,10 @@ class JitConfig:
     donate_argnames: frozenset = frozenset()
     in_shardings: Any = None
     out_shardings: Any = None
-    # CompilerOptions -> the pass the default pipeline starts with, or None (the attention
-    # rewrite, which names purejit.nn's softmax rules: the user API passes it in)
-    first_pass: Any = None
+    # the attention rewrite (`purejit.fused_attention`: it names purejit.nn's softmax rules,
+    # so the user API passes it in): `jit_pass(options)` heads the default pipeline and
+    # `collecting()` gathers what it does inside differentiations
+    attention: Any = None
 
 
 @dataclass
@@ -76,6 +77,7 @@ class Lowered:
     xla_disable_passes: tuple = ()  # XLA passes off when purejit's fusion groups are kernels
     tail: Any = None  # the deferred reporting passes (a Pipeline), if any
     residuals: list = field(default_factory=list)  # purejit.passes.remat.Record per grad
+    attention: list = field(default_factory=list)  # attention fused/refused under grad
     _done: tuple | None = field(default=None, init=False, repr=False)  # (fn, records)
 
     def _complete(self) -> tuple:
@@ -259,12 +261,13 @@ def lower(jc: JitConfig, sig: CallSignature, stats=None) -> Lowered:
 
 def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     t0 = time.perf_counter()
-    with remat.collecting() as residuals:  # what each differentiation saved, for explain
+    attention = jc.attention.collecting() if jc.attention else contextlib.nullcontext([])
+    with remat.collecting() as residuals, attention as fused:  # for explain
         traced, out_tree = trace(jc, sig)
     t1 = time.perf_counter()
     if stats is not None:
         stats.traces += 1
-    first = jc.first_pass(jc.options) if jc.first_pass is not None else None
+    first = jc.attention.jit_pass(jc.options) if jc.attention is not None else None
     pipeline = jc.options.pipeline(jc.passes, first)
     tail = None
     if jc.options.capability() is None:
@@ -304,6 +307,7 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         tail,
     )
     lowered.residuals = residuals
+    lowered.attention = list(fused)
     return lowered
 
 

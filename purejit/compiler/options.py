@@ -109,7 +109,11 @@ class CompilerOptions:
         budget = self.remat_budget
         if budget is None:
             budget = check_budget(config.read("remat_budget"), "purejit.config")
-        return Settings(bool(enabled), budget, self.attention_enabled())
+        # XLA's CPU compiler drops optimization barriers before its last CSE (unless its
+        # cse_barrier_expander pass is switched off)
+        flags = os.environ.get("XLA_FLAGS", "")
+        barriers = pjrt.platform() != "cpu" or "cse_barrier_expander" in flags
+        return Settings(bool(enabled), budget, self.attention_enabled(), barriers)
 
     def capability(self):
         """The back end's fusion capability when `fusion="purejit"`, else None."""
