@@ -27,6 +27,8 @@ TRAIT_DOCS: dict[str, str] = {
     "collective": "communicates between devices: every device runs it, in the same order",
     "per_device": "its result depends on which device runs it (SPMD programs only)",
     "side_effect": "has an effect besides its results: always kept, never reordered",
+    "saved": "expensive, with results the backward pass reads (fused attention): remat saves "
+    "them and never recomputes the op, whatever the budget",
     "approximate": "XLA computes it with its own approximation (transcendental functions): "
     "the NumPy reference can differ in the last bits, so constant folding leaves it to XLA "
     "and a program gives the same numbers whether its inputs are constants or arguments",

@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from purejit.ir import Function, Op, Value
+from purejit.ir.ops.attention import BWD, FWD, LIN, attention_flops
+
+# ops whose arithmetic has its own formula, one rule per op
+FLOPS_RULES = {FWD: attention_flops, LIN: attention_flops, BWD: attention_flops}
 
 
 def is_cheap_elementwise(op: Op) -> bool:
@@ -45,6 +49,9 @@ def eager_bytes(op: Op) -> int:
 
 def flops(op: Op) -> int:
     """Arithmetic operations (an estimate in XLA's sense: one per element per op)."""
+    rule = FLOPS_RULES.get(op.name)
+    if rule is not None:
+        return rule(op)
     if op.has_trait("fusion") or op.has_trait("control_flow"):
         return sum(flops(inner) for r in op.regions for inner in r.ops)
     if op.has_trait("contraction"):

@@ -172,9 +172,10 @@ def recomputable(op: Op) -> bool:
 
 
 def _may_recompute(op: Op) -> bool:
-    """Ops a budget may recompute too: anything without effects, loops or device identity."""
+    """Ops a budget may recompute too: anything without effects, loops, device identity or
+    results that are saved by design (`saved`: fused attention's output and statistics)."""
     t = op.opdef.traits
-    return not has_effect(op) and "control_flow" not in t and "per_device" not in t
+    return not has_effect(op) and not t & {"control_flow", "per_device", "saved"}
 
 
 @dataclass

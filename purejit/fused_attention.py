@@ -21,10 +21,10 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from purejit.backend import pjrt
-from purejit.backend.lowering._util import LOWERINGS
+from purejit.backend import cudnn_fmha
 from purejit.custom_derivatives import _JVPRule
 from purejit.ir import Function
+from purejit.passes.fuse_attention import FuseAttention
 from purejit.transforms.autodiff._core import CUSTOM_RULES
 from purejit.transforms.autodiff.remat import current_settings
 from purejit.transforms.batching.autodiff import _BatchedJVP
@@ -57,23 +57,20 @@ def softmax_rule_keys() -> tuple[str, ...]:
 
 
 def target_options() -> dict | None:
-    """The pass's limits for the default device, or None where no fused kernel exists."""
-    if not pjrt.is_gpu() or pjrt.platform() == "rocm":
+    """The pass's limits for the default device (JAX's flash-attention checks: head dims up
+    to 256 on Hopper and later, 128 before; a v head dim of its own from cuDNN 9.10 on
+    Hopper), or None where no fused kernel exists (no CUDA device with cuDNN)."""
+    tgt = cudnn_fmha.target(None)
+    if tgt is None:
         return None
-    cc = getattr(pjrt.default_device(), "compute_capability", None)
-    if cc is None:
-        return None
-    hopper = tuple(int(x) for x in str(cc).split(".")[:2]) >= (9, 0)
-    return {"max_head_dim": 256 if hopper else 128}
+    hopper = tgt.compute_capability >= (9, 0)
+    return {
+        "max_head_dim": 256 if hopper else 128,
+        "distinct_v_head_dim": hopper and tgt.cudnn_version >= 91000,
+    }
 
 
-def op_ready() -> bool:
-    """Whether the `dot_product_attention` op has its lowering (until it does, nothing may
-    produce it)."""
-    return "dot_product_attention" in LOWERINGS
-
-
-def make_pass(enabled: bool, options: dict | None = None):
+def make_pass(enabled: bool, options: dict | None = None) -> FuseAttention | None:
     """The pass for this process's target, or None when it must not run.
 
     Args:
@@ -81,19 +78,15 @@ def make_pass(enabled: bool, options: dict | None = None):
         options: the target's limits (default: `target_options()`); tests pass them to run
             the pass as a GPU compile would.
     """
-    if not enabled or not op_ready():
+    if not enabled:
         return None
     options = target_options() if options is None else options
     if options is None:
         return None
-    # here, not at the top: the pass module registers the attention op, which only exists
-    # in a process once its rules do
-    from purejit.passes.fuse_attention import FuseAttention
-
     return FuseAttention(trusted_rules=softmax_rule_keys(), **options)
 
 
-def jit_pass(compiler_options):
+def jit_pass(compiler_options) -> FuseAttention | None:
     """The pass at the head of a `jit` pipeline with these `CompilerOptions`, or None."""
     return make_pass(compiler_options.attention_enabled())
 

@@ -339,6 +339,17 @@ def attention_grads(args, attrs, d_out, acc=None):
     return dq, dk, dv, dbias
 
 
+def attention_flops(op) -> int:
+    """Multiply-adds x 2 of the family's matmuls (a causal mask counts half the T x S pairs):
+    forward q kᵀ and p v; backward those again and three more (dv, dp, dq, dk)."""
+    q, v = op.operands[0].type, op.operands[2].type
+    b, t, n, h = q.shape
+    s, hv = v.shape[1], v.shape[3]
+    pairs = b * n * t * s * (0.5 if op.attrs["mask"] in ("causal", "padding_causal") else 1)
+    per_pair = {FWD: h + hv, LIN: 2 * (h + hv), BWD: 2 * h + 2 * hv + h}[op.name]
+    return int(2 * pairs * per_pair)
+
+
 def _fwd_ref(args, attrs, regions, run):
     return attention_reference(args, attrs)
 
@@ -374,7 +385,7 @@ def _bwd_ref(args, attrs, regions, run):
 
 
 _DOC = "dot_product_attention(q, k, v[, bias][, q_lens, kv_lens]) {scale, mask, window, ...}"
-register(OpDef(FWD, _fwd_infer, _fwd_ref, frozenset({"pure"}), attrs=ATTRS, doc=_DOC))
+register(OpDef(FWD, _fwd_infer, _fwd_ref, frozenset({"pure", "saved"}), attrs=ATTRS, doc=_DOC))
 register(
     OpDef(
         LIN,

@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from purejit.backend import fusion
+from purejit.backend import cudnn_fmha, fusion, pjrt, stablehlo
 from purejit.backend.lowering import callback
 from purejit.compiler import cache as compile_cache
 from purejit.compiler import donation as dn
@@ -133,13 +134,7 @@ class Lowered:
         elif self.xla_disable_passes:  # purejit's fusion groups as kernels
             exe, hit = fusion.compile_realised(self, compile_cache.compile)
         else:
-            exe, hit = compile_cache.compile(
-                self.module,
-                self.emitted.param_types,
-                self.emitted.result_types,
-                device=device,
-                host_callbacks=callback.host_callbacks(self.emitted),
-            )
+            exe, hit = self._compile_one_device(device)
         seconds = time.perf_counter() - t0
         self.timings["cache_load" if hit else "xla_compile"] = seconds
         if not hit:
@@ -151,8 +146,41 @@ class Lowered:
         compiled.cache_hit = hit
         return compiled
 
+    def _compile_one_device(self, device):
+        def compile_module():
+            return compile_cache.compile(
+                self.module,
+                self.emitted.param_types,
+                self.emitted.result_types,
+                device=device,
+                host_callbacks=callback.host_callbacks(self.emitted),
+            )
+
+        calls = getattr(self, "attention_calls", None)
+        try:
+            return compile_module()
+        except Exception as e:  # noqa: BLE001 - XLA's refusal, whatever its type
+            if calls is None or not calls.calls:
+                raise
+            # XLA refused a module with cuDNN attention: decompose the kinds it refuses alone
+            probe = lambda text, ins, outs: pjrt.compile(text, ins, outs, device=device)  # noqa: E731
+            if not cudnn_fmha.recover(calls, e, stablehlo.emit, probe):
+                raise
+            with cudnn_fmha.emission(enabled=calls.enabled, platform=calls.platform,
+                                     target=calls.target):  # fmt: skip
+                self.module = self.reemit()
+            return compile_module()
+
 
 logger = logging.getLogger("purejit")
+
+
+def _attention_injection() -> dict:
+    """The fault-injection switch of fused attention (`PUREJIT_ATTENTION_INJECT_CUDA=1`,
+    tests only): cuDNN calls are emitted on any device (XLA then refuses them on a CPU)."""
+    if os.environ.get("PUREJIT_ATTENTION_INJECT_CUDA", "") not in ("1", "true"):
+        return {}
+    return {"platform": "cuda", "target": cudnn_fmha.Target(90800, (9, 0), "injected")}
 
 
 def log_slow_compile(name: str, seconds: float, cacheable: bool) -> bool:
@@ -262,7 +290,7 @@ def lower(jc: JitConfig, sig: CallSignature, stats=None) -> Lowered:
 def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     t0 = time.perf_counter()
     attention = jc.attention.collecting() if jc.attention else contextlib.nullcontext([])
-    with remat.collecting() as residuals, attention as fused:  # for explain
+    with remat.collecting() as residuals, attention as fused_reports:  # for explain
         traced, out_tree = trace(jc, sig)
     t1 = time.perf_counter()
     if stats is not None:
@@ -284,10 +312,13 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         records, tail = records + more[1:], None
     arg_attrs = donation.arg_attrs() if donation else None
     xla_off = ()
-    if layout is not None:
-        module = layout.emit(fn, arg_attrs=arg_attrs)
-    else:  # the compiler options decide how fusion groups reach XLA
-        module, xla_off = jc.options.emit(fn, arg_attrs=arg_attrs)
+    # fused attention follows the compiler option (purejit.config's when not given)
+    fused = getattr(jc.options, "fused_attention", None)
+    with cudnn_fmha.emission(enabled=fused, **_attention_injection()) as attention_calls:
+        if layout is not None:
+            module = layout.emit(fn, arg_attrs=arg_attrs)
+        else:  # the compiler options decide how fusion groups reach XLA
+            module, xla_off = jc.options.emit(fn, arg_attrs=arg_attrs)
     t3 = time.perf_counter()
     lowered = Lowered(
         jc.name,
@@ -307,7 +338,9 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         tail,
     )
     lowered.residuals = residuals
-    lowered.attention = list(fused)
+    lowered.attention = list(fused_reports)
+    lowered.attention_calls = attention_calls
+    lowered.reemit = lambda: jc.options.emit(fn, arg_attrs=arg_attrs)[0]
     return lowered
 
 

@@ -398,3 +398,6 @@ def avg_pool(inputs, window_shape, strides=None, padding="VALID", count_include_
 
 __all__ += ["avg_pool", "max_pool", "min_pool"]
 from purejit.nn import initializers  # noqa: E402, F401  (jax.nn.initializers)
+from purejit.nn.attention import dot_product_attention  # noqa: E402  (jax.nn's)
+
+__all__ += ["dot_product_attention"]

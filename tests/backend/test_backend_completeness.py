@@ -261,6 +261,27 @@ def _search(name: str):
     return None
 
 
+# the attention family (ir/ops/attention.py): grouped-query heads, a bias, padding
+_ATTN = 'scale=0.5, mask="padding_causal", window=none, has_bias=true, has_seq_lengths=true, return_stats=false'
+TEXT_EXAMPLES.update({
+    "dot_product_attention": f"""
+func @f(%0: f32[2,4,4,8], %1: f32[2,4,2,8], %2: f32[2,4,2,8], %3: f32[1,4,4,4], %4: s32[2], %5: s32[2]) -> (f32[2,4,4,8]) {{
+  %6 = dot_product_attention(%0, %1, %2, %3, %4, %5) {{{_ATTN}}} : (f32[2,4,4,8])
+  return %6
+}}""",
+    "dot_product_attention_lin": f"""
+func @f(%0: f32[2,4,4,8], %1: f32[2,4,2,8], %2: f32[2,4,2,8], %3: f32[1,4,4,4], %4: s32[2], %5: s32[2], %6: f32[2,4,4,8], %7: f32[2,4,4], %8: f32[1,4,4,4]) -> (f32[2,4,4,8]) {{
+  %9 = dot_product_attention_lin(%0, %1, %2, %3, %4, %5, %6, %7, %0, %1, %2, %8) {{{_ATTN}, bias_tangent=true}} : (f32[2,4,4,8])
+  return %9
+}}""",
+    "dot_product_attention_bwd": f"""
+func @f(%0: f32[2,4,4,8], %1: f32[2,4,2,8], %2: f32[2,4,2,8], %3: f32[1,4,4,4], %4: s32[2], %5: s32[2], %6: f32[2,4,4,8], %7: f32[2,4,4]) -> (f32[2,4,4,8], f32[2,4,2,8], f32[2,4,2,8], f32[1,4,4,4]) {{
+  %8, %9, %10, %11 = dot_product_attention_bwd(%0, %1, %2, %3, %4, %5, %6, %7, %6) {{{_ATTN}, bias_grad=true}} : (f32[2,4,4,8], f32[2,4,2,8], f32[2,4,2,8], f32[1,4,4,4])
+  return %8, %9, %10, %11
+}}""",
+})  # fmt: skip
+
+
 def example(name: str):
     """One verified function using op `name`, or None."""
     if name in _CASES:

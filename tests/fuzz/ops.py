@@ -782,6 +782,10 @@ NOT_GENERATED = {
     "partition_id": "axis_index: needs shard_map",
     "real": "complex dtypes are not generated",
     "imag": "complex dtypes are not generated",
+    "dot_product_attention_lin": "made by differentiating dot_product_attention (forward "
+    "mode); tests/nn/test_attention.py checks it against JAX",
+    "dot_product_attention_bwd": "made by differentiating dot_product_attention (reverse "
+    "mode); tests/nn/test_attention.py checks it against JAX",
 }
 
 
@@ -848,6 +852,27 @@ _add(
             "stride": draw("conv_stride", [1, 2]),
             "padding": draw("conv_padding", ["SAME", "VALID"]),
         },
+        tags=("needs_rank1",),
+    )
+)
+
+
+def _attention(L, p, x):
+    """x (rank 1, n values) as one head of q [1, n, 1, 1], attending to itself reversed."""
+    q = L.lax.reshape(x, (1, x.size, 1, 1))
+    k = L.lax.rev(q, (1,))
+    out = L.nn.dot_product_attention(q, k, q, scale=0.5, is_causal=p["causal"])
+    return L.lax.reshape(out, (x.size,))
+
+
+_add(
+    Spec(
+        "dot_product_attention",
+        ("dot_product_attention",),
+        1,
+        "f",
+        _attention,
+        params=lambda draw, t: {"causal": draw("attention_causal", [False, True])},
         tags=("needs_rank1",),
     )
 )

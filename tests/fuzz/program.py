@@ -37,6 +37,7 @@ class Lib:
         self.lax, self.np, self.linalg = lax, np_, linalg
         self.checkpoint_name = checkpoint_name
         self.random = top.random
+        self.nn = top.nn
         for name in ("vmap", "grad", "checkpoint", "custom_jvp", "custom_vjp", "pure_callback"):
             setattr(self, name, getattr(top, name))
         self.ShapeDtypeStruct = top.ShapeDtypeStruct

@@ -3,15 +3,13 @@ compile would (on CPU), and checking the fused program against the written one."
 
 from __future__ import annotations
 
-import sys
-
 import ml_dtypes
 import numpy as np
-import pytest
 
 import purejit
 from purejit import fused_attention
-from purejit.ir import interpret, registry, verify
+from purejit.ir import interpret, verify
+from purejit.passes.fuse_attention import FuseAttention
 
 BF16 = ml_dtypes.bfloat16
 
@@ -31,30 +29,8 @@ def traced(f, *shapes, dtype=BF16, seed=0, scale=1.0):
     return fn, args
 
 
-_OPS = ("dot_product_attention", "dot_product_attention_lin", "dot_product_attention_bwd")
-_MODULES = ("purejit.passes.fuse_attention", "purejit.passes._attention_match")
-
-
-@pytest.fixture(scope="module")
-def attention_op():
-    """The attention op registered for one test module. Until `purejit.ir` imports the op
-    (with every rule), it exists only while these tests run, so the completeness tests of
-    other modules in the same process never see it."""
-    before = _OPS[0] in registry.all_ops()
-    import purejit.passes.fuse_attention  # noqa: F401  (registers the op)
-
-    yield
-    if not before:
-        for name in _OPS:
-            registry._REGISTRY.pop(name, None)
-        for mod in (*_MODULES, "purejit.ir.ops.attention"):
-            sys.modules.pop(mod, None)
-
-
 def fuse(fn, **options):
     """The pass with purejit.nn.softmax's rules trusted (Hopper limits by default)."""
-    from purejit.passes.fuse_attention import FuseAttention
-
     return FuseAttention(trusted_rules=fused_attention.softmax_rule_keys(), **options)(fn)
 
 

@@ -11,17 +11,14 @@ import purejit.numpy as jnp
 from purejit import lax, nn
 from purejit.ir import parse, print_function, verify
 
-from tests.passes.attention_util import (  # noqa: F401  (attention_op: a fixture)
+from tests.passes.attention_util import (
     BF16,
-    attention_op,
     assert_fused,
     assert_refused,
     attention_ops,
     fuse,
     traced,
 )
-
-pytestmark = pytest.mark.usefixtures("attention_op")
 
 B, T, N, H = 2, 8, 4, 16
 Q = (B, T, N, H)

@@ -13,14 +13,10 @@ import purejit
 import purejit.numpy as jnp
 from purejit import lax, nn
 
-from tests.passes.attention_util import (  # noqa: F401  (attention_op: a fixture)
-    BF16,
+from tests.passes.attention_util import (
     assert_fused,
-    attention_op,
     attention_ops,
 )
-
-pytestmark = pytest.mark.usefixtures("attention_op")
 
 B, T, D, N, H = 2, 8, 32, 4, 8
 X = (B, T, D)

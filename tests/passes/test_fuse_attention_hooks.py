@@ -9,9 +9,10 @@ import pytest
 import purejit
 import purejit.numpy as jnp
 from purejit import fused_attention, nn
+from purejit.compiler.explain import explain_lowered
 from purejit.compiler.options import CompilerOptions
 
-from tests.passes.attention_util import BF16, attention_op  # noqa: F401  (a fixture)
+from tests.passes.attention_util import BF16
 
 
 def attn(q, k, v):
@@ -49,9 +50,7 @@ def test_cpu_runs_no_rewrite_and_results_are_unchanged():
     np.testing.assert_array_equal(np.asarray(g_on), np.asarray(g_off))
 
 
-@pytest.mark.usefixtures("attention_op")
 def test_a_gpu_target_heads_the_pipeline_with_the_pass(monkeypatch):
-    monkeypatch.setattr(fused_attention, "op_ready", lambda: True)
     monkeypatch.setattr(fused_attention, "target_options", lambda: {"max_head_dim": 128})
     opts = CompilerOptions.parse({})
     p = fused_attention.jit_pass(opts)
@@ -78,3 +77,36 @@ def test_only_purejits_softmax_rules_are_trusted():
     keys = [op.attrs["rule"] for op in fn.ops if op.name == "custom_jvp_call"]
     trusted = fused_attention.softmax_rule_keys()
     assert [k in trusted for k in keys] == [False, True, True]
+
+
+def _loss(q, k, v):
+    return (attn(q, k, v).astype(jnp.float32) ** 2).mean()
+
+
+def test_grad_differentiates_the_fused_op_as_a_gpu_compile_would(monkeypatch):
+    # the op lowers to its decomposed program off-GPU, so the whole path runs on CPU
+    monkeypatch.setattr(fused_attention, "target_options", lambda: {"max_head_dim": 256})
+    args = _args()
+    f = purejit.jit(purejit.value_and_grad(_loss, argnums=(0, 1, 2)))
+    lowered = f.lower(*args)
+    names = [op.name for op in lowered.traced.walk()]
+    assert "dot_product_attention" in names, "fused before linearize"
+    assert "custom_jvp_call" not in names
+    entries = lowered.attention
+    assert [(e["where"], e["fused"], e["mask"]) for e in entries] == [("grad", True, "causal")]
+    compiled = lowered.compile()
+    text = str(explain_lowered(lowered, compiled=compiled))
+    assert "fused    " in text and "under grad" in text
+    value, grads = compiled(*args)
+    off = purejit.jit(
+        purejit.value_and_grad(_loss, argnums=(0, 1, 2)),
+        compiler_options={"fused_attention": False},
+    )
+    v0, g0 = off(*args)
+    np.testing.assert_allclose(float(value), float(v0), rtol=2e-2)
+    for a, b in zip(grads, g0):
+        a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+        np.testing.assert_allclose(a32, b32, atol=2e-2 * np.abs(b32).max(), rtol=2e-2)
+    # forward-only programs: the jit pipeline's own run
+    fwd = purejit.jit(attn).lower(*args)
+    assert fwd.records[1].name == "fuse_attention" and fwd.records[1].changed

@@ -22,6 +22,7 @@ from purejit.transforms.autodiff import (  # noqa: F401  (registers the rules)
     reduce,
     shape,
     sort,
+    attention,
 )
 from purejit.transforms.autodiff._core import (
     JVP_RULES,

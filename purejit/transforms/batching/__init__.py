@@ -22,6 +22,7 @@ from purejit.transforms.batching.core import (
     reduce_batch,
 )
 from purejit.transforms.batching import (  # noqa: F401  (each registers its family's rules)
+    attention,
     autodiff,
     callback,
     collective,
