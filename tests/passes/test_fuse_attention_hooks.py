@@ -110,3 +110,25 @@ def test_grad_differentiates_the_fused_op_as_a_gpu_compile_would(monkeypatch):
     # forward-only programs: the jit pipeline's own run
     fwd = purejit.jit(attn).lower(*args)
     assert fwd.records[1].name == "fuse_attention" and fwd.records[1].changed
+
+
+def test_grad_of_attention_inside_scan_fuses_in_the_loop_body(monkeypatch):
+    monkeypatch.setattr(fused_attention, "target_options", lambda: {"max_head_dim": 256})
+
+    def loss(q, k, v):
+        def body(x, _):
+            return attn(x, k, v), None
+
+        out = purejit.lax.scan(body, q, None, length=2)[0]
+        return (out.astype(jnp.float32) ** 2).mean()
+
+    args = _args()
+    on = purejit.jit(purejit.grad(loss, argnums=(0, 1, 2)))
+    lowered = on.lower(*args)
+    assert [e["fused"] for e in lowered.attention] == [True]
+    off = purejit.jit(
+        purejit.grad(loss, argnums=(0, 1, 2)), compiler_options={"fused_attention": False}
+    )
+    for a, b in zip(on(*args), off(*args)):
+        a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
+        np.testing.assert_allclose(a32, b32, atol=3e-2 * np.abs(b32).max(), rtol=3e-2)
