@@ -58,12 +58,15 @@ class FuseAttention:
         dtypes: dtype names q, k and v may have.
         max_head_dim: the largest head dimension (256 on Hopper, 128 before).
         distinct_v_head_dim: whether v's head dim may differ from q's (cuDNN >= 9.10).
+        window: whether a causal sliding window (keys t - left .. t) may be fused (cuDNN
+            >= 9.2).
     """
 
     trusted_rules: frozenset = frozenset()
     dtypes: tuple = ("bfloat16", "float16")
     max_head_dim: int = 256
     distinct_v_head_dim: bool = False
+    window: bool = True
     name: str = "fuse_attention"
 
     def __call__(self, fn: Function) -> PassResult:
@@ -137,12 +140,14 @@ class FuseAttention:
                               f"{self.max_head_dim}")  # fmt: skip
         if h != hv and not self.distinct_v_head_dim:
             raise Refused(f"q/k head dim {h} differs from v's {hv} (needs cuDNN >= 9.10)")
+        keep, window = keep if isinstance(keep, tuple) else (keep, None)
         if keep == "causal" and sizes[t] > sizes[m.s_label]:
             raise Refused("causal with more queries than keys: the fused kernel aligns the "
                           "mask differently")  # fmt: skip
         if bias is not None and (sizes[t] % 2 or sizes[m.s_label] % 2):
             raise Refused("a bias needs even query and key lengths for the fused backward")
-        return {"scale": scale, "bias": bias, "mask": keep, "t": t, "g": g_label, **layout}
+        out = {"scale": scale, "bias": bias, "mask": keep, "window": window, "t": t}
+        return {**out, "g": g_label, **layout}
 
     def _logit_steps(self, g: Graph, m: Match):
         """Scale, bias and masks on the way from the logits to the softmax, in order."""
@@ -203,8 +208,9 @@ class FuseAttention:
             return None  # a constant bias, not a mask
         return {"array": ~blocked, "labels": lab, "fill": -np.inf}
 
-    def _mask_kind(self, g: Graph, m: Match, masks: list, t: str) -> str:
-        """ "causal" or "none" when the masks together are exactly that, on the host."""
+    def _mask_kind(self, g: Graph, m: Match, masks: list, t: str):
+        """ "causal", "none" or ("causal", (left, 0)) (a sliding window: keys t - left to t)
+        when the masks together are exactly that, on the host."""
         sizes = _label_sizes(m)
         T, S = sizes[t], sizes[m.s_label]
         keep = np.ones((T, S), bool)
@@ -219,8 +225,14 @@ class FuseAttention:
             keep &= _plane(arr, lab, t, m.s_label, T, S)
         if keep.all():
             return "none"
-        if np.array_equal(keep, np.tril(np.ones((T, S), bool))):
+        causal = np.tril(np.ones((T, S), bool))
+        if np.array_equal(keep, causal):
             return "causal"
+        ti, si = np.indices((T, S))
+        if self.window and keep[causal].any():
+            left = int((ti - si)[keep].max())
+            if np.array_equal(keep, causal & (si >= ti - left)):
+                return ("causal", (left, 0))
         raise Refused(
             "the constant mask is not the causal pattern s <= t aligned at the top left "
             "(e.g. tril(k=1) or a bottom-right aligned mask)"
@@ -265,7 +277,8 @@ class FuseAttention:
             new_ops += emitted
             subst[op.results[0]] = result
             matched.append({
-                "mask": p["mask"], "scale": p["scale"], "bias": p["bias"] is not None,
+                "mask": p["mask"] if p["window"] is None else f"{p['mask']} window {p['window']}",
+                "scale": p["scale"], "bias": p["bias"] is not None,
                 "grouped": m.k.repeat is not None or p["g"] is not None,
                 "loc": m.softmax.loc or op.loc or "",
             })  # fmt: skip
@@ -386,7 +399,9 @@ def _emit(m: Match, p: dict, subst: dict):
         bv = subst.get(bv, bv)
         order = b_grp + n_grp + ([g_label] if g_label else []) + [t, s]
         bias = _arrange(bv, blab, order, (B, NK * G, sizes[t], sizes[s]), loc, out)
-    op = make_attention_op(q, k, v, scale=p["scale"], mask=p["mask"], bias=bias, loc=loc)
+    op = make_attention_op(
+        q, k, v, scale=p["scale"], mask=p["mask"], window=p["window"], bias=bias, loc=loc
+    )
     out.append(op)
     r = op.results[0]
     full = b_grp + [t] + n_grp + ([g_label] if g_label else []) + ["hv"]

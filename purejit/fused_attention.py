@@ -67,6 +67,7 @@ def target_options() -> dict | None:
     return {
         "max_head_dim": 256 if hopper else 128,
         "distinct_v_head_dim": hopper and tgt.cudnn_version >= 91000,
+        "window": tgt.cudnn_version >= 90200,
     }
 
 

@@ -261,6 +261,16 @@ def test_masks_that_are_not_causal(t, s, mask):
     assert_refused(f, (B, t, N, H), (B, s, N, H), (B, s, N, H), reason="not the causal pattern")
 
 
+def test_a_band_that_looks_ahead_is_not_a_causal_window():
+    def f(q, k, v):
+        ti, si = np.indices((T, T))
+        x = jnp.einsum("btnh,bsnh->bnts", q, k) * 0.25
+        x = jnp.where(np.abs(ti - si) <= 2, x, -1e9)
+        return jnp.einsum("bnts,bsnh->btnh", nn.softmax(x), v)
+
+    assert_refused(f, Q, Q, Q, reason="not the causal pattern")
+
+
 def test_users_custom_softmax():
     @purejit.custom_jvp
     def my_softmax(x):

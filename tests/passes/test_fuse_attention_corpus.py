@@ -146,12 +146,22 @@ def test_haiku_multi_head_attention():
 # ---- jax.nn.dot_product_attention(implementation="xla") (jax/_src/nn/functions.py) ---------
 
 
-def _xla_core(query, key, value, bias, mask, is_causal, scale):
+def _window_mask(t, s, local_window_size):
+    # JAX writes jnp.array(range(t)); purejit.numpy.array does not take a range yet
+    query_pos = jnp.array(list(range(t)))
+    key_pos = jnp.array(list(range(s)))
+    left_window, right_window = local_window_size
+    left_mask = query_pos[..., None] <= key_pos[..., None, :] + left_window
+    right_mask = query_pos[..., None] >= key_pos[..., None, :] - right_window
+    return jnp.logical_and(right_mask, left_mask)
+
+
+def _xla_core(query, key, value, bias, mask, is_causal, scale, window=None):
     logits = jnp.einsum("BTNH,BSNH->BNTS", query, key, preferred_element_type=jnp.float32)
     logits *= jnp.array(scale, dtype=logits.dtype)
     if bias is not None:
         logits = (logits + bias).astype(logits.dtype)
-    if mask is not None or is_causal:
+    if mask is not None or is_causal or window is not None:
         combined = jnp.ones_like(logits, dtype=jnp.bool_)
         if mask is not None:
             combined = jnp.logical_and(combined, mask)
@@ -159,13 +169,16 @@ def _xla_core(query, key, value, bias, mask, is_causal, scale):
             t, s = logits.shape[2], logits.shape[3]
             causal = jnp.tril(jnp.ones((t, s), dtype=jnp.bool_))[None, None, :, :]
             combined = jnp.logical_and(combined, causal)
+        if window is not None:
+            t, s = logits.shape[2], logits.shape[3]
+            combined = jnp.logical_and(combined, _window_mask(t, s, window)[None, None])
         large_negative = jnp.asarray(-0.7 * jnp.finfo(logits.dtype).max, dtype=logits.dtype)
         logits = jnp.where(combined, logits, large_negative)
     probs = nn.softmax(logits.astype(jnp.float32), axis=-1).astype(key.dtype)
     return jnp.einsum("BNTS,BSNH->BTNH", probs, value)
 
 
-def jax_xla_attention(query, key, value, bias=None, mask=None, is_causal=False):
+def jax_xla_attention(query, key, value, bias=None, mask=None, is_causal=False, window=None):
     b, t, n, h = query.shape
     k_heads = key.shape[2]
     g = n // k_heads
@@ -182,7 +195,7 @@ def jax_xla_attention(query, key, value, bias=None, mask=None, is_causal=False):
     bias, mask = grouped(bias), grouped(mask)
     in_axes = (3, None, None, None if bias is None else 2, None if mask is None else 2)
     fn = purejit.vmap(
-        lambda q, k, v, bi, m: _xla_core(q, k, v, bi, m, is_causal, scale),
+        lambda q, k, v, bi, m: _xla_core(q, k, v, bi, m, is_causal, scale, window),
         in_axes=in_axes,
         out_axes=3,
     )
@@ -194,7 +207,7 @@ KV2 = (B, T, 2, H)
 
 
 @pytest.mark.parametrize("kv", [Q4, KV2], ids=["mha", "gqa"])
-@pytest.mark.parametrize("kind", ["none", "causal", "mask", "bias"])
+@pytest.mark.parametrize("kind", ["none", "causal", "mask", "bias", "window"])
 def test_jax_nn_dot_product_attention_xla_path(kind, kv):
     if kind == "none":
         f, shapes, want = (lambda q, k, v: jax_xla_attention(q, k, v)), (), "none"
@@ -203,14 +216,22 @@ def test_jax_nn_dot_product_attention_xla_path(kind, kv):
     elif kind == "mask":
         m = np.tril(np.ones((1, 1, T, T), bool))
         f, shapes, want = (lambda q, k, v: jax_xla_attention(q, k, v, mask=m)), (), "causal"
+    elif kind == "window":
+        f, shapes, want = (
+            (lambda q, k, v: jax_xla_attention(q, k, v, is_causal=True, window=(2, 0))),
+            (),
+            "causal",
+        )
     else:
         f, shapes, want = (
             (lambda q, k, v, b: jax_xla_attention(q, k, v, bias=b)),
             ((1, 1, T, T),),
             "none",
-        )  # noqa: E501
+        )
     res = assert_fused(f, Q4, kv, kv, *shapes, mask=want)
-    assert attention_ops(res.fn)[0].operands[1].type.shape == kv
+    (op,) = attention_ops(res.fn)
+    assert op.operands[1].type.shape == kv
+    assert op.attrs["window"] == ((2, 0) if kind == "window" else None)
 
 
 # ---- nanoGPT (model.py: CausalSelfAttention in a two-layer model) ------------------------------
