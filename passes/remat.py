@@ -113,10 +113,15 @@ def record(rec: Record) -> None:
 @dataclass(frozen=True)
 class Settings:
     """`enabled`: plan at all (False saves every residual, as JAX); `budget`: None for the
-    automatic plan, else the fraction of the save-everything bytes to keep at most."""
+    automatic plan, else the fraction of the save-everything bytes to keep at most;
+    `fused_attention`: attention written by hand is fused before it is differentiated
+    (where the target has the kernel); `keeps_barriers`: whether the compiler keeps the
+    `optimization_barrier` in front of a recomputation (XLA's CPU compiler drops it)."""
 
     enabled: bool = True
     budget: float | None = None
+    fused_attention: bool = False
+    keeps_barriers: bool = True
 
     @property
     def mode(self) -> str:
@@ -294,13 +299,31 @@ def backward_uses(lin: Function, num_tangents: int, residuals: Sequence[Value]) 
     return out
 
 
-def recompute_traffic(fwd: Function, uses: dict | None = None) -> dict:
+def recompute_traffic(
+    fwd: Function, uses: dict | None = None, keeps_barriers: bool = True, num_out: int = 0
+) -> dict:
     """`{value: bytes}`: the memory traffic recomputing each value of `fwd` adds to the
     backward pass (0 when it fuses into the kernels that read it), for values made by
     `recomputable` ops. `uses` is `backward_uses` of the residuals (None: every residual is
-    assumed to be read once, by a kernel that can fuse it)."""
+    assumed to be read once, by a kernel that can fuse it).
+
+    Without barriers (`keeps_barriers=False`: XLA's CPU compiler drops them before its last
+    CSE) a recomputed expensive value (exp, divide: XLA makes those once) that the forward
+    pass computes anyway (the first `num_out` results read it) merges with the forward
+    pass's and lives until the backward pass reads it: recomputing it holds its bytes as
+    saving it would, so its price is those bytes, never less. One only the derivative reads
+    is made in the backward pass alone."""
     uses = uses or {}
     producer = {r: op for op in fwd.ops for r in op.results}
+    primal: set = set()
+    stack = [] if keeps_barriers else list(fwd.results[:num_out])
+    while stack:  # what the outputs need: the forward pass makes it whatever is saved
+        v = stack.pop()
+        if v in primal:
+            continue
+        primal.add(v)
+        if v in producer:
+            stack.extend(producer[v].operands)
     readers: dict[Value, list[Op]] = {}
     for op in fwd.ops:
         for u in dict.fromkeys(op.operands):
@@ -320,9 +343,13 @@ def recompute_traffic(fwd: Function, uses: dict | None = None) -> dict:
             hard = hard or any(
                 not _fusible_reader(r) for r in readers.get(v, []) if recomputable(r)
             )
+            expensive = "elementwise" in t and "cheap" not in t
+            if expensive and v in primal:
+                out[v] = int(v.type.nbytes / TRAFFIC_WEIGHT) + 1  # priced as held bytes
+                continue
             # an expensive elementwise residual read by several backward kernels is made
             # once, in memory (XLA does not compute an exp or a divide twice)
-            made = hard or ("elementwise" in t and "cheap" not in t and n_bwd > 1)
+            made = hard or (expensive and n_bwd > 1)
             if not made:
                 out[v] = 0
                 continue
@@ -387,6 +414,7 @@ def plan(
     pinned: Collection[Value] = (),
     budget: float | None = None,
     uses: dict | None = None,
+    keeps_barriers: bool = True,
 ) -> Plan:
     """Decide which values of `fwd` the forward pass saves for the backward pass.
 
@@ -399,6 +427,8 @@ def plan(
             to save as a fraction of the save-everything bytes (1.0 saves everything).
         uses: `backward_uses` of the residuals: how the backward pass reads them, which
             decides whether a recomputation fuses into its reader or costs a kernel.
+        keeps_barriers: False where the compiler drops the barriers (XLA on CPU), so an
+            expensive recomputation merges into the forward pass (`recompute_traffic`).
     Returns:
         The `Plan`.
     """
@@ -409,7 +439,7 @@ def plan(
     if budget is not None and budget >= 1.0:
         return Plan(residuals, [], [], all_bytes, all_bytes)
 
-    traffic = recompute_traffic(fwd, uses)
+    traffic = recompute_traffic(fwd, uses, keeps_barriers, num_out)
 
     def cut_with(unbanned: set, traffic=None):
         def banned(op):

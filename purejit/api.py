@@ -19,6 +19,7 @@ from purejit.compiler.explain import Explanation, explain_lowered
 from purejit.compiler.donation import normalize_donation
 from purejit.compiler.lower import JitConfig, lower, trace
 from purejit.compiler.options import CompilerOptions
+from purejit import fused_attention
 from purejit.compiler.signature import ArgSpec, CallSignature, committed_device
 from purejit.compiler.stages import Traced
 from purejit import errors
@@ -111,6 +112,7 @@ class Jitted:
             donate_argnames,
             in_shardings,
             out_shardings,
+            fused_attention,
         )
         self.stats = CacheStats(
             name=self.__name__, warn_after=recompile_warn_after, raise_on_churn=recompile_raise

@@ -22,6 +22,7 @@ from purejit import dtypes as pdt
 from purejit import errors
 from purejit import numpy as jnp
 from purejit.api import jit
+from purejit.fused_attention import fuse_for_grad
 from purejit.lax.parallel import typed_in_body
 from purejit.tracing import ShapedArray, Tracer, aval_of
 from purejit.transforms import trace_closed
@@ -195,6 +196,7 @@ def _linearize(fun, primals, has_aux, api):
     nonzero = [True] * tr.num_in + [False] * len(tr.closed.captures)
     names = tree_paths(p_tree, "args")  # how explain names residuals that are inputs
     fn = typed_in_body(tr.closed.fn, tr.args)  # inside a shard_map body: JAX's vma typing
+    fn = fuse_for_grad(fn)  # attention gets its fused op's VJP, and remat plans around it
     outs, lin = remat.linearize(fn, tr.args, nonzero, where=api, param_names=names)
     return tr, p_leaves, p_tree, outs, lin
 

@@ -63,6 +63,7 @@ class Explanation:
     graphs: int = 1
     transforms: list = field(default_factory=list)  # what transformations made of ops (vmap)
     residuals: list = field(default_factory=list)  # purejit.passes.remat.Record per grad
+    attention: list = field(default_factory=list)  # hand-written attention fused or refused
 
     @property
     def saved_bytes(self) -> int:
@@ -100,6 +101,9 @@ class Explanation:
         ]
         if self.transforms:
             out += ["", "transformations"] + [f"  - {t}" for t in self.transforms]
+        if self.attention:
+            out += ["", "attention (hand-written attention as one fused kernel)"]
+            out += _attention_lines(self.attention)
         if self.residuals:
             out += ["", "residuals (saved by the forward pass for the backward pass)"]
             out += _residual_lines(self.residuals)
@@ -167,6 +171,25 @@ class Explanation:
             "  none: XLA's kernels are purejit's groups and lone ops"
         ]
         return out
+
+
+def _attention_lines(entries) -> list[str]:
+    """One line per fusion or refusal, with the user's line."""
+    out = []
+    for e in entries:
+        at = f"{e.get('loc') or '-'} ({'under grad' if e['where'] == 'grad' else 'jit'})"
+        if e["fused"]:
+            extra = ", bias" if e.get("bias") else ""
+            extra += ", grouped-query heads" if e.get("grouped") else ""
+            out.append(f"  fused    {at}: mask {e['mask']}, scale {e['scale']:.6g}{extra}")
+        else:
+            out.append(f"  refused  {at}: {e['reason']}")
+    if any(e["fused"] for e in entries):
+        out.append(
+            "  fusion changes result bits (the kernel's own rounding); "
+            "compiler_options={'fused_attention': False} keeps the program as written"
+        )
+    return out
 
 
 def _residual_line(r) -> str:
@@ -241,6 +264,11 @@ def _compare(ex: Explanation) -> list[str]:
     return diffs
 
 
+def _jit_entries(report: dict) -> list[dict]:
+    out = [{"where": "jit", "fused": True, **e} for e in report.get("fused", [])]
+    return out + [{"where": "jit", "fused": False, **e} for e in report.get("refused", [])]
+
+
 def explain_lowered(lowered, *, compiled=None) -> Explanation:
     """The explanation of a `Lowered` (compiles it unless `compiled` is given)."""
     compiled = compiled or lowered.compile()
@@ -272,5 +300,9 @@ def explain_lowered(lowered, *, compiled=None) -> Explanation:
         platform=pjrt.platform(),
     )
     ex.residuals = list(getattr(lowered, "residuals", []))
+    ex.attention = list(getattr(lowered, "attention", []))
+    for r in lowered.records:  # the jit pipeline's own run (forward-only programs)
+        if r.name == "fuse_attention":
+            ex.attention += _jit_entries(r.report)
     ex.differences = _compare(ex)
     return ex

@@ -48,6 +48,10 @@ class JitConfig:
     donate_argnames: frozenset = frozenset()
     in_shardings: Any = None
     out_shardings: Any = None
+    # the attention rewrite (`purejit.fused_attention`: it names purejit.nn's softmax rules,
+    # so the user API passes it in): `jit_pass(options)` heads the default pipeline and
+    # `collecting()` gathers what it does inside differentiations
+    attention: Any = None
 
 
 @dataclass
@@ -74,6 +78,7 @@ class Lowered:
     xla_disable_passes: tuple = ()  # XLA passes off when purejit's fusion groups are kernels
     tail: Any = None  # the deferred reporting passes (a Pipeline), if any
     residuals: list = field(default_factory=list)  # purejit.passes.remat.Record per grad
+    attention: list = field(default_factory=list)  # attention fused/refused under grad
     _done: tuple | None = field(default=None, init=False, repr=False)  # (fn, records)
 
     def _complete(self) -> tuple:
@@ -284,12 +289,14 @@ def lower(jc: JitConfig, sig: CallSignature, stats=None) -> Lowered:
 
 def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     t0 = time.perf_counter()
-    with remat.collecting() as residuals:  # what each differentiation saved, for explain
+    attention = jc.attention.collecting() if jc.attention else contextlib.nullcontext([])
+    with remat.collecting() as residuals, attention as fused_reports:  # for explain
         traced, out_tree = trace(jc, sig)
     t1 = time.perf_counter()
     if stats is not None:
         stats.traces += 1
-    pipeline = jc.options.pipeline(jc.passes)
+    first = jc.attention.jit_pass(jc.options) if jc.attention is not None else None
+    pipeline = jc.options.pipeline(jc.passes, first)
     tail = None
     if jc.options.capability() is None:
         # XLA fuses the flat program and plans its buffers: purejit's own fusion and
@@ -331,6 +338,7 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         tail,
     )
     lowered.residuals = residuals
+    lowered.attention = list(fused_reports)
     lowered.attention_calls = attention_calls
     lowered.reemit = lambda: jc.options.emit(fn, arg_attrs=arg_attrs)[0]
     return lowered

@@ -18,6 +18,9 @@ Keys:
                     a fraction in [0, 1] of the save-everything residual bytes to keep at
                     most, recomputing expensive ops too where needed
                     (`purejit/transforms/autodiff/remat.py`)
+    fused_attention True (default, or `purejit.config.fused_attention`): attention written
+                    by hand becomes one fused kernel where the target has one (cuDNN on
+                    NVIDIA GPUs; `purejit/fused_attention.py`); False keeps it as written
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from purejit.passes.pipeline import default_passes
 from purejit.passes.remat import Settings, check_budget
 
 FUSION_MODES = ("xla", "purejit")
-KNOWN_KEYS = ("disable_passes", "dump_dir", "fusion", "remat", "remat_budget")
+KNOWN_KEYS = ("disable_passes", "dump_dir", "fusion", "remat", "remat_budget", "fused_attention")
 
 
 def _merge_barrier() -> bool:
@@ -56,6 +59,7 @@ class CompilerOptions:
     fusion: str = "xla"
     remat: bool | None = None  # None: purejit.config's
     remat_budget: float | None = None
+    fused_attention: bool | None = None  # None: purejit.config's
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | CompilerOptions | None) -> CompilerOptions:
@@ -88,7 +92,16 @@ class CompilerOptions:
             raise ValueError(f"compiler_options: remat={remat!r} must be True or False")
         budget = check_budget(options.get("remat_budget"), "compiler_options")
         dump = None if dump_dir is None else str(dump_dir)
-        return cls(tuple(disable), dump, fusion, remat, budget)
+        fused = options.get("fused_attention")
+        if fused is not None and not isinstance(fused, bool):
+            raise ValueError(f"compiler_options: fused_attention={fused!r} must be True or False")
+        return cls(tuple(disable), dump, fusion, remat, budget, fused)
+
+    def attention_enabled(self) -> bool:
+        """Whether hand-written attention may be fused (the option, else purejit.config)."""
+        if self.fused_attention is not None:
+            return self.fused_attention
+        return bool(config.read("fused_attention"))
 
     def remat_settings(self) -> Settings:
         """What reverse mode traced under these options saves (`passes/remat.py`)."""
@@ -96,7 +109,11 @@ class CompilerOptions:
         budget = self.remat_budget
         if budget is None:
             budget = check_budget(config.read("remat_budget"), "purejit.config")
-        return Settings(bool(enabled), budget)
+        # XLA's CPU compiler drops optimization barriers before its last CSE (unless its
+        # cse_barrier_expander pass is switched off)
+        flags = os.environ.get("XLA_FLAGS", "")
+        barriers = pjrt.platform() != "cpu" or "cse_barrier_expander" in flags
+        return Settings(bool(enabled), budget, self.attention_enabled(), barriers)
 
     def capability(self):
         """The back end's fusion capability when `fusion="purejit"`, else None."""
@@ -108,8 +125,9 @@ class CompilerOptions:
             fusion.warn_not_realised(cap)
         return cap
 
-    def pipeline(self, passes=None):
-        """The pass pipeline: the user's `passes=` (or the default) with these options."""
+    def pipeline(self, passes=None, first=None):
+        """The pass pipeline: the user's `passes=` (or the default) with these options;
+        `first`, a pass the default pipeline starts with (the attention rewrite)."""
 
         cap = self.capability()
         if passes is None:
@@ -125,6 +143,8 @@ class CompilerOptions:
             passes = Pipeline(
                 default_passes(layout_options=layout, threefry_options=threefry, **fusion_options)
             )
+            if first is not None:
+                passes = Pipeline([first, *passes.passes])
         disable = tuple(passes.disable) + tuple(d for d in self.disable_passes)
         each = passes.verify_each
         if each is None:  # the pass manager knows no config: hand it purejit.config's choice

@@ -14,6 +14,7 @@ from purejit import numpy as jnp
 from purejit.tracing import bind1
 from purejit.numpy._shape import normalize_axes
 from purejit.custom_derivatives import custom_jvp
+from purejit.fused_attention import trust_softmax
 from purejit.lax import stop_gradient
 
 __all__ = [
@@ -221,6 +222,9 @@ def softmax(x, axis=-1, where=None):
 @functools.partial(custom_jvp, nondiff_argnums=(1,))
 def _softmax(x, axis):
     return _softmax_where(x, axis, None)
+
+
+trust_softmax(_softmax)  # the attention rewrite may fuse it (purejit/fused_attention.py)
 
 
 @_softmax.defjvp

@@ -19,6 +19,8 @@ ALLOWED = {
     "collective_matmul.py": "the pass rewrites all_gather/reduce_scatter next to dot_general",
     "expand_threefry.py": "the pass expands threefry2x32 into its rounds",
     "merge_threefry.py": "the pass merges independent threefry2x32 hashes into one",
+    "fuse_attention.py": "the pass replaces dots, softmax and masks written by hand with one op",
+    "_attention_match.py": "finds the dots, softmax and masks of attention written by hand",
 }
 
 

@@ -219,7 +219,15 @@ def linearize(fn: Function, primals, nonzero, *, where: str = "grad", param_name
     if s.enabled:
         pinned = _pinned_values(pins, F)
         uses = rp.backward_uses(L, nt, F.results[n_out:])
-        plan = rp.plan(F, n_out, free=free, pinned=pinned, budget=s.budget, uses=uses)
+        plan = rp.plan(
+            F,
+            n_out,
+            free=free,
+            pinned=pinned,
+            budget=s.budget,
+            uses=uses,
+            keeps_barriers=s.keeps_barriers,
+        )
     else:
         plan = rp.save_everything(F, n_out, free)
     F2, L2 = F, L
@@ -302,7 +310,15 @@ def rematerialize_scan(make_split, num_consts: int, num_carry: int, length: int)
     if s.enabled:
         uses = rp.backward_uses(split.linear, split.num_tangents, F.results[n_out:])
         pinned = _pinned_values(pins, F)
-        plan = rp.plan(F, n_out, free=free, pinned=pinned, budget=s.budget, uses=uses)
+        plan = rp.plan(
+            F,
+            n_out,
+            free=free,
+            pinned=pinned,
+            budget=s.budget,
+            uses=uses,
+            keeps_barriers=s.keeps_barriers,
+        )
     else:
         plan = rp.save_everything(F, n_out, free)
 
