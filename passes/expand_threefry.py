@@ -17,6 +17,7 @@ the ops JAX emits.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -117,17 +118,15 @@ def _loop_body(carry_types: list[TensorType]) -> Function:
     return b.finish([_binary(b, "add", i, one), x, y, ks0, ks1, ks2])
 
 
-_REGIONS: dict[tuple, tuple[Function, Function]] = {}
-
-
 def _loop_regions(carry_types: list[TensorType]) -> tuple[Function, Function]:
-    """The cond and body of the rolled loop for this carry, built once per process and
-    shared by every loop of the same types (regions are closed functions, never mutated)."""
-    key = tuple((t.shape, t.dtype.str) for t in carry_types)
-    regions = _REGIONS.get(key)
-    if regions is None:
-        regions = _REGIONS[key] = (_loop_cond(carry_types), _loop_body(carry_types))
-    return regions
+    """The cond and body of the rolled loop for this carry, built once per carry and shared
+    by every loop of the same types (regions are closed functions, never mutated)."""
+    return _loop_regions_for(tuple(carry_types))
+
+
+@functools.lru_cache(maxsize=256)
+def _loop_regions_for(carry_types: tuple[TensorType, ...]) -> tuple[Function, Function]:
+    return _loop_cond(list(carry_types)), _loop_body(list(carry_types))
 
 
 def _rolled(types: list[TensorType]) -> Function:
@@ -145,17 +144,15 @@ def _rolled(types: list[TensorType]) -> Function:
     return b.finish(out[1:3])
 
 
-_FUNCTIONS: dict[tuple, Function] = {}
-
-
 def threefry_function(types: list[TensorType], *, rolled: bool) -> Function:
     """The IR function `(k1, k2, x1, x2) -> (y1, y2)` computing threefry2x32 for operands
     of `types`: a 5-trip loop (`rolled`) or the 20 rounds unrolled. Cached per types."""
-    key = (tuple((t.shape, t.dtype.str) for t in types), rolled)
-    fn = _FUNCTIONS.get(key)
-    if fn is None:
-        fn = _FUNCTIONS[key] = (_rolled if rolled else _unrolled)(list(types))
-    return fn
+    return _threefry_for(tuple(types), rolled)
+
+
+@functools.lru_cache(maxsize=256)
+def _threefry_for(types: tuple[TensorType, ...], rolled: bool) -> Function:
+    return (_rolled if rolled else _unrolled)(list(types))
 
 
 def is_rolled(types: list[TensorType], rolled_max_size: int) -> bool:

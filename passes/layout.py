@@ -33,10 +33,11 @@ signatures (region bodies are rewritten on their own).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
-from purejit.ir import Function, Op, TensorType, Value
+from purejit.ir import Function, Op, TensorType, Value, get_op
 from purejit.ir.ops.contraction import DOT_ATTRS
 from purejit.passes.base import PassResult, has_effect
 
@@ -65,15 +66,14 @@ def _transpose_bytes(v: Value, perm) -> int:
     return v.type.nbytes if _moves_data(v.type.shape, perm) else 0
 
 
-_TRAITS: dict[str, frozenset] = {}
+@functools.lru_cache(maxsize=1024)  # one entry per registered op name
+def _traits(name: str) -> frozenset:
+    return get_op(name).traits
 
 
 def _has(op: Op, trait: str) -> bool:
     """`op.has_trait(trait)`, with the registry lookup cached (the pass asks often)."""
-    traits = _TRAITS.get(op.name)
-    if traits is None:
-        traits = _TRAITS[op.name] = op.opdef.traits
-    return trait in traits
+    return trait in _traits(op.name)
 
 
 def _permuted(t: TensorType, perm) -> TensorType:

@@ -32,13 +32,12 @@ they are; parameters listed as `free` cost nothing to save (they live anyway: th
 a jitted function, a loop's constants). Never touches: ops with effects, collectives,
 control flow (always saved); the order of the linear program's own ops.
 
-`settings` and `collecting` carry the jit options to differentiation and its reports back to
-`explain` while a function is traced.
+The module keeps no state: the differentiation that calls it passes its `Settings` in
+(`plan_with`) and files the `Record` it builds where its caller collects them.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
@@ -90,26 +89,6 @@ class Record:
         return sum(r.nbytes for r in self.saved if not r.free and r.read)
 
 
-_collectors: list[list[Record]] = []
-
-
-@contextlib.contextmanager
-def collecting():
-    """Collect the `Record`s of the differentiations traced in this block (the innermost
-    collector gets them)."""
-    out: list[Record] = []
-    _collectors.append(out)
-    try:
-        yield out
-    finally:
-        _collectors.remove(out)
-
-
-def record(rec: Record) -> None:
-    if _collectors:
-        _collectors[-1].append(rec)
-
-
 @dataclass(frozen=True)
 class Settings:
     """`enabled`: plan at all (False saves every residual, as JAX); `budget`: None for the
@@ -128,24 +107,6 @@ class Settings:
         if not self.enabled:
             return "off"
         return "auto" if self.budget is None else f"budget={self.budget:g}"
-
-
-_settings: list[Settings] = []
-
-
-@contextlib.contextmanager
-def settings(s: Settings):
-    """Differentiations traced in this block follow `s` (a jit's compiler options)."""
-    _settings.append(s)
-    try:
-        yield s
-    finally:
-        _settings.pop()
-
-
-def active_settings() -> Settings | None:
-    """The innermost `settings` block's, or None outside any."""
-    return _settings[-1] if _settings else None
 
 
 def check_budget(budget, what: str) -> float | None:
@@ -496,6 +457,30 @@ def _finish(fwd, residuals, saved: set, all_bytes, nbytes) -> Plan:
     return Plan(saved_list, recomputed, ops, all_bytes, nbytes)
 
 
+def plan_with(
+    settings: Settings,
+    fwd: Function,
+    num_out: int,
+    *,
+    free: Collection[Value] = (),
+    pinned: Collection[Value] = (),
+    uses: dict | None = None,
+) -> Plan:
+    """The plan `settings` ask for: `plan` when enabled (with their budget), else
+    `save_everything`. The other arguments are `plan`'s."""
+    if not settings.enabled:
+        return save_everything(fwd, num_out, free)
+    return plan(
+        fwd,
+        num_out,
+        free=free,
+        pinned=pinned,
+        budget=settings.budget,
+        uses=uses,
+        keeps_barriers=settings.keeps_barriers,
+    )
+
+
 def save_everything(fwd: Function, num_out: int, free: Collection[Value] = ()) -> Plan:
     """The plan that saves every residual (JAX's default)."""
     free = set(free)
@@ -631,17 +616,14 @@ __all__ = [
     "Residual",
     "Settings",
     "TRAFFIC_WEIGHT",
-    "active_settings",
     "backward_uses",
     "check_budget",
-    "collecting",
     "describer",
     "groups",
     "plan",
-    "record",
+    "plan_with",
     "recomputable",
     "recompute_traffic",
     "rewrite",
     "save_everything",
-    "settings",
 ]

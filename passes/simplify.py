@@ -12,14 +12,15 @@ wrong for NaN or infinity (`x * 0`, `x - x` are only rewritten for integers).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 from purejit.ir import Function, Op, TensorType, Value, dtypes, get_op
+from purejit.passes.base import PassResult
 from purejit.passes.constant_fold import constant_value, splat_ops, splat_scalar
 from purejit.passes.cse import mergeable
-from purejit.passes.base import PassResult
 
 
 class Matcher:
@@ -292,16 +293,14 @@ def _canonical_order(m: Matcher, op: Op) -> Op:
     return op
 
 
-_RULES: dict[str, list] = {}  # op name -> its rules (traits are fixed per op name)
+def _rules_for(op: Op) -> tuple:
+    return _rules_by_name(op.name)
 
 
-def _rules_for(op: Op) -> list:
-    rules = _RULES.get(op.name)
-    if rules is None:
-        rules = list(BY_NAME.get(op.name, ()))
-        rules += [rule for trait, rule in BY_TRAIT if op.has_trait(trait)]
-        _RULES[op.name] = rules
-    return rules
+@functools.lru_cache(maxsize=1024)  # one entry per registered op name (traits are fixed)
+def _rules_by_name(name: str) -> tuple:
+    traits = get_op(name).traits
+    return (*BY_NAME.get(name, ()), *(rule for trait, rule in BY_TRAIT if trait in traits))
 
 
 def _rewrite(m: Matcher, op: Op) -> Value | None:

@@ -27,6 +27,7 @@ from purejit.config import config
 from purejit.ir import Function, lru
 from purejit.runtime import eval_trace
 from purejit.tracing import current_trace
+from purejit.tracing.context import dispatch_key
 from purejit.transforms.batching import notes as transform_notes
 
 
@@ -211,7 +212,7 @@ class Jitted:
         if self._fast_context is not config.trace_context:  # x64 or precision changed
             self._fast.clear()
             self._fast_context = config.trace_context
-        if not kwargs and self._fast_ok:
+        if not kwargs and self._fast_ok and not dispatch_key():
             # fast path: positional purejit Arrays and NumPy arrays (in plain tuples, lists
             # and dicts) whose tree, shapes, dtypes and weak types exactly match a compiled
             # signature (see `Compiled.fast_key_for`)
@@ -227,7 +228,7 @@ class Jitted:
         if self._buckets is not None:
             return self._buckets.call(self, sig), None, None
         compiled = self.compile_signature(sig)
-        if self._fast_ok and not kwargs:
+        if self._fast_ok and not kwargs and not dispatch_key():
             key = compiled.fast_key_for(args, sig.leaves, sig.avals)
             if key is not None:
                 self._fast[key] = compiled

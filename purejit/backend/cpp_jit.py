@@ -13,7 +13,8 @@ so the signature sees the buffer itself; on output an `Array` node is rebuilt by
 callback from the buffer and purejit's aval. One `jaxlib` `Config` that is part of the C++
 jit key carries purejit's own state: the options that change tracing (global) and, per
 thread, whether a transformation's trace is active or jit is disabled, so those calls miss
-and take purejit's Python path.
+and take purejit's Python path, or else what of the thread's trace context changes a
+traced program (the axes bound for collectives).
 
 Private jaxlib API: `available()` says whether this jaxlib has every piece, and purejit's
 Python dispatch is used where it does not (or with `PUREJIT_CPP_DISPATCH=0`).
@@ -90,11 +91,14 @@ def set_global_state(value) -> None:
         _api()["key"].set_global(value)
 
 
-def set_python_only(flag: bool) -> None:
-    """In this thread, make every C++ dispatch of a purejit function miss (while a trace is
-    active or jit is disabled) so purejit's Python path decides, or stop doing so."""
+def set_thread_state(value) -> None:
+    """Set this thread's part of the C++ jit key: None when nothing of the thread's state
+    changes a traced program, `PYTHON_ONLY` to make every C++ dispatch of a purejit function
+    miss (while a trace is active or jit is disabled) so purejit's Python path decides, or
+    a hashable value naming what of the thread's trace context changes the program (its
+    bound axes): calls under one value never hit executables made under another."""
     if available():
-        _api()["key"].set_local(PYTHON_ONLY if flag else _unset())
+        _api()["key"].set_local(_unset() if value is None else value)
 
 
 @functools.lru_cache(maxsize=None)

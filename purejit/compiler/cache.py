@@ -34,12 +34,14 @@ compiles without the cache.
 from __future__ import annotations
 
 import collections.abc
+import functools
 import hashlib
 import json
 import logging
 import os
 import stat
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -310,7 +312,10 @@ def _unlink(path: str) -> bool:
 
 # --- who may write the cache -----------------------------------------------------------------
 
-_refused: set[str] = set()  # paths already warned about, one warning each per process
+# paths already warned about (one warning each per process; as many as cache folders the
+# user configured), written under `_refused_lock`
+_refused: set[str] = set()
+_refused_lock = threading.Lock()
 
 
 def _euid() -> int:
@@ -341,9 +346,10 @@ def _unsafe(st: os.stat_result, path: str, *, folder: bool) -> str | None:
 
 
 def _refuse(path: str, problem: str) -> None:
-    if path in _refused:
-        return
-    _refused.add(path)
+    with _refused_lock:
+        if path in _refused:
+            return
+        _refused.add(path)
     what = "cache folder" if os.path.isdir(path) else "cache entry"
     warnings.warn(
         f"purejit: not using the {what} {path}: {problem}. Executables in the cache are "
@@ -474,24 +480,20 @@ def _pipeline_fingerprint(pipeline) -> str | None:
     return None if " at 0x" in text else text
 
 
-_CODE_FINGERPRINT: list[str] = []
-
-
+@functools.lru_cache(maxsize=1)
 def _code_fingerprint() -> str:
     """A hash of the source of purejit's IR and passes, so edited passes never reuse stale
-    results."""
-    if not _CODE_FINGERPRINT:
-        h = hashlib.sha256()
-        for pkg in (purejit.ir, purejit.passes):
-            root = os.path.dirname(pkg.__file__)
-            for dirpath, dirs, files in sorted(os.walk(root)):
-                dirs.sort()
-                for name in sorted(files):
-                    if name.endswith(".py"):
-                        with open(os.path.join(dirpath, name), "rb") as f:
-                            h.update(name.encode() + b"\0" + f.read())
-        _CODE_FINGERPRINT.append(h.hexdigest())
-    return _CODE_FINGERPRINT[0]
+    results (computed once per process)."""
+    h = hashlib.sha256()
+    for pkg in (purejit.ir, purejit.passes):
+        root = os.path.dirname(pkg.__file__)
+        for dirpath, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    with open(os.path.join(dirpath, name), "rb") as f:
+                        h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()
 
 
 class LazyRecords(collections.abc.Sequence):

@@ -16,13 +16,17 @@ executable on the arguments' buffers is all the Python path would do:
 
 Everything else returns None and keeps that signature on the Python path. The C++ key
 holds purejit's tracing options (set here on every change) and, per thread, whether a
-trace is active or jit is disabled (`sync_thread_state`), so those calls reach Python.
+trace is active or jit is disabled, so those calls reach Python, or else the part of the
+thread's trace context that changes a traced program (`tracing.context.dispatch_key`: the
+axes bound for collectives), as the Python path's cache key does (`sync_thread_state`).
 `stats.hits` stays exact: the first output of each fast call counts the hit as it is
 rebuilt.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import threading
 
 import numpy as np
@@ -33,7 +37,7 @@ from purejit.backend.lowering import callback
 from purejit.config import TRACE_OPTIONS, config
 from purejit.runtime import eval_trace
 from purejit.runtime.array import Array
-from purejit.tracing import current_trace, on_trace_change, trace_depth
+from purejit.tracing import context, current_trace, on_trace_change, trace_depth
 
 
 def available() -> bool:
@@ -177,18 +181,28 @@ def _leaf_fits(given, arr, want, device) -> bool:
     return False
 
 
-_context_ids: dict = {}  # purejit's tracing options -> a small int (cheap to hash per call)
+_ids = itertools.count()
+
+
+@functools.lru_cache(maxsize=256)
+def _context_id(trace_context: tuple) -> int:
+    """A small int naming one value of purejit's tracing options (cheap to hash per call);
+    never reused, so a value seen again after eviction only costs C++ misses."""
+    return next(_ids)
 
 
 def _sync_global(_value=None) -> None:
-    ids = _context_ids
-    cpp_jit.set_global_state(ids.setdefault(config.trace_context, len(ids)))
+    cpp_jit.set_global_state(_context_id(config.trace_context))
 
 
 def sync_thread_state() -> None:
-    """Make this thread's C++ dispatches miss while a trace is active or jit is disabled."""
-    blocked = trace_depth() > 1 or current_trace() is not eval_trace or config.jit_disabled
-    cpp_jit.set_python_only(blocked)
+    """Make this thread's C++ dispatches miss while a trace is active or jit is disabled,
+    and key them on what of its trace context changes a traced program (its bound axes)."""
+    if trace_depth() > 1 or current_trace() is not eval_trace or config.jit_disabled:
+        cpp_jit.set_thread_state(cpp_jit.PYTHON_ONLY)
+    else:
+        meaning = context.dispatch_key()
+        cpp_jit.set_thread_state(("purejit trace context", meaning) if meaning else None)
 
 
 if available():

@@ -30,9 +30,8 @@ from purejit.compiler.options import CompilerOptions
 from purejit.compiler.signature import CallSignature
 from purejit.config import config
 from purejit.ir import Function, print_function
-from purejit.passes import remat
 from purejit.runtime.array import Array
-from purejit.tracing import ShapedArray, Tracer, trace_to_function
+from purejit.tracing import ShapedArray, Tracer, context, trace_to_function
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths
 
 
@@ -223,20 +222,12 @@ def _gc_paused():
 
 _RETURNABLE = (Tracer, Array, np.ndarray, np.generic, int, float, complex)
 
-# one entry per jit trace in progress for a call with arrays: id(input tracer) -> (tracer,
-# the array it stands for in that call)
-_CONCRETE: list[dict] = []
-
 
 def concrete_input(x) -> Array | None:
-    """The array that `x`, an input tracer of a jit trace in progress, stands for in the
-    call being compiled; None for any other value or when the call had no arrays (`lower`
-    on shapes). What a transformation that measures (vmap's "auto") runs on."""
-    for known in reversed(_CONCRETE):
-        hit = known.get(id(x))
-        if hit is not None and hit[0] is x:
-            return hit[1]
-    return None
+    """The array that `x`, an input tracer of a jit trace in progress in this thread,
+    stands for in the call being compiled; None for any other value or when the call had no
+    arrays (`lower` on shapes). What a transformation that measures (vmap's "auto") runs on."""
+    return context.concrete_input(x)
 
 
 def trace(jc: JitConfig, sig: CallSignature, avals: Sequence[ShapedArray] | None = None):
@@ -246,7 +237,7 @@ def trace(jc: JitConfig, sig: CallSignature, avals: Sequence[ShapedArray] | None
 
     def flat_fun(*tracers):
         if concrete:
-            _CONCRETE[-1].update({id(t): (t, x) for t, x in zip(tracers, sig.leaves)})
+            known.update({id(t): (t, x) for t, x in zip(tracers, sig.leaves)})
         args, kwargs = sig.rebuild(tracers)
         out = jc.fun(*args, **kwargs)
         leaves, out_tree = tree_flatten(out)
@@ -260,14 +251,9 @@ def trace(jc: JitConfig, sig: CallSignature, avals: Sequence[ShapedArray] | None
         out_tree_box.append(out_tree)
         return leaves
 
-    _CONCRETE.append({})
-    try:
-        with remat.settings(jc.options.remat_settings()):
-            traced = trace_to_function(
-                flat_fun, sig.avals if avals is None else avals, name=jc.name
-            )
-    finally:
-        _CONCRETE.pop()
+    # the arrays behind the input tracers and the remat settings are this thread's context
+    with context.concrete_inputs() as known, context.remat_settings(jc.options.remat_settings()):
+        traced = trace_to_function(flat_fun, sig.avals if avals is None else avals, name=jc.name)
     return traced, out_tree_box[0]
 
 
@@ -289,8 +275,9 @@ def lower(jc: JitConfig, sig: CallSignature, stats=None) -> Lowered:
 
 def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     t0 = time.perf_counter()
+    # what each differentiation saved and each attention fused or refused, for explain
     attention = jc.attention.collecting() if jc.attention else contextlib.nullcontext([])
-    with remat.collecting() as residuals, attention as fused_reports:  # for explain
+    with context.collecting_remat_records() as residuals, attention as fused_reports:
         traced, out_tree = trace(jc, sig)
     t1 = time.perf_counter()
     if stats is not None:

@@ -22,6 +22,7 @@ from purejit.config import config
 from purejit.backend import pjrt
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import ShapedArray, Tracer
+from purejit.tracing.context import dispatch_key
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -174,7 +175,8 @@ class CallSignature:
     @property
     def key(self) -> tuple:
         """What the in-memory executable cache is keyed on."""
-        return (self.tree, tuple(self.avals), self.static, config.trace_context)
+        # this thread's bound axes change what tracing produces, as the global options do
+        return (self.tree, tuple(self.avals), self.static, config.trace_context, dispatch_key())
 
     @functools.cached_property
     def leaf_names(self) -> list[tuple[str, str]]:

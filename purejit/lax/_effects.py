@@ -14,7 +14,6 @@ one (`_Frame.used`), it traces the body again with the token threaded through.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,10 +21,13 @@ import numpy as np
 from purejit.ir.ops.callback import ORDER_TOKEN
 from purejit.runtime import Array, eval_trace
 from purejit.tracing import ShapedArray, current_trace
+from purejit.tracing.context import ctx
 
 TOKEN_AVAL = ShapedArray(ORDER_TOKEN.shape, ORDER_TOKEN.dtype, False)
 
-_tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> order token
+# the tokens (by trace) and the frames of the bodies being traced are this thread's
+# (`TraceContext.effect_tokens`, `.effect_frames`): another thread's ordered callbacks are
+# not ordered with this one's
 
 
 @dataclass
@@ -37,9 +39,6 @@ class _Frame:
     used: bool = False
 
 
-_frames: list[_Frame] = []  # bodies being traced, innermost last
-
-
 def _fresh():
     return Array(host=np.zeros(ORDER_TOKEN.shape, ORDER_TOKEN.dtype))
 
@@ -47,22 +46,23 @@ def _fresh():
 def current_token():
     """The current trace's order token (a fresh one at the start of a program)."""
     trace = current_trace()
-    tok = _tokens.get(trace)
+    tok = ctx.effect_tokens.get(trace)
     if tok is None:
-        if _frames and _frames[-1].trace is trace:
-            _frames[-1].used = True  # the body must be traced again with a token
+        frames = ctx.effect_frames
+        if frames and frames[-1].trace is trace:
+            frames[-1].used = True  # the body must be traced again with a token
         tok = _fresh()
     return tok
 
 
 def set_token(token) -> None:
     """Make `token` (returned by an ordered op) the current trace's order token."""
-    _tokens[current_trace()] = token
+    ctx.effect_tokens[current_trace()] = token
 
 
 def wait_eager() -> None:
     """Outside jit: wait until the ordered callbacks already dispatched have run."""
-    tok = _tokens.get(eval_trace)
+    tok = ctx.effect_tokens.get(eval_trace)
     if isinstance(tok, Array):
         tok.block_until_ready()
 
@@ -72,8 +72,8 @@ class body_frame:
 
     def __enter__(self) -> _Frame:
         self.frame = _Frame(current_trace())
-        _frames.append(self.frame)
+        ctx.effect_frames.append(self.frame)
         return self.frame
 
     def __exit__(self, *exc) -> None:
-        _frames.pop()
+        ctx.effect_frames.pop()

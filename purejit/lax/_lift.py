@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from purejit import errors
@@ -40,19 +42,13 @@ def convert(x, dtype, weak: bool = False):
     return bind1("convert", x, dtype=dtype, weak=weak)
 
 
-_BCAST: dict = {}  # (shapes) -> their broadcast shape, or None when they do not broadcast
-
-
+@functools.lru_cache(maxsize=65536)
 def _broadcast_shape(shapes) -> tuple | None:
-    out = _BCAST.get(shapes)
-    if out is None and shapes not in _BCAST:
-        try:
-            out = tuple(int(d) for d in np.broadcast_shapes(*shapes))
-        except ValueError:
-            out = None
-        if len(_BCAST) < 65536:
-            _BCAST[shapes] = out
-    return out
+    """The broadcast shape of `shapes` (a tuple of shapes), or None when they do not."""
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
 
 
 def broadcast_shapes_named(name: str, *shapes):

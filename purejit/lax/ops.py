@@ -495,7 +495,7 @@ def arg_reduce(operand, axis: int, index_dtype, *, find_max: bool):
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=256)  # (dtype, direction, index dtype)
 def _arg_region(dt: np.dtype, find_max: bool, idt: np.dtype):
     """The reduction region of argmax/argmin: keep the better value, the lower index on ties,
     and NaN over any number."""

@@ -21,14 +21,14 @@ import contextlib
 import numpy as np
 
 from purejit import errors
-from purejit.tracing import JitTracer, Tracer, bind1
+from purejit.tracing import JitTracer, Tracer, bind1, context
 from purejit.ir import Function, spmd, vma
 from purejit.lax._lift import lift as _lift
 from purejit.lax.ops import expand_dims, squeeze
 from purejit.tree_util import tree_map
 
-
-_axis_env: list = []  # the meshes of the shard_map bodies being traced, innermost last
+# the meshes of the shard_map bodies and the vmapped axes being traced are this thread's
+# (`TraceContext.axis_env`, innermost last): another thread's bindings never name an axis
 
 
 class VmapAxis:
@@ -63,7 +63,7 @@ class ManualAxes:
 
 def in_axis_env() -> bool:
     """Whether a shard_map body is being traced."""
-    return any(not isinstance(m, VmapAxis) for m in _axis_env)
+    return any(not isinstance(m, VmapAxis) for m in context.axis_env())
 
 
 @contextlib.contextmanager
@@ -73,11 +73,8 @@ def vmap_axis(name, size: int):
     if name is None:
         yield
         return
-    _axis_env.append(VmapAxis(name, size))
-    try:
+    with context.binding_axes(VmapAxis(name, size)):
         yield
-    finally:
-        _axis_env.pop()
 
 
 def _named(mesh, axis_name=None, reduces: bool = False) -> dict:
@@ -96,26 +93,23 @@ def _named(mesh, axis_name=None, reduces: bool = False) -> dict:
 @contextlib.contextmanager
 def axis_env(mesh, check_vma: bool = False):
     """Bind the axis names of `mesh` for the collectives traced in this block."""
-    frame = ManualAxes(mesh, check_vma)
-    _axis_env.append(frame)
-    try:
+    with context.binding_axes(ManualAxes(mesh, check_vma)) as frame:
         yield frame
-    finally:
-        _axis_env.pop()
 
 
 def current_mesh(axis_name, what: str):
     """The mesh of the innermost shard_map being traced; raises if `axis_name` is unbound."""
     names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
-    if not _axis_env:
+    env = context.axis_env()
+    if not env:
         raise NameError(
             f"{what}: unbound axis name {axis_name!r}{errors.at(errors.user_location())}: "
             "collectives run inside purejit.shard_map bodies"
         )
-    for frame in reversed(_axis_env):  # the innermost vmap axis or mesh naming them all
+    for frame in reversed(env):  # the innermost vmap axis or mesh naming them all
         if all(a in frame.axis_names for a in names):
             return frame
-    mesh = _axis_env[-1]
+    mesh = env[-1]
     missing = [a for a in names if a not in mesh.axis_names]
     if missing:
         raise NameError(
@@ -352,7 +346,8 @@ def typed_in_body(fn: Function, args) -> Function:
     far) and JAX's implicit `pvary`s inserted, so that reverse mode sums the cotangents of
     invariant values over devices as JAX does. Elsewhere (or when an argument comes from a
     trace other than the body's) `fn` itself."""
-    frame = _axis_env[-1] if _axis_env else None
+    env = context.axis_env()
+    frame = env[-1] if env else None
     if not isinstance(frame, ManualAxes) or not frame.check_vma or frame.trace is None:
         return fn
     trace = frame.trace

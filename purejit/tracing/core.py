@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from purejit import errors
 from purejit.ir import Function, IRTypeError, TensorType, get_op
+from purejit.tracing import context
 from purejit.tracing.host import ConcreteArray, host_value
 
 
@@ -63,34 +63,19 @@ class Trace:
         raise NotImplementedError
 
 
-_base: list[Trace] = []  # the trace at the bottom of every thread's stack
-
-
-class _TraceState(threading.local):
-    """Each thread has its own stack of traces over the shared base trace, so one thread
-    tracing a function never captures another thread's ops (eager or traced).
-
-    `stack` holds every active trace by level; `current` the trace an op with no tracer
-    operands goes to (the innermost, unless `set_current_trace` chose a lower one)."""
-
-    def __init__(self):
-        self.stack: list[Trace] = list(_base)
-        self.current: list[Trace] = list(_base)
-
-
-_state = _TraceState()
-_change_listeners: list = []  # called after every push or pop of a trace (in that thread)
+# the trace stack lives in this thread's `TraceContext` (`purejit.tracing.context`): each
+# thread has its own stack of traces over the shared base trace, so one thread tracing a
+# function never captures another thread's ops (eager or traced). `stack` holds every active
+# trace by level; `current` the trace an op with no tracer operands goes to (the innermost,
+# unless `set_current_trace` chose a lower one).
+_state = context.ctx
+_changed = context.changed
 
 
 def on_trace_change(listener) -> None:
-    """Call `listener()` after a trace is pushed or popped, or the current trace changes,
-    in the thread where it happened (the C++ dispatch keys on whether one is active)."""
-    _change_listeners.append(listener)
-
-
-def _changed() -> None:
-    for listener in _change_listeners:
-        listener()
+    """Call `listener()` after a trace is pushed or popped, the current trace changes or an
+    axis is bound, in the thread where it happened (the C++ dispatch keys on them)."""
+    context.on_change(listener)
 
 
 def trace_depth() -> int:
@@ -134,13 +119,11 @@ def set_base_trace(trace: Trace) -> None:
 
     The runtime installs its eager trace when imported; tracing itself never executes."""
     stack = _state.stack
-    if _base and _base[0] is trace and stack and stack[0] is trace:
+    if context.base() is trace and stack and stack[0] is trace:
         return
     if len(stack) > 1:
         raise RuntimeError("the base trace cannot change while a trace is active")
-    _base[:] = [trace]
-    stack[:] = [trace]
-    _state.current[:] = [trace]
+    context.set_base(trace)
 
 
 @contextlib.contextmanager

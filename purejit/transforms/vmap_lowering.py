@@ -27,6 +27,7 @@ every example at once and is always batched.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from typing import Callable, Sequence
 
@@ -139,7 +140,11 @@ def _ms(t: float) -> str:
     return f"{t * 1e3:.3g} ms"
 
 
+# the measured choices by `choice_key`, oldest first: at most CHOICES_MAX, written under a
+# lock (threads measuring one program at once each measure, the last one's choice stays)
 CHOICES: dict[tuple, Choice] = {}
+CHOICES_MAX = 256
+_choices_lock = threading.Lock()
 
 
 def choice_key(fn: Function, dims: Sequence, dests: Sequence, size: int, extra=()) -> tuple:
@@ -230,7 +235,10 @@ def choose(key: tuple, forms: dict[str, Callable], args: Sequence) -> Choice:
         rng = np.random.default_rng(0)
         inputs, what = [made_up(a, rng) for a in avals], "made-up inputs of the same shapes"
     choice = measure(forms, avals, inputs, budget, what)
-    CHOICES[key] = choice
+    with _choices_lock:
+        CHOICES[key] = choice
+        while len(CHOICES) > CHOICES_MAX:
+            del CHOICES[next(iter(CHOICES))]
     return choice
 
 

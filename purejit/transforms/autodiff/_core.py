@@ -279,7 +279,7 @@ def transpose(x, perm):
     return x if perm == tuple(range(len(perm))) else op("transpose", x, permutation=perm)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=256)  # (monoid, dtype): a few dozen
 def monoid_region(kind: str, dt: np.dtype) -> Function:
     """The scalar region `(a, b) -> kind(a, b)` of a reduction."""
     s = ShapedArray((), np.dtype(dt))

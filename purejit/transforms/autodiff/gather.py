@@ -117,7 +117,7 @@ def combiner(body) -> str | None:
     return reduction_kind(body)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=64)  # one per dtype
 def _set_region(dt):
     s = ShapedArray((), np.dtype(dt))
     return trace_to_function(lambda a, b: [b], [s, s], name="set").fn

@@ -26,7 +26,6 @@ user's lines, and what is recomputed).
 
 from __future__ import annotations
 
-import contextlib
 import copy
 
 from purejit import errors
@@ -41,6 +40,7 @@ from purejit.tracing import (
     aval_of,
     bind,
     bind1,
+    context,
     current_trace,
     new_trace,
 )
@@ -53,8 +53,9 @@ from purejit.transforms.autodiff.interpreter import (
 
 
 def current_settings() -> rp.Settings:
-    """The remat settings in force: a jit's compiler options, else purejit.config."""
-    s = rp.active_settings()
+    """The remat settings in force: the lowering's (a jit's compiler options, in this
+    thread's trace context), else purejit.config."""
+    s = context.active_remat_settings()
     if s is not None:
         return s
     budget = rp.check_budget(config.read("remat_budget"), "purejit.config")
@@ -63,24 +64,18 @@ def current_settings() -> rp.Settings:
 
 # ---- pinned values: what a user's checkpoint saves -------------------------------------------
 
-_pins: list[list] = []
+# the collectors live in this thread's trace context, so a checkpoint traced in another
+# thread never pins values of this one's program
 
 
-@contextlib.contextmanager
 def collect_pins():
     """Collect the tracers `pin` is given in this block."""
-    out: list = []
-    _pins.append(out)
-    try:
-        yield out
-    finally:
-        _pins.remove(out)
+    return context.collecting_pins()
 
 
 def pin(values) -> None:
     """Mark residuals the user chose to save (a `checkpoint`'s inputs and saved values)."""
-    for c in _pins:
-        c.extend(v for v in values if isinstance(v, Tracer))
+    context.pin([v for v in values if isinstance(v, Tracer)])
 
 
 def _pinned_values(pins, fn: Function) -> set:
@@ -216,20 +211,8 @@ def linearize(fn: Function, primals, nonzero, *, where: str = "grad", param_name
         lin.fn.results,
     )
     free = set(F.params) | set(out_values)
-    if s.enabled:
-        pinned = _pinned_values(pins, F)
-        uses = rp.backward_uses(L, nt, F.results[n_out:])
-        plan = rp.plan(
-            F,
-            n_out,
-            free=free,
-            pinned=pinned,
-            budget=s.budget,
-            uses=uses,
-            keeps_barriers=s.keeps_barriers,
-        )
-    else:
-        plan = rp.save_everything(F, n_out, free)
+    uses = rp.backward_uses(L, nt, F.results[n_out:]) if s.enabled else None
+    plan = rp.plan_with(s, F, n_out, free=free, pinned=_pinned_values(pins, F), uses=uses)
     F2, L2 = F, L
     if plan.recomputed:
         F2, L2 = rp.rewrite(F, n_out, L, nt, plan)
@@ -250,7 +233,7 @@ def linearize(fn: Function, primals, nonzero, *, where: str = "grad", param_name
         len(plan.ops),
         plan.all_bytes,
     )
-    rp.record(rec)
+    context.remat_record(rec)
     out = RematLinear(
         L2, [*saved_vals, *external], lin.in_avals, lin.in_nonzero, lin.out_avals, lin.out_nonzero
     )
@@ -307,20 +290,10 @@ def rematerialize_scan(make_split, num_consts: int, num_carry: int, length: int)
     F, n_out = split.primal, split.num_out
     # loop constants are passed once and slices of xs read from xs: neither is copied
     free = set(F.params[:num_consts]) | set(F.params[num_consts + num_carry :])
+    uses = None
     if s.enabled:
         uses = rp.backward_uses(split.linear, split.num_tangents, F.results[n_out:])
-        pinned = _pinned_values(pins, F)
-        plan = rp.plan(
-            F,
-            n_out,
-            free=free,
-            pinned=pinned,
-            budget=s.budget,
-            uses=uses,
-            keeps_barriers=s.keeps_barriers,
-        )
-    else:
-        plan = rp.save_everything(F, n_out, free)
+    plan = rp.plan_with(s, F, n_out, free=free, pinned=_pinned_values(pins, F), uses=uses)
 
     nx = len(F.params) - num_consts - num_carry
     describe = rp.describer(
@@ -343,7 +316,7 @@ def rematerialize_scan(make_split, num_consts: int, num_carry: int, length: int)
         sum(v.type.nbytes * length for v in F.results[n_out:] if v not in free),
         inner=True,
     )
-    rp.record(rec)
+    context.remat_record(rec)
     if not plan.recomputed:
         return split
     F2, L2 = rp.rewrite(F, n_out, split.linear, split.num_tangents, plan)

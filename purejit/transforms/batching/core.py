@@ -191,17 +191,10 @@ def reduce_batch(x, dim: int, kind: str):
 # ---- the interpreter ----------------------------------------------------------------------
 
 
-def _uses_axis(fn: Function, name, cache: dict) -> bool:
+@functools.lru_cache(maxsize=1024)  # holds the functions it answered for: no id is reused
+def _uses_axis(fn: Function, name) -> bool:
     """Whether `fn` (regions included) holds a collective over the vmap axis `name`."""
-    key = (id(fn), name)
-    hit = cache.get(key)
-    if hit is None:
-        hit = any(op.attrs.get("axis_name") == name for op in fn.walk())
-        cache[key] = hit
-    return hit
-
-
-_USES: dict = {}
+    return any(op.attrs.get("axis_name") == name for op in fn.walk())
 
 
 def op_uses_axis(op, name) -> bool:
@@ -210,7 +203,7 @@ def op_uses_axis(op, name) -> bool:
         return False
     if op.attrs.get("axis_name") == name:
         return True
-    return any(_uses_axis(r, name, _USES) for r in op.regions)
+    return any(_uses_axis(r, name) for r in op.regions)
 
 
 def batch_function(fn: Function, args: Sequence, dims: Sequence, axis: AxisData):

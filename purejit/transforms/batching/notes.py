@@ -2,41 +2,27 @@
 
 A batched `cond` that became a select, a `while_loop` that now runs until its slowest
 example is done, an op run once per example in a loop: each is a sentence recorded while
-tracing. `purejit.explain` collects the sentences of the program it explains.
+tracing. `purejit.explain` collects the sentences of the program it explains. The
+collectors are this thread's (`purejit.tracing.context`), so a program traced in another
+thread never reports into this one's explanation.
 """
 
 from __future__ import annotations
 
-import contextlib
-
-_collectors: list[list[str]] = []
+from purejit.tracing import context
 
 
-@contextlib.contextmanager
 def collecting():
     """Collect the notes recorded in this block; yields the list they are appended to."""
-    out: list[str] = []
-    _collectors.append(out)
-    try:
-        yield out
-    finally:
-        _collectors.remove(out)
+    return context.collecting_notes()
 
 
 def record(text: str) -> None:
     """Record one note (kept only while someone collects; duplicates are dropped)."""
-    for c in _collectors:
-        if text not in c:
-            c.append(text)
+    context.note(text)
 
 
-@contextlib.contextmanager
 def paused():
     """Record nothing in this block (work done on the side, e.g. programs compiled only to
     be measured, must not report into the program being explained)."""
-    saved = _collectors[:]
-    _collectors.clear()
-    try:
-        yield
-    finally:
-        _collectors[:] = saved
+    return context.notes_paused()
