@@ -119,14 +119,25 @@ class _Defs:
         return cls.current.get(v)
 
 
+def _through_stop_gradient(g: Graph, v: Value) -> Value:
+    """`v` with any `stop_gradient` in front of it skipped: the forward value is the same,
+    and a softmax is shift-invariant, so the row max's gradient (stopped as jax.nn's
+    softmax stops it) never changes the softmax's."""
+    op = g.defs.get(v)
+    while op is not None and op.name == "stop_gradient":
+        v = op.operands[0]
+        op = g.defs.get(v)
+    return v
+
+
 def _spread_back(g: Graph, w: Value, axis: int, rank: int) -> Value | None:
     """`r` when `w` is `r` (reduced along `axis`) broadcast back to the full shape: either
     broadcast_in_dim(reshape(r)) with the axis kept as 1, or broadcast_in_dim(r) over every
-    dimension but `axis`."""
-    op = g.defs.get(w)
+    dimension but `axis` (a `stop_gradient` anywhere on the way is looked through)."""
+    op = g.defs.get(_through_stop_gradient(g, w))
     if op is None or op.name != "broadcast_in_dim":
         return None
-    (u,) = op.operands
+    u = _through_stop_gradient(g, op.operands[0])
     dims = tuple(op.attrs["broadcast_dimensions"])
     if dims == tuple(d for d in range(rank) if d != axis):
         return u
@@ -135,7 +146,7 @@ def _spread_back(g: Graph, w: Value, axis: int, rank: int) -> Value | None:
         return None
     if u.type.shape[axis] != 1:
         return None
-    (r,) = inner.operands
+    r = _through_stop_gradient(g, inner.operands[0])
     want = tuple(d for i, d in enumerate(u.type.shape) if i != axis)
     return r if r.type.shape == want else None
 
