@@ -127,6 +127,8 @@ def unsupported_reason(q, k, v, attrs, bias, tgt: Target, *, training: bool) -> 
             return "a sliding window requires cuDNN version >= 9.2"
         if window[1] != 0 and attrs["mask"] != "causal":
             return f"cuDNN doesn't support right window: {window[1]} when causal mask is not used."
+    if bias is not None and bias.dtype != dt:
+        return f"the bias dtype {bias.dtype} must be q's ({dt}) for cuDNN"
     if bias is not None and (bias.shape[2] != t or bias.shape[3] != s):
         return f"Bias must have same seq length as QKV, got {bias.shape[2]} and {bias.shape[3]}"
     return None
