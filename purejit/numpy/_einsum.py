@@ -14,7 +14,7 @@ import numpy as np
 from purejit import errors
 from purejit.numpy import _core as c
 from purejit.numpy._manip import diagonal
-from purejit.numpy._reductions import sum as _sum
+from purejit.numpy._reductions import reduce_sum_exact
 from purejit.numpy._shape import transpose
 from purejit.lax.ops import dot_general as lax_dot_general
 
@@ -105,8 +105,8 @@ def _sum_labels(x, labels, drop):
     axes = tuple(i for i, lab in enumerate(labels) if lab in drop)
     if not axes:
         return x, labels
-
-    return _sum(x, axis=axes), [lab for lab in labels if lab not in drop]
+    # in the operands' dtype, never upcast: jax.numpy's einsum sums with lax.reduce
+    return reduce_sum_exact(x, axes), [lab for lab in labels if lab not in drop]
 
 
 def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 
+import ml_dtypes
 import numpy as np
 
 from purejit import dtypes as pdt
+from purejit import errors
 from purejit.lax import ops as lax_ops
 from purejit.numpy._core import (
     _lift,
@@ -14,6 +16,7 @@ from purejit.numpy._core import (
     add,
     imag,
     convert,
+    greater,
     multiply,
     real,
     sqrt,
@@ -97,16 +100,39 @@ def _sum_dtype(dt: np.dtype) -> np.dtype:
     return dt
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+_HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+
+
+def _upcast_half(dt: np.dtype) -> np.dtype:
+    """float16 and bfloat16 accumulate in float32 (jax.numpy's `_upcast_f16`): a 10-bit or
+    7-bit mantissa loses every addend below its last bit once the running sum is large."""
+    return np.dtype(np.float32) if dt in _HALF else dt
+
+
+def _accumulating(a, dtype, kind: str, name: str, axis, keepdims, where, initial):
+    """sum / prod as jax.numpy computes them: the result dtype is `dtype` or the input's
+    (small integers promoted); with no `dtype`, half floats accumulate in float32 and the
+    result is cast back; an explicit `dtype` is the accumulation dtype itself."""
     x = _lift(a)
-    x = convert(x, pdt.canonicalize(dtype) if dtype is not None else _sum_dtype(x.dtype))
-    return _reduce(x, axis, keepdims, "add", "sum", where, initial)
+    out_dt = pdt.canonicalize(dtype) if dtype is not None else _sum_dtype(x.dtype)
+    acc = _upcast_half(out_dt) if dtype is None else out_dt
+    out = _reduce(convert(x, acc), axis, keepdims, kind, name, where, initial)
+    return convert(out, out_dt)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    return _accumulating(a, dtype, "add", "sum", axis, keepdims, where, initial)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    x = _lift(a)
-    x = convert(x, pdt.canonicalize(dtype) if dtype is not None else _sum_dtype(x.dtype))
-    return _reduce(x, axis, keepdims, "multiply", "prod", where, initial)
+    return _accumulating(a, dtype, "multiply", "prod", axis, keepdims, where, initial)
+
+
+def reduce_sum_exact(x, axes):
+    """A sum over `axes` in `x`'s own dtype, never upcast (what jax.numpy's einsum and
+    lax.reduce_sum do); booleans reduce with `or`."""
+    x = _lift(x)
+    return _reduce(x, tuple(axes), False, "or" if x.dtype == np.bool_ else "add", "sum")
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
@@ -128,46 +154,68 @@ def all(a, axis=None, out=None, keepdims=False, where=None):  # noqa: A001
     return _reduce(convert(_lift(a), np.bool_), axis, keepdims, "and", "all", where)
 
 
-def _count(x, axis, where=None, keepdims=False):
-    """How many elements each reduction over `axis` sees: an int, or an array with `where`."""
+def _count(x, axis, where, keepdims, dt):
+    """How many elements each reduction over `axis` sees, in `dt` (as jax.numpy counts: a
+    constant, or the sum of the mask in `dt`)."""
     if where is None:
         axes = normalize_axes(axis, x.ndim, "mean")
-        return int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+        n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+        with np.errstate(over="ignore"):
+            return Array(host=np.asarray(n).astype(dt))
     w = broadcast_to(convert(_lift(where), np.bool_), x.shape)
-    return sum(w, axis=axis, keepdims=keepdims, dtype=pdt.default_int())
+    return sum(w, axis=axis, keepdims=keepdims, dtype=dt)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     x = _lift(a)
-    dt = pdt.canonicalize(dtype) if dtype is not None else None
-    if dt is None:
-        dt = x.dtype if pdt.is_inexact(x.dtype) else pdt.default_float()
-    s = sum(convert(x, dt), axis=axis, keepdims=keepdims, where=where)
-    n = _count(x, axis, where, keepdims)
-    if where is None:
-        return true_divide(s, float(n))
-    return true_divide(s, convert(n, s.dtype))
+    if dtype is None:
+        out_dt = x.dtype if pdt.is_inexact(x.dtype) else pdt.default_float()
+        acc = _upcast_half(out_dt)
+    else:
+        out_dt = acc = pdt.canonicalize(dtype)
+    s = sum(x, axis=axis, dtype=acc, keepdims=keepdims, where=where)
+    return convert(true_divide(s, _count(x, axis, where, keepdims, acc)), out_dt)
+
+
+def _var_dtypes(in_dt: np.dtype, dtype) -> tuple[np.dtype, np.dtype]:
+    """(accumulation dtype, result dtype) of var/std: half floats always accumulate in float32,
+    an explicit `dtype` included (jax.numpy's `_var_promote_types`)."""
+    if dtype is not None:
+        out_dt = pdt.canonicalize(dtype)
+        if out_dt.kind != "c" and in_dt.kind == "c":
+            raise ValueError(
+                f"var: a real dtype={out_dt} for the variance of {in_dt} values is not "
+                f"supported (as in jax.numpy){errors.at(errors.user_location())}; leave "
+                "dtype=None to get the real variance of the complex values"
+            )
+        return _upcast_half(out_dt), out_dt
+    if not pdt.is_inexact(in_dt):
+        return pdt.default_float(), pdt.default_float()
+    real_dt = np.zeros((), in_dt).real.dtype
+    return _upcast_half(in_dt), real_dt
+
+
+def _abs2(d):
+    """|d|^2, real for complex `d`."""
+    if d.dtype.kind == "c":
+        re, im = real(d), imag(d)
+        return add(multiply(re, re), multiply(im, im))
+    return multiply(d, d)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, correction=None):
     x = _lift(a)
     if correction is not None:
         ddof = correction
-    dt = x.dtype if pdt.is_inexact(x.dtype) else pdt.default_float()
-    x = convert(x, dt)
-    m = mean(x, axis=axis, keepdims=True, where=where)
-
-    d = subtract(x, m)
-    if d.dtype.kind == "c":
-        re, im = real(d), imag(d)
-        sq = add(multiply(re, re), multiply(im, im))
-    else:
-        sq = multiply(d, d)
-    s = sum(sq, axis=axis, keepdims=keepdims, where=where)
-    n = _count(x, axis, where, keepdims)
-    if where is None:
-        return true_divide(s, float(n - ddof))
-    return true_divide(s, convert(subtract(n, ddof), s.dtype))
+    acc, out_dt = _var_dtypes(x.dtype, dtype)
+    x = convert(x, acc)
+    m = mean(x, axis=axis, dtype=acc, keepdims=True, where=where)
+    sq = _abs2(subtract(x, m))
+    n = subtract(_count(x, axis, where, keepdims, sq.dtype), convert(ddof, sq.dtype))
+    s = sum(sq, axis=axis, dtype=sq.dtype, keepdims=keepdims, where=where)
+    res = convert(true_divide(s, n), out_dt)
+    # no degrees of freedom left: NaN, as jax.numpy (not the inf of s / 0)
+    return where_(greater(n, convert(0, n.dtype)), res, convert(np.nan, out_dt))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, correction=None):

@@ -183,20 +183,25 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
-    """var ignoring NaNs."""
-    x = c.convert_inexact(c._lift(a))
-    dt = pdt.canonicalize(dtype) if dtype is not None else x.dtype
-    m = nanmean(x, axis=axis, keepdims=True, where=where) if mean is None else c._lift(mean)
-    d = c.subtract(x, m)
-    if d.dtype.kind == "c":
-        sq = c.add(c.multiply(c.real(d), c.real(d)), c.multiply(c.imag(d), c.imag(d)))
+    """var ignoring NaNs (half floats accumulate in float32, as var)."""
+    x = c._lift(a)
+    acc, out_dt = r._var_dtypes(x.dtype, dtype)
+    x = c.convert(x, acc)
+    if mean is None:
+        m = nanmean(x, axis=axis, dtype=acc, keepdims=True, where=where)
     else:
-        sq = c.multiply(d, d)
-    n = _nan_count(x, axis, keepdims, where, sq.dtype)
-    s = nansum(sq, axis=axis, keepdims=keepdims, where=where)
-    out = c.true_divide(s, c.subtract(n, c.convert(ddof, n.dtype)))
-    out = c.where(c.less_equal(n, ddof), c.convert(np.nan, out.dtype), out)
-    return c.convert(out, dt) if dtype is not None else out
+        m = c.convert(c._lift(mean), acc)
+    nan = c.isnan(x)
+    # NaN lanes become 0 before squaring, so their gradient is 0, not 0 * NaN
+    d = c.subtract(x, m)
+    sq = r._abs2(c.where(nan, c.convert(0, d.dtype), d))
+    n = r.sum(c.logical_not(nan), axis=axis, keepdims=keepdims, where=where)
+    n = c.subtract(n, ddof)
+    empty = c.less_equal(n, c.convert(0, n.dtype))
+    s = r.sum(sq, axis=axis, keepdims=keepdims, where=where)
+    s = c.where(empty, c.convert(np.nan, s.dtype), s)
+    divisor = c.where(empty, c.convert(1, n.dtype), n)
+    return c.convert(c.true_divide(s, c.convert(divisor, s.dtype)), out_dt)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):

@@ -510,8 +510,9 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
     if ord == -np.inf:
         return _min(abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        rdt = np.finfo(x.dtype).dtype
-        return sum(astype(x != 0, rdt), axis=axis, keepdims=keepdims)
+        rdt = np.zeros((), x.dtype).real.dtype  # np.finfo knows no bfloat16
+        # counted in the float dtype itself, as jax.numpy (no float32 accumulation)
+        return sum(x != 0, axis=axis, keepdims=keepdims, dtype=rdt)
     if ord == 1:
         return sum(abs(x), axis=axis, keepdims=keepdims)
     if isinstance(ord, str):

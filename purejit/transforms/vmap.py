@@ -144,6 +144,18 @@ def _mapped_size(fun, args, kwargs, tree, leaves, axes, axis_size) -> int:
     raise ValueError("\n".join(lines) + errors.at(errors.user_location()))
 
 
+def _out_axis(d, ndim: int):
+    """`out_axes` entry `d` of a batched result of rank `ndim`, in [0, ndim) (JAX's check)."""
+    if d is None:
+        return None
+    if not -ndim <= d < ndim:
+        raise ValueError(
+            f"axis {d} is out of bounds for array of dimension {ndim}"
+            f"{errors.at(errors.user_location())}"
+        )
+    return d % ndim
+
+
 def _leaf(x):
     return x if isinstance(x, Tracer) else as_array(x)
 
@@ -212,11 +224,13 @@ def vmap(
             )
         leaves, tree = tree_flatten((args, kwargs))
         axes = broadcast_axes((in_axes, {k: 0 for k in kwargs}), tree, "in_axes")
-        leaves = [_leaf(x) for x in leaves]
-        for k, (x, d) in enumerate(zip(leaves, axes)):
-            if d is None:
-                continue
-            s = aval_of(x).shape
+        # only mapped leaves are traced; an unmapped one reaches `fun` as it is, as JAX's
+        # batching.to_elt passes it (a Python int stays a static loop bound, a NumPy array
+        # stays a NumPy array, a string or a config object stays itself)
+        mapped = [k for k, d in enumerate(axes) if d is not None]
+        for k in mapped:
+            x = leaves[k] = _leaf(leaves[k])
+            d, s = axes[k], aval_of(x).shape
             if not -len(s) <= d < len(s):
                 min_rank = d + 1 if d >= 0 else -d
                 raise ValueError(
@@ -227,15 +241,16 @@ def vmap(
             axes[k] = d % len(s)
         size = _mapped_size(fun, args, kwargs, tree, leaves, axes, axis_size)
         avals = []
-        for x, d in zip(leaves, axes):
-            a = aval_of(x)
-            if d is not None:
-                a = ShapedArray(a.shape[:d] + a.shape[d + 1 :], a.dtype, a.weak_type)
-            avals.append(a)
+        for k in mapped:
+            a, d = aval_of(leaves[k]), axes[k]
+            avals.append(ShapedArray(a.shape[:d] + a.shape[d + 1 :], a.dtype, a.weak_type))
         out_box = []
 
         def flat_fun(*xs):
-            a, kw = tree_unflatten(tree, xs)
+            full = list(leaves)
+            for k, x in zip(mapped, xs):
+                full[k] = x
+            a, kw = tree_unflatten(tree, full)
             with parallel.vmap_axis(axis_name, size):
                 out = fun(*a, **kw)
             outs, out_tree = tree_flatten(out)
@@ -251,12 +266,10 @@ def vmap(
         closed = trace_closed(flat_fun, avals, name=name)
         out_tree = out_box[0]
         axis = AxisData(size, axis_name)
-        ins = [*leaves, *closed.captures]
-        dims = [*axes, *[None] * len(closed.captures)]
+        ins = [*(leaves[k] for k in mapped), *closed.captures]
+        dims = [*(axes[k] for k in mapped), *[None] * len(closed.captures)]
         dests = broadcast_axes(out_axes, out_tree, "out_axes")
-        dests = [
-            None if d is None else d % (len(a.shape) + 1) for d, a in zip(dests, closed.out_avals)
-        ]
+        dests = [_out_axis(d, len(a.shape) + 1) for d, a in zip(dests, closed.out_avals)]
         job = _Job(name, closed.fn, closed.out_avals, out_tree, dims, dests, axis, sum_match)
         how = _pick(mode, job, ins, errors.user_location())
         return tree_unflatten(out_tree, job.run(how, ins))
