@@ -19,11 +19,11 @@ Exceptions raised by the callback reach the caller as themselves (`KeyboardInter
 user's `ValueError`, purejit's message for a result of the wrong shape), with the callback's
 traceback and jaxlib's runtime error chained as the cause (`backend/callback_errors.py`;
 JAX raises `JaxRuntimeError: INTERNAL: CpuCallback error` instead). Where each surfaces:
-outside jit, at the `debug.callback` / `pure_callback` / `io_callback` call itself. Under jit,
-`pure_callback` and `io_callback` raise at the call of the program (their results are part of
-it), and so do `debug.callback` and `debug.print` on CPU; on a GPU the program runs
-asynchronously and a failure of a callback without results is reported at the next
-synchronisation: `block_until_ready()` or reading a result of that program on the host.
+outside jit, at the `debug.callback` / `pure_callback` / `io_callback` call itself. Under jit
+on CPU, at the call of the program. Under jit on a GPU the program runs asynchronously, so
+the failure of any of them is reported at the next synchronisation of that program's
+results: `block_until_ready()`, or reading a result on the host (`np.asarray`, `float`,
+printing it).
 
 `debug.breakpoint` is not provided: it needs an interactive debugger on the host fed with
 every traced value of the frame, which the callback op could carry but which no test here
@@ -94,7 +94,8 @@ def callback(callback: Callable, *args, ordered: bool = False, partitioned: bool
         partitioned: accepted for JAX compatibility (one device: no effect).
     Raises:
         Whatever `callback` raises, as itself: outside jit at once; under jit at the call of
-        the program on CPU, at the next synchronisation on a GPU (module docstring).
+        the program on CPU, at the next synchronisation of its results on a GPU (module
+        docstring).
     """
     del partitioned
     arrays, rebuild = _split(args, kwargs)
@@ -193,8 +194,9 @@ def pure_callback(
     Returns:
         The results as purejit arrays, in the structure of `result_shape_dtypes`.
     Raises:
-        Whatever `callback` raises, as itself, at the call of the program that runs it; a
-        RuntimeError naming the declared and returned types for a result that does not fit.
+        Whatever `callback` raises, as itself (under jit on a GPU, at the next
+        synchronisation of the program's results); a RuntimeError naming the declared and
+        returned types for a result that does not fit.
     """
     del vmap_method
     if sharding is not None:
@@ -234,7 +236,8 @@ def io_callback(
     Returns:
         The results as purejit arrays, in the structure of `result_shape_dtypes`.
     Raises:
-        Whatever `callback` raises, as itself, at the call of the program that runs it.
+        Whatever `callback` raises, as itself, at the call of the program that runs it (on
+        a GPU, at the next synchronisation of its results).
     """
     if sharding is not None:
         raise NotImplementedError("io_callback: sharding= is not supported (one device only)")

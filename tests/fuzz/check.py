@@ -14,7 +14,12 @@ Tolerances (tests/fuzz/README.md says the same):
   (float16), 6e-2 (bfloat16) for the least precise float dtype of any value of the program,
   per inexact op on the way (at most 6), and `scale` the largest
   finite magnitude any float value of the program reaches (cancellation makes error relative
-  to the operands, not to the result); NaN and infinities must be in the same places.
+  to the operands, not to the result); NaN and infinities must be in the same places;
+- float16 and bfloat16 results, besides: against a float64 reference (the same program run
+  by JAX on the inputs widened to float64), purejit's compiled error must be at most 1.5x
+  JAX's error plus half a unit in the last place at the result's magnitude (`low_precision`).
+  The bound is relative to JAX, so it cannot be met by widening a tolerance: a float16 sum
+  accumulated in float16 where JAX accumulates in float32 fails it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import math
 
 import jax
+import ml_dtypes
 import numpy as np
 
 import purejit
@@ -37,8 +43,56 @@ TF32_TOL = 1e-2
 PASSES = ("cleanup", "fold", "simplify", "cse", "dce", "layout", "fusion", "buffer_assignment")
 
 
+LOW_PRECISION = ("float16", "bfloat16")
+ERROR_RATIO = 1.5
+
+
 class Mismatch(AssertionError):
     """Two ways of running one program disagree."""
+
+
+def reference64(prog: Program, args) -> list | None:
+    """The program's outputs as JAX computes them in float64 from the same inputs (float
+    inputs widened), or None where the program does not run that way."""
+    wide = [a.astype(np.float64) if _is_float(a) else a for a in args]
+    try:
+        with jax.enable_x64(True):
+            return [np.asarray(o) for o in jax.jit(lambda *a: run(prog, JX, a))(*wide)]
+    except Exception:  # noqa: BLE001 - an op whose float64 form JAX rejects: no reference
+        return None
+
+
+def _is_float(a) -> bool:
+    a = np.asarray(a)
+    return a.dtype.kind == "f" or a.dtype == np_dtype("bfloat16")
+
+
+def low_precision(name: str, got, want, ref) -> None:
+    """Raise `Mismatch` if `got`'s error against the float64 reference `ref` exceeds
+    ERROR_RATIO times JAX's (`want`'s) error, plus one ulp at the result's magnitude."""
+    g, w, r = (np.asarray(a).astype(np.float64) for a in (got, want, ref))
+    if r.shape != w.shape:
+        return
+    fin = np.isfinite(g) & np.isfinite(w) & np.isfinite(r)
+    if not fin.any():
+        return
+    err_pj, err_jax = float(np.abs(g - r)[fin].max()), float(np.abs(w - r)[fin].max())
+    half_ulp = 0.5 * ulp(np.asarray(want).dtype, float(np.abs(r[fin]).max()))
+    if err_pj > ERROR_RATIO * err_jax + half_ulp:
+        raise Mismatch(
+            f"{name}: error {err_pj:.3g} against a float64 reference, JAX's {err_jax:.3g} "
+            f"(allowed {ERROR_RATIO} x JAX's + half an ulp {half_ulp:.3g})\n  got  {got!r}\n"
+            f"  jax  {want!r}\n  f64  {ref!r}"
+        )
+
+
+def ulp(dtype, magnitude: float) -> float:
+    """The spacing of `dtype`'s numbers at `magnitude` (the unavoidable rounding of a result
+    there is half of it)."""
+    info = ml_dtypes.finfo(dtype)
+    if magnitude < float(info.smallest_normal):
+        return float(info.smallest_subnormal)
+    return 2.0 ** (math.floor(math.log2(magnitude)) - int(info.nmant))
 
 
 def _scale(values) -> float:
@@ -134,8 +188,15 @@ def check(prog: Program, *, passes: bool = True) -> dict:
     f = purejit.jit(lambda *a: run(prog, PJ, a))
     lowered = f.lower(*args)
     cmp("interpreter (traced IR)", interpret(lowered.traced, *args))
-    cmp("compiled", [np.asarray(o) for o in f(*args)])
+    compiled = [np.asarray(o) for o in f(*args)]
+    cmp("compiled", compiled)
     ran = ["jax", "interpreter", "compiled"]
+    low = [k for k, w in enumerate(want) if str(w.dtype) in LOW_PRECISION and not exact[k]]
+    ref = reference64(prog, args) if low else None
+    if ref is not None:
+        for k in low:
+            low_precision(f"compiled result {k} (float64 reference)", compiled[k], want[k], ref[k])
+        ran.append("float64 reference")
     if passes:
         cmp("interpreter (all passes)", interpret(lowered.fn, *args))
         for p in PASSES:

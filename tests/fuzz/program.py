@@ -27,6 +27,12 @@ import purejit.numpy as pjnp
 from .ops import DTYPES, SPECS, kind
 
 SHAPES = [(), (3,), (4,), (2, 3), (3, 1), (2, 2, 2)]
+# A share of programs (LARGE_SHARE) runs on one large shape: reductions over 10^4-10^5
+# elements show accumulation errors (a float16 sum accumulated in float16) that 8 elements
+# never do. Leading dimensions stay small, so that scan/vmap bodies over axis 0 stay cheap.
+LARGE_SHAPES = [(2, 50000), (3, 32768), (8, 12288), (4, 128, 192), (16, 4096), (100000,)]
+LARGE_SHARE = 0.1
+MAX_ELEMENTS = 100_000
 
 
 class Lib:
@@ -109,7 +115,11 @@ def np_dtype(name: str) -> np.dtype:
 
 def make_input(rng, shape, dt: str) -> np.ndarray:
     k = kind(dt)
-    if k == "f":
+    if k == "f" and int(np.prod(shape)) > 4096:
+        # large inputs: values with full mantissas and a positive mean, so that a sum grows
+        # and its rounding (float16 and bfloat16 accumulation) shows
+        v = rng.uniform(-2.0, 3.0, size=shape)
+    elif k == "f":
         v = rng.integers(-24, 25, size=shape) / 8.0
     elif k == "b":
         v = rng.integers(0, 2, size=shape).astype(bool)
@@ -138,15 +148,15 @@ def _exact_rule(spec, out_dtype: str) -> bool:
     return bool(spec.exact)
 
 
-def _abstract(spec, params, types):
+def _abstract(spec, params, types, max_elements: int = 4096):
     """The (shape, dtype) of the op's result, from JAX's abstract evaluation (None: JAX
-    rejects this application)."""
+    rejects this application, or the result is larger than `max_elements`)."""
     structs = [jax.ShapeDtypeStruct(s, np_dtype(d)) for s, d in types]
     try:
         out = jax.eval_shape(lambda *a: spec.apply(JX, params, *a), *structs)
     except Exception:  # noqa: BLE001 - an invalid combination: draw another
         return None
-    if not hasattr(out, "shape") or 0 in out.shape or out.size > 4096:
+    if not hasattr(out, "shape") or 0 in out.shape or out.size > max_elements:
         return None
     dt = str(out.dtype)
     if dt not in DTYPES:
@@ -159,14 +169,24 @@ def programs(draw, max_ops: int = 6, first: str | None = None):
     """Random well-typed programs over `SPECS`; with `first`, one that starts by applying
     that op to its first input (so that every op gets its share of programs)."""
     pick = lambda label, options: draw(st.sampled_from(list(options)), label=label)  # noqa: E731
-    n_in = draw(st.integers(1, 3), label="inputs")
+    first_spec = SPECS[first] if first is not None else None
+    # an op taking indices (take, scatter, dynamic_slice...) starts its programs with an
+    # integer second input, so that each of these ops is drawn as often as the others
+    index_first = first_spec is not None and "index" in first_spec.tags
+    n_in = draw(st.integers(2 if index_first else 1, 3), label="inputs")
+    # the large share: Hypothesis shrinks a failure towards the small shapes (False)
+    large = draw(st.integers(0, int(round(1 / LARGE_SHARE)) - 1), label="large") == 1
+    all_shapes = [pick("large shape", LARGE_SHAPES), ()] if large else SHAPES
+    max_elements = MAX_ELEMENTS if large else 4096
     types = []
     for k in range(n_in):
-        shapes, dtypes = SHAPES, DTYPES
+        shapes, dtypes = all_shapes, DTYPES
         if first is not None and k == 0:
             spec = SPECS[first]
             dtypes = [d for d in DTYPES if kind(d) in spec.kinds]
-            shapes = [s for s in SHAPES if s or "needs_rank1" not in spec.tags]
+            shapes = [s for s in all_shapes if s or "needs_rank1" not in spec.tags]
+        if index_first and k == 1:
+            dtypes = ["int32", "uint8"]
         types.append((pick("shape", shapes), pick("dtype", dtypes)))
     exact = [True] * n_in
     ops = []
@@ -184,7 +204,9 @@ def programs(draw, max_ops: int = 6, first: str | None = None):
         if "needs_rank1" in spec.tags and not sx:
             continue
         refs = [x]
-        if spec.arity == 2:
+        if forced and index_first:
+            refs.append(1)
+        elif spec.arity == 2:
             if spec.same_type:
                 same = [j for j, t in enumerate(types) if t == types[x]]
                 refs.append(same[draw(st.integers(0, len(same) - 1), label="arg1")])
@@ -198,7 +220,7 @@ def programs(draw, max_ops: int = 6, first: str | None = None):
         if "index" in spec.tags and kind(types[refs[1]][1]) not in "iu":
             continue
         params = spec.params(pick, in_types) if spec.params else {}
-        out = _abstract(spec, params, in_types)
+        out = _abstract(spec, params, in_types, max_elements)
         if out is None:
             continue
         ops.append((spec.name, tuple(refs), params))

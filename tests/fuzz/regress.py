@@ -45,23 +45,28 @@ def _decode(d: dict) -> np.ndarray:
     )
 
 
-def save(prog: Program, name: str, note: str) -> str:
-    """Write the regression file for `prog` (it must run under purejit now)."""
+def save(prog: Program, name: str, note: str, directory: str = DIR) -> str:
+    """Write the regression file for `prog` into `directory` (the fuzzer's `--save` writes
+    failures elsewhere first); a program purejit cannot trace yet is saved without IR."""
     args = prog.args()
     want = [np.asarray(v) for v in jax.jit(lambda *a: run(prog, JX, a))(*args)]
     every = jax.jit(lambda *a: run(prog, JX, a, all_values=True))(*args)
-    ir = purejit.jit(lambda *a: run(prog, PJ, a)).lower(*args).traced
+    try:
+        ir = purejit.jit(lambda *a: run(prog, PJ, a)).lower(*args).traced
+        ir_lines = purejit.ir.print_function(ir).splitlines()
+    except Exception:  # noqa: BLE001 - the failure may be in tracing itself
+        ir_lines = None
     data = {
         "note": note,
         "program": prog.to_json(),
         "source": prog.source().splitlines(),
-        "ir": purejit.ir.print_function(ir).splitlines(),
+        "ir": ir_lines,
         "inputs": [_encode(a) for a in args],
         "expected": [_encode(w) for w in want],
         "scale": _scale(every),
         "loosest": _loosest([*args, *every]),
     }
-    path = os.path.join(DIR, name + ".json")
+    path = os.path.join(directory, name + ".json")
     with open(path, "w") as f:
         json.dump(data, f, indent=1)
         f.write("\n")
@@ -82,6 +87,8 @@ def replay(name: str) -> None:
     with open(os.path.join(DIR, name + ".json")) as f:
         data = json.load(f)
     prog = Program.from_json(data["program"])
+    if data["ir"] is None:  # saved before purejit could trace it: the program is replayed
+        return
     fn = parse("\n".join(data["ir"]))
     args = [_decode(d) for d in data["inputs"]]
     want = [_decode(d) for d in data["expected"]]
