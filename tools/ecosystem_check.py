@@ -225,11 +225,17 @@ X = rng.normal(size=(64, 8)).astype(np.float32)
 Y = rng.normal(size=(64, 1)).astype(np.float32)
 W1 = rng.normal(size=(8, 16)).astype(np.float32) * 0.3
 W2 = rng.normal(size=(16, 1)).astype(np.float32) * 0.3
-params = {"w1": jnp.asarray(W1), "b1": jnp.zeros((16,)), "w2": jnp.asarray(W2)}
+if sys.argv[2] == "mlp":
+    params = {"w1": jnp.asarray(W1), "b1": jnp.zeros((16,)), "w2": jnp.asarray(W2)}
 
-def loss_fn(p, x, y):
-    h = jnp.maximum(x @ p["w1"] + p["b1"], 0.0)
-    return jnp.mean((h @ p["w2"] - y) ** 2)
+    def loss_fn(p, x, y):
+        h = jnp.maximum(x @ p["w1"] + p["b1"], 0.0)
+        return jnp.mean((h @ p["w2"] - y) ** 2)
+else:  # linear least squares
+    params = {"w": jnp.asarray(W1[:, :1]), "b": jnp.zeros((1,))}
+
+    def loss_fn(p, x, y):
+        return jnp.mean((x @ p["w"] + p["b"] - y) ** 2)
 
 out = {}
 for name, make in json.loads(sys.argv[1]).items():
@@ -252,15 +258,16 @@ print("RESULT" + json.dumps(out))
 """
 
 
-def training_loops(timeout: float) -> dict:
-    """Each optimizer's 20 jitted steps under JAX and under purejit: final loss, bit match."""
+def training_loops(timeout: float, optimizers: dict = OPTIMIZERS, model: str = "mlp") -> dict:
+    """Each optimizer's 20 jitted steps under JAX and under purejit: final loss, bit match.
+    `model`: "mlp" (a ReLU layer, then a linear one) or "linear" (least squares)."""
     script = pathlib.Path("/tmp/purejit_ecosystem_loop.py")
     script.write_text(LOOP)
     got = {}
     for mode in MODES:
         cmd = [sys.executable] + (["-m", "purejit", "run"] if mode == "purejit" else [])
         proc = subprocess.run(
-            cmd + [str(script), json.dumps(OPTIMIZERS)],
+            cmd + [str(script), json.dumps(optimizers), model],
             env=_env(mode, 1),
             capture_output=True,
             text=True,
@@ -272,7 +279,7 @@ def training_loops(timeout: float) -> dict:
             raise RuntimeError(f"training loops under {mode} failed:\n{proc.stderr[-3000:]}")
         got[mode] = json.loads(line[0][len("RESULT") :])
     rows = {}
-    for name in OPTIMIZERS:
+    for name in optimizers:
         j, p = got["jax"][name], got["purejit"][name]
         pairs = [ab for k in j["bits"] for ab in zip(_flat(j["bits"][k]), _flat(p["bits"][k]))]
         differing = sum(a != b for a, b in pairs)
@@ -325,9 +332,9 @@ def write_doc(rows: list[dict], loops: dict | None, path: pathlib.Path) -> None:
             "",
             "## Training loops",
             "",
-            "A 2-layer MLP, 20 jitted steps of `value_and_grad` + `opt.update` + "
-            "`apply_updates`, per Optax optimizer family; the final parameters compared bit "
-            "for bit.",
+            "Least squares (`linear`) and a ReLU MLP (`mlp`), 20 jitted steps of "
+            "`value_and_grad` + `opt.update` + `apply_updates`, per Optax optimizer family; "
+            "the final parameters compared bit for bit.",
             "",
             "| optimizer | JAX final loss | purejit final loss | parameters differing | max ulp |",
             "|---|---:|---:|---:|---:|",
@@ -383,8 +390,13 @@ def main(argv=None) -> int:
                 f"{r['suite']} {r['devices']}dev: JAX passes {r['jax_passed']} of "
                 f"{r['tests']}, purejit {r['purejit_passed']} of those"
             )
-    loops = None if args.skip_loops else training_loops(args.timeout)
-    if loops:
+    loops = None
+    if not args.skip_loops:
+        loops = {
+            f"{name}, {model}": r
+            for model in ("linear", "mlp")
+            for name, r in training_loops(args.timeout, OPTIMIZERS, model).items()
+        }
         for name, r in loops.items():
             print(
                 f"{name:45s} jax {r['jax_loss']:.7g} purejit {r['purejit_loss']:.7g} "
