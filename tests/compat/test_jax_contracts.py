@@ -147,3 +147,21 @@ def test_lowered_compiler_ir():
     lowered = purejit.jit(lambda v: v * v).lower(np.float32(3.0))
     assert "multiply" in lowered.compiler_ir(dialect="hlo").as_hlo_text()
     assert "stablehlo.multiply" in str(lowered.compiler_ir())
+
+
+def test_pytree_aux_data_need_not_be_hashable():
+    from purejit import tree_util
+
+    class Scaled:  # JAX's "Common gotchas" example: aux data is a dict
+        def __init__(self, x, meta):
+            self.x, self.meta = x, meta
+
+    tree_util.register_pytree_node(
+        Scaled, lambda s: ((s.x,), s.meta), lambda meta, children: Scaled(children[0], meta)
+    )
+    f = purejit.jit(lambda s: s.x * s.meta["k"])
+    x = jnp.ones(2)
+    assert np.asarray(f(Scaled(x, {"k": 3.0}))).tolist() == [3.0, 3.0]
+    assert np.asarray(f(Scaled(x, {"k": 4.0}))).tolist() == [4.0, 4.0]  # new aux: recompiles
+    assert f.stats.compiles == 2
+    assert tree_util.KeyPath is tuple
