@@ -43,8 +43,11 @@ $(PY):
 	@test -n "$(PYTHON)" || { echo "purejit needs Python 3.11 or newer on PATH" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[test]'
+# constraints.txt keeps jax/jaxlib in range while the test extra brings optax and chex, and
+# the jax/jaxlib already installed in the venv stay as they are
+$(STAMP): pyproject.toml constraints.txt | $(PY)
+	$(PY) -m pip freeze 2>/dev/null | grep -iE '^(jax|jaxlib)==' > $(VENV)/installed-jax.txt || true
+	$(PY) -m pip install -q -c constraints.txt -c $(VENV)/installed-jax.txt -e '.[test]'
 	touch $(STAMP)
 
 clean-venv:

@@ -158,7 +158,7 @@ class prng_key(extended):
     """The abstract scalar type of typed PRNG keys: `issubdtype(key.dtype, prng_key)`."""
 
 
-def _is_key_dtype(t) -> bool:
+def is_key_dtype(t) -> bool:
     # a typed key's dtype (purejit.random's KeyDType, `key<impl>`): duck-typed, as this
     # layer sits below purejit.random
     return hasattr(t, "impl") and str(getattr(t, "name", "")).startswith("key<")
@@ -194,11 +194,11 @@ def issubdtype(arg1, arg2) -> bool:
     a = getattr(arg1, "dtype", arg1) if not isinstance(arg1, type) else arg1
     b = getattr(arg2, "dtype", arg2) if not isinstance(arg2, type) else arg2
     if isinstance(b, type) and issubclass(b, extended):
-        if _is_key_dtype(a):
+        if is_key_dtype(a):
             return True
         return isinstance(a, type) and issubclass(a, b)
-    if _is_key_dtype(a) or _is_key_dtype(b):
-        return _is_key_dtype(a) and _is_key_dtype(b) and a == b
+    if is_key_dtype(a) or is_key_dtype(b):
+        return is_key_dtype(a) and is_key_dtype(b) and a == b
     if isinstance(a, type) and issubclass(a, extended):
         return False
     a = a if _abstract(a) else np.dtype(a)
@@ -214,7 +214,7 @@ def issubdtype(arg1, arg2) -> bool:
 
 def canonicalize_dtype(dtype, allow_extended_dtype: bool = False):
     """`dtype` as purejit computes with it: 64-bit types become 32-bit ones with x64 off."""
-    if _is_key_dtype(dtype):
+    if is_key_dtype(dtype):
         if not allow_extended_dtype:
             raise ValueError(f"canonicalize_dtype: {dtype} is an extended dtype")
         return dtype

@@ -103,7 +103,16 @@ class PyTreeDef:
         return isinstance(other, PyTreeDef) and self._key() == other._key()
 
     def __hash__(self):
-        return hash(self._key())
+        try:
+            return hash(self._key())
+        except TypeError:
+            # aux data need not be hashable (JAX allows a dict): equality still compares it
+            aux = self.aux
+            try:
+                aux_hash = hash(aux)
+            except TypeError:
+                aux_hash = hash(type(aux))
+            return hash((self.kind, aux_hash, self.children))
 
     def __repr__(self):
         if self.kind is None:
@@ -284,6 +293,11 @@ class FlattenedIndexKey(NamedTuple):
 
     def __str__(self):
         return f"[<flat index {self.key}>]"
+
+
+# JAX's names for a path's parts and a whole path (tree_flatten_with_path's keys)
+KeyEntry = SequenceKey | DictKey | GetAttrKey | FlattenedIndexKey
+KeyPath = tuple
 
 
 def _children_with_keys(x, kind, node) -> tuple[list, Hashable]:

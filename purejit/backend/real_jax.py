@@ -24,3 +24,22 @@ def load() -> dict[str, types.ModuleType]:
 
 def jax_version() -> str:
     return load()["jax"].__version__
+
+
+def compiler_ir(module_text: str, dialect: str):
+    """A StableHLO module as JAX's `Lowered.compiler_ir` gives it: "stablehlo", an MLIR
+    module; "hlo", an XLA computation (`.as_hlo_text()`, `.as_serialized_hlo_module_proto()`)."""
+    if dialect == "stablehlo":
+        from jaxlib.mlir import ir
+
+        from purejit.backend import mlir_context
+
+        with mlir_context.context():
+            return ir.Module.parse(module_text)
+    if dialect == "hlo":
+        from jaxlib import _jax
+
+        return _jax.mlir.mlir_module_to_xla_computation(
+            module_text, use_tuple_args=False, return_tuple=False
+        )
+    raise ValueError(f"compiler_ir: unknown dialect {dialect!r} (use 'stablehlo' or 'hlo')")

@@ -109,6 +109,13 @@ class Lowered:
         """The StableHLO module handed to XLA."""
         return self.module
 
+    def compiler_ir(self, dialect: str | None = None):
+        """The module handed to XLA as JAX gives it: "stablehlo" (default) an MLIR module,
+        "hlo" an XLA computation (`.as_hlo_text()`)."""
+        from purejit.backend import real_jax
+
+        return real_jax.compiler_ir(self.module, dialect or "stablehlo")
+
     def explain(self):
         """What the compiler did, pass by pass, and XLA's kernels (`purejit.explain`)."""
 

@@ -366,9 +366,12 @@ __all__ += ["random_gamma_grad"]
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """The shape NumPy broadcasting gives these static shapes; ValueError if they clash."""
-    import numpy as _np
-
-    return tuple(int(d) for d in _np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    try:
+        return tuple(int(d) for d in _np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        raise ValueError(
+            f"Incompatible shapes for broadcasting: shapes={[tuple(s) for s in shapes]}"
+        ) from None
 
 
 __all__ += ["broadcast_shapes"]

@@ -64,14 +64,34 @@ def _from_sequence(x, dtype):
     return convert(out, out.dtype)
 
 
+def _int_dtype(dtype) -> np.dtype | None:
+    try:
+        dt = np.dtype(getattr(dtype, "dtype", dtype))
+    except TypeError:
+        return None
+    return dt if dt.kind in "iu" else None
+
+
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     """Like jnp.asarray: accepts arrays, scalars and (nested) lists of them.
 
     `copy=True` always copies, `copy=False` raises if a copy is needed; `device` places the
     result (outside jit)."""
+    if pdt.is_key_dtype(getattr(a, "dtype", None)):
+        # typed PRNG keys are arrays of their own dtype (as in JAX): asarray keeps them
+        if dtype is not None and not pdt.is_key_dtype(dtype):
+            raise TypeError(f"asarray: a typed key array ({a.dtype}) cannot become {dtype}")
+        return a
     if isinstance(a, (list, tuple)):
         out = _from_sequence(a, dtype)
         copied = True
+    elif dtype is not None and type(a) is int and _int_dtype(dtype):
+        # an int beyond the default int's range that fits the asked dtype (the uint32 max)
+        dt = pdt.canonicalize(_int_dtype(dtype))
+        info = np.iinfo(dt)
+        if not info.min <= a <= info.max:
+            raise OverflowError(f"Python int {a} too large to convert to {dt.name}")
+        out, copied = _lift(np.array(a, dtype=dt)), True
     else:
         out = _lift(a)
         copied = not isinstance(a, (Array, Tracer))

@@ -92,12 +92,28 @@ def empty(shape, dtype=None, *, device=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
-    """An array like `a` (dtype, weak type, shape unless given) filled with `fill_value`."""
+    """An array like `a` (dtype, weak type, shape unless given) filled with `fill_value`;
+    `a` may also be a shape spec (`ShapeDtypeStruct`, anything with shape and dtype)."""
+    if _is_spec(a):
+        dt = _dtype(dtype, np.dtype(a.dtype))
+        weak = bool(getattr(a, "weak_type", False)) if dtype is None else False
+        v = c.convert(c._lift(fill_value), dt, weak=weak)
+        return full(tuple(a.shape) if shape is None else shape, v, device=device)
     x = c._lift(a)
     dt = _dtype(dtype, x.dtype)
     weak = x.weak_type if dtype is None else False
     v = c.convert(c._lift(fill_value), dt, weak=weak)
     return full(x.shape if shape is None else shape, v, device=device)
+
+
+def _is_spec(a) -> bool:
+    """A shape-and-dtype spec that is not an array (ShapeDtypeStruct, ShapedArray)."""
+    return (
+        not isinstance(a, (np.ndarray, np.generic))
+        and type(a).__name__ in ("ShapeDtypeStruct", "ShapedArray")
+        and hasattr(a, "shape")
+        and hasattr(a, "dtype")
+    )
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):

@@ -43,6 +43,12 @@ class ShapedArray:
     def type(self) -> TensorType:
         return TensorType(self.shape, self.dtype)
 
+    @property
+    def sharding(self):
+        """None: purejit's abstract values carry no sharding (arrays and jit's in/out
+        shardings do), JAX's "unspecified"."""
+        return None
+
     def str_short(self) -> str:
         s = str(self.type)
         return s + ("{weak}" if self.weak_type else "")

@@ -83,10 +83,12 @@ def test_other_ops_promote_like_jax(fname):
         assert (np.dtype(aval.dtype), aval.weak_type) == want, f"{fname}({na}, {nb})"
 
 
-def test_ordering_complex_numbers_is_an_error_naming_the_op():
-    # JAX orders complex numbers lexicographically; purejit's `compare` does not (yet)
-    with pytest.raises(purejit.PurejitTypeError, match="compare: LT .*complex"):
-        jnp.less(np.ones(2, np.complex64), 1.0)
+def test_ordering_complex_numbers_matches_jax():
+    # JAX orders complex numbers lexicographically (real part, then imaginary part)
+    a = np.array([1 + 2j, 1 + 1j, 0.5 + 9j], np.complex64)
+    for name in ("less", "less_equal", "greater", "greater_equal"):
+        want = np.asarray(getattr(jjnp, name)(a, 1 + 1j))
+        np.testing.assert_array_equal(np.asarray(getattr(jnp, name)(a, 1 + 1j)), want)
 
 
 def _fn(np_, fname):
