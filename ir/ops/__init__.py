@@ -17,3 +17,4 @@ from purejit.ir.ops import conv  # noqa: F401, E402
 from purejit.ir.ops import callback  # noqa: F401, E402
 from purejit.ir.ops import fft, linalg  # noqa: F401, E402
 from purejit.ir.ops import random  # noqa: F401, E402
+from purejit.ir.ops import call  # noqa: F401, E402

@@ -19,6 +19,7 @@ ALLOWED = {
     "collective_matmul.py": "the pass rewrites all_gather/reduce_scatter next to dot_general",
     "expand_threefry.py": "the pass expands threefry2x32 into its rounds",
     "merge_threefry.py": "the pass merges independent threefry2x32 hashes into one",
+    "inline.py": "the pass replaces call ops by their functions",
 }
 
 

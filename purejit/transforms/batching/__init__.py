@@ -23,6 +23,7 @@ from purejit.transforms.batching.core import (
 )
 from purejit.transforms.batching import (  # noqa: F401  (each registers its family's rules)
     autodiff,
+    call,
     callback,
     collective,
     contraction,
