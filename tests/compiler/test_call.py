@@ -87,3 +87,67 @@ def test_vmap_is_a_call_of_the_batched_function():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6)
     assert "call" in _ops(purejit.vmap(called, in_axes=(0, None)), xs, Y)
+
+
+# ---- jit binds a call under an outer jit -----------------------------------------------------
+
+_inner = purejit.jit(lambda x, y: (pnp.sin(x) * y, {"next": x + 1.0}))
+
+
+def _outer(x, y):
+    a, d = _inner(x, y)
+    c, _ = _inner(a, d["next"])
+    return c * 2
+
+
+def _outer_np(x, y):
+    a, n = np.sin(x) * y, x + 1.0
+    return np.sin(a) * n * 2
+
+
+def test_a_nested_jit_is_one_call_that_the_passes_inline():
+    traced = purejit.jit(_outer).trace(X, Y).jaxpr.fn
+    calls = [op for op in traced.ops if op.name == "call"]
+    assert len(calls) == 2 and calls[0].attrs["callee"] == "<lambda>"
+    lowered = purejit.jit(_outer).lower(X, Y)
+    assert "call" not in [op.name for op in lowered.fn.walk()]
+    np.testing.assert_allclose(purejit.jit(_outer)(X, Y), _outer_np(X, Y), rtol=1e-5)
+
+
+def test_values_closed_over_from_the_outer_jit_are_operands():
+    def f(x, y):
+        g = purejit.jit(lambda a: a * y + 1.0)  # closes over the outer tracer y
+        return g(x), g(2 * x)
+
+    got = purejit.jit(f)(X, Y)
+    np.testing.assert_allclose(got[0], X * Y + 1, rtol=1e-6)
+    np.testing.assert_allclose(got[1], 2 * X * Y + 1, rtol=1e-6)
+    (call, *_) = [op for op in purejit.jit(f).trace(X, Y).jaxpr.fn.ops if op.name == "call"]
+    assert len(call.operands) == 2  # x, then the captured y
+
+
+def test_weak_types_and_static_arguments_survive_the_call():
+    inner = purejit.jit(lambda a, k: a * k, static_argnums=1)
+
+    def f(x):
+        return inner(x, 3), inner(2.0, 2)
+
+    got, weak = purejit.jit(f)(X)
+    np.testing.assert_allclose(got, 3 * X, rtol=1e-6)
+    assert weak.weak_type and float(weak) == 4.0
+
+
+def test_grad_and_vmap_of_a_nested_jit_under_jit():
+    def loss(x, y):
+        return (_outer(x, y) ** 2).sum()
+
+    g = purejit.jit(purejit.grad(loss))(X, Y)
+
+    def loss_jax(x, y):
+        a, n = jnp.sin(x) * y, x + 1.0
+        return ((jnp.sin(a) * n * 2) ** 2).sum()
+
+    np.testing.assert_allclose(g, jax.grad(loss_jax)(X, Y), rtol=1e-5, atol=1e-6)
+    xs = np.stack([X, -X])
+    v = purejit.jit(purejit.vmap(_outer, in_axes=(0, None)))(xs, Y)
+    np.testing.assert_allclose(v, np.stack([_outer_np(X, Y), _outer_np(-X, Y)]), rtol=1e-5)
