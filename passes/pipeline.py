@@ -30,6 +30,7 @@ from purejit.passes.cse import CSE
 from purejit.passes.dce import DCE
 from purejit.passes.expand_threefry import ExpandThreefry
 from purejit.passes.fusion import Fusion
+from purejit.passes.inline import Inline
 from purejit.passes.layout import LayoutAssignment
 from purejit.passes.merge_threefry import MergeThreefry
 from purejit.passes.liveness import BufferAssignment
@@ -105,9 +106,9 @@ class FixedPoint:
 def default_passes(
     layout_options: dict | None = None, threefry_options: dict | None = None, **fusion_options
 ) -> list[Pass]:
-    """The standard pipeline: fold, simplify, CSE and DCE to a fixed point; merge independent
-    threefry hashes and expand them into their rounds; then layout, fusion and the buffer
-    plan.
+    """The standard pipeline: inline calls; fold, simplify, CSE and DCE to a fixed point;
+    merge independent threefry hashes and expand them into their rounds; then layout,
+    fusion and the buffer plan.
 
     Args:
         layout_options: options of the layout pass (`explicit_copies` on GPU).
@@ -126,7 +127,8 @@ def default_passes(
     threefry = dict(threefry_options or {})
     merge = MergeThreefry(barrier=threefry.pop("merge_barrier", False))
     expand = ExpandThreefry(**threefry)
-    return [cleanup, merge, expand, layout, Fusion(**fusion_options), BufferAssignment()]
+    # calls first: every later pass sees the whole program (XLA would inline them anyway)
+    return [Inline(), cleanup, merge, expand, layout, Fusion(**fusion_options), BufferAssignment()]
 
 
 def pass_names(passes: Sequence[Pass]) -> list[str]:

@@ -26,7 +26,7 @@ from purejit import errors
 from purejit.config import config
 from purejit.ir import Function, lru
 from purejit.runtime import eval_trace
-from purejit.tracing import current_trace
+from purejit.tracing import JitTrace, bind, current_trace
 from purejit.tracing.context import dispatch_key
 from purejit.transforms.batching import notes as transform_notes
 
@@ -206,8 +206,12 @@ class Jitted:
     def _dispatch(self, args: tuple, kwargs: dict):
         """purejit's Python dispatch: `(outputs, the Compiled that ran or None, the purejit
         Arrays / NumPy arrays it ran on or None)`."""
-        if current_trace() is not eval_trace or config.jit_disabled:
-            # inside another trace, or disabled: run inline (the outer trace records it)
+        trace = current_trace()
+        if trace is not eval_trace or config.jit_disabled:
+            if type(trace) is JitTrace and self._buckets is None and not config.jit_disabled:
+                # under an outer jit: one `call` op (JAX's jit_p); the passes inline it
+                return self._staged_call(args, kwargs), None, None
+            # under another transformation, or disabled: run inline (the trace records it)
             return self.fun(*args, **kwargs), None, None
         if self._fast_context is not config.trace_context:  # x64 or precision changed
             self._fast.clear()
@@ -233,6 +237,17 @@ class Jitted:
             if key is not None:
                 self._fast[key] = compiled
         return compiled.run_arrays(sig.leaves, sig.avals), compiled, sig.leaves
+
+    def _staged_call(self, args: tuple, kwargs: dict):
+        """This function as one `call` op of the current jit trace: traced at the
+        arguments' abstract values into a function of its own (values it closes over from
+        the outer trace become trailing operands), its outputs rebuilt as it returned them."""
+        sig = self.spec.signature(args, kwargs)
+        traced, out_tree = trace(self.config, sig)
+        operands = [*sig.leaves, *traced.captures]
+        weak = tuple(a.weak_type for a in traced.out_avals)
+        outs = bind("call", *operands, regions=[traced.fn], callee=self.__name__, weak=weak)
+        return out_tree.unflatten(outs)
 
     def _cpp_cache_miss(self, *args, **kwargs):
         """jaxlib's C++ dispatch calls this on a miss: purejit's Python dispatch, and the

@@ -18,3 +18,4 @@ from purejit.ir.ops import callback  # noqa: F401, E402
 from purejit.ir.ops import fft, linalg  # noqa: F401, E402
 from purejit.ir.ops import random  # noqa: F401, E402
 from purejit.ir.ops import attention  # noqa: F401, E402
+from purejit.ir.ops import call  # noqa: F401, E402

@@ -268,7 +268,19 @@ def _control_cases():
 
         return f
 
+    def nested_jit(n, lx):
+        # a jitted function inside the vmapped one is a `call` op under purejit's jit
+        if n is purejit.numpy:
+            jit = purejit.jit
+        else:
+            import jax
+
+            jit = jax.jit
+        g = jit(lambda a, b: n.sin(a) * b + a)
+        return lambda x, y: g(x, y) * 2.0
+
     return [
+        Case("nested_jit", nested_jit, [F(3), F(3)]),
         Case("cond", cond, [F(), F(3)]),
         Case("switch", switch, [I(lo=-1, hi=4), F(2), F(2)]),
         Case("while", while_, [F(2), Arg(lambda r: np.asarray(r.integers(0, 5), np.float32))]),

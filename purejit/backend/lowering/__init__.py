@@ -11,3 +11,4 @@ from purejit.backend.lowering import fft, linalg  # noqa: F401, E402
 from purejit.backend.lowering import autodiff  # noqa: F401
 from purejit.backend.lowering import random  # noqa: F401, E402
 from purejit.backend.lowering import attention  # noqa: F401, E402
+from purejit.backend.lowering import call  # noqa: F401, E402

@@ -7,6 +7,7 @@ rules of its family's ops. Importing this package registers every rule.
 
 from purejit.transforms.autodiff import (  # noqa: F401  (registers the rules)
     autodiff,
+    call,
     callback,
     collective,
     contraction,

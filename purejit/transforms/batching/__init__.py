@@ -24,6 +24,7 @@ from purejit.transforms.batching.core import (
 from purejit.transforms.batching import (  # noqa: F401  (each registers its family's rules)
     attention,
     autodiff,
+    call,
     callback,
     collective,
     contraction,

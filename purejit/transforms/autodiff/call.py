@@ -1,0 +1,106 @@
+"""JVP, linearize (partial evaluation) and transpose rules of `call` (`ir/ops/call.py`).
+
+Each rule produces another call, so a called function stays one function under every
+transformation (JAX's `jit_p` rules):
+
+    jvp        call of the JVP'd function: (primals, nonzero tangents) -> (outs, tangents)
+    linearize  split in two: a known call (the primal results and the residuals the linear
+               part reads) and an unknown call (the linear part: tangents, residuals ->
+               output tangents)
+    transpose  a linear call becomes a call of the transposed function: (known operands,
+               cotangents) -> cotangents of the linear operands
+
+so eager `grad(jit(f))` can end as two compiled programs, a forward and a backward one. The
+region work is `case`'s with one branch and no index (`control.py`).
+"""
+
+from __future__ import annotations
+
+from purejit.tracing import bind, trace_to_function
+from purejit.transforms.autodiff import interpreter as interp
+from purejit.transforms.autodiff._core import (
+    LINEAR_OPS,
+    Zero,
+    aval,
+    defjvp,
+    deftranspose,
+    instantiate,
+    is_differentiable_dtype,
+    is_linear,
+    tangent_aval,
+)
+from purejit.transforms.autodiff.control import (
+    RegionSplit,
+    _closed,
+    _Flat,
+    _jvp_region,
+    _nonzero,
+    _pav,
+    _tangent_pattern,
+)
+
+
+def _name(attrs, fn) -> str:
+    return attrs.get("callee") or fn.name
+
+
+def _out_tangents(outs, touts, nz_out):
+    it = iter(touts)
+    return [next(it) if nz else Zero(tangent_aval(aval(o))) for o, nz in zip(outs, nz_out)]
+
+
+@defjvp("call")
+def _call_jvp(ctx, primals, tangents, attrs, regions):
+    (fn,) = regions
+    nz_in = _nonzero(tangents)
+    if ctx.linearizing:
+        return _call_linearize(list(primals), list(tangents), nz_in, fn, _name(attrs, fn))
+    nz_out = _tangent_pattern(fn, nz_in)
+    body = _jvp_region(fn, nz_in, nz_out, _Flat)
+    live = [t for t in tangents if not isinstance(t, Zero)]
+    res = bind("call", *primals, *live, regions=[body], callee=_name(attrs, fn) + "_jvp")
+    n = len(fn.results)
+    return res[:n], _out_tangents(res[:n], res[n:], nz_out)
+
+
+def _call_linearize(args, targs, nz_in, fn, name):
+    split = RegionSplit(fn, nz_in)
+    n = len(fn.results)
+    res = bind("call", *args, regions=[split.primal], callee=name + "_fwd")
+    outs, residuals = res[:n], res[n:]
+    live = [
+        instantiate(t, tangent_aval(aval(a)))
+        for t, a, nz in zip(targs, args, nz_in)
+        if nz and is_differentiable_dtype(aval(a).dtype)
+    ]
+    touts = []
+    if any(split.nz_out):
+        touts = bind("call", *live, *residuals, regions=[split.linear], callee=name + "_lin")
+    return outs, _out_tangents(outs, touts, split.nz_out)
+
+
+@deftranspose("call")
+def _call_t(cts, operands, attrs, regions):
+    (fn,) = regions
+    lin = [is_linear(a) for a in operands]
+    known = [a for a in operands if not is_linear(a)]
+    out_avals = [_pav(r) for r in fn.results]
+    cts = [instantiate(c, a) for c, a in zip(cts, out_avals)]
+    avals = [_pav(p) for p in fn.params]
+    lin_avals = [a for a, is_l in zip(avals, lin) if is_l]
+    kn_avals = [a for a, is_l in zip(avals, lin) if not is_l]
+
+    def body(*xs):
+        kn, cs = xs[: len(known)], xs[len(known) :]
+        it = iter(kn)
+        vals = [None if is_l else next(it) for is_l in lin]
+        got = interp.transpose_function(fn, lin, vals, list(cs))
+        return [instantiate(g, a) for g, a in zip(got, lin_avals)]
+
+    traced = trace_to_function(body, kn_avals + out_avals, name=fn.name + "_t")
+    fn_t = _closed(traced, "call transpose")
+    got = iter(bind("call", *known, *cts, regions=[fn_t], callee=_name(attrs, fn) + "_t"))
+    return [next(got) if is_l else None for is_l in lin]
+
+
+LINEAR_OPS.add("call")
