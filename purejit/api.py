@@ -259,6 +259,29 @@ class Jitted:
             fastpath = cpp_dispatch.fastpath_for(self, compiled, ran_on, leaves, out)
         return out, fastpath, False
 
+    def derived(self, key, make: Callable) -> "Jitted | None":
+        """`jit(make(self.fun))` for `key` (a transformation and its options), made once and
+        kept with this function (same passes and compiler options), so that a transformation
+        called outside jit (`grad(jit(f))`, `vmap(jit(f))`) runs one cached executable. None
+        when it should not: jit disabled, or static arguments, donation, buckets or
+        shardings, which the derived program would have to restate."""
+        c = self.config
+        if (
+            config.jit_disabled
+            or self.spec.has_static
+            or c.donate_argnums
+            or c.donate_argnames
+            or c.in_shardings is not None
+            or c.out_shardings is not None
+            or self._buckets is not None
+        ):
+            return None
+        table = self.__dict__.setdefault("_derived", {})
+        got = table.get(key)
+        if got is None:
+            got = table[key] = jit(make(self.fun), passes=c.passes, compiler_options=c.options)
+        return got
+
     def clear_cache(self):
         self.cache.clear()
         self._fast.clear()

@@ -1,12 +1,19 @@
 """Automatic differentiation with JAX's API: `grad`, `value_and_grad`, `vjp`, `jvp`,
 `linearize`, `linear_transpose`.
 
-Every entry point first traces the function into an IR function at a new level (values it
-closes over become captured inputs with zero tangents), then runs one of the interpreters of
-`purejit.transforms.autodiff` over it, binding the ops they produce into the current trace:
-eagerly, into an enclosing `jit` (so `jit(grad(f))` is one program), or into an enclosing
-transformation (so `grad(grad(f))` and `jvp(grad(f))` differentiate a program the level
-below already made concrete). Reverse mode is linearize + transpose.
+Outside `jit` (no staging trace is recording), every entry point runs the user's function
+on concrete values, as JAX does (`transforms/autodiff/eager.py`): each op's JVP rule runs
+as the op is called, so Python `if`/`while` on values work; reverse mode records the linear
+part as an IR program that the transpose rules run backwards. A jitted function
+differentiated or vmapped outside jit runs as one cached executable instead
+(`Jitted.derived`: `grad(jit(f))` one program for value and gradient, `vjp(jit(f))` a
+forward program returning the residuals and a backward program).
+
+Inside `jit` or another staging trace, an entry point traces the function into an IR
+function at a new level (values it closes over become captured inputs with zero tangents),
+then runs one of the interpreters of `purejit.transforms.autodiff` over it, binding the ops
+they produce into the enclosing trace (so `jit(grad(f))` is one program). Both paths apply
+the same JVP and transpose rules. Reverse mode is linearize + transpose.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit import numpy as jnp
-from purejit.api import jit
+from purejit.api import Jitted, jit
 from purejit.fused_attention import fuse_for_grad
 from purejit.lax.parallel import typed_in_body
 from purejit.tracing import ShapedArray, Tracer, aval_of
@@ -32,7 +39,7 @@ from purejit.transforms.autodiff import (
     jvp_function,
     tangent_aval,
 )
-from purejit.transforms.autodiff import remat
+from purejit.transforms.autodiff import eager, remat
 from purejit.transforms.autodiff._core import instantiate
 from purejit.tree_util import (
     Partial,
@@ -60,9 +67,13 @@ def _as_leaf(x, api: str):
 
 
 class _Traced:
-    """The closed IR function of a flat call, and the trees around it."""
+    """The user's function as a flat call, and the trees around it.
 
-    def __init__(self, fun, leaves, in_tree, has_aux: bool, api: str):
+    Staged (`eager=False`, inside a `jit` or another staging trace): `closed` is the closed
+    IR function and `args` its arguments (the leaves, then the captured values). Eager:
+    `flat` runs the function itself on the tracers of `transforms.autodiff.eager`."""
+
+    def __init__(self, fun, leaves, in_tree, has_aux: bool, api: str, eager: bool = False):
         self.out_tree = None
         self.aux_tree = None
         self.num_out = 0
@@ -85,9 +96,15 @@ class _Traced:
                 _check_output_leaf(x, api)
             return [*out_leaves, *aux_leaves]
 
+        self.flat = flat
+        self.num_in = len(leaves)
+        self.eager = eager
+        if eager:
+            self.closed = None
+            self.args = list(leaves)
+            return
         self.closed = trace_closed(flat, [aval_of(x) for x in leaves], name=api)
         self.args = [*leaves, *self.closed.captures]
-        self.num_in = len(leaves)
 
     def split(self, outs):
         return outs[: self.num_out], outs[self.num_out :]
@@ -172,16 +189,21 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     p_leaves = [_as_leaf(x, "jvp") for x in p_leaves]
     for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         _check_tangent("jvp", p, t, f"leaf {k}")
-    tr = _Traced(fun, p_leaves, p_tree, has_aux, "jvp")
     tans = []
     for p, t in zip(p_leaves, t_leaves):
         a = tangent_aval(aval_of(p))
         tans.append(Zero(a) if a.dtype == float0 else _as_leaf(t, "jvp"))
-    caps = [Zero(tangent_aval(aval_of(c))) for c in tr.closed.captures]
-    outs, touts = jvp_function(tr.closed.fn, tr.args, tans + caps, Context(linearizing=False))
+    if eager.is_eager():
+        tr = _Traced(fun, p_leaves, p_tree, has_aux, "jvp", eager=True)
+        outs, touts = eager.jvp(tr.flat, p_leaves, tans, "purejit.jvp", _NumOut(tr))
+        out_avals = [aval_of(o) for o in outs[: tr.num_out]]
+    else:
+        tr = _Traced(fun, p_leaves, p_tree, has_aux, "jvp")
+        caps = [Zero(tangent_aval(aval_of(c))) for c in tr.closed.captures]
+        outs, touts = jvp_function(tr.closed.fn, tr.args, tans + caps, Context(linearizing=False))
+        out_avals = tr.closed.out_avals[: tr.num_out]
     outs, aux = tr.split(outs)
     touts = touts[: tr.num_out]
-    out_avals = tr.closed.out_avals[: tr.num_out]
     touts = [_materialize(t, tangent_aval(a)) for t, a in zip(touts, out_avals)]
     res = (tree_unflatten(tr.out_tree, outs), tree_unflatten(tr.out_tree, touts))
     if has_aux:
@@ -189,9 +211,26 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     return res
 
 
-def _linearize(fun, primals, has_aux, api):
+class _NumOut:
+    """How many of a flat call's outputs are differentiated, known once it has run."""
+
+    def __init__(self, traced: _Traced):
+        self.traced = traced
+
+    def __index__(self):
+        return self.traced.num_out
+
+
+def _linearize(fun, primals, has_aux, api, transform=None):
     p_leaves, p_tree = tree_flatten(tuple(primals))
     p_leaves = [_as_leaf(x, api) for x in p_leaves]
+    if eager.is_eager():
+        tr = _Traced(fun, p_leaves, p_tree, has_aux, api, eager=True)
+        nonzero = [True] * tr.num_in
+        outs, lin = eager.linearize(
+            tr.flat, p_leaves, nonzero, transform or f"purejit.{api}", _NumOut(tr)
+        )
+        return tr, p_leaves, p_tree, outs, lin
     tr = _Traced(fun, p_leaves, p_tree, has_aux, api)
     nonzero = [True] * tr.num_in + [False] * len(tr.closed.captures)
     names = tree_paths(p_tree, "args")  # how explain names residuals that are inputs
@@ -266,10 +305,19 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         `(fun(*primals), vjp_fn)` (and `aux` when has_aux); `vjp_fn(cotangent)` returns a
         tuple with one cotangent per primal (float0 zeros for integer primals).
     """
-    tr, p_leaves, p_tree, outs, lin = _linearize(fun, primals, has_aux, "vjp")
+    fwd = _derived(fun, ("vjp", has_aux), lambda f: lambda *p: _vjp(f, p, has_aux, "purejit.vjp"))
+    if fwd is not None:
+        return _jitted_vjp(fwd, primals)
+    return _vjp(fun, primals, has_aux, "purejit.vjp")
+
+
+def _vjp(fun, primals, has_aux, transform):
+    """`vjp`, naming `transform` (the API the user called) in errors."""
+    tr, p_leaves, p_tree, outs, lin = _linearize(fun, primals, has_aux, "vjp", transform)
     outs, aux = tr.split(outs)
-    pullback = _Pullback(lin, tr.out_tree, p_tree, tr.closed.out_avals[: tr.num_out],
-                         [tangent_aval(a) for a in tr.closed.in_avals[: tr.num_in]])  # fmt: skip
+    out_avals = [aval_of(o) for o in outs]
+    in_avals = [aval_of(x) for x in p_leaves]
+    pullback = _Pullback(lin, tr.out_tree, p_tree, out_avals, [tangent_aval(a) for a in in_avals])
     # as JAX's: a pytree (its leaves are the residuals), so it can leave and enter a jit
     vjp_fn = Partial(pullback, list(lin.residuals))
     out = tree_unflatten(tr.out_tree, outs)
@@ -285,6 +333,7 @@ class _Pullback:
     def __init__(self, lin, out_tree, p_tree, out_avals, in_avals):
         self.lin, self.out_tree, self.p_tree = lin, out_tree, p_tree
         self.out_avals, self.in_avals = out_avals, in_avals
+        self.compiled = None  # its jitted form, made by the first `vjp(jit(f))` that runs it
 
     def __call__(self, residuals, ct):
         lin = self.lin
@@ -418,19 +467,37 @@ def value_and_grad(
     Returns:
         The function.
     """
+    return _value_and_grad(
+        fun, argnums, has_aux, holomorphic, allow_int, reduce_axes, "value_and_grad"
+    )
+
+
+def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes, api):
     if reduce_axes:
-        raise NotImplementedError("value_and_grad: reduce_axes is not supported (as in JAX)")
-    api = "value_and_grad"
+        raise NotImplementedError(f"{api}: reduce_axes is not supported (as in JAX)")
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
+        nums = argnums if isinstance(argnums, int) else tuple(argnums)
+        key = ("value_and_grad", nums, has_aux, holomorphic, allow_int, api)
+        make = functools.partial(
+            _value_and_grad,
+            argnums=nums,
+            has_aux=has_aux,
+            holomorphic=holomorphic,
+            allow_int=allow_int,
+            reduce_axes=(),
+            api=api,
+        )
+        unit = _derived(fun, key, make)
+        if unit is not None:  # grad(jit(f)): value and gradient as one compiled program
+            return unit(*args, **kwargs)
         f_partial, dyn = argnums_partial(fun, _argnums(argnums, len(args), api), args, kwargs)
         _check_input_dtypes(api, [_as_leaf(x, api) for x in tree_flatten(dyn)[0]],
                             holomorphic, allow_int)  # fmt: skip
-        if has_aux:
-            ans, vjp_fn, aux = vjp(f_partial, *dyn, has_aux=True)
-        else:
-            ans, vjp_fn = vjp(f_partial, *dyn)
+        got = _vjp(f_partial, dyn, has_aux, f"purejit.{api}")
+        ans, vjp_fn = got[0], got[1]
+        aux = got[2] if has_aux else None
         leaf = _check_scalar_output(api, ans, holomorphic)
         one = jnp.ones((), aval_of(leaf).dtype)
         g = vjp_fn(tree_unflatten(tree_structure(ans), [one]))
@@ -454,7 +521,7 @@ def grad(
         A function with `fun`'s arguments returning the gradient (with has_aux, the pair
         `(gradient, aux)`).
     """
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
+    vg = _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes, "grad")
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
@@ -464,6 +531,39 @@ def grad(
         return vg(*args, **kwargs)[1]
 
     return grad_f
+
+
+# ---- a jitted function differentiated outside jit runs compiled, as a unit -------------------
+
+
+def _derived(fun, key, make) -> Jitted | None:
+    """For `fun` a jitted function called outside any staging trace: its derivative
+    `jit(make(fun.fun))`, cached with it (see `Jitted.derived`); else None (run op by op)."""
+    if not isinstance(fun, Jitted) or not eager.is_eager():
+        return None
+    return fun.derived(key, make)
+
+
+def _jitted_vjp(fwd: Jitted, primals):
+    """`vjp(jit(f))` as JAX runs it: the compiled forward pass `fwd` returns the outputs and
+    the residuals, and `vjp_fn`'s backward pass is a second compiled program."""
+    got = fwd(*primals)
+    f_vjp = got[1]
+    pullback = f_vjp.func
+    compiled = pullback.compiled
+    if compiled is None:
+        compiled = pullback.compiled = _CompiledPullback(jit(pullback))
+    return (got[0], Partial(compiled, *f_vjp.args), *got[2:])
+
+
+class _CompiledPullback:
+    """A `_Pullback` run as one jitted program (its residuals and cotangent as arguments)."""
+
+    def __init__(self, jitted):
+        self.jitted = jitted
+
+    def __call__(self, residuals, ct):
+        return self.jitted(residuals, ct)
 
 
 def fwd_and_bwd(

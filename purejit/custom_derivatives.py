@@ -16,11 +16,21 @@ import numpy as np
 
 from purejit import errors
 from purejit import numpy as jnp
+from purejit.dtypes import float0
 from purejit.runtime import eval_trace
-from purejit.tracing import Tracer, aval_of, bind, current_trace, trace_to_function
+from purejit.tracing import (
+    Tracer,
+    aval_of,
+    bind,
+    current_trace,
+    find_top_trace,
+    set_current_trace,
+    trace_to_function,
+)
 from purejit.transforms import trace_closed
-from purejit.transforms.autodiff import Zero, evaluate, is_differentiable_dtype
-from purejit.transforms.autodiff._core import register_custom, zeros
+from purejit.transforms.autodiff import Zero, eager, evaluate, is_differentiable_dtype
+from purejit.transforms.autodiff._core import instantiate, register_custom, tangent_aval, zeros
+from purejit.transforms.autodiff.interpreter import NonDifferentiableError
 from purejit.tree_util import (
     register_pytree_node,
     tree_flatten,
@@ -78,6 +88,9 @@ class _Wrapped:
         outer = not any(isinstance(x, Tracer) for x in leaves)
         if outer and current_trace() is eval_trace:
             return self.fun(*args)  # nothing traces or differentiates it: just run it
+        top = find_top_trace(leaves)
+        if isinstance(top, eager.JVPTrace):  # differentiated on concrete values
+            return self._eager(top, nondiff, leaves, in_tree)
         box = {}
 
         def flat(*xs):
@@ -102,6 +115,40 @@ class _Wrapped:
             weak=tuple(a.weak_type for a in traced.out_avals),
         )  # fmt: skip
         return tree_unflatten(box["out_tree"], outs)
+
+
+class _EagerCall:
+    """A custom function called on the tracers of an eager differentiation (`trace`): the
+    primal values and tangents of its flat arguments. As in JAX, the user's rules then run
+    on concrete values, so Python control flow in them works."""
+
+    def __init__(self, trace, leaves):
+        self.trace = trace
+        self.primals, self.tangents = [], []
+        for x in leaves:
+            if isinstance(x, eager.JVPTracer) and x.trace is trace:
+                self.primals.append(x.primal)
+                self.tangents.append(x.tangent)
+            else:
+                self.primals.append(x)
+                self.tangents.append(Zero(tangent_aval(aval_of(x))))
+        self.live = any(not isinstance(t, Zero) for t in self.tangents)
+        self.diff = [is_differentiable_dtype(aval_of(p).dtype) for p in self.primals]
+
+    def tangents_for_rule(self) -> list:
+        """A tangent per argument: zeros for symbolic ones, float0 for integer arguments."""
+        return [
+            instantiate(t, tangent_aval(aval_of(p))) if d else np.zeros(np.shape(p), float0)
+            for p, t, d in zip(self.primals, self.tangents, self.diff)
+        ]
+
+    def wrap(self, outs, touts) -> list:
+        return [
+            eager.JVPTracer(self.trace, o, t)
+            if is_differentiable_dtype(aval_of(o).dtype) and not isinstance(t, Zero)
+            else o
+            for o, t in zip(outs, touts)
+        ]
 
 
 def _check_same(api, what, want_avals, got, tree, name_want, name_got):
@@ -131,6 +178,8 @@ class _JVPRule:
         out, t_out = res
         o_leaves, o_tree = tree_flatten(out)
         t_leaves, t_tree = tree_flatten(t_out)
+        if self.out_tree is None:  # called on concrete values: the rule's own structure
+            self.out_tree = o_tree
         if o_tree != self.out_tree:
             raise TypeError(
                 f"custom_jvp rule of {self.name!r} must produce primal outputs with the same "
@@ -197,6 +246,17 @@ class custom_jvp(_Wrapped):
 
         self.defjvp(jvp)
 
+    def _eager(self, trace, nondiff, leaves, in_tree):
+        call = _EagerCall(trace, leaves)
+        with set_current_trace(trace.parent):
+            primal_args = self._merge(nondiff, tree_unflatten(in_tree, call.primals))
+            if not call.live:
+                return self(*primal_args)
+            rule = _JVPRule(self, nondiff, in_tree, len(leaves), None)
+            got = rule.jvp(call.primals, call.tangents_for_rule())
+        n = len(got) // 2
+        return tree_unflatten(rule.out_tree, call.wrap(got[:n], got[n:]))
+
     def __call__(self, *args, **kwargs):
         if self.jvp_rule is None:
             raise AttributeError(
@@ -225,6 +285,8 @@ class _VJPRule:
             )
         out, r = res
         o_leaves, o_tree = tree_flatten(out)
+        if self.out_tree is None:  # called on concrete values: fwd's own structure
+            self.out_tree = o_tree
         if o_tree != self.out_tree:
             raise TypeError(
                 f"Custom VJP fwd rule {self.name!r} must produce primal outputs with the same "
@@ -300,6 +362,37 @@ class custom_vjp(_Wrapped):
             raise NotImplementedError("custom_vjp.defvjp(symbolic_zeros=True)")
         self.fwd, self.bwd = fwd, bwd
         self._keys.clear()
+
+    def _eager(self, trace, nondiff, leaves, in_tree):
+        call = _EagerCall(trace, leaves)
+        with set_current_trace(trace.parent):
+            primal_args = self._merge(nondiff, tree_unflatten(in_tree, call.primals))
+            if not call.live:
+                return self(*primal_args)
+            if not trace.ctx.linearizing:
+                raise NonDifferentiableError(
+                    f"can't apply forward-mode autodiff (jvp) to a custom_vjp function "
+                    f"({self._name!r}); use reverse mode (grad, vjp) or define it with custom_jvp"
+                )
+            rule = _VJPRule(self, nondiff, in_tree, len(leaves), None)
+            outs, res = rule.fwd(call.primals)
+            try:
+                # the rule's state (structures, input types) is part of the key
+                avals = tuple(rule.in_avals)
+                cache_key = ("eager", in_tree, nondiff, rule.out_tree, rule.res_tree, avals)
+                hash(cache_key)
+            except TypeError:
+                cache_key = None
+            key = self._keys.get(cache_key) if cache_key is not None else None
+            if key is None:
+                key = register_custom(self.kind, self._name, rule)
+                if cache_key is not None:
+                    self._keys[cache_key] = key
+            ts = [t for t, d in zip(call.tangents_for_rule(), call.diff) if d]
+            out_types = tuple((tuple(aval_of(o).shape), aval_of(o).dtype) for o in outs)
+            # the linear map the user's bwd transposes: recorded in the linear trace
+            touts = bind("custom_lin", *res, *ts, rule=key, num_res=len(res), out_types=out_types)
+        return tree_unflatten(rule.out_tree, call.wrap(outs, touts))
 
     def __call__(self, *args, **kwargs):
         if self.fwd is None:

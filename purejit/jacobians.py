@@ -21,9 +21,10 @@ import numpy as np
 
 from purejit import errors
 from purejit import lax
-from purejit.autodiff import argnums_partial, jvp, vjp
+from purejit.autodiff import argnums_partial, jvp, linearize, vjp
 from purejit.ir import dtypes as irdt
 from purejit.tracing import aval_of
+from purejit.transforms.autodiff import eager
 from purejit.transforms.vmap import vmap
 from purejit.tree_util import tree_flatten, tree_unflatten
 
@@ -124,12 +125,23 @@ def jacfwd(
         leaves, in_tree = tree_flatten(tuple(dyn))
         _check("jacfwd", "input", leaves, holomorphic, "jvp")
 
-        def push(*basis):
-            tangents = tree_unflatten(in_tree, list(basis))
-            return jvp(f, tuple(dyn), tangents, has_aux=has_aux)
+        if eager.is_eager():
+            # on concrete values (Python control flow on them works): one forward pass,
+            # then its linear map batched over the basis
+            y, f_jvp, *aux = linearize(f, *dyn, has_aux=has_aux)
 
-        out_axes = (None, -1, None) if has_aux else (None, -1)
-        got = vmap(push, out_axes=out_axes)(*std_basis(leaves))
+            def push_lin(*basis):
+                return f_jvp(*tree_unflatten(in_tree, list(basis)))
+
+            got = (y, vmap(push_lin, out_axes=-1)(*std_basis(leaves)), *aux)
+        else:
+
+            def push(*basis):
+                tangents = tree_unflatten(in_tree, list(basis))
+                return jvp(f, tuple(dyn), tangents, has_aux=has_aux)
+
+            out_axes = (None, -1, None) if has_aux else (None, -1)
+            got = vmap(push, out_axes=out_axes)(*std_basis(leaves))
         y, tangents = got[0], got[1]
         y_leaves, y_tree = tree_flatten(y)
         if not holomorphic:

@@ -19,7 +19,7 @@ from purejit import dtypes as pdt
 from purejit import errors
 from purejit.runtime.array import Array
 from purejit.config import config
-from purejit.tracing import ShapedArray, Tracer, bind, bind1
+from purejit.tracing import JitTrace, ShapedArray, Tracer, bind, bind1, current_trace
 from purejit.ir import Builder, Function, Op, TensorType, Value
 from purejit.lax import _effects
 from purejit.lax._lift import convert
@@ -95,7 +95,11 @@ def _trace(fun: Callable, rebuild: Callable, avals, api: str, what: str, token=N
             leaves.insert(token[1], _effects.current_token())
         return leaves
 
-    traced = trace_to_function(flat, avals, name=what)
+    # errors name lax.cond (say) when no jit or vmap is tracing around it
+    staged = isinstance(current_trace(), JitTrace)
+    traced = trace_to_function(
+        flat, avals, name=what, transform=None if staged else f"purejit.lax.{api}"
+    )
     out_avals = list(traced.out_avals)
     if token is not None and token[1] is not None:
         del out_avals[token[1]]

@@ -35,7 +35,8 @@ def _shape(shape) -> tuple[int, ...]:
     if traced:
         raise errors.ConcretizationTypeError(
             f"a traced value {traced[0].aval} is used as a shape{errors.at(errors.user_location())}"
-            ": shapes must be static integers, known while tracing under purejit.jit. Pass that "
+            f": shapes must be static integers, known while tracing under "
+            f"{traced[0].trace.transform}. Pass that "
             "number as a static argument (purejit.jit(f, static_argnums=...) or "
             "static_argnames=...), or compute it from the static `.shape` of an array."
         )

@@ -64,6 +64,8 @@ class Trace:
     """Base class of traces. Subclasses implement `process` and `lift`."""
 
     level: int = 0
+    # the user-facing transformation whose tracers these are, for error messages
+    transform: str = "purejit.jit"
 
     def process(self, name: str, args: Sequence, attrs: dict, regions: Sequence[Function], weak):
         raise NotImplementedError
@@ -243,7 +245,7 @@ class Tracer:
         )
         raise errors.ConcretizationTypeError(
             f"{what} of a traced array {self.aval}{errors.at(loc)}: its value is not known "
-            f"while tracing under purejit.jit. {advice}"
+            f"while tracing under {self.trace.transform}. {advice}"
         )
 
     def item(self, *args):

@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from purejit import errors
-from purejit.tracing.core import ShapedArray, Trace, Tracer, aval_of, infer_results, new_trace
+from purejit.tracing.core import (
+    ShapedArray,
+    Trace,
+    Tracer,
+    aval_of,
+    current_trace,
+    infer_results,
+    new_trace,
+    trace_is_active,
+)
 from purejit.tracing.host import ConcreteArray, host_value
 from purejit.ir import Builder, Function, Op, Value
 
@@ -36,8 +45,16 @@ class JitTrace(Trace):
             rather than being copied into the program as constants.
     """
 
-    def __init__(self, name: str = "main", *, capture_concrete: bool = False):
+    def __init__(
+        self, name: str = "main", *, capture_concrete: bool = False, transform: str | None = None
+    ):
         self.builder = Builder(name)
+        # errors name the transformation being traced: `transform`, else the enclosing
+        # staging trace's (a control-flow body inside vmap is traced under purejit.vmap)
+        outer = current_trace()
+        self.transform = transform or (
+            outer.transform if isinstance(outer, JitTrace) else Trace.transform
+        )
         self.capture_concrete = capture_concrete
         self.captures: list[tuple[object, Value]] = []
         self._consts: dict[int, tuple[object, Value]] = {}
@@ -58,6 +75,10 @@ class JitTrace(Trace):
                 "made it (stored in a global or a closure)."
             )
         if isinstance(x, Tracer):
+            # a tracer of an enclosing transformation (eager differentiation) that a body
+            # traced here closes over: an input, like an enclosing jit's tracer
+            if x.trace.level < self.level and trace_is_active(x.trace):
+                return self._capture(x)
             raise NotImplementedError(f"lifting a {type(x).__name__} into a jit trace")
         if self.capture_concrete and isinstance(x, ConcreteArray):
             return self._capture(x)
@@ -97,9 +118,12 @@ class Traced:
     out: object  # whatever fun returned (flattened by the caller)
 
 
-def trace_to_function(fun: Callable, in_avals: Sequence[ShapedArray], name: str = "main") -> Traced:
-    """Trace `fun(*tracers)`; `fun` must return a flat list of array-likes."""
-    trace = JitTrace(name)
+def trace_to_function(
+    fun: Callable, in_avals: Sequence[ShapedArray], name: str = "main", transform: str | None = None
+) -> Traced:
+    """Trace `fun(*tracers)`; `fun` must return a flat list of array-likes. `transform` names
+    the user-facing transformation in errors (default: the enclosing one, else purejit.jit)."""
+    trace = JitTrace(name, transform=transform)
     with new_trace(trace):
         args = [trace.new_arg(a) for a in in_avals]
         outs = fun(*args)

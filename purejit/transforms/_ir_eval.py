@@ -25,17 +25,21 @@ class ClosedFunction:
     out: object  # what the Python function returned (flat list of leaves)
 
 
-def trace_closed(fun: Callable, in_avals: Sequence[ShapedArray], name: str = "f") -> ClosedFunction:
+def trace_closed(
+    fun: Callable, in_avals: Sequence[ShapedArray], name: str = "f", transform: str | None = None
+) -> ClosedFunction:
     """Trace `fun(*tracers)` (which returns a flat list of array-likes) at a new level.
 
     Args:
         fun: the function; it receives one tracer per aval.
         in_avals: abstract values of the inputs.
         name: the IR function's name.
+        transform: the user-facing transformation, named in errors (default: the
+            enclosing one, else purejit.jit).
     Returns:
         the closed function; values of enclosing traces that `fun` reads are `captures`.
     """
-    t = trace_to_function(fun, list(in_avals), name)
+    t = trace_to_function(fun, list(in_avals), name, transform)
     return ClosedFunction(t.fn, list(in_avals), t.out_avals, t.captures, t.out)
 
 

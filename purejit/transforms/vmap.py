@@ -22,7 +22,7 @@ import numpy as np
 from purejit import errors
 from purejit.lax import parallel
 from purejit.runtime import as_array
-from purejit.tracing import ShapedArray, Tracer, aval_of, bind1
+from purejit.tracing import JitTrace, ShapedArray, Tracer, aval_of, bind1, current_trace
 from purejit.transforms._ir_eval import trace_closed
 from purejit.transforms.batching import (
     AxisData,
@@ -214,8 +214,18 @@ def vmap(
     mode = check_lowering(lowering)
     name = getattr(fun, "__name__", "fun")
 
+    unit_key = _unit_key(fun, in_axes, out_axes, axis_name, axis_size, sum_match, lowering)
+
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
+        if unit_key is not None and not isinstance(current_trace(), JitTrace):
+            # vmap(jit(f)) outside jit: the batched program compiled as one unit
+            unit = fun.derived(
+                unit_key,
+                _batched_maker(in_axes, out_axes, axis_name, axis_size, sum_match, lowering),
+            )
+            if unit is not None:
+                return unit(*args, **kwargs)
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(
                 "vmap in_axes must be an int, None, or a tuple of entries corresponding to "
@@ -263,7 +273,7 @@ def vmap(
             out_box.append(out_tree)
             return outs
 
-        closed = trace_closed(flat_fun, avals, name=name)
+        closed = trace_closed(flat_fun, avals, name=name, transform="purejit.vmap")
         out_tree = out_box[0]
         axis = AxisData(size, axis_name)
         ins = [*(leaves[k] for k in mapped), *closed.captures]
@@ -275,6 +285,23 @@ def vmap(
         return tree_unflatten(out_tree, job.run(how, ins))
 
     return vmapped
+
+
+def _unit_key(fun, *options):
+    """For a jitted `fun` (it has `derived`, see `purejit.api.Jitted`): the key of its
+    batched form for these vmap options; None otherwise (or for unhashable options)."""
+    if not callable(getattr(type(fun), "derived", None)):
+        return None
+    key = ("vmap", *options)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _batched_maker(*options):
+    return lambda f: vmap(f, *options[:4], None, options[4], lowering=options[5])
 
 
 @dataclasses.dataclass

@@ -1,8 +1,10 @@
 """Automatic differentiation as interpreters of purejit's IR.
 
-`interpreter.py` holds the three interpreters (JVP, linearize, transpose); the rules live one
-file per op family, named like `ir/ops/<family>.py`, each holding the JVP and transpose
-rules of its family's ops. Importing this package registers every rule.
+`interpreter.py` holds the three interpreters (JVP, linearize, transpose) and `eager.py`
+the trace that applies the same rules to a Python function on concrete values (outside
+`jit`); the rules live one file per op family, named like `ir/ops/<family>.py`, each
+holding the JVP and transpose rules of its family's ops. Importing this package registers
+every rule.
 """
 
 from purejit.transforms.autodiff import (  # noqa: F401  (registers the rules)
