@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from purejit.ir import Function, Op, Value, dtypes
+from purejit.ir import Function, Op, Value, dtypes, interpret
 from purejit.passes.constant_fold import constant_value, splat_scalar
 
 
@@ -79,6 +79,35 @@ class Graph:
                 return True
             stack.extend(op.operands)
         return False
+
+
+HOST_MASK_LIMIT = 1 << 22  # elements of a constant mask evaluated on the host
+
+
+def host_value(g: Graph, v: Value, labels: list):
+    """`(array, labels)` of a constant value, evaluated on the host from its smallest
+    broadcast source; (None, None) when it is too large."""
+    op = g.defs.get(v)
+    while op is not None and op.name == "broadcast_in_dim":
+        dims = op.attrs["broadcast_dimensions"]
+        labels = [labels[d] for d in dims]
+        v = op.operands[0]
+        op = g.defs.get(v)
+    if v.type.size > HOST_MASK_LIMIT:
+        return None, None
+    order, seen, stack = [], set(), [v]
+    while stack:  # the ops v depends on, in program order
+        x = stack.pop()
+        d = g.defs.get(x)
+        if d is None or id(d) in seen:
+            continue
+        seen.add(id(d))
+        order.append(d)
+        stack.extend(d.operands)
+    pos = {id(o): i for i, o in enumerate(g.fn.ops)}
+    order.sort(key=lambda o: pos[id(o)])
+    (arr,) = interpret(Function("mask", [], order, [v]))
+    return np.asarray(arr), labels
 
 
 def _single(g: Graph, v: Value, what: str) -> Op:

@@ -21,6 +21,7 @@ ALLOWED = {
     "merge_threefry.py": "the pass merges independent threefry2x32 hashes into one",
     "fuse_attention.py": "the pass replaces dots, softmax and masks written by hand with one op",
     "_attention_match.py": "finds the dots, softmax and masks of attention written by hand",
+    "_attention_padding.py": "finds the position < sequence-length masks of attention",
 }
 
 
