@@ -122,7 +122,7 @@ def _single(g: Graph, v: Value, what: str) -> Op:
 # ---- softmax --------------------------------------------------------------------------------
 
 
-def _reducer(op: Op, binary: str, init: float) -> int | None:
+def _reducer(g: Graph, op: Op, binary: str, init: float) -> int | None:
     """The one axis `op` reduces along with `binary` from `init`, else None."""
     if op.name != "reduce" or len(op.operands) != 2 or len(op.attrs["dimensions"]) != 1:
         return None
@@ -132,20 +132,10 @@ def _reducer(op: Op, binary: str, init: float) -> int | None:
     inner = body.ops[0]
     if set(inner.operands) != set(body.params) or body.results != inner.results:
         return None
-    c = constant_value(_Defs.of(op.operands[1]))
+    c = constant_value(g.defs.get(op.operands[1]))
     if c is None or c.shape != () or not (float(c) == init):
         return None
     return int(op.attrs["dimensions"][0])
-
-
-class _Defs:
-    """The producer map of the function being matched (for `_reducer`'s init operand)."""
-
-    current: dict = {}
-
-    @classmethod
-    def of(cls, v):
-        return cls.current.get(v)
 
 
 def _spread_back(g: Graph, w: Value, axis: int, rank: int) -> Value | None:
@@ -171,7 +161,6 @@ def _spread_back(g: Graph, w: Value, axis: int, rank: int) -> Value | None:
 
 def softmax_by_hand(g: Graph, x: Value) -> tuple[Value, int, list[Op]] | None:
     """`(out, axis, ops)` when `x` feeds exp(x - max(x)) / sum(...) along one axis."""
-    _Defs.current = g.defs
     us = g.users_of(x)
     if len(us) != 2 or None in us:
         return None
@@ -179,7 +168,7 @@ def softmax_by_hand(g: Graph, x: Value) -> tuple[Value, int, list[Op]] | None:
     sub = next((u for u in us if u.name == "subtract"), None)
     if rmax is None or sub is None or rmax.operands[0] is not x or sub.operands[0] is not x:
         return None
-    axis = _reducer(rmax, "maximum", -np.inf)
+    axis = _reducer(g, rmax, "maximum", -np.inf)
     rank = x.type.rank
     if axis is None or _spread_back(g, sub.operands[1], axis, rank) is not rmax.results[0]:
         return None
@@ -194,7 +183,7 @@ def softmax_by_hand(g: Graph, x: Value) -> tuple[Value, int, list[Op]] | None:
     div = next((u for u in eus if u.name == "divide"), None)
     if rsum is None or div is None or div.operands[0] is not e or rsum.operands[0] is not e:
         return None
-    if _reducer(rsum, "add", 0.0) != axis:
+    if _reducer(g, rsum, "add", 0.0) != axis:
         return None
     if _spread_back(g, div.operands[1], axis, rank) is not rsum.results[0]:
         return None

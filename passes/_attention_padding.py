@@ -20,6 +20,9 @@ import numpy as np
 from purejit.ir import Value, dtypes
 from purejit.passes._attention_match import Graph, Refused, host_value
 
+# every refusal here starts so: a blank row gives uniform weights in the written program
+DATA = "the mask depends on the data (rows may be blank)"
+
 
 def _broadcast_labels(op, labels: list) -> list:
     """The labels of a broadcast_in_dim's operand (None where it is broadcast from 1)."""
@@ -46,7 +49,7 @@ def split_pred(g: Graph, v: Value, labels: list) -> tuple[list, list]:
         return [(v, labels)], []
     op = g.defs.get(v)
     if op is None:
-        raise Refused("the mask is an input (data-dependent rows may be blank)")
+        raise Refused(f"{DATA} and is an input")
     if op.name == "broadcast_in_dim":
         return split_pred(g, op.operands[0], _broadcast_labels(op, labels))
     if op.name == "reshape" and _reshape_labels(op, labels) is not None:
@@ -60,25 +63,24 @@ def split_pred(g: Graph, v: Value, labels: list) -> tuple[list, list]:
         if op.attrs["comparison_direction"] == "GT":
             pos, length = length, pos
         return [], [_length_factor(g, pos, length, labels)]
-    raise Refused(
-        "the mask depends on the data in a form other than positions < sequence lengths "
-        "(a row can be blank: the written program gives uniform weights there)"
-    )
+    raise Refused(f"{DATA} in a form other than positions < sequence lengths")
 
 
 def _length_factor(g: Graph, pos: Value, length: Value, labels: list):
     if g.depends_on_params(pos) or not g.depends_on_params(length):
-        raise Refused("a data-dependent mask compares other things than positions and lengths")
+        raise Refused(
+            f"{DATA}: a data-dependent mask compares other things than positions and lengths"
+        )
     arr, lab = host_value(g, pos, labels)
     if arr is None:
-        raise Refused("a position array is too large to check on the host")
+        raise Refused(f"{DATA}: a position array is too large to check on the host")
     axes = [i for i, n in enumerate(arr.shape) if n > 1]
     if len(axes) != 1 or lab[axes[0]] is None:
-        raise Refused("the positions compared with a length do not run along one axis")
+        raise Refused(f"{DATA}: the positions compared with a length do not run along one axis")
     (ax,) = axes
     want = np.arange(arr.shape[ax]).reshape([-1 if i == ax else 1 for i in range(arr.ndim)])
     if not np.array_equal(arr, want):
-        raise Refused("the positions compared with a length are not 0, 1, 2, ...")
+        raise Refused(f"{DATA}: the positions compared with a length are not 0, 1, 2, ...")
     src, batch = length_source(g, length, labels)
     return lab[ax], src, batch
 
@@ -95,9 +97,9 @@ def length_source(g: Graph, v: Value, labels: list) -> tuple[Value, str]:
             break
     big = [(d, lab) for d, lab in zip(v.type.shape, labels) if d != 1]
     if len(big) != 1 or not str(big[0][1]).startswith("b"):
-        raise Refused("a sequence length does not vary along exactly one batch dimension")
+        raise Refused(f"{DATA}: a sequence length does not vary along exactly one batch dimension")
     if v.type.dtype != np.int32:
-        raise Refused(f"sequence lengths are {v.type}, not int32")
+        raise Refused(f"{DATA}: sequence lengths are {v.type}, not int32")
     return v, big[0][1]
 
 

@@ -12,10 +12,12 @@ exactly as it was and the report says why.
   other user and are not returned.
 - Constants: the scale (on the logits, on q or on k, multiplied or divided) is a positive
   constant; a mask is a constant (its ops read no parameter) evaluated on the host, the
-  conjunction of every mask equals the causal pattern s <= t (or is all true) exactly, and
-  the fill of masked logits is -inf or at most -1e3 (so masked weights are exactly 0 in the
-  written program too: a causal row always keeps its diagonal, so no row is blank). A
-  data-dependent mask is refused: a blank row gives uniform weights in the written program.
+  conjunction of every mask equals the causal pattern s <= t, a causal sliding window or
+  all true exactly, and the fill of masked logits is -inf or at most -1e3 (so masked
+  weights are exactly 0 in the written program too: a causal row always keeps its
+  diagonal, so no row is blank). A data-dependent mask is fused only as positions <
+  sequence lengths (`_attention_padding`, whose blank rows are proved to match the op's);
+  any other is refused: a blank row gives uniform weights in the written program.
 - Target (options): q, k, v share one of `dtypes`, head dims are multiples of 8 and at most
   `max_head_dim`, equal unless `distinct_v_head_dim`; with a bias, T and S are even.
 - The op's result is reshaped and transposed back to the written output's layout.
@@ -91,6 +93,8 @@ class FuseAttention:
         if changed:
             fn = Function(fn.name, fn.params, ops, fn.results)
         original = fn
+        if not find_softmaxes(Graph(fn), self.trusted_rules):
+            return fn  # (the common case: a program without attention costs one walk)
         # dead ops (a transpose vmap left behind) must not count as other users
         fn = DCE()(fn).fn
         g = Graph(fn)
