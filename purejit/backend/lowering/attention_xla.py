@@ -186,9 +186,13 @@ def xla_forward(b: Builder, op, *args):
 
 
 def _recomputed(g: _G, a, dims, q, k, bias, ql, kl, stats):
-    """(probabilities from the saved logsumexp [B,K,G,T,S], mask or None), accumulation dtype."""
+    """(probabilities [B,K,G,T,S], mask or None) in the accumulation dtype: from the saved
+    logsumexp, or (`stats` None) by the softmax again, which differentiates in q and k."""
     bn, t, s, n, kh, gq, h, hv = dims
     x, ok = _logits(g, a, dims, q, k, bias, ql, kl)
+    if stats is None:
+        p, _ = _softmax(g, x)
+        return g.convert(p, x.type.dtype), ok
     lse = g.convert(g.reshape(stats, (bn, kh, gq, t)), x.type.dtype)
     shape = x.type.shape
     p = g.op("exponential", g.op("subtract", x, g.keep(lse, (4,), shape)))
@@ -213,11 +217,13 @@ def _softmax_grad(g: _G, p, dp):
     return g.op("multiply", p, g.op("subtract", dp, g.keep(d, (4,), shape)))
 
 
-def xla_backward(b: Builder, op, *args):
-    """The decomposed backward: [dq, dk, dv(, dbias)]."""
+def xla_backward(b: Builder, op, *args, recompute: bool = False):
+    """The decomposed backward: [dq, dk, dv(, dbias)]; with `recompute` the probabilities
+    come from the logits, not the saved statistics (for differentiating the backward: the
+    statistics have no tangent)."""
     g, a = _G(b), op.attrs
     q, k, v, bias, ql, kl, rest = split_operands(FWD, list(args), a)
-    stats, d_out = rest[1], rest[2]
+    stats, d_out = (None if recompute else rest[1]), rest[2]
     dims = _dims(op)
     bn, t, s, n, kh, gq, h, hv = dims
     acc = _acc(q.type.dtype)
@@ -249,11 +255,11 @@ def xla_backward(b: Builder, op, *args):
     return grads + res
 
 
-def xla_tangent(b: Builder, op, *args):
-    """The decomposed forward-mode tangent of the output."""
+def xla_tangent(b: Builder, op, *args, recompute: bool = False):
+    """The decomposed forward-mode tangent of the output (`recompute` as `xla_backward`)."""
     g, a = _G(b), op.attrs
     q, k, v, bias, ql, kl, rest = split_operands(FWD, list(args), a)
-    stats, tq, tk, tv = rest[1], rest[2], rest[3], rest[4]
+    stats, tq, tk, tv = (None if recompute else rest[1]), rest[2], rest[3], rest[4]
     dims = _dims(op)
     bn, t, s, n, kh, gq, h, hv = dims
     acc = _acc(q.type.dtype)

@@ -11,7 +11,9 @@ a zero derivative (it is what JAX's `return_residual` gives, under a stop_gradie
 
 Second derivatives go through decompositions: the JVP of the backward op (and of the lin op
 along its residuals) is the JVP of its XLA-path program written with IR ops
-(`backend/lowering/attention_xla.py`), so `hessian` and forward-over-reverse work.
+(`backend/lowering/attention_xla.py`) with the probabilities recomputed from the logits
+(the statistics result is treated as JAX treats its residual, with a zero tangent), so
+`hessian` and forward-over-reverse work.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def _decomposed(name, build, primals, tangents, attrs, ctx):
     """The JVP of `name`'s XLA-path program (`build(builder, op, *params)`) at `primals`."""
     b = Builder(name + "_decomposed")
     params = [b.param(TensorType(aval(p).shape, aval(p).dtype)) for p in primals]
-    fn = b.finish(build(b, Op(name, params, attrs, []), *params))
+    fn = b.finish(build(b, Op(name, params, attrs, []), *params, recompute=True))
     return interp.jvp_function(fn, primals, tangents, ctx)
 
 

@@ -1,0 +1,282 @@
+"""The attention op family and purejit.nn.dot_product_attention on CPU: type rules, the NumPy
+reference and the XLA-path lowering against jax.nn.dot_product_attention(implementation="xla"),
+differentiation through the fused backward, batching, the fallback when XLA refuses a cuDNN
+call (fault injection), and JAX's errors for implementation="cudnn"."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+import purejit
+import purejit.nn as pnn
+from purejit.backend import cudnn_fmha
+from purejit.ir import Builder, IRTypeError, TensorType, dtypes
+from purejit.ir.ops.attention import (
+    attention_attrs,
+    attention_grads,
+    attention_op,
+    attention_reference,
+    make_attention_op,
+)
+from purejit.passes.remat import _may_recompute
+
+R = np.random.default_rng(0)
+B, T, S, N, K, H = 2, 6, 6, 4, 2, 8
+
+
+def _qkv(b=B, t=T, s=S, n=N, k=K, h=H, dtype=np.float32):
+    r = np.random.default_rng(t * 100 + n)
+    return tuple(
+        r.normal(size=shape).astype(dtype) for shape in ((b, t, n, h), (b, s, k, h), (b, s, k, h))
+    )
+
+
+# ---- the op's rules -------------------------------------------------------------------------
+
+
+def test_type_rule_and_builder():
+    bd = Builder("f")
+    q, k, v = (bd.param(TensorType(x.shape, x.dtype)) for x in _qkv())
+    lens = [bd.param(TensorType((B,), np.int32)) for _ in range(2)]
+    out, stats = attention_op(
+        bd, q, k, v, scale=0.5, mask="padding", q_seq_lengths=lens[0],
+        kv_seq_lengths=lens[1], return_stats=True,
+    )  # fmt: skip
+    assert str(out.type) == "f32[2,6,4,8]" and str(stats.type) == "f32[2,4,6]"
+    bad_k = bd.param(TensorType((B, S, 3, H), np.float32))
+    with pytest.raises(IRTypeError, match="multiple of k/v heads"):
+        make_attention_op(q, bad_k, bad_k, scale=1.0)
+    bias = bd.param(TensorType((B, 3, T, S), np.float32))
+    with pytest.raises(IRTypeError, match="broadcast to"):
+        make_attention_op(q, k, v, scale=1.0, bias=bias)
+    with pytest.raises(ValueError, match="padding masks"):
+        attention_attrs(scale=1.0, mask="causal", has_seq_lengths=True)
+    with pytest.raises(ValueError, match="window"):
+        attention_attrs(scale=1.0, window=(-1, 0))
+
+
+def test_remat_saves_the_op():
+    bd = Builder("f")
+    q, k, v = (bd.param(TensorType(x.shape, x.dtype)) for x in _qkv())
+    op = make_attention_op(q, k, v, scale=1.0)
+    assert op.has_trait("saved") and not _may_recompute(op)
+
+
+# (mask, window, bias shape): every mask kind, windows and biases among them
+CASES = [
+    ("none", None, None),
+    ("none", (1, 2), (1, N, T, S)),
+    ("causal", None, (B, 1, T, S)),
+    ("causal", (1, 2), None),
+    ("padding", None, (1, N, T, S)),
+    ("padding_causal", (1, 2), None),
+]
+NN_CASES = {0, 2, 5}  # also run through purejit.nn (each compiles a forward and a gradient)
+
+
+def _jax_kwargs(mask, window, bias, lens):
+    pad = mask.startswith("padding")
+    return dict(
+        bias=bias, scale=0.3, is_causal=mask.endswith("causal"), local_window_size=window,
+        query_seq_lengths=lens[0] if pad else None,
+        key_value_seq_lengths=lens[1] if pad else None,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_reference_and_nn_match_jax_xla(case):
+    mask, window, bshape = CASES[case]
+    q, k, v = _qkv()
+    bias = None if bshape is None else R.normal(size=bshape).astype(np.float32)
+    lens = (np.array([3, 6], np.int32), np.array([0, 6], np.int32))  # a batch with no key
+    kw = _jax_kwargs(mask, window, bias, lens)
+    pad = mask.startswith("padding")
+    attrs = attention_attrs(scale=0.3, mask=mask, window=window, has_bias=bias is not None,
+                            has_seq_lengths=pad)  # fmt: skip
+    args = [q, k, v] + ([bias] if bias is not None else []) + (list(lens) if pad else [])
+    d_out = R.normal(size=q.shape).astype(np.float32)
+
+    def jx(q, k, v):
+        return jax.nn.dot_product_attention(q, k, v, implementation="xla", **kw)
+
+    want, want_g = jax.jit(lambda *a: (jx(*a), jax.vjp(jx, *a)[1](d_out)))(q, k, v)
+    np.testing.assert_allclose(attention_reference(args, attrs)[0], want, atol=2e-6)
+    for got, w in zip(attention_grads(args, attrs, d_out), want_g):
+        np.testing.assert_allclose(got, w, atol=5e-6)
+    if case not in NN_CASES:
+        return
+    for impl in (None, "xla"):
+
+        def pj(q, k, v):
+            return pnn.dot_product_attention(q, k, v, implementation=impl, **kw)
+
+        loss = lambda q, k, v: (pj(q, k, v) * d_out).sum()  # noqa: E731
+        got, got_g = purejit.jit(lambda *a: (pj(*a), purejit.grad(loss, argnums=(0, 1, 2))(*a)))(
+            q, k, v
+        )
+        np.testing.assert_allclose(got, want, atol=2e-6)
+        for g, w in zip(got_g, want_g):
+            np.testing.assert_allclose(g, w, atol=5e-6)
+
+
+# ---- purejit.nn.dot_product_attention ----------------------------------------------------------
+
+
+def test_grouped_heads_vmap_and_value_and_grad():
+    def pj(q, k, v):
+        return pnn.dot_product_attention(q, k, v, is_causal=True)
+
+    def jx(q, k, v):
+        return jax.nn.dot_product_attention(q, k, v, is_causal=True)
+
+    def loss(f):
+        return lambda q, k, v: (f(q, k, v) ** 2).sum()
+
+    for groups in (1, 2, 4):
+        q, k, v = _qkv(n=4, k=4 // groups)
+        pvg = purejit.jit(purejit.value_and_grad(loss(pj), argnums=(0, 1, 2)))
+        val, g = pvg(q, k, v)
+        jval, jg = jax.jit(jax.value_and_grad(loss(jx), argnums=(0, 1, 2)))(q, k, v)
+        np.testing.assert_allclose(val, jval, rtol=1e-5)
+        for a, b in zip(g, jg):
+            np.testing.assert_allclose(a, b, atol=5e-6)
+    # vmap over a new leading axis, k and v shared by every example, and its gradient
+    qs = np.stack([q, 2 * q])
+
+    def both(lib, f):
+        def run(*a):
+            vm = lib.vmap(f, in_axes=(0, None, None))(*a)
+            return vm, lib.vmap(lib.grad(loss(f)), in_axes=(0, None, None))(*a)
+
+        return run
+
+    got = purejit.jit(both(purejit, pj))(qs, k, v)
+    want = jax.jit(both(jax, jx))(qs, k, v)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, atol=5e-6)
+
+
+def test_vmap_of_the_bias_gradient_sums_a_broadcast_batch():
+    q, k, v = _qkv()
+    bias = R.normal(size=(3, 1, N, T, S)).astype(np.float32)  # per example, B = 1
+
+    def f(lib, impl):
+        def loss(bias):
+            out = lib.nn.dot_product_attention(q, k, v, bias, implementation=impl)
+            return (out**2).sum()
+
+        return loss
+
+    got = purejit.jit(purejit.vmap(purejit.grad(f(purejit, None))))(bias)
+    want = jax.jit(jax.vmap(jax.grad(f(jax, "xla"))))(bias)
+    np.testing.assert_allclose(got, want, atol=5e-6)
+
+
+def test_three_d_inputs_mask_and_residual():
+    q, k, v = (x[0] for x in _qkv())
+    mask = R.random((N, T, S)) > 0.3
+    mask[..., 0] = True
+    f = lambda lib: lambda *a: lib.nn.dot_product_attention(*a, mask=mask, return_residual=True)  # noqa: E731
+    got, res = purejit.jit(f(purejit))(q, k, v)
+    want, wres = jax.jit(f(jax))(q, k, v)
+    assert got.shape == (T, N, H) and res.shape == (T, N)
+    np.testing.assert_allclose(got, want, atol=2e-6)
+    np.testing.assert_allclose(res, wres, atol=2e-5)
+
+
+def test_gradient_runs_the_fused_backward_op():
+    q, k, v = _qkv()
+
+    def loss(q, k, v):
+        return pnn.dot_product_attention(q, k, v, is_causal=True).sum()
+
+    ir = purejit.jit(purejit.grad(loss, argnums=(0, 1, 2))).lower(q, k, v).ir()
+    print(ir)
+    assert "dot_product_attention_bwd(" in ir
+    assert "dot_product_attention_lin(" not in ir  # transposed away, never lowered
+
+
+def test_second_derivatives_through_the_decomposition():
+    q, k, v = _qkv(b=1, t=4, s=4, n=2, k=1, h=4)
+
+    def f(lib):
+        def loss(q):
+            return (lib.nn.dot_product_attention(q, k, v, is_causal=True) ** 2).sum()
+
+        return loss
+
+    t = R.normal(size=q.shape).astype(np.float32)
+    got = purejit.jit(lambda q, t: purejit.jvp(purejit.grad(f(purejit)), (q,), (t,))[1])(q, t)
+    want = jax.jit(lambda q, t: jax.jvp(jax.grad(f(jax)), (q,), (t,))[1])(q, t)
+    np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_cudnn_implementation_raises_jax_errors():
+    q, k, v = _qkv()
+    with pytest.raises(RuntimeError, match="cuDNN is not detected"):
+        pnn.dot_product_attention(q, k, v, implementation="cudnn")
+    with pytest.raises(ValueError, match="Unsupported implementation"):
+        pnn.dot_product_attention(q, k, v, implementation="triton")
+    tgt = cudnn_fmha.Target(90800, (9, 0))
+    f32, bf = TensorType((1, 8, 2, 64), np.float32), TensorType((1, 8, 2, 64), dtypes.bfloat16)
+    a = attention_attrs(scale=1.0)
+    assert "fp16/bf16" in cudnn_fmha.unsupported_reason(f32, f32, f32, a, None, tgt, training=0)
+    odd = TensorType((1, 7, 2, 64), dtypes.bfloat16)
+    bias = TensorType((1, 2, 7, 7), dtypes.bfloat16)
+    ab = attention_attrs(scale=1.0, has_bias=True)
+    assert "sequence length" in cudnn_fmha.unsupported_reason(
+        odd, odd, odd, ab, bias, tgt, training=True
+    )
+    aw = attention_attrs(scale=1.0, window=(4, 2))
+    assert "right window" in cudnn_fmha.unsupported_reason(bf, bf, bf, aw, None, tgt, training=0)
+    old = cudnn_fmha.Target(90100, (9, 0))
+    aw = attention_attrs(scale=1.0, mask="causal", window=(4, 0))
+    assert "9.2" in cudnn_fmha.unsupported_reason(bf, bf, bf, aw, None, old, training=0)
+
+
+# ---- safe by construction: a refused call is decomposed, remembered, said once ---------------
+
+
+def test_refused_calls_are_decomposed_remembered_and_said_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("PUREJIT_ATTENTION_INJECT_CUDA", "1")  # cuDNN calls on the CPU
+    purejit.config.update("cache_dir", str(tmp_path))
+    cudnn_fmha.refusals.clear()
+    try:
+        q, k, v = _qkv(t=16, s=16, h=32, dtype=dtypes.bfloat16)
+
+        def f(q, k, v):
+            return pnn.dot_product_attention(q, k, v, is_causal=True)
+
+        want = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+        jf = purejit.jit(f)
+        assert "__cudnn$fmhaSoftmax" in jf.lower(q, k, v).as_text()
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            got = jf(q, k, v)
+            g = purejit.jit(purejit.grad(lambda *a: f(*a).astype(np.float32).sum()))(q, k, v)
+        said = [x for x in w if "refused fused attention" in str(x.message)]
+        assert len(said) == 1, [str(x.message) for x in w]
+        np.testing.assert_allclose(np.float32(got), np.float32(want), atol=1e-2)
+        assert g.shape == q.shape
+        keys = json.loads((tmp_path / cudnn_fmha.Refusals.FILE).read_text())
+        assert keys == [
+            "injected|90800|bf16|h32|causal|nobias|t0s0|bwd",
+            "injected|90800|bf16|h32|causal|nobias|t0s0|fwd",
+        ]
+        # a new process reads the decision back: the module is decomposed at once
+        cudnn_fmha.refusals.clear()
+        assert "__cudnn" not in purejit.jit(f).lower(q, k, v).as_text()
+        # fused_attention off: no cuDNN call is emitted at all
+        purejit.config.update("cache_dir", None)
+        cudnn_fmha.refusals.clear()
+        purejit.config.update("fused_attention", False)
+        assert "__cudnn" not in purejit.jit(f).lower(q, k, v).as_text()
+    finally:
+        purejit.config.update("fused_attention", True)
+        purejit.config.update("cache_dir", None)
+        cudnn_fmha.refusals.clear()
