@@ -294,8 +294,9 @@ def _positive_splat(g: Graph, v: Value) -> float | None:
     return c if c is not None and np.isfinite(c) and c > 0 else None
 
 
-def trace_side(g: Graph, v: Value, labels: list, allow_scale: bool) -> Side:
-    """Follow a dot operand back through transposes, constant scales and a head repeat."""
+def trace_side(g: Graph, v: Value, labels: list, allow_scale: bool, repeats: bool) -> Side:
+    """Follow a dot operand back through transposes, constant scales (`allow_scale`) and a
+    head repeat (`repeats`: k and v, whose heads the op may share between query heads)."""
     side = Side(v, list(labels))
     while True:
         op = g.defs.get(side.src)
@@ -316,7 +317,7 @@ def trace_side(g: Graph, v: Value, labels: list, allow_scale: bool) -> Side:
                 return side
             side.scale *= c if op.name == "multiply" else 1.0 / c
             side.src = a
-        elif op.name == "reshape" and side.repeat is None:
+        elif op.name == "reshape" and repeats and side.repeat is None:
             hit = _repeat(g, op, side.labels)
             if hit is None:
                 return side
@@ -440,8 +441,8 @@ def match_at(g: Graph, sm: Softmax) -> Match:
     if not k_is_rhs:
         (q_val, q_lab), (k_val, k_lab) = (k_val, k_lab), (q_val, q_lab)
     m = Match(sm, logits, logits, steps, q_free=q_free, s_label=s)
-    m.q = trace_side(g, q_val, q_lab, True)
-    m.k = trace_side(g, k_val, k_lab, True)
+    m.q = trace_side(g, q_val, q_lab, True, False)
+    m.k = trace_side(g, k_val, k_lab, True, True)
     m.chain_ops = [logits] + [op for op, _ in path] + list(sm.ops)
     _forward(g, m, sm.out, labels, batch)
     return m
@@ -484,6 +485,6 @@ def _forward(g: Graph, m: Match, p: Value, labels: list, batch: list) -> None:
     out = [labels[d] for d in pb]
     q_part = [labels[d] for d in p_free]
     out += q_part + ["hv"] if p_is_lhs else ["hv"] + q_part
-    m.v = trace_side(g, v, v_labels, False)
+    m.v = trace_side(g, v, v_labels, False, True)
     m.output, m.out_labels = op, out
     m.chain_ops.append(op)

@@ -135,6 +135,15 @@ def test_grouped_query_by_repeat_broadcast_and_groups():
         assert op.operands[1].type.shape == kv, f.__name__  # k keeps its 2 heads
 
 
+def test_repeated_query_heads_stay_materialised():
+    # q's heads repeated (not k's): the op shares k/v heads only, so q is read as repeated
+    def f(q, k, v):
+        return attn_einsum(jnp.repeat(q, 2, axis=2), k, v)
+
+    res = assert_fused(f, (B, T, 2, H), Q, Q)
+    assert attention_ops(res.fn)[0].operands[0].type.shape == Q
+
+
 def test_under_vmap_and_in_3d_tnh():
     def one(q, k, v):  # [T, N, H], as Equinox writes it per example
         s = jnp.einsum("tnh,snh->nts", q, k) * 0.25
