@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from purejit.ir import Function, Op, Value, dtypes
+from purejit.ir import Function, Op, Value, dtypes, interpret
 from purejit.passes.constant_fold import constant_value, splat_scalar
 
 
@@ -81,6 +81,35 @@ class Graph:
         return False
 
 
+HOST_MASK_LIMIT = 1 << 22  # elements of a constant mask evaluated on the host
+
+
+def host_value(g: Graph, v: Value, labels: list):
+    """`(array, labels)` of a constant value, evaluated on the host from its smallest
+    broadcast source; (None, None) when it is too large."""
+    op = g.defs.get(v)
+    while op is not None and op.name == "broadcast_in_dim":
+        dims = op.attrs["broadcast_dimensions"]
+        labels = [labels[d] for d in dims]
+        v = op.operands[0]
+        op = g.defs.get(v)
+    if v.type.size > HOST_MASK_LIMIT:
+        return None, None
+    order, seen, stack = [], set(), [v]
+    while stack:  # the ops v depends on, in program order
+        x = stack.pop()
+        d = g.defs.get(x)
+        if d is None or id(d) in seen:
+            continue
+        seen.add(id(d))
+        order.append(d)
+        stack.extend(d.operands)
+    pos = {id(o): i for i, o in enumerate(g.fn.ops)}
+    order.sort(key=lambda o: pos[id(o)])
+    (arr,) = interpret(Function("mask", [], order, [v]))
+    return np.asarray(arr), labels
+
+
 def _single(g: Graph, v: Value, what: str) -> Op:
     us = g.users_of(v)
     if None in us:
@@ -93,7 +122,7 @@ def _single(g: Graph, v: Value, what: str) -> Op:
 # ---- softmax --------------------------------------------------------------------------------
 
 
-def _reducer(op: Op, binary: str, init: float) -> int | None:
+def _reducer(g: Graph, op: Op, binary: str, init: float) -> int | None:
     """The one axis `op` reduces along with `binary` from `init`, else None."""
     if op.name != "reduce" or len(op.operands) != 2 or len(op.attrs["dimensions"]) != 1:
         return None
@@ -103,20 +132,10 @@ def _reducer(op: Op, binary: str, init: float) -> int | None:
     inner = body.ops[0]
     if set(inner.operands) != set(body.params) or body.results != inner.results:
         return None
-    c = constant_value(_Defs.of(op.operands[1]))
+    c = constant_value(g.defs.get(op.operands[1]))
     if c is None or c.shape != () or not (float(c) == init):
         return None
     return int(op.attrs["dimensions"][0])
-
-
-class _Defs:
-    """The producer map of the function being matched (for `_reducer`'s init operand)."""
-
-    current: dict = {}
-
-    @classmethod
-    def of(cls, v):
-        return cls.current.get(v)
 
 
 def _through_stop_gradient(g: Graph, v: Value) -> Value:
@@ -153,7 +172,6 @@ def _spread_back(g: Graph, w: Value, axis: int, rank: int) -> Value | None:
 
 def softmax_by_hand(g: Graph, x: Value) -> tuple[Value, int, list[Op]] | None:
     """`(out, axis, ops)` when `x` feeds exp(x - max(x)) / sum(...) along one axis."""
-    _Defs.current = g.defs
     us = g.users_of(x)
     if len(us) != 2 or None in us:
         return None
@@ -161,7 +179,7 @@ def softmax_by_hand(g: Graph, x: Value) -> tuple[Value, int, list[Op]] | None:
     sub = next((u for u in us if u.name == "subtract"), None)
     if rmax is None or sub is None or rmax.operands[0] is not x or sub.operands[0] is not x:
         return None
-    axis = _reducer(rmax, "maximum", -np.inf)
+    axis = _reducer(g, rmax, "maximum", -np.inf)
     rank = x.type.rank
     if axis is None or _spread_back(g, sub.operands[1], axis, rank) is not rmax.results[0]:
         return None
@@ -176,7 +194,7 @@ def softmax_by_hand(g: Graph, x: Value) -> tuple[Value, int, list[Op]] | None:
     div = next((u for u in eus if u.name == "divide"), None)
     if rsum is None or div is None or div.operands[0] is not e or rsum.operands[0] is not e:
         return None
-    if _reducer(rsum, "add", 0.0) != axis:
+    if _reducer(g, rsum, "add", 0.0) != axis:
         return None
     if _spread_back(g, div.operands[1], axis, rank) is not rsum.results[0]:
         return None
@@ -287,8 +305,9 @@ def _positive_splat(g: Graph, v: Value) -> float | None:
     return c if c is not None and np.isfinite(c) and c > 0 else None
 
 
-def trace_side(g: Graph, v: Value, labels: list, allow_scale: bool) -> Side:
-    """Follow a dot operand back through transposes, constant scales and a head repeat."""
+def trace_side(g: Graph, v: Value, labels: list, allow_scale: bool, repeats: bool) -> Side:
+    """Follow a dot operand back through transposes, constant scales (`allow_scale`) and a
+    head repeat (`repeats`: k and v, whose heads the op may share between query heads)."""
     side = Side(v, list(labels))
     while True:
         op = g.defs.get(side.src)
@@ -309,7 +328,7 @@ def trace_side(g: Graph, v: Value, labels: list, allow_scale: bool) -> Side:
                 return side
             side.scale *= c if op.name == "multiply" else 1.0 / c
             side.src = a
-        elif op.name == "reshape" and side.repeat is None:
+        elif op.name == "reshape" and repeats and side.repeat is None:
             hit = _repeat(g, op, side.labels)
             if hit is None:
                 return side
@@ -433,8 +452,8 @@ def match_at(g: Graph, sm: Softmax) -> Match:
     if not k_is_rhs:
         (q_val, q_lab), (k_val, k_lab) = (k_val, k_lab), (q_val, q_lab)
     m = Match(sm, logits, logits, steps, q_free=q_free, s_label=s)
-    m.q = trace_side(g, q_val, q_lab, True)
-    m.k = trace_side(g, k_val, k_lab, True)
+    m.q = trace_side(g, q_val, q_lab, True, False)
+    m.k = trace_side(g, k_val, k_lab, True, True)
     m.chain_ops = [logits] + [op for op, _ in path] + list(sm.ops)
     _forward(g, m, sm.out, labels, batch)
     return m
@@ -477,6 +496,6 @@ def _forward(g: Graph, m: Match, p: Value, labels: list, batch: list) -> None:
     out = [labels[d] for d in pb]
     q_part = [labels[d] for d in p_free]
     out += q_part + ["hv"] if p_is_lhs else ["hv"] + q_part
-    m.v = trace_side(g, v, v_labels, False)
+    m.v = trace_side(g, v, v_labels, False, True)
     m.output, m.out_labels = op, out
     m.chain_ops.append(op)

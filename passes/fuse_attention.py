@@ -12,10 +12,12 @@ exactly as it was and the report says why.
   other user and are not returned.
 - Constants: the scale (on the logits, on q or on k, multiplied or divided) is a positive
   constant; a mask is a constant (its ops read no parameter) evaluated on the host, the
-  conjunction of every mask equals the causal pattern s <= t (or is all true) exactly, and
-  the fill of masked logits is -inf or at most -1e3 (so masked weights are exactly 0 in the
-  written program too: a causal row always keeps its diagonal, so no row is blank). A
-  data-dependent mask is refused: a blank row gives uniform weights in the written program.
+  conjunction of every mask equals the causal pattern s <= t, a causal sliding window or
+  all true exactly, and the fill of masked logits is -inf or at most -1e3 (so masked
+  weights are exactly 0 in the written program too: a causal row always keeps its
+  diagonal, so no row is blank). A data-dependent mask is fused only as positions <
+  sequence lengths (`_attention_padding`, whose blank rows are proved to match the op's);
+  any other is refused: a blank row gives uniform weights in the written program.
 - Target (options): q, k, v share one of `dtypes`, head dims are multiples of 8 and at most
   `max_head_dim`, equal unless `distinct_v_head_dim`; with a bias, T and S are even.
 - The op's result is reshaped and transposed back to the written output's layout.
@@ -33,20 +35,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from purejit.ir import Function, Op, Value, dtypes, get_op, interpret
+from purejit.ir import Function, Op, Value, dtypes, get_op
 from purejit.ir.ops.attention import make_attention_op
 from purejit.passes._attention_match import (
     Graph,
     Match,
     Refused,
     find_softmaxes,
+    host_value,
     match_at,
 )
+from purejit.passes._attention_padding import split_pred, zeroed_output
 from purejit.passes.base import PassResult
 from purejit.passes.dce import DCE
 
 MASK_FILL_MAX = -1e3  # exp(fill - max) is exactly 0 unless a whole row lies below fill + 88
-HOST_MASK_LIMIT = 1 << 22  # elements of a constant mask evaluated on the host
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ class FuseAttention:
         if changed:
             fn = Function(fn.name, fn.params, ops, fn.results)
         original = fn
+        if not find_softmaxes(Graph(fn), self.trusted_rules):
+            return fn  # (the common case: a program without attention costs one walk)
         # dead ops (a transpose vmap left behind) must not count as other users
         fn = DCE()(fn).fn
         g = Graph(fn)
@@ -116,7 +121,7 @@ class FuseAttention:
             raise Refused(f"q, k, v dtypes differ: {q.src.type}, {k.src.type}, {v.src.type}")
         if m.output.results[0].type.dtype != q.src.type.dtype:
             raise Refused(f"the output is {m.output.results[0].type}, not in q's dtype")
-        scale, bias, masks = self._logit_steps(g, m)
+        scale, bias, masks, lens = self._logit_steps(g, m)
         scale *= q.scale * k.scale
         if k.repeat != v.repeat:
             raise Refused("k and v repeat their heads differently")
@@ -144,14 +149,43 @@ class FuseAttention:
         if keep == "causal" and sizes[t] > sizes[m.s_label]:
             raise Refused("causal with more queries than keys: the fused kernel aligns the "
                           "mask differently")  # fmt: skip
+        pad = self._padding(g, m, lens, t, layout["b_grp"])
+        if pad["final"] is not None:
+            keep = {"none": "padding", "causal": "padding_causal"}[keep]
         if bias is not None and (sizes[t] % 2 or sizes[m.s_label] % 2):
             raise Refused("a bias needs even query and key lengths for the fused backward")
         out = {"scale": scale, "bias": bias, "mask": keep, "window": window, "t": t}
-        return {**out, "g": g_label, **layout}
+        if pad["final"] is None:
+            pad["final"] = (m.output, m.out_labels)
+        return {**out, "g": g_label, **layout, **pad}
+
+    def _padding(self, g: Graph, m: Match, lens: list, t: str, b_grp: list) -> dict:
+        """The sequence lengths of `lens` factors, proved to mean the op's padding."""
+        out = {"q_len": None, "kv_len": None, "final": None}
+        for axis, src, batch in lens:
+            key = {t: "q_len", m.s_label: "kv_len"}.get(axis)
+            if key is None:
+                raise Refused("a sequence length masks neither the query nor the key axis")
+            if out[key] is not None and out[key] is not src:
+                raise Refused("two different sequence lengths mask one axis")
+            if b_grp != [batch]:
+                raise Refused("the sequence lengths are not over the batch the op folds")
+            out[key] = src
+        if out["q_len"] is not None:
+            final = zeroed_output(g, m, out["q_len"], t)
+            if final is None:
+                raise Refused(
+                    "query rows past q_len keep the mean of v in the written program (the "
+                    "output is not zeroed there as the fused op zeroes it)"
+                )
+            out["final"] = final
+        elif out["kv_len"] is not None:
+            out["final"] = (m.output, m.out_labels)
+        return out
 
     def _logit_steps(self, g: Graph, m: Match):
         """Scale, bias and masks on the way from the logits to the softmax, in order."""
-        scale, bias, masks, after_bias = 1.0, None, [], False
+        scale, bias, masks, after_bias, lens = 1.0, None, [], False, []
         for st in m.steps:
             op, i = st.op, st.chain_index
             other = [x for j, x in enumerate(op.operands) if j != i]
@@ -187,20 +221,24 @@ class FuseAttention:
                 if fill is None:
                     raise Refused("masked logits are filled with a traced value")
                 if g.depends_on_params(pred):
-                    raise Refused(
-                        "the mask depends on the data (a row can be blank: the written "
-                        "program gives uniform weights there)"
-                    )
+                    if i != 1:
+                        raise Refused("a data-dependent mask that names the blocked logits")
+                    consts, found = split_pred(g, pred, st.labels)
+                    lens += found
+                    for c, lab in consts:
+                        masks.append({"value": c, "labels": lab, "keep_if": True, "fill": fill})
+                    masks.append({"array": np.ones((1,), bool), "labels": [None], "fill": fill})
+                    continue
                 masks.append({"value": pred, "labels": st.labels, "keep_if": i == 1,
                               "fill": fill})  # fmt: skip
         for mk in masks:
             if not (mk["fill"] == -np.inf or mk["fill"] <= MASK_FILL_MAX):
                 raise Refused(f"masked logits are filled with {mk['fill']:g}, not a large "
                               "negative number or -inf")  # fmt: skip
-        return scale, bias, masks
+        return scale, bias, masks, lens
 
     def _additive_mask(self, g: Graph, x: Value, labels: list) -> dict | None:
-        arr, lab = _host_value(g, x, labels)
+        arr, lab = host_value(g, x, labels)
         if arr is None:
             return None
         blocked = arr != 0
@@ -218,7 +256,7 @@ class FuseAttention:
             if "array" in mk:
                 arr, lab = mk["array"], mk["labels"]
             else:
-                arr, lab = _host_value(g, mk["value"], mk["labels"])
+                arr, lab = host_value(g, mk["value"], mk["labels"])
                 if arr is None:
                     raise Refused("a constant mask is too large to check on the host")
                 arr = arr if mk["keep_if"] else ~arr
@@ -261,7 +299,7 @@ class FuseAttention:
     # ---- the rewrite ----------------------------------------------------------------------
 
     def _splice(self, fn: Function, plans: list, matched: list) -> Function:
-        at = {id(m.output): (m, p) for m, p in plans}
+        at = {id(p["final"][0]): (m, p) for m, p in plans}
         new_ops, subst = [], {}
         for op in fn.ops:
             if subst:
@@ -298,32 +336,6 @@ def _label_sizes(m: Match) -> dict:
     for lab, d in zip(m.out_labels, m.output.results[0].type.shape):
         sizes[lab] = d
     return sizes
-
-
-def _host_value(g: Graph, v: Value, labels: list):
-    """`(array, labels)` of a constant value, evaluated on the host from its smallest
-    broadcast source; (None, None) when it is too large."""
-    op = g.defs.get(v)
-    while op is not None and op.name == "broadcast_in_dim":
-        dims = op.attrs["broadcast_dimensions"]
-        labels = [labels[d] for d in dims]
-        v = op.operands[0]
-        op = g.defs.get(v)
-    if v.type.size > HOST_MASK_LIMIT:
-        return None, None
-    order, seen, stack = [], set(), [v]
-    while stack:  # the ops v depends on, in program order
-        x = stack.pop()
-        d = g.defs.get(x)
-        if d is None or id(d) in seen:
-            continue
-        seen.add(id(d))
-        order.append(d)
-        stack.extend(d.operands)
-    pos = {id(o): i for i, o in enumerate(g.fn.ops)}
-    order.sort(key=lambda o: pos[id(o)])
-    (arr,) = interpret(Function("mask", [], order, [v]))
-    return np.asarray(arr), labels
 
 
 def _plane(arr: np.ndarray, labels: list, t: str, s: str, T: int, S: int) -> np.ndarray:
@@ -399,9 +411,22 @@ def _emit(m: Match, p: dict, subst: dict):
         bv = subst.get(bv, bv)
         order = b_grp + n_grp + ([g_label] if g_label else []) + [t, s]
         bias = _arrange(bv, blab, order, (B, NK * G, sizes[t], sizes[s]), loc, out)
+    lens = {}
+    if p["mask"].startswith("padding"):
+        for key, label in (("q_len", t), ("kv_len", s)):
+            src = p[key]
+            if src is None:  # the full length
+                const = np.full((B,), sizes[label], np.int32)
+                c = _new("constant", [], {"value": const}, loc)
+                out.append(c)
+                lens[key] = c.results[0]
+            else:
+                src = subst.get(src, src)
+                lens[key] = _arrange(src, [None] * src.type.rank, [], (B,), loc, out)
     op = make_attention_op(
-        q, k, v, scale=p["scale"], mask=p["mask"], window=p["window"], bias=bias, loc=loc
-    )
+        q, k, v, scale=p["scale"], mask=p["mask"], window=p["window"], bias=bias,
+        q_seq_lengths=lens.get("q_len"), kv_seq_lengths=lens.get("kv_len"), loc=loc,
+    )  # fmt: skip
     out.append(op)
     r = op.results[0]
     full = b_grp + [t] + n_grp + ([g_label] if g_label else []) + ["hv"]
@@ -410,7 +435,7 @@ def _emit(m: Match, p: dict, subst: dict):
         rs = _new("reshape", [r], {"shape": shape}, loc)
         out.append(rs)
         r = rs.results[0]
-    perm = tuple(full.index(x) for x in m.out_labels)
+    perm = tuple(full.index(x) for x in p["final"][1])
     if perm != tuple(range(len(perm))):
         tr = _new("transpose", [r], {"permutation": perm}, loc)
         out.append(tr)

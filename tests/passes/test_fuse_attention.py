@@ -135,6 +135,15 @@ def test_grouped_query_by_repeat_broadcast_and_groups():
         assert op.operands[1].type.shape == kv, f.__name__  # k keeps its 2 heads
 
 
+def test_repeated_query_heads_stay_materialised():
+    # q's heads repeated (not k's): the op shares k/v heads only, so q is read as repeated
+    def f(q, k, v):
+        return attn_einsum(jnp.repeat(q, 2, axis=2), k, v)
+
+    res = assert_fused(f, (B, T, 2, H), Q, Q)
+    assert attention_ops(res.fn)[0].operands[0].type.shape == Q
+
+
 def test_under_vmap_and_in_3d_tnh():
     def one(q, k, v):  # [T, N, H], as Equinox writes it per example
         s = jnp.einsum("tnh,snh->nts", q, k) * 0.25
@@ -306,3 +315,29 @@ def test_nothing_to_do_leaves_the_function():
     fn, _ = traced(lambda x: jnp.exp(x) @ x, (8, 8))
     res = fuse(fn)
     assert res.fn is fn and not res.changed and res.report == {}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_layouts_fuse_and_keep_the_numbers(seed):
+    # every operand, the logits and the output in a random dimension order, the softmax
+    # along wherever the key axis lands, a causal mask laid out to match
+    r = np.random.default_rng(seed)
+
+    def perm(s):
+        return "".join(r.permutation(list(s)))
+
+    ql, kl, vl, sl, ol = perm("btnh"), perm("bsnh"), perm("bsnh"), perm("bnts"), perm("btnh")
+    dims = dict(b=B, t=T, s=T, n=N, h=H)
+
+    def f(q, k, v):
+        s = jnp.einsum(f"{ql},{kl}->{sl}", q, k) * 0.25
+        keep = jnp.tril(jnp.ones((T, T), bool))
+        if sl.index("t") > sl.index("s"):
+            keep = keep.T
+        shape = [dims[c] if c in "ts" else 1 for c in sl]
+        s = jnp.where(keep.reshape(shape), s, -jnp.inf)
+        p = nn.softmax(s.astype(jnp.float32), axis=sl.index("s")).astype(q.dtype)
+        return jnp.einsum(f"{sl},{vl}->{ol}", p, v)
+
+    shapes = [tuple(dims[c] for c in x) for x in (ql, kl, vl)]
+    assert_fused(f, *shapes)

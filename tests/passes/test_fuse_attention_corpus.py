@@ -15,6 +15,7 @@ from purejit import lax, nn
 
 from tests.passes.attention_util import (
     assert_fused,
+    assert_refused,
     attention_ops,
 )
 
@@ -156,12 +157,30 @@ def _window_mask(t, s, local_window_size):
     return jnp.logical_and(right_mask, left_mask)
 
 
-def _xla_core(query, key, value, bias, mask, is_causal, scale, window=None):
+def _padding_mask_logits(t, s, q_seqlen, kv_seqlen):
+    q_mask = True
+    kv_mask = True
+    if q_seqlen is not None:
+        q_indices = jnp.arange(0, t, dtype=q_seqlen.dtype)[None, None, :, None]
+        q_mask = q_indices < q_seqlen[:, None, None, None]
+    if kv_seqlen is not None:
+        kv_indices = jnp.arange(0, s, dtype=kv_seqlen.dtype)[None, None, None, :]
+        kv_mask = kv_indices < kv_seqlen[:, None, None, None]
+    return jnp.logical_and(q_mask, kv_mask)
+
+
+def _padding_mask_encoded(t, q_seqlen):
+    q_indices = jnp.arange(0, t, dtype=q_seqlen.dtype)[None, :]
+    mask = q_indices < q_seqlen[:, None]
+    return mask[:, :, None, None]
+
+
+def _xla_core(query, key, value, bias, mask, is_causal, scale, window=None, ql=None, kl=None):
     logits = jnp.einsum("BTNH,BSNH->BNTS", query, key, preferred_element_type=jnp.float32)
     logits *= jnp.array(scale, dtype=logits.dtype)
     if bias is not None:
         logits = (logits + bias).astype(logits.dtype)
-    if mask is not None or is_causal or window is not None:
+    if mask is not None or is_causal or window is not None or ql is not None or kl is not None:
         combined = jnp.ones_like(logits, dtype=jnp.bool_)
         if mask is not None:
             combined = jnp.logical_and(combined, mask)
@@ -172,13 +191,21 @@ def _xla_core(query, key, value, bias, mask, is_causal, scale, window=None):
         if window is not None:
             t, s = logits.shape[2], logits.shape[3]
             combined = jnp.logical_and(combined, _window_mask(t, s, window)[None, None])
+        if ql is not None or kl is not None:
+            t, s = logits.shape[2], logits.shape[3]
+            combined = jnp.logical_and(combined, _padding_mask_logits(t, s, ql, kl))
         large_negative = jnp.asarray(-0.7 * jnp.finfo(logits.dtype).max, dtype=logits.dtype)
         logits = jnp.where(combined, logits, large_negative)
     probs = nn.softmax(logits.astype(jnp.float32), axis=-1).astype(key.dtype)
-    return jnp.einsum("BNTS,BSNH->BTNH", probs, value)
+    encoded = jnp.einsum("BNTS,BSNH->BTNH", probs, value)
+    if ql is not None and kl is not None:
+        encoded *= _padding_mask_encoded(encoded.shape[1], ql).astype(encoded.dtype)
+    return encoded
 
 
-def jax_xla_attention(query, key, value, bias=None, mask=None, is_causal=False, window=None):
+def jax_xla_attention(
+    query, key, value, bias=None, mask=None, is_causal=False, window=None, ql=None, kl=None
+):
     b, t, n, h = query.shape
     k_heads = key.shape[2]
     g = n // k_heads
@@ -193,13 +220,13 @@ def jax_xla_attention(query, key, value, bias=None, mask=None, is_causal=False, 
         return jnp.reshape(x, (x.shape[0], k_heads, g, *x.shape[2:]))
 
     bias, mask = grouped(bias), grouped(mask)
-    in_axes = (3, None, None, None if bias is None else 2, None if mask is None else 2)
+    in_axes = (3, None, None, None if bias is None else 2, None if mask is None else 2, None, None)
     fn = purejit.vmap(
-        lambda q, k, v, bi, m: _xla_core(q, k, v, bi, m, is_causal, scale, window),
+        lambda q, k, v, bi, m, a, c: _xla_core(q, k, v, bi, m, is_causal, scale, window, a, c),
         in_axes=in_axes,
         out_axes=3,
     )
-    return jnp.reshape(fn(query, key, value, bias, mask), (b, t, n, h))
+    return jnp.reshape(fn(query, key, value, bias, mask, ql, kl), (b, t, n, h))
 
 
 Q4 = (B, T, N, H)
@@ -232,6 +259,34 @@ def test_jax_nn_dot_product_attention_xla_path(kind, kv):
     (op,) = attention_ops(res.fn)
     assert op.operands[1].type.shape == kv
     assert op.attrs["window"] == ((2, 0) if kind == "window" else None)
+
+
+LENS = ("int", (B,), T + 1)  # 0 ..= T: a kv_len of 0 blanks whole rows, q_len 0 every row
+
+
+@pytest.mark.parametrize("kv", [Q4, KV2], ids=["mha", "gqa"])
+@pytest.mark.parametrize("causal", [False, True], ids=["padding", "padding_causal"])
+def test_jax_nn_dot_product_attention_xla_path_with_sequence_lengths(causal, kv):
+    def both(q, k, v, ql, kl):
+        return jax_xla_attention(q, k, v, is_causal=causal, ql=ql, kl=kl)
+
+    want = "padding_causal" if causal else "padding"
+    res = assert_fused(both, Q4, kv, kv, LENS, LENS, mask=want)
+    (op,) = attention_ops(res.fn)
+    assert [x.type.shape for x in op.operands[3:]] == [(B,), (B,)]
+
+    def kv_only(q, k, v, kl):
+        return jax_xla_attention(q, k, v, is_causal=causal, kl=kl)
+
+    assert_fused(kv_only, Q4, kv, kv, LENS, mask=want)
+
+
+def test_query_lengths_alone_are_not_fused():
+    # the XLA path leaves rows past q_len with the mean of v; the fused op zeroes them
+    def q_only(q, k, v, ql):
+        return jax_xla_attention(q, k, v, ql=ql)
+
+    assert_refused(q_only, Q4, Q4, Q4, LENS, reason="keep the mean of v")
 
 
 # ---- nanoGPT (model.py: CausalSelfAttention in a two-layer model) ------------------------------
