@@ -14,9 +14,11 @@ operands q, k, v, stats, d_out, [bias], out, [lens]; results dq, dk, dv (same la
 [dbias], workspace.
 
 `plan` decides per call: the platform is CUDA, `fused_attention` is on (compiler option or
-`purejit.config`), JAX's flash-attention checks pass (`unsupported_reason`), no row can lose
-every key by its static shape (the XLA path gives such rows uniform weights, cuDNN zeros),
-and XLA has not refused this kind of call before (`refusals`). Padding calls get a small
+`purejit.config`; partitioned programs turn it off, having no sharding rule for the call),
+JAX's flash-attention checks pass (`unsupported_reason`), no row can lose every key by its
+static shape (the XLA path gives such rows uniform weights, cuDNN zeros), XLA has not refused
+this kind of call before (`refusals`), and for the backward, XLA is not in deterministic mode
+(cuDNN's flash backward is not reproducible bit for bit). Padding calls get a small
 fix-up around the kernel so rows outside the lengths match the XLA path: query rows past
 q_len are zero, a batch element with kv_len 0 gets the mean of v (uniform weights).
 """
@@ -125,6 +127,8 @@ def unsupported_reason(q, k, v, attrs, bias, tgt: Target, *, training: bool) -> 
             return "a sliding window requires cuDNN version >= 9.2"
         if window[1] != 0 and attrs["mask"] != "causal":
             return f"cuDNN doesn't support right window: {window[1]} when causal mask is not used."
+    if bias is not None and bias.dtype != dt:
+        return f"the bias dtype {bias.dtype} must be q's ({dt}) for cuDNN"
     if bias is not None and (bias.shape[2] != t or bias.shape[3] != s):
         return f"Bias must have same seq length as QKV, got {bias.shape[2]} and {bias.shape[3]}"
     return None
@@ -350,6 +354,16 @@ def enabled(ctx) -> bool:
     return bool(config.read("fused_attention") if flag is None else flag)
 
 
+def deterministic() -> bool:
+    """Whether XLA is asked for reproducible results (`--xla_gpu_deterministic_ops` or
+    `--xla_gpu_exclude_nondeterministic_ops` in XLA_FLAGS): then the backward is decomposed."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    return any(
+        f"--{name}=true" in flags or f"--{name}=1" in flags or flags.endswith(f"--{name}")
+        for name in ("xla_gpu_deterministic_ops", "xla_gpu_exclude_nondeterministic_ops")
+    )
+
+
 def plan(ctx, op, platform: str, *, backward: bool) -> Plan | None:
     """How to emit `op` as a cuDNN call on `platform`, or None for the decomposed program."""
     em = current()
@@ -367,6 +381,8 @@ def plan(ctx, op, platform: str, *, backward: bool) -> Plan | None:
     training = backward or a.get("return_stats", False)
     if unsupported_reason(q, k, v, a, bias, tgt, training=training) or blank_rows(q, k, a):
         return None
+    if backward and deterministic():
+        return None  # cuDNN's flash backward accumulates dq atomically: not reproducible
     if backward and a.get("bias_grad") and a["has_seq_lengths"]:
         return None  # cuDNN leaves dbias outside the lengths unwritten; a broadcast bias
         # sums it over the batch, so no fix-up after the call can mend it

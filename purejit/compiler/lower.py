@@ -316,8 +316,9 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         records, tail = records + more[1:], None
     arg_attrs = donation.arg_attrs() if donation else None
     xla_off = ()
-    # fused attention follows the compiler option (purejit.config's when not given)
-    fused = getattr(jc.options, "fused_attention", None)
+    # fused attention follows the compiler option (purejit.config's when not given); a
+    # partitioned program keeps attention decomposed (no sharding rule for cuDNN's call)
+    fused = getattr(jc.options, "fused_attention", None) if layout is None else False
     with cudnn_fmha.emission(enabled=fused, **_attention_injection()) as attention_calls:
         if layout is not None:
             module = layout.emit(fn, arg_attrs=arg_attrs)

@@ -280,3 +280,21 @@ def test_refused_calls_are_decomposed_remembered_and_said_once(tmp_path, monkeyp
         purejit.config.update("fused_attention", True)
         purejit.config.update("cache_dir", None)
         cudnn_fmha.refusals.clear()
+
+
+def test_deterministic_mode_and_partitioned_programs_keep_the_backward_decomposed(monkeypatch):
+    bd = Builder("f")
+    q, k, v = (bd.param(TensorType(x.shape, dtypes.bfloat16)) for x in _qkv(h=64))
+    op = make_attention_op(q, k, v, scale=1.0, mask="causal", return_stats=True)
+
+    class Ctx:
+        cudnn_target = cudnn_fmha.Target(90800, (9, 0))
+
+    bwd = type("Op", (), {"operands": op.operands, "attrs": dict(op.attrs, bias_grad=False),
+                          "name": "dot_product_attention_bwd"})()  # fmt: skip
+    assert cudnn_fmha.plan(Ctx(), bwd, "cuda", backward=True) is not None
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_deterministic_ops=true")
+    assert cudnn_fmha.plan(Ctx(), bwd, "cuda", backward=True) is None
+    assert cudnn_fmha.plan(Ctx(), op, "cuda", backward=False) is not None
+    with cudnn_fmha.emission(enabled=False):  # what a partitioned program's lowering sets
+        assert cudnn_fmha.plan(Ctx(), op, "cuda", backward=False) is None

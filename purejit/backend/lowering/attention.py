@@ -4,7 +4,7 @@
 custom calls where `purejit.backend.cudnn_fmha.plan` allows it (CUDA, `fused_attention` on,
 a shape cuDNN takes, no earlier refusal by XLA); otherwise, and for the forward-mode
 `dot_product_attention_lin` always, the program JAX's XLA path writes
-(`lowering/attention_xla.py`).
+(`lowering/_attention_xla.py`).
 
 A cuDNN call's output is logical [B,N,T,Hv] with layout (3, 1, 2, 0), physically BTNH, so the
 transpose back to [B,T,N,Hv] moves no data (JAX's lowering does the same). Calls with
@@ -23,7 +23,7 @@ import numpy as np
 
 from purejit.backend import cudnn_fmha
 from purejit.backend.lowering._util import lowering
-from purejit.backend.lowering.attention_xla import (
+from purejit.backend.lowering._attention_xla import (
     _G,
     xla_backward,
     xla_forward,

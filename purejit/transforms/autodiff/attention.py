@@ -11,14 +11,14 @@ a zero derivative (it is what JAX's `return_residual` gives, under a stop_gradie
 
 Second derivatives go through decompositions: the JVP of the backward op (and of the lin op
 along its residuals) is the JVP of its XLA-path program written with IR ops
-(`backend/lowering/attention_xla.py`) with the probabilities recomputed from the logits
+(`backend/lowering/_attention_xla.py`) with the probabilities recomputed from the logits
 (the statistics result is treated as JAX treats its residual, with a zero tangent), so
 `hessian` and forward-over-reverse work.
 """
 
 from __future__ import annotations
 
-from purejit.backend.lowering.attention_xla import xla_backward, xla_tangent
+from purejit.backend.lowering.attention import xla_backward, xla_tangent
 from purejit.ir import Builder, Op, TensorType
 from purejit.ir.ops.attention import BWD, FWD, LIN, split_operands
 from purejit.transforms.autodiff import interpreter as interp
