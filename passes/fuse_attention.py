@@ -152,6 +152,9 @@ class FuseAttention:
         pad = self._padding(g, m, lens, t, layout["b_grp"])
         if pad["final"] is not None:
             keep = {"none": "padding", "causal": "padding_causal"}[keep]
+        dt = q.src.type.dtype
+        if bias is not None and bias[0].type.dtype != dt and not _widened_from(g, bias[0], dt):
+            raise Refused(f"the bias is {bias[0].type}: the fused kernel takes q's dtype")
         if bias is not None and (sizes[t] % 2 or sizes[m.s_label] % 2):
             raise Refused("a bias needs even query and key lengths for the fused backward")
         out = {"scale": scale, "bias": bias, "mask": keep, "window": window, "t": t}
@@ -327,6 +330,24 @@ class FuseAttention:
 # ---- helpers --------------------------------------------------------------------------------
 
 
+def _widened_from(g: Graph, v: Value, dt) -> bool:
+    """Whether every value of `v` is a value of dtype `dt` (it was upcast from `dt` and only
+    moved since), so converting it back to `dt` is exact (the op adds the bias in float32)."""
+    op = g.defs.get(v)
+    while op is not None and len(op.operands) == 1:
+        x = op.operands[0]
+        if op.name == "convert":
+            a, b = np.dtype(x.type.dtype), np.dtype(op.results[0].type.dtype)
+            if not (dtypes.is_float(a) and dtypes.is_float(b)) or a.itemsize > b.itemsize:
+                return False
+            if a == np.dtype(dt):
+                return True
+        elif not op.has_trait("shape_only"):
+            return False
+        op = g.defs.get(x)
+    return False
+
+
 def _label_sizes(m: Match) -> dict:
     sizes = {}
     for side in (m.q, m.k, m.v):
@@ -411,6 +432,10 @@ def _emit(m: Match, p: dict, subst: dict):
         bv = subst.get(bv, bv)
         order = b_grp + n_grp + ([g_label] if g_label else []) + [t, s]
         bias = _arrange(bv, blab, order, (B, NK * G, sizes[t], sizes[s]), loc, out)
+        if bias.type.dtype != m.q.src.type.dtype:  # exact: it was upcast from q's dtype
+            c = _new("convert", [bias], {"dtype": m.q.src.type.dtype}, loc)
+            out.append(c)
+            bias = c.results[0]
     lens = {}
     if p["mask"].startswith("padding"):
         for key, label in (("q_len", t), ("kv_len", s)):

@@ -14,7 +14,7 @@ import gc
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -282,6 +282,10 @@ def lower(jc: JitConfig, sig: CallSignature, stats=None) -> Lowered:
 
 def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     t0 = time.perf_counter()
+    if jc.in_shardings is not None or jc.out_shardings is not None:
+        # the attention op has no sharding rule: a partitioned program keeps attention as
+        # written (no rewrite, no fused kernel)
+        jc = replace(jc, options=replace(jc.options, fused_attention=False))
     # what each differentiation saved and each attention fused or refused, for explain
     attention = jc.attention.collecting() if jc.attention else contextlib.nullcontext([])
     with context.collecting_remat_records() as residuals, attention as fused_reports:

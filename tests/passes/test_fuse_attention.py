@@ -109,6 +109,14 @@ def test_additive_bias_becomes_the_bias_operand():
     (op,) = attention_ops(res.fn)
     assert op.attrs["has_bias"] and op.operands[3].type.shape == (B, N, T, T)
 
+    def f32_logits(q, k, v, bias):  # the bias is upcast with the logits: read before it
+        s = jnp.einsum("btnh,bsnh->bnts", q, k).astype(jnp.float32) * 0.25 + bias
+        return jnp.einsum("bnts,bsnh->btnh", nn.softmax(s).astype(q.dtype), v)
+
+    res = assert_fused(f32_logits, Q, Q, Q, (B, N, T, T), mask="none")
+    assert attention_ops(res.fn)[0].operands[3].type.dtype == BF16
+    assert_refused(f, Q, Q, Q, (B, N, T, T), dtype=np.float32, reason="the fused kernel takes")
+
 
 def test_grouped_query_by_repeat_broadcast_and_groups():
     kv = (B, T, 2, H)

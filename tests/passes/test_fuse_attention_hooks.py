@@ -132,3 +132,18 @@ def test_grad_of_attention_inside_scan_fuses_in_the_loop_body(monkeypatch):
     for a, b in zip(on(*args), off(*args)):
         a32, b32 = np.asarray(a, np.float32), np.asarray(b, np.float32)
         np.testing.assert_allclose(a32, b32, atol=3e-2 * np.abs(b32).max(), rtol=3e-2)
+
+
+def test_partitioned_programs_keep_attention_as_written(monkeypatch):
+    # the op has no sharding rule, so jit with in_shardings/out_shardings never fuses
+    from purejit.sharding import Mesh, NamedSharding, PartitionSpec
+
+    monkeypatch.setattr(fused_attention, "target_options", lambda: {"max_head_dim": 256})
+    mesh = Mesh(np.array(purejit.devices()[:1]), ("x",))
+    rep = NamedSharding(mesh, PartitionSpec())
+    args = _args()
+    f = purejit.jit(purejit.grad(_loss), in_shardings=(rep, rep, rep))
+    lowered = f.lower(*args)
+    assert lowered.attention == []
+    assert "dot_product_attention" not in [op.name for op in lowered.traced.walk()]
+    assert "fuse_attention" not in [r.name for r in lowered.records]

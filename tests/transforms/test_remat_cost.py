@@ -6,14 +6,17 @@ and a user's `custom_vjp` residuals stay saved."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
+import pytest
 
 import jax
 import jax.numpy as jjnp
 import purejit
 import purejit.numpy as jnp
+from purejit.compiler.options import CompilerOptions
 from purejit.ir import interpret, parse, verify
 from purejit.passes import remat as rp
 
@@ -138,7 +141,17 @@ def _attention(xp, lax):
     return loss
 
 
-def test_attention_saves_the_scores_recomputes_the_softmax_and_gives_jax_numbers():
+@pytest.mark.parametrize("keeps_barriers", [True, False], ids=["gpu", "cpu"])
+def test_attention_softmax_plan_and_jax_numbers(monkeypatch, keeps_barriers):
+    # where the barriers stay (GPU) the softmax is recomputed from the scores; where XLA
+    # drops them (CPU) a recomputed exp would merge into the forward pass and be held
+    # anyway, so the exp is saved and only the divide is recomputed
+    plain = CompilerOptions.remat_settings
+    monkeypatch.setattr(
+        CompilerOptions,
+        "remat_settings",
+        lambda self: dataclasses.replace(plain(self), keeps_barriers=keeps_barriers),
+    )
     rng = np.random.default_rng(1)
     w = (rng.standard_normal((2, 8, 8)) / 3).astype(np.float32)
     x = rng.standard_normal((2, 16, 8)).astype(np.float32)
@@ -148,10 +161,12 @@ def test_attention_saves_the_scores_recomputes_the_softmax_and_gives_jax_numbers
     (rec,) = lowered.residuals
     saved = [r.what for r in rec.saved if not r.free]
     recomputed = [r.what for r in rec.recomputed]
-    assert "output of exponential" in recomputed and "output of divide" in recomputed
-    assert "output of exponential" not in saved
-    # one scores-sized array is held: the scores the softmax is rebuilt from
-    assert sum(r.type.shape == (2, 16, 16) for r in rec.saved if not r.free) == 1
+    assert "output of divide" in recomputed
+    assert ("output of exponential" in recomputed) is keeps_barriers
+    assert ("output of exponential" in saved) is not keeps_barriers
+    # one scores-sized float array is held: the scores or the exp the softmax is rebuilt from
+    held = [r for r in rec.saved if not r.free and r.type.shape == (2, 16, 16)]
+    assert sum(r.type.dtype == np.float32 for r in held) == 1
     got = vg(w, x)
     np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=2e-5)
     np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), rtol=2e-4, atol=1e-6)

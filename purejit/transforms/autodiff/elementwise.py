@@ -275,7 +275,9 @@ _binary("multiply", lambda x, y, z, t: mul(t, y), lambda x, y, z, t: mul(x, t))
 _binary(
     "divide",
     lambda x, y, z, t: div(t, y),
-    lambda x, y, z, t: mul(neg(t), div(z, y)),
+    # -(t z) / y: the residuals are z and y (z the output, y often a broadcast of something
+    # small), never a full-size z / y of its own
+    lambda x, y, z, t: div(mul(neg(t), z), y),
 )
 
 
