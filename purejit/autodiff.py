@@ -303,7 +303,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         `(fun(*primals), vjp_fn)` (and `aux` when has_aux); `vjp_fn(cotangent)` returns a
         tuple with one cotangent per primal (float0 zeros for integer primals).
     """
-    fwd = _derived(fun, ("vjp", has_aux), lambda f: lambda *p: _vjp(f, p, has_aux, "purejit.vjp"))
+    fwd = compiled_derivative(
+        fun, ("vjp", has_aux), lambda f: lambda *p: _vjp(f, p, has_aux, "purejit.vjp")
+    )
     if fwd is not None:
         return _jitted_vjp(fwd, primals)
     return _vjp(fun, primals, has_aux, "purejit.vjp")
@@ -487,7 +489,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes, 
             reduce_axes=(),
             api=api,
         )
-        unit = _derived(fun, key, make)
+        unit = compiled_derivative(fun, key, make)
         if unit is not None:  # grad(jit(f)): value and gradient as one compiled program
             return unit(*args, **kwargs)
         f_partial, dyn = argnums_partial(fun, _argnums(argnums, len(args), api), args, kwargs)
@@ -534,7 +536,7 @@ def grad(
 # ---- a jitted function differentiated outside jit runs compiled, as a unit -------------------
 
 
-def _derived(fun, key, make) -> Jitted | None:
+def compiled_derivative(fun, key, make) -> Jitted | None:
     """For `fun` a jitted function called outside any staging trace: its derivative
     `jit(make(fun.fun))`, cached with it (see `Jitted.derived`); else None (run op by op)."""
     if not isinstance(fun, Jitted) or not eager.is_eager():

@@ -223,3 +223,19 @@ def test_errors_name_the_transformation_in_use():
         pj.value_and_grad(lambda x: x * float(x))(1.0)
     with pytest.raises(pj.ConcretizationTypeError, match="by purejit.jvp"):
         pj.jvp(lambda x: x * float(x), (1.0,), (1.0,))
+
+
+def test_jacobians_of_jit_run_compiled(eager_ops):
+    x = np.array([0.3, -0.5, 0.7], np.float32)
+    jf = pj.jit(lambda x: jnp.sum(jnp.tanh(x) ** 3) * x[0])
+    ref = lambda x: jnp_ref.sum(jnp_ref.tanh(x) ** 3) * x[0]  # noqa: E731
+    for ours, theirs in [
+        (pj.jacfwd, jax.jacfwd),
+        (pj.jacrev, jax.jacrev),
+        (pj.hessian, jax.hessian),
+    ]:
+        f = ours(jf)
+        np.testing.assert_allclose(f(x), theirs(ref)(x), rtol=1e-5, atol=1e-6)
+        eager_ops.clear()
+        f(x)
+        assert eager_ops == [], ours.__name__
