@@ -239,3 +239,10 @@ def test_jacobians_of_jit_run_compiled(eager_ops):
         eager_ops.clear()
         f(x)
         assert eager_ops == [], ours.__name__
+
+
+def test_numpy_conversion_error_names_the_transformation():
+    with pytest.raises(pj.TracerArrayConversionError, match="traced by purejit.vmap"):
+        pj.vmap(lambda x: np.asarray(x))(jnp.arange(3.0))
+    with pytest.raises(pj.TracerArrayConversionError, match="traced by purejit.jit"):
+        pj.jit(lambda x: np.asarray(x))(1.0)
