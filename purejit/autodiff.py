@@ -188,6 +188,10 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     p_leaves = [_as_leaf(x, "jvp") for x in p_leaves]
     for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         _check_tangent("jvp", p, t, f"leaf {k}")
+    if all(pdt.is_inexact(aval_of(p).dtype) for p in p_leaves):  # (no float0 tangents)
+        unit = compiled_derivative(fun, ("jvp", has_aux), functools.partial(_jvp_of, has_aux))
+        if unit is not None:  # jvp(jit(f)): primal and tangent outputs as one program
+            return unit(tuple(primals), tuple(tangents))
     tans = []
     for p, t in zip(p_leaves, t_leaves):
         a = tangent_aval(aval_of(p))
@@ -218,6 +222,10 @@ class _NumOut:
 
     def __index__(self):
         return self.traced.num_out
+
+
+def _jvp_of(has_aux, f):
+    return lambda primals, tangents: jvp(f, primals, tangents, has_aux=has_aux)
 
 
 def _linearize(fun, primals, has_aux, api, transform=None):
