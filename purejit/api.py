@@ -285,6 +285,8 @@ class Jitted:
     def clear_cache(self):
         self.cache.clear()
         self._fast.clear()
+        for derived in self.__dict__.get("_derived", {}).values():
+            derived.clear_cache()
         if self._cpp is not None:
             self._cpp._clear_cache()
 

@@ -189,6 +189,10 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     p_leaves = [_as_leaf(x, "jvp") for x in p_leaves]
     for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         _check_tangent("jvp", p, t, f"leaf {k}")
+    if all(pdt.is_inexact(aval_of(p).dtype) for p in p_leaves):  # (no float0 tangents)
+        unit = compiled_derivative(fun, ("jvp", has_aux), functools.partial(_jvp_of, has_aux))
+        if unit is not None:  # jvp(jit(f)): primal and tangent outputs as one program
+            return unit(tuple(primals), tuple(tangents))
     tans = []
     for p, t in zip(p_leaves, t_leaves):
         a = tangent_aval(aval_of(p))
@@ -219,6 +223,10 @@ class _NumOut:
 
     def __index__(self):
         return self.traced.num_out
+
+
+def _jvp_of(has_aux, f):
+    return lambda primals, tangents: jvp(f, primals, tangents, has_aux=has_aux)
 
 
 def _linearize(fun, primals, has_aux, api, transform=None):
@@ -305,7 +313,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         `(fun(*primals), vjp_fn)` (and `aux` when has_aux); `vjp_fn(cotangent)` returns a
         tuple with one cotangent per primal (float0 zeros for integer primals).
     """
-    fwd = _derived(fun, ("vjp", has_aux), lambda f: lambda *p: _vjp(f, p, has_aux, "purejit.vjp"))
+    fwd = compiled_derivative(
+        fun, ("vjp", has_aux), lambda f: lambda *p: _vjp(f, p, has_aux, "purejit.vjp")
+    )
     if fwd is not None:
         return _jitted_vjp(fwd, primals)
     return _vjp(fun, primals, has_aux, "purejit.vjp")
@@ -489,7 +499,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes, 
             reduce_axes=(),
             api=api,
         )
-        unit = _derived(fun, key, make)
+        unit = compiled_derivative(fun, key, make)
         if unit is not None:  # grad(jit(f)): value and gradient as one compiled program
             return unit(*args, **kwargs)
         f_partial, dyn = argnums_partial(fun, _argnums(argnums, len(args), api), args, kwargs)
@@ -536,7 +546,7 @@ def grad(
 # ---- a jitted function differentiated outside jit runs compiled, as a unit -------------------
 
 
-def _derived(fun, key, make) -> Jitted | None:
+def compiled_derivative(fun, key, make) -> Jitted | None:
     """For `fun` a jitted function called outside any staging trace: its derivative
     `jit(make(fun.fun))`, cached with it (see `Jitted.derived`); else None (run op by op)."""
     if not isinstance(fun, Jitted) or not eager.is_eager():

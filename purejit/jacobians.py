@@ -21,7 +21,8 @@ import numpy as np
 
 from purejit import errors
 from purejit import lax
-from purejit.autodiff import argnums_partial, jvp, linearize, vjp
+from purejit.api import Jitted
+from purejit.autodiff import argnums_partial, compiled_derivative, jvp, linearize, vjp
 from purejit.ir import dtypes as irdt
 from purejit.tracing import aval_of
 from purejit.transforms.autodiff import eager
@@ -92,6 +93,10 @@ def _pieces(jac, leaves, axis: int) -> list:
     return out
 
 
+def _key(argnums):
+    return argnums if isinstance(argnums, int) else tuple(argnums)
+
+
 def _nest(per_in_leaves, in_tree, argnums):
     """A result for one output leaf: the differentiated arguments' structure."""
     tree = tree_unflatten(in_tree, per_in_leaves)
@@ -120,6 +125,10 @@ def jacfwd(
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
+        key = ("jacfwd", _key(argnums), has_aux, holomorphic)
+        unit = compiled_derivative(fun, key, lambda f: jacfwd(f, argnums, has_aux, holomorphic))
+        if unit is not None:  # jacfwd(jit(f)): one compiled program
+            return unit(*args, **kwargs)
         nums = _argnums(argnums, len(args), "jacfwd")
         f, dyn = argnums_partial(fun, nums, args, kwargs)
         leaves, in_tree = tree_flatten(tuple(dyn))
@@ -167,6 +176,12 @@ def jacrev(
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
+        key = ("jacrev", _key(argnums), has_aux, holomorphic, allow_int)
+        unit = compiled_derivative(
+            fun, key, lambda f: jacrev(f, argnums, has_aux, holomorphic, allow_int)
+        )
+        if unit is not None:  # jacrev(jit(f)): one compiled program
+            return unit(*args, **kwargs)
         nums = _argnums(argnums, len(args), "jacrev")
         f, dyn = argnums_partial(fun, nums, args, kwargs)
         leaves, in_tree = tree_flatten(tuple(dyn))
@@ -200,6 +215,18 @@ def hessian(
     holomorphic: bool = False,
 ) -> Callable:
     """The Hessian of a scalar-valued `fun` (`jax.hessian`): `jacfwd(jacrev(fun))`."""
+    if isinstance(fun, Jitted):  # hessian(jit(f)): one compiled program where it can be
+        inner_fun = hessian(fun.fun, argnums, has_aux, holomorphic)
+        key = ("hessian", _key(argnums), has_aux, holomorphic)
+
+        @functools.wraps(fun)
+        def hess(*args, **kwargs):
+            unit = compiled_derivative(
+                fun, key, lambda f: hessian(f, argnums, has_aux, holomorphic)
+            )
+            return (inner_fun if unit is None else unit)(*args, **kwargs)
+
+        return hess
     inner = jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic)
     if not has_aux:
         return jacfwd(inner, argnums, holomorphic=holomorphic)

@@ -281,7 +281,8 @@ class Tracer:
         loc = errors.user_location()
         raise errors.TracerArrayConversionError(
             f"np.asarray() of a traced array {self.aval}{errors.at(loc)}: NumPy cannot see "
-            "values inside purejit.jit. Use purejit.numpy instead of numpy in traced code."
+            f"values traced by {self.trace.transform}. Use purejit.numpy instead of numpy in "
+            "traced code."
         )
 
     def __repr__(self):

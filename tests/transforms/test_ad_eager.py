@@ -180,7 +180,7 @@ def _mlp_args(rng):
     return [rng.standard_normal(s).astype(np.float32) for s in [(8, 16), (16, 4), (5, 8)]]
 
 
-def test_grad_and_vjp_of_jit_run_compiled_not_op_by_op(eager_ops):
+def test_grad_vjp_jvp_of_jit_run_compiled_not_op_by_op(eager_ops):
     args = _mlp_args(np.random.default_rng(0))
     jf = pj.jit(_mlp(jnp))
     want = jax.grad(_mlp(jnp_ref), argnums=(0, 1))(*args)
@@ -188,11 +188,16 @@ def test_grad_and_vjp_of_jit_run_compiled_not_op_by_op(eager_ops):
     np.testing.assert_allclose(g(*args)[0], want[0], rtol=1e-5, atol=1e-6)
     out, f_vjp = pj.vjp(jf, *args)
     np.testing.assert_allclose(f_vjp(np.float32(1.0))[1], want[1], rtol=1e-5, atol=1e-6)
+    t = [np.ones_like(a) for a in args]
+    y, ty = pj.jvp(jf, tuple(args), tuple(t))
+    ry, rty = jax.jvp(_mlp(jnp_ref), tuple(args), tuple(t))
+    np.testing.assert_allclose([y, ty], [ry, rty], rtol=1e-5, atol=1e-6)
     eager_ops.clear()
     for _ in range(3):
         g(*args)
         out, f_vjp = pj.vjp(jf, *args)
         f_vjp(np.float32(1.0))
+        pj.jvp(jf, tuple(args), tuple(t))
     assert eager_ops == []  # every call ran cached executables
     vg = jf.derived(("value_and_grad", (0, 1), False, False, False, "grad"), None)
     assert vg is not None and len(vg.cache) == 1  # compiled once, by the first call
@@ -223,3 +228,26 @@ def test_errors_name_the_transformation_in_use():
         pj.value_and_grad(lambda x: x * float(x))(1.0)
     with pytest.raises(pj.ConcretizationTypeError, match="by purejit.jvp"):
         pj.jvp(lambda x: x * float(x), (1.0,), (1.0,))
+
+
+def test_jacobians_of_jit_run_compiled(eager_ops):
+    x = np.array([0.3, -0.5, 0.7], np.float32)
+    jf = pj.jit(lambda x: jnp.sum(jnp.tanh(x) ** 3) * x[0])
+    ref = lambda x: jnp_ref.sum(jnp_ref.tanh(x) ** 3) * x[0]  # noqa: E731
+    for ours, theirs in [
+        (pj.jacfwd, jax.jacfwd),
+        (pj.jacrev, jax.jacrev),
+        (pj.hessian, jax.hessian),
+    ]:
+        f = ours(jf)
+        np.testing.assert_allclose(f(x), theirs(ref)(x), rtol=1e-5, atol=1e-6)
+        eager_ops.clear()
+        f(x)
+        assert eager_ops == [], ours.__name__
+
+
+def test_numpy_conversion_error_names_the_transformation():
+    with pytest.raises(pj.TracerArrayConversionError, match="traced by purejit.vmap"):
+        pj.vmap(lambda x: np.asarray(x))(jnp.arange(3.0))
+    with pytest.raises(pj.TracerArrayConversionError, match="traced by purejit.jit"):
+        pj.jit(lambda x: np.asarray(x))(1.0)
