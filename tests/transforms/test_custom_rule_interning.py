@@ -101,3 +101,19 @@ def test_custom_vjp_batched_rule_is_interned_and_differentiates():
     y_np = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
     got = purejit.grad(loss)(jnp.asarray(y_np))
     np.testing.assert_allclose(np.asarray(got), np.clip(np.cos(y_np), -0.5, 0.5), rtol=1e-6)
+
+
+def test_custom_vjp_used_at_two_shapes_in_one_gradient():
+    # the rule keeps what its fwd hands its bwd (the input types): one rule per input types
+    def loss(a, b):
+        return _clip_grad(a).sum() + _clip_grad(b).sum()
+
+    a = np.linspace(-1, 1, 3, dtype=np.float32)
+    b = np.linspace(-1, 1, 5, dtype=np.float32)
+    for grad in (purejit.grad(loss, argnums=(0, 1)), purejit.jit(purejit.grad(loss, (0, 1)))):
+        ga, gb = grad(a, b)
+        np.testing.assert_allclose(np.asarray(ga), np.clip(np.cos(a), -0.5, 0.5), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(gb), np.clip(np.cos(b), -0.5, 0.5), rtol=1e-6)
+    rules = len(CUSTOM_RULES)
+    purejit.grad(loss, argnums=(0, 1))(a, b)
+    assert len(CUSTOM_RULES) == rules
