@@ -60,6 +60,9 @@ class _Wrapped:
     function into a region, and one rule key per (argument structure, static values)."""
 
     kind = ""
+    # whether a rule keeps what one use's forward hands its backward (its input types): then
+    # each input type gets its own rule, so two uses of different shapes never share one
+    keyed_by_types = False
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         functools.update_wrapper(self, fun)
@@ -101,6 +104,8 @@ class _Wrapped:
         traced = trace_to_function(flat, [aval_of(x) for x in leaves], name=self._name)
         try:
             cache_key = (in_tree, nondiff)
+            if self.keyed_by_types:
+                cache_key += (tuple(aval_of(x) for x in leaves),)
             hash(cache_key)
         except TypeError:
             cache_key = None
@@ -352,6 +357,7 @@ class custom_vjp(_Wrapped):
     tuple of one cotangent per argument` (nondiff arguments come first in both)."""
 
     kind = "custom_vjp"
+    keyed_by_types = True
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         super().__init__(fun, nondiff_argnums)

@@ -57,7 +57,12 @@ ALLOWED = {
     ("purejit/transforms/batching/core.py", "FALLBACKS"): "registry of rules, filled at import",
     ("purejit/lax/solves.py", "_IMPLS"): "registry of solver implementations, filled at import",
     ("purejit/transforms/autodiff/_core.py", "CUSTOM_RULES"): (
-        "custom_jvp/custom_vjp rules by key, one per registration"
+        "custom rules by key: one per custom function and argument structure, and one per "
+        "distinct (rule, axis, mapped dims) batched from it (interned by value); never "
+        "dropped, since programs kept in caches name rules by key; written under a lock"
+    ),
+    ("purejit/transforms/autodiff/_core.py", "_INTERNED"): (
+        "the key of each rule interned by value (as CUSTOM_RULES), written under a lock"
     ),
     ("purejit/compiler/cache.py", "_refused"): (
         "cache folders already warned about (one warning each; as many as the user configured),"

@@ -17,6 +17,7 @@ the non-linear ones.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -59,14 +60,37 @@ class Context:
 
 
 # Python rules that ops name by a string key (custom_jvp_call, custom_vjp_call, checkpoint,
-# custom_lin): `{kind} {name}#{n}`
+# custom_lin): `{kind} {name}#{n}`. A key is part of the IR (and so of every compile cache
+# key), so a rule made for the same thing twice must get the same key: `intern_custom` keys
+# rules by value. Entries are never dropped: programs kept in caches name rules by key and
+# may be transformed later.
 CUSTOM_RULES: dict[str, object] = {}
+_INTERNED: dict = {}  # (kind, name, what the rule is made for) -> its key
+_rules_lock = threading.Lock()
 
 
 def register_custom(kind: str, name: str, rule) -> str:
     """Keep `rule` and return the key an op's `rule` attribute names it by."""
-    key = f"{kind} {name}#{len(CUSTOM_RULES)}"
-    CUSTOM_RULES[key] = rule
+    with _rules_lock:
+        key = f"{kind} {name}#{len(CUSTOM_RULES)}"
+        CUSTOM_RULES[key] = rule
+    return key
+
+
+def intern_custom(kind: str, name: str, identity, make_rule: Callable[[], object]) -> str:
+    """The key of the rule `make_rule()` builds for `identity` (a hashable value that decides
+    the rule, such as the rule it batches, the axis size and the mapped dimensions): built
+    and registered the first time, the same key after that."""
+    k = (kind, name, identity)
+    key = _INTERNED.get(k)
+    if key is None:
+        rule = make_rule()
+        with _rules_lock:
+            key = _INTERNED.get(k)
+            if key is None:
+                key = f"{kind} {name}#{len(CUSTOM_RULES)}"
+                CUSTOM_RULES[key] = rule
+                _INTERNED[k] = key
     return key
 
 

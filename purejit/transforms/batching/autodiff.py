@@ -21,8 +21,8 @@ from purejit.transforms.autodiff._core import (
     UndefinedPrimal,
     Zero,
     instantiate,
+    intern_custom,
     is_differentiable_dtype,
-    register_custom,
 )
 from purejit.transforms.batching.core import (
     batch_function,
@@ -214,19 +214,29 @@ class _BatchedVJP:
         return out
 
 
+def _batched_key(kind: str, batched: type, rule: str, axis, bdims, what=()) -> str:
+    """The key of `rule` batched over `axis` at `bdims`: one rule per (rule, axis size and
+    name, mapped dimensions, `what` else decides it), so a vmapped call traced again names
+    the same rule and hits the compile caches."""
+    base = CUSTOM_RULES[rule]
+    what = (rule, axis.size, axis.name, axis.spmd_name, tuple(bdims), what)
+    return intern_custom(kind, base.name + "_vmap", what, lambda: batched(base, axis, bdims))
+
+
 @defrule("custom_jvp_call")
 def custom_jvp_call_rule(axis, args, dims, *, regions, rule):
     _, bdims = _front(axis, args, dims)
-    key = register_custom("custom_jvp", CUSTOM_RULES[rule].name + "_vmap",
-                          _BatchedJVP(CUSTOM_RULES[rule], axis, bdims))  # fmt: skip
+    key = _batched_key("custom_jvp", _BatchedJVP, rule, axis, bdims)
     return _region_call("custom_jvp_call", axis, args, dims, regions, {}, key)
 
 
 @defrule("custom_vjp_call")
 def custom_vjp_call_rule(axis, args, dims, *, regions, rule):
     _, bdims = _front(axis, args, dims)
-    key = register_custom("custom_vjp", CUSTOM_RULES[rule].name + "_vmap",
-                          _BatchedVJP(CUSTOM_RULES[rule], axis, bdims))  # fmt: skip
+    # the batched fwd keeps what its bwd reads (the per-example input types): one rule per
+    # input types, so that two uses of different shapes never share it
+    avals = tuple(aval_of(x) for x in args)
+    key = _batched_key("custom_vjp", _BatchedVJP, rule, axis, bdims, avals)
     return _region_call("custom_vjp_call", axis, args, dims, regions, {}, key)
 
 
