@@ -45,6 +45,26 @@ def _lift(x):
     return as_array(x)
 
 
+def is_python_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+
+
+def _plain(x) -> bool:
+    """A Python scalar, or (nested) lists of Python scalars and NumPy values only."""
+    if isinstance(x, (list, tuple)):
+        return all(_plain(v) for v in x)
+    return is_python_scalar(x) or isinstance(x, (np.generic, np.ndarray))
+
+
+def plain_as(x, dt: np.dtype) -> np.ndarray:
+    """`x` (see `_plain`) as a NumPy array of `dt`: NumPy's conversion, which raises
+    OverflowError for a Python int outside `dt`'s range (jax.numpy's `coerce_to_array`)."""
+    try:
+        return np.asarray(x, dtype=dt)
+    except OverflowError as e:
+        raise OverflowError(f"{e}{errors.at(errors.user_location())}") from None
+
+
 def _from_sequence(x, dtype):
     items = [asarray(v) if isinstance(v, (list, tuple)) else _lift(v) for v in x]
     if not items:
@@ -64,14 +84,6 @@ def _from_sequence(x, dtype):
     return convert(out, out.dtype)
 
 
-def _int_dtype(dtype) -> np.dtype | None:
-    try:
-        dt = np.dtype(getattr(dtype, "dtype", dtype))
-    except TypeError:
-        return None
-    return dt if dt.kind in "iu" else None
-
-
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     """Like jnp.asarray: accepts arrays, scalars and (nested) lists of them.
 
@@ -82,16 +94,14 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         if dtype is not None and not pdt.is_key_dtype(dtype):
             raise TypeError(f"asarray: a typed key array ({a.dtype}) cannot become {dtype}")
         return a
-    if isinstance(a, (list, tuple)):
+    if dtype is not None and _plain(a):
+        # NumPy converts in the requested dtype's own range, as jax.numpy does: uint32(2**32 - 1)
+        # is fine, int8(128) an OverflowError (never the weak int32 range of a Python int)
+        out = Array(host=plain_as(a, _dtype_arg(dtype)))
+        copied = True
+    elif isinstance(a, (list, tuple)):
         out = _from_sequence(a, dtype)
         copied = True
-    elif dtype is not None and type(a) is int and _int_dtype(dtype):
-        # an int beyond the default int's range that fits the asked dtype (the uint32 max)
-        dt = pdt.canonicalize(_int_dtype(dtype))
-        info = np.iinfo(dt)
-        if not info.min <= a <= info.max:
-            raise OverflowError(f"Python int {a} too large to convert to {dt.name}")
-        out, copied = _lift(np.array(a, dtype=dt)), True
     else:
         out = _lift(a)
         copied = not isinstance(a, (Array, Tracer))
@@ -172,7 +182,10 @@ def promote_args(name: str, *xs, to_inexact: bool = False, numeric: bool = False
         pair = _promote_pair(xs[0], xs[1], to_inexact)
         if pair is not None:
             return pair
-    arrs = [_lift(x) for x in xs]
+    try:
+        arrs = [_lift(x) for x in xs]
+    except OverflowError as e:
+        raise _weak_int_overflow(name, xs) or e from None
     dt, weak = pdt.result_type_weak(*[(a.dtype, a.weak_type) for a in arrs])
     if to_inexact and not pdt.is_inexact(dt):
         dt = pdt.default_float()
@@ -216,6 +229,23 @@ def _promote_pair(x, y, to_inexact: bool):
         if t.shape:
             c = _broadcast_to(c, t.shape)
     return [arr, c] if xa else [c, arr]
+
+
+def _weak_int_overflow(name: str, xs) -> OverflowError | None:
+    """The error for a Python int outside the weak int range among `xs` (JAX raises an
+    OverflowError too: a Python int is weakly typed int32, int64 with x64, whatever the other
+    operand's dtype), saying how to write the value instead."""
+    big = next((x for x in xs if isinstance(x, int) and not isinstance(x, bool)), None)
+    if big is None:
+        return None
+    others = [x.dtype for x in xs if hasattr(x, "dtype") and not is_python_scalar(x)]
+    fits = [d for d in others if d.kind in "iu" and np.iinfo(d).min <= big <= np.iinfo(d).max]
+    hint = f"purejit.numpy.{fits[0].name}({big})" if fits else "an array of a dtype that holds it"
+    return OverflowError(
+        f"{name}: Python int {big} is outside {pdt.default_int().name}, the range of a weakly "
+        f"typed Python int, whatever the other operand's dtype (JAX raises OverflowError here "
+        f"too){errors.at(errors.user_location())}; write it as {hint}"
+    )
 
 
 def broadcast_shapes(*shapes):

@@ -64,12 +64,26 @@ def _iota(dt, shape, dimension: int):
 # ---- filled arrays -------------------------------------------------------------------------
 
 
+def _scalar_as(x, dt: np.dtype) -> np.ndarray:
+    """A Python scalar fill value in `dt` as jax.lax.full converts it: NumPy's value cast,
+    wrapping integers (full(2, 2**32 - 1, uint32) and full(2, 2**40, float32) are exact;
+    the weak int32 range of a Python int does not apply)."""
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(x).astype(dt)
+    except OverflowError as e:
+        raise OverflowError(f"{e}{errors.at(errors.user_location())}") from None
+
+
 def full(shape, fill_value, dtype=None, *, device=None):
     """An array of `shape` filled with `fill_value` (weakly typed for Python scalars)."""
     shape = _shape(shape)
-    v = c._lift(fill_value)
-    if dtype is not None:
-        v = c.convert(v, _dtype(dtype))
+    if dtype is not None and c.is_python_scalar(fill_value):
+        v = Array(host=_scalar_as(fill_value, _dtype(dtype)))
+    else:
+        v = c._lift(fill_value)
+        if dtype is not None:
+            v = c.convert(v, _dtype(dtype))
     if isinstance(v, Array) and _eager() and np.broadcast_shapes(v.shape, shape) == shape:
         out = Array(host=np.array(np.broadcast_to(v.host, shape)), weak_type=v.weak_type)
     else:
@@ -103,7 +117,10 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     x = c._lift(a)
     dt = _dtype(dtype, x.dtype)
     weak = x.weak_type if dtype is None else False
-    v = c.convert(c._lift(fill_value), dt, weak=weak)
+    if c.is_python_scalar(fill_value):
+        v = Array(host=_scalar_as(fill_value, dt), weak_type=weak)
+    else:
+        v = c.convert(c._lift(fill_value), dt, weak=weak)
     return full(x.shape if shape is None else shape, v, device=device)
 
 
