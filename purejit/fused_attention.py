@@ -19,12 +19,12 @@ identity, including the rules `vmap` derives from it); a user's custom softmax n
 from __future__ import annotations
 
 import contextlib
-import threading
 
 from purejit.backend import cudnn_fmha
 from purejit.custom_derivatives import _JVPRule
 from purejit.ir import Function
 from purejit.passes.fuse_attention import FuseAttention
+from purejit.tracing import context
 from purejit.transforms.autodiff._core import CUSTOM_RULES
 from purejit.transforms.autodiff.remat import current_settings
 from purejit.transforms.batching.autodiff import _BatchedJVP
@@ -92,20 +92,16 @@ def jit_pass(compiler_options) -> FuseAttention | None:
     return make_pass(compiler_options.attention_enabled())
 
 
-_local = threading.local()  # the report lists of the jit traces in progress on this thread
-
-
 @contextlib.contextmanager
 def collecting():
     """Collect what the rewrite does inside differentiations traced in this block: one
     entry per fusion or refusal, `{"where": "grad", "fused" or "refused": ..., "loc"}`."""
-    stack = _local.__dict__.setdefault("stack", [])
     out: list = []
-    stack.append(out)
+    context.ctx.attention_reports.append(out)
     try:
         yield out
     finally:
-        stack.remove(out)
+        context.ctx.attention_reports.remove(out)
 
 
 def fuse_for_grad(fn: Function) -> Function:
@@ -116,9 +112,9 @@ def fuse_for_grad(fn: Function) -> Function:
     if p is None:
         return fn
     res = p(fn)
-    stack = _local.__dict__.get("stack")
-    if stack:
-        stack[-1].extend(report_entries(res.report, "grad"))
+    reports = context.ctx.attention_reports
+    if reports:
+        reports[-1].extend(report_entries(res.report, "grad"))
     return res.fn
 
 

@@ -17,6 +17,8 @@ so that one thread tracing a function never sees another thread's trace:
   (`purejit.compiler.lower`).
 - `notes`: the sentences transformations leave for `explain` (`purejit.transforms.batching.
   notes`).
+- `attention_reports`: what the attention rewrite fused or refused inside the
+  differentiations of each lowering in progress (`purejit.fused_attention`).
 
 Stacks are pushed and popped by context managers here, so a block always leaves the
 context as it found it, whatever it raises.
@@ -52,6 +54,7 @@ class TraceContext(threading.local):
         self.remat_pins: list[list] = []
         self.concrete: list[dict] = []
         self.notes: list[list[str]] = []
+        self.attention_reports: list[list[dict]] = []
 
 
 ctx = TraceContext()
