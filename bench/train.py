@@ -32,6 +32,7 @@ scheduling.
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import os
 import statistics
@@ -53,12 +54,18 @@ def _gelu(xp, x):
     return 0.5 * x * (1.0 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
 
 
-def block(xp, p, x, heads):
-    """One pre-LN decoder block: causal softmax attention, then a GELU MLP."""
+def block(xp, p, x, heads, attention=None):
+    """One pre-LN decoder block: causal softmax attention, then a GELU MLP. `attention(q, k,
+    v, scale)` (BTNH in, BTNH out) replaces the hand-written attention when given."""
     bsz, seq, d = x.shape
     hd = d // heads
     h = _ln(xp, x, p["ln1_g"], p["ln1_b"])
     qkv = xp.reshape(h @ p["qkv"], (bsz, seq, 3, heads, hd))
+    if attention is not None:
+        o = attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], 1.0 / math.sqrt(hd))
+        x = x + xp.reshape(o, (bsz, seq, d)) @ p["proj"]
+        h = _ln(xp, x, p["ln2_g"], p["ln2_b"])
+        return x + _gelu(xp, h @ p["up"]) @ p["down"]
     q = xp.transpose(qkv[:, :, 0], (0, 2, 1, 3))
     k = xp.transpose(qkv[:, :, 1], (0, 2, 3, 1))
     v = xp.transpose(qkv[:, :, 2], (0, 2, 1, 3))
@@ -165,8 +172,8 @@ def _workloads(platform: str, quick: bool):
     desc, tf_loss, params, x, y = transformer_workload(platform, quick)
     heads = s["transformer"]["heads"]
 
-    def tf_layer(xp, heads=heads):
-        return lambda p, x: block(xp, p, x, heads)
+    def tf_layer(xp, heads=heads, attention=None):
+        return lambda p, x: block(xp, p, x, heads, attention)
 
     out.append((desc, tf_loss, tf_layer, params, x, y))
 
@@ -247,6 +254,9 @@ def _forms(make_loss, make_layer, params, x, y, budgets):
 
     forms = {}
     pj_opts = {"purejit remat off": {"remat": False}, "purejit": {}}
+    gpu = jax.default_backend() == "gpu"
+    if gpu:  # where attention written by hand is fused: the same program left as written
+        pj_opts["purejit fused_attention off"] = {"fused_attention": False}
     pj_opts.update({f"purejit budget={b:g}": {"remat_budget": b} for b in budgets})
     pj_loss = make_loss(pnp, purejit.lax)
     for name, opts in pj_opts.items():
@@ -264,6 +274,16 @@ def _forms(make_loss, make_layer, params, x, y, budgets):
         layer = jax.checkpoint(make_layer(jjnp), policy=pol)
         cstep = step_of(make_loss(jjnp, jax.lax, layer), jax.value_and_grad, jax.tree_util.tree_map)
         forms["jax dots_saveable"] = (lambda: jax.jit(cstep, donate_argnums=0), "jax")
+    if gpu and make_layer is not None and "attention" in inspect.signature(make_layer).parameters:
+
+        def cudnn(q, k, v, scale):
+            return jax.nn.dot_product_attention(
+                q, k, v, scale=scale, is_causal=True, implementation="cudnn"
+            )
+
+        layer = make_layer(jjnp, attention=cudnn)
+        dstep = step_of(make_loss(jjnp, jax.lax, layer), jax.value_and_grad, jax.tree_util.tree_map)
+        forms["jax cudnn attention"] = (lambda: jax.jit(dstep, donate_argnums=0), "jax")
     return forms
 
 
@@ -337,9 +357,12 @@ def measure(forms: dict, params, x, y, budget: float, repeats: int) -> dict:
     return res
 
 
-def run(platform: str, quick: bool, budget: float, repeats: int, budgets) -> list:
+def run(platform: str, quick: bool, budget: float, repeats: int, budgets, only=None) -> list:
+    """Measure every workload (those whose description starts with one of `only`, if given)."""
     rows = []
     for desc, make_loss, make_layer, params, x, y in _workloads(platform, quick):
+        if only and not any(desc.startswith(o) for o in only):
+            continue
         print(f"# {desc}", flush=True)
         forms = _forms(make_loss, make_layer, params, x, y, budgets)
         res = measure(forms, params, x, y, budget, repeats)
@@ -452,6 +475,9 @@ def main(argv=None):
         action="store_true",
         help="keep optimization barriers through XLA's CPU pipeline (see the docstring)",
     )
+    p.add_argument(
+        "--only", nargs="*", help="workloads to run, by the start of their name (mlp, ...)"
+    )
     a = p.parse_args(argv)
     note = "quick sizes" if a.quick else ""
     if a.xla_keep_barriers:
@@ -466,7 +492,7 @@ def main(argv=None):
     dev = jax.devices()[0]
     platform = dev.platform
     budgets = [float(b) for b in a.remat_budgets.split(",") if b.strip()]
-    rows = run(platform, a.quick, a.budget, a.repeats, budgets)
+    rows = run(platform, a.quick, a.budget, a.repeats, budgets, a.only)
     text = report(rows, platform, dev.device_kind, note)
     print("\n" + text)
     if a.out:
