@@ -420,6 +420,7 @@ def value_and_grad(
         raise NotImplementedError("value_and_grad: reduce_axes is not supported (as in JAX)")
     api = "value_and_grad"
 
+    @errors.api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         f_partial, dyn = argnums_partial(fun, _argnums(argnums, len(args), api), args, kwargs)

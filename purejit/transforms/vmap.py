@@ -202,6 +202,7 @@ def vmap(
     mode = check_lowering(lowering)
     name = getattr(fun, "__name__", "fun")
 
+    @errors.api_boundary
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
