@@ -56,7 +56,8 @@ class LRU:
         part = Partition(self, next(self._ids), on_evict)
         with self._lock:
             self._parts[part._owner] = weakref.ref(part)
-        weakref.finalize(part, self._drop_owner, part._owner, part._keys)
+        # at interpreter exit nothing needs dropping
+        weakref.finalize(part, self._drop_owner, part._owner, part._keys).atexit = False
         return part
 
     def info(self) -> dict:

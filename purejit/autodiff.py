@@ -486,6 +486,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes, 
     if reduce_axes:
         raise NotImplementedError(f"{api}: reduce_axes is not supported (as in JAX)")
 
+    @errors.api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = argnums if isinstance(argnums, int) else tuple(argnums)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
 import types
+
+from purejit.config import config
 
 # purejit's own folders: the package, and ir/ and passes/ beside it in a source checkout
 # (an installed wheel keeps them inside the package)
@@ -179,3 +182,20 @@ def filter_traceback(e: BaseException, mode: str = "on") -> None:
         pass
     if hasattr(e, "add_note"):
         e.add_note(_FILTER_NOTE)
+
+
+def api_boundary(fn):
+    """`fn` (the function a transformation such as `grad` or `vmap` returns) whose
+    exceptions leave with purejit's frames filtered from their traceback, as an error
+    raised while `jit` traces does: the traceback then ends at the user's line under every
+    transformation (`traceback_filtering` in purejit.config switches it off)."""
+
+    @functools.wraps(fn)
+    def boundary(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            filter_traceback(e, config.read("traceback_filtering"))
+            raise
+
+    return boundary

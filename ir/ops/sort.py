@@ -208,6 +208,11 @@ def _reduce_window_ref(args, attrs, regions, run):
     strides, wdil = attrs["window_strides"], attrs["window_dilations"]
     acc = [np.full(out_shape, i, x.dtype) for x, i in zip(inputs, inits)]
     kind = reduction_kind(body)
+    # a known reduction of narrow floats accumulates in float32 and rounds once at the end:
+    # rounding after each of 10^5 window positions (a long cumsum) would stall the sum
+    # far from any order XLA may pick
+    out_dtype = acc[0].dtype
+    wide = acc[0].astype(compute_dtype(out_dtype)) if kind is not None else None
     for offset in np.ndindex(*attrs["window_dimensions"]):
         index = tuple(
             slice(o * wd, o * wd + (m - 1) * s + 1, s) if m else slice(0, 0)
@@ -215,18 +220,13 @@ def _reduce_window_ref(args, attrs, regions, run):
         )
         windows = [p[index] for p in padded]
         if kind is not None:
-            cdt = compute_dtype(acc[0].dtype)
-            acc = [
-                REDUCTION_UFUNCS[kind](acc[0].astype(cdt), windows[0].astype(cdt)).astype(
-                    acc[0].dtype
-                )
-            ]
+            wide = REDUCTION_UFUNCS[kind](wide, windows[0].astype(wide.dtype))
             continue
         for pos in np.ndindex(*out_shape):
             res = run(body, *[a[pos] for a in acc], *[w[pos] for w in windows])
             for a, r in zip(acc, res):
                 a[pos] = r
-    return acc
+    return [wide.astype(out_dtype)] if kind is not None else acc
 
 
 register(

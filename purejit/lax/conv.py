@@ -138,6 +138,12 @@ def conv_general_dilated(
     _same_dtypes(name, x, w)
     dn = conv_dimension_numbers(x.shape, w.shape, dimension_numbers)
     n = x.ndim - 2
+    if window_strides is not None and len(window_strides) != n:
+        _fail(
+            name,
+            f"window_strides={list(window_strides)} needs {n} entries, one per spatial "
+            f"dimension of lhs {x.aval} and rhs {w.aval}",
+        )
     strides = _ints(name, "window_strides", window_strides, n)
     lhs_dil = _ints(name, "lhs_dilation", lhs_dilation, n)
     rhs_dil = _ints(name, "rhs_dilation", rhs_dilation, n)

@@ -135,8 +135,8 @@ def _start_indices(name: str, indices, shape) -> list:
     indices = list(indices)
     if len(indices) != len(shape):
         raise errors.PurejitTypeError(
-            f"lax.{name}: {len(indices)} start indices for an array of rank {len(shape)}"
-            f"{errors.at(errors.user_location())}"
+            f"lax.{name}: {len(indices)} start indices for an array of rank {len(shape)} "
+            f"(shape {list(shape)}){errors.at(errors.user_location())}"
         )
     traced = [_lift(i) for i in indices if not isinstance(i, (int, np.integer))]
     for t in traced:
@@ -215,11 +215,15 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int):
     return dynamic_update_slice_in_dim(x, u, index, axis)
 
 
-def canonical_axis(axis: int, ndim: int) -> int:
-    """`axis` as a position in an array of rank `ndim` (negative ones count from the end)."""
+def canonical_axis(axis: int, ndim: int, name: str = "") -> int:
+    """`axis` as a position in an array of rank `ndim` (negative ones count from the end);
+    `name`, the function asking, heads the error."""
     a = operator.index(axis)
     if not -ndim <= a < ndim:
-        raise ValueError(f"axis {a} is out of bounds for an array of rank {ndim}")
+        raise np.exceptions.AxisError(  # a ValueError and an IndexError, as NumPy's
+            f"{name + ': ' if name else ''}axis {a} is out of bounds for an array of rank "
+            f"{ndim}{errors.at(errors.user_location())}"
+        )
     return a % ndim
 
 
@@ -262,7 +266,7 @@ def reduce(operands, init_values, computation: Callable, dimensions: Sequence[in
         return [convert(_lift(o), x.dtype) for o, x in zip(tree_flatten(out)[0], xs)]
 
     region = _scalar_region(body, [x.dtype for x in xs] * 2, "reduce")
-    dims = tuple(canonical_axis(d, xs[0].ndim) for d in dimensions)
+    dims = tuple(canonical_axis(d, xs[0].ndim, f"lax.reduce of {xs[0].aval}") for d in dimensions)
     outs = bind("reduce", *xs, *inits, dimensions=dims, regions=[region])
     return tree_unflatten(tree, outs)
 

@@ -26,7 +26,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit.numpy import _core as c
-from purejit.numpy._shape import concatenate, reshape
+from purejit.numpy._shape import _axis, concatenate, reshape
 from purejit.runtime.array import Array
 from purejit.tracing import Tracer, bind1
 
@@ -431,7 +431,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     x = c._lift(a)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
-    axis = operator.index(axis) % max(x.ndim, 1)
+    axis = _axis(axis, x.ndim, "take")  # out of range raises, as JAX (never wraps)
     indices = _as_index_array(indices)
     if mode == "wrap":  # Python's modulo: always in [0, size)
         indices, mode = c.remainder(indices, max(x.shape[axis], 1)), "promise_in_bounds"
@@ -449,7 +449,7 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     ind = _as_index_array(indices)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
-    axis = operator.index(axis) % x.ndim
+    axis = _axis(axis, x.ndim, "take_along_axis")
     if np.ndim(ind) != x.ndim:
         raise _err(f"take_along_axis: indices of rank {np.ndim(ind)} for an array of rank "
                    f"{x.ndim}", ValueError)  # fmt: skip

@@ -75,7 +75,7 @@ def vsplit(ary, indices_or_sections):
 # ---- pad ------------------------------------------------------------------------------------
 
 
-def _pad_widths(pad_width, ndim: int) -> list[tuple[int, int]]:
+def _pad_widths(pad_width, ndim: int, shape=None) -> list[tuple[int, int]]:
     if isinstance(pad_width, Tracer):
         raise TypeError("pad: pad_width must be static")
     w = np.asarray(pad_width)
@@ -84,8 +84,10 @@ def _pad_widths(pad_width, ndim: int) -> list[tuple[int, int]]:
     try:
         w = np.broadcast_to(w, (ndim, 2))
     except ValueError:
+        of = f"shape {list(shape)}" if shape is not None else f"rank {ndim}"
         raise ValueError(
-            f"pad: pad_width {pad_width!r} does not fit an array of rank {ndim}"
+            f"pad: pad_width {pad_width!r} does not fit an array of {of} (one (before, after) "
+            f"pair per axis){errors.at(errors.user_location())}"
         ) from None
     if (w < 0).any():
         raise ValueError(f"pad: pad_width must be non-negative, got {pad_width!r}")
@@ -107,7 +109,7 @@ def _source_index(p: np.ndarray, n: int, mode: str) -> np.ndarray:
 def pad(array, pad_width, mode="constant", *, constant_values=0, **kwargs):
     """Pad with NumPy's modes 'constant', 'edge', 'reflect', 'symmetric' and 'wrap'."""
     x = c._lift(array)
-    widths = _pad_widths(pad_width, x.ndim)
+    widths = _pad_widths(pad_width, x.ndim, x.shape)
     if kwargs.get("reflect_type", "even") != "even":
         raise NotImplementedError("pad: reflect_type='odd' is not supported")
     if mode == "constant":

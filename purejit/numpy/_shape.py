@@ -82,7 +82,10 @@ def transpose(a, axes=None):
     else:
         perm = tuple(_axis(p, x.ndim, "transpose") for p in axes)
         if sorted(perm) != list(range(x.ndim)):
-            raise ValueError(f"transpose: axes {axes} are not a permutation of {x.ndim} dims")
+            raise ValueError(
+                f"transpose: axes {tuple(axes)} are not a permutation of the {x.ndim} axes of "
+                f"an array of shape {list(x.shape)}{errors.at(errors.user_location())}"
+            )
     if perm == tuple(range(x.ndim)):
         return x
     return bind1("transpose", x, permutation=perm)
@@ -132,6 +135,7 @@ def squeeze(a, axis=None):
                 raise ValueError(
                     f"squeeze: cannot select an axis to squeeze out which has size not equal "
                     f"to one (axis {ax} of shape {list(x.shape)})"
+                    f"{errors.at(errors.user_location())}"
                 )
     return reshape(x, [d for i, d in enumerate(x.shape) if i not in axes])
 

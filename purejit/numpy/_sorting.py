@@ -9,11 +9,11 @@ from purejit.lax import ops as lax
 from purejit.numpy._core import _lift, convert
 
 
-def _flat_axis(x, axis):
+def _flat_axis(x, axis, name: str = ""):
     """(array, axis): axis=None flattens, as NumPy does."""
     if axis is None:
         return lax.reshape(x, (x.size,)), 0
-    return x, lax.canonical_axis(axis, x.ndim)
+    return x, lax.canonical_axis(axis, x.ndim, name)
 
 
 def sort(
@@ -64,7 +64,7 @@ def _cumulative(reduction, name: str, a, axis, dtype, out):
     integer promotion); an explicit bool dtype accumulates `a != 0` and converts back."""
     if out is not None:
         raise NotImplementedError(f"{name}(out=...) is not supported: arrays are immutable")
-    x, ax = _flat_axis(_lift(a), axis)
+    x, ax = _flat_axis(_lift(a), axis, name)
     if dtype is None:
         result = pdt.default_int() if x.dtype == np.bool_ else x.dtype
         compute = result

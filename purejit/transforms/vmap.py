@@ -216,6 +216,7 @@ def vmap(
 
     unit_key = _unit_key(fun, in_axes, out_axes, axis_name, axis_size, sum_match, lowering)
 
+    @errors.api_boundary
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
         if unit_key is not None and not isinstance(current_trace(), JitTrace):

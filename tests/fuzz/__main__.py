@@ -29,7 +29,9 @@ def _key(e: BaseException) -> str:
     return f"{type(e).__name__}: {lines[0][:200]}"
 
 
-def run_round(n: int, seed_: int, passes: bool, seen: collections.Counter, stop_at: float):
+def run_round(
+    n: int, seed_: int, passes: bool, seen: collections.Counter, stop_at: float, verbose=False
+):
     """Draw up to `n` programs (checking none after time `stop_at`); returns (programs
     checked before a failure, the shrunk failing program and its exception, or None)."""
     state = {"drawn": 0, "failing": None, "failed": False}
@@ -48,11 +50,15 @@ def run_round(n: int, seed_: int, passes: bool, seen: collections.Counter, stop_
             return
         if not state["failed"]:
             state["drawn"] += 1
+            if verbose:  # the program about to run, so that a hang names it
+                print(f"checking {prog.to_json()}", flush=True)
             for name, _, _ in prog.ops:
                 seen[name] += 1
         try:
             check(prog, passes=passes)
         except Exception as e:
+            if not state["failed"]:  # reported at once: shrinking may take minutes
+                print(f"\n-- found (shrinking): {_key(e)}\n{prog.to_json()}", flush=True)
             # the last failing call Hypothesis makes is its shrunk example
             state["failed"] = True
             state["failing"] = (prog, e)
@@ -74,6 +80,7 @@ def main(argv=None) -> int:
     ap.add_argument("--save", metavar="DIR", help="write each shrunk failure there (JSON)")
     ap.add_argument("--max-failures", type=int, default=10, help="stop after this many")
     ap.add_argument("--max-seconds", type=float, default=None, help="stop checking then")
+    ap.add_argument("--verbose", action="store_true", help="print each program first")
     args = ap.parse_args(argv)
     failures: list = []
     seen: collections.Counter = collections.Counter()
@@ -82,7 +89,12 @@ def main(argv=None) -> int:
     drawn, round_ = 0, 0
     while drawn < args.n and len(failures) < args.max_failures:
         got, failing = run_round(
-            args.n - drawn, args.seed + 1000 * round_, not args.no_passes, seen, stop_at
+            args.n - drawn,
+            args.seed + 1000 * round_,
+            not args.no_passes,
+            seen,
+            stop_at,
+            args.verbose,
         )
         drawn += max(got, 1)
         round_ += 1
