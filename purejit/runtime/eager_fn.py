@@ -110,7 +110,10 @@ class EagerFunction:
             elif isinstance(a, _SCALARS) or (
                 isinstance(a, (np.ndarray, np.generic)) and pdt.canonicalize(a.dtype) == a.dtype
             ):
-                arrays.append(as_array(a))
+                try:
+                    arrays.append(as_array(a))
+                except OverflowError:  # a Python int beyond the weak int range: `f` names
+                    return self.f(*args), None, False  # the op and the dtype that holds it
             else:  # a tracer, a list, an unknown type: `f` decides (and errors name it)
                 return self.f(*args), None, False
         leaves = cpp_jit.flatten(_registries(), args)[0]  # what C++ saw, before transfers

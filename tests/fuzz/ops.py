@@ -878,6 +878,14 @@ _add(
 )
 
 
+def _nested_jit(L, p, x):
+    """x through a jitted function (a `call` op when traced under the program's own jit)."""
+    return L.jit(lambda y: y * L.lax.tanh(y))(x)
+
+
+_add(Spec("call", ("call",), 1, "f", _nested_jit, preserves=True))
+
+
 def _f32(L, x):
     return L.lax.convert_element_type(x, "float32")
 

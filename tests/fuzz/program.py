@@ -44,7 +44,15 @@ class Lib:
         self.checkpoint_name = checkpoint_name
         self.random = top.random
         self.nn = top.nn
-        for name in ("vmap", "grad", "checkpoint", "custom_jvp", "custom_vjp", "pure_callback"):
+        for name in (
+            "jit",
+            "vmap",
+            "grad",
+            "checkpoint",
+            "custom_jvp",
+            "custom_vjp",
+            "pure_callback",
+        ):
             setattr(self, name, getattr(top, name))
         self.ShapeDtypeStruct = top.ShapeDtypeStruct
         self.debug_callback = top.debug.callback
