@@ -308,8 +308,8 @@ def conj(x):
 
 __all__ += ["complex", "conj"]
 
-# select_n, gather/scatter, associative_scan, cumlogsumexp (purejit/lax/extras.py)
-from purejit.lax.extras import (  # noqa: E402
+# select_n, gather/scatter, associative_scan, cumlogsumexp (purejit/lax/slicing.py)
+from purejit.lax.slicing import (  # noqa: E402
     GatherDimensionNumbers,
     GatherScatterMode,
     ScatterDimensionNumbers,
@@ -351,7 +351,7 @@ from purejit.lax.rounding import reduce_precision  # noqa: E402
 
 __all__ += ["reduce_precision"]
 
-from purejit.lax.extras import scatter_sub  # noqa: E402
+from purejit.lax.slicing import scatter_sub  # noqa: E402
 
 __all__ += ["scatter_sub"]
 from purejit.lax.solves import custom_linear_solve, custom_root  # noqa: E402

@@ -25,7 +25,7 @@ from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._scalar_types import complex64, complex128, float32, float64, int64, uint64
 from purejit.numpy._shape import concatenate, expand_dims, moveaxis, stack, transpose
 from purejit.numpy._sorting import cumsum
-from purejit.numpy._ufuncs_extra import i0
+from purejit.numpy._elementwise import i0
 from purejit.runtime.array import Array
 from purejit.tracing import Tracer
 from purejit.transforms.vmap import vmap
