@@ -165,10 +165,22 @@ from purejit.numpy._calculus import (  # noqa: E402,F401
     kron,
     logaddexp2,
     piecewise,
-    polyval,
     select,
 )  # fmt: skip
-from purejit.numpy._poly import polyfit, roots, vander, vectorize  # noqa: E402,F401
+from purejit.numpy._poly import (  # noqa: E402,F401
+    poly,
+    polyadd,
+    polyder,
+    polydiv,
+    polyfit,
+    polyint,
+    polymul,
+    polysub,
+    polyval,
+    roots,
+    vander,
+    vectorize,
+)
 from purejit.numpy._scalar_types import (  # noqa: E402,F401
     bfloat16,
     bool_,
@@ -287,13 +299,6 @@ from purejit.numpy._grids_and_dtypes import (  # noqa: E402, F401
     ndim,
     number,
     ogrid,
-    poly,
-    polyadd,
-    polyder,
-    polydiv,
-    polyint,
-    polymul,
-    polysub,
     promote_types,
     r_,
     s_,
