@@ -322,6 +322,7 @@ from purejit.lax.slicing import (  # noqa: E402
     scatter_max,
     scatter_min,
     scatter_mul,
+    scatter_sub,
     select_n,
 )
 
@@ -338,6 +339,7 @@ __all__ += [
     "scatter_max",
     "scatter_min",
     "scatter_mul",
+    "scatter_sub",
     "select_n",
 ]
 
@@ -351,9 +353,6 @@ from purejit.lax.rounding import reduce_precision  # noqa: E402
 
 __all__ += ["reduce_precision"]
 
-from purejit.lax.slicing import scatter_sub  # noqa: E402
-
-__all__ += ["scatter_sub"]
 from purejit.lax.solves import custom_linear_solve, custom_root  # noqa: E402
 
 __all__ += ["custom_linear_solve", "custom_root"]

@@ -379,21 +379,3 @@ def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
             f"lax.cumlogsumexp needs a floating dtype, got {x.dtype.name}{_where()}"
         )
     return associative_scan(_logaddexp, x, reverse=reverse, axis=axis)
-
-
-__all__ = [
-    "GatherDimensionNumbers",
-    "GatherScatterMode",
-    "ScatterDimensionNumbers",
-    "associative_scan",
-    "cumlogsumexp",
-    "gather",
-    "scatter",
-    "scatter_add",
-    "scatter_apply",
-    "scatter_max",
-    "scatter_min",
-    "scatter_mul",
-    "scatter_sub",
-    "select_n",
-]
