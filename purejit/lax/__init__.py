@@ -308,13 +308,14 @@ def conj(x):
 
 __all__ += ["complex", "conj"]
 
-# select_n, gather/scatter, associative_scan, cumlogsumexp (purejit/lax/slicing.py)
+# prefix scans (purejit/lax/prefix_scans.py)
+from purejit.lax.prefix_scans import associative_scan, cumlogsumexp  # noqa: E402
+
+# select_n, gather/scatter (purejit/lax/slicing.py)
 from purejit.lax.slicing import (  # noqa: E402
     GatherDimensionNumbers,
     GatherScatterMode,
     ScatterDimensionNumbers,
-    associative_scan,
-    cumlogsumexp,
     gather,
     scatter,
     scatter_add,
