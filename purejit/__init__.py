@@ -91,7 +91,7 @@ from purejit import debug  # noqa: E402
 from purejit.debug import pure_callback  # noqa: E402
 
 __all__ += ["debug", "pure_callback"]
-from purejit.utilities import (  # noqa: E402
+from purejit.inspection import (  # noqa: E402
     ShapeDtypeStruct,
     block_until_ready,
     device_get,

@@ -9,6 +9,7 @@ runs and the outputs are unflattened.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from typing import Callable, Sequence
 
@@ -63,6 +64,25 @@ def disable_jit(disable: bool = True):
         config.set_disable_jit(prev)
 
 
+@dataclasses.dataclass(frozen=True)
+class JitOptions:
+    """`jit`'s options (documented there), one record: `jit()` builds it once and its
+    `Jitted` holds it as `.options`."""
+
+    static_argnums: int | Sequence[int] = ()
+    static_argnames: str | Sequence[str] = ()
+    donate_argnums: int | Sequence[int] = ()
+    donate_argnames: str | Sequence[str] = ()
+    passes: object = None
+    compiler_options: dict | None = None
+    in_shardings: object = None
+    out_shardings: object = None
+    buckets: dict | None = None
+    bucket_overflow: str = "error"
+    recompile_warn_after: int | None = None
+    recompile_raise: bool | None = None
+
+
 class Jitted:
     """A function wrapped by `purejit.jit`.
 
@@ -72,33 +92,19 @@ class Jitted:
     `PROGRAMS`) and `stats`.
     """
 
-    def __init__(
-        self,
-        fun: Callable,
-        *,
-        static_argnums: int | Sequence[int] = (),
-        static_argnames: str | Sequence[str] = (),
-        donate_argnums: int | Sequence[int] = (),
-        donate_argnames: str | Sequence[str] = (),
-        passes=None,
-        compiler_options=None,
-        in_shardings=None,
-        out_shardings=None,
-        buckets=None,
-        bucket_overflow: str = "error",
-        recompile_warn_after: int | None = None,
-        recompile_raise: bool | None = None,
-    ):
+    def __init__(self, fun: Callable, options: JitOptions | None = None):
+        options = JitOptions() if options is None else options
         functools.update_wrapper(self, fun)
         if not isinstance(getattr(self, "__name__", None), str):
             # functools.partial objects and callable instances have no __name__
             inner = getattr(fun, "func", None)
             self.__name__ = getattr(inner, "__name__", None) or type(fun).__name__
         self.fun = fun
-        self.spec = ArgSpec(fun, self.__name__, static_argnums, static_argnames)
+        self.options = options
+        self.spec = ArgSpec(fun, self.__name__, options.static_argnums, options.static_argnames)
         donate_argnums, donate_argnames = normalize_donation(
-            donate_argnums,
-            donate_argnames,
+            options.donate_argnums,
+            options.donate_argnames,
             self.spec.signature_of_fun,
             self.spec.static_argnums,
             self.spec.static_argnames,
@@ -107,16 +113,18 @@ class Jitted:
         self.config = JitConfig(
             fun,
             self.__name__,
-            CompilerOptions.parse(compiler_options),
-            passes,
+            CompilerOptions.parse(options.compiler_options),
+            options.passes,
             donate_argnums,
             donate_argnames,
-            in_shardings,
-            out_shardings,
+            options.in_shardings,
+            options.out_shardings,
             fused_attention,
         )
         self.stats = CacheStats(
-            name=self.__name__, warn_after=recompile_warn_after, raise_on_churn=recompile_raise
+            name=self.__name__,
+            warn_after=options.recompile_warn_after,
+            raise_on_churn=options.recompile_raise,
         )
         # signature key -> Compiled, and fast key -> Compiled: shares of the bounded tables
         self._fast: lru.Partition = DISPATCH.partition()
@@ -124,8 +132,8 @@ class Jitted:
         self._fast_context = config.trace_context
         self._fast_ok = not self.spec.has_static
         self._buckets = None
-        if buckets is not None:
-            self._buckets = Buckets(buckets, bucket_overflow, self.spec)
+        if options.buckets is not None:
+            self._buckets = Buckets(options.buckets, options.bucket_overflow, self.spec)
             self._fast_ok = False  # every call must go through the padding
         # jaxlib's C++ dispatch, where it can be used: calls go straight to it (a class of
         # this instance's own whose __call__ is the C++ object), and reach Python on a miss
@@ -336,7 +344,7 @@ def jit(
         compiler_options: a dict: `disable_passes` (names), `dump_dir` (IR after every
             pass), `fusion` ("xla", default: XLA fuses the flat program; "purejit": purejit's
             fusion groups become XLA's kernels where the back end allows, see
-            `purejit/compile_options.py`).
+            `purejit/compiler/options.py`).
         in_shardings: a `purejit.sharding.NamedSharding` (or None) per positional argument,
             as a pytree prefix; the program is compiled for the mesh's devices and XLA's SPMD
             partitioner inserts the communication. Arguments are resharded to fit.
@@ -357,7 +365,7 @@ def jit(
         A callable with `.lower(*args)` for ahead-of-time use.
     """
     _jax_keywords(keep_unused, device, backend, inline, abstracted_axes)
-    options = dict(
+    options = JitOptions(
         static_argnums=() if static_argnums is None else static_argnums,
         static_argnames=() if static_argnames is None else static_argnames,
         donate_argnums=() if donate_argnums is None else donate_argnums,
@@ -372,8 +380,8 @@ def jit(
         recompile_raise=recompile_raise,
     )
     if fun is None:
-        return functools.partial(jit, **options)
-    return Jitted(fun, **options)
+        return functools.partial(Jitted, options=options)
+    return Jitted(fun, options)
 
 
 def _jax_keywords(keep_unused, device, backend, inline, abstracted_axes) -> None:

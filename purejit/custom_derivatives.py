@@ -34,7 +34,6 @@ from purejit.transforms.autodiff.interpreter import NonDifferentiableError
 from purejit.tree_util import (
     register_pytree_node,
     tree_flatten,
-    tree_paths,
     tree_structure,
     tree_unflatten,
 )
@@ -154,16 +153,6 @@ class _EagerCall:
             else o
             for o, t in zip(outs, touts)
         ]
-
-
-def _check_same(api, what, want_avals, got, tree, name_want, name_got):
-    for path, a, g in zip(tree_paths(tree, ""), want_avals, got):
-        ga = aval_of(g)
-        if ga.shape != a.shape or (ga.dtype != a.dtype and not ga.weak_type):
-            raise TypeError(
-                f"{api}: {what} at {path or 'the output'} is {ga.str_short()}, but the "
-                f"{name_want} is {a.str_short()} ({name_got} must match it)"
-            )
 
 
 class _JVPRule:

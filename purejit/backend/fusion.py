@@ -224,7 +224,7 @@ def compile_realised(lowered, compile_fn):
         lowered: the `Lowered` stage (`fn`, `module`, `xla_disable_passes`, `donation`).
         compile_fn: compiles a module, called as `compile_fn(module, param_types,
             result_types, disable_xla_passes=...)` and returning (executable, cache hit);
-            the caller's persistent cache (`purejit.compile_cache.compile`).
+            the caller's persistent cache (`purejit.compiler.cache.compile`).
     Returns:
         (executable, cache hit).
     """

@@ -272,7 +272,7 @@ def versions() -> dict:
 
 
 # ---- the persistent compile cache and export: serialised executables and StableHLO
-# portable artifacts. Every jaxlib call of purejit/compile_cache.py and purejit/export.py
+# portable artifacts. Every jaxlib call of purejit/compiler/cache.py and purejit/export.py
 # lives here. ----------------------------------------------------------------------------
 
 

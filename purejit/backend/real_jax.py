@@ -22,10 +22,6 @@ def load() -> dict[str, types.ModuleType]:
     return _REAL
 
 
-def jax_version() -> str:
-    return load()["jax"].__version__
-
-
 def compiler_ir(module_text: str, dialect: str):
     """A StableHLO module as JAX's `Lowered.compiler_ir` gives it: "stablehlo", an MLIR
     module; "hlo", an XLA computation (`.as_hlo_text()`, `.as_serialized_hlo_module_proto()`)."""

@@ -308,13 +308,14 @@ def conj(x):
 
 __all__ += ["complex", "conj"]
 
-# select_n, gather/scatter, associative_scan, cumlogsumexp (purejit/lax/extras.py)
-from purejit.lax.extras import (  # noqa: E402
+# prefix scans (purejit/lax/prefix_scans.py)
+from purejit.lax.prefix_scans import associative_scan, cumlogsumexp  # noqa: E402
+
+# select_n, gather/scatter (purejit/lax/slicing.py)
+from purejit.lax.slicing import (  # noqa: E402
     GatherDimensionNumbers,
     GatherScatterMode,
     ScatterDimensionNumbers,
-    associative_scan,
-    cumlogsumexp,
     gather,
     scatter,
     scatter_add,
@@ -322,6 +323,7 @@ from purejit.lax.extras import (  # noqa: E402
     scatter_max,
     scatter_min,
     scatter_mul,
+    scatter_sub,
     select_n,
 )
 
@@ -338,6 +340,7 @@ __all__ += [
     "scatter_max",
     "scatter_min",
     "scatter_mul",
+    "scatter_sub",
     "select_n",
 ]
 
@@ -351,9 +354,6 @@ from purejit.lax.rounding import reduce_precision  # noqa: E402
 
 __all__ += ["reduce_precision"]
 
-from purejit.lax.extras import scatter_sub  # noqa: E402
-
-__all__ += ["scatter_sub"]
 from purejit.lax.solves import custom_linear_solve, custom_root  # noqa: E402
 
 __all__ += ["custom_linear_solve", "custom_root"]

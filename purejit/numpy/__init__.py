@@ -156,7 +156,7 @@ from purejit.numpy._stats import (  # noqa: E402,F401
     ptp,
     quantile,
 )  # fmt: skip
-from purejit.numpy._functions import (  # noqa: E402,F401
+from purejit.numpy._calculus import (  # noqa: E402,F401
     apply_along_axis,
     ediff1d,
     gradient,
@@ -165,10 +165,22 @@ from purejit.numpy._functions import (  # noqa: E402,F401
     kron,
     logaddexp2,
     piecewise,
-    polyval,
     select,
 )  # fmt: skip
-from purejit.numpy._poly import polyfit, roots, vander, vectorize  # noqa: E402,F401
+from purejit.numpy._poly import (  # noqa: E402,F401
+    poly,
+    polyadd,
+    polyder,
+    polydiv,
+    polyfit,
+    polyint,
+    polymul,
+    polysub,
+    polyval,
+    roots,
+    vander,
+    vectorize,
+)
 from purejit.numpy._scalar_types import (  # noqa: E402,F401
     bfloat16,
     bool_,
@@ -200,7 +212,7 @@ for _cls in (_Tracer, ndarray):
     _operators.install(_cls, _sys.modules[__name__])
 from purejit.numpy._convolve import convolve, correlate  # noqa: E402, F401
 from purejit.numpy import fft, linalg  # noqa: E402, F401
-from purejit.numpy._ufuncs_extra import (  # noqa: E402, F401
+from purejit.numpy._elementwise import (  # noqa: E402, F401
     angle,
     bitwise_count,
     divmod,
@@ -223,7 +235,7 @@ from purejit.numpy._ufuncs_extra import (  # noqa: E402, F401
     sort_complex,
     spacing,
 )  # fmt: skip
-from purejit.numpy._manip_extra import (  # noqa: E402, F401
+from purejit.numpy._element_edits import (  # noqa: E402, F401
     append,
     apply_over_axes,
     argpartition,
@@ -256,7 +268,7 @@ from purejit.numpy._index_arrays import (  # noqa: E402, F401
     triu_indices_from,
     unravel_index,
 )  # fmt: skip
-from purejit.numpy._misc_extra import (  # noqa: E402, F401
+from purejit.numpy._grids_and_dtypes import (  # noqa: E402, F401
     bartlett,
     blackman,
     c_,
@@ -287,13 +299,6 @@ from purejit.numpy._misc_extra import (  # noqa: E402, F401
     ndim,
     number,
     ogrid,
-    poly,
-    polyadd,
-    polyder,
-    polydiv,
-    polyint,
-    polymul,
-    polysub,
     promote_types,
     r_,
     s_,

@@ -249,10 +249,3 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
         lo = _slice_axis(x, 0, max(m - 1, 0), ax)
         x = c.not_equal(hi, lo) if x.dtype == np.bool_ else c.subtract(hi, lo)
     return x
-
-
-def _check_static(name: str, v):
-    if isinstance(v, Tracer):
-        raise errors.ConcretizationTypeError(
-            f"{name} must be static, got a traced value {v.aval}{errors.at(errors.user_location())}"
-        )

@@ -131,11 +131,6 @@ def returned_keys(data, typed: bool):
 # ---- traceable building blocks on raw key data ----------------------------------------------
 
 
-def split_impl(key, num: int | tuple[int, ...] = 2):
-    shape = tuple(num) if isinstance(num, (tuple, list)) else (num,)
-    return _threefry.split(key, shape)
-
-
 def split_n(key, n: int) -> list:
     """`n` keys from `key`, as a list (JAX's `k1, k2 = split(key)`); a batch of keys
     `[*batch, 2]` gives `n` batches (JAX's vmap of split)."""

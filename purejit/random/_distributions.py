@@ -359,22 +359,3 @@ def clone(key):
     """The same key (JAX's `clone`: an identity outside key-reuse checking)."""
     check_key("clone", key, allow_batched=True)
     return key if isinstance(key, PRNGKeyArray) else jnp.asarray(key)
-
-
-__all__ = [
-    "cauchy",
-    "chisquare",
-    "clone",
-    "double_sided_maxwell",
-    "f",
-    "geometric",
-    "lognormal",
-    "maxwell",
-    "multinomial",
-    "pareto",
-    "rayleigh",
-    "t",
-    "triangular",
-    "wald",
-    "weibull_min",
-]

@@ -177,9 +177,6 @@ class NamedSharding:
     def is_fully_replicated(self) -> bool:
         return all(p is None or p == () for p in self.spec)
 
-    def normalized(self, rank: int):
-        return (self.mesh, self.dims(rank))
-
     def __eq__(self, other):
         if self is other:
             return True

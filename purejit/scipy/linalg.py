@@ -212,7 +212,7 @@ def block_diag(*arrs):
     return concatenate(rows, axis=0)
 
 
-from purejit.scipy._linalg_extra import (  # noqa: E402, F401
+from purejit.scipy._matrices import (  # noqa: E402, F401
     cholesky,
     circulant,
     companion,

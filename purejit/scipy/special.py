@@ -17,7 +17,7 @@ loses relative accuracy when a and b are both large (JAX corrects for that).
 
 Series and continued fractions (each to the dtype's precision):
 - i0e, i1e, i0, i1: the power series to |x| = 20, the asymptotic expansion beyond
-  (purejit.numpy._ufuncs_extra.bessel_ie);
+  (purejit.numpy._elementwise.bessel_ie);
 - gammainc, gammaincc: the series of P(a, x) for x < a + 1, Legendre's continued fraction of
   Q(a, x) otherwise (Numerical Recipes 6.2), evaluated in a while loop until every element
   has converged;
@@ -54,7 +54,7 @@ from purejit.numpy._creation import arange, ones_like, zeros_like
 from purejit.numpy._reductions import all as _all
 from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._shape import expand_dims
-from purejit.numpy._ufuncs_extra import bessel_ie
+from purejit.numpy._elementwise import bessel_ie
 
 __all__ = [
     "beta",

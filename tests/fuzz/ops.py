@@ -170,7 +170,7 @@ for _n, _ir, _k, _f, _exact in [
     ("xor", ("xor",), "iub", lambda L, x, y: L.lax.bitwise_xor(x, y), "iub"),
     # divisors made odd (never 0): XLA's simplifier in jax 0.10.2 dies of SIGFPE on an integer
     # remainder it proves to be 0 % 0 (`lax.rem(x - x, x - x)` for uint8 kills the process
-    # under jax.jit; purejit folds it first); x / 0 and x % 0 are tested in tests/api
+    # under jax.jit; purejit folds it first); x / 0 and x % 0 are tested in tests/numpy
     (
         "div_i",
         ("divide",),

@@ -24,7 +24,6 @@ from typing import Callable
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit import errors
 from purejit.ir import Function
 from purejit.tracing import ShapedArray, aval_of, bind, bind1, trace_to_function
 
@@ -322,13 +321,6 @@ def reduce_sum(x, dims):
     return op("reduce", x, np.zeros((), dt), dimensions=dims, regions=[monoid_region("add", dt)])
 
 
-def unbroadcast_sum(ct, shape_to):
-    """Sum a cotangent of a broadcast back to `shape_to` (same rank, size-1 dims summed)."""
-    shp = aval(ct).shape
-    dims = [k for k, (a, b) in enumerate(zip(shp, shape_to)) if a != b]
-    return reshape(reduce_sum(ct, dims), shape_to)
-
-
 def is_linear(x) -> bool:
     """Whether a transpose rule's operand is a linear one (an `UndefinedPrimal`)."""
     return isinstance(x, UndefinedPrimal)
@@ -351,7 +343,3 @@ def linear_jvp(name: str, linear: Callable[[int, int], bool]):
     JVP_RULES[name] = rule
     LINEAR_OPS.add(name)
     return rule
-
-
-def user_error(message: str, loc: str | None) -> Exception:
-    return errors.PurejitTypeError(f"{message}{errors.at(loc)}")

@@ -42,14 +42,6 @@ from purejit.transforms.autodiff._core import (
 linear_jvp("gather", lambda i, n: i == 0)
 
 
-def _ivd_vectors(idx_aval, ivd):
-    """(batch shape, index vector length) of indices with index_vector_dim `ivd`."""
-    shape = idx_aval.shape
-    if ivd == len(shape):
-        return shape, 1
-    return shape[:ivd] + shape[ivd + 1 :], shape[ivd]
-
-
 def _bound_array(idx, ivd, values):
     """An array of idx's shape holding values[k] at index-vector position k."""
     a = aval(idx)

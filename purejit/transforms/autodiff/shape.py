@@ -25,12 +25,6 @@ for _name in ("broadcast_in_dim", "reshape", "transpose", "slice", "reverse", "c
     linear_jvp(_name, lambda i, n: True)
 
 
-def _zero_ct(cts, operands):
-    if isinstance(cts[0], Zero):
-        return [Zero(aval(x)) if is_linear(x) else None for x in operands]
-    return None
-
-
 @deftranspose("broadcast_in_dim")
 def _bcast_t(cts, operands, attrs, regions):
     (ct,), (x,) = cts, operands

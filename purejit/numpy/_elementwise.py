@@ -17,6 +17,7 @@ from purejit.lax import control as lax_control
 from purejit.lax._lift import convert
 from purejit.lax.ops import bitcast_convert_type as lax_bitcast
 from purejit.numpy import _core as c
+from purejit.numpy._poly import horner
 from purejit.numpy._program import as_program
 from purejit.numpy._reductions import any as _any
 from purejit.numpy._sorting import sort
@@ -318,14 +319,6 @@ def _asymptotic_terms(nu: int, n: int) -> list[float]:
 _BESSEL_CUT = 20.0  # the series below, the asymptotic expansion above (error < 1e-17 there)
 
 
-def _horner(y, coefs):
-    """sum_k coefs[k] y^k, keeping y's dtype and weak type."""
-    acc = convert(coefs[-1], y.dtype, weak=y.weak_type)
-    for ck in reversed(coefs[:-1]):
-        acc = c.add(c.multiply(acc, y), ck)
-    return acc
-
-
 def bessel_ie(x, nu: int):
     """exp(-|x|) I_nu(x) for nu in (0, 1) and real floating x: the power series
     sum_k (x^2/4)^k / (k! (k+nu)!) (times x/2 for nu = 1) up to |x| = 20, the asymptotic
@@ -345,13 +338,13 @@ def bessel_ie(x, nu: int):
     # in y / y_max, so the coefficients stay in float32's range
     y_max = _BESSEL_CUT**2 / 4
     terms = [ck * y_max**k for k, ck in enumerate(_series_terms(coef, y_max, eps))]
-    series = _horner(c.multiply(y, 1 / y_max), terms)
+    series = horner(c.multiply(y, 1 / y_max), terms)
     if nu == 1:
         series = c.multiply(series, c.multiply(xs, 0.5))
     series = c.multiply(series, c.exp(c.negative(xs)))
     xl = c.where(small, 2 * _BESSEL_CUT, ax)
     terms = _asymptotic_terms(nu, 40 if x.dtype.itemsize >= 8 else 16)
-    asym = c.true_divide(_horner(c.true_divide(1.0, xl), terms),
+    asym = c.true_divide(horner(c.true_divide(1.0, xl), terms),
                          c.sqrt(c.multiply(xl, 2 * math.pi)))  # fmt: skip
     out = c.where(small, series, asym)
     if nu == 1:  # I_1 is odd

@@ -1,8 +1,7 @@
 """More of jax.numpy: scalar-type aliases and abstract types, dtype helpers (promote_types,
 issubdtype, isscalar, iterable, ndim, shape, size), the index tricks (r_, c_, s_, index_exp,
 mgrid, ogrid), window functions, trapezoid, unwrap, logspace, geomspace, fromfunction,
-matvec, vecmat and polynomial arithmetic (poly, polyadd, polysub, polymul, polydiv, polyder,
-polyint), each as jax.numpy computes it."""
+matvec and vecmat, each as jax.numpy computes it (the polynomials live in `_poly`)."""
 
 from __future__ import annotations
 
@@ -17,15 +16,13 @@ from purejit import errors
 from purejit.lax._lift import convert
 from purejit.numpy import _core as c
 from purejit.numpy._array_api import diff
-from purejit.numpy._convolve import convolve
-from purejit.numpy._creation import arange, linspace, meshgrid, ones, zeros
+from purejit.numpy._creation import arange, linspace, meshgrid
 from purejit.numpy._linalg import matmul
-from purejit.numpy._manip import atleast_1d
 from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._scalar_types import complex64, complex128, float32, float64, int64, uint64
 from purejit.numpy._shape import concatenate, expand_dims, moveaxis, stack, transpose
 from purejit.numpy._sorting import cumsum
-from purejit.numpy._ufuncs_extra import i0
+from purejit.numpy._elementwise import i0
 from purejit.runtime.array import Array
 from purejit.tracing import Tracer
 from purejit.transforms.vmap import vmap
@@ -415,113 +412,3 @@ def vecmat(x1, x2, /):
         raise ValueError(f"vecmat: x1 must be at least 1-D and x2 at least 2-D, got "
                          f"{a.shape} and {b.shape}")  # fmt: skip
     return matmul(expand_dims(c.conj(a), -2), b)[..., 0, :]
-
-
-# ---- polynomials ------------------------------------------------------------------------------
-
-
-def _poly_args(name: str, *xs, inexact: bool):
-    arrs = [c._lift(x) for x in xs]
-    dt, weak = pdt.result_type_weak(*[(a.dtype, a.weak_type) for a in arrs])
-    if inexact and not pdt.is_inexact(dt):
-        dt = pdt.default_float()
-    return [convert(a, dt, weak=weak) for a in arrs]
-
-
-def poly(seq_of_zeros):
-    """The coefficients of the monic polynomial with the given roots."""
-    (z,) = _poly_args("poly", seq_of_zeros, inexact=True)
-    z = atleast_1d(z)
-    if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0] != 0:
-        raise NotImplementedError(
-            "poly of a square matrix needs general eigenvalues (numpy.linalg.eigvals); pass "
-            "the roots as a 1-D array"
-        )
-    if z.ndim != 1:
-        raise ValueError("poly: input must be 1d or non-empty square 2d array")
-    dt = z.dtype
-    if z.shape[0] == 0:
-        return ones((), dt)
-    a = ones((1,), dt)
-    for k in range(z.shape[0]):
-        a = convolve(a, stack([convert(1, dt), c.negative(z[k])]), mode="full")
-    return a
-
-
-def polyadd(a1, a2):
-    """The sum of two polynomials (coefficients highest power first)."""
-    a, b = _poly_args("polyadd", a1, a2, inexact=False)
-    if b.shape[0] <= a.shape[0]:
-        return a.at[-b.shape[0] :].add(b) if b.shape[0] else a
-    return b.at[-a.shape[0] :].add(a) if a.shape[0] else b
-
-
-def polysub(a1, a2):
-    """The difference of two polynomials."""
-    a, b = _poly_args("polysub", a1, a2, inexact=False)
-    return polyadd(a, c.negative(b))
-
-
-def polymul(a1, a2, *, trim_leading_zeros: bool = False):
-    """The product of two polynomials."""
-    a, b = _poly_args("polymul", a1, a2, inexact=True)
-    if trim_leading_zeros:
-        raise NotImplementedError(
-            "polymul(trim_leading_zeros=True) needs concrete inputs; trim them with "
-            "purejit.numpy.trim_zeros(..., 'f') first"
-        )
-    if a.shape[0] == 0:
-        a = zeros((1,), b.dtype)
-    if b.shape[0] == 0:
-        b = zeros((1,), a.dtype)
-    return convolve(a, b, mode="full")
-
-
-def polydiv(u, v, *, trim_leading_zeros: bool = False):
-    """The quotient and remainder of polynomial division u / v."""
-    ua, va = _poly_args("polydiv", u, v, inexact=True)
-    if trim_leading_zeros:
-        raise NotImplementedError(
-            "polydiv(trim_leading_zeros=True) is not supported; trim the remainder with "
-            "purejit.numpy.trim_zeros on a concrete result"
-        )
-    m, n = ua.shape[0] - 1, va.shape[0] - 1
-    scale = c.true_divide(1.0, va[0])
-    q = zeros((max(m - n + 1, 1),), ua.dtype)
-    for k in range(0, m - n + 1):
-        d = c.multiply(scale, ua[k])
-        q = q.at[k].set(d)
-        ua = ua.at[k : k + n + 1].add(c.multiply(c.negative(d), va))
-    return q, ua
-
-
-def polyder(p, m: int = 1):
-    """The m-th derivative of a polynomial."""
-    m = operator.index(m)
-    (pa,) = _poly_args("polyder", p, inexact=True)
-    if m < 0:
-        raise ValueError("polyder: order of derivative must be positive")
-    if m == 0:
-        return pa
-    n = pa.shape[0]
-    grid = np.arange(m, n)[None, :] - np.arange(m)[:, None]
-    coeff = c.asarray(np.prod(grid, axis=0).astype(pa.dtype)) if n > m else zeros((0,), pa.dtype)
-    return c.multiply(pa[: n - m], coeff[::-1])
-
-
-def polyint(p, m: int = 1, k=None):
-    """The m-th antiderivative of a polynomial, with integration constants k."""
-    m = operator.index(m)
-    pa, ka = _poly_args("polyint", p, 0 if k is None else k, inexact=True)
-    if m < 0:
-        raise ValueError("polyint: order of integral must be positive (see polyder)")
-    ka = atleast_1d(ka)
-    if ka.shape[0] == 1:
-        ka = c.broadcast_to(ka[0], (m,))
-    if ka.shape != (m,):
-        raise ValueError("polyint: k must be a scalar or a rank-1 array of length 1 or m")
-    if m == 0:
-        return pa
-    grid = np.arange(pa.shape[0] + m)[None, :] - np.arange(m)[:, None]
-    coeff = np.maximum(1, grid).prod(0)[::-1]
-    return c.true_divide(concatenate([pa, ka]), c.asarray(coeff.astype(pa.dtype)))

@@ -46,7 +46,7 @@ def test_getitem_static():
 
 
 def test_getitem_static_out_of_range_clamps_with_mode_clip():
-    """Static out-of-range reads raise (tests/api/test_errors_indexing.py); mode="clip"
+    """Static out-of-range reads raise (tests/api/test_errors_messages.py); mode="clip"
     gives JAX's clamping."""
     cases = {
         "int": lambda m, x: x.at[7].get(mode="clip"),

@@ -25,7 +25,7 @@ from purejit.numpy._creation import arange, eye, ones, zeros
 from purejit.numpy._indexing import take
 from purejit.numpy._linalg import matmul
 from purejit.numpy._manip import atleast_1d, diag, flip, pad
-from purejit.numpy._manip_extra import block
+from purejit.numpy._element_edits import block
 from purejit.numpy._shape import concatenate, expand_dims, swapaxes
 from purejit.scipy.special import comb
 

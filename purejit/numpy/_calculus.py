@@ -1,5 +1,6 @@
-"""More of jax.numpy: ediff1d, gradient, interp, kron, polyval, logaddexp2, heaviside,
-select, piecewise, apply_along_axis, each computed as jax.numpy computes it."""
+"""Differences, gradients and interpolation (ediff1d, gradient, interp), with kron,
+logaddexp2, heaviside, select, piecewise and apply_along_axis, each computed as jax.numpy
+computes it (polyval lives in `_poly`)."""
 
 from __future__ import annotations
 
@@ -152,7 +153,7 @@ def _interp(x, xp, fp, left, right, period):
     return f
 
 
-# ---- products and polynomials -----------------------------------------------------------------
+# ---- products --------------------------------------------------------------------------------
 
 
 def kron(a, b):
@@ -166,18 +167,6 @@ def kron(a, b):
     xs = reshape(x, tuple(itertools.chain.from_iterable((d, 1) for d in x.shape)))
     ys = reshape(y, tuple(itertools.chain.from_iterable((1, d) for d in y.shape)))
     return reshape(c.multiply(xs, ys), tuple(p * q for p, q in zip(x.shape, y.shape)))
-
-
-def polyval(p, x, *, unroll=16):
-    """The polynomial with coefficients p (highest power first) at x, by Horner's rule."""
-    p, x = c._lift(p), c._lift(x)
-    dt, weak = pdt.result_type_weak((p.dtype, p.weak_type), (x.dtype, x.weak_type))
-    p, x = c.convert(p, dt, weak=weak), c.convert(x, dt, weak=weak)
-    shape = tuple(np.broadcast_shapes(p.shape[1:], x.shape))
-    y = c.broadcast_to(c.convert(0, dt, weak=x.weak_type), shape)
-    for k in range(p.shape[0]):
-        y = c.add(c.multiply(y, x), p[k])
-    return y
 
 
 # ---- elementwise ------------------------------------------------------------------------------
