@@ -125,8 +125,10 @@ def test_matches_jax_under_jit(name, dt):
     fp, fj = _both(name)
     x, m = _data(dt)
     want_lowered, got_lowered = jax.jit(fj).lower(x, m), purejit.jit(fp).lower(x, m)
-    if name in STRUCTURAL:
-        want = accumulations(want_lowered.as_text())
+    want = accumulations(want_lowered.as_text()) if name in STRUCTURAL else None
+    # JAX lowers cumsum/cumprod on GPUs as an associative scan of elementwise ops (no reduce
+    # to read a type from): there the values alone are compared
+    if want or (name in STRUCTURAL and jax.default_backend() == "cpu"):
         assert want, "the call must accumulate something to compare"
         assert accumulations(got_lowered.as_text()) == want
     _close(got_lowered.compile()(x, m), want_lowered.compile()(x, m), dt)
