@@ -12,7 +12,10 @@ Rows (each call runs outside any jit; arguments live on the device before timing
                 eager `vmap(nn.softmax)` over 8 rows of 16 (goal: <= 1.5x JAX)
 
 plus the rows `bench/eager_grad.py` lists in its `ROWS` (eager `grad(jit(f))`,
-`vmap(jit(f))`), when that module exists.
+`vmap(jit(f))`), when that module exists: `ROWS = [(name, make, args, goal), ...]` where
+`make(lib)` returns the function to time for one library (`lib.np`, `lib.nn`, `lib.lax`,
+`lib.jit`, `lib.grad`, `lib.vmap`) and `args` are NumPy arrays (nested lists and tuples
+allowed), put on the device before timing.
 
 Method: each round times `--calls` calls of purejit then of JAX (the order alternates
 between rounds), between two synchronisations; a row reports the median over `--rounds`
@@ -29,35 +32,36 @@ import importlib
 import statistics
 import sys
 import time
+import types
 
 import numpy as np
 
 
 class Row:
-    """One workload: `make(xp, nn, vmap)` returns a function of `args` for that library."""
+    """One workload: `make(lib)` returns a function of `args` for that library."""
 
     def __init__(self, name, make, args, goal):
         self.name, self.make, self.args, self.goal = name, make, args, goal
 
 
-def _chain(xp, nn, vmap):
+def _chain(lib):
     def step(x):
-        return xp.sin(x) * 1.01 + x
+        return lib.np.sin(x) * 1.01 + x
 
     return step
 
 
-def _mlp(xp, nn, vmap):
+def _mlp(lib):
     def forward(params, x):
         for w, b in params:
-            x = xp.tanh(x @ w + b)
+            x = lib.np.tanh(x @ w + b)
         return x
 
     return forward
 
 
-def _vmap_softmax(xp, nn, vmap):
-    return vmap(nn.softmax)
+def _vmap_softmax(lib):
+    return lib.vmap(lib.nn.softmax)
 
 
 def _mlp_args():
@@ -99,9 +103,14 @@ def _libraries():
     import purejit
     import purejit.numpy as pnp
 
+    def lib(np_, mod, put):
+        return types.SimpleNamespace(
+            np=np_, nn=mod.nn, lax=mod.lax, jit=mod.jit, grad=mod.grad, vmap=mod.vmap, put=put
+        )
+
     return {
-        "purejit": (pnp, purejit.nn, purejit.vmap, purejit.device_put, _block),
-        "jax": (jnp, jax.nn, jax.vmap, jax.device_put, _block),
+        "purejit": lib(pnp, purejit, purejit.device_put),
+        "jax": lib(jnp, jax, jax.device_put),
     }
 
 
@@ -119,12 +128,12 @@ def _on_device(put, tree):
     return put(tree)
 
 
-def _time(fn, args, calls, block):
-    block(fn(*args))
+def _time(fn, args, calls):
+    _block(fn(*args))
     start = time.perf_counter()
     for _ in range(calls):
         out = fn(*args)
-    block(out)
+    _block(out)
     return (time.perf_counter() - start) / calls
 
 
@@ -137,9 +146,9 @@ def _leaves(tree):
 def measure(row: Row, rounds: int, calls: int) -> dict:
     libs = _libraries()
     fns, args = {}, {}
-    for lib, (xp, nn, vmap, put, block) in libs.items():
-        fns[lib] = row.make(xp, nn, vmap)
-        args[lib] = _on_device(put, row.args)
+    for name, lib in libs.items():
+        fns[name] = row.make(lib)
+        args[name] = _on_device(lib.put, row.args)
     # the same numbers from both libraries first
     got = [np.asarray(x) for x in _leaves(fns["purejit"](*args["purejit"]))]
     want = [np.asarray(x) for x in _leaves(fns["jax"](*args["jax"]))]
@@ -153,7 +162,7 @@ def measure(row: Row, rounds: int, calls: int) -> dict:
     for r in range(rounds):
         order = ("purejit", "jax") if r % 2 == 0 else ("jax", "purejit")
         for lib in order:
-            times[lib].append(_time(fns[lib], args[lib], n, libs[lib][4]))
+            times[lib].append(_time(fns[lib], args[lib], n))
     p, j = statistics.median(times["purejit"]), statistics.median(times["jax"])
     # each round times both libraries back to back: the median of the per-round ratios
     # follows a machine whose load drifts between rounds better than a ratio of medians
