@@ -132,6 +132,7 @@ from purejit.platform import (  # noqa: E402
     Device,
     default_backend,
     device_count,
+    ensure_compile_time_eval,
     local_device_count,
     local_devices,
     named_call,
@@ -143,4 +144,5 @@ from purejit.sharding import NamedSharding, P, make_mesh  # noqa: E402
 
 __all__ += ["dtypes", "scipy", "typing", "Device", "default_backend", "device_count"]
 __all__ += ["local_device_count", "local_devices", "named_call", "named_scope"]
+__all__ += ["ensure_compile_time_eval"]
 __all__ += ["process_count", "process_index", "NamedSharding", "P", "make_mesh"]

@@ -219,3 +219,72 @@ def canonicalize_dtype(dtype, allow_extended_dtype: bool = False):
             raise ValueError(f"canonicalize_dtype: {dtype} is an extended dtype")
         return dtype
     return canonicalize(dtype)
+
+
+class TypePromotionError(ValueError):
+    """Two dtypes have no promotion (JAX's name; purejit raises TypeError subclasses of it
+    nowhere yet, it is here for `except` clauses)."""
+
+
+def result_type(*args, return_weak_type_flag: bool = False):
+    """The dtype JAX's promotion gives these arrays, dtypes and Python scalars (Python
+    scalars are weak: `result_type(np.float16, 1.0)` is float16)."""
+    typed = []
+    for a in args:
+        if isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic):
+            typed.append((python_scalar_dtype(a), True))
+        elif hasattr(a, "dtype") and not isinstance(a, type):
+            typed.append((np.dtype(a.dtype), bool(getattr(a, "weak_type", False))))
+        elif isinstance(a, type) and isinstance(getattr(a, "dtype", None), np.dtype):
+            typed.append((a.dtype, False))  # purejit.numpy's scalar types
+        else:
+            typed.append((np.dtype(a), False))
+    if not typed:
+        raise ValueError("at least one array or dtype is required")
+    dtype, weak = result_type_weak(*typed)
+    return (dtype, weak) if return_weak_type_flag else dtype
+
+
+def _as_dtype(t) -> np.dtype:
+    """A dtype from a dtype, a NumPy or purejit scalar type, or an array."""
+    if isinstance(t, type) and issubclass(t, np.generic):
+        return np.dtype(t)
+    if isinstance(getattr(t, "dtype", None), np.dtype):
+        return t.dtype
+    return np.dtype(t)
+
+
+def finfo(dtype):
+    """Machine limits of a floating dtype (ml_dtypes' types included)."""
+    import ml_dtypes
+
+    return ml_dtypes.finfo(_as_dtype(dtype))
+
+
+def iinfo(dtype):
+    """Machine limits of an integer dtype (ml_dtypes' int4 included)."""
+    import ml_dtypes
+
+    return ml_dtypes.iinfo(_as_dtype(dtype))
+
+
+def itemsize_bits(dtype) -> int:
+    """Bits per element (4 for int4 / float4 types, whose NumPy itemsize is a byte)."""
+    dt = _as_dtype(dtype)
+    if dt.name in ("int4", "uint4", "float4_e2m1fn"):
+        return 4
+    if dt.name in ("int2", "uint2"):
+        return 2
+    return dt.itemsize * 8
+
+
+def scalar_type_of(x) -> type:
+    """The Python scalar type matching the dtype of `x`: bool, int, float or complex."""
+    dt = np.dtype(getattr(x, "dtype", None) or python_scalar_dtype(x))
+    if dt == np.bool_:
+        return bool
+    if dt.kind in "iu":
+        return int
+    if dt.kind == "c":
+        return complex
+    return float

@@ -97,6 +97,14 @@ class ConcretizationTypeError(TypeError):
     """A traced value was used where Python needs a concrete one (if, int(), float())."""
 
 
+class TracerBoolConversionError(ConcretizationTypeError):
+    """`bool()` of a traced value (an `if` or `while` on it) inside jit."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    """`int()` or `__index__` of a traced value inside jit."""
+
+
 class TracerArrayConversionError(TypeError):
     """A traced value was passed to NumPy (np.asarray) inside jit."""
 

@@ -76,6 +76,18 @@ def named_scope(name: str):
     yield
 
 
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """Within this block, ops whose operands are all concrete run now, even inside jit or a
+    transformation (their results are concrete arrays `int()` / `if` can read); ops on
+    tracers still go to their trace (JAX's `ensure_compile_time_eval`)."""
+    from purejit.runtime import eval_trace
+    from purejit.tracing.core import set_current_trace
+
+    with set_current_trace(eval_trace):
+        yield
+
+
 def named_call(fun, *, name: str | None = None):
     """`fun` under a name (see `named_scope`: results are unchanged)."""
     scope = name if name is not None else getattr(fun, "__name__", "named_call")
@@ -93,6 +105,7 @@ __all__ = [
     "default_backend",
     "device_count",
     "devices",
+    "ensure_compile_time_eval",
     "local_device_count",
     "local_devices",
     "named_call",

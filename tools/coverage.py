@@ -49,6 +49,15 @@ NAMESPACES = {
     "jax.tree_util": "purejit.tree_util",
     "jax.debug": "purejit.debug",
     "jax.ops": "purejit.ops",
+    "jax.typing": "purejit.typing",
+    "jax.dtypes": "purejit.dtypes",
+    "jax.flatten_util": "purejit.flatten_util",
+    "jax.sharding": "purejit.sharding",
+    "jax.errors": "purejit.errors",
+    "jax.stages": "purejit.stages",
+    "jax.custom_derivatives": "purejit.custom_derivatives",
+    "jax.ad_checkpoint": "purejit.ad_checkpoint",
+    "jax.example_libraries.optimizers": "purejit.example_libraries.optimizers",
 }
 
 

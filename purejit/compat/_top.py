@@ -23,8 +23,9 @@ def module_overrides(name: str) -> dict:
 
     if name == "jax.numpy":
         return {"ndarray": typing.ArrayValue}
-    if name == "jax.dtypes":
-        import purejit.numpy as jnp
+    if name == "jax.errors":
+        from purejit.backend import real_jax
 
-        return {"result_type": jnp.result_type, "finfo": jnp.finfo, "iinfo": jnp.iinfo}
+        # XLA's runtime errors are jaxlib's class: `except jax.errors.JaxRuntimeError` works
+        return {"JaxRuntimeError": real_jax.load()["jax_errors"].JaxRuntimeError}
     return {}

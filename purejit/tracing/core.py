@@ -237,13 +237,13 @@ class Tracer:
             raise TypeError("len() of unsized object (a 0-d traced array)")
         return self.shape[0]
 
-    def _concretization_error(self, what: str, advice: str | None = None):
+    def _concretization_error(self, what: str, advice: str | None = None, kind=None):
         loc = errors.user_location()
         advice = advice or (
             "Use purejit.lax.cond / purejit.numpy.where for data-dependent choices, or mark "
             "the argument static with static_argnums / static_argnames."
         )
-        raise errors.ConcretizationTypeError(
+        raise (kind or errors.ConcretizationTypeError)(
             f"{what} of a traced array {self.aval}{errors.at(loc)}: its value is not known "
             f"while tracing under {self.trace.transform}. {advice}"
         )
@@ -263,10 +263,12 @@ class Tracer:
         )
 
     def __bool__(self):
-        self._concretization_error("bool() (an `if` or `while` on a condition)")
+        self._concretization_error(
+            "bool() (an `if` or `while` on a condition)", kind=errors.TracerBoolConversionError
+        )
 
     def __int__(self):
-        self._concretization_error("int()")
+        self._concretization_error("int()", kind=errors.TracerIntegerConversionError)
 
     def __float__(self):
         self._concretization_error("float()")
@@ -275,7 +277,9 @@ class Tracer:
         self._concretization_error("complex()")
 
     def __index__(self):
-        self._concretization_error("using as an index (__index__)")
+        self._concretization_error(
+            "using as an index (__index__)", kind=errors.TracerIntegerConversionError
+        )
 
     def __array__(self, dtype=None, copy=None):
         loc = errors.user_location()

@@ -165,3 +165,14 @@ def test_pytree_aux_data_need_not_be_hashable():
     assert np.asarray(f(Scaled(x, {"k": 4.0}))).tolist() == [4.0, 4.0]  # new aux: recompiles
     assert f.stats.compiles == 2
     assert tree_util.KeyPath is tuple
+
+
+def test_ensure_compile_time_eval():
+    def f(x):
+        with purejit.ensure_compile_time_eval():
+            n = jnp.arange(4).sum()  # concrete operands: computed now, readable by int()
+            y = x * 2.0  # a tracer operand: still traced
+        assert type(n) is purejit.Array
+        return y + int(n)
+
+    np.testing.assert_array_equal(np.asarray(purejit.jit(f)(jnp.ones(2))), [8.0, 8.0])
