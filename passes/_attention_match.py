@@ -138,12 +138,24 @@ def _reducer(g: Graph, op: Op, binary: str, init: float) -> int | None:
     return int(op.attrs["dimensions"][0])
 
 
+def _is_float_convert(op: Op) -> bool:
+    """A `convert` from one floating dtype to another (a widening for accumulation, or the
+    rounding back)."""
+    if op.name != "convert":
+        return False
+    kinds = (np.dtype(op.operands[0].type.dtype).kind, np.dtype(op.results[0].type.dtype).kind)
+    return kinds == ("f", "f") or "V" in kinds  # ml_dtypes' bfloat16 is kind "V"
+
+
 def _through_stop_gradient(g: Graph, v: Value) -> Value:
-    """`v` with any `stop_gradient` in front of it skipped: the forward value is the same,
-    and a softmax is shift-invariant, so the row max's gradient (stopped as jax.nn's
-    softmax stops it) never changes the softmax's."""
+    """`v` with any `stop_gradient` or float `convert` in front of it skipped. A
+    stop_gradient leaves the forward value as it is, and a softmax is shift-invariant, so
+    the row max's gradient (stopped as jax.nn's softmax stops it) never changes the
+    softmax's; a float convert on a row statistic is the accumulation dtype jax.numpy's sum
+    uses for float16/bfloat16 (float32, rounded back), which the fused kernel keeps in
+    float32 throughout (fusion changes result bits, as documented)."""
     op = g.defs.get(v)
-    while op is not None and op.name == "stop_gradient":
+    while op is not None and (op.name == "stop_gradient" or _is_float_convert(op)):
         v = op.operands[0]
         op = g.defs.get(v)
     return v
@@ -192,13 +204,19 @@ def softmax_by_hand(g: Graph, x: Value) -> tuple[Value, int, list[Op]] | None:
         return None
     rsum = next((u for u in eus if u.name == "reduce"), None)
     div = next((u for u in eus if u.name == "divide"), None)
-    if rsum is None or div is None or div.operands[0] is not e or rsum.operands[0] is not e:
+    up = None
+    if rsum is None:  # sum(e) accumulated in float32: convert(e) -> reduce
+        up = next((u for u in eus if _is_float_convert(u)), None)
+        rsum = g.only_user(up.results[0]) if up is not None else None
+        if rsum is None or rsum.name != "reduce" or rsum.operands[0] is not up.results[0]:
+            return None
+    if div is None or div.operands[0] is not e or rsum.operands[0] is not (up or exp).results[0]:
         return None
     if _reducer(g, rsum, "add", 0.0) != axis:
         return None
     if _spread_back(g, div.operands[1], axis, rank) is not rsum.results[0]:
         return None
-    inner = [rmax, sub, exp, rsum, div]
+    inner = [rmax, sub, exp] + ([up] if up is not None else []) + [rsum, div]
     for op in inner[:-1]:  # the row statistics have no other readers
         for r in op.results:
             if len(g.users_of(r)) > (2 if op is exp else 1) or None in g.users_of(r):
