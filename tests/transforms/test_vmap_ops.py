@@ -554,7 +554,12 @@ def test_every_rule_runs(monkeypatch):
                 purejit.jit(purejit.vmap(f, in_axes, 0, **case.kw)).lower(*args)
     # no operands; reached through their own tests (test_vmap_api: fusion, shard_map);
     # custom_lin only exists in linear programs, which vmap never sees; pvary only inside a
-    # check_vma shard_map over several devices (its rule keeps the batch dimension)
+    # check_vma shard_map over several devices (its rule keeps the batch dimension);
+    # dot_product_attention and its fused backward are batched by vmap and vmap(grad) in
+    # tests/nn/test_attention.py, and its linear form, like custom_lin, lives only in linear
+    # programs
     without = {"constant", "iota", "fusion", "manual_computation", "custom_lin", "pvary"}
+    without |= {"dot_product_attention", "dot_product_attention_bwd"}
+    without |= {"dot_product_attention_lin"}
     untested = sorted(set(all_ops()) - seen - without)
     assert not untested, f"no case reaches the batching rule of {untested}"
