@@ -21,24 +21,31 @@ from purejit.ir import Function, Op, Value
 from purejit.passes.base import PassResult
 
 
-def _copy_into(fn: Function, args: list[Value], out: list[Op]) -> tuple[list[Value], int]:
-    """Append a copy of `fn`'s ops (its calls inlined too) to `out`, `fn`'s parameters bound
-    to `args`; returns the values of its results and how many calls were inlined."""
-    names: dict = dict(zip(fn.params, args))
+def _emit(fn: Function, names: dict, out: list[Op], fresh: bool) -> int:
+    """Append `fn`'s ops to `out` with every call replaced by its callee's ops, operands
+    renamed through `names` (which gains the values that replace each result); returns how
+    many calls were inlined. `fresh`: the ops are a copy (a callee's body, which may be
+    inlined more than once) and get new result values; otherwise an op keeps its results
+    and is rebuilt only where an operand or a region changed."""
     count = 0
     for op in fn.ops:
         operands = [names.get(v, v) for v in op.operands]
         if op.name == "call":
-            results, inner = _copy_into(op.regions[0], operands, out)
-            names.update(zip(op.results, results))
-            count += 1 + inner
+            callee = op.regions[0]
+            inner_names = dict(zip(callee.params, operands))
+            count += 1 + _emit(callee, inner_names, out, fresh=True)
+            names.update(zip(op.results, [inner_names.get(v, v) for v in callee.results]))
             continue
         regions, inner = _inline_regions(op.regions)
         count += inner
-        results = [Value(r.type) for r in op.results]
-        names.update(zip(op.results, results))
-        out.append(Op(op.name, operands, op.attrs, results, regions, op.loc))
-    return [names.get(v, v) for v in fn.results], count
+        if fresh:
+            results = [Value(r.type) for r in op.results]
+            names.update(zip(op.results, results))
+            op = Op(op.name, operands, op.attrs, results, regions, op.loc)
+        elif inner or operands != list(op.operands):
+            op = Op(op.name, operands, op.attrs, op.results, regions, op.loc)
+        out.append(op)
+    return count
 
 
 def _inline_regions(regions) -> tuple[list[Function], int]:
@@ -56,19 +63,7 @@ def inline_calls(fn: Function) -> tuple[Function, int]:
         return fn, 0
     ops: list[Op] = []
     names: dict = {}
-    count = 0
-    for op in fn.ops:
-        operands = [names.get(v, v) for v in op.operands]
-        if op.name == "call":
-            results, inner = _copy_into(op.regions[0], operands, ops)
-            names.update(zip(op.results, results))
-            count += 1 + inner
-            continue
-        regions, inner = _inline_regions(op.regions)
-        count += inner
-        if inner or operands != list(op.operands):
-            op = Op(op.name, operands, op.attrs, op.results, regions, op.loc)
-        ops.append(op)
+    count = _emit(fn, names, ops, fresh=False)
     if not count:
         return fn, 0
     results = [names.get(v, v) for v in fn.results]
