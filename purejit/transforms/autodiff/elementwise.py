@@ -67,7 +67,8 @@ def _(x, y, t):
 
 @_unary("cbrt")
 def _(x, y, t):
-    return mul(t, div(_c(y, 1 / 3), mul(y, y)))
+    # JAX's form, rounding for rounding: 1/3 * y**-2 (integer_pow(y, -2) is 1 / (y * y))
+    return mul(t, mul(_c(x, 1 / 3), div(_c(y, 1), mul(y, y))))
 
 
 @_unary("exponential")
@@ -112,7 +113,9 @@ def _(x, y, t):
 
 @_unary("tanh")
 def _(x, y, t):
-    return mul(t, sub(_c(y, 1), mul(y, y)))
+    # (t + t*y) * (1 - y), as JAX: 1 - y*y cancels where |y| is near 1 (a float16 acos(tanh)
+    # chain on a GPU lost 10x JAX's accuracy with it)
+    return mul(add(t, mul(t, y)), sub(_c(x, 1), y))
 
 
 @_unary("asin")
@@ -147,8 +150,8 @@ def _(x, y, t):
 
 @_unary("acosh")
 def _(x, y, t):
-    one = _c(x, 1)
-    return mul(t, op("rsqrt", mul(sub(x, one), add(x, one))))
+    # x*x - 1 as JAX (its domain is x >= 1, where (x - 1)(x + 1) gains nothing)
+    return mul(t, op("rsqrt", sub(mul(x, x), _c(x, 1))))
 
 
 @_unary("atanh")
@@ -159,13 +162,13 @@ def _(x, y, t):
 
 @_unary("erf")
 def _(x, y, t):
-    return mul(t, mul(_c(x, 2 / math.sqrt(math.pi)), op("exponential", neg(mul(x, x)))))
+    return mul(_c(x, 2 / math.sqrt(math.pi)), mul(t, op("exponential", neg(mul(x, x)))))
 
 
 @_unary("erf_inv")
 def _(x, y, t):
     # d/dx erfinv(x) = sqrt(pi) / 2 * exp(erfinv(x) ** 2)
-    return mul(t, mul(_c(y, math.sqrt(math.pi) / 2), op("exponential", mul(y, y))))
+    return mul(_c(x, math.sqrt(math.pi) / 2), mul(t, op("exponential", mul(y, y))))
 
 
 @_unary("lgamma")
@@ -275,9 +278,9 @@ _binary("multiply", lambda x, y, z, t: mul(t, y), lambda x, y, z, t: mul(x, t))
 _binary(
     "divide",
     lambda x, y, z, t: div(t, y),
-    # -(t z) / y: the residuals are z and y (z the output, y often a broadcast of something
-    # small), never a full-size z / y of its own
-    lambda x, y, z, t: div(mul(neg(t), z), y),
+    # (-t x) * (1 / y**2), JAX's form rounding for rounding: the residuals are x and 1 / y**2
+    # (y often a broadcast of something small)
+    lambda x, y, z, t: mul(mul(neg(t), x), div(_c(y, 1), mul(y, y))),
 )
 
 
