@@ -81,7 +81,9 @@ class Graph:
         return False
 
 
-HOST_MASK_LIMIT = 1 << 22  # elements of a constant mask evaluated on the host
+# elements of a constant mask evaluated on the host: a causal mask for T = S = 8192 (64 MiB of
+# bools, tens of milliseconds); at 1 << 22 a tril(ones((4096, 4096))) mask went unfused
+HOST_MASK_LIMIT = 1 << 26
 
 
 def host_value(g: Graph, v: Value, labels: list):

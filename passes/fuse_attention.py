@@ -266,10 +266,10 @@ class FuseAttention:
             keep &= _plane(arr, lab, t, m.s_label, T, S)
         if keep.all():
             return "none"
-        causal = np.tril(np.ones((T, S), bool))
+        ti, si = np.arange(T)[:, None], np.arange(S)[None, :]  # broadcast, never T x S ints
+        causal = si <= ti
         if np.array_equal(keep, causal):
             return "causal"
-        ti, si = np.indices((T, S))
         if self.window and keep[causal].any():
             left = int((ti - si)[keep].max())
             if np.array_equal(keep, causal & (si >= ti - left)):

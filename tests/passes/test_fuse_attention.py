@@ -349,3 +349,19 @@ def test_random_layouts_fuse_and_keep_the_numbers(seed):
 
     shapes = [tuple(dims[c] for c in x) for x in (ql, kl, vl)]
     assert_fused(f, *shapes)
+
+
+def test_long_sequence_causal_mask_is_proved_on_the_host():
+    # T = S = 4096: the tril mask has 2**24 elements (beyond the old host limit, 2**22, which
+    # left bench.attention's T = 4096 row unfused on an H200)
+    long = (1, 4096, 1, 8)
+
+    def f(q, k, v):
+        s = jnp.einsum("btnh,bsnh->bnts", q, k) * 0.25
+        s = jnp.where(jnp.tril(jnp.ones((4096, 4096), bool)), s, -1e30)
+        return jnp.einsum("bnts,bsnh->btnh", nn.softmax(s), v)
+
+    fn, _ = traced(f, long, long, long)
+    res = fuse(fn)
+    assert res.changed, res.report
+    assert [op.attrs["mask"] for op in attention_ops(res.fn)] == ["causal"]
