@@ -16,6 +16,7 @@ import argparse
 
 from bench import train
 from purejit.passes import remat
+from purejit.transforms.autodiff import remat as ad_remat
 
 
 def _no_arithmetic(op) -> bool:
@@ -30,12 +31,14 @@ remat._RECOMPUTABLE = remat.recomputable
 MODES = {
     "no-expensive": {"recomputable": _no_arithmetic},
     "weight=16": {"TRAFFIC_WEIGHT": 16.0},
+    "barrier-inputs": {"BARRIER": "inputs"},
+    "barrier-none": {"BARRIER": "none"},
 }
 
 
 class _Weighted:
-    """A jitted step whose plans see `patch` (module globals of passes.remat, set only
-    while it runs)."""
+    """A jitted step whose plans see `patch` (module globals of passes.remat, or BARRIER of
+    transforms.autodiff.remat, set only while it runs)."""
 
     def __init__(self, fn, patch: dict):
         self.fn, self.patch = fn, patch
@@ -45,14 +48,15 @@ class _Weighted:
         return self.fn.cache
 
     def __call__(self, *args):
-        old = {k: getattr(remat, k) for k in self.patch}
+        mods = {k: ad_remat if k == "BARRIER" else remat for k in self.patch}
+        old = {k: getattr(mods[k], k) for k in self.patch}
         for k, v in self.patch.items():
-            setattr(remat, k, v)
+            setattr(mods[k], k, v)
         try:
             return self.fn(*args)
         finally:
             for k, v in old.items():
-                setattr(remat, k, v)
+                setattr(mods[k], k, v)
 
 
 def main(argv=None):

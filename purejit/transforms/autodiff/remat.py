@@ -87,14 +87,27 @@ def _pinned_values(pins, fn: Function) -> set:
 # ---- the top level --------------------------------------------------------------------------
 
 
+# What the barrier in front of a recomputation takes besides the saved values it reads:
+# nothing ("inputs"), the cotangent flowing there ("cotangent": the recomputation then waits
+# for the backward pass), or no barrier at all ("none"). Read at each transposition. On an
+# H200, the bench.train transformer with fused attention (`python -m
+# bench.tools.remat_weight_sweep --modes barrier-inputs,barrier-none`): remat off 19.23 ms;
+# "cotangent" 20.06 ms (1.043x) at 2,119 MiB of temporaries, "inputs" 19.58 ms (1.018x) at
+# 2,135 MiB, "none" 19.28 ms at 3,940 MiB (XLA merges the recomputation into the forward pass).
+# A cotangent routed through a barrier must be written to memory before it, where its
+# producer would otherwise fuse into the kernels reading it.
+BARRIER = "inputs"
+
+
 class RematLinear(LinearFunction):
     """A `LinearFunction` whose transposition recomputes dropped residuals on demand.
 
     `fn` (used by `apply`) recomputes them first thing; `transpose` instead runs the linear
     program as it was recorded and makes each group of recomputed residuals when the
-    backward pass first reads one, behind an `optimization_barrier` that also takes the
-    cotangent flowing there: the recomputation then depends on the backward pass, so no
-    compiler (ours or XLA's) can move it into the forward pass or merge it with it. (Making
+    backward pass first reads one, behind an `optimization_barrier` over the saved values
+    it reads (`BARRIER`): the recomputed ops then read the barrier's results, never the
+    forward pass's values, so no compiler (ours or XLA's) can merge them with the forward
+    pass's own ops. (Making
     each residual by its own chain instead, so that a shared exp fuses into every reader,
     made the 12-layer transformer's step 1.31x JAX's on an H200, from 1.13x.) It also
     marks which saved residuals the backward pass reads (the others are left for DCE).
@@ -124,10 +137,10 @@ class RematLinear(LinearFunction):
                 if k not in made:
                     g = groups[k]
                     ins = [saved[u] for u in g.inputs]
-                    if ins:
-                        tail = [] if ct is None else [ct]
+                    if ins and BARRIER != "none":
+                        tail = [] if ct is None or BARRIER == "inputs" else [ct]
                         outs = bind("optimization_barrier", *ins, *tail)
-                        ins, ct = outs[: len(ins)], (outs[-1] if tail else None)
+                        ins, ct = outs[: len(ins)], (outs[-1] if tail else ct)
                     made[k] = _bind_ops(g.ops, dict(zip(g.inputs, ins)))
                 return made[k][r], ct
 
