@@ -21,10 +21,12 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from subprocess import PIPE
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -60,13 +62,19 @@ with open(out, "w") as f:
 
 
 def export(commit: str, into: str) -> str:
-    """The tree of `commit` (a full hash is resolved first) in a folder under `into`."""
-    sha = subprocess.check_output(["git", "-C", REPO, "rev-parse", commit], text=True).strip()
-    dest = os.path.join(into, sha[:12])
-    os.makedirs(dest, exist_ok=True)
-    archive = subprocess.Popen(["git", "-C", REPO, "archive", sha], stdout=subprocess.PIPE)
-    subprocess.check_call(["tar", "-x", "-C", dest], stdin=archive.stdout)
-    archive.wait()
+    """The tree of `commit` (a full hash is resolved first) in a folder under `into`; a
+    folder instead of a commit (an exported tree, or `.` for the working tree) is copied."""
+    dest = os.path.join(into, str(len(os.listdir(into))))
+    if os.path.isdir(commit):
+        keep = ("purejit", "ir", "passes", "bench")
+        for name in keep:
+            shutil.copytree(os.path.join(commit, name), os.path.join(dest, name))
+    else:
+        sha = subprocess.check_output(["git", "-C", REPO, "rev-parse", commit], text=True)
+        os.makedirs(dest)
+        archive = subprocess.Popen(["git", "-C", REPO, "archive", sha.strip()], stdout=PIPE)
+        subprocess.check_call(["tar", "-x", "-C", dest], stdin=archive.stdout)
+        archive.wait()
     # byte-compile now, so that neither side's first round pays for writing .pyc files
     subprocess.check_call([sys.executable, "-m", "compileall", "-q", dest])
     return dest
@@ -165,24 +173,33 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--out", default="docs/benchmarks/compare_commits_cpu.md")
-    ap.add_argument("--json", default=None, help="also write every run's results there")
+    ap.add_argument(
+        "--json",
+        default=None,
+        help="every run's results are written there; runs already there are kept and the "
+        "rounds continue after them (a comparison spread over several sessions or machines)",
+    )
     a = ap.parse_args(argv)
     bench_args = (["--quick"] if a.quick else []) + (["--only", a.only] if a.only else [])
     with tempfile.TemporaryDirectory(prefix="pj-compare-") as tmp:
         trees = {tag: export(c, tmp) for tag, c in (("old", a.old), ("new", a.new))}
         runs = {"old": [], "new": []}
-        for i in range(a.rounds):
+        if a.json and os.path.exists(a.json):
+            with open(a.json) as f:
+                runs = json.load(f)["runs"]
+        start = min(len(runs["old"]), len(runs["new"]))
+        for i in range(start, start + a.rounds):
             order = ("old", "new") if i % 2 == 0 else ("new", "old")
             for tag in order:
                 scratch = tempfile.mkdtemp(dir=tmp)
                 runs[tag].append(run_once(trees[tag], bench_args, scratch))
-                print(f"round {i + 1}/{a.rounds}: {tag} done", flush=True)
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump({"old": a.old, "new": a.new, "runs": runs}, f)
+                print(f"round {i + 1}/{start + a.rounds}: {tag} done", flush=True)
+                if a.json:  # after every run, so a cut-off call keeps what it measured
+                    with open(a.json, "w") as f:
+                        json.dump({"old": a.old, "new": a.new, "runs": runs}, f)
     rows = summarise(runs, "old", "new")
     cmd = "python -m bench.compare_commits " + " ".join(argv if argv is not None else sys.argv[1:])
-    md = report(rows, "old", "new", a.rounds, cmd).replace(
+    md = report(rows, "old", "new", min(len(runs["old"]), len(runs["new"])), cmd).replace(
         "# purejit new against old", f"# purejit {a.new} (new) against {a.old} (old)"
     )
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
