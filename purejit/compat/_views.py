@@ -26,6 +26,13 @@ _INTERNAL = {
     "jax._src.dtypes": "purejit.dtypes",
     "jax._src.tree_util": "purejit.tree_util",
     "jax._src.flatten_util": "purejit.flatten_util",
+    # user-defined primitives and their rule tables
+    "jax.extend": "purejit.extend",
+    "jax.extend.core": "purejit.extend.core",
+    "jax.interpreters": "purejit.extend",
+    "jax.interpreters.ad": "purejit.extend.ad",
+    "jax.interpreters.batching": "purejit.extend.batching",
+    "jax.interpreters.mlir": "purejit.extend.mlir",
 }
 # JAX module names whose purejit module has another name
 _RENAMED = {

@@ -34,6 +34,11 @@ class Zero:
 
     aval: ShapedArray
 
+    @staticmethod
+    def from_primal_value(val) -> "Zero":
+        """The symbolic zero tangent of a primal value (JAX's `ad.Zero.from_primal_value`)."""
+        return Zero(tangent_aval(aval_of(val)))
+
 
 @dataclass(frozen=True)
 class UndefinedPrimal:
