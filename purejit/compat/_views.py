@@ -26,6 +26,7 @@ _INTERNAL = {
     "jax._src.dtypes": "purejit.dtypes",
     "jax._src.tree_util": "purejit.tree_util",
     "jax._src.flatten_util": "purejit.flatten_util",
+    "jax._src.traceback_util": "purejit.traceback_util",
     # user-defined primitives and their rule tables
     "jax.extend": "purejit.extend",
     "jax.extend.core": "purejit.extend.core",

@@ -16,6 +16,7 @@ Effects: a primitive is pure (removed when unused, merged with an identical use)
 
 from __future__ import annotations
 
+import weakref
 from typing import Callable
 
 import numpy as np
@@ -28,6 +29,7 @@ from purejit.tracing import (
     Tracer,
     aval_of,
     bind,
+    current_trace,
     find_top_trace,
     set_current_trace,
 )
@@ -225,4 +227,32 @@ def _tangent_aval(x) -> ShapedArray:
     return tangent_aval(aval_of(x))
 
 
-__all__ = ["Primitive", "ShapedArray"]
+class OpaqueTraceState:
+    """Which trace is current, as an opaque token: two are equal when taken under the same
+    trace (the same `jit`, `grad` or `vmap` trace in progress, or both outside any). A
+    library compares the token saved when a value was created with the current one to
+    refuse mutating it from inside a transformation (Flax's nnx Variables)."""
+
+    __slots__ = ("_ref",)
+
+    def __init__(self, trace):
+        self._ref = weakref.ref(trace)
+
+    def __eq__(self, other):
+        return isinstance(other, OpaqueTraceState) and self._ref == other._ref
+
+    __hash__ = None  # as JAX's: compared, never used as a key
+
+    def __repr__(self):
+        trace = self._ref()
+        return f"OpaqueTraceState({type(trace).__name__ if trace is not None else 'finished'})"
+
+
+def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
+    """The current trace as an `OpaqueTraceState` (`convention` is accepted and ignored,
+    as in JAX)."""
+    del convention
+    return OpaqueTraceState(current_trace())
+
+
+__all__ = ["OpaqueTraceState", "Primitive", "ShapedArray", "get_opaque_trace_state"]
