@@ -5,11 +5,20 @@ read from `jax.core`: `Primitive`, `Tracer` (the base class of every purejit tra
 
 from __future__ import annotations
 
-from purejit.extend.core import OpaqueTraceState, Primitive, get_opaque_trace_state
+from purejit.extend.core import (
+    Effect,
+    OpaqueTraceState,
+    Primitive,
+    get_aval,
+    get_opaque_trace_state,
+    mapped_aval,
+    unmapped_aval,
+)
 from purejit.tracing import ShapedArray, Tracer, bind, bind1, find_top_trace
 
 
 __all__ = [
+    "Effect",
     "OpaqueTraceState",
     "Primitive",
     "ShapedArray",
@@ -17,5 +26,8 @@ __all__ = [
     "bind",
     "bind1",
     "find_top_trace",
+    "get_aval",
     "get_opaque_trace_state",
+    "mapped_aval",
+    "unmapped_aval",
 ]

@@ -50,6 +50,46 @@ def _as_aval(x, what: str) -> ShapedArray:
     raise TypeError(f"{what} must return abstract values (ShapedArray), got {type(x).__name__}")
 
 
+def get_aval(x) -> ShapedArray:
+    """The abstract value of an array, tracer or Python scalar."""
+    return aval_of(x)
+
+
+def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
+    """`aval` with its axis `axis` (of length `size`) removed: one example of a batch
+    (`axis` None: `aval` itself), as JAX's."""
+    if axis is None:
+        return aval
+    shape = list(aval.shape)
+    if shape[axis] != size:
+        raise ValueError(f"mapped_aval: axis {axis} of {aval.str_short()} is not of size {size}")
+    del shape[axis]
+    return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+
+
+def unmapped_aval(
+    size: int, axis: int | None, aval: ShapedArray, explicit_mesh_axis=None
+) -> ShapedArray:
+    """`aval` with an axis of length `size` inserted at `axis`: a batch of it (`axis` None:
+    `aval` itself), as JAX's."""
+    if explicit_mesh_axis is not None:
+        raise NotImplementedError(
+            "unmapped_aval(explicit_mesh_axis=...): purejit's abstract values carry no "
+            "sharding; pass explicit_mesh_axis=None"
+        )
+    if axis is None:
+        return aval
+    shape = list(aval.shape)
+    shape.insert(axis, size)
+    return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+
+
+class Effect:
+    """The base class of effects (JAX's `jax.extend.core.Effect`): an effectful abstract
+    evaluation returns instances of its subclasses; any effect keeps the use in the program
+    (`user_primitive_effect`)."""
+
+
 class Primitive:
     """A user-defined primitive, as `jax.extend.core.Primitive`.
 
@@ -255,4 +295,12 @@ def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
     return OpaqueTraceState(current_trace())
 
 
-__all__ = ["OpaqueTraceState", "Primitive", "ShapedArray", "get_opaque_trace_state"]
+__all__ = [
+    "Effect",
+    "OpaqueTraceState",
+    "Primitive",
+    "ShapedArray",
+    "get_opaque_trace_state",
+    "mapped_aval",
+    "unmapped_aval",
+]

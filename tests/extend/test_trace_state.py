@@ -151,3 +151,22 @@ def test_register_exclusion_points_errors_past_library_frames(tmp_path):
         errors._internal_cache.clear()
     assert traceback_util.api_boundary(len) is len
     assert pcore.get_opaque_trace_state is purejit.core.get_opaque_trace_state
+
+
+def test_aval_helpers_match_jax():
+    pc, jc, jx = purejit.core, jax.core, jax.extend.core
+    f4, i4 = np.dtype("f4"), np.dtype("i4")
+    pairs = [
+        (pc.mapped_aval(2, 0, pc.ShapedArray((2, 3), f4)),
+         jx.mapped_aval(2, 0, jc.ShapedArray((2, 3), f4))),
+        (pc.unmapped_aval(4, 1, pc.ShapedArray((2, 3), f4)),
+         jx.unmapped_aval(4, 1, jc.ShapedArray((2, 3), f4))),
+        (pc.ShapedArray((2,), i4).to_tangent_aval(), jc.ShapedArray((2,), i4).to_tangent_aval()),
+        (pc.ShapedArray((2,), f4).at_least_vspace(), jc.ShapedArray((2,), f4).to_tangent_aval()),
+        (pc.get_aval(np.ones(3, f4)), jax.typeof(np.ones(3, f4))),
+    ]  # fmt: skip
+    for got, want in pairs:
+        assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    with pytest.raises(ValueError, match="not of size 5"):
+        pc.mapped_aval(5, 0, pc.ShapedArray((2,), f4))
+    assert issubclass(type("E", (pcore.Effect,), {}), pc.Effect)

@@ -13,6 +13,7 @@ import pytest
 
 import purejit
 import purejit.extend
+import purejit.traceback_util
 import purejit.compat
 
 SOURCE = """\
@@ -134,3 +135,27 @@ def test_equinox_style_primitives_run_in_dropin_mode(library):
     for k, v in got.items():
         assert isinstance(v, purejit.Array), k
         np.testing.assert_allclose(np.asarray(v), want[k], rtol=2e-6, atol=2e-6, err_msg=k)
+
+
+def test_dropin_names_of_the_extension_surface():
+    from purejit.compat import _views
+
+    with purejit.compat.dropin():
+        import jax
+        import jax.core
+        import jax.interpreters.ad as ad
+        from jax._src.traceback_util import register_exclusion
+        from jax._src.tree_util import _registry
+
+        # reached as attributes too (purejit.extend is imported before the view exists)
+        assert jax.extend.core is _views.resolve("jax.extend.core")
+        assert jax.extend.core.Primitive is purejit.extend.core.Primitive
+        assert jax.core.Primitive is purejit.extend.core.Primitive
+        assert jax.core.get_opaque_trace_state is purejit.extend.core.get_opaque_trace_state
+        assert ad.primitive_jvps is purejit.extend.ad.primitive_jvps
+        assert ad.Zero is purejit.extend.ad.Zero and ad.UndefinedPrimal is not None
+        assert jax.interpreters.batching.primitive_batchers is not None
+        assert jax.interpreters.mlir.lower_fun is purejit.extend.mlir.lower_fun
+        assert (
+            tuple in _registry and register_exclusion is purejit.traceback_util.register_exclusion
+        )
