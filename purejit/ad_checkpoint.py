@@ -7,8 +7,9 @@ backward pass recomputes the rest from the inputs, passed through an optimizatio
 so that no compiler pass merges the recomputation back into the forward pass.
 A policy is `policy(prim, *avals, **params) -> bool` (or `Saveable` / `Recompute`, the
 result objects of JAX's policies), asked for every op of the function; `prim.name` is the
-op's name (`"dot_general"`, `"checkpoint_name"`, ...). `print_saved_residuals` lists what a
-reverse-mode derivative of a function keeps for its backward pass.
+op's name (`"dot_general"`, `"checkpoint_name"`, ...); for a user-defined primitive, `prim` is
+the `Primitive` itself and the parameters are its use's, as in JAX. `print_saved_residuals`
+lists what a reverse-mode derivative of a function keeps for its backward pass.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from purejit import numpy as jnp
 from purejit.api import jit
+from purejit.ir.ops.user_primitive import OPS as USER_PRIMITIVE_OPS
+from purejit.ir.ops.user_primitive import lookup_use
 from purejit.autodiff import vjp
 from purejit.tracing import Tracer, aval_of, bind, bind1, trace_to_function
 from purejit.transforms.autodiff._core import register_custom
@@ -36,9 +39,13 @@ class _CheckpointRule:
             return False
         avals = [v.type for v in op.operands]
         params = dict(op.attrs)
+        prim = Prim(op.name)
         if op.name == "checkpoint_name":  # JAX's policies read the name as `name`
             params["name"] = params.pop("label")
-        got = self.policy(Prim(op.name), *avals, **params)
+        if op.name in USER_PRIMITIVE_OPS:  # the user's primitive and parameters, as in JAX
+            use = lookup_use(op.attrs["primitive"])
+            prim, params = use.prim, dict(use.params)
+        got = self.policy(prim, *avals, **params)
         if isinstance(got, Offloadable):
             raise NotImplementedError(
                 f"checkpoint policy {self.name!r} returned {got} for {op.name}: purejit does "

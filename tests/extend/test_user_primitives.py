@@ -247,3 +247,18 @@ def test_defjvp_per_operand_rules():
     ad.defjvp(p, lambda t, x, y: t * y, lambda t, x, y: x * t)
     g = purejit.jit(purejit.grad(lambda x, y: p.bind(x, y).sum(), argnums=(0, 1)))(X, X + 1)
     assert_tree_close((X + 1, X), g)
+
+
+def test_checkpoint_policy_sees_the_primitive():
+    seen = set()
+
+    def policy(prim, *_, **params):
+        seen.add(getattr(prim, "name", None))
+        return prim is P.prims[2]  # save sincos' results only
+
+    g = purejit.jit(purejit.grad(purejit.checkpoint(P.f, policy=policy)))
+    gj = jax.jit(jax.grad(jax.checkpoint(J.f, policy=lambda prim, *_, **__: prim is J.prims[2])))
+    assert_tree_close(gj(X), g(X))
+    assert {"sincos", "scale"} <= seen
+    saved = purejit.ad_checkpoint.saved_residuals(purejit.checkpoint(P.f, policy=policy), X)
+    assert sum(src.startswith("output of user_primitive") for _, src in saved) == 2, saved
