@@ -22,7 +22,9 @@ its inputs are constants or arguments.
 The table holds, per key, an object with `infer(types) -> result types` and
 `reference(arrays) -> arrays` (and what the transformations ask for: `jvp`, `transpose`,
 `batch`); `purejit.extend` fills it. IR text naming a key runs only in the process that
-registered it, as with host callbacks.
+registered it, as with host callbacks. Entries are never dropped: programs kept in caches
+name them by key (a use whose parameters do not hash gets a key of its own each time it is
+bound, so such primitives grow the table with every trace).
 """
 
 from __future__ import annotations

@@ -300,6 +300,7 @@ __all__ = [
     "OpaqueTraceState",
     "Primitive",
     "ShapedArray",
+    "find_top_trace",
     "get_opaque_trace_state",
     "mapped_aval",
     "unmapped_aval",
