@@ -200,6 +200,9 @@ def test_the_op_in_ir_interpreter_text_and_passes():
     ops = [op.name for op in lowered.emitted.walk() if op.name.startswith("user_primitive")]
     assert len([o for o in lowered.traced.ops if o.name == "user_primitive"]) == 3
     assert ops.count("user_primitive") == 1, ir.print_function(lowered.emitted)
+    # on constants it is not folded with its impl: the lowering computes it, as on arguments
+    const = purejit.jit(lambda: P.scale(np.ones(3, np.float32), 2.0)).lower()
+    assert any(op.name == "user_primitive" for op in const.emitted.walk())
 
 
 def test_effectful_primitive_is_kept():
