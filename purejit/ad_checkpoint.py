@@ -5,17 +5,24 @@ The function is traced into the region of a `checkpoint` op. Differentiating it 
 function forward keeping only the values the policy saves (its inputs always); the
 backward pass recomputes the rest from the inputs, passed through an optimization barrier
 so that no compiler pass merges the recomputation back into the forward pass.
-A policy is `policy(prim, *avals, **params) -> bool`, asked for every op of the function;
-`prim.name` is the op's name (`"dot_general"`, `"checkpoint_name"`, ...).
+A policy is `policy(prim, *avals, **params) -> bool` (or `Saveable` / `Recompute`, the
+result objects of JAX's policies), asked for every op of the function; `prim.name` is the
+op's name (`"dot_general"`, `"checkpoint_name"`, ...); for a user-defined primitive, `prim` is
+the `Primitive` itself and the parameters are its use's, as in JAX. `print_saved_residuals`
+lists what a reverse-mode derivative of a function keeps for its backward pass.
 """
 
 from __future__ import annotations
 
 import functools
 import types
-from typing import Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from purejit import numpy as jnp
+from purejit.api import jit
+from purejit.ir.ops.user_primitive import OPS as USER_PRIMITIVE_OPS
+from purejit.ir.ops.user_primitive import lookup_use
+from purejit.autodiff import vjp
 from purejit.tracing import Tracer, aval_of, bind, bind1, trace_to_function
 from purejit.transforms.autodiff._core import register_custom
 from purejit.transforms.autodiff.autodiff import Prim
@@ -32,9 +39,49 @@ class _CheckpointRule:
             return False
         avals = [v.type for v in op.operands]
         params = dict(op.attrs)
+        prim = Prim(op.name)
         if op.name == "checkpoint_name":  # JAX's policies read the name as `name`
             params["name"] = params.pop("label")
-        return bool(self.policy(Prim(op.name), *avals, **params))
+        if op.name in USER_PRIMITIVE_OPS:  # the user's primitive and parameters, as in JAX
+            use = lookup_use(op.attrs["primitive"])
+            prim, params = use.prim, dict(use.params)
+        got = self.policy(prim, *avals, **params)
+        if isinstance(got, Offloadable):
+            raise NotImplementedError(
+                f"checkpoint policy {self.name!r} returned {got} for {op.name}: purejit does "
+                "not offload residuals to host memory; return Saveable (keep it on the "
+                "device) or Recompute"
+            )
+        if got is Saveable or got is Recompute:
+            return got is Saveable
+        return bool(got)
+
+
+class RecomputeType:
+    """The type of `Recompute`."""
+
+    def __repr__(self):
+        return "Recompute"
+
+
+class SaveableType:
+    """The type of `Saveable`."""
+
+    def __repr__(self):
+        return "Saveable"
+
+
+# what a policy may return instead of a bool, as JAX's (jax.ad_checkpoint)
+Recompute = RecomputeType()
+Saveable = SaveableType()
+
+
+class Offloadable(NamedTuple):
+    """A policy's answer "save it in memory `dst` (moved from `src`)": JAX's host offloading,
+    which purejit does not do (a policy returning it raises NotImplementedError)."""
+
+    src: Any
+    dst: Any
 
 
 _rules: dict = {}
@@ -166,4 +213,46 @@ checkpoint_policies = types.SimpleNamespace(
     save_anything_except_these_names=save_anything_except_these_names,
 )
 
-__all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "remat"]
+
+def saved_residuals(f: Callable, *args, **kwargs) -> list[tuple[Any, str]]:
+    """What reverse-mode differentiation of `f` at `args` keeps for the backward pass, under
+    `jit` (purejit's remat plan decides it there): `(abstract value, where it comes from)`
+    per residual, as jax.ad_checkpoint.saved_residuals."""
+    fun = functools.partial(f, **kwargs) if kwargs else f
+
+    def forward(*xs):
+        return vjp(fun, *xs)
+
+    records = jit(forward).lower(*args).residuals
+    out = []
+    for rec in records:
+        if rec.inner:
+            continue
+        for r in rec.saved:
+            src = r.what
+            if r.what.startswith("input "):
+                src = f"from the argument {r.what[len('input ') :]}"
+            elif r.loc:
+                src = f"{r.what} from {r.loc}"
+            out.append((r.type, src))
+    return out
+
+
+def print_saved_residuals(f: Callable, *args, **kwargs) -> None:
+    """Print `saved_residuals(f, *args, **kwargs)`, one residual a line
+    (`f32[3] output of sin from model.py:12`), as jax.ad_checkpoint.print_saved_residuals."""
+    for t, src in saved_residuals(f, *args, **kwargs):
+        print(f"{t} {src}")
+
+
+__all__ = [
+    "Offloadable",
+    "Recompute",
+    "Saveable",
+    "checkpoint",
+    "checkpoint_name",
+    "checkpoint_policies",
+    "print_saved_residuals",
+    "remat",
+    "saved_residuals",
+]

@@ -29,11 +29,20 @@ from purejit.tracing import (
 )
 from purejit.transforms import trace_closed
 from purejit.transforms.autodiff import Zero, eager, evaluate, is_differentiable_dtype
-from purejit.transforms.autodiff._core import instantiate, register_custom, tangent_aval, zeros
+from purejit.transforms.autodiff._core import (
+    CustomVJPPrimal,
+    SymbolicZero,
+    instantiate,
+    intern_custom,
+    register_custom,
+    tangent_aval,
+    zeros,
+)
 from purejit.transforms.autodiff.interpreter import NonDifferentiableError
 from purejit.tree_util import (
     register_pytree_node,
     tree_flatten,
+    tree_map,
     tree_structure,
     tree_unflatten,
 )
@@ -139,12 +148,21 @@ class _EagerCall:
         self.live = any(not isinstance(t, Zero) for t in self.tangents)
         self.diff = [is_differentiable_dtype(aval_of(p).dtype) for p in self.primals]
 
-    def tangents_for_rule(self) -> list:
-        """A tangent per argument: zeros for symbolic ones, float0 for integer arguments."""
-        return [
-            instantiate(t, tangent_aval(aval_of(p))) if d else np.zeros(np.shape(p), float0)
-            for p, t, d in zip(self.primals, self.tangents, self.diff)
-        ]
+    def tangents_for_rule(self, symbolic: bool = False) -> list:
+        """A tangent per argument: zeros for symbolic ones (a `SymbolicZero` if `symbolic`),
+        float0 for integer arguments."""
+        out = []
+        for p, t, d in zip(self.primals, self.tangents, self.diff):
+            if symbolic and (isinstance(t, Zero) or not d):
+                out.append(SymbolicZero(tangent_aval(aval_of(p))))
+            else:
+                out.append(instantiate(t, tangent_aval(aval_of(p))) if d else
+                           np.zeros(np.shape(p), float0))  # fmt: skip
+        return out
+
+    def perturbed(self) -> list[bool]:
+        """Per argument: whether it is differentiated (a nonzero float tangent)."""
+        return [d and not isinstance(t, Zero) for t, d in zip(self.tangents, self.diff)]
 
     def wrap(self, outs, touts) -> list:
         return [
@@ -159,6 +177,7 @@ class _JVPRule:
     def __init__(self, owner, nondiff, in_tree, num_args, out_tree):
         self.owner, self.nondiff, self.in_tree = owner, nondiff, in_tree
         self.num_args, self.out_tree, self.name = num_args, out_tree, owner._name
+        self.symbolic_zeros = owner.symbolic_zeros
 
     def jvp(self, primals, tangents):
         p = tree_unflatten(self.in_tree, primals)
@@ -191,12 +210,15 @@ class _JVPRule:
             if not is_differentiable_dtype(oa.dtype):
                 fixed.append(zeros(oa))  # an integer output's tangent is never read
                 continue
-            ta = aval_of(t)
+            ta = t.aval if isinstance(t, SymbolicZero) else aval_of(t)
             if ta.shape != oa.shape:
                 raise TypeError(
                     f"custom_jvp rule of {self.name!r} returned a tangent of shape {ta.shape} "
                     f"for a primal output of shape {oa.shape}; they must be equal"
                 )
+            if isinstance(t, SymbolicZero):
+                fixed.append(zeros(oa))
+                continue
             fixed.append(t if ta.dtype == oa.dtype else jnp.asarray(t, dtype=oa.dtype))
         return [*o_leaves, *fixed]
 
@@ -213,11 +235,18 @@ class custom_jvp(_Wrapped):
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         super().__init__(fun, nondiff_argnums)
         self.jvp_rule = None
+        self.symbolic_zeros = False
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
-        if symbolic_zeros:
-            raise NotImplementedError("custom_jvp.defjvp(symbolic_zeros=True)")
+        """Set the JVP rule; returns it (so it decorates).
+
+        Args:
+            jvp: `jvp(primals, tangents) -> (primal_out, tangent_out)`.
+            symbolic_zeros: pass a `SymbolicZero` (not an array) for each tangent known to
+                be zero (an argument not differentiated); the rule may also return one.
+        """
         self.jvp_rule = jvp
+        self.symbolic_zeros = bool(symbolic_zeros)
         self._keys.clear()
         return jvp
 
@@ -247,7 +276,7 @@ class custom_jvp(_Wrapped):
             if not call.live:
                 return self(*primal_args)
             rule = _JVPRule(self, nondiff, in_tree, len(leaves), None)
-            got = rule.jvp(call.primals, call.tangents_for_rule())
+            got = rule.jvp(call.primals, call.tangents_for_rule(self.symbolic_zeros))
         n = len(got) // 2
         return tree_unflatten(rule.out_tree, call.wrap(got[:n], got[n:]))
 
@@ -266,10 +295,16 @@ class _VJPRule:
         self.num_args, self.out_tree, self.name = num_args, out_tree, owner._name
         self.res_tree = None
         self.in_avals = None
+        self.symbolic_zeros = owner.symbolic_zeros
 
-    def fwd(self, primals):
-        p = tree_unflatten(self.in_tree, primals)
+    def fwd(self, primals, perturbed=None):
+        """Run the user's fwd on flat primals (`perturbed`: per primal, whether it is
+        differentiated; what fwd sees with symbolic zeros)."""
         self.in_avals = [aval_of(x) for x in primals]
+        if self.symbolic_zeros:
+            flags = [True] * len(primals) if perturbed is None else perturbed
+            primals = [CustomVJPPrimal(x, bool(f)) for x, f in zip(primals, flags)]
+        p = tree_unflatten(self.in_tree, primals)
         res = self.owner.fwd(*self.nondiff, *p)
         if not isinstance(res, (tuple, list)) or len(res) != 2:
             raise TypeError(
@@ -292,6 +327,8 @@ class _VJPRule:
 
     def bwd_flat(self, res, cts):
         r = tree_unflatten(self.res_tree, res)
+        if not self.symbolic_zeros:
+            cts = [instantiate(Zero(c.aval)) if isinstance(c, SymbolicZero) else c for c in cts]
         ct = tree_unflatten(self.out_tree, cts)
         got = self.owner.bwd(*self.nondiff, r, ct)
         want_tree = self.in_tree
@@ -326,7 +363,7 @@ class _VJPRule:
             if g is None:
                 out.append(Zero(a))
                 continue
-            ga = aval_of(g)
+            ga = g.aval if isinstance(g, SymbolicZero) else aval_of(g)
             if ga.shape != a.shape or ga.dtype != a.dtype:
                 raise ValueError(
                     f"Custom VJP bwd rule {self.name!r} must produce an output with the same "
@@ -335,7 +372,7 @@ class _VJPRule:
                     f"{ga.str_short()} corresponding to an input of shape/dtype "
                     f"{a.str_short()}{errors.at(errors.user_location())}"
                 )
-            out.append(_leaf(g))
+            out.append(Zero(a) if isinstance(g, SymbolicZero) else _leaf(g))
         return out
 
 
@@ -351,11 +388,33 @@ class custom_vjp(_Wrapped):
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         super().__init__(fun, nondiff_argnums)
         self.fwd = self.bwd = None
+        self.symbolic_zeros = False
 
-    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False):
-        if symbolic_zeros:
-            raise NotImplementedError("custom_vjp.defvjp(symbolic_zeros=True)")
+    def defvjp(
+        self,
+        fwd: Callable,
+        bwd: Callable,
+        symbolic_zeros: bool = False,
+        optimize_remat: bool = False,
+    ):
+        """Set the forward and backward rules.
+
+        Args:
+            fwd: `fwd(*args) -> (out, residuals)`.
+            bwd: `bwd(residuals, ct_out) -> one cotangent per argument` (None: zero).
+            symbolic_zeros: fwd receives each primal leaf as a `CustomVJPPrimal` (`value`,
+                `perturbed`), and bwd a `SymbolicZero` for each output cotangent known to
+                be zero; bwd may return SymbolicZeros too.
+            optimize_remat: JAX's experimental remat optimisation of fwd; purejit's remat
+                plan keeps what fwd returns, so only False is accepted.
+        """
+        if optimize_remat:
+            raise NotImplementedError(
+                "custom_vjp.defvjp(optimize_remat=True): purejit saves the residuals fwd "
+                "returns (its remat plan never recomputes fwd); pass optimize_remat=False"
+            )
         self.fwd, self.bwd = fwd, bwd
+        self.symbolic_zeros = bool(symbolic_zeros)
         self._keys.clear()
 
     def _eager(self, trace, nondiff, leaves, in_tree):
@@ -370,7 +429,7 @@ class custom_vjp(_Wrapped):
                     f"({self._name!r}); use reverse mode (grad, vjp) or define it with custom_jvp"
                 )
             rule = _VJPRule(self, nondiff, in_tree, len(leaves), None)
-            outs, res = rule.fwd(call.primals)
+            outs, res = rule.fwd(call.primals, call.perturbed())
             try:
                 # the rule's state (structures, input types) is part of the key
                 avals = tuple(rule.in_avals)
@@ -497,4 +556,139 @@ def closure_convert(fun: Callable, *example_args):
     return converted, consts
 
 
-__all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp", "np"]
+def zero_from_primal(val, symbolic_zeros: bool = False):
+    """The zero tangent of each leaf of `val`: a `SymbolicZero` if `symbolic_zeros`, else
+    an array of zeros (float0 for integer leaves), as jax.custom_derivatives'."""
+
+    def zero(x):
+        t = tangent_aval(aval_of(_leaf(x)))
+        if symbolic_zeros:
+            return SymbolicZero(t)
+        return np.zeros(t.shape, float0) if t.dtype == float0 else jnp.zeros(t.shape, t.dtype)
+
+    return tree_map(zero, val)
+
+
+def custom_vjp_primal_tree_values(tree):
+    """`tree` with each `CustomVJPPrimal` leaf (what a symbolic-zeros fwd receives) replaced
+    by its value; TypeError for any other leaf, as JAX's."""
+
+    def value(leaf):
+        if type(leaf) is not CustomVJPPrimal:
+            raise TypeError(f"unexpected leaf type {type(leaf)}")
+        return leaf.value
+
+    return tree_map(value, tree)
+
+
+class _LinearCallRule:
+    """The rule of `linear_call`s of one (fun, fun_transpose, argument structure and types):
+    operands `[*residuals, *linear args, *captures]`. Its JVP is the call again on the
+    tangents of the linear arguments; its transpose is a `linear_call` of `fun_transpose`
+    (with `fun` as that one's transpose)."""
+
+    symbolic_zeros = True  # residual tangents must be zero: the rule checks they are
+
+    def __init__(self, fun, fun_t, res_tree, lin_tree, out_tree, name):
+        self.fun, self.fun_t = fun, fun_t
+        self.res_tree, self.lin_tree, self.out_tree = res_tree, lin_tree, out_tree
+        self.num_res = res_tree.num_leaves
+        self.num_args = self.num_res + lin_tree.num_leaves
+        self.name = name
+
+    def _call(self, res, lin) -> list:
+        got = linear_call(
+            self.fun,
+            self.fun_t,
+            tree_unflatten(self.res_tree, list(res)),
+            tree_unflatten(self.lin_tree, list(lin)),
+        )
+        return tree_flatten(got)[0]
+
+    def jvp(self, primals, tangents):
+        nr = self.num_res
+        if any(not isinstance(t, SymbolicZero) for t in tangents[:nr]):
+            raise NotImplementedError(
+                f"linear_call {self.name!r}: a residual argument is being differentiated; "
+                "linear_call is linear in its linear arguments only (pass values that "
+                "depend on the differentiated inputs as linear arguments)"
+            )
+        lin_ts = [instantiate(Zero(t.aval)) if isinstance(t, SymbolicZero) else t
+                  for t in tangents[nr:]]  # fmt: skip
+        res = primals[:nr]
+        return [*self._call(res, primals[nr:]), *self._call(res, lin_ts)]
+
+    def transpose(self, cts, operands):
+        nr, n = self.num_res, self.num_args
+        res = list(operands[:nr])
+        cts = [instantiate(c) for c in cts]
+        got = linear_call(
+            self.fun_t,
+            self.fun,
+            tree_unflatten(self.res_tree, res),
+            tree_unflatten(self.out_tree, cts),
+        )
+        leaves, tree = tree_flatten(got)
+        if tree != self.lin_tree:
+            raise TypeError(
+                f"linear_call {self.name!r}: transpose output pytree structure must match that "
+                f"of linear inputs, got output structure {tree} and input structure "
+                f"{self.lin_tree}."
+            )
+        return [None] * nr + [_leaf(x) for x in leaves] + [None] * (len(operands) - n)
+
+
+def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_args):
+    """`fun(residual_args, linear_args)`, a function linear in `linear_args`, whose transpose
+    is `fun_transpose(residual_args, cotangents)`, as jax.custom_derivatives.linear_call.
+
+    Differentiating it gives the call again on the tangents of `linear_args` (residuals are
+    not differentiated); transposing it calls `fun_transpose`, so reverse mode uses the
+    transpose the user wrote instead of transposing `fun`'s ops.
+    """
+    res_leaves, res_tree = tree_flatten(residual_args)
+    lin_leaves, lin_tree = tree_flatten(linear_args)
+    leaves = [_leaf(x) for x in [*res_leaves, *lin_leaves]]
+    if current_trace() is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
+        return fun(residual_args, linear_args)  # nothing differentiates or traces it
+    nr = len(res_leaves)
+    box = {}
+
+    def flat(*xs):
+        r = tree_unflatten(res_tree, list(xs[:nr]))
+        x = tree_unflatten(lin_tree, list(xs[nr:]))
+        out_leaves, box["out_tree"] = tree_flatten(fun(r, x))
+        return [_leaf(o) for o in out_leaves]
+
+    avals = tuple(aval_of(x) for x in leaves)
+    name = getattr(fun, "__name__", "linear_call")
+    traced = trace_to_function(flat, list(avals), name=name)
+    out_tree = box["out_tree"]
+
+    def make():
+        return _LinearCallRule(fun, fun_transpose, res_tree, lin_tree, out_tree, name)
+
+    try:
+        identity = (fun, fun_transpose, res_tree, lin_tree, out_tree, avals)
+        hash(identity)
+    except TypeError:
+        key = register_custom("custom_jvp", name, make())
+    else:
+        key = intern_custom("custom_jvp", name, identity, make)
+    outs = bind("custom_jvp_call", *leaves, *traced.captures, regions=[traced.fn], rule=key,
+                weak=tuple(a.weak_type for a in traced.out_avals))  # fmt: skip
+    return tree_unflatten(out_tree, list(outs))
+
+
+__all__ = [
+    "CustomVJPPrimal",
+    "SymbolicZero",
+    "closure_convert",
+    "custom_gradient",
+    "custom_jvp",
+    "custom_vjp",
+    "custom_vjp_primal_tree_values",
+    "linear_call",
+    "np",
+    "zero_from_primal",
+]

@@ -15,6 +15,9 @@ from purejit.config import config
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PKG_DIRS = (_HERE,) + tuple(os.path.join(os.path.dirname(_HERE), d) for d in ("ir", "passes"))
 _SKIP = ("contextlib.py", "functools.py", "<frozen")
+# files and folders a library marks as its own (`traceback_util.register_exclusion`): their
+# frames are not the user's either
+_EXCLUDED: list[str] = []
 
 
 _internal_cache: dict[str, bool] = {}
@@ -25,8 +28,16 @@ def _internal(filename: str) -> bool:
     if hit is None:
         f = os.path.abspath(filename)
         hit = f.startswith(_PKG_DIRS) or any(s in filename for s in _SKIP)
+        hit = hit or any(f.startswith(p) for p in _EXCLUDED)
         _internal_cache[filename] = hit
     return hit
+
+
+def exclude_path(path: str) -> None:
+    """Treat frames from `path` (a file, or a folder and everything below it) as library
+    code: error locations and warnings point past them, at the user's line."""
+    _EXCLUDED.append(os.path.abspath(path))
+    _internal_cache.clear()
 
 
 def _outside(f):

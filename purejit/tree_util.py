@@ -13,6 +13,7 @@ As in `jax.tree_util`: classes register with `register_pytree_node`,
 from __future__ import annotations
 
 import collections
+import collections.abc
 import dataclasses
 import functools
 from typing import Any, Callable, Hashable, NamedTuple
@@ -28,6 +29,34 @@ class _NodeType(NamedTuple):
 
 
 _REGISTRY: dict[type, _NodeType] = {}
+
+
+class _RegistryEntry(NamedTuple):
+    """A registered node type as `jax._src.tree_util._registry` gives it."""
+
+    to_iter: Callable[[Any], tuple[list, Hashable]]
+    from_iter: Callable[[Hashable, list], Any]
+
+
+class _RegistryView(collections.abc.Mapping):
+    """The registered node types, read only, under JAX's private name `_registry` (libraries
+    test `type(x) in _registry` and read `_registry[t].from_iter`)."""
+
+    def __getitem__(self, t):
+        node = _REGISTRY[t]
+        return _RegistryEntry(node.flatten, node.unflatten)
+
+    def __iter__(self):
+        return iter(list(_REGISTRY))
+
+    def __len__(self):
+        return len(_REGISTRY)
+
+    def __contains__(self, t):
+        return t in _REGISTRY
+
+
+_registry = _RegistryView()
 
 
 def register_pytree_node(cls: type, flatten_func, unflatten_func) -> None:

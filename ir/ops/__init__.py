@@ -19,3 +19,4 @@ from purejit.ir.ops import fft, linalg  # noqa: F401, E402
 from purejit.ir.ops import random  # noqa: F401, E402
 from purejit.ir.ops import attention  # noqa: F401, E402
 from purejit.ir.ops import call  # noqa: F401, E402
+from purejit.ir.ops import user_primitive  # noqa: F401, E402

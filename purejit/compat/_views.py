@@ -26,6 +26,14 @@ _INTERNAL = {
     "jax._src.dtypes": "purejit.dtypes",
     "jax._src.tree_util": "purejit.tree_util",
     "jax._src.flatten_util": "purejit.flatten_util",
+    "jax._src.traceback_util": "purejit.traceback_util",
+    # user-defined primitives and their rule tables
+    "jax.extend": "purejit.extend",
+    "jax.extend.core": "purejit.extend.core",
+    "jax.interpreters": "purejit.extend",
+    "jax.interpreters.ad": "purejit.extend.ad",
+    "jax.interpreters.batching": "purejit.extend.batching",
+    "jax.interpreters.mlir": "purejit.extend.mlir",
 }
 # JAX module names whose purejit module has another name
 _RENAMED = {
@@ -81,7 +89,12 @@ class View(types.ModuleType):
     def __getattr__(self, attr: str):
         source = self.__dict__.get("_purejit_source")
         if source is not None and not attr.startswith("__") and hasattr(source, attr):
-            return getattr(source, attr)
+            value = getattr(source, attr)
+            child = f"{self.__name__}.{attr}"
+            # a submodule imported after this view was made: its view, not purejit's module
+            if isinstance(value, types.ModuleType) and _mapped_name(child) == value.__name__:
+                return resolve(child)
+            return value
         if not attr.startswith("__"):
             child = f"{self.__name__}.{attr}"
             if _mapped_name(child) is not None:

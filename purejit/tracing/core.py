@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from purejit import dtypes as pdt
 from purejit import errors
 from purejit.ir import Function, IRTypeError, TensorType, get_op
 from purejit.tracing import context
@@ -48,6 +49,17 @@ class ShapedArray:
         """None: purejit's abstract values carry no sharding (arrays and jit's in/out
         shardings do), JAX's "unspecified"."""
         return None
+
+    def to_tangent_aval(self) -> "ShapedArray":
+        """The abstract value of this one's tangents, as JAX's: the same for inexact
+        dtypes, float0 (no data) for integers and booleans."""
+        if pdt.is_inexact(self.dtype):
+            return ShapedArray(self.shape, self.dtype, self.weak_type)
+        return ShapedArray(self.shape, pdt.float0)
+
+    def at_least_vspace(self) -> "ShapedArray":
+        """`to_tangent_aval()`, under the name older JAX and libraries use."""
+        return self.to_tangent_aval()
 
     def str_short(self) -> str:
         s = str(self.type)

@@ -290,6 +290,27 @@ func @f(%0: f32[2,4,4,8], %1: f32[2,4,2,8], %2: f32[2,4,2,8], %3: f32[1,4,4,4], 
 })  # fmt: skip
 
 
+def _user_primitive_examples() -> dict[str, str]:
+    """`user_primitive(_effect)`: their key names a primitive bound in this process, so the
+    text comes from binding one (a pure one, and one declared with an effect)."""
+    import purejit
+    from purejit.extend import core, mlir
+
+    out = {}
+    for op, effect in (("user_primitive", False), ("user_primitive_effect", True)):
+        p = core.Primitive(f"{op}_example")
+        p.def_impl(lambda x: -x)
+        aval = (lambda x: (x, {"io"})) if effect else (lambda x: x)
+        (p.def_effectful_abstract_eval if effect else p.def_abstract_eval)(aval)
+        mlir.register_lowering(p, mlir.lower_fun(lambda x: -x, multiple_results=False))
+        x = np.zeros(3, np.float32)
+        out[op] = print_function(purejit.jit(lambda x, p=p: p.bind(x)).lower(x).traced)
+    return out
+
+
+TEXT_EXAMPLES.update(_user_primitive_examples())
+
+
 def example(name: str):
     """One verified function using op `name`, or None."""
     if name in _CASES:

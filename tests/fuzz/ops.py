@@ -786,6 +786,8 @@ NOT_GENERATED = {
     "mode); tests/nn/test_attention.py checks it against JAX",
     "dot_product_attention_bwd": "made by differentiating dot_product_attention (reverse "
     "mode); tests/nn/test_attention.py checks it against JAX",
+    "user_primitive_effect": "a user-defined primitive declared with effects: JAX needs an "
+    "effect type registered for it; tests/extend/test_user_primitives.py checks it is kept",
 }
 
 
@@ -1057,6 +1059,58 @@ for _n, _ir, _f in [
             tags=("transform",),
         )
     )
+
+_USER_PRIMS: dict = {}
+
+
+def _user_prim(L):
+    """A primitive defined through the library's extension API (`jax.extend.core.Primitive`
+    and `jax.interpreters`, or `purejit.extend`): tanh with a JVP, a batching rule and a
+    lowering written as a function of lax ops (Equinox's way)."""
+    if id(L) in _USER_PRIMS:
+        return _USER_PRIMS[id(L)]
+    if L.lax.__name__.startswith("jax"):
+        import jax.extend.core as core
+        import jax.interpreters.ad as ad
+        import jax.interpreters.batching as batching
+        import jax.interpreters.mlir as mlir
+    else:
+        from purejit.extend import ad, batching, core, mlir
+    p = core.Primitive("fuzz_tanh")
+    p.def_impl(lambda x: L.lax.tanh(x))
+    p.def_abstract_eval(lambda x: x)
+
+    def jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        y = p.bind(x)
+        one = L.lax.convert_element_type(1, y.dtype)
+        return y, L.lax.mul(t, L.lax.sub(one, L.lax.mul(y, y)))
+
+    ad.primitive_jvps[p] = jvp
+    batching.primitive_batchers[p] = lambda xs, dims: (p.bind(xs[0]), dims[0])
+    mlir.register_lowering(p, mlir.lower_fun(lambda x: L.lax.tanh(x), multiple_results=False))
+    _USER_PRIMS[id(L)] = p
+    return p
+
+
+def _user_primitive(L, p, x):
+    prim = _user_prim(L)
+    if p["grad"]:
+        return L.grad(lambda v: L.np.sum(L.lax.convert_element_type(prim.bind(v), "float32")))(x)
+    return prim.bind(x)
+
+
+_add(
+    Spec(
+        "user_primitive",
+        ("user_primitive",),
+        1,
+        "f",
+        _user_primitive,
+        params=lambda draw, t: {"grad": draw("user_primitive_grad", [True, False])},
+        tags=("transform",),
+    )
+)
 
 _add(
     Spec(

@@ -43,6 +43,18 @@ NOT_HERE = {
 }
 
 
+def _effectful_sin():
+    """sin as a user-defined primitive declared with an effect, with a JVP rule."""
+    from purejit.extend import ad, core, mlir
+
+    p = core.Primitive("effectful_sin")
+    p.def_impl(jnp.sin)
+    p.def_effectful_abstract_eval(lambda x: (x, {"io"}))
+    ad.primitive_jvps[p] = lambda xs, ts: (p.bind(xs[0]), jnp.cos(xs[0]) * ts[0])
+    mlir.register_lowering(p, mlir.lower_fun(jnp.sin, multiple_results=False))
+    return p
+
+
 def _cases():
     """Hand-written applications for ops the fuzzer does not generate: name -> (ir, f, args)."""
     c = np.array([0.5, -1.0, 2.0], np.float32)
@@ -67,7 +79,11 @@ def _cases():
         bits = purejit.lax.bitcast_convert_type(x, np.float32)  # zero derivative, as JAX
         return purejit.lax.convert_element_type(h * h, np.float32) + bits * x
 
+    def effectful(x):
+        return _effectful_sin().bind(x) * x
+
     return {
+        "user_primitive_effect": (("user_primitive_effect",), effectful, (c,)),
         "convert/bitcast": (("convert", "bitcast_convert"), converts, (c,)),
         "real/imag": (("real", "imag"), complex_parts, (c,)),
         "custom_jvp": (("custom_jvp_call",), custom, (c,)),

@@ -12,3 +12,4 @@ from purejit.backend.lowering import autodiff  # noqa: F401
 from purejit.backend.lowering import random  # noqa: F401, E402
 from purejit.backend.lowering import attention  # noqa: F401, E402
 from purejit.backend.lowering import call  # noqa: F401, E402
+from purejit.backend.lowering import user_primitive  # noqa: F401, E402

@@ -26,6 +26,7 @@ from purejit.transforms.autodiff import (  # noqa: F401  (registers the rules)
     shape,
     sort,
     attention,
+    user_primitive,
 )
 from purejit.transforms.autodiff._core import (
     JVP_RULES,

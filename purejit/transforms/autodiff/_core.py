@@ -34,6 +34,11 @@ class Zero:
 
     aval: ShapedArray
 
+    @staticmethod
+    def from_primal_value(val) -> "Zero":
+        """The symbolic zero tangent of a primal value (JAX's `ad.Zero.from_primal_value`)."""
+        return Zero(tangent_aval(aval_of(val)))
+
 
 @dataclass(frozen=True)
 class UndefinedPrimal:
@@ -48,6 +53,37 @@ class Unsupported:
 
     aval: ShapedArray
     message: str
+
+
+class SymbolicZero:
+    """A zero tangent or cotangent as a user's custom rule sees it (`custom_jvp.defjvp` /
+    `custom_vjp.defvjp` with `symbolic_zeros=True`), as jax.custom_derivatives.SymbolicZero:
+    the attributes of its abstract value (`shape`, `dtype`, `ndim`...) read through."""
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return "SymbolicZero"
+
+    def __getattr__(self, name):
+        if name == "aval" or name.startswith("__"):  # not yet set (copy, pickle)
+            raise AttributeError(name)
+        return getattr(self.aval, name)
+
+    @staticmethod
+    def from_primal_value(val) -> "SymbolicZero":
+        """The symbolic zero tangent of a primal value."""
+        return SymbolicZero(tangent_aval(aval_of(val)))
+
+
+@dataclass(slots=True)
+class CustomVJPPrimal:
+    """A primal leaf as a custom_vjp's fwd sees it with `symbolic_zeros=True`: its `value`
+    and whether it is `perturbed` (differentiated), as jax.custom_derivatives'."""
+
+    value: object
+    perturbed: bool
 
 
 @dataclass

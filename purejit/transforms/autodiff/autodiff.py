@@ -24,6 +24,7 @@ from purejit.transforms.autodiff import remat
 from purejit.transforms.autodiff._core import (
     CUSTOM_RULES,
     LINEAR_OPS,
+    SymbolicZero,
     Zero,
     aval,
     defjvp,
@@ -92,16 +93,22 @@ def _custom_jvp_jvp(ctx, primals, tangents, attrs, regions):
     ps = _explicit(rule, primals)
     p_avals = [aval(p) for p in ps]
     diff = [is_differentiable_dtype(a.dtype) for a in p_avals]
-    t_avals = [a for a, d in zip(p_avals, diff) if d]
+    # with symbolic zeros the rule sees a SymbolicZero for each tangent known to be zero
+    sz = getattr(rule, "symbolic_zeros", False)
+    live = [d and not (sz and isinstance(t, Zero)) for t, d in zip(tangents, diff)]
+    t_avals = [a for a, lv in zip(p_avals, live) if lv]
     n = len(ps)
 
     def flat(*args):
         it = iter(args[n:])
-        ts = [next(it) if d else np.zeros(a.shape, float0) for a, d in zip(p_avals, diff)]
+        ts = [
+            next(it) if lv else SymbolicZero(tangent_aval(a)) if sz else np.zeros(a.shape, float0)
+            for a, lv in zip(p_avals, live)
+        ]
         return rule.jvp(list(args[:n]), ts)
 
     fn, caps = _trace_rule(flat, p_avals + t_avals, rule.name + "_jvp")
-    ts = [instantiate(t, tangent_aval(a)) for t, a, d in zip(tangents, p_avals, diff) if d]
+    ts = [instantiate(t, tangent_aval(a)) for t, a, lv in zip(tangents, p_avals, live) if lv]
     got = interp.evaluate(fn, [*ps, *ts, *caps])
     m = len(regions[0].results)
     outs, touts = got[:m], got[m:]
@@ -137,9 +144,13 @@ def _custom_vjp_jvp(ctx, primals, tangents, attrs, regions):
     ps = _explicit(rule, primals)
     p_avals = [aval(p) for p in ps]
     box = []
+    perturbed = [
+        is_differentiable_dtype(a.dtype) and not isinstance(t, Zero)
+        for t, a in zip(tangents, p_avals)
+    ]
 
     def flat(*args):
-        outs, res = rule.fwd(list(args))
+        outs, res = rule.fwd(list(args), perturbed)
         box.append(len(outs))
         return [*outs, *res]
 
@@ -173,7 +184,11 @@ def _custom_lin_t(cts, operands, attrs, regions):
     rule = CUSTOM_RULES[attrs["rule"]]
     n = attrs["num_res"]
     res, lin = operands[:n], operands[n:]
-    cts = [instantiate(c, aval(c)) if isinstance(c, Zero) else c for c in cts]
+    sz = getattr(rule, "symbolic_zeros", False)
+    cts = [
+        (SymbolicZero(c.aval) if sz else instantiate(c, aval(c))) if isinstance(c, Zero) else c
+        for c in cts
+    ]
     got = rule.bwd_flat(list(res), cts)  # one cotangent (or Zero) per float input
     return [*[None] * n, *got[: len(lin)]]
 

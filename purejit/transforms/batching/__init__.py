@@ -40,6 +40,7 @@ from purejit.transforms.batching import (  # noqa: F401  (each registers its fam
     reduce,
     shape,
     sort,
+    user_primitive,
 )
 
 __all__ = [

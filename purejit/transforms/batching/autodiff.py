@@ -18,11 +18,13 @@ from purejit.tracing import ShapedArray, aval_of, bind
 from purejit.transforms._ir_eval import trace_closed
 from purejit.transforms.autodiff._core import (
     CUSTOM_RULES,
+    SymbolicZero,
     UndefinedPrimal,
     Zero,
     instantiate,
     intern_custom,
     is_differentiable_dtype,
+    tangent_aval,
 )
 from purejit.transforms.batching.core import (
     batch_function,
@@ -88,6 +90,7 @@ class _BatchedJVP:
     def __init__(self, rule, axis, dims):
         self.rule, self.axis, self.dims = rule, axis, list(dims)
         self.num_args, self.name = rule.num_args, f"{rule.name}_vmap"
+        self.symbolic_zeros = getattr(rule, "symbolic_zeros", False)
         if getattr(rule, "transpose", None) is not None:
             self.transpose = self._transpose  # the rule transposes itself: so does its batch
 
@@ -135,11 +138,18 @@ class _BatchedJVP:
         pdims = self.dims[:n]
         per = [_per_example(p, d) for p, d in zip(primals, pdims)]
         # an integer input's tangent comes as a host array of float0, which has no aval
-        live = [i for i, t in enumerate(tangents) if np.dtype(_dtype_of(t)) != pdt.float0]
+        live = [
+            i
+            for i, t in enumerate(tangents)
+            if not isinstance(t, SymbolicZero) and np.dtype(_dtype_of(t)) != pdt.float0
+        ]
 
         def one(*xs):
             it = iter(xs[n:])
-            ts = [next(it) if i in live else np.zeros(per[i].shape, pdt.float0) for i in range(n)]
+            ts = [
+                next(it) if i in live else _zero_per_example(t, per[i])
+                for i, t in enumerate(tangents)
+            ]
             return self.rule.jvp(list(xs[:n]), ts)
 
         closed = _trace_per_example(one, per + [per[i] for i in live], self.name)
@@ -147,6 +157,13 @@ class _BatchedJVP:
         ds = [*pdims, *[pdims[i] for i in live], *[None] * len(closed.captures)]
         outs, odims = batch_function(closed.fn, ins, ds, axis)
         return _all_front(axis, outs, odims)
+
+
+def _zero_per_example(t, per: ShapedArray):
+    """A zero tangent of one example: symbolic if the batched one is."""
+    if isinstance(t, SymbolicZero):
+        return SymbolicZero(tangent_aval(per))
+    return np.zeros(per.shape, pdt.float0)
 
 
 def _dtype_of(x):
@@ -162,15 +179,16 @@ class _BatchedVJP:
         self.num_args, self.name = rule.num_args, f"{rule.name}_vmap"
         self.res_dims = res_dims
         self.in_avals = None
+        self.symbolic_zeros = getattr(rule, "symbolic_zeros", False)
 
-    def fwd(self, primals):
+    def fwd(self, primals, perturbed=None):
         n, axis = len(primals), self.axis
         pdims = self.dims[:n]
         per = [_per_example(p, d) for p, d in zip(primals, pdims)]
         box = []
 
         def one(*xs):
-            outs, res = self.rule.fwd(list(xs))
+            outs, res = self.rule.fwd(list(xs), perturbed)
             box.append(len(outs))
             return [*outs, *res]
 
@@ -188,13 +206,20 @@ class _BatchedVJP:
         axis = self.axis
         # residuals and cotangents (of the batched op's results) all carry the batch first
         res_per = [_per_example(r, 0) for r in res]
+        # a symbolic zero cotangent stays symbolic: the user's bwd sees one per example
+        zero = [isinstance(c, SymbolicZero) for c in cts]
+        per_zero = [SymbolicZero(ShapedArray(c.shape[1:], c.dtype)) if z else None
+                    for c, z in zip(cts, zero)]  # fmt: skip
+        cts = [c for c, z in zip(cts, zero) if not z]
         ct_per = [_per_example(c, 0) for c in cts]
         ct_dims = [0] * len(cts)
         per_in = self.per_in
         floats = [i for i, a in enumerate(per_in) if is_differentiable_dtype(a.dtype)]
 
         def one(*xs):
-            got = self.rule.bwd_flat(list(xs[: len(res)]), list(xs[len(res) :]))
+            it = iter(xs[len(res) :])
+            per_cts = [pz if z else next(it) for pz, z in zip(per_zero, zero)]
+            got = self.rule.bwd_flat(list(xs[: len(res)]), per_cts)
             out = []
             for g, i in zip(got, floats):
                 a = per_in[i]
