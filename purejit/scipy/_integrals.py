@@ -47,12 +47,13 @@ def _tiny(x) -> float:
     return float(np.finfo(np.dtype(x.dtype).type(0).real.dtype).tiny) * 1e3
 
 
-def iterate(step, init, done):
-    """Run `step(i, *carry) -> (carry, done)` until every element of `done` is set (or
-    _MAX_ITER steps); an element's carry is frozen from the step where it converged."""
+def iterate(step, init, done, max_iter: int = _MAX_ITER):
+    """Run `step(i, *carry) -> (carry, done)` for i = 1, 2, ... until every element of `done`
+    is set (or `max_iter` steps); an element's carry is frozen from the step where it
+    converged."""
 
     def cond(state):
-        return (state[0] < _MAX_ITER) & ~jnp.all(state[1])
+        return (state[0] < max_iter) & ~jnp.all(state[1])
 
     def body(state):
         i, finished, *carry = state

@@ -541,3 +541,9 @@ from purejit.scipy._integrals import exp1, expi, expn, fresnel, sici, spence  # 
 
 __all__ += ["dawsn", "erfcx", "exp1", "expi", "expn", "fresnel", "owens_t", "sici", "spence",
             "wofz"]  # fmt: skip
+from purejit.scipy._hypergeometric import hyp1f1, hyp2f1  # noqa: E402
+
+__all__ += ["hyp1f1", "hyp2f1"]
+from purejit.scipy._recurrences import bernoulli, bessel_jn, sph_harm_y  # noqa: E402
+
+__all__ += ["bernoulli", "bessel_jn", "sph_harm_y"]
