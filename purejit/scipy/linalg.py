@@ -19,6 +19,7 @@ from purejit.numpy._core import broadcast_to
 from purejit.numpy._shape import concatenate, expand_dims, swapaxes
 from purejit.scipy._decompositions import eigh_tridiagonal, polar, qr_multiply
 from purejit.scipy._matrix_functions import expm, expm_frechet
+from purejit.scipy._schur_forms import funm, hessenberg, rsf2csf, schur, solve_sylvester, sqrtm
 
 __all__ = [
     "block_diag",
@@ -27,12 +28,18 @@ __all__ = [
     "eigh_tridiagonal",
     "expm",
     "expm_frechet",
+    "funm",
+    "hessenberg",
     "lu",
     "lu_factor",
     "lu_solve",
     "polar",
     "qr_multiply",
+    "rsf2csf",
+    "schur",
+    "solve_sylvester",
     "solve_triangular",
+    "sqrtm",
 ]
 
 
