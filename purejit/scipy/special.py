@@ -2,8 +2,8 @@
 
 erf, erfinv and gammaln are the IR's `erf`, `erf_inv` and `lgamma` ops (XLA's
 approximations, as JAX's). The IR has no erfc or digamma op, so they are computed here:
-erfc by the Chebyshev-fitted rational form of Numerical Recipes (`erfcc`, relative error
-below 1.2e-7 for every x: float32 accuracy, not float64's), digamma by the recurrence
+erfc as exp(-x^2) erfcx(|x|), erfcx being Weideman's rational approximation of the Faddeeva
+function (relative error about 3e-14; see _error_functions), digamma by the recurrence
 psi(x) = psi(x + 6) - sum 1/(x + k), the asymptotic series at x + 6 and reflection for
 x < 0.5. ndtri is sqrt(2) * erfinv(2p - 1), which loses relative accuracy for p below ~1e-3
 (JAX uses Cephes' rational approximations there).
@@ -51,6 +51,7 @@ from purejit.numpy._reductions import all as _all
 from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._shape import expand_dims
 from purejit.numpy._elementwise import bessel_ie
+from purejit.scipy._error_functions import dawsn, erfcx, owens_t, wofz
 from purejit.scipy._gamma import _c, _here, _inexact
 from purejit.scipy._gamma import digamma, gamma, gammaln, gammasgn
 
@@ -109,21 +110,14 @@ def erfinv(x):
     return lax.erf_inv(_inexact("erfinv", x, real=False))
 
 
-_ERFCC = (
-    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
-    1.48851587, -0.82215223, 0.17087277,
-)  # fmt: skip
-
-
 def erfc(x):
-    """The complementary error function 1 - erf(x), accurate in the tails."""
+    """The complementary error function 1 - erf(x), accurate in the tails:
+    exp(-x^2) erfcx(|x|) (2 minus it for x < 0), and exp(-z^2) w(iz) for complex z."""
     x = _inexact("erfc", x, real=False)
+    if x.dtype.kind == "c":
+        return exp(-x * x) * wofz(x * _c(x, 1j))
     z = abs(x)
-    t = 1 / (1 + _c(x, 0.5) * z)
-    poly = _c(x, _ERFCC[-1])
-    for coef in reversed(_ERFCC[:-1]):
-        poly = _c(x, coef) + t * poly
-    r = t * exp(-z * z + poly)
+    r = exp(-z * z) * erfcx(z)
     return where(x >= 0, r, 2 - r)
 
 
@@ -536,7 +530,6 @@ def polygamma(n, x):
 
 # ---- the integrals, the Faddeeva family, hypergeometric and recurrence-built functions -------
 
-from purejit.scipy._error_functions import dawsn, erfcx, owens_t, wofz  # noqa: E402
 from purejit.scipy._integrals import exp1, expi, expn, fresnel, sici, spence  # noqa: E402
 
 __all__ += ["dawsn", "erfcx", "exp1", "expi", "expn", "fresnel", "owens_t", "sici", "spence",
