@@ -28,6 +28,13 @@ svd(a) {full_matrices, compute_uv} -> (s, u, vt) or (s,)
 eig(a) {compute_left_eigenvectors, compute_right_eigenvectors} -> (w, [vl], [vr])
     Eigenvalues (complex) of general square matrices and, when asked, the left and right
     eigenvectors (complex, unit 2-norm, largest component real), as LAPACK geev returns them.
+hessenberg(a) -> (h, q)
+    The Hessenberg form a = q h q^H: h zero below its first subdiagonal, q unitary (LAPACK
+    gehrd and orghr).
+schur(a) -> (t, z)
+    The Schur form a = z t z^H, z unitary: t upper triangular for complex a, quasi upper
+    triangular for real a (2 x 2 diagonal blocks hold complex-conjugate eigenvalue pairs),
+    as LAPACK gees returns it (unsorted).
 
 Eigen- and singular vectors are unique only up to a phase; the NumPy reference rules use
 NumPy's LAPACK and may differ from the compiled program there.
@@ -37,6 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 from purejit.ir.core import TensorType
+from purejit.ir.ops import _schur_reference
 from purejit.ir.ops._util import int_attr, nargs, need_attrs
 from purejit.ir.registry import OpDef, fail, register
 
@@ -478,5 +486,59 @@ register(
         _PURE,
         attrs=EIG_ATTRS,
         doc="eig(a) {compute_left_eigenvectors, compute_right_eigenvectors} -> (w, [vl], [vr])",
+    )
+)
+
+# hessenberg and schur --------------------------------------------------------------------------
+
+
+def _square_pair_infer(name):
+    def infer(types, attrs, regions):
+        nargs(name, types, 1)
+        _matrix(name, types[0], square=True)
+        return [types[0], types[0]]
+
+    return infer
+
+
+def _hessenberg_ref(args, attrs, regions, run):
+    (a,) = args
+    if a.size == 0:
+        return [a.copy(), a.copy()]
+    return _each_matrix(
+        lambda x: tuple(r.astype(x.dtype) for r in _schur_reference.hessenberg(x)), a
+    )
+
+
+def _schur_ref(args, attrs, regions, run):
+    (a,) = args
+    if a.size == 0:
+        return [a.copy(), a.copy()]
+
+    def one(x):
+        out = _schur_reference.schur(x)
+        if out is None:
+            return _nan_fill([x, x])
+        return tuple(r.astype(x.dtype) for r in out)
+
+    return _each_matrix(one, a)
+
+
+register(
+    OpDef(
+        "hessenberg",
+        _square_pair_infer("hessenberg"),
+        _hessenberg_ref,
+        _PURE,
+        doc="hessenberg(a) -> (h, q): a = q h q^H, h upper Hessenberg",
+    )
+)
+register(
+    OpDef(
+        "schur",
+        _square_pair_infer("schur"),
+        _schur_ref,
+        _PURE,
+        doc="schur(a) -> (t, z): a = z t z^H, t (quasi) upper triangular",
     )
 )

@@ -1,7 +1,8 @@
 """purejit.scipy: the parts of `jax.scipy` JAX users call most.
 
-special: logsumexp, softmax, erf, erfc, erfinv, gammaln, digamma, xlogy, xlog1py,
-         expit, logit, ndtr, ndtri
+special: every function of jax.scipy.special (the gamma family, error functions and the
+         Faddeeva family, exponential/sine/cosine/Fresnel integrals, hypergeometric
+         functions, Bessel functions, spherical harmonics, ...)
 linalg:  cho_factor, cho_solve, solve_triangular, lu, lu_factor, lu_solve, expm,
          block_diag
 stats:   norm (pdf, logpdf, cdf, logcdf, ppf), multivariate_normal (pdf, logpdf)

@@ -1,10 +1,7 @@
-"""purejit.scipy.linalg: `jax.scipy.linalg`'s factor-and-solve functions, expm and
-block_diag, on `purejit.lax.linalg` (LAPACK / cuSOLVER, see
-`purejit/backend/lowering/linalg.py`).
-
-expm is the scaling-and-squaring Padé approximant of degree 13 (Higham 2005): the matrix is
-scaled by 2^-s with s chosen from its 1-norm, the [13/13] approximant solved with LU, and
-the result squared s times in a while loop (each batch element stops at its own s).
+"""purejit.scipy.linalg: `jax.scipy.linalg`'s factor-and-solve functions and block_diag, on
+`purejit.lax.linalg` (LAPACK / cuSOLVER, see `purejit/backend/lowering/linalg.py`); the
+decompositions (_decompositions), the matrix functions (_matrix_functions) and the special
+matrices (_matrices) are re-exported from their modules.
 """
 
 from __future__ import annotations
@@ -14,24 +11,35 @@ import numpy as np
 from purejit import lax
 from purejit.lax import linalg as lax_linalg
 from purejit.numpy import linalg as np_linalg
-from purejit.numpy._core import _lift, abs, astype, ceil, log2, maximum, where
+from purejit.numpy._core import _lift, astype
 from purejit.numpy._core import result_type
 from purejit.numpy._creation import eye, tril, triu, zeros
 from purejit.numpy._linalg import matmul
-from purejit.numpy._reductions import max as _max
-from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._core import broadcast_to
 from purejit.numpy._shape import concatenate, expand_dims, swapaxes
+from purejit.scipy._decompositions import eigh_tridiagonal, polar, qr_multiply
+from purejit.scipy._matrix_functions import expm, expm_frechet
+from purejit.scipy._schur_forms import funm, hessenberg, rsf2csf, schur, solve_sylvester, sqrtm
 
 __all__ = [
     "block_diag",
     "cho_factor",
     "cho_solve",
+    "eigh_tridiagonal",
     "expm",
+    "expm_frechet",
+    "funm",
+    "hessenberg",
     "lu",
     "lu_factor",
     "lu_solve",
+    "polar",
+    "qr_multiply",
+    "rsf2csf",
+    "schur",
+    "solve_sylvester",
     "solve_triangular",
+    "sqrtm",
 ]
 
 
@@ -141,52 +149,6 @@ def lu(a, permute_l: bool = False, overwrite_a=False, check_finite=True):
     if permute_l:
         return matmul(p, l_), u
     return p, l_, u
-
-
-_PADE13 = (
-    64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
-    129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
-    40840800.0, 960960.0, 16380.0, 182.0, 1.0,
-)  # fmt: skip
-_THETA13 = 5.371920351148152
-
-
-def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
-    """The matrix exponential of each square matrix of A."""
-    A = _inexact("expm", A)
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        raise ValueError(f"scipy.linalg.expm: expected square matrices, got {list(A.shape)}")
-    n = A.shape[-1]
-    norm1 = _max(_sum(abs(A), axis=-2), axis=-1)
-    real_t = norm1.dtype
-    s = maximum(ceil(log2(norm1 / astype(_THETA13, real_t))), astype(0, real_t))
-    s = where(norm1 == 0, astype(0, real_t), s)
-    s = astype(s, np.int32)
-    scale = astype(lax.pow(astype(2.0, real_t), astype(s, real_t)), A.dtype)
-    A = A / expand_dims(expand_dims(scale, -1), -1)
-    b = [astype(c, A.dtype) for c in _PADE13]
-    ident = broadcast_to(eye(n, dtype=A.dtype), A.shape)
-    A2 = matmul(A, A)
-    A4 = matmul(A2, A2)
-    A6 = matmul(A4, A2)
-    U = matmul(A, matmul(A6, b[13] * A6 + b[11] * A4 + b[9] * A2)
-               + b[7] * A6 + b[5] * A4 + b[3] * A2 + b[1] * ident)  # fmt: skip
-    V = matmul(A6, b[12] * A6 + b[10] * A4 + b[8] * A2) + b[6] * A6 + b[4] * A4 + b[2] * A2
-    V = V + b[0] * ident
-    R = np_linalg.solve(V - U, V + U)
-    steps = _max(s) if s.ndim else s
-    s_b = expand_dims(expand_dims(s, -1), -1)
-
-    def cond(carry):
-        i, _ = carry
-        return i < steps
-
-    def body(carry):
-        i, r = carry
-        return i + 1, where(i < s_b, matmul(r, r), r)
-
-    _, R = lax.while_loop(cond, body, (astype(0, np.int32), R))
-    return R
 
 
 def block_diag(*arrs):

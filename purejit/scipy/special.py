@@ -2,8 +2,8 @@
 
 erf, erfinv and gammaln are the IR's `erf`, `erf_inv` and `lgamma` ops (XLA's
 approximations, as JAX's). The IR has no erfc or digamma op, so they are computed here:
-erfc by the Chebyshev-fitted rational form of Numerical Recipes (`erfcc`, relative error
-below 1.2e-7 for every x: float32 accuracy, not float64's), digamma by the recurrence
+erfc as exp(-x^2) erfcx(|x|), erfcx being Weideman's rational approximation of the Faddeeva
+function (relative error about 3e-14; see _error_functions), digamma by the recurrence
 psi(x) = psi(x + 6) - sum 1/(x + k), the asymptotic series at x + 6 and reflection for
 x < 0.5. ndtri is sqrt(2) * erfinv(2p - 1), which loses relative accuracy for p below ~1e-3
 (JAX uses Cephes' rational approximations there).
@@ -33,7 +33,6 @@ import math
 
 import numpy as np
 
-from purejit import errors
 from purejit import lax
 from purejit import nn as _nn
 from purejit.numpy._core import (
@@ -42,19 +41,19 @@ from purejit.numpy._core import (
     isnan,
     log,
     log1p,
-    promote_args,
-    tan,
     where,
 )
 from purejit.lax import control as lax_control
 from purejit.lax._lift import convert
 from purejit.numpy import _core as c
-from purejit.numpy._core import astype as _astype
 from purejit.numpy._creation import arange, ones_like, zeros_like
 from purejit.numpy._reductions import all as _all
 from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._shape import expand_dims
 from purejit.numpy._elementwise import bessel_ie
+from purejit.scipy._error_functions import dawsn, erfcx, owens_t, wofz
+from purejit.scipy._gamma import _c, _here, _inexact
+from purejit.scipy._gamma import digamma, gamma, gammaln, gammasgn
 
 __all__ = [
     "beta",
@@ -101,24 +100,6 @@ logsumexp = _nn.logsumexp
 softmax = _nn.softmax
 
 
-def _here() -> str:
-    return errors.at(errors.user_location())
-
-
-def _inexact(name: str, *xs, real: bool = True):
-    """The arguments promoted to a common inexact dtype; ValueError for complex ones unless
-    `real` is False (the functions written on lax ops that take them)."""
-    out = promote_args(f"scipy.special.{name}", *xs, to_inexact=True)
-    if real and out[0].dtype.kind == "c":
-        raise ValueError(f"{name} does not support complex-valued inputs{_here()}")
-    return out if len(xs) > 1 else out[0]
-
-
-def _c(x, value):
-    """`value` in x's dtype (a strongly typed scalar)."""
-    return _astype(np.asarray(value), x.dtype)
-
-
 def erf(x):
     """The error function."""
     return lax.erf(_inexact("erf", x, real=False))
@@ -129,26 +110,14 @@ def erfinv(x):
     return lax.erf_inv(_inexact("erfinv", x, real=False))
 
 
-def gammaln(x):
-    """log |Gamma(x)|."""
-    return lax.lgamma(_inexact("gammaln", x, real=False))
-
-
-_ERFCC = (
-    -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
-    1.48851587, -0.82215223, 0.17087277,
-)  # fmt: skip
-
-
 def erfc(x):
-    """The complementary error function 1 - erf(x), accurate in the tails."""
+    """The complementary error function 1 - erf(x), accurate in the tails:
+    exp(-x^2) erfcx(|x|) (2 minus it for x < 0), and exp(-z^2) w(iz) for complex z."""
     x = _inexact("erfc", x, real=False)
+    if x.dtype.kind == "c":
+        return exp(-x * x) * wofz(x * _c(x, 1j))
     z = abs(x)
-    t = 1 / (1 + _c(x, 0.5) * z)
-    poly = _c(x, _ERFCC[-1])
-    for coef in reversed(_ERFCC[:-1]):
-        poly = _c(x, coef) + t * poly
-    r = t * exp(-z * z + poly)
+    r = exp(-z * z) * erfcx(z)
     return where(x >= 0, r, 2 - r)
 
 
@@ -187,36 +156,6 @@ def xlog1py(x, y):
     return where((x != 0) | isnan(y), x * log1p(y), zeros_like(x))
 
 
-# psi(x) ~ log x - 1/(2x) - sum B_2k / (2k x^2k)
-_PSI_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
-
-
-def _digamma_positive(x):
-    shift = 6
-    acc = zeros_like(x)
-    for k in range(shift):
-        acc = acc + 1 / (x + _c(x, k))
-    z = x + _c(x, shift)
-    inv2 = 1 / (z * z)
-    series = _c(x, 0.0)
-    for coef in reversed(_PSI_SERIES):
-        series = (series + _c(x, coef)) * inv2
-    return log(z) - _c(x, 0.5) / z - series - acc
-
-
-def digamma(x):
-    """The digamma function psi(x) = d/dx log Gamma(x); NaN at the poles 0, -1, -2, ..."""
-    x = _inexact("digamma", x, real=False)
-    reflect = x < _c(x, 0.5)
-    y = where(reflect, 1 - x, x)
-    psi = _digamma_positive(y)
-    pi = _c(x, math.pi)
-    reflected = psi - pi / tan(pi * x)
-    pole = (x <= 0) & (x == lax.floor(x))
-    out = where(reflect, reflected, psi)
-    return where(pole, _c(x, np.nan), out)
-
-
 log_softmax = _nn.log_softmax
 
 
@@ -251,24 +190,6 @@ def kl_div(p, q):
 
 
 # ---- the gamma family -------------------------------------------------------------------------
-
-
-def gammasgn(x):
-    """The sign of the gamma function (NaN at the poles and for NaN)."""
-    x = _inexact("gammasgn", x)
-    fl = c.floor(x)
-    neg = x < 0
-    nan_at = (neg & (x == fl)) | c.isnan(x)
-    minus = (neg & (c.remainder(fl, 2) != 0)) | ((x == 0) & c.signbit(x))
-    # strongly typed, as jax.scipy's (NumPy scalars there)
-    one = convert(1.0, x.dtype)
-    return c.where(nan_at, one * np.nan, c.where(minus, -one, one))
-
-
-def gamma(x):
-    """The gamma function (real arguments)."""
-    x = _inexact("gamma", x)
-    return gammasgn(x) * c.exp(lax.lgamma(x))
 
 
 def loggamma(x):
@@ -605,3 +526,17 @@ def polygamma(n, x):
     sign = c.where(c.remainder(safe_n, 2) == 0, _k(xx, -1.0), _k(xx, 1.0))
     higher = sign * c.exp(lax.lgamma(safe_n + 1)) * zeta(safe_n + 1, xx)
     return c.where(nn == 0, digamma(xx), c.where(nn < 0, _k(xx, np.nan), higher))
+
+
+# ---- the integrals, the Faddeeva family, hypergeometric and recurrence-built functions -------
+
+from purejit.scipy._integrals import exp1, expi, expn, fresnel, sici, spence  # noqa: E402
+
+__all__ += ["dawsn", "erfcx", "exp1", "expi", "expn", "fresnel", "owens_t", "sici", "spence",
+            "wofz"]  # fmt: skip
+from purejit.scipy._hypergeometric import hyp1f1, hyp2f1  # noqa: E402
+
+__all__ += ["hyp1f1", "hyp2f1"]
+from purejit.scipy._recurrences import bernoulli, bessel_jn, sph_harm_y  # noqa: E402
+
+__all__ += ["bernoulli", "bessel_jn", "sph_harm_y"]

@@ -237,6 +237,16 @@ func @f(%0: f32[3,3]) -> (c64[3], c64[3,3]) {
   %1, %2 = eig(%0) {compute_left_eigenvectors=false, compute_right_eigenvectors=true} : (c64[3], c64[3,3])
   return %1, %2
 }""",
+    "hessenberg": """
+func @f(%0: f32[2,4,4]) -> (f32[2,4,4], f32[2,4,4]) {
+  %1, %2 = hessenberg(%0) : (f32[2,4,4], f32[2,4,4])
+  return %1, %2
+}""",
+    "schur": """
+func @f(%0: c64[3,3]) -> (c64[3,3], c64[3,3]) {
+  %1, %2 = schur(%0) : (c64[3,3], c64[3,3])
+  return %1, %2
+}""",
     "fft": """
 func @f(%0: f32[2,8]) -> (c64[2,5]) {
   %1 = fft(%0) {fft_type="RFFT", fft_length=[8]} : (c64[2,5])

@@ -359,6 +359,15 @@ def _spd(n):  # a symmetric positive-definite matrix
     return Arg(draw)
 
 
+def _scipy_linalg(n):
+    """jax.scipy.linalg or purejit.scipy.linalg, by the numpy module a case is given."""
+    import jax.scipy.linalg as jsl
+
+    import purejit.scipy.linalg as psl
+
+    return psl if n is purejit.numpy else jsl
+
+
 def _linalg_fft_conv_cases():
     def conv(groups=1, batch_groups=1):
         def make(n, lx):
@@ -412,6 +421,17 @@ def _linalg_fft_conv_cases():
             ),
             [_spd(3)],
             rtol=1e-3,
+        ),
+        Case(
+            "schur_hessenberg",
+            lambda n, lx: (
+                lambda a: (
+                    (lambda t, z: z @ t @ z.T)(*_scipy_linalg(n).schur(a)),
+                    (lambda h, q: q @ h @ q.T)(*_scipy_linalg(n).hessenberg(a, calc_q=True)),
+                )
+            ),
+            [F(3, 3)],
+            rtol=1e-4,
         ),
         Case(
             "fft",

@@ -19,193 +19,42 @@ so XLA runs the same library kernels:
   `cusolver_gesvd_ffi`.
 - eig: CPU `lapack_?geev_ffi`; CUDA `cusolver_geev_ffi` for right eigenvectors only, else
   `cuhybrid_eig_real`/`cuhybrid_eig_comp` (host LAPACK, or MAGMA, from the GPU plugin).
+- hessenberg: CPU `lapack_?gehrd_ffi` (ilo = 1, ihi = n), then Q = diag(1, orgqr(reflectors
+  [1:, :-1], taus)) (what `jax.scipy.linalg.hessenberg(calc_q=True)` builds).
+- schur: CPU `lapack_?gees_ffi` with Schur vectors, unsorted. JAX lowers neither on GPU.
 
 The `*_ffi` targets are XLA typed-FFI handlers that jaxlib registers when jax is imported
 (which the PJRT runtime does); they take batches of column-major matrices (the layouts say
 so, and XLA transposes around the call) and report failures in an `info` output, which
 becomes NaN in that batch element's results, as in JAX. LAPACK's function table is filled
-once, on the first CPU lowering (`jaxlib.lapack.prepare_lapack_call`).
+once, on the first CPU lowering (`jaxlib.lapack.prepare_lapack_call`). The FFI helpers live
+in `_lapack_ffi.py`.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from purejit.backend import pjrt
 from purejit.backend.lowering._util import lowering
+from purejit.backend.lowering._lapack_ffi import (  # noqa: F401  (shared with attention)
+    _cmp,
+    _const,
+    _gpu,
+    _hybrid_ready,
+    _info_ok,
+    _lapack,
+    _nan_unless,
+    _no_rule,
+    _slice_last2,
+    _splat,
+    _triangle,
+    char,
+    ffi_call,
+    inline_ir,
+    platform,
+)
 from purejit.ir import Builder, TensorType, dtypes
 from purejit.ir.ops.linalg import complex_dtype
-
-_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
-_GPU_PREFIX = {"cuda": "cu", "rocm": "hip"}
-
-
-def platform(ctx) -> str:
-    """'cpu', 'cuda', 'rocm' or another PJRT platform name, for the module being emitted."""
-    p = getattr(ctx, "platform", None) or pjrt.platform()
-    if p == "gpu":
-        version = str(getattr(pjrt.default_device().client, "platform_version", "")).lower()
-        return "rocm" if "rocm" in version else "cuda"
-    return p
-
-
-@functools.lru_cache(maxsize=None)
-def _lapack_ready() -> bool:
-    from jaxlib import lapack  # the runtime's LAPACK table; jaxlib loads with the backend
-
-    lapack.prepare_lapack_call("potrf_ffi", np.dtype(np.float32))
-    return True
-
-
-@functools.lru_cache(maxsize=None)
-def _hybrid_ready() -> bool:
-    from jaxlib import gpu_solver  # fills the GPU plugin's host-LAPACK table, as JAX does
-
-    gpu_solver.initialize_hybrid_kernels()
-    return True
-
-
-def _lapack(base: str, dtype) -> str:
-    _lapack_ready()
-    return f"lapack_{_PREFIX[np.dtype(dtype).name]}{base}"
-
-
-# ---- custom calls ---------------------------------------------------------------------------
-
-
-def _layout(rank: int, column_major: bool) -> str:
-    if rank == 0:
-        return "dense<> : tensor<0xindex>"
-    dims = (rank - 2, rank - 1, *range(rank - 3, -1, -1)) if column_major else range(rank)[::-1]
-    return f"dense<[{', '.join(map(str, dims))}]> : tensor<{rank}xindex>"
-
-
-def char(c: str) -> str:
-    """A LAPACK character flag as the FFI handlers take it: `76 : ui8` for 'L'."""
-    return f"{ord(c)} : ui8"
-
-
-def ffi_call(
-    ctx,
-    target: str,
-    args: list[str],
-    arg_types: list[TensorType],
-    result_types: list[TensorType],
-    config: dict[str, str],
-    *,
-    aliases: dict[int, int] | None = None,
-    column_major: bool = True,
-    non_batch_dims: int = 2,
-) -> list[str]:
-    """Emit a typed-FFI custom call as JAX does: matrices (the operands and results of the
-    operands' largest rank) laid out column-major, `config` as `mhlo.backend_config`,
-    `aliases` mapping result index -> operand index (buffers reused in place)."""
-    top = max(t.rank for t in arg_types)
-    lay = lambda t: _layout(t.rank, column_major and t.rank == top)  # noqa: E731
-    alias_text = ", ".join(
-        "#stablehlo.output_operand_alias<output_tuple_indices = "
-        f"[{out if len(result_types) > 1 else ''}], operand_index = {arg}, "
-        "operand_tuple_indices = []>"
-        for out, arg in (aliases or {}).items()
-    )
-    cfg = ", ".join(f"{k} = {v}" for k, v in sorted(config.items()))
-    attrs = (
-        f'api_version = 1 : i32, backend_config = "", call_target_name = "{target}", '
-        "called_computations = [], has_side_effect = false, "
-        f"operand_layouts = [{', '.join(lay(t) for t in arg_types)}], "
-        f"output_operand_aliases = [{alias_text}], "
-        f"result_layouts = [{', '.join(lay(t) for t in result_types)}], "
-        f"mhlo.backend_config = {{{cfg}}}, "
-        f'mhlo.frontend_attributes = {{num_batch_dims = "{top - non_batch_dims}"}}'
-    )
-    return ctx.op("stablehlo.custom_call", args, arg_types, result_types, attrs)
-
-
-# ---- small IR programs inlined into the module ----------------------------------------------
-
-
-def inline_ir(ctx, build, arg_types: list[TensorType], args: list[str]) -> list[str]:
-    """Emit the IR ops that `build(builder, *params)` makes (returning result values),
-    with the params bound to the MLIR values `args`."""
-    b = Builder("linalg_lowering")
-    params = [b.param(t) for t in arg_types]
-    return ctx.inline(b.finish(list(build(b, *params))), args)
-
-
-def _const(b: Builder, value, dtype):
-    (c,) = b.op("constant", [], {"value": np.array(value, dtype)})
-    return c
-
-
-def _splat(b: Builder, value, t: TensorType):
-    c = _const(b, value, t.dtype)
-    (out,) = b.op("broadcast_in_dim", [c], {"shape": t.shape, "broadcast_dimensions": ()})
-    return out
-
-
-def _cmp(b: Builder, x, y, direction: str):
-    (out,) = b.op("compare", [x, y], {"comparison_direction": direction})
-    return out
-
-
-def _nan_unless(b: Builder, ok, x):
-    """`x` where the batch element is `ok` (pred[batch...]), NaN elsewhere."""
-    t = x.type
-    okb = b.op(
-        "broadcast_in_dim",
-        [ok],
-        {"shape": t.shape, "broadcast_dimensions": tuple(range(ok.type.rank))},
-    )[0]
-    nan = complex(np.nan, np.nan) if dtypes.is_complex(t.dtype) else np.nan
-    (out,) = b.op("select", [okb, x, _splat(b, nan, t)])
-    return out
-
-
-def _info_ok(b: Builder, info, direction: str = "EQ"):
-    return _cmp(b, info, _splat(b, 0, info.type), direction)
-
-
-def _triangle(b: Builder, x, *, lower: bool):
-    """The lower (or upper) triangle of each matrix of `x`, zeros elsewhere."""
-    t = x.type
-    shape = t.shape
-    n = len(shape)
-    rows = b.op("iota", [], {"shape": shape, "dtype": np.dtype(np.int32), "dimension": n - 2})[0]
-    cols = b.op("iota", [], {"shape": shape, "dtype": np.dtype(np.int32), "dimension": n - 1})[0]
-    keep = _cmp(b, rows, cols, "GE" if lower else "LE")
-    (out,) = b.op("select", [keep, x, _splat(b, 0, t)])
-    return out
-
-
-def _slice_last2(b: Builder, x, rows: int, cols: int):
-    shape = x.type.shape
-    if shape[-2:] == (rows, cols):
-        return x
-    n = len(shape)
-    (out,) = b.op(
-        "slice",
-        [x],
-        {
-            "start_indices": (0,) * n,
-            "limit_indices": shape[:-2] + (rows, cols),
-            "strides": (1,) * n,
-        },
-    )
-    return out
-
-
-def _gpu(ctx) -> str | None:
-    return _GPU_PREFIX.get(platform(ctx))
-
-
-def _no_rule(op: str, ctx):
-    raise NotImplementedError(
-        f"{op}: no lowering for platform {platform(ctx)!r} (CPU uses LAPACK, CUDA/ROCm the "
-        "GPU solver libraries)"
-    )
-
 
 # ---- cholesky ---------------------------------------------------------------------------------
 
@@ -738,3 +587,105 @@ def _unpack_conjugate_pairs(b: Builder, w, vr):
     im_c = b.op("convert", [im], {"dtype": cdt})[0]
     im_c = b.op("multiply", [im_c, _splat(b, 1j, TensorType(t.shape, cdt))])[0]
     return [b.op("add", [re_c, im_c])[0]]
+
+
+# ---- hessenberg and schur (CPU only, as in JAX) ----------------------------------------------
+
+
+def _cpu_only(op: str, ctx):
+    if platform(ctx) != "cpu":
+        raise NotImplementedError(
+            f"{op}: no lowering for platform {platform(ctx)!r}; LAPACK's {op} runs on CPU only "
+            "(as in JAX): compute it on a CPU device (jax.devices('cpu'))"
+        )
+
+
+def _iotas(b: Builder, shape):
+    n = len(shape)
+    s32 = np.dtype(np.int32)
+    rows = b.op("iota", [], {"shape": shape, "dtype": s32, "dimension": n - 2})[0]
+    cols = b.op("iota", [], {"shape": shape, "dtype": s32, "dimension": n - 1})[0]
+    return rows, cols
+
+
+def _upper_hessenberg(b: Builder, x):
+    """x with the entries below its first subdiagonal zeroed."""
+    rows, cols = _iotas(b, x.type.shape)
+    below = b.op("add", [cols, _splat(b, 1, cols.type)])[0]
+    keep = _cmp(b, rows, below, "LE")
+    return b.op("select", [keep, x, _splat(b, 0, x.type)])[0]
+
+
+def _identity_like(b: Builder, t: TensorType):
+    rows, cols = _iotas(b, t.shape)
+    return b.op("convert", [_cmp(b, rows, cols, "EQ")], {"dtype": t.dtype})[0]
+
+
+@lowering("hessenberg")
+def _hessenberg(ctx, op, args):
+    t = op.operands[0].type
+    batch, n = t.shape[:-2], t.shape[-1]
+    if n <= 1:
+        return inline_ir(ctx, lambda b, x: [x, _identity_like(b, t)], [t], args)
+    _cpu_only("hessenberg", ctx)
+    taus_t = TensorType(batch + (n - 1,), t.dtype)
+    info_t = TensorType(batch, np.int32)
+    config = {"low": "1 : i32", "high": f"{n} : i32"}
+    a, taus, info = ffi_call(
+        ctx, _lapack("gehrd_ffi", t.dtype), args, [t], [t, taus_t, info_t], config,
+        aliases={0: 0},
+    )  # fmt: skip
+    small_t = TensorType(batch + (n - 1, n - 1), t.dtype)
+    rank = t.rank
+
+    def reflectors(b, x):
+        attrs = {
+            "start_indices": (0,) * (rank - 2) + (1, 0),
+            "limit_indices": batch + (n, n - 1),
+            "strides": (1,) * rank,
+        }
+        return b.op("slice", [x], attrs)
+
+    (house,) = inline_ir(ctx, reflectors, [t], [a])
+    orgqr = _lapack(("un" if dtypes.is_complex(t.dtype) else "or") + "gqr_ffi", t.dtype)
+    (q1,) = ffi_call(ctx, orgqr, [house, taus], [small_t, taus_t], [small_t], {}, aliases={0: 0})
+
+    def post(b, a, q1, info):
+        pads = {
+            "edge_padding_low": (0,) * (rank - 2) + (1, 1),
+            "edge_padding_high": (0,) * rank,
+            "interior_padding": (0,) * rank,
+        }
+        q = b.op("pad", [q1, _const(b, 0, t.dtype)], pads)[0]
+        rows, cols = _iotas(b, t.shape)
+        zero = _splat(b, 0, rows.type)
+        corner = b.op("and", [_cmp(b, rows, zero, "EQ"), _cmp(b, cols, zero, "EQ")])[0]
+        q = b.op("select", [corner, _splat(b, 1, t), q])[0]
+        ok = _info_ok(b, info)
+        return [_nan_unless(b, ok, _upper_hessenberg(b, a)), _nan_unless(b, ok, q)]
+
+    return inline_ir(ctx, post, [t, small_t, info_t], [a, q1, info])
+
+
+@lowering("schur")
+def _schur(ctx, op, args):
+    t = op.operands[0].type
+    batch, n = t.shape[:-2], t.shape[-1]
+    if n == 0:
+        return inline_ir(ctx, lambda b, x: [x, x], [t], args)
+    _cpu_only("schur", ctx)
+    info_t = TensorType(batch, np.int32)
+    eig_t = TensorType(batch + (n,), t.dtype)
+    eigs = [eig_t] if dtypes.is_complex(t.dtype) else [eig_t, eig_t]
+    config = {"mode": char("V"), "sort": char("N")}
+    outs = ffi_call(
+        ctx, _lapack("gees_ffi", t.dtype), args, [t], [t, t, *eigs, info_t, info_t], config,
+        aliases={0: 0},
+    )  # fmt: skip
+    form, vectors, info = outs[0], outs[1], outs[-1]
+
+    def post(b, form, vectors, info):
+        ok = _info_ok(b, info)
+        return [_nan_unless(b, ok, form), _nan_unless(b, ok, vectors)]
+
+    return inline_ir(ctx, post, [t, t, info_t], [form, vectors, info])

@@ -52,6 +52,12 @@ from purejit.transforms.autodiff._core import (
 )
 
 not_differentiable("integer or boolean results", "lu_pivots_to_permutation")
+not_differentiable(
+    "JAX does not differentiate it: jax.lax.linalg.schur and hessenberg have no JVP rule "
+    "(the forms are not unique where eigenvalues repeat)",
+    "schur",
+    "hessenberg",
+)
 
 # ---- matrix helpers (batched over leading dimensions; Zero-aware where tangents pass) -------
 
