@@ -1,7 +1,8 @@
 """Two commits of purejit through `python -m bench`, alternated in fresh processes.
 
     python -m bench.compare_commits --old 86b5289 --new HEAD [--rounds 5] [--quick]
-        [--only w1,w2] [--out docs/benchmarks/compare_commits_cpu.md]
+        [--only w1,w2] [--paired 0-7/8-15] [--json runs.json]
+        [--out docs/benchmarks/compare_commits_cpu.md]
 
 Each commit's tree is exported (`git archive`) into a temporary folder; round r runs
 `bench.run.main` once per commit, each in a new Python process whose imports of `purejit`,
@@ -11,7 +12,9 @@ a slow period of a shared machine falls on both sides. Per workload the table gi
 median over rounds of purejit's steady-state time and first call (trace + compile + first
 run, after the untimed warm-up compile `bench.run` does) for each commit and the ratio
 new / old, and the same ratio with each run's time divided by `jax.jit`'s in the same
-process (which cancels load the two processes saw differently). Speed is reported, never
+process (which cancels load the two processes saw differently). With `--paired 0-7/8-15`
+the two runs of a round go at once, each pinned to one half of the cores (halves swapped
+every round), so both commits meet the same machine state. Speed is reported, never
 asserted.
 """
 
@@ -80,11 +83,20 @@ def export(commit: str, into: str) -> str:
     return dest
 
 
-def run_once(tree: str, bench_args: list[str], scratch: str) -> list[dict]:
+def start(tree: str, bench_args: list[str], scratch: str, cores: str | None = None):
+    """One `bench.run` of `tree` in a new process (pinned to `cores` by taskset if given)."""
     out = os.path.join(scratch, "results.json")
     md = os.path.join(scratch, "md")
     cmd = [sys.executable, "-c", _CHILD, tree, out, "--out", md, *bench_args]
-    subprocess.run(cmd, check=True, cwd=scratch, stdout=subprocess.DEVNULL)
+    if cores:
+        cmd = ["taskset", "-c", cores, *cmd]
+    return subprocess.Popen(cmd, cwd=scratch, stdout=subprocess.DEVNULL), out
+
+
+def finish(proc_out) -> list[dict]:
+    proc, out = proc_out
+    if proc.wait():
+        raise RuntimeError(f"a bench run failed ({proc.args[-1]})")
     with open(out) as f:
         return json.load(f)
 
@@ -172,6 +184,13 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="")
+    ap.add_argument(
+        "--paired",
+        default="",
+        metavar="CORES/CORES",
+        help="run both commits of a round at once, pinned by taskset to these two core sets "
+        "(e.g. 0-7/8-15), swapped every round: both see the same machine at the same time",
+    )
     ap.add_argument("--out", default="docs/benchmarks/compare_commits_cpu.md")
     ap.add_argument(
         "--json",
@@ -187,16 +206,28 @@ def main(argv=None):
         if a.json and os.path.exists(a.json):
             with open(a.json) as f:
                 runs = json.load(f)["runs"]
-        start = min(len(runs["old"]), len(runs["new"]))
-        for i in range(start, start + a.rounds):
+        first = min(len(runs["old"]), len(runs["new"]))
+        for i in range(first, first + a.rounds):
             order = ("old", "new") if i % 2 == 0 else ("new", "old")
-            for tag in order:
-                scratch = tempfile.mkdtemp(dir=tmp)
-                runs[tag].append(run_once(trees[tag], bench_args, scratch))
-                print(f"round {i + 1}/{start + a.rounds}: {tag} done", flush=True)
-                if a.json:  # after every run, so a cut-off call keeps what it measured
-                    with open(a.json, "w") as f:
-                        json.dump({"old": a.old, "new": a.new, "runs": runs}, f)
+            if a.paired:  # both at once, each on its own half of the cores, halves swapped
+                halves = a.paired.split("/")
+                procs = {
+                    tag: start(trees[tag], bench_args, tempfile.mkdtemp(dir=tmp), cores)
+                    for tag, cores in zip(order, halves)
+                }
+                done = [(tag, finish(procs[tag])) for tag in order]
+            else:
+                done = []
+                for tag in order:
+                    done.append(
+                        (tag, finish(start(trees[tag], bench_args, tempfile.mkdtemp(dir=tmp))))
+                    )
+            for tag, res in done:
+                runs[tag].append(res)
+                print(f"round {i + 1}/{first + a.rounds}: {tag} done", flush=True)
+            if a.json:  # after every round, so a cut-off call keeps what it measured
+                with open(a.json, "w") as f:
+                    json.dump({"old": a.old, "new": a.new, "runs": runs}, f)
     rows = summarise(runs, "old", "new")
     cmd = "python -m bench.compare_commits " + " ".join(argv if argv is not None else sys.argv[1:])
     md = report(rows, "old", "new", min(len(runs["old"]), len(runs["new"])), cmd).replace(
