@@ -786,6 +786,10 @@ NOT_GENERATED = {
     "mode); tests/nn/test_attention.py checks it against JAX",
     "dot_product_attention_bwd": "made by differentiating dot_product_attention (reverse "
     "mode); tests/nn/test_attention.py checks it against JAX",
+    "schur": "LAPACK's gees, CPU only (as in JAX, which has no GPU lowering either), not "
+    "differentiable; tests/scipy/test_linalg_schur.py checks it against jax.scipy",
+    "hessenberg": "LAPACK's gehrd + orgqr, CPU only (as in JAX), not differentiable; "
+    "tests/scipy/test_linalg_schur.py checks it against jax.scipy",
     "user_primitive_effect": "a user-defined primitive declared with effects: JAX needs an "
     "effect type registered for it; tests/extend/test_user_primitives.py checks it is kept",
 }
@@ -894,26 +898,36 @@ def _f32(L, x):
     return L.lax.convert_element_type(x, "float32")
 
 
-def _spd(L, x):
-    """An n x n symmetric positive definite float32 matrix from x's values (n <= 8)."""
+_LINALG_N = 8  # matrices of at most 8 x 8 (a 10**5-element input would ask for 40 GB)
+
+
+def _head(L, x):
+    """x's first min(x.size, 8) values as a float32 vector."""
     v = L.lax.reshape(_f32(L, x), (x.size,))
+    return L.lax.slice(v, (0,), (min(x.size, _LINALG_N),))
+
+
+def _spd(L, x):
+    """An n x n symmetric positive definite float32 matrix from x's first n values (n <= 8)."""
+    v = _head(L, x)
+    n = v.shape[0]
     outer = L.lax.mul(
-        L.lax.broadcast_in_dim(v, (x.size, x.size), (0,)),
-        L.lax.broadcast_in_dim(v, (x.size, x.size), (1,)),
+        L.lax.broadcast_in_dim(v, (n, n), (0,)),
+        L.lax.broadcast_in_dim(v, (n, n), (1,)),
     )
     eye = L.lax.convert_element_type(
         L.lax.eq(
-            L.lax.broadcasted_iota("int32", (x.size, x.size), 0),
-            L.lax.broadcasted_iota("int32", (x.size, x.size), 1),
+            L.lax.broadcasted_iota("int32", (n, n), 0),
+            L.lax.broadcasted_iota("int32", (n, n), 1),
         ),
         "float32",
     )
-    return L.lax.add(outer, L.lax.mul(eye, L.lax.convert_element_type(float(x.size), "float32")))
+    return L.lax.add(outer, L.lax.mul(eye, L.lax.convert_element_type(float(n), "float32")))
 
 
 def _linalg(L, p, x):
     a = _spd(L, x)
-    v = L.lax.reshape(_f32(L, x), (x.size,))
+    v = _head(L, x)
     la = L.np.linalg
     what = p["what"]
     if what == "cholesky":
@@ -931,7 +945,7 @@ def _linalg(L, p, x):
         return la.det(a)
     if what == "lu_permutation":
         _, pivots, _ = L.linalg.lu(a)
-        return L.linalg.lu_pivots_to_permutation(pivots, x.size)
+        return L.linalg.lu_pivots_to_permutation(pivots, v.shape[0])
     # eig: general solver on a symmetric matrix: real eigenvalues, in LAPACK's order
     return L.np.sort(L.np.abs(la.eigvals(a)))
 
