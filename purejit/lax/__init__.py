@@ -375,3 +375,51 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
 
 
 __all__ += ["broadcast_shapes"]
+
+# reductions, shape helpers, arithmetic and contractions composed from the ops above
+# (purejit/lax/reductions.py, reshaping.py, arithmetic.py, contractions.py)
+from purejit.lax.reductions import (  # noqa: E402
+    approx_max_k,
+    approx_min_k,
+    reduce_and,
+    reduce_max,
+    reduce_min,
+    reduce_or,
+    reduce_prod,
+    reduce_sum,
+    reduce_xor,
+)
+from purejit.lax.reshaping import (  # noqa: E402
+    broadcast_like,
+    broadcast_to_rank,
+    collapse,
+    dtype,
+    empty,
+    full_like,
+    index_in_dim,
+    index_take,
+    shape_as_value,
+    slice_in_dim,
+    split,
+    stack,
+    stage,
+    tile,
+    unstack,
+)
+from purejit.lax.arithmetic import AccuracyMode, RoundingMethod, Tolerance, exp2, mulhi  # noqa: E402
+from purejit.lax.contractions import (  # noqa: E402
+    DotDimensionNumbers,
+    RaggedDotDimensionNumbers,
+    batch_matmul,
+    ragged_dot,
+    ragged_dot_general,
+    scaled_dot,
+)
+
+__all__ += ["approx_max_k", "approx_min_k", "reduce_and", "reduce_max", "reduce_min"]
+__all__ += ["reduce_or", "reduce_prod", "reduce_sum", "reduce_xor"]
+__all__ += ["broadcast_like", "broadcast_to_rank", "collapse", "dtype", "empty", "full_like"]
+__all__ += ["index_in_dim", "index_take", "shape_as_value", "slice_in_dim", "split", "stack"]
+__all__ += ["stage", "tile", "unstack", "AccuracyMode", "RoundingMethod", "Tolerance", "exp2"]
+__all__ += ["mulhi", "DotDimensionNumbers", "RaggedDotDimensionNumbers", "batch_matmul"]
+__all__ += ["ragged_dot", "ragged_dot_general", "scaled_dot"]
