@@ -92,7 +92,7 @@ def _classify(e) -> _Entry:
                     f"boolean mask indexing with a traced mask {e.aval} has a data-dependent "
                     "shape, which purejit.jit cannot compile; use purejit.numpy.where(mask, "
                     "x, fill) instead",
-                    NotImplementedError,
+                    errors.NonConcreteBooleanIndexError,
                 )
             return _classify(e.host)
         if e.dtype.kind not in "iu":
