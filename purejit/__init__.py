@@ -146,3 +146,26 @@ __all__ += ["dtypes", "scipy", "typing", "Device", "default_backend", "device_co
 __all__ += ["local_device_count", "local_devices", "named_call", "named_scope"]
 __all__ += ["ensure_compile_time_eval"]
 __all__ += ["process_count", "process_index", "NamedSharding", "P", "make_mesh"]
+from purejit.environment import (  # noqa: E402
+    clear_caches,
+    effects_barrier,
+    host_count,
+    host_id,
+    host_ids,
+    make_user_context,
+    memory,
+    print_environment_info,
+    process_indices,
+)
+from purejit.global_arrays import (  # noqa: E402
+    copy_to_host_async,
+    live_arrays,
+    make_array_from_callback,
+    make_array_from_process_local_data,
+    make_array_from_single_device_arrays,
+)
+
+__all__ += ["clear_caches", "effects_barrier", "host_count", "host_id", "host_ids"]
+__all__ += ["make_user_context", "memory", "print_environment_info", "process_indices"]
+__all__ += ["copy_to_host_async", "live_arrays", "make_array_from_callback"]
+__all__ += ["make_array_from_process_local_data", "make_array_from_single_device_arrays"]

@@ -14,6 +14,7 @@ import math
 from typing import Sequence
 
 from purejit.compiler.spmd import ProgramLayout, plan_layout
+from purejit.environment import MemorySpace
 from purejit.runtime.mesh import Mesh, NamedSharding, PartitionSpec, make_mesh
 from purejit.runtime.placement import device_put as _device_put
 from purejit.runtime.placement import sharding_of
@@ -107,6 +108,13 @@ def device_put(x, sharding=None):
     `purejit.runtime.placement.device_put`); a `SingleDeviceSharding` means its device."""
     from purejit import tree_util
 
+    if isinstance(sharding, MemorySpace):
+        if sharding is not MemorySpace.Device:
+            raise NotImplementedError(
+                f"device_put to {sharding}: purejit keeps every array in device memory "
+                "(no pinned-host or unpinned-host memory kinds)"
+            )
+        sharding = None
     if isinstance(sharding, SingleDeviceSharding):
         sharding = sharding._device
     return tree_util.tree_map(lambda leaf: _device_put(leaf, sharding), x)

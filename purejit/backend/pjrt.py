@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import weakref
 from typing import Sequence
 
 import numpy as np
@@ -60,6 +61,13 @@ def devices(platform: str | None = None) -> list:
 @functools.lru_cache(maxsize=None)
 def default_device():
     return devices()[0]
+
+
+def live_buffers(platform: str | None = None) -> list:
+    """Every device buffer (jax.Array) alive in the PJRT client of `platform` (default: the
+    default device's)."""
+    client = default_device().client if platform is None else devices(platform)[0].client
+    return list(client.live_arrays())
 
 
 def platform() -> str:
@@ -167,14 +175,44 @@ def _result_handlers(exe, result_types) -> list:
         return []
 
 
+# executables with host callbacks; each keeps the token of its last run for effects_barrier
+_EFFECTFUL: weakref.WeakSet = weakref.WeakSet()
+
+
+def wait_for_effects() -> None:
+    """Block until the last run of every executable with host callbacks has finished (its
+    callbacks have run); a callback's exception is raised here if it was not before."""
+    for exe in list(_EFFECTFUL):
+        token, exe._token = exe._token, None
+        if token is not None:
+            try:
+                token.block_until_ready()
+            except Exception as e:
+                callback_errors.reraise(e)
+                raise
+
+
 class Executable:
     """A compiled program for one device, with its parameter and result types."""
 
-    def __init__(self, exe, param_types: list[TensorType], result_types: list[TensorType]):
+    def __init__(self, exe, param_types: list[TensorType], result_types: list[TensorType],
+                 *, effects: bool = False):  # fmt: skip
         self._exe = exe
         self.param_types = list(param_types)
         self.result_types = list(result_types)
         self._handlers = None  # jaxlib's C++ result handlers, made on first execute
+        # host callbacks run as side effects: runs keep a token that effects_barrier awaits
+        self.effects = effects
+        self._token = None
+        if effects:
+            _EFFECTFUL.add(self)
+
+    def _execute_with_token(self, buffers: list, handlers) -> list:
+        res = self._exe.execute_sharded(buffers, with_tokens=True)
+        self._token = res.consume_token()
+        if handlers:
+            return res.consume_with_handlers(handlers)
+        return [a[0] for a in res.disassemble_into_single_device_arrays()]
 
     def execute(self, buffers: Sequence) -> list:
         """Run on device buffers, checking each one's shape and dtype first."""
@@ -188,6 +226,8 @@ class Executable:
                     f"argument {i}: buffer {buffer_type(b)} where {t} is expected"
                 )
         try:
+            if self.effects:
+                return self._execute_with_token(list(buffers), None)
             return self._exe.execute(list(buffers))
         except Exception as e:  # a host callback's exception comes back as itself
             callback_errors.reraise(e)
@@ -200,6 +240,8 @@ class Executable:
         if handlers is None:
             handlers = self._handlers = _result_handlers(self._exe, self.result_types)
         try:
+            if self.effects:
+                return self._execute_with_token(buffers, handlers)
             if handlers:
                 return self._exe.execute_sharded(buffers).consume_with_handlers(handlers)
             return self._exe.execute(buffers)
@@ -261,7 +303,7 @@ def compile(
             exe = c.compile_and_load(module, devices, options, list(host_callbacks))
     else:
         exe = c.compile_and_load(module_text, devices, options)
-    return Executable(exe, param_types, result_types)
+    return Executable(exe, param_types, result_types, effects=bool(host_callbacks))
 
 
 def versions() -> dict:
@@ -326,7 +368,7 @@ def deserialize_executable(
         exe = dev.client.deserialize_executable(*args, list(host_callbacks))
     else:
         exe = dev.client.deserialize_executable(*args)
-    return Executable(exe, param_types, result_types)
+    return Executable(exe, param_types, result_types, effects=bool(host_callbacks))
 
 
 def stablehlo_versions() -> dict:
