@@ -127,6 +127,7 @@ from purejit.custom_derivatives import custom_gradient  # noqa: E402
 
 __all__ += ["custom_gradient", "float0", "fwd_and_bwd"]
 from purejit.transforms import solves as _solves  # noqa: E402, F401  (lax.custom_root, ...)
+from purejit import special_gradients as _special_gradients  # noqa: E402, F401  (lax.igamma, ...)
 from purejit import dtypes, scipy, typing  # noqa: E402
 from purejit.platform import (  # noqa: E402
     Device,

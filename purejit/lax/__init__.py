@@ -423,3 +423,18 @@ __all__ += ["index_in_dim", "index_take", "shape_as_value", "slice_in_dim", "spl
 __all__ += ["stage", "tile", "unstack", "AccuracyMode", "RoundingMethod", "Tolerance", "exp2"]
 __all__ += ["mulhi", "DotDimensionNumbers", "RaggedDotDimensionNumbers", "batch_matmul"]
 __all__ += ["ragged_dot", "ragged_dot_general", "scaled_dot"]
+
+# special functions: IR ops XLA expands from CHLO, and compositions of them
+# (purejit/lax/special_functions.py, incomplete.py)
+from purejit.lax.special_functions import (  # noqa: E402
+    bessel_i0e,
+    bessel_i1e,
+    digamma,
+    erfc,
+    polygamma,
+    zeta,
+)
+from purejit.lax.incomplete import betainc, igamma, igamma_grad_a, igammac  # noqa: E402
+
+__all__ += ["bessel_i0e", "bessel_i1e", "digamma", "erfc", "polygamma", "zeta", "betainc"]
+__all__ += ["igamma", "igamma_grad_a", "igammac"]

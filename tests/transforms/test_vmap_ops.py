@@ -96,6 +96,19 @@ def _elementwise_cases():
             lambda n, lx: lambda x: lx.reduce_precision(x * 3.7, exponent_bits=5, mantissa_bits=4),
             [F(3)],
         ),
+        Case(
+            "special_functions",
+            lambda n, lx: (
+                lambda x, y: (
+                    lx.erfc(x),
+                    lx.digamma(n.abs(x) + 0.5),
+                    lx.bessel_i1e(y),
+                    lx.polygamma(n.ones_like(x) * 2, n.abs(y) + 0.5),
+                    lx.zeta(n.abs(x) + 1.5, n.abs(y) + 0.5),
+                )
+            ),
+            [F(3), F(3)],
+        ),
     ]
     return cases
 
