@@ -438,3 +438,8 @@ from purejit.lax.incomplete import betainc, igamma, igamma_grad_a, igammac  # no
 
 __all__ += ["bessel_i0e", "bessel_i1e", "digamma", "erfc", "polygamma", "zeta", "betainc"]
 __all__ += ["igamma", "igamma_grad_a", "igammac"]
+
+# staging (purejit/lax/staging.py)
+from purejit.lax.staging import composite, dce_sink, platform_dependent  # noqa: E402
+
+__all__ += ["composite", "dce_sink", "platform_dependent"]
