@@ -443,3 +443,18 @@ __all__ += ["igamma", "igamma_grad_a", "igammac"]
 from purejit.lax.staging import composite, dce_sink, platform_dependent  # noqa: E402
 
 __all__ += ["composite", "dce_sink", "platform_dependent"]
+
+# collectives composed from parallel.py's (purejit/lax/collectives.py)
+from purejit.lax.collectives import (  # noqa: E402
+    after_all,
+    create_token,
+    pbroadcast,
+    precv,
+    psend,
+    pshuffle,
+    pswapaxes,
+    ragged_all_to_all,
+)
+
+__all__ += ["after_all", "create_token", "pbroadcast", "precv", "psend", "pshuffle"]
+__all__ += ["pswapaxes", "ragged_all_to_all"]
