@@ -458,3 +458,7 @@ from purejit.lax.collectives import (  # noqa: E402
 
 __all__ += ["after_all", "create_token", "pbroadcast", "precv", "psend", "pshuffle"]
 __all__ += ["pswapaxes", "ragged_all_to_all"]
+
+from purejit.lax.sharding_constraints import with_sharding_constraint  # noqa: E402
+
+__all__ += ["with_sharding_constraint"]

@@ -785,6 +785,8 @@ NOT_GENERATED = {
     "constant": "appears in every program (literals), not generated on its own",
     "fusion": "made by the fusion pass, which every program runs through",
     "all_gather": "collective: needs shard_map over several devices (tests/multidevice)",
+    "sharding_constraint": "a layout over a mesh of several devices "
+    "(tests/multidevice/cases_sharding_context.py)",
     "pvary": "varying-axes typing inside a check_vma shard_map over several devices "
     "(tests/multidevice/test_md_autodiff*)",
     "all_reduce": "collective: needs shard_map over several devices (tests/multidevice)",
