@@ -150,6 +150,7 @@ __all__ += ["process_count", "process_index", "NamedSharding", "P", "make_mesh"]
 __all__ += ["reshard", "set_mesh"]
 from purejit.environment import (  # noqa: E402
     clear_caches,
+    default_device,
     effects_barrier,
     host_count,
     host_id,
@@ -167,7 +168,8 @@ from purejit.global_arrays import (  # noqa: E402
     make_array_from_single_device_arrays,
 )
 
-__all__ += ["clear_caches", "effects_barrier", "host_count", "host_id", "host_ids"]
+__all__ += ["clear_caches", "default_device", "effects_barrier", "host_count", "host_id"]
+__all__ += ["host_ids"]
 __all__ += ["make_user_context", "memory", "print_environment_info", "process_indices"]
 __all__ += ["copy_to_host_async", "live_arrays", "make_array_from_callback"]
 __all__ += ["make_array_from_process_local_data", "make_array_from_single_device_arrays"]

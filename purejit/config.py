@@ -62,6 +62,9 @@ class _Config:
             # 0 measures nothing and "auto" is "batched")
             "vmap_lowering": os.environ.get("PUREJIT_VMAP_LOWERING") or "batched",
             "vmap_measure_s": float(os.environ.get("PUREJIT_VMAP_MEASURE_S") or 1.0),
+            # where uncommitted arrays and computations go: None (the first device), a device
+            # or a platform name ("cpu", "gpu"); JAX's jax_default_device
+            "default_device": None,
         }
         self._local = threading.local()
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}
@@ -169,7 +172,7 @@ class _Config:
 
 
 # options whose value changes the traced program (a new value is a new jit cache entry)
-TRACE_OPTIONS = ("enable_x64", "default_matmul_precision")
+TRACE_OPTIONS = ("enable_x64", "default_matmul_precision", "default_device")
 
 # JAX's option names and the purejit option each sets
 JAX_OPTIONS = {
@@ -180,6 +183,7 @@ JAX_OPTIONS = {
     "jax_persistent_cache_min_compile_time_secs": "persistent_cache_min_compile_time_secs",
     "jax_default_matmul_precision": "default_matmul_precision",
     "jax_disable_jit": "disable_jit",
+    "jax_default_device": "default_device",
 }
 # JAX options a port may set that purejit cannot honour, and why
 JAX_UNSUPPORTED = {

@@ -86,6 +86,14 @@ class _Setting(contextlib.ContextDecorator):
         return False
 
 
+def default_device(new_val=None):
+    """Set the device of uncommitted arrays and computations for a `with` block (or a
+    decorated function), as `jax.default_device`: a device, a platform name ("cpu",
+    "gpu"), or None for the first device. Jitted functions called in the block compile
+    for that device (the setting is part of their cache key)."""
+    return _Setting("default_device", new_val)
+
+
 def make_user_context(default_value=None) -> UserContext:
     """A new user context whose value keys jit's tracing and compile caches, as
     `jax.make_user_context`:

@@ -59,8 +59,22 @@ def devices(platform: str | None = None) -> list:
 
 
 @functools.lru_cache(maxsize=None)
-def default_device():
+def _first_device():
     return devices()[0]
+
+
+@functools.lru_cache(maxsize=16)
+def _first_of_platform(platform: str):
+    return devices(platform)[0]
+
+
+def default_device():
+    """The device of uncommitted arrays and computations: the `default_device` option (a
+    device or a platform name) when set, else the first device."""
+    dev = config.read("default_device")
+    if dev is None:
+        return _first_device()
+    return _first_of_platform(dev) if isinstance(dev, str) else dev
 
 
 def live_buffers(platform: str | None = None) -> list:
@@ -125,6 +139,14 @@ def xla_option_overrides() -> tuple[tuple[str, object], ...]:
             parsed = int(v)
         out.append((name.strip(), parsed))
     return tuple(out)
+
+
+def _assigned(device, dev):
+    """The device a one-device program is assigned to explicitly: the one asked for, or the
+    default device when `default_device` moved it off the first (which XLA assumes)."""
+    if device is not None or dev is _first_device():
+        return device
+    return dev
 
 
 def compile_options(*, disable_passes: Sequence[str] = (), device=None):
@@ -293,7 +315,7 @@ def compile(
     dev = device or default_device()
     c = dev.client
     devices = xla_client.DeviceList((dev,))
-    options = compile_options(disable_passes=disable_xla_passes, device=device)
+    options = compile_options(disable_passes=disable_xla_passes, device=_assigned(device, dev))
     if host_callbacks:
         # jaxlib takes host callbacks only with a parsed module, not with text
         from jaxlib.mlir import ir
@@ -362,7 +384,7 @@ def deserialize_executable(
     from jaxlib import xla_client
 
     dev = device or default_device()
-    options = compile_options(disable_passes=disable_xla_passes, device=device)
+    options = compile_options(disable_passes=disable_xla_passes, device=_assigned(device, dev))
     args = (blob, xla_client.DeviceList((dev,)), options)
     if host_callbacks:
         exe = dev.client.deserialize_executable(*args, list(host_callbacks))
