@@ -170,6 +170,9 @@ from purejit.global_arrays import (  # noqa: E402
 
 __all__ += ["clear_caches", "default_device", "effects_barrier", "host_count", "host_id"]
 __all__ += ["host_ids"]
+from purejit.lax.dslice import ds  # noqa: E402
+
+__all__ += ["ds"]
 __all__ += ["make_user_context", "memory", "print_environment_info", "process_indices"]
 __all__ += ["copy_to_host_async", "live_arrays", "make_array_from_callback"]
 __all__ += ["make_array_from_process_local_data", "make_array_from_single_device_arrays"]
