@@ -462,3 +462,18 @@ __all__ += ["pswapaxes", "ragged_all_to_all"]
 from purejit.lax.sharding_constraints import with_sharding_constraint  # noqa: E402
 
 __all__ += ["with_sharding_constraint"]
+
+# static shape helpers and typing aliases (purejit/lax/conv_shapes.py)
+from purejit.lax.conv_shapes import (  # noqa: E402
+    ConvGeneralDilatedDimensionNumbers,
+    PrecisionLike,
+    conv_general_permutations,
+    conv_general_shape_tuple,
+    conv_shape_tuple,
+    conv_transpose_shape_tuple,
+    reduce_window_shape_tuple,
+)
+
+__all__ += ["ConvGeneralDilatedDimensionNumbers", "PrecisionLike", "conv_shape_tuple"]
+__all__ += ["conv_general_permutations", "conv_general_shape_tuple"]
+__all__ += ["conv_transpose_shape_tuple", "reduce_window_shape_tuple"]
