@@ -477,3 +477,10 @@ from purejit.lax.conv_shapes import (  # noqa: E402
 __all__ += ["ConvGeneralDilatedDimensionNumbers", "PrecisionLike", "conv_shape_tuple"]
 __all__ += ["conv_general_permutations", "conv_general_shape_tuple"]
 __all__ += ["conv_transpose_shape_tuple", "reduce_window_shape_tuple"]
+
+from purejit.lax.conv_patches import (  # noqa: E402
+    conv_general_dilated_local,
+    conv_general_dilated_patches,
+)
+
+__all__ += ["conv_general_dilated_local", "conv_general_dilated_patches"]

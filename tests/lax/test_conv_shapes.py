@@ -45,3 +45,35 @@ def test_conv_and_reduce_window_shape_tuples_match_jax():
         plax.conv_general_permutations(("NNHW", "OIHW", "NCHW"))
     with pytest.raises(TypeError, match="Wrong number"):
         plax.conv_shape_tuple((1, 1, 4), (1, 1, 2), (1,), [(0, 0), (0, 0)])
+
+
+@pytest.mark.parametrize("dn", [None, ("NHWC", "HWIO", "NHWC"), ("NCHW", "OIHW", "NCHW")])
+def test_patches_and_local_convolution_match_jax(dn):
+    rng = np.random.default_rng(0)
+    nhwc = dn is not None and dn[0] == "NHWC"
+    x = rng.standard_normal((2, 7, 6, 3) if nhwc else (2, 3, 7, 6)).astype(np.float32)
+    fs, strides, padding = (3, 2), (2, 1), [(1, 1), (0, 1)]
+
+    def patches(lax):
+        return lambda x: lax.conv_general_dilated_patches(x, fs, strides, padding,
+                                                          dimension_numbers=dn)  # fmt: skip
+
+    got = purejit.jit(patches(plax))(x)
+    want = jax.jit(patches(jax.lax))(x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)
+    # one kernel per output position: [out_h, out_w, C * 6, O] in the rhs spec's layout
+    oh, ow = np.asarray(want).shape[1:3] if nhwc else np.asarray(want).shape[2:4]
+    rhs_shape = (oh, ow, 3 * 6, 4) if nhwc else (4, 3 * 6, oh, ow)
+    k = rng.standard_normal(rhs_shape).astype(np.float32)
+
+    def local(lax):
+        return lambda x, k: lax.conv_general_dilated_local(x, k, strides, padding, fs,
+                                                           dimension_numbers=dn)  # fmt: skip
+
+    got = purejit.jit(local(plax))(x, k)
+    want = jax.jit(local(jax.lax))(x, k)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+    g = purejit.grad(lambda x, k: local(plax)(x, k).sum(), (0, 1))(x, k)
+    w = jax.grad(lambda x, k: local(jax.lax)(x, k).sum(), (0, 1))(x, k)
+    for a, b in zip(g, w):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
