@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from purejit.lax.special_functions import bessel_i0e
+from purejit.transforms.autodiff.interpreter import NonDifferentiableError
 from purejit.transforms.autodiff._core import (
     LINEAR_OPS,
     UndefinedPrimal,
@@ -369,7 +370,7 @@ _binary("atan2", _atan2_dx, _atan2_dy)
 
 def _no_derivative(what: str):
     def refuse(*_):
-        raise NotImplementedError(f"{what} (JAX does not define it either)")
+        raise NonDifferentiableError(f"{what} (JAX does not define it either)")
 
     return refuse
 
