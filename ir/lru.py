@@ -60,6 +60,16 @@ class LRU:
         weakref.finalize(part, self._drop_owner, part._owner, part._keys).atexit = False
         return part
 
+    def clear(self) -> None:
+        """Drop every entry of every owner (no eviction callbacks: nothing was evicted)."""
+        with self._lock:
+            parts = [r() for r in self._parts.values()]
+        for part in parts:
+            if part is not None:
+                part.clear()
+        with self._lock:
+            self._entries.clear()
+
     def info(self) -> dict:
         """Entries, bound and evictions so far."""
         return {"entries": len(self), "maxsize": self.maxsize, "evictions": self.evictions}

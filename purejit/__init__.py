@@ -127,6 +127,7 @@ from purejit.custom_derivatives import custom_gradient  # noqa: E402
 
 __all__ += ["custom_gradient", "float0", "fwd_and_bwd"]
 from purejit.transforms import solves as _solves  # noqa: E402, F401  (lax.custom_root, ...)
+from purejit import special_gradients as _special_gradients  # noqa: E402, F401  (lax.igamma, ...)
 from purejit import dtypes, scipy, typing  # noqa: E402
 from purejit.platform import (  # noqa: E402
     Device,
@@ -140,9 +141,38 @@ from purejit.platform import (  # noqa: E402
     process_count,
     process_index,
 )
-from purejit.sharding import NamedSharding, P, make_mesh  # noqa: E402
+from purejit.sharding import NamedSharding, P, make_mesh, reshard, set_mesh  # noqa: E402
 
 __all__ += ["dtypes", "scipy", "typing", "Device", "default_backend", "device_count"]
 __all__ += ["local_device_count", "local_devices", "named_call", "named_scope"]
 __all__ += ["ensure_compile_time_eval"]
 __all__ += ["process_count", "process_index", "NamedSharding", "P", "make_mesh"]
+__all__ += ["reshard", "set_mesh"]
+from purejit.environment import (  # noqa: E402
+    clear_caches,
+    default_device,
+    effects_barrier,
+    host_count,
+    host_id,
+    host_ids,
+    make_user_context,
+    memory,
+    print_environment_info,
+    process_indices,
+)
+from purejit.global_arrays import (  # noqa: E402
+    copy_to_host_async,
+    live_arrays,
+    make_array_from_callback,
+    make_array_from_process_local_data,
+    make_array_from_single_device_arrays,
+)
+
+__all__ += ["clear_caches", "default_device", "effects_barrier", "host_count", "host_id"]
+__all__ += ["host_ids"]
+from purejit.lax.dslice import ds  # noqa: E402
+
+__all__ += ["ds"]
+__all__ += ["make_user_context", "memory", "print_environment_info", "process_indices"]
+__all__ += ["copy_to_host_async", "live_arrays", "make_array_from_callback"]
+__all__ += ["make_array_from_process_local_data", "make_array_from_single_device_arrays"]

@@ -62,9 +62,13 @@ class _Config:
             # 0 measures nothing and "auto" is "batched")
             "vmap_lowering": os.environ.get("PUREJIT_VMAP_LOWERING") or "batched",
             "vmap_measure_s": float(os.environ.get("PUREJIT_VMAP_MEASURE_S") or 1.0),
+            # where uncommitted arrays and computations go: None (the first device), a device
+            # or a platform name ("cpu", "gpu"); JAX's jax_default_device
+            "default_device": None,
         }
         self._local = threading.local()
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}
+        self._user_trace_options: list[str] = []  # made by purejit.make_user_context
         self.trace_context = self._trace_context()
 
     def update(self, name: str | None = None, value=None, **options):
@@ -80,25 +84,42 @@ class _Config:
             self.set_disable_jit(bool(options.pop("disable_jit")))
         self._values.update(options)
         context = self._trace_context()
-        if context != self.trace_context:  # jit's fast-path cache checks identity per call
+        changed = context != self.trace_context
+        if changed:  # jit's fast-path cache checks identity per call
             self.trace_context = context
         for k, v in options.items():
             for callback in self._watchers.get(k, ()):
                 callback(v)
+        if changed:
+            for callback in self._watchers.get("trace_context", ()):
+                callback(context)
 
     def _trace_context(self) -> tuple:
         # the options that change what tracing produces: jit caches are keyed on them
-        return tuple(self._values[k] for k in TRACE_OPTIONS)
+        return tuple(self._values[k] for k in (*TRACE_OPTIONS, *self._user_trace_options))
+
+    def add_trace_option(self, name: str, default) -> None:
+        """A new option whose value keys jit's caches, as the built-in TRACE_OPTIONS do (what
+        `purejit.make_user_context` makes); `default` must be hashable."""
+        hash(default)
+        if name in self._values:
+            raise KeyError(f"purejit option {name!r} exists already")
+        self._values[name] = default
+        self._user_trace_options.append(name)
+        self.trace_context = self._trace_context()
+        for callback in self._watchers.get("trace_context", ()):
+            callback(self.trace_context)
 
     def watch(self, name: str, callback: Callable[[Any], None]) -> None:
         """Call `callback(value)` after every `update` of option `name` (for "disable_jit":
-        after every `set_disable_jit`, in the thread that set it).
+        after every `set_disable_jit`, in the thread that set it; for "trace_context": after
+        every change of `trace_context`, with the new tuple).
 
         Args:
-            name: a known option, or "disable_jit".
+            name: a known option, "disable_jit" or "trace_context".
             callback: called with the new value, in the order callbacks were registered.
         """
-        if name not in self._values and name != "disable_jit":
+        if name not in self._values and name not in ("disable_jit", "trace_context"):
             raise KeyError(f"unknown purejit option {name!r}; known: {sorted(self._values)}")
         self._watchers.setdefault(name, []).append(callback)
 
@@ -151,7 +172,7 @@ class _Config:
 
 
 # options whose value changes the traced program (a new value is a new jit cache entry)
-TRACE_OPTIONS = ("enable_x64", "default_matmul_precision")
+TRACE_OPTIONS = ("enable_x64", "default_matmul_precision", "default_device")
 
 # JAX's option names and the purejit option each sets
 JAX_OPTIONS = {
@@ -162,6 +183,7 @@ JAX_OPTIONS = {
     "jax_persistent_cache_min_compile_time_secs": "persistent_cache_min_compile_time_secs",
     "jax_default_matmul_precision": "default_matmul_precision",
     "jax_disable_jit": "disable_jit",
+    "jax_default_device": "default_device",
 }
 # JAX options a port may set that purejit cannot honour, and why
 JAX_UNSUPPORTED = {

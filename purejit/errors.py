@@ -100,11 +100,25 @@ def at(loc: str | None) -> str:
     return f" (at {loc})" if loc else ""
 
 
+class JAXTypeError(TypeError):
+    """The base of the type errors JAX names (jax.errors.JAXTypeError): a traced value used
+    where a concrete one is needed, or a tracer leaked or converted."""
+
+
+class JAXIndexError(IndexError):
+    """The base of the index errors JAX names (jax.errors.JAXIndexError)."""
+
+
+class NonConcreteBooleanIndexError(JAXIndexError):
+    """A boolean mask index whose values are traced: the result's shape would depend on
+    them, which jit cannot compile (use `purejit.numpy.where(mask, x, fill)`)."""
+
+
 class PurejitTypeError(TypeError):
     """An op got operands of the wrong shape or dtype. Names the op, the types, the line."""
 
 
-class ConcretizationTypeError(TypeError):
+class ConcretizationTypeError(JAXTypeError):
     """A traced value was used where Python needs a concrete one (if, int(), float())."""
 
 
@@ -116,12 +130,13 @@ class TracerIntegerConversionError(ConcretizationTypeError):
     """`int()` or `__index__` of a traced value inside jit."""
 
 
-class TracerArrayConversionError(TypeError):
+class TracerArrayConversionError(JAXTypeError):
     """A traced value was passed to NumPy (np.asarray) inside jit."""
 
 
-class UnexpectedTracerError(RuntimeError):
-    """A tracer leaked out of the transformation that created it."""
+class UnexpectedTracerError(JAXTypeError, RuntimeError):
+    """A tracer leaked out of the transformation that created it (a TypeError, as JAX's, and
+    a RuntimeError, as purejit's always was)."""
 
 
 def check_argnums(fname: str, sig, option: str, nums, names) -> None:

@@ -29,6 +29,7 @@ from purejit.runtime.eager import EvalTrace
 from purejit.ir import print_function, spmd, vma
 from purejit.ir.printer import format_attr
 from purejit.lax.parallel import axis_env, in_axis_env
+from purejit.runtime import mesh_context
 from purejit.runtime.mesh import Mesh, NamedSharding, broadcast_prefix
 from purejit.transforms.autodiff import collective as _ad_collective
 from purejit.tree_util import tree_flatten, tree_paths, tree_unflatten
@@ -214,7 +215,7 @@ def _typed_body(name, body, in_dims, out_dims, out_specs, out_tree, mesh):
 def shard_map(
     f: Callable | None = None,
     *,
-    mesh: Mesh,
+    mesh: Mesh | None = None,
     in_specs,
     out_specs,
     check_vma: bool = True,
@@ -225,7 +226,8 @@ def shard_map(
     Args:
         f: the per-device body; it sees each argument's shard (local shape) and may call the
             collectives of `purejit.lax` over the mesh's axis names.
-        mesh: the `purejit.sharding.Mesh` to run on.
+        mesh: the `purejit.sharding.Mesh` to run on (default: the mesh in context, set with
+            `purejit.sharding.set_mesh`).
         in_specs: a PartitionSpec (or None = replicated) per argument, as a pytree prefix of
             the arguments tuple.
         out_specs: a PartitionSpec per output (pytree prefix of the outputs). Mesh axes that an
@@ -244,6 +246,10 @@ def shard_map(
         return functools.partial(
             shard_map, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=check_vma
         )
+    if mesh is None:
+        mesh = mesh_context.current()
+        if mesh is None:
+            raise TypeError("shard_map: pass mesh= or set one with purejit.sharding.set_mesh")
     if not isinstance(mesh, Mesh):
         raise TypeError(
             f"shard_map: mesh must be a purejit.sharding.Mesh, got {type(mesh).__name__}"

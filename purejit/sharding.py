@@ -10,10 +10,14 @@ IR interpreter shares it; the classes live in `purejit.runtime.mesh`.
 """
 
 import enum
+import functools
 import math
 from typing import Sequence
 
 from purejit.compiler.spmd import ProgramLayout, plan_layout
+from purejit.environment import MemorySpace
+from purejit.lax.sharding_constraints import with_sharding_constraint
+from purejit.runtime import mesh_context
 from purejit.runtime.mesh import Mesh, NamedSharding, PartitionSpec, make_mesh
 from purejit.runtime.placement import device_put as _device_put
 from purejit.runtime.placement import sharding_of
@@ -107,12 +111,100 @@ def device_put(x, sharding=None):
     `purejit.runtime.placement.device_put`); a `SingleDeviceSharding` means its device."""
     from purejit import tree_util
 
+    if isinstance(sharding, MemorySpace):
+        if sharding is not MemorySpace.Device:
+            raise NotImplementedError(
+                f"device_put to {sharding}: purejit keeps every array in device memory "
+                "(no pinned-host or unpinned-host memory kinds)"
+            )
+        sharding = None
     if isinstance(sharding, SingleDeviceSharding):
         sharding = sharding._device
+    sharding = mesh_context.resolve(sharding, "device_put")
     return tree_util.tree_map(lambda leaf: _device_put(leaf, sharding), x)
 
 
+# ---- the mesh in context, and resharding ------------------------------------------------------
+
+set_mesh = mesh_context.set_mesh
+
+
+def get_mesh():
+    """The mesh set in this thread with `set_mesh` (an empty mesh, `.empty`, when none)."""
+    mesh = mesh_context.current()
+    return mesh_context.EMPTY if mesh is None else mesh
+
+
+def use_abstract_mesh(mesh: AbstractMesh):
+    """Set this thread's abstract mesh (axis names and sizes) for a `with` block, as
+    `jax.sharding.use_abstract_mesh`."""
+    if not isinstance(mesh, AbstractMesh):
+        raise TypeError(f"use_abstract_mesh: expected an AbstractMesh, got {type(mesh).__name__}")
+    return mesh_context.use_abstract(mesh)
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract mesh in context: the one `use_abstract_mesh` set, else that of the mesh
+    `set_mesh` set, else an empty one (as `jax.sharding.get_abstract_mesh`)."""
+    am = mesh_context.current_abstract()
+    if am is not None:
+        return am
+    mesh = mesh_context.current()
+    if mesh is None:
+        return AbstractMesh((), ())
+    return AbstractMesh(mesh.mesh_shape, mesh.axis_names)
+
+
+def make_single_device_sharding(device, *, memory_kind=None) -> SingleDeviceSharding:
+    """The sharding of an array wholly on `device`."""
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
+
+
+def reshard(xs, out_shardings):
+    """`xs` (a pytree) laid out as `out_shardings` (NamedShardings or PartitionSpecs with a
+    mesh in context; a pytree prefix), as `jax.reshard`: inside a program a sharding
+    constraint, outside one a `device_put`. purejit's shardings are placements, not part of
+    an array's type (JAX's explicit sharding), so this is `with_sharding_constraint`."""
+    return with_sharding_constraint(xs, out_shardings)
+
+
+def _sharded_fn(f, name: str, axes, place, before: bool):
+    if f is None:
+        return lambda g: _sharded_fn(g, name, axes, place, before)
+
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        if before and place is not None:
+            args = reshard(args, place)
+        out = f(*args, **kwargs)
+        return reshard(out, place) if not before and place is not None else out
+
+    return run
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """`f` with mesh `axes` left to XLA's partitioner, its results laid out as
+    `out_sharding`, as `jax.sharding.auto_axes`. Every purejit mesh axis is automatic (no
+    sharding in types), so this runs `f` and reshards its results."""
+    return _sharded_fn(f, "auto_axes", axes, out_sharding, before=False)
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """`f` on arguments laid out as `in_sharding`, as `jax.sharding.explicit_axes`. purejit
+    has no explicit (typed) sharding mode, in which JAX would check each op's shardings:
+    the arguments are resharded and `f` runs with XLA's partitioner placing the rest."""
+    return _sharded_fn(f, "explicit_axes", axes, in_sharding, before=True)
+
+
 __all__ = [
+    "auto_axes",
+    "explicit_axes",
+    "get_abstract_mesh",
+    "get_mesh",
+    "make_single_device_sharding",
+    "reshard",
+    "set_mesh",
+    "use_abstract_mesh",
     "AbstractMesh",
     "AxisType",
     "Mesh",

@@ -7,7 +7,8 @@ compiled = lowered.compile()          # Compiled: the XLA executable
 
 from purejit.api import Jitted as Wrapped
 from purejit.compiler import Compiled, Lowered
+from purejit.compiler.lower import ArgInfo
 from purejit.compiler.options import CompilerOptions
 from purejit.compiler.stages import Traced
 
-__all__ = ["Compiled", "CompilerOptions", "Lowered", "Traced", "Wrapped"]
+__all__ = ["ArgInfo", "Compiled", "CompilerOptions", "Lowered", "Traced", "Wrapped"]

@@ -259,18 +259,39 @@ def _pvary_infer(types, attrs, regions):
     return [types[0]]
 
 
+# sharding_constraint --------------------------------------------------------------------------
+
+CONSTRAINT_ATTRS = ("axis_names", "mesh_shape", "device_ids", "spec")
+
+
+def _constraint_infer(types, attrs, regions):
+    nargs("sharding_constraint", types, 1)
+    names, shape = _mesh(attrs, "sharding_constraint")
+    spec = attrs["spec"]
+    if len(spec) != types[0].rank:
+        fail("sharding_constraint", f"spec {spec} for a value of rank {types[0].rank}")
+    used = [a for dim in spec for a in dim]
+    if any(a not in names for a in used) or len(set(used)) != len(used):
+        fail("sharding_constraint", f"spec {spec} must name distinct axes of {list(names)}")
+    for d, dim in enumerate(spec):
+        parts = spmd.num_devices(tuple(shape[names.index(a)] for a in dim))
+        if types[0].shape[d] % parts:
+            fail("sharding_constraint", f"dim {d} of {types[0]} does not split in {parts}")
+    return [types[0]]
+
+
 # manual_computation -------------------------------------------------------------------------
 
 MANUAL_ATTRS = ("axis_names", "mesh_shape", "device_ids", "in_specs", "out_specs")
 
 
-def _mesh(attrs):
+def _mesh(attrs, name: str = "manual_computation"):
     names = tuple(attrs["axis_names"])
     shape = tuple(int(s) for s in attrs["mesh_shape"])
     if len(names) != len(shape) or len(set(names)) != len(names):
-        fail("manual_computation", f"axis_names {list(names)} do not fit mesh_shape {shape}")
+        fail(name, f"axis_names {list(names)} do not fit mesh_shape {shape}")
     if len(attrs["device_ids"]) != spmd.num_devices(shape):
-        fail("manual_computation", f"{len(attrs['device_ids'])} device_ids for mesh {shape}")
+        fail(name, f"{len(attrs['device_ids'])} device_ids for mesh {shape}")
     return names, shape
 
 
@@ -380,6 +401,16 @@ register(
         frozenset({"pure"}),
         attrs=("axes", "replica_groups"),
         doc="pvary(x) {axes, replica_groups} -> x, typed as varying over the mesh axes `axes`",
+    )
+)
+register(
+    OpDef(
+        "sharding_constraint",
+        _constraint_infer,
+        lambda args, attrs, regions, run: [args[0]],
+        frozenset({"pure"}),
+        attrs=CONSTRAINT_ATTRS,
+        doc="sharding_constraint(x) {mesh, spec} -> x, laid out over the mesh as spec says",
     )
 )
 register(

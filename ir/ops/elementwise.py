@@ -27,6 +27,7 @@ import numpy as np
 from purejit.ir import dtypes
 from purejit.ir.core import TensorType
 from purejit.ir.ops import _float_bits
+from purejit.ir.ops import _special_refs as _special
 from purejit.ir.ops._util import (
     compute_dtype,
     dtype_attr,
@@ -382,6 +383,10 @@ unary("atanh", np.arctanh, "inexact", traits=_APPROX)
 unary("erf", _vec(math.erf), "float", traits=_APPROX)
 unary("lgamma", _vec(_lgamma), "float", traits=_APPROX)
 unary("erf_inv", _erf_inv, "float", traits=_APPROX)
+# special functions XLA expands from CHLO (references in _special_refs)
+unary("erfc", _special.erfc, "float", traits=_APPROX)
+unary("digamma", _special.digamma, "float", traits=_APPROX)
+unary("bessel_i1e", _special.bessel_i1e, "float", traits=_APPROX)
 
 # ---- binary --------------------------------------------------------------------------------
 
@@ -405,6 +410,8 @@ binary(
 )
 binary("atan2", np.arctan2, "float", traits=_APPROX)
 binary("next_after", _next_after, "float", narrow=False)  # exact on the bits of each width
+binary("polygamma", _special.polygamma, "float", traits=_APPROX)  # (n, x)
+binary("zeta", _special.zeta, "float", traits=_APPROX)  # Hurwitz: (s, q)
 binary(
     "and", np.bitwise_and, "intbool", traits=("commutative", "associative", "idempotent", "cheap")
 )

@@ -74,6 +74,13 @@ def _api():
     }
 
 
+def clear_cache() -> None:
+    """Drop every entry of the C++ dispatch cache (each jitted function misses once more)."""
+    api = _api()
+    if isinstance(api, dict):
+        api["cache"].clear()
+
+
 def available() -> bool:
     """Whether jaxlib's C++ jit dispatch can be used (else `why_unavailable()` says why)."""
     return not isinstance(_api(), str)

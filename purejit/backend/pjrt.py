@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import weakref
 from typing import Sequence
 
 import numpy as np
@@ -58,8 +59,29 @@ def devices(platform: str | None = None) -> list:
 
 
 @functools.lru_cache(maxsize=None)
-def default_device():
+def _first_device():
     return devices()[0]
+
+
+@functools.lru_cache(maxsize=16)
+def _first_of_platform(platform: str):
+    return devices(platform)[0]
+
+
+def default_device():
+    """The device of uncommitted arrays and computations: the `default_device` option (a
+    device or a platform name) when set, else the first device."""
+    dev = config.read("default_device")
+    if dev is None:
+        return _first_device()
+    return _first_of_platform(dev) if isinstance(dev, str) else dev
+
+
+def live_buffers(platform: str | None = None) -> list:
+    """Every device buffer (jax.Array) alive in the PJRT client of `platform` (default: the
+    default device's)."""
+    client = default_device().client if platform is None else devices(platform)[0].client
+    return list(client.live_arrays())
 
 
 def platform() -> str:
@@ -119,6 +141,14 @@ def xla_option_overrides() -> tuple[tuple[str, object], ...]:
     return tuple(out)
 
 
+def _assigned(device, dev):
+    """The device a one-device program is assigned to explicitly: the one asked for, or the
+    default device when `default_device` moved it off the first (which XLA assumes)."""
+    if device is not None or dev is _first_device():
+        return device
+    return dev
+
+
 def compile_options(*, disable_passes: Sequence[str] = (), device=None):
     """XLA's compile options for a one-device program (on `device`, default: replica 0 on
     device 0)."""
@@ -167,14 +197,44 @@ def _result_handlers(exe, result_types) -> list:
         return []
 
 
+# executables with host callbacks; each keeps the token of its last run for effects_barrier
+_EFFECTFUL: weakref.WeakSet = weakref.WeakSet()
+
+
+def wait_for_effects() -> None:
+    """Block until the last run of every executable with host callbacks has finished (its
+    callbacks have run); a callback's exception is raised here if it was not before."""
+    for exe in list(_EFFECTFUL):
+        token, exe._token = exe._token, None
+        if token is not None:
+            try:
+                token.block_until_ready()
+            except Exception as e:
+                callback_errors.reraise(e)
+                raise
+
+
 class Executable:
     """A compiled program for one device, with its parameter and result types."""
 
-    def __init__(self, exe, param_types: list[TensorType], result_types: list[TensorType]):
+    def __init__(self, exe, param_types: list[TensorType], result_types: list[TensorType],
+                 *, effects: bool = False):  # fmt: skip
         self._exe = exe
         self.param_types = list(param_types)
         self.result_types = list(result_types)
         self._handlers = None  # jaxlib's C++ result handlers, made on first execute
+        # host callbacks run as side effects: runs keep a token that effects_barrier awaits
+        self.effects = effects
+        self._token = None
+        if effects:
+            _EFFECTFUL.add(self)
+
+    def _execute_with_token(self, buffers: list, handlers) -> list:
+        res = self._exe.execute_sharded(buffers, with_tokens=True)
+        self._token = res.consume_token()
+        if handlers:
+            return res.consume_with_handlers(handlers)
+        return [a[0] for a in res.disassemble_into_single_device_arrays()]
 
     def execute(self, buffers: Sequence) -> list:
         """Run on device buffers, checking each one's shape and dtype first."""
@@ -188,6 +248,8 @@ class Executable:
                     f"argument {i}: buffer {buffer_type(b)} where {t} is expected"
                 )
         try:
+            if self.effects:
+                return self._execute_with_token(list(buffers), None)
             return self._exe.execute(list(buffers))
         except Exception as e:  # a host callback's exception comes back as itself
             callback_errors.reraise(e)
@@ -200,6 +262,8 @@ class Executable:
         if handlers is None:
             handlers = self._handlers = _result_handlers(self._exe, self.result_types)
         try:
+            if self.effects:
+                return self._execute_with_token(buffers, handlers)
             if handlers:
                 return self._exe.execute_sharded(buffers).consume_with_handlers(handlers)
             return self._exe.execute(buffers)
@@ -251,7 +315,7 @@ def compile(
     dev = device or default_device()
     c = dev.client
     devices = xla_client.DeviceList((dev,))
-    options = compile_options(disable_passes=disable_xla_passes, device=device)
+    options = compile_options(disable_passes=disable_xla_passes, device=_assigned(device, dev))
     if host_callbacks:
         # jaxlib takes host callbacks only with a parsed module, not with text
         from jaxlib.mlir import ir
@@ -261,7 +325,7 @@ def compile(
             exe = c.compile_and_load(module, devices, options, list(host_callbacks))
     else:
         exe = c.compile_and_load(module_text, devices, options)
-    return Executable(exe, param_types, result_types)
+    return Executable(exe, param_types, result_types, effects=bool(host_callbacks))
 
 
 def versions() -> dict:
@@ -320,13 +384,13 @@ def deserialize_executable(
     from jaxlib import xla_client
 
     dev = device or default_device()
-    options = compile_options(disable_passes=disable_xla_passes, device=device)
+    options = compile_options(disable_passes=disable_xla_passes, device=_assigned(device, dev))
     args = (blob, xla_client.DeviceList((dev,)), options)
     if host_callbacks:
         exe = dev.client.deserialize_executable(*args, list(host_callbacks))
     else:
         exe = dev.client.deserialize_executable(*args)
-    return Executable(exe, param_types, result_types)
+    return Executable(exe, param_types, result_types, effects=bool(host_callbacks))
 
 
 def stablehlo_versions() -> dict:

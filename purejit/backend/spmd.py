@@ -77,6 +77,17 @@ def put_sharded(host: np.ndarray, ns):
     return jax.make_array_from_single_device_arrays(host.shape, jax_sharding(ns), shards)
 
 
+def assemble(shape: Sequence[int], ns, bufs: Sequence):
+    """One global jax.Array of `shape` laid out as `ns` from this process's per-device
+    buffers (one per addressable device of `ns`), without copying them."""
+    return _jax().make_array_from_single_device_arrays(tuple(shape), jax_sharding(ns), list(bufs))
+
+
+def is_local(dev) -> bool:
+    """Whether this process drives device `dev`."""
+    return _is_local(dev)
+
+
 def _norm_index(idx, shape):
     return tuple(s.indices(n)[:2] for s, n in zip(idx, shape))
 

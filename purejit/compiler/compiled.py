@@ -136,6 +136,11 @@ class Compiled:
         dn.consume_donated(arrays, donation, paths, self.lowered.name)
         return self.wrap(outs)
 
+    @property
+    def args_info(self):
+        """The arguments ((args, kwargs)), each leaf a `purejit.stages.ArgInfo`."""
+        return self.lowered.args_info
+
     def cost_analysis(self) -> dict:
         return self.exe.cost_analysis()
 

@@ -34,7 +34,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit.backend import cpp_jit
 from purejit.backend.lowering import callback
-from purejit.config import TRACE_OPTIONS, config
+from purejit.config import config
 from purejit.runtime import eval_trace
 from purejit.runtime.array import Array
 from purejit.tracing import context, current_trace, on_trace_change, trace_depth
@@ -207,7 +207,6 @@ def sync_thread_state() -> None:
 
 if available():
     _sync_global()
-    for _name in TRACE_OPTIONS:
-        config.watch(_name, _sync_global)
+    config.watch("trace_context", _sync_global)
     config.watch("disable_jit", lambda _v: sync_thread_state())
     on_trace_change(sync_thread_state)

@@ -32,7 +32,7 @@ from purejit.config import config
 from purejit.ir import Function, print_function
 from purejit.runtime.array import Array
 from purejit.tracing import ShapedArray, Tracer, context, trace_to_function
-from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths
+from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,23 @@ class JitConfig:
     # so the user API passes it in): `jit_pass(options)` heads the default pipeline and
     # `collecting()` gathers what it does inside differentiations
     attention: Any = None
+
+
+@dataclass(frozen=True)
+class ArgInfo:
+    """One argument leaf of a lowered program: its abstract value and whether it is donated
+    (JAX's `jax.stages.ArgInfo`)."""
+
+    _aval: ShapedArray
+    donated: bool
+
+    @property
+    def shape(self) -> tuple:
+        return self._aval.shape
+
+    @property
+    def dtype(self):
+        return self._aval.dtype
 
 
 @dataclass
@@ -100,6 +117,14 @@ class Lowered:
     def records(self) -> list:
         """One `PassRecord` per pass run (the first, "trace", is the input)."""
         return self._complete()[1]
+
+    @property
+    def args_info(self):
+        """The arguments as the caller passed them ((args, kwargs)), each leaf an `ArgInfo`."""
+        donated = self.donation.donated if self.donation is not None else ()
+        infos = [ArgInfo(a, bool(donated[i]) if i < len(donated) else False)
+                 for i, a in enumerate(self.in_avals)]  # fmt: skip
+        return tree_unflatten(self.in_tree, infos)
 
     def ir(self) -> str:
         """The optimised purejit IR as text."""

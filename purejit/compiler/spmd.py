@@ -90,6 +90,8 @@ def plan_layout(fn, in_shardings=None, out_shardings=None) -> ProgramLayout | No
     out_shardings = list(out_shardings or [None] * len(fn.results))
     manual = [op for op in fn.walk() if op.name == "manual_computation"]
     meshes = {_mesh_of_op(op) for op in manual}
+    # a with_sharding_constraint partitions the program over its mesh, as in JAX
+    meshes |= {_mesh_of_op(op) for op in fn.walk() if op.name == "sharding_constraint"}
     meshes |= {s.mesh for s in in_shardings + out_shardings if s is not None}
     if not meshes:
         return None
@@ -107,6 +109,8 @@ def plan_layout(fn, in_shardings=None, out_shardings=None) -> ProgramLayout | No
                 consumer.setdefault(v, NamedSharding(mesh, PartitionSpec(*dims)))
             for v, dims in zip(op.results, op.attrs["out_specs"]):
                 producer[v] = NamedSharding(mesh, PartitionSpec(*dims))
+        elif op.name == "sharding_constraint":  # a result keeps the layout asked for it
+            producer[op.results[0]] = NamedSharding(mesh, PartitionSpec(*op.attrs["spec"]))
     ins = [
         s if s is not None else consumer.get(p, replicated) for s, p in zip(in_shardings, fn.params)
     ]

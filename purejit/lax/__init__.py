@@ -375,3 +375,112 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
 
 
 __all__ += ["broadcast_shapes"]
+
+# reductions, shape helpers, arithmetic and contractions composed from the ops above
+# (purejit/lax/reductions.py, reshaping.py, arithmetic.py, contractions.py)
+from purejit.lax.reductions import (  # noqa: E402
+    approx_max_k,
+    approx_min_k,
+    reduce_and,
+    reduce_max,
+    reduce_min,
+    reduce_or,
+    reduce_prod,
+    reduce_sum,
+    reduce_xor,
+)
+from purejit.lax.reshaping import (  # noqa: E402
+    broadcast_like,
+    broadcast_to_rank,
+    collapse,
+    dtype,
+    empty,
+    full_like,
+    index_in_dim,
+    index_take,
+    shape_as_value,
+    slice_in_dim,
+    split,
+    stack,
+    stage,
+    tile,
+    unstack,
+)
+from purejit.lax.arithmetic import AccuracyMode, RoundingMethod, Tolerance, exp2, mulhi  # noqa: E402
+from purejit.lax.contractions import (  # noqa: E402
+    DotDimensionNumbers,
+    RaggedDotDimensionNumbers,
+    batch_matmul,
+    ragged_dot,
+    ragged_dot_general,
+    scaled_dot,
+)
+
+__all__ += ["approx_max_k", "approx_min_k", "reduce_and", "reduce_max", "reduce_min"]
+__all__ += ["reduce_or", "reduce_prod", "reduce_sum", "reduce_xor"]
+__all__ += ["broadcast_like", "broadcast_to_rank", "collapse", "dtype", "empty", "full_like"]
+__all__ += ["index_in_dim", "index_take", "shape_as_value", "slice_in_dim", "split", "stack"]
+__all__ += ["stage", "tile", "unstack", "AccuracyMode", "RoundingMethod", "Tolerance", "exp2"]
+__all__ += ["mulhi", "DotDimensionNumbers", "RaggedDotDimensionNumbers", "batch_matmul"]
+__all__ += ["ragged_dot", "ragged_dot_general", "scaled_dot"]
+
+# special functions: IR ops XLA expands from CHLO, and compositions of them
+# (purejit/lax/special_functions.py, incomplete.py)
+from purejit.lax.special_functions import (  # noqa: E402
+    bessel_i0e,
+    bessel_i1e,
+    digamma,
+    erfc,
+    polygamma,
+    zeta,
+)
+from purejit.lax.incomplete import betainc, igamma, igamma_grad_a, igammac  # noqa: E402
+
+__all__ += ["bessel_i0e", "bessel_i1e", "digamma", "erfc", "polygamma", "zeta", "betainc"]
+__all__ += ["igamma", "igamma_grad_a", "igammac"]
+
+# staging (purejit/lax/staging.py)
+from purejit.lax.staging import composite, dce_sink, platform_dependent  # noqa: E402
+
+__all__ += ["composite", "dce_sink", "platform_dependent"]
+
+# collectives composed from parallel.py's (purejit/lax/collectives.py)
+from purejit.lax.collectives import (  # noqa: E402
+    after_all,
+    create_token,
+    pbroadcast,
+    precv,
+    psend,
+    pshuffle,
+    pswapaxes,
+    ragged_all_to_all,
+)
+
+__all__ += ["after_all", "create_token", "pbroadcast", "precv", "psend", "pshuffle"]
+__all__ += ["pswapaxes", "ragged_all_to_all"]
+
+from purejit.lax.sharding_constraints import with_sharding_constraint  # noqa: E402
+
+__all__ += ["with_sharding_constraint"]
+
+# static shape helpers and typing aliases (purejit/lax/conv_shapes.py)
+from purejit.lax.conv_shapes import (  # noqa: E402
+    ConvGeneralDilatedDimensionNumbers,
+    PrecisionLike,
+    conv_general_permutations,
+    conv_general_shape_tuple,
+    conv_shape_tuple,
+    conv_transpose_shape_tuple,
+    reduce_window_shape_tuple,
+)
+
+__all__ += ["ConvGeneralDilatedDimensionNumbers", "PrecisionLike", "conv_shape_tuple"]
+__all__ += ["conv_general_permutations", "conv_general_shape_tuple"]
+__all__ += ["conv_transpose_shape_tuple", "reduce_window_shape_tuple"]
+
+from purejit.lax.conv_patches import (  # noqa: E402
+    conv_general_dilated_local,
+    conv_general_dilated_patches,
+)
+
+__all__ += ["conv_general_dilated_local", "conv_general_dilated_patches"]

@@ -13,6 +13,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.lax import dslice
 from purejit.numpy import _core as c
 from purejit.numpy._indexing import (
     _err,
@@ -156,6 +157,7 @@ def _update(x, idx, values, kind, mode, indices_are_sorted, unique_indices):
     x = c._lift(x)
     if mode not in (None, "clip", "promise_in_bounds", "fill", "drop"):
         raise ValueError(f"invalid update mode {mode!r}")
+    idx = dslice.as_update_index(x.shape, idx)  # jax.ds entries as position arrays
     entries = _parse(x.shape, idx)
     if any(e.kind == "bool" for e in entries) and any(e.kind == "array" for e in entries):
         raise _err("boolean scalar indices combined with integer arrays", NotImplementedError)

@@ -25,6 +25,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.lax import dslice
 from purejit.numpy import _core as c
 from purejit.numpy._shape import _axis, concatenate, reshape
 from purejit.runtime.array import Array
@@ -92,7 +93,7 @@ def _classify(e) -> _Entry:
                     f"boolean mask indexing with a traced mask {e.aval} has a data-dependent "
                     "shape, which purejit.jit cannot compile; use purejit.numpy.where(mask, "
                     "x, fill) instead",
-                    NotImplementedError,
+                    errors.NonConcreteBooleanIndexError,
                 )
             return _classify(e.host)
         if e.dtype.kind not in "iu":
@@ -197,6 +198,7 @@ def _scalar_const(v, dt) -> Array:
 def _indexing_getitem(x, idx, *, mode=None, fill_value=None):
     """`x[idx]` with NumPy's indexing rules and JAX's bounds rules (see the module doc)."""
     x = c._lift(x)
+    x, idx = dslice.resolve(x, idx)  # jax.ds entries: dynamic slices first
     entries = _parse(x.shape, idx)
     if mode not in (None, "clip", "promise_in_bounds", "fill", "drop"):
         raise ValueError(f"invalid indexing mode {mode!r}")

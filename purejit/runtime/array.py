@@ -121,6 +121,12 @@ class Array(ConcreteArray):
         """This process's shards: objects with `.device`, `.index` (slices) and `.data`."""
         return self.buffer.addressable_shards
 
+    def copy_to_host_async(self) -> None:
+        """Start copying the data to host memory now, so a later read does not wait for it."""
+        if self._buf is not None and self._host is None:
+            self._check_alive()
+            self._buf.copy_to_host_async()
+
     def block_until_ready(self):
         if self._buf is not None:
             try:

@@ -43,7 +43,8 @@ class Primitive:
     def __init__(self, name, attrs, regions, weak, in_weak):
         self.name, self.attrs, self.regions, self.weak = name, attrs, regions, weak
         self.in_weak = in_weak
-        self.sigs: dict = {}  # operand avals -> (Executable, output avals, C++ may run it)
+        # (operand avals, config.trace_context) -> (Executable, output avals, C++ may run it)
+        self.sigs: dict = {}
         self.cpp = None
         if cpp_jit.available():
             self.cpp = cpp_jit.make(
@@ -61,12 +62,14 @@ class Primitive:
         avals = tuple(
             [ShapedArray(tuple(b.shape), np.dtype(b.dtype), w) for b, w in zip(bufs, self.in_weak)]
         )
-        entry = self.sigs.get(avals)
+        # the options that change a program (x64, default device...) are part of the key
+        key = (avals, config.trace_context)
+        entry = self.sigs.get(key)
         if entry is None:
             with _compile_lock:
-                entry = self.sigs.get(avals)
+                entry = self.sigs.get(key)
                 if entry is None:
-                    entry = self.sigs[avals] = self._compile(avals)
+                    entry = self.sigs[key] = self._compile(avals)
         return entry
 
     def _compile(self, avals):

@@ -59,6 +59,7 @@ def program(key, fun, avals: tuple, name: str) -> Program | None:
     compiled once per `key` (which names `fun` and everything it depends on besides the
     avals) and kept in the least-recently-used table; None when `fun` captures a value of
     an outer trace (it must then run op by op)."""
+    key = (key, config.trace_context)  # options that change the program (default device...)
     with _lock:
         prog = _programs.get(key)
         if prog is not None:

@@ -195,6 +195,29 @@ def _reduce_precision_cases():
     return cases
 
 
+def _special_function_cases():
+    """erfc, digamma, bessel_i1e, polygamma and zeta (XLA's CHLO expansions) against SciPy,
+    on their domains (no special values: poles and infinities are the expansions' own)."""
+    import scipy.special as sp
+
+    def inside(lo, hi):
+        return lambda dt: floats(dt, lo=lo, hi=hi, specials=False)
+
+    F = (F32, F64)
+    cases = unary("erfc", sp.erfc, F, inputs=inside(-5, 9), scale=4, atol=1e-6)
+    cases += unary("digamma", sp.psi, F, inputs=inside(0.05, 30), scale=8, atol=1e-6)
+    cases += unary("digamma", sp.psi, (F32,), inputs=inside(-4.3, -0.2), scale=64, atol=1e-4)
+    cases += unary("bessel_i1e", sp.i1e, F, inputs=inside(-40, 40), scale=4, atol=1e-6)
+    for dt in F:
+        x = floats(dt, lo=0.2, hi=12, specials=False)
+        n = np.resize(np.array([1, 2, 3, 4], dt), x.shape)
+        cases.append(Case("polygamma", [n, x], via_f64(sp.polygamma), rtol=_tol(dt, 64),
+                          atol=1e-5))  # fmt: skip
+        s = floats(dt, lo=1.5, hi=8, specials=False)
+        cases.append(Case("zeta", [s, x], via_f64(sp.zeta), rtol=_tol(dt, 64), atol=1e-6))
+    return cases
+
+
 def elementwise_cases() -> list[Case]:
     F = FLOATS
     FC = FLOATS + (C64,)
@@ -246,6 +269,7 @@ def elementwise_cases() -> list[Case]:
     )
     cases += unary("lgamma", _lgamma, F, lo=-4.5, hi=6, scale=8, atol=1e-5)
     cases += unary("erf_inv", _erf_inv, F, lo=-1, hi=1, scale=4, atol=1e-6)
+    cases += _special_function_cases()
 
     cases += binary("add", _bool_or(np.add, np.logical_or), F + INTS + (PRED, C64))
     cases += binary("subtract", _np(np.subtract), F + INTS + (C64,))

@@ -198,6 +198,11 @@ func @f(%0: f32[4]) -> (f32[4]) {
   %1 = pvary(%0) {axes=["x"], replica_groups=[[0, 1]]} : (f32[4])
   return %1
 }""",
+    "sharding_constraint": """
+func @f(%0: f32[4,2]) -> (f32[4,2]) {
+  %1 = sharding_constraint(%0) {axis_names=["x"], mesh_shape=[2], device_ids=[0, 1], spec=[["x"], []]} : (f32[4,2])
+  return %1
+}""",
 }
 
 # the linalg and fft families (ir/ops/linalg.py, ir/ops/fft.py)

@@ -107,6 +107,9 @@ _UNARY_F = {
     "atanh": (("atanh",), lambda L, x: L.lax.atanh(_bounded(L, x, 0.9)), 0),
     "erf": (("erf",), lambda L, x: L.lax.erf(x), 0),
     "lgamma": (("lgamma",), lambda L, x: L.lax.lgamma(_pos(L, x, 0.5)), 0),
+    "erfc": (("erfc",), lambda L, x: L.lax.erfc(x), 0),
+    "digamma": (("digamma",), lambda L, x: L.lax.digamma(_pos(L, x, 0.5)), 0),
+    "bessel_i1e": (("bessel_i1e",), lambda L, x: L.lax.bessel_i1e(x), 0),
     "square": (("multiply",), lambda L, x: L.lax.square(_bounded(L, x, 4.0)), 0),
     "reciprocal": (("divide",), lambda L, x: L.lax.reciprocal(_pos(L, x, 0.5)), 0),
     "integer_pow3": (("multiply",), lambda L, x: L.lax.integer_pow(_bounded(L, x, 2.0), 3), 0),
@@ -158,6 +161,16 @@ for _n, _ir, _k, _f, _exact in [
     ("min", ("minimum",), "fiub", lambda L, x, y: L.lax.min(x, y), "fiub"),
     ("div_f", ("divide",), "f", lambda L, x, y: L.lax.div(x, _pos(L, y, 0.5)), ""),
     ("atan2", ("atan2",), "f", lambda L, x, y: L.lax.atan2(x, y), ""),
+    (
+        "polygamma",  # orders 0..3 (integer-valued floats), x > 0.5
+        ("polygamma",),
+        "f",
+        lambda L, x, y: L.lax.polygamma(
+            L.lax.floor(L.lax.abs(_bounded(L, x, 3.5))), _pos(L, y, 0.5)
+        ),
+        "",
+    ),
+    ("zeta", ("zeta",), "f", lambda L, x, y: L.lax.zeta(_pos(L, x, 1.5), _pos(L, y, 0.5)), ""),
     (
         "pow_f",
         ("power",),
@@ -772,6 +785,8 @@ NOT_GENERATED = {
     "constant": "appears in every program (literals), not generated on its own",
     "fusion": "made by the fusion pass, which every program runs through",
     "all_gather": "collective: needs shard_map over several devices (tests/multidevice)",
+    "sharding_constraint": "a layout over a mesh of several devices "
+    "(tests/multidevice/cases_sharding_context.py)",
     "pvary": "varying-axes typing inside a check_vma shard_map over several devices "
     "(tests/multidevice/test_md_autodiff*)",
     "all_reduce": "collective: needs shard_map over several devices (tests/multidevice)",

@@ -227,7 +227,7 @@ def test_errors():
         x[np.array([0.5])]
     with pytest.raises(IndexError, match="could not be broadcast"):
         x[np.array([0, 1]), np.array([0, 1, 2])]
-    with pytest.raises(NotImplementedError, match="data-dependent shape"):
+    with pytest.raises(purejit.errors.NonConcreteBooleanIndexError, match="data-dependent"):
         purejit.jit(lambda x: x[x > 3])(X)
     with pytest.raises(IndexError, match="static integer"):
         purejit.jit(lambda x, i: x[i:])(X, np.int32(1))

@@ -35,6 +35,8 @@ NOT_HERE = {
     "reduce_scatter": "collective: needs shard_map over several devices (tests/multidevice)",
     "manual_computation": "shard_map's region: needs a mesh",
     "pvary": "varying-axes typing inside a check_vma shard_map over several devices",
+    "sharding_constraint": "a layout over a mesh of several devices; its derivatives run in "
+    "tests/multidevice/cases_sharding_context.py",
     "dot_product_attention_lin": "made by differentiating dot_product_attention, never "
     "traced from user code; its higher-order derivatives are checked against JAX in "
     "tests/nn/test_attention.py",

@@ -96,6 +96,19 @@ def _elementwise_cases():
             lambda n, lx: lambda x: lx.reduce_precision(x * 3.7, exponent_bits=5, mantissa_bits=4),
             [F(3)],
         ),
+        Case(
+            "special_functions",
+            lambda n, lx: (
+                lambda x, y: (
+                    lx.erfc(x),
+                    lx.digamma(n.abs(x) + 0.5),
+                    lx.bessel_i1e(y),
+                    lx.polygamma(n.ones_like(x) * 2, n.abs(y) + 0.5),
+                    lx.zeta(n.abs(x) + 1.5, n.abs(y) + 0.5),
+                )
+            ),
+            [F(3), F(3)],
+        ),
     ]
     return cases
 
@@ -579,6 +592,8 @@ def test_every_rule_runs(monkeypatch):
     # tests/nn/test_attention.py, and its linear form, like custom_lin, lives only in linear
     # programs
     without = {"constant", "iota", "fusion", "manual_computation", "custom_lin", "pvary"}
+    # a layout over several devices: vmap of it runs in tests/multidevice (sharding context)
+    without |= {"sharding_constraint"}
     without |= {"dot_product_attention", "dot_product_attention_bwd"}
     without |= {"dot_product_attention_lin"}
     untested = sorted(set(all_ops()) - seen - without)

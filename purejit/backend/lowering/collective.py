@@ -103,6 +103,18 @@ def _pvary(ctx, op, args):  # a typing mark for differentiation: nothing runs
     return [args[0]]
 
 
+@lowering("sharding_constraint")
+def _sharding_constraint(ctx, op, args):
+    # the program is partitioned over this mesh (compiler/spmd.plan_layout sees the op)
+    a = op.attrs
+    declare_mesh(ctx, a["axis_names"], a["mesh_shape"])
+    res = ctx.fresh()
+    t = mlir_type(op.results[0].type)
+    spec = sdy_dims(a["spec"])
+    ctx.lines.append(f"{ctx.indent}{res} = sdy.sharding_constraint {args[0]} {spec} : {t}")
+    return [res]
+
+
 @lowering("manual_computation")
 def _manual_computation(ctx, op, args):
     # printed in Shardy's custom form: the body's block arguments follow the shardings

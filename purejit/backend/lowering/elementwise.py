@@ -37,7 +37,7 @@ def _trig(ctx, op, args):
 
 # no stablehlo op of their own: chlo ops that XLA decomposes
 _CHLO = ["asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "lgamma"]
-_CHLO += ["erf_inv", "next_after"]
+_CHLO += ["erf_inv", "next_after", "erfc", "digamma", "bessel_i1e", "polygamma", "zeta"]
 for _n in _CHLO:
     lowering(_n)(lambda ctx, op, args, _n=_n: emit_op(ctx, op, args, f"chlo.{_n}"))
 

@@ -55,8 +55,15 @@ from purejit.transforms.autodiff._core import (
 )
 from purejit.transforms.autodiff.control import RegionSplit
 
-for _name in ("all_gather", "collective_permute", "all_to_all", "pvary"):
+for _name in ("all_gather", "collective_permute", "all_to_all", "pvary", "sharding_constraint"):
     linear_jvp(_name, lambda i, n: True)
+
+
+@deftranspose("sharding_constraint")
+def _sharding_constraint_t(cts, operands, attrs, regions):
+    # the identity: its cotangent is laid out as the value was
+    (ct,) = cts
+    return [ct if isinstance(ct, Zero) else op("sharding_constraint", ct, **attrs)]
 
 
 def _sum_only(name):

@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from purejit.lax.special_functions import bessel_i0e
+from purejit.transforms.autodiff.interpreter import NonDifferentiableError
 from purejit.transforms.autodiff._core import (
     LINEAR_OPS,
     UndefinedPrimal,
@@ -173,7 +175,27 @@ def _(x, y, t):
 
 @_unary("lgamma")
 def _(x, y, t):
-    return mul(t, digamma(x))
+    return mul(t, op("digamma", x))
+
+
+@_unary("erfc")
+def _(x, y, t):
+    return mul(t, mul(_c(x, -2 / math.sqrt(math.pi)), op("exponential", neg(mul(x, x)))))
+
+
+@_unary("digamma")
+def _(x, y, t):
+    return mul(t, op("polygamma", _c(x, 1), x))
+
+
+@_unary("bessel_i1e")
+def _(x, y, t):
+    # i1e' = i0e(x) - i1e(x) (sign(x) + 1/x), and 1/2 at x = 0 (JAX's, with |x| <= eps as 0)
+    eps = _c(x, float(np.finfo(aval(x).dtype).eps))
+    tiny = _cmp(op("abs", x), eps, "LE")
+    safe = select(tiny, eps, x)
+    d = sub(bessel_i0e(safe), mul(y, add(op("sign", safe), div(_c(x, 1), safe))))
+    return mul(t, select(tiny, _c(x, 0.5), d))
 
 
 @_unary("negate")
@@ -347,6 +369,27 @@ def _atan2_dy(x, y, z, t):
 
 
 _binary("atan2", _atan2_dx, _atan2_dy)
+
+
+def _no_derivative(what: str):
+    def refuse(*_):
+        raise NonDifferentiableError(f"{what} (JAX does not define it either)")
+
+    return refuse
+
+
+# d/dx polygamma(n, x) = polygamma(n + 1, x); n is an integer order
+_binary(
+    "polygamma",
+    _no_derivative("polygamma: no derivative with respect to the order n"),
+    lambda n, x, z, t: mul(t, op("polygamma", add(n, _c(n, 1)), x)),
+)
+# d/dq zeta(s, q) = -s zeta(s + 1, q)
+_binary(
+    "zeta",
+    _no_derivative("zeta: no derivative with respect to s"),
+    lambda s, q, z, t: mul(t, neg(mul(s, op("zeta", add(s, _c(s, 1)), q)))),
+)
 
 
 @defjvp("select")

@@ -151,6 +151,14 @@ def pvary_rule(axis, args, dims, **attrs):
     return [bind1("pvary", args[0], **attrs)], [dims[0]]
 
 
+@defrule("sharding_constraint")
+def sharding_constraint_rule(axis, args, dims, *, spec, **attrs):
+    """The examples' dimension is not split: the spec gains an unsharded entry there."""
+    d = dims[0]
+    spec = tuple(spec[:d]) + ((),) + tuple(spec[d:])
+    return [bind1("sharding_constraint", args[0], spec=spec, **attrs)], [d]
+
+
 @defrule("manual_computation")
 def manual_computation_rule(axis, args, dims, *, regions, in_specs, out_specs, **attrs):
     xs = [bdim_at_front(axis, x, d) if d is not None else x for x, d in zip(args, dims)]
