@@ -108,6 +108,39 @@ def is_committed_to_one_device(buf) -> bool:
     return bool(getattr(buf, "_committed", False)) and len(buf.devices()) == 1
 
 
+def committed_device_of(bufs, what: str):
+    """The one device other than the default that buffers of `bufs` are committed to, else
+    None (all on the default device or uncommitted, or one device in the process): where an
+    eager op on them runs, as JAX runs a computation where its committed arguments are.
+
+    Raises:
+        ValueError: buffers committed to two such devices, naming them and `what`.
+    """
+    if not several_devices():
+        return None
+    found = default = None
+    for b in bufs:
+        if not is_committed_to_one_device(b):
+            continue
+        (dev,) = b.devices()
+        default = default_device() if default is None else default
+        if dev == default or dev == found:
+            continue
+        if found is not None:
+            raise ValueError(
+                f"{what}: its operands are committed to two devices, {found} and {dev}; "
+                "move them to one device first (purejit.device_put(x, device))"
+            )
+        found = dev
+    return found
+
+
+def on_device(buf, device):
+    """`buf` itself when it lives on `device` alone, else a copy of it there."""
+    devs = buf.devices()
+    return buf if len(devs) == 1 and device in devs else _jax().device_put(buf, device)
+
+
 def is_buffer(x) -> bool:
     return isinstance(x, _jax().Array)
 

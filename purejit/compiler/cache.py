@@ -543,13 +543,15 @@ def _decode_records(data) -> list:
     return out
 
 
-def compile_eager(module, param_types, result_types, *, host_callbacks=()):
+def compile_eager(module, param_types, result_types, *, host_callbacks=(), device=None):
     """How an eager primitive compiles (`EvalTrace.compile_program`): through the persistent
-    cache, written only for compiles slower than `persistent_cache_min_compile_time_secs`."""
+    cache, written only for compiles slower than `persistent_cache_min_compile_time_secs`;
+    for `device` (None: the default device)."""
     exe, _ = compile(
         module,
         param_types,
         result_types,
+        device=device,
         host_callbacks=host_callbacks,
         min_compile_time_s=float(config.read("persistent_cache_min_compile_time_secs")),
     )

@@ -29,9 +29,11 @@ from purejit.tracing import ShapedArray, Trace, Tracer, infer_results, set_base_
 _new = object.__new__
 
 
-def _compile_plain(module, param_types, result_types, *, host_callbacks=()):
+def _compile_plain(module, param_types, result_types, *, host_callbacks=(), device=None):
     """Compile without the persistent cache (the compiler installs a cache-aware one)."""
-    return pjrt.compile(module, param_types, result_types, host_callbacks=host_callbacks)
+    return pjrt.compile(
+        module, param_types, result_types, host_callbacks=host_callbacks, device=device
+    )
 
 
 class Primitive:
@@ -58,21 +60,30 @@ class Primitive:
             )
 
     def entry(self, bufs):
-        """The executable, output avals and C++ eligibility for these operand buffers."""
+        """The executable, output avals and C++ eligibility for these operand buffers, and
+        the device they run on (None: the default device)."""
         avals = tuple(
             [ShapedArray(tuple(b.shape), np.dtype(b.dtype), w) for b, w in zip(bufs, self.in_weak)]
         )
+        try:  # operands committed to another device run there, as in JAX
+            device = pjrt.committed_device_of(bufs, self.name)
+        except ValueError as e:
+            raise ValueError(f"{e}{errors.at(errors.user_location())}") from None
         # the options that change a program (x64, default device...) are part of the key
-        key = (avals, config.trace_context)
+        key = (avals, config.trace_context, device)
         entry = self.sigs.get(key)
         if entry is None:
             with _compile_lock:
                 entry = self.sigs.get(key)
                 if entry is None:
-                    entry = self.sigs[key] = self._compile(avals)
+                    entry = self.sigs[key] = (*self._compile(avals, device), device)
         return entry
 
-    def _compile(self, avals):
+    @staticmethod
+    def _placed(bufs, device):
+        return bufs if device is None else [pjrt.on_device(b, device) for b in bufs]
+
+    def _compile(self, avals, device):
         name, attrs, regions = self.name, self.attrs, self.regions
         try:
             out_avals = infer_results(name, list(avals), attrs, regions, self.weak, None)
@@ -84,23 +95,27 @@ class Primitive:
         callbacks = callback.host_callbacks(fn)
         eval_trace.compiles += 1
         exe = eval_trace.compile_program(
-            stablehlo.emit(fn), fn.param_types, fn.result_types, host_callbacks=callbacks
+            stablehlo.emit(fn),
+            fn.param_types,
+            fn.result_types,
+            host_callbacks=callbacks,
+            device=device,
         )
         # C++ may run it when it is one plain program with outputs and no host callbacks
         fast = bool(out_avals) and not callbacks and exe.device is not None
         return exe, tuple(out_avals), fast
 
     def _python(self, *bufs):
-        exe, out_avals, _ = self.entry(bufs)
-        outs = exe.execute_unchecked(list(bufs))
+        exe, out_avals, _, device = self.entry(bufs)
+        outs = exe.execute_unchecked(self._placed(list(bufs), device))
         return [_from_buffer(o, av) for o, av in zip(outs, out_avals)]
 
     def _cache_miss(self, *bufs):
         """jaxlib's C++ dispatch calls this on a miss: run in Python, and hand C++ what
         runs the next calls of this signature where it can (all operands on the device
         the executable runs on)."""
-        exe, out_avals, fast = self.entry(bufs)
-        outs = exe.execute_unchecked(list(bufs))
+        exe, out_avals, fast, where = self.entry(bufs)
+        outs = exe.execute_unchecked(self._placed(list(bufs), where))
         out = [_from_buffer(o, av) for o, av in zip(outs, out_avals)]
         data = None
         device = exe.device

@@ -26,7 +26,8 @@ import threading
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit.backend import cpp_jit, stablehlo
+from purejit import errors
+from purejit.backend import cpp_jit, pjrt, stablehlo
 from purejit.backend.lowering import callback
 from purejit.config import config
 from purejit.runtime.array import Array, as_array
@@ -42,24 +43,28 @@ class Program:
     """One compiled eager program: its executable, output avals, and whether C++ may run it
     (one device, no host callbacks)."""
 
-    __slots__ = ("exe", "out_avals", "fast")
+    __slots__ = ("exe", "out_avals", "fast", "device")
 
-    def __init__(self, exe, out_avals, fast):
-        self.exe, self.out_avals, self.fast = exe, out_avals, fast
+    def __init__(self, exe, out_avals, fast, device=None):
+        self.exe, self.out_avals, self.fast, self.device = exe, out_avals, fast, device
 
     def run(self, arrays) -> list:
-        """The outputs for purejit Arrays `arrays` (host ones are transferred)."""
+        """The outputs for purejit Arrays `arrays` (host ones are transferred, and buffers
+        elsewhere copied to the program's device when it is not the default one)."""
         bufs = [a._buf if a._buf is not None else _buffer(a) for a in arrays]
+        if self.device is not None:
+            bufs = [pjrt.on_device(b, self.device) for b in bufs]
         outs = self.exe.execute_unchecked(bufs)
         return [_from_buffer(o, av) for o, av in zip(outs, self.out_avals)]
 
 
-def program(key, fun, avals: tuple, name: str) -> Program | None:
+def program(key, fun, avals: tuple, name: str, device=None) -> Program | None:
     """The eager program `fun` (a function of tracers returning a list) traced at `avals`,
-    compiled once per `key` (which names `fun` and everything it depends on besides the
-    avals) and kept in the least-recently-used table; None when `fun` captures a value of
-    an outer trace (it must then run op by op)."""
-    key = (key, config.trace_context)  # options that change the program (default device...)
+    compiled for `device` (None: the default one) once per `key` (which names `fun` and
+    everything it depends on besides the avals) and kept in the least-recently-used table;
+    None when `fun` captures a value of an outer trace (it must then run op by op)."""
+    # options that change the program (default device...), and the device it runs on
+    key = (key, config.trace_context, device)
     with _lock:
         prog = _programs.get(key)
         if prog is not None:
@@ -72,10 +77,14 @@ def program(key, fun, avals: tuple, name: str) -> Program | None:
         callbacks = callback.host_callbacks(fn)
         eval_trace.compiles += 1
         exe = eval_trace.compile_program(
-            stablehlo.emit(fn), fn.param_types, fn.result_types, host_callbacks=callbacks
+            stablehlo.emit(fn),
+            fn.param_types,
+            fn.result_types,
+            host_callbacks=callbacks,
+            device=device,
         )
         fast = not callbacks and exe.device is not None
-        prog = _programs[key] = Program(exe, tuple(traced.out_avals), fast)
+        prog = _programs[key] = Program(exe, tuple(traced.out_avals), fast, device)
         bound = max(1, int(config.read("eager_cache_size")))
         while len(_programs) > bound:
             _programs.popitem(last=False)
@@ -119,7 +128,13 @@ class EagerFunction:
                 return self.f(*args), None, False
         leaves = cpp_jit.flatten(_registries(), args)[0]  # what C++ saw, before transfers
         avals = tuple([a.aval for a in arrays])
-        prog = program((self, avals), self._traced, avals, self.name)
+        try:  # operands committed to another device run there, as in JAX
+            device = pjrt.committed_device_of(
+                [a._buf for a in arrays if a._buf is not None], self.name
+            )
+        except ValueError as e:
+            raise ValueError(f"{e}{errors.at(errors.user_location())}") from None
+        prog = program((self, avals), self._traced, avals, self.name, device)
         if prog is None or len(prog.out_avals) != 1:
             return self.f(*args), None, False
         (out,) = prog.run(arrays)

@@ -26,3 +26,32 @@ def case_default_device_places_new_work():
     assert jnp.ones(2).devices() == {DEVS[0]}
     with purejit.default_device("cpu"):
         assert jnp.ones(2).devices() == {DEVS[0]}
+
+
+def case_eager_ops_run_where_their_operands_are_committed():
+    # as JAX: an eager op on an array committed to device 3 runs on device 3 (purejit ran it
+    # on device 0 and XLA refused the buffer: "replica is assigned to device cpu:0")
+    x = purejit.device_put(np.arange(4.0, dtype=np.float32), DEVS[3])
+    jx = jax.device_put(np.arange(4.0, dtype=np.float32), jax.devices()[3])
+    for ours, theirs in (
+        (x + 1, jx + 1),  # a NumPy-level function (C++-dispatched program)
+        (
+            jnp.sin(x) * jnp.ones(4),
+            jax.numpy.sin(jx) * jax.numpy.ones(4),
+        ),  # with an uncommitted operand
+        (purejit.lax.exp(x), jax.lax.exp(jx)),  # one primitive
+    ):
+        assert ours.devices() == {DEVS[3]}, ours.devices()
+        assert {d.id for d in theirs.devices()} == {3}
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6)
+    y = x
+    for _ in range(3):  # the next calls take the cached programs (C++ or Python)
+        y = jnp.sin(y) + 1
+    assert y.devices() == {DEVS[3]}
+    w = purejit.device_put(np.ones(4, np.float32), DEVS[2])
+    try:
+        x + w
+    except ValueError as e:
+        assert "cpu:3" in str(e) and "cpu:2" in str(e) and "device_put" in str(e), e
+    else:
+        raise AssertionError("operands committed to two devices were accepted")
