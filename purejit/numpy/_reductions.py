@@ -9,6 +9,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.ir import dtypes as irdt
 from purejit.lax import ops as lax_ops
 from purejit.numpy._core import (
     _lift,
@@ -46,8 +47,12 @@ def _init(kind: str, dt: np.dtype):
         big = kind == "minimum"
         if dt == np.bool_:
             v = big
-        elif dt.kind in "iu":
-            info = np.iinfo(dt)
+        elif irdt.is_integer(dt):
+            info = irdt.iinfo(dt)
+            v = info.max if big else info.min
+        elif irdt.is_float(dt) and np.isnan(np.array(np.inf).astype(dt)):
+            # float8 types without infinities (e4m3fn, the fnuz ones): the finite extremes
+            info = irdt.finfo(dt)
             v = info.max if big else info.min
         else:
             v = np.inf if big else -np.inf
@@ -93,9 +98,9 @@ def _reduce(x, axis, keepdims: bool, kind: str, name: str, where=None, initial=N
 def _sum_dtype(dt: np.dtype) -> np.dtype:
     if dt == np.bool_:
         return pdt.default_int()
-    if dt.kind == "i" and dt.itemsize < pdt.default_int().itemsize:
+    if irdt.is_signed(dt) and irdt.bit_width(dt) < pdt.default_int().itemsize * 8:
         return pdt.default_int()
-    if dt.kind == "u" and dt.itemsize < pdt.default_int().itemsize:
+    if irdt.is_unsigned(dt) and irdt.bit_width(dt) < pdt.default_int().itemsize * 8:
         return np.dtype(np.uint64 if pdt.default_int() == np.int64 else np.uint32)
     return dt
 
