@@ -51,7 +51,7 @@ from purejit.numpy._creation import (  # noqa: F401
     zeros,
     zeros_like,
 )  # fmt: skip
-from purejit.numpy._einsum import einsum  # noqa: F401
+from purejit.numpy._einsum import einsum, einsum_path  # noqa: F401
 from purejit.numpy._index_update import _IndexUpdateHelper  # noqa: F401
 from purejit.numpy._indexing import _indexing_getitem, take, take_along_axis  # noqa: F401
 from purejit.numpy._linalg import dot, inner, matmul, outer, tensordot, vdot  # noqa: F401
