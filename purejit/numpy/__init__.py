@@ -54,7 +54,7 @@ from purejit.numpy._creation import (  # noqa: F401
 from purejit.numpy._einsum import einsum, einsum_path  # noqa: F401
 from purejit.numpy._index_update import _IndexUpdateHelper  # noqa: F401
 from purejit.numpy._indexing import _indexing_getitem, take, take_along_axis  # noqa: F401
-from purejit.numpy._linalg import dot, inner, matmul, outer, tensordot, vdot  # noqa: F401
+from purejit.numpy._linalg import cross, dot, inner, matmul, outer, tensordot, vdot  # noqa: F401
 from purejit.numpy._manip import (  # noqa: F401
     array_split,
     atleast_1d,
@@ -128,6 +128,9 @@ from purejit.numpy._setops import (  # noqa: E402,F401
     unique_values,
     where,
 )  # fmt: skip
+from purejit.numpy._set_algebra import intersect1d, setdiff1d, setxor1d, union1d  # noqa: E402,F401
+from purejit.numpy._histograms import histogram2d, histogramdd  # noqa: E402,F401
+from purejit.numpy._bitpacking import packbits, unpackbits  # noqa: E402,F401
 from purejit.numpy._stats import (  # noqa: E402,F401
     allclose,
     array_equal,
