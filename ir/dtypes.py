@@ -149,3 +149,30 @@ def iinfo(dt):
 def finfo(dt):
     """Float limits, ml_dtypes' narrow floats included."""
     return ml_dtypes.finfo(np.dtype(dt))
+
+
+def has_inf(dt) -> bool:
+    """Whether the float type has infinities (float8_e4m3fn and the fnuz types do not)."""
+    dt = np.dtype(dt)
+    return is_inexact(dt) and bool(np.isinf(np.array(np.inf).astype(dt)))
+
+
+def lowest(dt):
+    """The identity of `maximum` for `dt`: -inf, or the most negative finite value of a
+    float type without infinities, or the integer minimum (False for pred)."""
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return np.array(False)
+    if is_integer(dt):
+        return np.array(iinfo(dt).min, dt)
+    return np.array(-np.inf if has_inf(dt) else finfo(dt).min).astype(dt)
+
+
+def highest(dt):
+    """The identity of `minimum` for `dt` (see `lowest`)."""
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return np.array(True)
+    if is_integer(dt):
+        return np.array(iinfo(dt).max, dt)
+    return np.array(np.inf if has_inf(dt) else finfo(dt).max).astype(dt)

@@ -44,18 +44,8 @@ def _init(kind: str, dt: np.dtype):
     elif kind == "multiply":
         v = 1
     elif kind in ("maximum", "minimum"):
-        big = kind == "minimum"
-        if dt == np.bool_:
-            v = big
-        elif irdt.is_integer(dt):
-            info = irdt.iinfo(dt)
-            v = info.max if big else info.min
-        elif irdt.is_float(dt) and np.isnan(np.array(np.inf).astype(dt)):
-            # float8 types without infinities (e4m3fn, the fnuz ones): the finite extremes
-            info = irdt.finfo(dt)
-            v = info.max if big else info.min
-        else:
-            v = np.inf if big else -np.inf
+        # float8 types without infinities (e4m3fn, the fnuz ones) start at finite extremes
+        v = irdt.highest(dt) if kind == "minimum" else irdt.lowest(dt)
     elif kind == "and":
         v = True if dt == np.bool_ else -1
     elif kind == "or":

@@ -74,7 +74,9 @@ def test_arithmetic_in_the_type_and_after_upcast():
 def test_reductions_of_narrow_floats():
     def f(m, name, x):
         y = x.astype(getattr(m, name))
-        return y.sum(), y.max(), y.min(), m.sum(y, dtype=m.float32)
+        # types without infinities (e4m3fn, fnuz) start max/argmax at their finite extremes
+        return (y.sum(), y.max(), y.min(), m.sum(y, dtype=m.float32), m.argmax(y),
+                m.argmin(y), m.cumsum(y))  # fmt: skip
 
     _check_all(f, NARROW_FLOATS, X)
 
@@ -133,12 +135,14 @@ def test_scalar_types_dtype_queries_and_limits():
         assert t.dtype == np.dtype(getattr(ml_dtypes, name)) == getattr(jjnp, name).dtype
         assert jnp.issubdtype(t, jnp.floating) and jnp.issubdtype(t, jnp.inexact)
         assert not jnp.issubdtype(t, jnp.integer)
+        assert jnp.isdtype(t, "real floating") and not jnp.isdtype(t, "integral")
         assert float(jnp.finfo(t).max) == float(jjnp.finfo(getattr(jjnp, name)).max)
         got = t(1.5)
         assert got.dtype == t.dtype and float(got) == float(getattr(jjnp, name)(1.5))
     for name in NARROW_INTS:
         t = getattr(jnp, name)
         assert jnp.issubdtype(t, jnp.integer) and not jnp.issubdtype(t, jnp.floating)
+        assert jnp.isdtype(t, "integral") and not jnp.isdtype(t, "real floating")
         signed = jnp.issubdtype(t, jnp.signedinteger)
         assert signed == jjnp.issubdtype(getattr(jjnp, name), jjnp.signedinteger)
         assert int(jnp.iinfo(t).max) == int(jjnp.iinfo(getattr(jjnp, name)).max)
