@@ -189,14 +189,16 @@ def _follow(terms: list, path, out_labels, dot: dict):
                 f"einsum: the path step {step} contracts {len(step)} operands at once; "
                 "purejit (as jax.numpy) contracts two at a time: pass a path of pairs"
             )
-        # as opt_einsum's steps: the higher position is the left operand
+        # popped from the higher position down, as opt_einsum's steps
         popped = [terms.pop(i) for i in sorted(step, reverse=True)]
         later = set(out_labels).union(*(ls for _, ls in terms))
         if len(popped) == 1:
             x, ls = popped[0]
             terms.append(_sum_labels(x, ls, {lab for lab in ls if lab not in later}))
         else:
-            (x, lx), (y, ly) = popped
+            # the lower position is the left operand: a two-operand einsum such as
+            # "ij,jk->ik" or "bhqd,bhkd->bhqk" is then one dot_general, no transpose after
+            (y, ly), (x, lx) = popped
             terms.append(_contract(x, lx, y, ly, later, dot))
     if len(terms) != 1:
         raise ValueError(f"einsum: the path {list(path)} leaves {len(terms)} operands, not 1")
