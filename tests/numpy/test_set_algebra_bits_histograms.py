@@ -118,3 +118,22 @@ def test_histograms_match_jax():
         jnp.histogramdd(s3, weights=w)
     with pytest.raises(ValueError, match="a bin for each dimension"):
         jnp.histogramdd(s3, bins=[2, 3])
+
+
+def test_vmap_of_sized_set_operations_and_histograms():
+    import jax
+
+    a = RNG.integers(0, 6, (3, 8)).astype(np.int32)
+    b = RNG.integers(2, 9, (3, 5)).astype(np.int32)
+    f = RNG.normal(size=(3, 10)).astype(np.float32)
+
+    def run(m, vmap):
+        return [
+            vmap(lambda x, y: m.intersect1d(x, y, size=4))(a, b),
+            vmap(lambda x, y: m.setxor1d(x, y, size=6, fill_value=-1))(a, b),
+            vmap(lambda x, y: m.histogram2d(x, y, bins=3, range=[(-2, 2), (-2, 2)])[0])(f, f[::-1]),
+        ]
+
+    for g, r in zip(run(jnp, purejit.vmap), run(jjnp, jax.vmap)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r))
+        assert g.dtype == r.dtype

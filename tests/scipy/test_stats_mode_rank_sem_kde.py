@@ -118,3 +118,9 @@ def test_gaussian_kde_2d_integrals_resample_and_transformations():
         got.integrate_box([0, 0], [1, 1])
     with pytest.raises(ValueError, match="multiple elements"):
         stats.gaussian_kde(np.ones(1, np.float32))
+
+
+def test_vmap_of_mode_and_rankdata():
+    x = np.round(RNG.normal(size=(3, 10))).astype(np.float32)
+    _same(purejit.vmap(lambda v: stats.mode(v).mode)(x), jax.vmap(lambda v: jstats.mode(v).mode)(x))
+    _same(purejit.vmap(stats.rankdata)(x), jax.vmap(jstats.rankdata)(x))
