@@ -114,8 +114,8 @@ def _sum_labels(x, labels, drop):
     return reduce_sum_exact(x, axes), [lab for lab in labels if lab not in drop]
 
 
-def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):  # fmt: skip
+def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
+           preferred_element_type=None, out_sharding=None):  # fmt: skip
     """Einstein summation over `operands` as described by `subscripts` (NumPy's syntax).
 
     Args:
@@ -127,6 +127,7 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
             False (left to right), or a path such as `einsum_path` returns.
         precision: the precision of each `dot_general`.
         preferred_element_type: the dtype of the result (default: the promoted dtype).
+        out_sharding: JAX's explicit-sharding keyword; only None (the default) is supported.
     Returns:
         The contracted array.
     """
@@ -134,6 +135,11 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
         raise NotImplementedError("einsum: only the subscripts-string form is supported")
     if out is not None:
         raise NotImplementedError("einsum: out= is not supported (arrays are immutable)")
+    if out_sharding is not None:
+        raise NotImplementedError(
+            "einsum: out_sharding= (explicit-sharding mode) is not supported; shard the result "
+            "with jit's out_shardings or device_put"
+        )
     xs = [c._lift(x) for x in operands]
     if not xs:
         raise _fail("needs at least one operand")
@@ -225,7 +231,7 @@ def _contract(x, lx, y, ly, later: set, dot: dict):
     return out, labels
 
 
-def einsum_path(subscripts, *operands, optimize="auto"):
+def einsum_path(subscripts, /, *operands, optimize="auto"):
     """The contraction path `einsum` takes for these operands, and what it costs.
 
     Args:
