@@ -91,6 +91,32 @@ def _parse(subscripts: str, ranks: list[int]):
     return labels, out
 
 
+def _sublist_text(sub) -> str:
+    out = []
+    for k in sub:
+        if k is Ellipsis:
+            out.append("...")
+        else:
+            k = int(k)
+            if not 0 <= k < len(string.ascii_letters):
+                raise _fail(f"subscript {k} in a sublist is outside [0, 52)")
+            out.append(string.ascii_letters[k])
+    return "".join(out)
+
+
+def _from_sublists(args):
+    """NumPy's interleaved form `einsum(op0, sublist0, op1, sublist1, ..., [out_sublist])`
+    (sublists of ints in [0, 52) and Ellipsis) as a subscripts string and the operands."""
+    ops, subs = list(args[0::2]), list(args[1::2])
+    out = None
+    if len(ops) > len(subs):  # an odd count: the last item is the output sublist
+        out = ops.pop()
+    text = ",".join(_sublist_text(sub) for sub in subs)
+    if out is not None:
+        text += "->" + _sublist_text(out)
+    return text, ops
+
+
 def _diagonal(x, labels: list[str]):
     """Merge repeated labels of one operand into a single dim (their diagonal)."""
     while True:
@@ -132,7 +158,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         The contracted array.
     """
     if not isinstance(subscripts, str):
-        raise NotImplementedError("einsum: only the subscripts-string form is supported")
+        subscripts, operands = _from_sublists((subscripts, *operands))
     if out is not None:
         raise NotImplementedError("einsum: out= is not supported (arrays are immutable)")
     if out_sharding is not None:
@@ -244,7 +270,7 @@ def einsum_path(subscripts, /, *operands, optimize="auto"):
         optimize=path)` follows) and a `PathInfo` that prints the steps and their flops.
     """
     if not isinstance(subscripts, str):
-        raise NotImplementedError("einsum_path: only the subscripts-string form is supported")
+        subscripts, operands = _from_sublists((subscripts, *operands))
     shapes = [tuple(np.shape(x)) for x in operands]
     labels, out_labels = _parse(subscripts, [len(s) for s in shapes])
     sizes: dict[str, int] = {}

@@ -97,3 +97,15 @@ def test_explicit_paths_and_errors():
         jnp.einsum(spec, *ops, optimize="fastest")
     with pytest.raises(NotImplementedError, match="dynamic programming"):
         jnp.einsum_path(spec, *ops, optimize="dp")
+
+
+def test_sublist_form_matches_jax():
+    a, b, c = _r(2, 3), _r(3, 4), _r(4, 5)
+    for args in [
+        (a, [0, 1], b, [1, 2]),
+        (a, [0, 1], b, [1, 2], c, [2, 3], [3, 0]),
+        (a, [Ellipsis, 1], b, [1, 2], [Ellipsis, 2]),
+    ]:
+        ref = jjnp.einsum(*args)
+        np.testing.assert_allclose(np.asarray(jnp.einsum(*args)), np.asarray(ref), rtol=1e-5)
+        assert jnp.einsum_path(*args)[0] == [tuple(p) for p in jjnp.einsum_path(*args)[0]]
