@@ -38,7 +38,7 @@ class Emitter:
 
     def const(self, value) -> Value:
         value = np.asarray(value)
-        key = (value.dtype.str, value.shape, value.tobytes())
+        key = (value.dtype.str, value.dtype.name, value.shape, value.tobytes())
         if key not in self._consts:
             self._consts[key] = self.op1("constant", value=value)
         return self._consts[key]

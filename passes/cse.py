@@ -26,7 +26,7 @@ def mergeable(op: Op) -> bool:
 
 def _attr_key(v):
     if isinstance(v, np.ndarray):
-        return ("array", v.dtype.str, v.shape, v.tobytes())
+        return ("array", v.dtype.str, v.dtype.name, v.shape, v.tobytes())
     if isinstance(v, (list, tuple)):
         return tuple(_attr_key(x) for x in v)
     if isinstance(v, float) and math.isnan(v):

@@ -10,10 +10,15 @@ least upper bound). `i*`, `f*`, `c*` are the weak types of Python int, float and
     f* -> bf16, f16, c*
     bf16 -> f32     f16 -> f32     f32 -> f64, c64     f64 -> c128
     c* -> c64 -> c128
+    i* -> s4, u4, s2, u2, s1, u1 (each promoting to nothing else)
+    f* -> every float narrower than 16 bits (float8_*, float6_*, float4_*; each promoting to
+          nothing else)
 
 Some consequences (as in JAX): `u8 + i8 -> i16`, `i32 + u32 -> i64`, `i64 + u64 -> f*`
 (float32 by default), `bf16 + f16 -> f32`, `i32 + f16 -> f16`, `f32 + 2 -> f32`,
 `i8 + 2.0 -> f32` (weak float; result weak), `u8 + 300 -> u8` (the weak int takes u8).
+The narrow types take weak scalars (`f8 * 2.0 -> f8`) but meet no other type: `f8 + f32`
+raises TypePromotionError, as in JAX; convert explicitly (`x.astype(jnp.float32)`).
 A weak type in the result maps to the default type of its kind (int32/float32/complex64 with
 x64 off, int64/float64/complex128 with it on) and the result stays weak.
 With x64 off, 64-bit types are canonicalised to 32-bit ones.
@@ -26,7 +31,7 @@ import functools
 import numpy as np
 
 from purejit.config import config
-from purejit.ir.dtypes import bfloat16
+from purejit.ir.dtypes import NARROW_FLOATS, NARROW_INTS, bfloat16
 
 _b1 = np.dtype(np.bool_)
 _i8, _i16, _i32, _i64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -37,7 +42,7 @@ WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "i*", "f*", "c*"
 
 _EDGES = {
     _b1: [WEAK_INT],
-    WEAK_INT: [_u8, _i8],
+    WEAK_INT: [_u8, _i8, *NARROW_INTS],
     _u8: [_i16, _u16],
     _u16: [_i32, _u32],
     _u32: [_i64, _u64],
@@ -46,7 +51,7 @@ _EDGES = {
     _i16: [_i32],
     _i32: [_i64],
     _i64: [WEAK_FLOAT],
-    WEAK_FLOAT: [_bf16, _f16, WEAK_COMPLEX],
+    WEAK_FLOAT: [_bf16, _f16, WEAK_COMPLEX, *NARROW_FLOATS],
     _bf16: [_f32],
     _f16: [_f32],
     _f32: [_f64, _c64],
@@ -54,6 +59,7 @@ _EDGES = {
     WEAK_COMPLEX: [_c64],
     _c64: [_c128],
     _c128: [],
+    **{t: [] for t in (*NARROW_INTS, *NARROW_FLOATS)},
 }
 
 
@@ -70,7 +76,35 @@ def _lub(a, b):
     for c in common:
         if _upper(c) == common:
             return c
-    raise TypeError(f"no least upper bound for {a} and {b}")
+    raise TypePromotionError(_no_promotion_message(a, b))
+
+
+def _is_narrow_float(node) -> bool:
+    return not isinstance(node, str) and node in NARROW_FLOATS
+
+
+def _no_promotion_message(a, b) -> str:
+    names = tuple(str(n) for n in (a, b))
+    widths = [int(NARROW_FLOATS[n][1]) for n in (a, b) if _is_narrow_float(n)]
+    if widths:
+        bits = max(widths)  # as JAX: the 8-bit message first, then the 6- and 4-bit ones
+        return (
+            f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
+            f"unintended promotion, {bits}-bit floats do not support implicit promotion. If "
+            "you'd like your inputs to be promoted to another type, you can do so explicitly "
+            "using e.g. x.astype('float32')"
+        )
+    if any(not isinstance(n, str) and n in NARROW_INTS for n in (a, b)):
+        return (
+            f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
+            "unintended promotion, 1-bit, 2-bit and 4-bit integers do not support implicit "
+            "promotion. If you'd like your inputs to be promoted to another type, you can do "
+            "so explicitly using e.g. x.astype('int32')"
+        )
+    return (
+        f"Input dtypes {names} have no available implicit dtype promotion path. Try "
+        "explicitly casting inputs to the desired output type."
+    )
 
 
 def _node(dtype: np.dtype, weak: bool):
@@ -78,7 +112,7 @@ def _node(dtype: np.dtype, weak: bool):
         return dtype
     if dtype == _b1:
         return _b1
-    if dtype.kind in "iu":
+    if dtype.kind in "iu" or dtype in NARROW_INTS:
         return WEAK_INT
     if dtype.kind == "c":
         return WEAK_COMPLEX
@@ -139,7 +173,7 @@ def python_scalar_dtype(x) -> np.dtype:
 
 def is_inexact(dt) -> bool:
     dt = np.dtype(dt)
-    return dt.kind in "fc" or dt == bfloat16
+    return dt.kind in "fc" or dt == bfloat16 or dt in NARROW_FLOATS
 
 
 # the dtype of tangents and cotangents of integer and boolean values (JAX's float0): they
@@ -174,16 +208,12 @@ _ABSTRACT_TYPES = (np.generic, np.number, np.inexact, np.floating, np.complexflo
 
 
 def _ml_kind(dt: np.dtype):
-    """The NumPy abstract type ml_dtypes' types stand for (bfloat16, float8_*, int4...)."""
-    if dt.kind != "V":
-        return None
-    name = dt.name
-    if "float" in name:
+    """The NumPy abstract type ml_dtypes' types stand for (bfloat16, float8_*, int4...); their
+    dtype kind is "V" (float8_e5m2's is "f"), so NumPy's own hierarchy does not know them."""
+    if dt == bfloat16 or dt in NARROW_FLOATS:
         return np.floating
-    if name.startswith("uint"):
-        return np.unsignedinteger
-    if name.startswith("int"):
-        return np.signedinteger
+    if dt in NARROW_INTS:
+        return np.signedinteger if NARROW_INTS[dt][2] else np.unsignedinteger
     return None
 
 
@@ -222,8 +252,7 @@ def canonicalize_dtype(dtype, allow_extended_dtype: bool = False):
 
 
 class TypePromotionError(ValueError):
-    """Two dtypes have no promotion (JAX's name; purejit raises TypeError subclasses of it
-    nowhere yet, it is here for `except` clauses)."""
+    """Two dtypes have no implicit promotion (a narrow float or integer met another type)."""
 
 
 def result_type(*args, return_weak_type_flag: bool = False):

@@ -9,9 +9,12 @@ from purejit.ir.registry import fail
 
 
 def compute_dtype(dt: np.dtype) -> np.dtype:
-    """NumPy computes narrow floats (bf16, f16) in f32, as XLA's CPU backend does."""
-    if dt == dtypes.bfloat16 or dt == np.float16:
+    """NumPy computes narrow floats (bf16, f16, the 8-, 6- and 4-bit floats) in f32, as XLA's
+    CPU backend does, and sub-byte integers in int32 (the result wraps back)."""
+    if dt == dtypes.bfloat16 or dt == np.float16 or dt in dtypes.NARROW_FLOATS:
         return np.dtype(np.float32)
+    if dt in dtypes.NARROW_INTS:
+        return np.dtype(np.int32)
     return dt
 
 

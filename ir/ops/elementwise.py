@@ -520,10 +520,18 @@ def convert_array(x: np.ndarray, dt) -> np.ndarray:
     if dt == np.bool_:
         return x != 0
     if dtypes.is_float(x.dtype) and dtypes.is_integer(dt):
-        info = np.iinfo(dt)
+        info = dtypes.iinfo(dt)
         y = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
         y = np.clip(y, float(info.min), float(info.max))
+        if dt in dtypes.NARROW_INTS:  # in range already: through int64, as ml_dtypes wraps
+            return y.astype(np.int64).astype(dt)
         return np.where(y >= float(info.max), info.max, y.astype(dt)).astype(dt)
+    if x.dtype in dtypes.NARROW_INTS and dtypes.is_float(dt):
+        return x.astype(np.float64).astype(dt)
+    if x.dtype.name.endswith("fnuz") and dtypes.is_inexact(dt):
+        # the one NaN of an fnuz type (the bits of -0) widens to XLA's +NaN
+        y = x.astype(dt)
+        return np.where(np.isnan(y), np.array(np.nan, dt), y)
     return x.astype(dt)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.ir import dtypes as irdt
 from purejit.runtime.array import Array
 from purejit.tracing import ShapedArray, bind, bind1
 from purejit.lax._lift import broadcast_arrays_named, convert
@@ -312,11 +313,7 @@ def _identity(kind: str, dt: np.dtype) -> np.ndarray:
         return np.zeros((), dt)
     if kind == "multiply":
         return np.ones((), dt)
-    big = kind == "minimum"
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return np.array(info.max if big else info.min, dt)
-    return np.array(np.inf if big else -np.inf).astype(dt)
+    return irdt.highest(dt) if kind == "minimum" else irdt.lowest(dt)
 
 
 @functools.lru_cache(maxsize=256)
@@ -326,7 +323,7 @@ def _monoid_region(kind: str, dt: np.dtype):
 
 def _cumulative(kind: str, name: str, operand, axis: int, reverse: bool):
     x = _lift(operand)
-    if x.dtype == np.bool_ or x.dtype.kind not in "iufc" and x.dtype != pdt.bfloat16:
+    if x.dtype == np.bool_ or not (irdt.is_integer(x.dtype) or irdt.is_inexact(x.dtype)):
         raise errors.PurejitTypeError(
             f"lax.{name} does not accept dtype {x.dtype.name}; it needs numbers"
             f"{errors.at(errors.user_location())}"
@@ -480,13 +477,7 @@ def arg_reduce(operand, axis: int, index_dtype, *, find_max: bool):
         raise ValueError(f"{name}: attempt to get {name} of an empty sequence")
     idt = pdt.canonicalize(np.dtype(index_dtype))
     idx = bind1("iota", shape=x.shape, dtype=idt, dimension=ax)
-    if pdt.is_inexact(x.dtype):
-        init = np.array(-np.inf if find_max else np.inf).astype(x.dtype)
-    elif x.dtype == np.bool_:
-        init = np.array(not find_max)
-    else:
-        info = np.iinfo(x.dtype)
-        init = np.array(info.min if find_max else info.max, dtype=x.dtype)
+    init = irdt.lowest(x.dtype) if find_max else irdt.highest(x.dtype)
     _, out = bind(
         "reduce",
         x,

@@ -296,6 +296,48 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     return out
 
 
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
+    """log(mean(exp(x))) along `axis`: logsumexp(x) - log(n), n counting only `where`.
+
+    Args:
+        x: the input.
+        axis: the reduced axes (all by default).
+        where: optional mask of the elements to include (and count).
+        keepdims: keep the reduced axes with size 1.
+    Returns:
+        The result, in x's inexact dtype.
+    """
+    x = jnp.asarray(x)
+    lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    if where is None:
+        dims = normalize_axes(axis, x.ndim, "logmeanexp")
+        count = jnp.asarray(int(np.prod([x.shape[d] for d in dims], dtype=np.int64)))
+        count = jnp.convert(count, lse.dtype)
+    else:
+        mask = jnp.broadcast_to(jnp.asarray(where), x.shape)
+        count = jnp.sum(mask, axis=axis, dtype=lse.dtype, keepdims=keepdims)
+    return jnp.subtract(lse, jnp.log(count))
+
+
+@custom_jvp
+def _log1mexp(x):
+    # log(-expm1(-x)) is exact near 0, log1p(-exp(-x)) for large x (Maechler's split at log 2)
+    small = jnp.less(x, _const(np.log(2.0), x))
+    return jnp.where(small, jnp.log(jnp.negative(jnp.expm1(jnp.negative(x)))),
+                     jnp.log1p(jnp.negative(jnp.exp(jnp.negative(x)))))  # fmt: skip
+
+
+_log1mexp.defjvps(lambda g, ans, x: jnp.divide(g, jnp.expm1(x)))
+
+
+def log1mexp(x):
+    """log(1 - exp(-x)), accurate for small and large x (undefined for x < 0)."""
+    return _log1mexp(_inexact(x))
+
+
+__all__ += ["log1mexp", "logmeanexp"]
+
+
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
     """(x - mean) / sqrt(variance + epsilon) along `axis` (statistics computed if not given)."""
     x = _inexact(x)
@@ -424,3 +466,11 @@ __all__ += ["sparse_plus", "sparse_sigmoid"]
 from purejit.nn.attention import dot_product_attention  # noqa: E402  (jax.nn's)
 
 __all__ += ["dot_product_attention"]
+
+from purejit.nn.scaled import (  # noqa: E402  (jax.nn's block-scaled matmuls)
+    get_scaled_dot_general_config,
+    scaled_dot_general,
+    scaled_matmul,
+)
+
+__all__ += ["get_scaled_dot_general_config", "scaled_dot_general", "scaled_matmul"]

@@ -51,10 +51,10 @@ from purejit.numpy._creation import (  # noqa: F401
     zeros,
     zeros_like,
 )  # fmt: skip
-from purejit.numpy._einsum import einsum  # noqa: F401
+from purejit.numpy._einsum import einsum, einsum_path  # noqa: F401
 from purejit.numpy._index_update import _IndexUpdateHelper  # noqa: F401
 from purejit.numpy._indexing import _indexing_getitem, take, take_along_axis  # noqa: F401
-from purejit.numpy._linalg import dot, inner, matmul, outer, tensordot, vdot  # noqa: F401
+from purejit.numpy._linalg import cross, dot, inner, matmul, outer, tensordot, vdot  # noqa: F401
 from purejit.numpy._manip import (  # noqa: F401
     array_split,
     atleast_1d,
@@ -128,6 +128,9 @@ from purejit.numpy._setops import (  # noqa: E402,F401
     unique_values,
     where,
 )  # fmt: skip
+from purejit.numpy._set_algebra import intersect1d, setdiff1d, setxor1d, union1d  # noqa: E402,F401
+from purejit.numpy._histograms import histogram2d, histogramdd  # noqa: E402,F401
+from purejit.numpy._bitpacking import packbits, unpackbits  # noqa: E402,F401
 from purejit.numpy._stats import (  # noqa: E402,F401
     allclose,
     array_equal,
@@ -197,6 +200,9 @@ from purejit.numpy._scalar_types import (  # noqa: E402,F401
     uint16,
     uint32,
     uint64,
+    float8_e4m3fn, float8_e5m2, float8_e4m3, float8_e3m4, float8_e4m3fnuz, float8_e5m2fnuz,
+    float8_e4m3b11fnuz, float8_e8m0fnu, float6_e2m3fn, float6_e3m2fn, float4_e2m1fn,
+    int4, uint4, int2, uint2, int1, uint1,
 )  # fmt: skip
 
 bool = bool_  # noqa: A001

@@ -13,6 +13,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.ir import dtypes as irdt
 from purejit.backend import pjrt
 from purejit.numpy import _core as c
 from purejit.numpy._linalg import matmul
@@ -46,14 +47,15 @@ def iinfo(int_type):
     return ml_dtypes.iinfo(_as_dtype(int_type))
 
 
+# ml_dtypes' types (bfloat16, float8_*, int4, ...) count by what they stand for, as in JAX
 _KINDS = {
     "bool": lambda d: d == np.bool_,
-    "signed integer": lambda d: d.kind == "i",
-    "unsigned integer": lambda d: d.kind == "u",
-    "integral": lambda d: d.kind in "iu",
-    "real floating": lambda d: d.kind == "f" or d == ml_dtypes.bfloat16,
-    "complex floating": lambda d: d.kind == "c",
-    "numeric": lambda d: d.kind in "iufc" or d == ml_dtypes.bfloat16,
+    "signed integer": irdt.is_signed,
+    "unsigned integer": irdt.is_unsigned,
+    "integral": irdt.is_integer,
+    "real floating": irdt.is_float,
+    "complex floating": irdt.is_complex,
+    "numeric": lambda d: irdt.is_integer(d) or irdt.is_inexact(d),
 }
 
 

@@ -2,17 +2,22 @@
 
 Each operand is first simplified on its own: a label repeated within it becomes one dim (its
 diagonal), and a label that no other operand and not the output needs is summed away. The
-operands are then contracted pairwise from left to right with `dot_general`: labels shared by
-both and still needed later are batch dims, shared labels needed nowhere else are contracted.
-A final transpose puts the labels in the output order.
+operands are then contracted pairwise with `dot_general` in the order of a contraction path
+(`_einsum_path`: by default the path jax.numpy.einsum gets from opt_einsum, so the same
+intermediates are built): labels shared by both and still needed later are batch dims,
+shared labels needed nowhere else are contracted. A final transpose puts the labels in the
+output order. `einsum_path` returns the path and a report of its cost.
 """
 
 from __future__ import annotations
+
+import string
 
 import numpy as np
 
 from purejit import errors
 from purejit.numpy import _core as c
+from purejit.numpy._einsum_path import PathInfo, find_path
 from purejit.numpy._manip import diagonal
 from purejit.numpy._reductions import reduce_sum_exact
 from purejit.numpy._shape import transpose
@@ -86,6 +91,32 @@ def _parse(subscripts: str, ranks: list[int]):
     return labels, out
 
 
+def _sublist_text(sub) -> str:
+    out = []
+    for k in sub:
+        if k is Ellipsis:
+            out.append("...")
+        else:
+            k = int(k)
+            if not 0 <= k < len(string.ascii_letters):
+                raise _fail(f"subscript {k} in a sublist is outside [0, 52)")
+            out.append(string.ascii_letters[k])
+    return "".join(out)
+
+
+def _from_sublists(args):
+    """NumPy's interleaved form `einsum(op0, sublist0, op1, sublist1, ..., [out_sublist])`
+    (sublists of ints in [0, 52) and Ellipsis) as a subscripts string and the operands."""
+    ops, subs = list(args[0::2]), list(args[1::2])
+    out = None
+    if len(ops) > len(subs):  # an odd count: the last item is the output sublist
+        out = ops.pop()
+    text = ",".join(_sublist_text(sub) for sub in subs)
+    if out is not None:
+        text += "->" + _sublist_text(out)
+    return text, ops
+
+
 def _diagonal(x, labels: list[str]):
     """Merge repeated labels of one operand into a single dim (their diagonal)."""
     while True:
@@ -109,21 +140,32 @@ def _sum_labels(x, labels, drop):
     return reduce_sum_exact(x, axes), [lab for lab in labels if lab not in drop]
 
 
-def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):  # fmt: skip
+def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
+           preferred_element_type=None, out_sharding=None):  # fmt: skip
     """Einstein summation over `operands` as described by `subscripts` (NumPy's syntax).
 
     Args:
         subscripts: e.g. "ij,jk->ik", "...ij,...jk", "ii->i", "bhqd,bhkd->bhqk".
         *operands: the arrays.
+        optimize: how to order the pairwise contractions: "auto" (as JAX: the optimal
+            order for up to 4 operands, a branch-and-bound or greedy search beyond),
+            "optimal", "greedy", "branch-all"/"branch-2"/"branch-1", True ("optimal"),
+            False (left to right), or a path such as `einsum_path` returns.
+        precision: the precision of each `dot_general`.
         preferred_element_type: the dtype of the result (default: the promoted dtype).
+        out_sharding: JAX's explicit-sharding keyword; only None (the default) is supported.
     Returns:
         The contracted array.
     """
     if not isinstance(subscripts, str):
-        raise NotImplementedError("einsum: only the subscripts-string form is supported")
+        subscripts, operands = _from_sublists((subscripts, *operands))
     if out is not None:
         raise NotImplementedError("einsum: out= is not supported (arrays are immutable)")
+    if out_sharding is not None:
+        raise NotImplementedError(
+            "einsum: out_sharding= (explicit-sharding mode) is not supported; shard the result "
+            "with jit's out_shardings or device_put"
+        )
     xs = [c._lift(x) for x in operands]
     if not xs:
         raise _fail("needs at least one operand")
@@ -158,13 +200,8 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
             if j != k:
                 others |= set(ls2)
         simplified.append(_sum_labels(x, ls, {lab for lab in ls if lab not in others}))
-    x, ls = simplified[0]
-    for k in range(1, len(simplified)):
-        y, ly = simplified[k]
-        later = set(out_labels)
-        for _, l2 in simplified[k + 1 :]:
-            later |= set(l2)
-        x, ls = _contract(x, ls, y, ly, later, dot)
+    path = find_path(labels, out_labels, sizes, optimize)
+    x, ls = _follow(simplified, path, out_labels, dot)
     x, ls = _sum_labels(x, ls, {lab for lab in ls if lab not in out_labels})
     if preferred_element_type is not None:
         x = c.convert(x, np.dtype(preferred_element_type))
@@ -172,6 +209,32 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
     if weak:
         x = c.convert(x, x.dtype, weak=True)
     return x
+
+
+def _follow(terms: list, path, out_labels, dot: dict):
+    """Contract labelled operands along `path` (linear form: each step pops its positions
+    and appends the result); returns the last operand and its labels."""
+    terms = list(terms)
+    for step in path:
+        if len(step) > 2:
+            raise NotImplementedError(
+                f"einsum: the path step {step} contracts {len(step)} operands at once; "
+                "purejit (as jax.numpy) contracts two at a time: pass a path of pairs"
+            )
+        # popped from the higher position down, as opt_einsum's steps
+        popped = [terms.pop(i) for i in sorted(step, reverse=True)]
+        later = set(out_labels).union(*(ls for _, ls in terms))
+        if len(popped) == 1:
+            x, ls = popped[0]
+            terms.append(_sum_labels(x, ls, {lab for lab in ls if lab not in later}))
+        else:
+            # the lower position is the left operand: a two-operand einsum such as
+            # "ij,jk->ik" or "bhqd,bhkd->bhqk" is then one dot_general, no transpose after
+            (y, ly), (x, lx) = popped
+            terms.append(_contract(x, lx, y, ly, later, dot))
+    if len(terms) != 1:
+        raise ValueError(f"einsum: the path {list(path)} leaves {len(terms)} operands, not 1")
+    return terms[0]
 
 
 def _contract(x, lx, y, ly, later: set, dot: dict):
@@ -192,3 +255,35 @@ def _contract(x, lx, y, ly, later: set, dot: dict):
         batch + [lab for lab in lx if lab not in shared] + [lab for lab in ly if lab not in shared]
     )
     return out, labels
+
+
+def einsum_path(subscripts, /, *operands, optimize="auto"):
+    """The contraction path `einsum` takes for these operands, and what it costs.
+
+    Args:
+        subscripts: as for `einsum`.
+        *operands: the arrays (only their shapes are read).
+        optimize: "auto" (the default, as JAX), "optimal", "greedy", "branch-all",
+            "branch-2", "branch-1", True, False or a path.
+    Returns:
+        `(path, info)`: the path (a list of position tuples, which `einsum(...,
+        optimize=path)` follows) and a `PathInfo` that prints the steps and their flops.
+    """
+    if not isinstance(subscripts, str):
+        subscripts, operands = _from_sublists((subscripts, *operands))
+    shapes = [tuple(np.shape(x)) for x in operands]
+    labels, out_labels = _parse(subscripts, [len(s) for s in shapes])
+    sizes: dict[str, int] = {}
+    for shape, ls in zip(shapes, labels):
+        for lab, n in zip(ls, shape):
+            if sizes.get(lab, 1) not in (1, n) and n != 1:
+                raise _fail(f"subscript {lab!r} has sizes {sizes[lab]} and {n} ({subscripts!r})")
+            sizes[lab] = max(sizes.get(lab, 1), n)
+    path = find_path(labels, out_labels, sizes, optimize)
+    # ellipsis dims print as letters the subscripts do not use
+    free = [ch for ch in string.ascii_letters if ch not in subscripts]
+    names = dict(zip(_ELLIPSIS_LABELS, free))
+    text = ["".join(names.get(lab, lab) for lab in ls) for ls in labels]
+    out = "".join(names.get(lab, lab) for lab in out_labels)
+    named_sizes = {names.get(k, k): v for k, v in sizes.items()}
+    return path, PathInfo(text, out, named_sizes, path)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import operator
 
-import ml_dtypes
 import numpy as np
 
 from purejit import dtypes as pdt
@@ -37,8 +36,6 @@ generic, number, inexact, floating, complexfloating = (
 integer, signedinteger, unsignedinteger = np.integer, np.signedinteger, np.unsignedinteger
 euler_gamma = 0.5772156649015329
 
-_ML_FLOATS = {np.dtype(ml_dtypes.bfloat16)}
-
 
 def _as_type(t):
     """A NumPy scalar type or dtype for `t` (purejit's scalar types give their dtype)."""
@@ -50,19 +47,9 @@ def _as_type(t):
 
 
 def issubdtype(arg1, arg2) -> bool:
-    """Whether arg1 is lower than arg2 in NumPy's type hierarchy, with bfloat16 a floating
-    type (as jax.numpy)."""
-    a, b = _as_type(arg1), _as_type(arg2)
-    da = np.dtype(a) if not (isinstance(a, type) and a in _ABSTRACT) else None
-    if da is not None and da in _ML_FLOATS:
-        if isinstance(b, type) and b in _ABSTRACT:
-            return b in (np.floating, np.inexact, np.number, np.generic)
-        return np.dtype(b) == da
-    if not isinstance(b, type) or b not in _ABSTRACT:
-        b = np.dtype(b)
-        if b in _ML_FLOATS:
-            return da == b
-    return bool(np.issubdtype(a, b))
+    """Whether arg1 is lower than arg2 in NumPy's type hierarchy, with ml_dtypes' types
+    (bfloat16, float8_*, int4...) floating or integer types (as jax.numpy)."""
+    return pdt.issubdtype(_as_type(arg1), _as_type(arg2))
 
 
 _ABSTRACT = (np.generic, np.number, np.inexact, np.floating, np.complexfloating, np.integer,

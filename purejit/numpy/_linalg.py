@@ -8,7 +8,7 @@ import numpy as np
 from purejit.lax.ops import dot_general as lax_dot_general
 from purejit.numpy._core import _lift, broadcast_to, convert, multiply, result_type
 from purejit.numpy._core import conj as _conj
-from purejit.numpy._shape import expand_dims, reshape, squeeze, transpose
+from purejit.numpy._shape import expand_dims, moveaxis, reshape, squeeze, stack, transpose
 from purejit.runtime.eager_fn import eager_function
 
 
@@ -121,3 +121,30 @@ def outer(a, b, out=None):
         raise NotImplementedError("outer: out= is not supported (arrays are immutable)")
     x, y = _promote2(a, b)
     return multiply(reshape(x, (-1, 1)), reshape(y, (1, -1)))
+
+
+def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
+    """The cross product of 2- or 3-vectors: along `axisa` of a and `axisb` of b, the result's
+    vectors along `axisc` (`axis` sets all three). Two 2-vectors give the z component alone;
+    a 2-vector with a 3-vector is taken with z = 0.
+
+    Args:
+        a, b: the arrays of vectors (broadcast against each other).
+        axisa, axisb, axisc: where the vectors lie in a, b and the result.
+        axis: overrides the three.
+    Returns:
+        The cross products.
+    """
+    a, b = _lift(a), _lift(b)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError("Dimension must be either 2 or 3 for cross product")
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+    a2 = a[..., 2] if a.shape[-1] == 3 else broadcast_to(convert(0, a0.dtype), a0.shape)
+    b2 = b[..., 2] if b.shape[-1] == 3 else broadcast_to(convert(0, b0.dtype), b0.shape)
+    c = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+    return moveaxis(c, 0, axisc)

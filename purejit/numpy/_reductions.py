@@ -9,6 +9,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.ir import dtypes as irdt
 from purejit.lax import ops as lax_ops
 from purejit.numpy._core import (
     _lift,
@@ -43,14 +44,8 @@ def _init(kind: str, dt: np.dtype):
     elif kind == "multiply":
         v = 1
     elif kind in ("maximum", "minimum"):
-        big = kind == "minimum"
-        if dt == np.bool_:
-            v = big
-        elif dt.kind in "iu":
-            info = np.iinfo(dt)
-            v = info.max if big else info.min
-        else:
-            v = np.inf if big else -np.inf
+        # float8 types without infinities (e4m3fn, the fnuz ones) start at finite extremes
+        v = irdt.highest(dt) if kind == "minimum" else irdt.lowest(dt)
     elif kind == "and":
         v = True if dt == np.bool_ else -1
     elif kind == "or":
@@ -93,9 +88,9 @@ def _reduce(x, axis, keepdims: bool, kind: str, name: str, where=None, initial=N
 def _sum_dtype(dt: np.dtype) -> np.dtype:
     if dt == np.bool_:
         return pdt.default_int()
-    if dt.kind == "i" and dt.itemsize < pdt.default_int().itemsize:
+    if irdt.is_signed(dt) and irdt.bit_width(dt) < pdt.default_int().itemsize * 8:
         return pdt.default_int()
-    if dt.kind == "u" and dt.itemsize < pdt.default_int().itemsize:
+    if irdt.is_unsigned(dt) and irdt.bit_width(dt) < pdt.default_int().itemsize * 8:
         return np.dtype(np.uint64 if pdt.default_int() == np.int64 else np.uint32)
     return dt
 

@@ -316,7 +316,7 @@ def _buffer(a: Array):
     if a._buf is not None or a._host is None or a._host.size > _SMALL:
         return a.buffer
     h = a.host
-    key = (h.dtype.str, h.shape, h.tobytes())
+    key = (h.dtype.str, h.dtype.name, h.shape, h.tobytes())
     buf = _small_buffers.get(key)
     if buf is None or buf.is_deleted():
         if len(_small_buffers) > 4096:

@@ -163,6 +163,9 @@ def arrays(draw):
     a = np.frombuffer(raw, dtype=np.uint8).view(dt).reshape(shape) if n else np.zeros(shape, dt)
     if dt == np.bool_:
         a = np.asarray(a.view(np.uint8) % 2 == 1)
+    elif dtypes.bit_width(dt) < 8:  # ml_dtypes keeps a sub-byte value in the low bits
+        low = np.uint8((1 << dtypes.bit_width(dt)) - 1)
+        a = np.asarray(a.view(np.uint8) & low).view(dt)
     return a
 
 

@@ -29,12 +29,41 @@ _MLIR_DTYPE = {
     "f64": "f64",
     "c64": "complex<f32>",
     "c128": "complex<f64>",
+    "f8e4m3fn": "f8E4M3FN",
+    "f8e5m2": "f8E5M2",
+    "f8e4m3": "f8E4M3",
+    "f8e3m4": "f8E3M4",
+    "f8e4m3fnuz": "f8E4M3FNUZ",
+    "f8e5m2fnuz": "f8E5M2FNUZ",
+    "f8e4m3b11fnuz": "f8E4M3B11FNUZ",
+    "f8e8m0fnu": "f8E8M0FNU",
+    "f6e2m3fn": "f6E2M3FN",
+    "f6e3m2fn": "f6E3M2FN",
+    "f4e2m1fn": "f4E2M1FN",
+    "s4": "i4",
+    "u4": "ui4",
+    "s2": "i2",
+    "u2": "ui2",
+}
+# element types the IR holds that XLA (jaxlib 0.10) cannot compute with: JAX fails on them too
+# (device_put, constants and arithmetic raise or abort inside XLA), so emission refuses them
+_NO_XLA = {
+    "f6e2m3fn": "float6_e2m3fn",
+    "f6e3m2fn": "float6_e3m2fn",
+    "s1": "int1",
+    "u1": "uint1",
 }
 
 
 def mlir_type(t: TensorType) -> str:
     """The MLIR tensor type of `t`, e.g. `tensor<2x3xf32>`."""
-    el = _MLIR_DTYPE[dtypes.dtype_name(t.dtype)]
+    name = dtypes.dtype_name(t.dtype)
+    if name in _NO_XLA:
+        raise NotImplementedError(
+            f"{_NO_XLA[name]} ({t}): XLA has no kernels for this type (JAX fails on it as "
+            "well); compute on the host with ml_dtypes, or convert to a wider type there"
+        )
+    el = _MLIR_DTYPE[name]
     if not t.shape:
         return f"tensor<{el}>"
     return f"tensor<{'x'.join(map(str, t.shape))}x{el}>"
