@@ -144,6 +144,9 @@ def main(argv=None):
             "temp_bytes": compiled.memory_analysis().temp_size_in_bytes,
             "rings": rec.report["rewritten"],
         }
+        if "calibration" in rec.report:  # auto: the measured inputs and what measuring took
+            results[f"purejit_{mode}"]["calibration"] = rec.report["calibration"]
+            results[f"purejit_{mode}"]["calibration_s"] = low.timings.get("calibration", 0.0)
 
     # ---- JAX -------------------------------------------------------------------------------
     from jax.sharding import Mesh as JMesh
