@@ -106,3 +106,25 @@ def case_calibration_persists_under_cache_dir():
         finally:
             purejit.config.update("cache_dir", None)
             calibration.forget()
+
+
+def case_explain_lists_the_scheduled_collectives():
+    def step(w, x):  # a data-parallel gradient step: per-device grads, psum over "i"
+        g = purejit.grad(lambda w: jnp.sum(jnp.tanh(x @ w) ** 2))(w)
+        return w - 0.1 * lax.psum(g, "i")
+
+    dp = purejit.shard_map(step, mesh=MESH, in_specs=(P(), P("i")), out_specs=P())
+    ex = purejit.explain(purejit.jit(dp), W1[:, :64], X)
+    kinds = {c.kind for c in ex.collectives}
+    assert kinds == {"all-reduce"}, ex.collectives
+    entry = ex.collectives[0].computation
+    # XLA's CPU backend emits synchronous collectives: none overlaps compute
+    assert not any(c.asynchronous or c.overlapped for c in ex.collectives)
+    n = len(ex.collectives)
+    assert f"collectives: {n}, 0 scheduled to overlap compute" in str(ex), str(ex)
+    # pass on: the rings' transfers are collective-permutes inside the while loops' bodies
+    cm = Pipeline([CollectiveMatmul(mode="on"), *default_passes()])
+    rings = purejit.explain(purejit.jit(MLP, passes=cm), X, W1, W2)
+    assert [c.kind for c in rings.collectives] == ["collective-permute"] * 2, rings.collectives
+    assert all(c.computation != entry and not c.overlapped for c in rings.collectives)
+    print(str(rings).split("collectives:")[1][:600])
