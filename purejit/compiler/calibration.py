@@ -29,6 +29,7 @@ from purejit.passes.collective_matmul import Calibration
 
 _memory: dict[tuple[str, int], Calibration] = {}
 _lock = threading.Lock()
+_generation = [0]  # bumped by `forget`, so a new decision gets fresh key-value names
 # the measuring function; tests replace it to give each process different figures
 measure = _measure.measure
 
@@ -70,7 +71,8 @@ def _measured(devices) -> Calibration:
 
 def _shared(key, devices) -> Calibration:
     """Process 0's calibration, the same in every process of the job."""
-    name = "purejit/calibration/" + hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(repr((key, _generation[0])).encode()).hexdigest()[:16]
+    name = "purejit/calibration/" + digest
     if distributed.process_index() == 0:
         cal = _load(key)
         distributed.kv_set(name + "/plan", "measure" if cal is None else "loaded")
@@ -116,6 +118,8 @@ def calibrate(pipeline, timings: dict):
 
 
 def forget() -> None:
-    """Drop the in-memory calibrations (tests)."""
+    """Drop the in-memory calibrations (tests; with several processes, every process must
+    call it at the same point)."""
     with _lock:
         _memory.clear()
+        _generation[0] += 1

@@ -1,7 +1,8 @@
 """One process of the two-process calibration test (started by test_md_calibration.py).
 
     python multihost_calibration_worker.py COORDINATOR_ADDRESS PROCESS_ID OUT_DIR
-Each process is given different figures by its (replaced) measurement: process 0's say the
+First both take part in the real measurement and must end with process 0's figures. Then
+each process is given different figures by its (replaced) measurement: process 0's say the
 ring wins, process 1's that it loses. Both must still compile the same program, process 0's
 choice, taken through the distributed key-value store. Writes the compiled HLO and the
 pass's decisions to OUT_DIR/process-K.json; prints "WORKER OK <process id>".
@@ -32,6 +33,10 @@ FIGURES = [
 
 def main(address: str, pid: int, out_dir: str):
     distributed.initialize(address, num_processes=2, process_id=pid, initialization_timeout=60)
+    # the real measurement first: every process takes part, process 0's figures are used
+    real, _ = calibration.calibration()
+    assert real.source == ("measured" if pid == 0 else "shared"), real
+    calibration.forget()
     measured = []
 
     def injected(devices):
@@ -65,7 +70,7 @@ def main(address: str, pid: int, out_dir: str):
     assert rec.report["calibration"]["source"] == want, rec.report
     assert rec.report["calibration"]["step_latency_s"] == 0.0, rec.report
     with open(os.path.join(out_dir, f"process-{pid}.json"), "w") as fh:
-        json.dump({"hlo": hlo, "rewritten": rec.report["rewritten"]}, fh)
+        json.dump({"hlo": hlo, "rewritten": rec.report["rewritten"], "real": real.as_dict()}, fh)
     print(f"WORKER OK {pid}", flush=True)
     distributed.shutdown()
 
