@@ -28,8 +28,10 @@ second moments in float32), with the state (parameters, moments, step count) don
 For each step and library: the median step time (interleaved timed loops, `--iters` calls
 between two synchronisations, `--repeats` rounds), XLA's temporary and argument bytes per
 device, the loss and the largest difference of the parameters from JAX's after `--check-steps`
-(10) Adam steps from the same start. Results go to `DIR/tp_train_<platform>[_quick].md` and
-`.json`. Absolute times mean something on GPUs only.
+(10) Adam steps from the same start, and for dp and FSDP the weak-scaling efficiency T1 / Tn
+(T1: the single-device step on one device's share of the batch, timed in the same rounds).
+Results go to `DIR/tp_train_<platform>[_quick].md` and `.json`. Absolute times mean something
+on GPUs only (8 CPU devices share the host's cores: CPU weak scaling is far below 1).
 """
 
 from __future__ import annotations
@@ -368,8 +370,21 @@ def main(argv=None):
                 "argument_bytes": int(mem.argument_size_in_bytes),
             }
             runners[f"{name}_{kind}"] = _Runner(f, *placed(lib, meshes, kind))
+        if set(kinds) & {"dp", "fsdp", "fsdp_jit"}:
+            # weak scaling's T1: one device with one device's share of the batch
+            f = lib.jit(steps["single"], donate_argnums=0)
+            st, xs, ys = placed(lib, meshes, "single")
+            runners[f"{name}_single_local"] = _Runner(f, st, xs[: B // n], ys[: B // n])
+            results[f"{name}_single_local"] = {}
     for key, t in _time_all(runners, iters, args.repeats).items():
         results[key]["step_s"] = t
+    weak = []
+    for name in libs:
+        for kind in ("dp", "fsdp", "fsdp_jit"):
+            if kind in kinds:
+                r = results[f"{name}_{kind}"]
+                r["weak_scaling"] = results[f"{name}_single_local"]["step_s"] / r["step_s"]
+                weak.append(f"{kind} {name} {r['weak_scaling']:.2f}")
     for kind in kinds:
         ours, theirs = first[("purejit", kind)], first[("jax", kind)]
         r = results[f"purejit_{kind}"]
@@ -402,6 +417,12 @@ def main(argv=None):
                 f"{r['argument_bytes'] / 2**20:.1f} | {r['loss']:.5f} | "
                 f"{r.get('max_param_diff_vs_jax', 0.0):.1e} |"
             )
+    if weak:
+        lines += [
+            "",
+            f"weak scaling T1 / T{n} (T1: one device, batch {B // n}; goal >= 0.90 at n = 4): "
+            + ", ".join(weak),
+        ]
     text = "\n".join(lines) + "\n"
     print(text)
     summary = {
