@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from purejit.backend import calibration as _measure
 from purejit.backend import distributed, pjrt
+from purejit.compiler.cache import folder_is_private
 from purejit.config import config
 from purejit.passes.collective_matmul import Calibration
 
@@ -41,7 +42,7 @@ def _path(cache_dir: str, key) -> str:
 
 def _load(key) -> Calibration | None:
     cache_dir = config.read("cache_dir")
-    if not cache_dir:
+    if not cache_dir or not folder_is_private(os.fspath(cache_dir)):
         return None
     try:
         with open(_path(cache_dir, key)) as f:
@@ -55,13 +56,16 @@ def _load(key) -> Calibration | None:
 
 def _store(key, cal: Calibration) -> None:
     cache_dir = config.read("cache_dir")
-    if not cache_dir:
-        return
-    os.makedirs(cache_dir, exist_ok=True)
-    tmp = _path(cache_dir, key) + f".{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump({"key": list(key), "calibration": cal.as_dict()}, f)
-    os.replace(tmp, _path(cache_dir, key))
+    if not cache_dir or not folder_is_private(os.fspath(cache_dir)):
+        return  # the persistent compile cache's rule: a folder only this user can write
+    try:
+        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+        tmp = _path(cache_dir, key) + f".{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump({"key": list(key), "calibration": cal.as_dict()}, f)
+        os.replace(tmp, _path(cache_dir, key))
+    except OSError:  # an unwritable cache: the figures stay in memory for this process
+        pass
 
 
 def _measured(devices) -> Calibration:
