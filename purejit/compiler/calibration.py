@@ -1,7 +1,8 @@
 """The collective-matmul cost model's inputs, measured once per (device kind, device count).
 
-The first `auto` compile on a device kind measures link bandwidth, matmul rate and the cost
-of one ring step (`purejit.backend.calibration.measure`, about 1 s); the result is kept in
+The first `auto` compile of a shard_map program on a device kind measures, on the program's
+devices, link bandwidth, matmul rate and the cost of one ring step
+(`purejit.backend.calibration.measure`, about 1 s on 8 CPU devices); the result is kept in
 memory and, when `cache_dir` is set, in `cache_dir/calibration-*.json`, so a later process
 loads it instead of measuring.
 
@@ -23,7 +24,7 @@ import time
 from dataclasses import replace
 
 from purejit.backend import calibration as _measure
-from purejit.backend import distributed, pjrt
+from purejit.backend import distributed, pjrt, spmd
 from purejit.compiler.cache import folder_is_private
 from purejit.config import config
 from purejit.passes.collective_matmul import Calibration
@@ -109,13 +110,27 @@ def calibration(devices=None) -> tuple[Calibration, float]:
     return cal, time.perf_counter() - t0
 
 
-def calibrate(pipeline, timings: dict):
-    """`pipeline` with every pass that asks for a calibration given one; the seconds spent
-    go to `timings["calibration"]` (0 when the figures were known)."""
+def program_devices(fn) -> list:
+    """The devices of `fn`'s shard_map bodies (the only places collective matmuls occur),
+    in device-id order; empty when it has none."""
+    ids = set()
+    for op in fn.walk():
+        if op.name == "manual_computation":
+            ids.update(int(i) for i in op.attrs["device_ids"])
+    return [spmd.device_by_id(i) for i in sorted(ids)]
+
+
+def calibrate(pipeline, timings: dict, fn):
+    """`pipeline` with every pass that asks for a calibration given the one of the devices
+    `fn` runs on; the seconds spent go to `timings["calibration"]` (about 0 when the figures
+    were known). A program without shard_map bodies has nothing to decide: left as is."""
     passes = list(pipeline.passes)
     if not any(getattr(p, "needs_calibration", False) for p in passes):
         return pipeline
-    cal, seconds = calibration()
+    devices = program_devices(fn)
+    if len(devices) < 2:
+        return pipeline
+    cal, seconds = calibration(devices)
     timings["calibration"] = seconds
     new = [p.calibrated(cal) if getattr(p, "needs_calibration", False) else p for p in passes]
     return replace(pipeline, passes=new)

@@ -304,7 +304,7 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     # the collective-matmul cost model's inputs: measured at the first `auto` compile on a
     # device kind, so they count in this call's figures ("calibration", inside "passes")
     timings = {"trace": t1 - t0}
-    pipeline = calibration.calibrate(pipeline, timings)
+    pipeline = calibration.calibrate(pipeline, timings, traced.fn)
     fn, records = compile_cache.run_pipeline(pipeline, traced.fn)
     t2 = time.perf_counter()
     paths = sig.paths

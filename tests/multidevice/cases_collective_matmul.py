@@ -128,3 +128,16 @@ def case_explain_lists_the_scheduled_collectives():
     assert [c.kind for c in rings.collectives] == ["collective-permute"] * 2, rings.collectives
     assert all(c.computation != entry and not c.overlapped for c in rings.collectives)
     print(str(rings).split("collectives:")[1][:600])
+
+
+def case_calibration_is_kept_per_device_count_of_the_program():
+    calibration.forget()
+    half = Mesh(np.array(purejit.devices()[:4]), ("i",))
+    mlp4 = purejit.shard_map(body, mesh=half, in_specs=(P("i"), P(None, "i"), P("i")),
+                             out_specs=P("i"))  # fmt: skip
+    low = purejit.jit(mlp4, passes=Pipeline([CollectiveMatmul(), *default_passes()])).lower(
+        X, W1, W2
+    )
+    assert "calibration" in next(r for r in low.records if r.name == "collective_matmul").report
+    assert list(calibration._memory) == [("cpu", 4)], calibration._memory
+    calibration.forget()
