@@ -1,13 +1,13 @@
-"""Data- and tensor-parallel training steps of a transformer under shard_map, purejit against
-the same program in JAX.
+"""Data-, tensor- and fully-sharded-data-parallel training steps of a transformer, purejit
+against the same program in JAX.
 
     python -m bench.tp_train --out DIR                 # every GPU (or CPU device) of the host
     python -m bench.tp_train --quick --out DIR         # small sizes on 8 forced CPU devices
 
 The model is the autodiff issue's transformer (12 layers, batch 8, sequence 1024, width 1024,
 16 heads, MLP 4096, bfloat16 on GPU; causal softmax attention, pre-layer-norm, GELU) with a
-mean-squared-error loss against a target, and a step is `value_and_grad` + SGD, with the
-parameters donated:
+mean-squared-error loss against a target, and a step is `value_and_grad` + Adam (first and
+second moments in float32), with the state (parameters, moments, step count) donated:
 
 - `single`: the whole step on one device (`jit`), the reference;
 - `dp`: a `shard_map` over the mesh axis `dp` (batch split, parameters replicated); each
@@ -18,11 +18,20 @@ parameters donated:
   weights by rows), a `psum` after each of the two; activations and layer norms replicated.
   `value_and_grad` runs inside the body: shard_map's varying-axes typing makes the
   gradients of replicated values come out right without a hand-written psum.
+- `fsdp`: fully sharded data parallel under `shard_map` over `fsdp`: the batch and every
+  parameter and moment split along its first dimension; the loss all-gathers each
+  parameter where it uses it, so differentiating it reduce-scatters the gradients (the
+  transpose of a tiled all-gather), and Adam updates each device's shards;
+- `fsdp_jit`: the `single` step under `jit` with the same shardings for the state and the
+  batch (in_shardings / out_shardings): XLA's partitioner places the gathers and scatters.
 
 For each step and library: the median step time (interleaved timed loops, `--iters` calls
 between two synchronisations, `--repeats` rounds), XLA's temporary and argument bytes per
-device, and the largest difference of the new parameters from JAX's. Results go to
-`DIR/tp_train_<platform>[_quick].md` and `.json`. Absolute times mean something on GPUs only.
+device, the loss and the largest difference of the parameters from JAX's after `--check-steps`
+(10) Adam steps from the same start, and for dp and FSDP the weak-scaling efficiency T1 / Tn
+(T1: the single-device step on one device's share of the batch, timed in the same rounds).
+Results go to `DIR/tp_train_<platform>[_quick].md` and `.json`. Absolute times mean something
+on GPUs only (8 CPU devices share the host's cores: CPU weak scaling is far below 1).
 """
 
 from __future__ import annotations
@@ -40,7 +49,9 @@ SIZES = {  # layers, batch, sequence, width, heads, MLP width
     "full": (12, 8, 1024, 1024, 16, 4096),
     "quick": (2, 8, 32, 64, 8, 256),
 }
-LR = 1e-2
+LR = 1e-3
+B1, B2, EPS = 0.9, 0.999, 1e-8
+KINDS = ("single", "dp", "tp", "fsdp", "fsdp_jit")
 
 
 # ---- the model, written once for purejit and JAX ---------------------------------------------
@@ -124,14 +135,37 @@ def loss_fn(xp, params, x, y, heads, reduce=lambda v: v):
     return xp.mean(err * err)
 
 
+def fsdp_specs(P, axis="fsdp"):
+    """Every parameter of a layer split along its first dimension."""
+    return {k: P(axis) for k in ("ln1_g", "ln1_b", "qkv", "proj", "ln2_g", "ln2_b", "up", "down")}
+
+
+def init_state(params):
+    """Adam's state: (parameters, first moments, second moments, step count)."""
+    zeros = [{k: np.zeros(v.shape, np.float32) for k, v in p.items()} for p in params]
+    return params, zeros, [dict(z) for z in zeros], np.zeros((), np.float32)
+
+
+def state_specs(P, kind, layers):
+    """The PartitionSpecs of the state, the batch and the target for a step (None: one
+    device)."""
+    per_layer = {"dp": lambda: {k: P() for k in tp_specs(P)}, "tp": lambda: tp_specs(P)}
+    per_layer["fsdp"] = per_layer["fsdp_jit"] = lambda: fsdp_specs(P)
+    if kind == "single":
+        return None
+    w = [per_layer[kind]()] * layers
+    batch = P() if kind == "tp" else P(kind.removesuffix("_jit"))
+    return (w, w, w, P()), batch, batch
+
+
 def make_steps(lib, meshes, heads, layers):
-    """The single-device, data-parallel and tensor-parallel steps for `lib` (the purejit or
-    the jax module), each `step(params, x, y) -> (new params, loss)` (not yet jitted).
+    """The steps of `KINDS` for `lib` (the purejit or the jax module), each
+    `step(state, x, y) -> (new state, loss)`; all but `fsdp_jit` not yet jitted.
 
     Args:
         lib: `purejit` or `jax`.
-        meshes: {"dp": a mesh with the axis "dp", "tp": a mesh with the axis "tp"}; a step
-            whose mesh is missing is left out.
+        meshes: {"dp": a mesh with the axis "dp", "tp": ... "tp", "fsdp": ... "fsdp"}; a
+            step whose mesh is missing is left out.
         heads: attention heads of the whole model.
         layers: number of layers (for the parameters' specs).
     """
@@ -145,37 +179,72 @@ def make_steps(lib, meshes, heads, layers):
     else:
         pvary = lax.pvary
 
-    def sgd(params, grads):
-        return tree_map(lambda w, g: (w - LR * g).astype(w.dtype), params, grads)
+    def adam(state, grads):
+        params, m, v, t = state
+        t = t + 1.0
+        f32 = np.float32
+        m = tree_map(lambda a, g: B1 * a + (1 - B1) * g.astype(f32), m, grads)
+        v = tree_map(lambda a, g: B2 * a + (1 - B2) * (g.astype(f32) * g.astype(f32)), v, grads)
+        c1, c2 = 1.0 - xp.power(f32(B1), t), 1.0 - xp.power(f32(B2), t)
 
-    def single(params, x, y):
-        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads))(params)
-        return sgd(params, g), loss
+        def update(w, a, b):
+            return (w.astype(f32) - LR * (a / c1) / (xp.sqrt(b / c2) + EPS)).astype(w.dtype)
 
-    def dp_body(params, x, y):
-        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads))(pvary(params, "dp"))
-        return sgd(params, lax.pmean(g, "dp")), lax.pmean(loss, "dp")
+        return tree_map(update, params, m, v), m, v, t
+
+    def single(state, x, y):
+        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads))(state[0])
+        return adam(state, g), loss
+
+    def dp_body(state, x, y):
+        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads))(pvary(state[0], "dp"))
+        return adam(state, lax.pmean(g, "dp")), lax.pmean(loss, "dp")
 
     n_tp = meshes["tp"].shape["tp"] if "tp" in meshes else 1
     if heads % n_tp:
         raise ValueError(f"{heads} heads do not split over {n_tp} devices")
 
-    def tp_body(params, x, y):
+    def tp_body(state, x, y):
         def reduce(v):
             return lax.psum(v, "tp")
 
-        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads // n_tp, reduce))(params)
-        return sgd(params, g), loss
+        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads // n_tp, reduce))(state[0])
+        return adam(state, g), loss
+
+    n_fsdp = meshes["fsdp"].shape["fsdp"] if "fsdp" in meshes else 1
+
+    def fsdp_body(state, x, y):
+        def local_loss(shards):  # this device's batch, over 1/n of the global mean
+            full = tree_map(lambda w: lax.all_gather(w, "fsdp", axis=0, tiled=True), shards)
+            return loss_fn(xp, full, x, y, heads) / n_fsdp
+
+        loss, g = vag(local_loss)(state[0])  # g: reduce-scattered, summed over devices
+        return adam(state, g), lax.psum(loss, "fsdp")
 
     steps = {"single": single}
-    if "dp" in meshes:
-        dp_specs = dict(in_specs=(P(), P("dp"), P("dp")), out_specs=(P(), P()))
-        steps["dp"] = lib.shard_map(dp_body, mesh=meshes["dp"], **dp_specs)
-    if "tp" in meshes:
-        specs = [tp_specs(P)] * layers
-        tp_specs_ = dict(in_specs=(specs, P(), P()), out_specs=(specs, P()))
-        steps["tp"] = lib.shard_map(tp_body, mesh=meshes["tp"], **tp_specs_)
+    bodies = {"dp": dp_body, "tp": tp_body, "fsdp": fsdp_body}
+    for kind, body in bodies.items():
+        if kind in meshes:
+            st, xs, ys = state_specs(P, kind, layers)
+            specs = dict(in_specs=(st, xs, ys), out_specs=(st, P()))
+            steps[kind] = lib.shard_map(body, mesh=meshes[kind], **specs)
+    if "fsdp" in meshes:
+        st, xs, ys = state_specs(P, "fsdp_jit", layers)
+        sh = shardings(lib, meshes["fsdp"], (st, xs, ys, P()))
+        steps["fsdp_jit"] = lib.jit(
+            single, in_shardings=sh[:3], out_shardings=(sh[0], sh[3]), donate_argnums=0
+        )
     return steps
+
+
+def shardings(lib, mesh, specs):
+    """NamedShardings of a tree of PartitionSpecs (lists, tuples and dicts are nodes)."""
+    P, NS = lib.sharding.PartitionSpec, lib.sharding.NamedSharding
+    if isinstance(specs, P):
+        return NS(mesh, specs)
+    if isinstance(specs, dict):
+        return {k: shardings(lib, mesh, v) for k, v in specs.items()}
+    return type(specs)(shardings(lib, mesh, v) for v in specs)
 
 
 # ---- running and timing ------------------------------------------------------------------------
@@ -192,18 +261,19 @@ def _parse(argv):
     p.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bf16 on GPU)")
     p.add_argument("--iters", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--steps", default="single,dp,tp", help="which steps to run")
+    p.add_argument("--steps", default=",".join(KINDS), help="which steps to run")
+    p.add_argument("--check-steps", type=int, default=10, help="Adam steps before comparing")
     return p.parse_args(argv)
 
 
 class _Runner:
     """Calls a donating step again and again on the parameters it returned."""
 
-    def __init__(self, step, params, x, y):
-        self.step, self.params, self.x, self.y = step, params, x, y
+    def __init__(self, step, state, x, y):
+        self.step, self.state, self.x, self.y = step, state, x, y
 
     def __call__(self):
-        self.params, loss = self.step(self.params, self.x, self.y)
+        self.state, loss = self.step(self.state, self.x, self.y)
         return loss
 
 
@@ -256,55 +326,65 @@ def main(argv=None):
     iters = args.iters or (20 if on_gpu else 3)
     if B % n or H % n or F % n:
         sys.exit(f"batch {B}, heads {H} and MLP width {F} must divide by the {n} devices")
-    kinds = [k for k in args.steps.split(",") if k]
+    # each step once, in the order given (a name given twice still makes one row)
+    kinds = list(dict.fromkeys(k for k in args.steps.split(",") if k))
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        sys.exit(f"unknown steps {sorted(unknown)}; the steps are {', '.join(KINDS)}")
+    if D % n:
+        sys.exit(f"width {D} must divide by the {n} devices (fsdp splits every parameter)")
 
     rng = np.random.default_rng(0)
     params = init_params(L, D, F, rng, dtype)
+    state = init_state(params)
     x = rng.standard_normal((B, S, D)).astype(np.float32).astype(dtype)
     y = rng.standard_normal((B, S, D)).astype(np.float32).astype(dtype)
 
     libs = {}
     for lib in (purejit, jax):
         ndevs = np.array(lib.devices()[:n])
-        meshes = {a: lib.sharding.Mesh(ndevs, (a,)) for a in ("dp", "tp")}
-        P = lib.sharding.PartitionSpec
-        steps = make_steps(lib, meshes, H, L)
-        place = {  # (params, x, y) shardings of each step
-            "single": None,
-            "dp": (P(), P("dp"), P("dp")),
-            "tp": ([tp_specs(P)] * L, P(), P()),
-        }
-        libs[lib.__name__] = (lib, meshes, steps, place)
+        meshes = {a: lib.sharding.Mesh(ndevs, (a,)) for a in ("dp", "tp", "fsdp")}
+        libs[lib.__name__] = (lib, meshes, make_steps(lib, meshes, H, L))
 
-    def placed(lib, meshes, kind, spec):
-        args_ = (params, x, y)
-        if spec is None:
+    def placed(lib, meshes, kind):
+        specs = state_specs(lib.sharding.PartitionSpec, kind, L)
+        if specs is None:
             dev = lib.devices()[0]
-            return [lib.tree_util.tree_map(lambda v: lib.device_put(v, dev), a) for a in args_]
-        mesh = meshes[kind]
-        NS = lib.sharding.NamedSharding
-        return [
-            lib.tree_util.tree_map(lambda a, s: lib.device_put(a, NS(mesh, s)), a, s)
-            if isinstance(s, list)
-            else lib.tree_util.tree_map(lambda v, s=s: lib.device_put(v, NS(mesh, s)), a)
-            for a, s in zip(args_, spec)
-        ]
+            return [lib.tree_util.tree_map(lambda v: lib.device_put(v, dev), a) for a in
+                    (state, x, y)]  # fmt: skip
+        sh = shardings(lib, meshes[kind.removesuffix("_jit")], specs)
+        return [lib.tree_util.tree_map(lib.device_put, a, s) for a, s in zip((state, x, y), sh)]
 
     results, runners, first = {}, {}, {}
-    for name, (lib, meshes, steps, place) in libs.items():
+    for name, (lib, meshes, steps) in libs.items():
         for kind in kinds:
-            f = lib.jit(steps[kind], donate_argnums=0)
-            a = placed(lib, meshes, kind, place[kind])
+            f = steps[kind] if kind == "fsdp_jit" else lib.jit(steps[kind], donate_argnums=0)
+            a = placed(lib, meshes, kind)
             mem = f.lower(*a).compile().memory_analysis()
-            new, loss = f(*a)
-            first[(name, kind)] = (lib.tree_util.tree_leaves(new), float(loss))
+            st = a[0]
+            for _ in range(args.check_steps):  # the same Adam steps for both libraries
+                st, loss = f(st, *a[1:])
+            first[(name, kind)] = (lib.tree_util.tree_leaves(st[0]), float(loss))
             results[f"{name}_{kind}"] = {
                 "temp_bytes": int(mem.temp_size_in_bytes),
                 "argument_bytes": int(mem.argument_size_in_bytes),
             }
-            runners[f"{name}_{kind}"] = _Runner(f, *placed(lib, meshes, kind, place[kind]))
+            runners[f"{name}_{kind}"] = _Runner(f, *placed(lib, meshes, kind))
+        if set(kinds) & {"dp", "fsdp", "fsdp_jit"}:
+            # weak scaling's T1: one device with one device's share of the batch
+            f = lib.jit(steps["single"], donate_argnums=0)
+            st, xs, ys = placed(lib, meshes, "single")
+            runners[f"{name}_single_local"] = _Runner(f, st, xs[: B // n], ys[: B // n])
+            results[f"{name}_single_local"] = {}
     for key, t in _time_all(runners, iters, args.repeats).items():
         results[key]["step_s"] = t
+    weak = []
+    for name in libs:
+        for kind in ("dp", "fsdp", "fsdp_jit"):
+            if kind in kinds:
+                r = results[f"{name}_{kind}"]
+                r["weak_scaling"] = results[f"{name}_single_local"]["step_s"] / r["step_s"]
+                weak.append(f"{kind} {name} {r['weak_scaling']:.2f}")
     for kind in kinds:
         ours, theirs = first[("purejit", kind)], first[("jax", kind)]
         r = results[f"purejit_{kind}"]
@@ -319,7 +399,7 @@ def main(argv=None):
     head = (
         f"tp_train on {n} x {devs[0].device_kind} ({platform}): {L} layers, batch {B}, "
         f"sequence {S}, width {D}, {H} heads, MLP {F}, {dtype.name}; {iters} steps x "
-        f"{args.repeats} rounds, medians"
+        f"{args.repeats} rounds, medians; Adam, parameters compared after {args.check_steps} steps"
     )
     lines = [
         head,
@@ -337,6 +417,12 @@ def main(argv=None):
                 f"{r['argument_bytes'] / 2**20:.1f} | {r['loss']:.5f} | "
                 f"{r.get('max_param_diff_vs_jax', 0.0):.1e} |"
             )
+    if weak:
+        lines += [
+            "",
+            f"weak scaling T1 / T{n} (T1: one device, batch {B // n}; goal >= 0.90 at n = 4): "
+            + ", ".join(weak),
+        ]
     text = "\n".join(lines) + "\n"
     print(text)
     summary = {
@@ -345,6 +431,7 @@ def main(argv=None):
         "platform": platform,
         "sizes": {"layers": L, "batch": B, "seq": S, "width": D, "heads": H, "mlp": F},
         "dtype": dtype.name,
+        "check_steps": args.check_steps,
         "results": results,
     }
     if args.out:

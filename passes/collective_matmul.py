@@ -19,7 +19,11 @@ step's transfer can run while the step multiplies.
 
 Which candidates are rewritten is decided by a cost model of bytes and flops (`mode="auto"`):
 the ring pays a fixed latency per step but overlaps transfer and compute, so it wins when both
-are large next to `n * step_latency_s`. `mode="on"` rewrites every candidate, `"off"` none.
+are large next to `n * step_latency_s`. The model's inputs (link bandwidth, matmul rate, cost
+of one ring step) are a `Calibration` measured on the devices: `purejit.jit` measures them at
+the first `auto` compile on a device kind (`purejit.compiler.calibration`) and hands them to
+the pass (`calibrated`); run by hand, `auto` needs `calibration=`. `mode="on"` rewrites every
+candidate, `"off"` none.
 
 Guarantees: results are unchanged up to the order of floating-point sums (the ring adds the
 reduce-scatter's terms in ring order). Never touches: collectives whose result has other
@@ -29,7 +33,7 @@ regions of control flow (only top-level bodies and manual computation bodies are
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -92,47 +96,78 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class Calibration:
+    """The cost model's inputs, measured on the devices the program runs on.
+
+    Args:
+        link_bytes_per_s: bandwidth of one device's link to its ring neighbour.
+        flops_per_s: one device's matmul rate.
+        step_latency_s: fixed cost of one ring step (a transfer and a kernel launch).
+        source: where the figures come from ("measured", "shared", "injected", ...).
+    """
+
+    link_bytes_per_s: float
+    flops_per_s: float
+    step_latency_s: float
+    source: str = "injected"
+
+    def as_dict(self) -> dict:
+        return {
+            "link_bytes_per_s": self.link_bytes_per_s,
+            "flops_per_s": self.flops_per_s,
+            "step_latency_s": self.step_latency_s,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
 class CollectiveMatmul:
     """The pass. Options are its fields.
 
     Args:
         mode: "auto" (cost model), "on" (every candidate) or "off".
-        link_bytes_per_s: bandwidth of one device's link to its ring neighbour.
-        flops_per_s: one device's matmul rate.
-        step_latency_s: fixed cost of one ring step (a transfer and a kernel launch).
+        calibration: the cost model's measured inputs; `purejit.jit` fills it in for "auto".
         unroll: emit the ring's steps one after the other instead of as a `while` loop (the
             loop keeps one step's buffers live; unrolled, XLA may schedule steps freely).
     """
 
     name: str = "collective_matmul"
     mode: str = "auto"
-    link_bytes_per_s: float = 150e9
-    flops_per_s: float = 200e12
-    step_latency_s: float = 8e-6
+    calibration: Calibration | None = None
     unroll: bool = False
 
+    @property
+    def needs_calibration(self) -> bool:
+        return self.mode == "auto" and self.calibration is None
+
+    def calibrated(self, cal: Calibration) -> "CollectiveMatmul":
+        return replace(self, calibration=cal)
+
     def estimate(self, c: Candidate) -> dict:
-        """Estimated seconds with and without the ring (the cost model)."""
+        """Estimated seconds with and without the ring (the cost model); without a
+        calibration (modes "on" and "off" run by hand), only the bytes and flops."""
         full = (
             c.collective.results[0].type
             if c.kind.startswith("all_gather")
             else c.dot.results[0].type
         )
         moved = full.nbytes * (c.n - 1) / c.n
-        t_comm = moved / self.link_bytes_per_s
-        t_comp = dot_flops(c.dot) / self.flops_per_s
-        lat = self.step_latency_s
+        est = {"kind": c.kind, "devices": c.n, "bytes": int(moved), "flops": dot_flops(c.dot)}
+        cal = self.calibration
+        if cal is None:
+            if self.mode == "auto":
+                raise ValueError(
+                    "collective_matmul: mode='auto' needs the devices' figures; run it through "
+                    "purejit.jit (which measures them) or pass calibration=Calibration(...)"
+                )
+            return est
+        t_comm = moved / cal.link_bytes_per_s
+        t_comp = dot_flops(c.dot) / cal.flops_per_s
+        lat = cal.step_latency_s
         plain = t_comm + t_comp + 2 * lat
         step = max(t_comm / (c.n - 1), t_comp / c.n) + lat
         ring = t_comp / c.n + (c.n - 1) * step + lat
-        return {
-            "kind": c.kind,
-            "devices": c.n,
-            "bytes": int(moved),
-            "flops": dot_flops(c.dot),
-            "plain_s": plain,
-            "ring_s": ring,
-        }
+        return {**est, "plain_s": plain, "ring_s": ring}
 
     def chosen(self, c: Candidate) -> bool:
         if self.mode not in ("auto", "on", "off"):
@@ -144,6 +179,8 @@ class CollectiveMatmul:
 
     def __call__(self, fn: Function) -> PassResult:
         report = {"candidates": [], "rewritten": 0}
+        if self.calibration is not None:
+            report["calibration"] = self.calibration.as_dict()
         new = self._function(fn, report)
         return PassResult(new, report["rewritten"] > 0, report)
 

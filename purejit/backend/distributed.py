@@ -56,3 +56,17 @@ def local_devices() -> list:
     import jax
 
     return list(jax.local_devices())
+
+
+def kv_set(key: str, value: str) -> None:
+    """Publish `value` under `key` in the distributed runtime's key-value store."""
+    from jax._src import distributed as _dist
+
+    _dist.global_state.client.key_value_set(key, value)
+
+
+def kv_get(key: str, timeout_s: float = 300.0) -> str:
+    """Wait for `key` in the key-value store (set by any process) and return its value."""
+    from jax._src import distributed as _dist
+
+    return _dist.global_state.client.blocking_key_value_get(key, int(timeout_s * 1000))

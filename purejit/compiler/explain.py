@@ -9,7 +9,7 @@ Printed, an `Explanation` shows
     - XLA's side: the kernels in the compiled executable, matched to purejit's groups
       through the `purejit.fusion.N` locations the emitter puts on every group, and
       `cost_analysis()` flops and bytes next to purejit's estimates, with each difference
-      flagged,
+      flagged, and the collectives XLA scheduled, each with whether it overlaps compute,
     - for programs that differentiate (`grad`, `value_and_grad`, `vjp` under jit): the
       residuals each forward pass saves for its backward pass (shape, dtype, bytes, the
       user's line), what automatic rematerialisation recomputes instead, and the total.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from purejit.backend import fusion, pjrt, stablehlo
+from purejit.backend import fusion, hlo_collectives, pjrt, stablehlo
 from purejit.compiler.compiled import Compiled
 from purejit.passes import cost
 
@@ -64,6 +64,8 @@ class Explanation:
     transforms: list = field(default_factory=list)  # what transformations made of ops (vmap)
     residuals: list = field(default_factory=list)  # purejit.passes.remat.Record per grad
     attention: list = field(default_factory=list)  # hand-written attention fused or refused
+    # the compiled program's collectives and whether XLA scheduled each to overlap compute
+    collectives: list = field(default_factory=list)  # backend.hlo_collectives.Collective
 
     @property
     def saved_bytes(self) -> int:
@@ -160,6 +162,13 @@ class Explanation:
             groups = sorted(k.groups())
             src = f"groups {groups}" if groups else "lone op(s)"
             out.append(f"    {k.name:<28} {k.kind:<10} <- {src}")
+        if self.collectives:
+            k = sum(c.overlapped for c in self.collectives)
+            out.append(
+                f"  collectives: {len(self.collectives)}, {k} scheduled to overlap compute "
+                "(read from the compiled schedule)"
+            )
+            out += [f"    {c}" for c in self.collectives]
         xf, xb = self.xla_cost.get("flops"), self.xla_cost.get("bytes accessed")
         if xf is not None or xb is not None:
             out.append(
@@ -299,6 +308,7 @@ def explain_lowered(lowered, *, compiled=None) -> Explanation:
         xla_cost=dict(xla.cost_analysis() or {}),
         platform=pjrt.platform(),
     )
+    ex.collectives = hlo_collectives.collectives(xla.as_text())
     ex.residuals = list(getattr(lowered, "residuals", []))
     ex.attention = list(getattr(lowered, "attention", []))
     for r in lowered.records:  # the jit pipeline's own run (forward-only programs)

@@ -1,10 +1,13 @@
 """The collective-matmul pass compiled on 8 CPU devices: same numbers, less temp memory."""
 
+import os
+
 import numpy as np
 
 import purejit
 import purejit.numpy as jnp
 from purejit import lax
+from purejit.compiler import calibration
 from purejit.passes import Pipeline
 from purejit.passes.collective_matmul import CollectiveMatmul
 from purejit.passes.pipeline import default_passes
@@ -61,9 +64,80 @@ def case_unrolled_rings_same_results():
 
 
 def case_auto_mode_reports_its_estimates():
+    calibration.forget()
     f = purejit.jit(MLP, passes=Pipeline([CollectiveMatmul(), *default_passes()]))
     low = f.lower(X, W1, W2)
     rec = next(r for r in low.records if r.name == "collective_matmul")
     kinds = sorted(c["kind"] for c in rec.report["candidates"])
     assert kinds == ["all_gather->dot", "dot->reduce_scatter"], rec.report
+    # measured at this first auto compile on 8 CPU devices, within its 2 s budget
+    cal = rec.report["calibration"]
+    assert cal["source"] == "measured" and cal["link_bytes_per_s"] > 0, cal
+    assert cal["flops_per_s"] > 0 and cal["step_latency_s"] > 0, cal
+    assert 0 < low.timings["calibration"] <= low.timings["passes"], low.timings
+    print("calibration", cal, f"{low.timings['calibration']:.2f} s")
+    # known now: the next compile does not measure again
+    low2 = purejit.jit(MLP, passes=Pipeline([CollectiveMatmul(), *default_passes()])).lower(
+        X, W1, W2
+    )
+    assert low2.timings["calibration"] < 0.01, low2.timings
     np.testing.assert_allclose(np.asarray(f(X, W1, W2)), np.tanh(X @ W1) @ W2, rtol=1e-4, atol=1e-4)
+
+
+def case_calibration_persists_under_cache_dir():
+    import tempfile
+
+    calibration.forget()
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o700)
+        purejit.config.update("cache_dir", d)
+        try:
+            first, _ = calibration.calibration()
+            assert [n for n in os.listdir(d) if n.startswith("calibration-")], os.listdir(d)
+            calibration.forget()
+            calls = []
+            saved = calibration.measure
+            calibration.measure = lambda devs: calls.append(devs) or saved(devs)
+            try:
+                again, seconds = calibration.calibration()
+            finally:
+                calibration.measure = saved
+            assert not calls and again == first, (again, first)  # loaded, not measured
+        finally:
+            purejit.config.update("cache_dir", None)
+            calibration.forget()
+
+
+def case_explain_lists_the_scheduled_collectives():
+    def step(w, x):  # a data-parallel gradient step: per-device grads, psum over "i"
+        g = purejit.grad(lambda w: jnp.sum(jnp.tanh(x @ w) ** 2))(w)
+        return w - 0.1 * lax.psum(g, "i")
+
+    dp = purejit.shard_map(step, mesh=MESH, in_specs=(P(), P("i")), out_specs=P())
+    ex = purejit.explain(purejit.jit(dp), W1[:, :64], X)
+    kinds = {c.kind for c in ex.collectives}
+    assert kinds == {"all-reduce"}, ex.collectives
+    entry = ex.collectives[0].computation
+    # XLA's CPU backend emits synchronous collectives: none overlaps compute
+    assert not any(c.asynchronous or c.overlapped for c in ex.collectives)
+    n = len(ex.collectives)
+    assert f"collectives: {n}, 0 scheduled to overlap compute" in str(ex), str(ex)
+    # pass on: the rings' transfers are collective-permutes inside the while loops' bodies
+    cm = Pipeline([CollectiveMatmul(mode="on"), *default_passes()])
+    rings = purejit.explain(purejit.jit(MLP, passes=cm), X, W1, W2)
+    assert [c.kind for c in rings.collectives] == ["collective-permute"] * 2, rings.collectives
+    assert all(c.computation != entry and not c.overlapped for c in rings.collectives)
+    print(str(rings).split("collectives:")[1][:600])
+
+
+def case_calibration_is_kept_per_device_count_of_the_program():
+    calibration.forget()
+    half = Mesh(np.array(purejit.devices()[:4]), ("i",))
+    mlp4 = purejit.shard_map(body, mesh=half, in_specs=(P("i"), P(None, "i"), P("i")),
+                             out_specs=P("i"))  # fmt: skip
+    low = purejit.jit(mlp4, passes=Pipeline([CollectiveMatmul(), *default_passes()])).lower(
+        X, W1, W2
+    )
+    assert "calibration" in next(r for r in low.records if r.name == "collective_matmul").report
+    assert list(calibration._memory) == [("cpu", 4)], calibration._memory
+    calibration.forget()

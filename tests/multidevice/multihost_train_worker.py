@@ -1,10 +1,12 @@
-"""One process of the two-process data-parallel training step (test_md_autodiff_multihost.py).
+"""One process of the two-process training steps (test_md_autodiff_multihost.py).
 
     python multihost_train_worker.py COORDINATOR_ADDRESS PROCESS_ID OUT_DIR
 Each process has 4 forced CPU devices: the `dp` mesh axis spans 8 devices over both
-processes. The step is `bench/tp_train.py`'s data-parallel one (value_and_grad of each
-device's batch shard, pmean of the gradients) with the parameters donated; the batch is
-fed as each process's own half. Writes the new parameters and the loss of two steps to
+processes. The steps are `bench/tp_train.py`'s data-parallel one (value_and_grad of each
+device's batch shard, pmean of the gradients) and its fully sharded one (parameters and Adam
+moments split over the 8 devices, all-gathered for use, gradients reduce-scattered), with the
+state donated; the batch is fed as each process's own half. Writes the new parameters (the
+shards this process holds, with their global index) and the loss of two Adam steps to
 OUT_DIR/process<ID>.npz and prints "WORKER OK <process id>".
 """
 
@@ -15,7 +17,7 @@ import numpy as np
 
 import purejit
 from purejit import distributed
-from purejit.sharding import Mesh, NamedSharding
+from purejit.sharding import Mesh
 from purejit.sharding import PartitionSpec as P
 
 from bench import tp_train
@@ -35,25 +37,32 @@ def main(address: str, pid: int, out_dir: str):
     distributed.initialize(address, num_processes=2, process_id=pid, initialization_timeout=60)
     devs = purejit.devices()
     assert len(devs) == 8 and len(distributed.local_devices()) == 4, devs
-    mesh = Mesh(np.array(devs), ("dp",))
-    steps = tp_train.make_steps(purejit, {"dp": mesh}, HEADS, LAYERS)
+    meshes = {a: Mesh(np.array(devs), (a,)) for a in ("dp", "fsdp")}
+    steps = tp_train.make_steps(purejit, meshes, HEADS, LAYERS)
     params, x, y = inputs()
-    rep, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("dp"))
-    params = purejit.tree_util.tree_map(lambda a: purejit.device_put(a, rep), params)
-    xs, ys = purejit.device_put(x, split), purejit.device_put(y, split)
+    out = {}
     local = {d.id for d in distributed.local_devices()}
-    assert {s.device.id for s in xs.buffer.addressable_shards} == local
-    step = purejit.jit(steps["dp"], donate_argnums=0)
-    losses = []
-    for _ in range(2):
-        params, loss = step(params, xs, ys)
-        losses.append(np.asarray(loss.buffer.addressable_shards[0].data))
-    leaves = purejit.tree_util.tree_leaves(params)
-    out = {f"p{k}": np.asarray(a.buffer.addressable_shards[0].data) for k, a in enumerate(leaves)}
-    for k, a in enumerate(leaves):  # replicated: every local copy holds the same values
-        for s in a.buffer.addressable_shards:
-            np.testing.assert_array_equal(np.asarray(s.data), out[f"p{k}"])
-    np.savez(os.path.join(out_dir, f"process{pid}.npz"), loss=np.stack(losses), **out)
+    for kind in ("dp", "fsdp"):
+        specs = tp_train.state_specs(P, kind, LAYERS)
+        sh = tp_train.shardings(purejit, meshes[kind], specs)
+        put = purejit.tree_util.tree_map
+        state, xs, ys = (put(purejit.device_put, a, s) for a, s in zip(
+            (tp_train.init_state(params), x, y), sh))  # fmt: skip
+        assert {s.device.id for s in xs.buffer.addressable_shards} == local
+        step = purejit.jit(steps[kind], donate_argnums=0)
+        losses = []
+        for _ in range(2):
+            state, loss = step(state, xs, ys)
+            losses.append(np.asarray(loss.buffer.addressable_shards[0].data))
+        out[f"{kind}_loss"] = np.stack(losses)
+        for k, a in enumerate(purejit.tree_util.tree_leaves(state[0])):
+            for s in a.buffer.addressable_shards:  # rows start:stop of parameter k
+                start = s.index[0].start or 0 if s.index else 0
+                key = f"{kind}_p{k}_{start}"
+                if key in out:  # replicated: every local copy holds the same values
+                    np.testing.assert_array_equal(np.asarray(s.data), out[key])
+                out[key] = np.asarray(s.data)
+    np.savez(os.path.join(out_dir, f"process{pid}.npz"), **out)
     print(f"WORKER OK {pid}", flush=True)
     distributed.shutdown()
 

@@ -9,7 +9,7 @@ import pytest
 
 from purejit.ir import Builder, TensorType, interpret, parse, print_function, verify
 from purejit.ir.spmd import interpret_spmd, replica_groups
-from purejit.passes.collective_matmul import CollectiveMatmul, find_candidates
+from purejit.passes.collective_matmul import Calibration, CollectiveMatmul, find_candidates
 
 F32 = np.float32
 MM = dict(
@@ -19,6 +19,8 @@ MM = dict(
     rhs_contracting_dimensions=(0,),
 )
 RNG = np.random.default_rng(0)
+# an H100-like device: 150 GB/s links, 200 TFLOP/s, 8 us per ring step
+GPU_LIKE = Calibration(150e9, 200e12, 8e-6)
 
 
 def ops(fn):
@@ -124,21 +126,58 @@ def test_must_not_change():
         CollectiveMatmul(mode="always")(tp_mlp())
 
 
-def test_cost_model_prefers_the_ring_only_for_large_matmuls():
-    small = CollectiveMatmul()(tp_mlp())
-    assert not small.changed
-    assert all(c["ring_s"] > c["plain_s"] for c in small.report["candidates"])
-    n, g = 8, replica_groups((8,), ("x",), ("x",))
+def big_gather_dot(t=1024, d=8192, f=4096, n=8):
+    g = replica_groups((n,), ("x",), ("x",))
     b = Builder("big")
-    x = b.param(TensorType((1024, 8192), F32))
-    w = b.param(TensorType((8192, 4096), F32))
+    x = b.param(TensorType((t, d), F32))
+    w = b.param(TensorType((d, f), F32))
     (xg,) = b.op("all_gather", [x], {"replica_groups": g, "all_gather_dim": 0})
     (y,) = b.op("dot_general", [xg, w], MM)
-    big = CollectiveMatmul()(verify(b.finish([y])))
+    return verify(b.finish([y]))
+
+
+def test_cost_model_prefers_the_ring_only_for_large_matmuls():
+    small = CollectiveMatmul(calibration=GPU_LIKE)(tp_mlp())
+    assert not small.changed and small.report["calibration"]["source"] == "injected"
+    assert all(c["ring_s"] > c["plain_s"] for c in small.report["candidates"])
+    big = CollectiveMatmul(calibration=GPU_LIKE)(big_gather_dot())
     (c,) = big.report["candidates"]
-    assert big.changed and c["ring_s"] < c["plain_s"] and c["devices"] == n
-    slow_link = CollectiveMatmul(step_latency_s=1.0)(verify(b.finish([y])))
-    assert not slow_link.changed
+    assert big.changed and c["ring_s"] < c["plain_s"] and c["devices"] == 8
+    slow_step = Calibration(150e9, 200e12, 1.0)
+    assert not CollectiveMatmul(calibration=slow_step)(big_gather_dot()).changed
+    with pytest.raises(ValueError, match="calibration"):
+        CollectiveMatmul()(tp_mlp())  # auto by hand needs the devices' figures
+
+
+def flip_latency(c: dict, cal: Calibration) -> float:
+    """The step latency at which ring_s == plain_s, from the model's formulas: with
+    t_comm and t_comp fixed, plain = a + 2 L and ring = b + n L (b = t_comp / n +
+    (n - 1) max(t_comm / (n - 1), t_comp / n)), so they cross at L = (a - b) / (n - 2)."""
+    n = c["devices"]
+    t_comm, t_comp = c["bytes"] / cal.link_bytes_per_s, c["flops"] / cal.flops_per_s
+    a = t_comm + t_comp
+    b = t_comp / n + (n - 1) * max(t_comm / (n - 1), t_comp / n)
+    return (a - b) / (n - 2)
+
+
+@pytest.mark.parametrize("link", [50e9, 150e9, 600e9])
+def test_decision_flips_where_the_formula_says(link):
+    fn = big_gather_dot()
+    base = Calibration(link, 200e12, 0.0)
+    (c,) = CollectiveMatmul(calibration=base)(fn).report["candidates"]
+    at = flip_latency(c, base)
+    assert at > 0
+    below = CollectiveMatmul(calibration=Calibration(link, 200e12, 0.98 * at))(fn)
+    above = CollectiveMatmul(calibration=Calibration(link, 200e12, 1.02 * at))(fn)
+    assert below.report["rewritten"] == 1 and above.report["rewritten"] == 0
+    # a faster matmul (same link) leaves less compute to hide the transfer behind
+    for rate in (50e12, 800e12):
+        cal = Calibration(link, rate, 0.0)
+        (c,) = CollectiveMatmul(calibration=cal)(fn).report["candidates"]
+        at = flip_latency(c, cal)
+        for k, want in ((0.98, 1), (1.02, 0)):
+            got = CollectiveMatmul(calibration=Calibration(link, rate, k * at))(fn)
+            assert got.report["rewritten"] == want, (link, rate, k)
 
 
 def test_inside_manual_computation_whole_program():

@@ -1,0 +1,151 @@
+"""Measure what the collective-matmul cost model needs, on the devices at hand.
+
+Three timed StableHLO programs, each a `while` loop of `steps` repetitions so that one
+dispatch is spread over many steps:
+
+- a ring transfer (`collective_permute` to the next device) of two sizes over every device:
+  the time per step of the small one is the fixed cost of one ring step (transfer set-up and
+  kernel launch), the slope between the two sizes is one link's bandwidth;
+- a square matmul on one device: its matmul rate;
+
+The programs are per-device (replicas, no partitioner), so they need no inputs: the buffers
+are made inside the program before the loop. With several processes every process must run
+`measure` (the ring crosses process boundaries); each gets its own figures.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+
+# elements (f32) per device moved by the small and the large ring transfer, matmul side
+_CPU = {"small": 256, "large": 1 << 18, "dot": 256, "steps": 8, "dot_steps": 4}
+_GPU = {"small": 256, "large": 1 << 23, "dot": 4096, "steps": 20, "dot_steps": 20}
+
+
+def _ring_module(n: int, elems: int, steps: int) -> str:
+    pairs = ", ".join(f"[{k}, {(k + 1) % n}]" for k in range(n))
+    t = f"tensor<{elems}xf32>"
+    return f"""
+module @purejit_calibrate_ring attributes {{mhlo.num_replicas = {n} : i32}} {{
+  func.func public @main() -> tensor<f32> {{
+    %one = stablehlo.constant dense<1.0> : tensor<f32>
+    %x = stablehlo.broadcast_in_dim %one, dims = [] : (tensor<f32>) -> {t}
+    %k0 = stablehlo.constant dense<0> : tensor<i32>
+    %r:2 = stablehlo.while(%i = %k0, %b = %x) : tensor<i32>, {t}
+      cond {{
+        %lim = stablehlo.constant dense<{steps}> : tensor<i32>
+        %c = stablehlo.compare LT, %i, %lim : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        stablehlo.return %c : tensor<i1>
+      }} do {{
+        %s = stablehlo.constant dense<1> : tensor<i32>
+        %j = stablehlo.add %i, %s : tensor<i32>
+        %m = "stablehlo.collective_permute"(%b) {{
+          source_target_pairs = dense<[{pairs}]> : tensor<{n}x2xi64>
+        }} : ({t}) -> {t}
+        stablehlo.return %j, %m : tensor<i32>, {t}
+      }}
+    %z = stablehlo.slice %r#1 [0:1] : ({t}) -> tensor<1xf32>
+    %o = stablehlo.reshape %z : (tensor<1xf32>) -> tensor<f32>
+    return %o : tensor<f32>
+  }}
+}}
+"""
+
+
+def _dot_module(d: int, steps: int, dtype: str) -> str:
+    t = f"tensor<{d}x{d}x{dtype}>"
+    return f"""
+module @purejit_calibrate_dot attributes {{mhlo.num_replicas = 1 : i32}} {{
+  func.func public @main() -> tensor<{dtype}> {{
+    %one = stablehlo.constant dense<1.0> : tensor<{dtype}>
+    %x = stablehlo.broadcast_in_dim %one, dims = [] : (tensor<{dtype}>) -> {t}
+    %w0 = stablehlo.constant dense<{1.0 / d}> : tensor<{dtype}>
+    %w = stablehlo.broadcast_in_dim %w0, dims = [] : (tensor<{dtype}>) -> {t}
+    %k0 = stablehlo.constant dense<0> : tensor<i32>
+    %r:3 = stablehlo.while(%i = %k0, %b = %x, %v = %w) : tensor<i32>, {t}, {t}
+      cond {{
+        %lim = stablehlo.constant dense<{steps}> : tensor<i32>
+        %c = stablehlo.compare LT, %i, %lim : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        stablehlo.return %c : tensor<i1>
+      }} do {{
+        %s = stablehlo.constant dense<1> : tensor<i32>
+        %j = stablehlo.add %i, %s : tensor<i32>
+        %m = stablehlo.dot_general %b, %v, contracting_dims = [1] x [0] : ({t}, {t}) -> {t}
+        stablehlo.return %j, %m, %v : tensor<i32>, {t}, {t}
+      }}
+    %z = stablehlo.slice %r#1 [0:1, 0:1] : ({t}) -> tensor<1x1x{dtype}>
+    %o = stablehlo.reshape %z : (tensor<1x1x{dtype}>) -> tensor<{dtype}>
+    return %o : tensor<{dtype}>
+  }}
+}}
+"""
+
+
+def _compile(text: str, devices: Sequence):
+    from jaxlib import xla_client
+
+    opts = xla_client.CompileOptions()
+    opts.num_replicas = len(devices)
+    opts.num_partitions = 1
+    opts.device_assignment = xla_client.DeviceAssignment.create(
+        np.array([[d.id] for d in devices], dtype=np.int64)
+    )
+    client = devices[0].client
+    return client.compile_and_load(text, xla_client.DeviceList(tuple(devices)), opts)
+
+
+def _best_seconds(exe, repeats: int) -> float:
+    """The fastest of `repeats` runs (after one warm-up run)."""
+    best = float("inf")
+    for k in range(repeats + 1):
+        t0 = time.perf_counter()
+        outs = exe.execute_sharded([])
+        for a in outs.disassemble_into_single_device_arrays():
+            for b in a:
+                b.block_until_ready()
+        if k:
+            best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def measure(devices: Sequence) -> dict:
+    """Time the ring and the matmul on `devices` (every process of a job must call this).
+
+    Returns:
+        `{"link_bytes_per_s", "flops_per_s", "step_latency_s", "seconds"}`; `seconds` is
+        how long the measurement took, compiles included.
+    """
+    t_start = time.perf_counter()
+    devices = list(devices)
+    gpu = devices[0].platform != "cpu"
+    size = _GPU if gpu else _CPU
+    steps = size["steps"]
+    per_step = {}
+    if len(devices) > 1:
+        for name in ("small", "large"):
+            exe = _compile(_ring_module(len(devices), size[name], steps), devices)
+            per_step[name] = _best_seconds(exe, 3) / steps
+        moved = 4 * (size["large"] - size["small"])
+        slope = max(per_step["large"] - per_step["small"], 1e-9)
+        link = moved / slope
+        latency = per_step["small"]
+    else:  # one device: no link to measure; a ring never forms on one device anyway
+        link, latency = float("inf"), 0.0
+    local = [d for d in devices if d.process_index == devices[0].client.process_index()]
+    d, dsteps = size["dot"], size["dot_steps"]
+    exe = _compile(_dot_module(d, dsteps, "bf16" if gpu else "f32"), local[:1])
+    t_dot = _best_seconds(exe, 3) / dsteps
+    return {
+        "link_bytes_per_s": float(link),
+        "flops_per_s": float(2 * d**3 / t_dot),
+        "step_latency_s": float(latency),
+        "seconds": time.perf_counter() - t_start,
+    }
+
+
+def device_key(devices: Sequence) -> tuple[str, int]:
+    """(device kind, device count): what a calibration is kept under."""
+    return str(devices[0].device_kind), len(devices)
