@@ -16,7 +16,7 @@ import collections
 import collections.abc
 import dataclasses
 import functools
-from typing import Any, Callable, Hashable, NamedTuple
+from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
 from purejit import errors
 
@@ -568,3 +568,123 @@ register_pytree_node(
     lambda p: ((p.args, p.keywords), p.func),
     lambda func, xs: Partial(func, *xs[0], **xs[1]),
 )
+
+
+# ---- operations on structures: prefix broadcasting, balanced reduction, tuple treedefs --------
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf: Callable[[Any], bool] | None = None):
+    """`full_tree`'s structure with each leaf of `prefix_tree` repeated over the subtree of
+    `full_tree` it prefixes (`jax.tree.broadcast`).
+
+    Raises:
+        ValueError: `prefix_tree` is not a prefix of `full_tree` (naming where they differ).
+    """
+    leaves, td = tree_flatten(prefix_tree, is_leaf)
+    subtrees = flatten_up_to(td, full_tree, "tree_broadcast: full_tree")
+    out = []
+    for leaf, sub in zip(leaves, subtrees):
+        out.extend([leaf] * tree_structure(sub).num_leaves)
+    return tree_unflatten(tree_structure(full_tree), out)
+
+
+class _Unspecified:
+    def __repr__(self):
+        return "<unspecified>"
+
+
+_UNSPECIFIED = _Unspecified()
+
+
+def tree_reduce_associative(
+    operation: Callable, tree, *, identity=_UNSPECIFIED, is_leaf=None
+):  # fmt: skip
+    """The leaves combined by `operation` in a balanced binary tree (the first len // 2
+    leaves on the left, as JAX splits), so an associative `operation` gives `tree_reduce`'s
+    result at logarithmic depth (`jax.tree.reduce_associative`).
+
+    Raises:
+        TypeError: no leaves and no `identity`.
+    """
+    return _balanced(tree_leaves(tree, is_leaf), operation, identity)
+
+
+def _balanced(seq: list, operation: Callable, identity):
+    if not seq:
+        if identity is _UNSPECIFIED:
+            raise TypeError(
+                "tree_reduce_associative: the tree has no leaves; pass identity= to reduce "
+                "an empty tree"
+            )
+        return identity
+    if len(seq) == 1:
+        return seq[0]
+    half = len(seq) // 2
+    return operation(
+        _balanced(seq[:half], operation, identity), _balanced(seq[half:], operation, identity)
+    )
+
+
+def treedef_tuple(treedefs: Iterable):
+    """The structure (`PyTreeDef`) of a tuple whose elements have `treedefs`."""
+    children = tuple(treedefs)
+    for td in children:
+        if not isinstance(td, PyTreeDef):
+            raise TypeError(f"treedef_tuple: expected PyTreeDefs, got {type(td).__name__}")
+    return PyTreeDef(tuple, None, children)
+
+
+def flatten_one_level_with_keys(tree) -> tuple[list, Any]:
+    """`([(key, child), ...], aux data)` of one pytree node (`flatten_one_level` with the
+    keys `tree_flatten_with_path` uses).
+
+    Raises:
+        ValueError: `tree` is a leaf."""
+    kind, node = _node_type(tree)
+    if kind is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    return _children_with_keys(tree, kind, node)
+
+
+def is_tree_node(typ: type) -> bool:
+    """Whether instances of `typ` are pytree nodes (built in, registered, or a namedtuple)."""
+    if typ in _REGISTRY:
+        return True
+    return isinstance(typ, type) and issubclass(typ, tuple) and hasattr(typ, "_fields")
+
+
+def static(**kwargs):
+    """`dataclasses.field(...)` marked static: a dataclass registered with
+    `register_dataclass` keeps the field in its structure, not among its leaves."""
+    metadata = {"static": True, **(kwargs.pop("metadata", None) or {})}
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
+class PyTreeRegistry:
+    """The pytree registry as an object (JAX's `tree_util.default_registry`): flattening and
+    node queries against purejit's one registry."""
+
+    def flatten(self, tree, leaf_predicate: Callable[[Any], bool] | None = None):
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree):
+        """(children, aux data), or None for a leaf (as JAX's registry answers)."""
+        try:
+            return flatten_one_level(tree)
+        except ValueError:
+            return None
+
+    def flatten_one_level_with_keys(self, tree):
+        try:
+            return flatten_one_level_with_keys(tree)
+        except ValueError:
+            return None
+
+    def is_node(self, typ: type) -> bool:
+        return is_tree_node(typ)
+
+    def __repr__(self):
+        return "purejit.tree_util.default_registry"
+
+
+default_registry = PyTreeRegistry()
