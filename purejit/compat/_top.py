@@ -21,8 +21,14 @@ def module_overrides(name: str) -> dict:
     """JAX-only names of the view `name` (a `jax.<...>` module)."""
     from purejit import typing
 
+    if name in ("jax.tree_util", "jax.tree"):
+        from purejit.compat import _trees
+
+        return dict(_trees.TREE_UTIL if name == "jax.tree_util" else _trees.TREE)
     if name == "jax.numpy":
-        return {"ndarray": typing.ArrayValue}
+        from purejit.compat import _keyops
+
+        return {"ndarray": typing.ArrayValue, **_keyops.NUMPY}
     if name == "jax.errors":
         from purejit.backend import real_jax
 
