@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from purejit.backend import callback_errors
+from purejit.backend import callback_errors, pjrt
 from purejit.ir import TensorType
 
 
@@ -302,7 +302,8 @@ def compile(
     from jaxlib import xla_client
 
     client = devices[0].client
-    exe = client.compile_and_load(
+    exe = pjrt.compile_step["fn"](
+        client,
         module_text,
         xla_client.DeviceList(tuple(d for d in devices)),
         compile_options(devices, disable_passes=disable_xla_passes),
