@@ -76,8 +76,11 @@ def _env(mode: str, devices: int) -> dict:
     return env
 
 
-def run_module(path: pathlib.Path, mode: str, devices: int, timeout: float, out: pathlib.Path):
-    """Run one test module under `mode` in its own pytest process; returns its record."""
+def run_module(
+    path: pathlib.Path, mode: str, devices: int, timeout: float, out: pathlib.Path, xdist: int = 0
+):
+    """Run one test module under `mode` in its own pytest process (`xdist` > 0: that many
+    pytest-xdist workers); returns its record."""
     xml = out.with_suffix(".xml")
     cmd = [
         sys.executable,
@@ -93,6 +96,8 @@ def run_module(path: pathlib.Path, mode: str, devices: int, timeout: float, out:
     ]
     if mode == "purejit":
         cmd += ["-p", "_dropin_pytest_plugin"]
+    if xdist:
+        cmd += ["-n", str(xdist)]
     start = time.time()
     try:
         proc = subprocess.run(
@@ -134,7 +139,7 @@ def run_module(path: pathlib.Path, mode: str, devices: int, timeout: float, out:
     return record
 
 
-def run_suite(files, modes, devices_list, timeout, results_dir: pathlib.Path, reuse, jobs: int = 1):
+def run_suite(files, modes, devices_list, timeout, results_dir, reuse, jobs=1, xdist=0):
     """Run every (device count, module, mode) not reused from `results_dir`, `jobs` pytest
     processes at a time (largest modules first when parallel, so the slowest start early)."""
     records, todo = [], []
@@ -152,7 +157,7 @@ def run_suite(files, modes, devices_list, timeout, results_dir: pathlib.Path, re
 
     def run(task):
         path, mode, devices, out, rel = task
-        rec = run_module(path, mode, devices, timeout, out)
+        rec = run_module(path, mode, devices, timeout, out, xdist)
         n = {
             k: sum(v == k for v in rec["results"].values() if isinstance(v, str))
             for k in ("passed", "failed", "skipped")
@@ -395,6 +400,7 @@ def main(argv=None) -> int:
     ap.add_argument("--optax-tests", help="a folder of optax test modules (default: the wheel)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per test module")
     ap.add_argument("--jobs", type=int, default=1, help="test modules run at a time")
+    ap.add_argument("--xdist", type=int, default=0, help="pytest-xdist workers per module")
     ap.add_argument("--results", default="/tmp/purejit_ecosystem")
     ap.add_argument("--reuse", action="store_true", help="keep runs found in --results")
     ap.add_argument(
@@ -421,8 +427,9 @@ def main(argv=None) -> int:
                 continue
             reuse = "only" if args.report_only else args.reuse
             recs = run_suite(
-                files, args.modes, args.devices, args.timeout, results, reuse, args.jobs
-            )
+                files, args.modes, args.devices, args.timeout, results, reuse,
+                args.jobs, args.xdist,
+            )  # fmt: skip
             if args.report_only:  # modules both modes finished, nothing else
                 done = {}
                 for r in recs:
