@@ -141,7 +141,8 @@ def run_module(
 
 def run_suite(files, modes, devices_list, timeout, results_dir, reuse, jobs=1, xdist=0):
     """Run every (device count, module, mode) not reused from `results_dir`, `jobs` pytest
-    processes at a time (largest modules first when parallel, so the slowest start early)."""
+    processes at a time, in the order given (small modules first: a run cut short has
+    covered the most modules)."""
     records, todo = [], []
     for devices in devices_list:
         for path in files:
@@ -174,7 +175,6 @@ def run_suite(files, modes, devices_list, timeout, results_dir, reuse, jobs=1, x
         return records
     from concurrent.futures import ThreadPoolExecutor
 
-    todo.sort(key=lambda t: -t[0].stat().st_size)
     with ThreadPoolExecutor(jobs) as pool:
         records += list(pool.map(run, todo))
     return records
