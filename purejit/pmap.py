@@ -16,6 +16,7 @@ device). The whole call is one jitted program holding one manual computation.
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 from typing import Callable
 
@@ -109,6 +110,17 @@ def pmap(
     )
 
 
+def _axis(x, a: int) -> int:
+    ndim = aval_of(x).ndim
+    if not -ndim <= a < ndim:
+        raise ValueError(
+            f"pmap was requested to map its argument along axis {a}, which implies that its "
+            f"rank should be at least {max(a + 1, -a)}, but is only {ndim} (its shape is "
+            f"{aval_of(x).shape}){errors.at(errors.user_location())}"
+        )
+    return a % ndim
+
+
 class Pmapped:
     """A function wrapped by `purejit.pmap` (see `pmap`)."""
 
@@ -123,6 +135,11 @@ class Pmapped:
         self.axis_size = axis_size
         self.donate = donate
         self._programs: dict = {}
+
+    @property
+    def __signature__(self):
+        """The wrapped function's signature, as for a jitted function."""
+        return inspect.signature(self.fun)
 
     def __call__(self, *args, **kwargs):
         n_args = len(args)
@@ -150,7 +167,7 @@ class Pmapped:
             in_axes = (in_axes,) * len(dyn)
         leaves, treedef = tree_flatten((tuple(dyn), kwargs))
         axes = broadcast_axes((in_axes, 0), treedef, "in_axes")
-        axes = [None if a is None else a % max(aval_of(x).ndim, 1) for x, a in zip(leaves, axes)]
+        axes = [None if a is None else _axis(x, a) for x, a in zip(leaves, axes)]
         n = self._size(leaves, axes)
         devices = self._devices(n)
         statics = tuple((i, args[i]) for i in static)

@@ -39,3 +39,19 @@ def test_dropin_jax_pmap_is_purejit():
         assert jx.pmap is purejit.pmap
         out = jx.pmap(lambda v: jx.lax.pmean(v, "d"), axis_name="d")(np.ones((1, 2)))
         np.testing.assert_array_equal(out, np.ones((1, 2)))
+
+
+def test_signature_of_pmapped_and_jitted_functions():
+    import inspect
+
+    def foo(x, multiplier, y, mode="bar"):
+        return x
+
+    want = "(x, multiplier, y, mode='bar')"
+    assert str(inspect.signature(purejit.pmap(foo), follow_wrapped=False)) == want
+    assert str(inspect.signature(purejit.jit(foo), follow_wrapped=False)) == want
+
+
+def test_mapping_a_scalar_raises_as_jax():
+    with pytest.raises(ValueError, match="rank should be at least 1"):
+        purejit.pmap(lambda x, k: x * k)(np.ones((1, 2)), 3)

@@ -1,7 +1,7 @@
 """`jax.numpy` functions that JAX libraries apply to typed PRNG key arrays.
 
 JAX's key arrays have an extended dtype that `stack` and `concatenate` keep (optax stacks
-the leaves of a tree of keys). purejit's typed key is a `PRNGKeyArray` over uint32 data
+the leaves of a tree of keys) and `array_equal` compares (chex's tree asserts). purejit's typed key is a `PRNGKeyArray` over uint32 data
 `(*shape, 2)`; joining keys joins their data along the same key axis and wraps the result.
 Mixing keys with other arrays raises, as in JAX.
 """
@@ -41,7 +41,17 @@ def _join(name: str, fn, rank_change: int):
     return joined
 
 
+def _array_equal(a1, a2, equal_nan: bool = False):
+    """`jnp.array_equal`, which JAX also answers for two typed key arrays (their data)."""
+    if isinstance(a1, PRNGKeyArray) and isinstance(a2, PRNGKeyArray):
+        return pnp.array_equal(a1._data, a2._data)
+    if isinstance(a1, PRNGKeyArray) or isinstance(a2, PRNGKeyArray):
+        return pnp.asarray(False)
+    return pnp.array_equal(a1, a2, equal_nan=equal_nan)
+
+
 NUMPY = {
+    "array_equal": functools.wraps(pnp.array_equal)(_array_equal),
     "stack": _join("stack", pnp.stack, 1),
     "concatenate": _join("concatenate", pnp.concatenate, 0),
 }

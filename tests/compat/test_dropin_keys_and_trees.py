@@ -70,3 +70,10 @@ def test_tree_map_mismatch_says_what_jax_says(a, b):
         purejit.tree_util.tree_map(lambda *x: None, a, b)
     assert str(got.value).startswith(str(want.value))
     assert "test_dropin_keys_and_trees.py" in str(got.value)  # and the user's line
+
+
+def test_array_equal_of_keys(jax):
+    k = jax.random.key(0)
+    assert bool(jax.numpy.array_equal(k, jax.random.key(0)))
+    assert not bool(jax.numpy.array_equal(k, jax.random.key(1)))
+    assert not bool(jax.numpy.array_equal(k, np.zeros(2, np.uint32)))
