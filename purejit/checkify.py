@@ -113,8 +113,8 @@ class Error:
         if k is None:
             return None
         args, kwargs = self._payloads[k]
-        args = [np.asarray(a) for a in args]
-        kwargs = {n: np.asarray(v) for n, v in kwargs.items()}
+        args = [_host(a) for a in args]
+        kwargs = {n: _host(v) for n, v in kwargs.items()}
         return self._messages[k].format(*args, **kwargs)
 
     def get_exception(self) -> JaxRuntimeError | None:
@@ -133,6 +133,15 @@ class Error:
         except ValueError:
             return f"Error({len(self._messages)} checks, traced)"
         return "Error(no failures)" if msg is None else f"Error({msg!r})"
+
+
+def _host(value):
+    """A checked value as its message shows it: a NumPy array, or (a typed key, which has no
+    NumPy form) the value itself."""
+    try:
+        return np.asarray(value)
+    except TypeError:
+        return value
 
 
 def _flatten_error(e: Error):

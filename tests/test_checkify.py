@@ -71,3 +71,14 @@ def test_unfunctionalised_and_unsupported():
 
     with pytest.raises(NotImplementedError, match="nested"):
         purejit.jit(checkify.checkify(nested))(np.ones(3, np.float32))
+
+
+def test_message_of_typed_keys():
+    key = purejit.random.key(0)
+
+    def f(k):
+        checkify.check(jnp.asarray(False), "keys {k} differ", k=k)
+        return k
+
+    err, _ = purejit.jit(checkify.checkify(f))(key)
+    assert "key<fry>" in err.get()
