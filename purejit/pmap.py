@@ -183,7 +183,7 @@ class Pmapped:
         if program is None:
             if len(self._programs) > 64:
                 self._programs.clear()
-            program = self._programs[key] = self._build(treedef, axes, n, devices, statics, leaves)
+            program = self._programs[key] = self._build(treedef, axes, devices, statics)
         return program(*leaves)
 
     def _size(self, leaves, axes) -> int:
@@ -219,7 +219,7 @@ class Pmapped:
             )
         return local[:n]
 
-    def _build(self, treedef, axes, n, devices, statics, leaves):
+    def _build(self, treedef, axes, devices, statics):
         name = self.axis_name
         mesh = Mesh(np.array(devices, dtype=object), (name,))
         fun = self.fun
