@@ -50,6 +50,12 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def module_key(path: str) -> str:
+    """A test module's name independent of where the library is installed (runs made from
+    different virtual environments count as the same module)."""
+    return "/".join(pathlib.Path(path).parts[-3:])
+
+
 def versions() -> dict:
     """The versions a run measures (recorded with every result, reported in the doc)."""
     return {d: _version(d) for d in ("jax", "jaxlib", "optax", "chex")}
@@ -190,7 +196,7 @@ def compare(records, label: str) -> list[dict]:
         for r in records:
             if r["devices"] != devices:
                 continue
-            modules.add(r["module"])
+            modules.add(module_key(r["module"]))
             seconds[r["mode"]] += r["seconds"]
             by_mode[r["mode"]].update(
                 {k: v for k, v in r["results"].items() if not k.startswith("_")}
@@ -433,8 +439,11 @@ def main(argv=None) -> int:
             if args.report_only:  # modules both modes finished, nothing else
                 done = {}
                 for r in recs:
-                    done.setdefault((r["module"], r["devices"]), set()).add(r["mode"])
-                recs = [r for r in recs if done[(r["module"], r["devices"])] == set(MODES)]
+                    key = (module_key(r["module"]), r["devices"])
+                    done.setdefault(key, set()).add(r["mode"])
+                recs = [
+                    r for r in recs if done[(module_key(r["module"]), r["devices"])] == set(MODES)
+                ]
             for row in compare(recs, label):
                 row["shipped"] = len(files)
                 rows.append(row)
