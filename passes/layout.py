@@ -24,6 +24,13 @@ the pass trades a large activation transpose for a small weight transpose but ne
 reverse. It also canonicalises every `dot_general`'s dimension numbers (contracting pairs in
 left-operand order; after a rewrite, batch dimensions `0..n-1`).
 
+A dot never gets an operand whose constant data the rewrite would reorder (a constant, or
+ops XLA folds over constants): XLA keeps a constant's row-major layout and picks the dot's
+kernel, hence the order of its sums, from the operands' physical layouts, so such a rewrite
+changes the result's bits (measured on CPU: `dot(ct, X)^T` against `dot(X^T, ct)` with `X` a
+constant differs in 102 of 128 elements; with `X` an argument or any computed value, XLA
+lays the data out itself and the bits are the same). Programs therefore give JAX's bits.
+
 Guarantees: results keep their types and values (checked by the interpreter in the tests);
 values with several users are never recomputed (only transposes, broadcasts, reshapes,
 constants and iotas are duplicated, which XLA fuses into their users anyway).
@@ -167,6 +174,27 @@ class _Rewriter:
 
     def _single_use(self, v: Value) -> bool:
         return self.uses.get(v, 0) == 1
+
+    def _constant_data(self, v: Value, depth: int = 0) -> bool:
+        """Whether `v` is data XLA folds to a literal: a constant whose elements are not all
+        equal, or a pure op over such values alone."""
+        op = self.producer.get(v)
+        if op is None or depth > _MAX_DEPTH or op.regions or not _has(op, "pure"):
+            return False
+        if _has(op, "constant"):
+            value = np.asarray(op.attrs.get("value"))
+            return value.size > 1 and not bool(np.all(value == value.flat[0]))
+        ranked = [x for x in op.operands if x.type.rank]
+        return bool(ranked) and all(self._constant_data(x, depth + 1) for x in ranked)
+
+    def _reorders_constant(self, plan: _Plan | None) -> bool:
+        """Whether `plan` hands on constant data in another order (see the module docstring:
+        a dot reading it would sum in another order than the program as written)."""
+        if plan is None or plan.kind in ("same", "iota"):
+            return False
+        if plan.kind in ("constant", "residual"):
+            return self._constant_data(plan.value)
+        return any(self._reorders_constant(c) for c in plan.children if isinstance(c, _Plan))
 
     # ---- planning -------------------------------------------------------------------------
     def plan(self, v: Value, perm, depth: int = 0) -> _Plan:
@@ -323,6 +351,8 @@ class _Rewriter:
         for swap, a, ap, b, bp, attrs in self._dot_options(op, perm):
             ca = self.plan(a, ap, depth + 1)
             cb = self.plan(b, bp, depth + 1)
+            if self._reorders_constant(ca) or self._reorders_constant(cb):
+                continue
             cost, saved = ca.cost + cb.cost, ca.saved + cb.saved + implied
             p = _Plan("dot", op.results[0], perm, cost, saved, (ca, cb), (op, attrs))
             if best is None or p.cost - p.saved < best.cost - best.saved:
@@ -425,6 +455,8 @@ class _Rewriter:
             if swap:
                 continue
             ca, cb = self.plan(a, ap), self.plan(b, bp)
+            if self._reorders_constant(ca) or self._reorders_constant(cb):
+                continue
             cost = ca.cost + cb.cost - ca.saved - cb.saved
             if best is None or cost < best[0]:
                 best = (cost, ca, cb, attrs)
@@ -459,7 +491,9 @@ class _Rewriter:
         best = None
         n = op.results[0].type.rank
         for swap, a, ap, b, bp, attrs in self._dot_options(op, tuple(range(n))):
-            if swap:
+            if swap or any(
+                not _is_identity(p) and self._constant_data(v) for v, p in ((a, ap), (b, bp))
+            ):
                 continue
             cost = _transpose_bytes(a, ap) + _transpose_bytes(b, bp)
             key = (cost, _disorder(ap, attrs, "lhs"), _disorder(bp, attrs, "rhs"))

@@ -109,8 +109,9 @@ __all__ += [
     "typeof",
 ]
 from purejit.transforms.vmap import vmap  # noqa: E402
+from purejit.pmap import pmap  # noqa: E402
 
-__all__ += ["vmap"]
+__all__ += ["pmap", "vmap"]
 from purejit.jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: E402
 
 __all__ += ["hessian", "jacfwd", "jacobian", "jacrev"]

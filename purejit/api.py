@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import inspect
 from typing import Callable, Sequence
 
 from purejit.compiler import CacheStats, Compiled, Lowered, cpp_dispatch
@@ -91,6 +92,12 @@ class Jitted:
     `cache` (signature key -> `Compiled`, a share of the process-wide bounded table
     `PROGRAMS`) and `stats`.
     """
+
+    @property
+    def __signature__(self):
+        """The wrapped function's signature (`inspect.signature` of a jitted function, as
+        JAX's jitted functions give it, also with `follow_wrapped=False`)."""
+        return inspect.signature(self.fun)
 
     def __init__(self, fun: Callable, options: JitOptions | None = None):
         options = JitOptions() if options is None else options

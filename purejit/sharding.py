@@ -18,42 +18,17 @@ from purejit.compiler.spmd import ProgramLayout, plan_layout
 from purejit.environment import MemorySpace
 from purejit.lax.sharding_constraints import with_sharding_constraint
 from purejit.runtime import mesh_context
-from purejit.runtime.mesh import Mesh, NamedSharding, PartitionSpec, make_mesh
+from purejit.runtime.mesh import (
+    Mesh,
+    NamedSharding,
+    PartitionSpec,
+    SingleDeviceSharding,
+    make_mesh,
+)
 from purejit.runtime.placement import device_put as _device_put
 from purejit.runtime.placement import sharding_of
 
 P = PartitionSpec
-
-
-class SingleDeviceSharding:
-    """An array wholly on one device (what `device_put(x, device)` gives)."""
-
-    def __init__(self, device, *, memory_kind: str | None = None):
-        self._device = device
-        self.memory_kind = memory_kind
-
-    @property
-    def device_set(self) -> set:
-        return {self._device}
-
-    is_fully_replicated = True
-    is_fully_addressable = True
-    num_devices = 1
-
-    def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
-        return tuple(global_shape)
-
-    def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
-        return {self._device: tuple(slice(None) for _ in global_shape)}
-
-    def __eq__(self, other):
-        return isinstance(other, SingleDeviceSharding) and other._device == self._device
-
-    def __hash__(self):
-        return hash(("SingleDeviceSharding", self._device))
-
-    def __repr__(self):
-        return f"SingleDeviceSharding(device={self._device!r})"
 
 
 class _ShardingMeta(type):

@@ -15,7 +15,9 @@ from __future__ import annotations
 import collections
 import collections.abc
 import dataclasses
+import difflib
 import functools
+import textwrap
 from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
 from purejit import errors
@@ -228,7 +230,16 @@ def tree_structure(tree, is_leaf=None) -> PyTreeDef:
 
 def tree_map(f: Callable, tree, *rest, is_leaf=None):
     leaves, td = tree_flatten(tree, is_leaf)
-    others = [flatten_up_to(td, r, f"tree_map: argument {k + 2}") for k, r in enumerate(rest)]
+    others = []
+    for k, r in enumerate(rest):
+        try:
+            others.append(flatten_up_to(td, r, f"tree_map: argument {k + 2}"))
+        except ValueError as e:
+            # JAX's words first (libraries match on them), then purejit's, with the user's line
+            err = next(_prefix_error((), tree, r, is_leaf), None)
+            if err is None:
+                raise
+            raise ValueError(f"{err('tree_map tree')}\n{e}") from None
     return tree_unflatten(td, [f(x, *xs) for x, *xs in zip(leaves, *others)])
 
 
@@ -423,6 +434,74 @@ def _flatten_up_to(td: PyTreeDef, x, path: str, out: list, mismatch) -> None:
     for i, (c, sub) in enumerate(zip(children, td.children)):
         key = _dict_keys(td)[i] if td.kind in _DICTS else i
         _flatten_up_to(sub, c, f"{path}[{key!r}]", out, mismatch)
+
+
+def _key_text(k) -> str:
+    return str(k[0]) if isinstance(k, tuple) and len(k) == 1 else str(k)
+
+
+def _prefix_error(path: tuple, prefix, full, is_leaf):
+    """Yields `name -> ValueError` for the first place where `full` does not extend the
+    pytree `prefix`, in JAX's words (`pytree structure error: ...` at a key path)."""
+    if tree_structure(prefix, is_leaf).kind is None:
+        return  # a leaf is a prefix of anything
+    where = "".join(map(str, path))
+    if type(prefix) is not type(full):
+        yield lambda name: ValueError(
+            "pytree structure error: different types at key path\n"
+            f"    {name}{where}\n"
+            f"At that key path, the prefix pytree {name} has a subtree of type\n"
+            f"    {type(prefix)}\n"
+            "but at the same key path the full pytree has a subtree of different type\n"
+            f"    {type(full)}."
+        )
+        return
+    p_pairs, p_aux = _children_with_keys(prefix, *_node_type(prefix))
+    f_pairs, f_aux = _children_with_keys(full, *_node_type(full))
+    if isinstance(prefix, (list, tuple)) and len(prefix) != len(full):
+        ty = type(prefix).__name__
+        yield lambda name: ValueError(
+            f"pytree structure error: different lengths of {ty} at key path\n"
+            f"    {name}{where}\n"
+            f"At that key path, the prefix pytree {name} has a subtree of type {ty} of "
+            f"length {len(prefix)}, but the full pytree has a subtree of the same type but "
+            f"of length {len(full)}."
+        )
+        return
+    p_keys, f_keys = [k for k, _ in p_pairs], [k for k, _ in f_pairs]
+    if len(p_pairs) != len(f_pairs):
+        diff = set(map(_key_text, p_keys)).symmetric_difference(map(_key_text, f_keys))
+        yield lambda name: ValueError(
+            "pytree structure error: different numbers of pytree children at key path\n"
+            f"    {name}{where}\n"
+            f"At that key path, the prefix pytree {name} has a subtree of type\n"
+            f"    {type(prefix)}\n"
+            f"with {len(p_pairs)} child keys\n"
+            f"    {' '.join(map(_key_text, p_keys))}\n"
+            "but at the same key path the full pytree has a subtree of the same type but "
+            f"with {len(f_pairs)} child keys\n"
+            f"    {' '.join(map(_key_text, f_keys))}\n"
+            "so the symmetric difference on key sets is\n"
+            f"    {' '.join(sorted(diff, key=str))}"
+        )
+        return
+    if p_aux != f_aux:
+        p_meta, f_meta = str(p_aux), str(f_aux)
+        diff = "\n".join(difflib.ndiff(p_meta.splitlines(), f_meta.splitlines()))
+        yield lambda name: ValueError(
+            "pytree structure error: different pytree metadata at key path\n"
+            f"    {name}{where}\n"
+            f"At that key path, the prefix pytree {name} has a subtree of type\n"
+            f"    {type(prefix)}\n"
+            f"with metadata\n    {p_meta}\n"
+            "but at the same key path the full pytree has a subtree of the same type but "
+            f"with metadata\n    {f_meta}\n"
+            "so the diff in the metadata at these pytree nodes is\n"
+            f"{textwrap.indent(diff, '    ')}"
+        )
+        return
+    for (k, a), (_, b) in zip(p_pairs, f_pairs):
+        yield from _prefix_error((*path, k), a, b, is_leaf)
 
 
 _NO_INIT = object()

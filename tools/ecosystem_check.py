@@ -50,6 +50,17 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def module_key(path: str) -> str:
+    """A test module's name independent of where the library is installed (runs made from
+    different virtual environments count as the same module)."""
+    return "/".join(pathlib.Path(path).parts[-3:])
+
+
+def versions() -> dict:
+    """The versions a run measures (recorded with every result, reported in the doc)."""
+    return {d: _version(d) for d in ("jax", "jaxlib", "optax", "chex")}
+
+
 def test_modules(package: str, tests_dir: str | None) -> list[pathlib.Path]:
     """The `*_test.py` files of `package` (the installed wheel's, or those under tests_dir)."""
     base = pathlib.Path(tests_dir) if tests_dir else _package_dir(package)
@@ -71,8 +82,11 @@ def _env(mode: str, devices: int) -> dict:
     return env
 
 
-def run_module(path: pathlib.Path, mode: str, devices: int, timeout: float, out: pathlib.Path):
-    """Run one test module under `mode` in its own pytest process; returns its record."""
+def run_module(
+    path: pathlib.Path, mode: str, devices: int, timeout: float, out: pathlib.Path, xdist: int = 0
+):
+    """Run one test module under `mode` in its own pytest process (`xdist` > 0: that many
+    pytest-xdist workers); returns its record."""
     xml = out.with_suffix(".xml")
     cmd = [
         sys.executable,
@@ -88,6 +102,8 @@ def run_module(path: pathlib.Path, mode: str, devices: int, timeout: float, out:
     ]
     if mode == "purejit":
         cmd += ["-p", "_dropin_pytest_plugin"]
+    if xdist:
+        cmd += ["-n", str(xdist)]
     start = time.time()
     try:
         proc = subprocess.run(
@@ -116,6 +132,7 @@ def run_module(path: pathlib.Path, mode: str, devices: int, timeout: float, out:
                 results[tid] = outcome
         xml.unlink()
     record = {
+        "versions": versions(),
         "module": str(path),
         "mode": mode,
         "devices": devices,
@@ -128,8 +145,11 @@ def run_module(path: pathlib.Path, mode: str, devices: int, timeout: float, out:
     return record
 
 
-def run_suite(files, modes, devices_list, timeout, results_dir: pathlib.Path, reuse: bool):
-    records = []
+def run_suite(files, modes, devices_list, timeout, results_dir, reuse, jobs=1, xdist=0):
+    """Run every (device count, module, mode) not reused from `results_dir`, `jobs` pytest
+    processes at a time, in the order given (small modules first: a run cut short has
+    covered the most modules)."""
+    records, todo = [], []
     for devices in devices_list:
         for path in files:
             for mode in modes:
@@ -140,17 +160,29 @@ def run_suite(files, modes, devices_list, timeout, results_dir: pathlib.Path, re
                     continue
                 if reuse == "only":
                     continue
-                rec = run_module(path, mode, devices, timeout, out)
-                n = {
-                    k: sum(v == k for v in rec["results"].values() if isinstance(v, str))
-                    for k in ("passed", "failed", "skipped")
-                }
-                print(
-                    f"{mode:8s} {devices}dev {rel:55s} {n} {rec['seconds']}s "
-                    f"{'' if rec['status'] in (0, 1) else rec['status']}",
-                    flush=True,
-                )
-                records.append(rec)
+                todo.append((path, mode, devices, out, rel))
+
+    def run(task):
+        path, mode, devices, out, rel = task
+        rec = run_module(path, mode, devices, timeout, out, xdist)
+        n = {
+            k: sum(v == k for v in rec["results"].values() if isinstance(v, str))
+            for k in ("passed", "failed", "skipped")
+        }
+        print(
+            f"{mode:8s} {devices}dev {rel:55s} {n} {rec['seconds']}s "
+            f"{'' if rec['status'] in (0, 1) else rec['status']}",
+            flush=True,
+        )
+        return rec
+
+    if jobs <= 1:
+        records += [run(t) for t in todo]
+        return records
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(jobs) as pool:
+        records += list(pool.map(run, todo))
     return records
 
 
@@ -164,7 +196,7 @@ def compare(records, label: str) -> list[dict]:
         for r in records:
             if r["devices"] != devices:
                 continue
-            modules.add(r["module"])
+            modules.add(module_key(r["module"]))
             seconds[r["mode"]] += r["seconds"]
             by_mode[r["mode"]].update(
                 {k: v for k, v in r["results"].items() if not k.startswith("_")}
@@ -191,6 +223,10 @@ def compare(records, label: str) -> list[dict]:
                 "failing": failing,
                 "messages": {t: messages.get(t, "") for t in failing},
                 "seconds": seconds,
+                "versions": next(
+                    (r["versions"] for r in records if r["devices"] == devices and "versions" in r),
+                    None,
+                ),
             }
         )
     return rows
@@ -312,9 +348,10 @@ def write_doc(rows: list[dict], loops: dict | None, path: pathlib.Path) -> None:
     lines = [
         "# JAX libraries on purejit (drop-in mode)",
         "",
-        "Generated by `python tools/ecosystem_check.py`; do not edit by hand. Versions: "
-        f"jax {_version('jax')}, jaxlib {_version('jaxlib')}, optax {_version('optax')}, "
-        f"chex {_version('chex')}; CPU.",
+        "Generated by `python tools/ecosystem_check.py`; do not edit by hand. Versions where "
+        f"it ran: jax {_version('jax')}, jaxlib {_version('jaxlib')}, optax "
+        f"{_version('optax')}, chex {_version('chex')}; CPU. The test tables name the jax "
+        "each run used (runs may come from another machine: `--results`).",
         "",
         "Each library's shipped test modules run in their own pytest process under JAX and "
         "under `purejit.compat` (every `import jax` is purejit), with the same device count "
@@ -322,13 +359,16 @@ def write_doc(rows: list[dict], loops: dict | None, path: pathlib.Path) -> None:
         '"modules" counts those run to the end under both, of those shipped: a full run '
         "takes hours on a shared 2-core machine, so a report may cover part of them.",
         "",
-        "| suite | devices | modules | tests | JAX passes | purejit passes (of JAX's) | share |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| suite | jax / jaxlib | devices | modules | tests | JAX passes | "
+        "purejit passes (of JAX's) | share |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         share = r["purejit_passed"] / r["jax_passed"] if r["jax_passed"] else 0.0
+        v = r.get("versions") or {}
         lines.append(
-            f"| {r['suite']} | {r['devices']} | {r['modules']} of {r.get('shipped', '?')} | "
+            f"| {r['suite']} | {v.get('jax', '?')} / {v.get('jaxlib', '?')} | {r['devices']} | "
+            f"{r['modules']} of {r.get('shipped', '?')} | "
             f"{r['tests']} | "
             f"{r['jax_passed']} | {r['purejit_passed']} | {100 * share:.1f}% |"
         )
@@ -365,6 +405,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="test files (paths ending in these)")
     ap.add_argument("--optax-tests", help="a folder of optax test modules (default: the wheel)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per test module")
+    ap.add_argument("--jobs", type=int, default=1, help="test modules run at a time")
+    ap.add_argument("--xdist", type=int, default=0, help="pytest-xdist workers per module")
     ap.add_argument("--results", default="/tmp/purejit_ecosystem")
     ap.add_argument("--reuse", action="store_true", help="keep runs found in --results")
     ap.add_argument(
@@ -382,11 +424,7 @@ def main(argv=None) -> int:
     if not args.skip_tests:
         suites = {
             f"optax {_version('optax')}": test_modules("optax", args.optax_tests),
-            f"chex {_version('chex')}": [
-                p
-                for p in test_modules("chex", None)
-                if p.name in ("asserts_test.py", "dataclass_test.py", "variants_test.py")
-            ],
+            f"chex {_version('chex')}": test_modules("chex", None),
         }
         for label, files in suites.items():
             if args.only:
@@ -394,12 +432,18 @@ def main(argv=None) -> int:
             if not files:
                 continue
             reuse = "only" if args.report_only else args.reuse
-            recs = run_suite(files, args.modes, args.devices, args.timeout, results, reuse)
+            recs = run_suite(
+                files, args.modes, args.devices, args.timeout, results, reuse,
+                args.jobs, args.xdist,
+            )  # fmt: skip
             if args.report_only:  # modules both modes finished, nothing else
                 done = {}
                 for r in recs:
-                    done.setdefault((r["module"], r["devices"]), set()).add(r["mode"])
-                recs = [r for r in recs if done[(r["module"], r["devices"])] == set(MODES)]
+                    key = (module_key(r["module"]), r["devices"])
+                    done.setdefault(key, set()).add(r["mode"])
+                recs = [
+                    r for r in recs if done[(module_key(r["module"]), r["devices"])] == set(MODES)
+                ]
             for row in compare(recs, label):
                 row["shipped"] = len(files)
                 rows.append(row)

@@ -330,6 +330,20 @@ class Executable:
         return self._exe.get_compiled_memory_stats()
 
 
+def backend_compile_and_load(backend, module, executable_devices, options, host_callbacks=()):
+    """Compile `module` with PJRT client `backend` for `executable_devices`: the one step
+    every purejit compile goes through (JAX's `jax._src.compiler.backend_compile_and_load`).
+    `compile_step` holds the function called, so a replacement (drop-in mode's
+    `jax._src.compiler`, which chex.restrict_backends wraps) sees every compile."""
+    if host_callbacks:
+        return backend.compile_and_load(module, executable_devices, options, list(host_callbacks))
+    return backend.compile_and_load(module, executable_devices, options)
+
+
+# the function purejit compiles through: `backend_compile_and_load` unless replaced
+compile_step = {"fn": backend_compile_and_load}
+
+
 def compile(
     module_text: str | bytes,
     param_types: list[TensorType],
@@ -355,9 +369,9 @@ def compile(
 
         with context():
             module = ir.Module.parse(module_text)
-            exe = c.compile_and_load(module, devices, options, list(host_callbacks))
+            exe = compile_step["fn"](c, module, devices, options, host_callbacks)
     else:
-        exe = c.compile_and_load(module_text, devices, options)
+        exe = compile_step["fn"](c, module_text, devices, options)
     return Executable(exe, param_types, result_types, effects=bool(host_callbacks))
 
 

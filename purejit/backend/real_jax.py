@@ -39,3 +39,12 @@ def compiler_ir(module_text: str, dialect: str):
             module_text, use_tuple_args=False, return_tuple=False
         )
     raise ValueError(f"compiler_ir: unknown dialect {dialect!r} (use 'stablehlo' or 'hlo')")
+
+
+def initialized_backends() -> dict:
+    """The PJRT clients the real JAX (whose clients purejit runs on) has started, by platform
+    (empty before the first device is touched; XLA's device-count flags apply until then)."""
+    import sys
+
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    return dict(getattr(bridge, "_backends", None) or {})

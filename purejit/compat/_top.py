@@ -8,7 +8,10 @@ def overrides(real) -> dict:
     """The `jax` view's names beyond purejit's top-level ones (`real`: the real jax)."""
     from purejit import typing
 
+    from purejit.compat import _avals
+
     out = {
+        "typeof": _avals.typeof,
         "__version__": real.__version__,
         "__version_info__": getattr(real, "__version_info__", None),
         "Array": typing.ArrayValue,
@@ -21,8 +24,18 @@ def module_overrides(name: str) -> dict:
     """JAX-only names of the view `name` (a `jax.<...>` module)."""
     from purejit import typing
 
+    if name in ("jax.tree_util", "jax.tree"):
+        from purejit.compat import _trees
+
+        return dict(_trees.TREE_UTIL if name == "jax.tree_util" else _trees.TREE)
     if name == "jax.numpy":
-        return {"ndarray": typing.ArrayValue}
+        from purejit.compat import _keyops
+
+        return {"ndarray": typing.ArrayValue, **_keyops.NUMPY}
+    if name == "jax.lax":
+        from purejit.compat import _collectives
+
+        return _collectives.missing()
     if name == "jax.errors":
         from purejit.backend import real_jax
 

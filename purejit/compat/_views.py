@@ -34,9 +34,16 @@ _INTERNAL = {
     "jax.interpreters.ad": "purejit.extend.ad",
     "jax.interpreters.batching": "purejit.extend.batching",
     "jax.interpreters.mlir": "purejit.extend.mlir",
+    "jax._src": "purejit.compat._src",
+    "jax._src.compiler": "purejit.compat._compiler",
+    "jax._src.xla_bridge": "purejit.compat._xla_bridge",
 }
+# views that are the purejit module itself: libraries assign their attributes
+_SELF_VIEWS = ("jax._src.compiler", "jax._src.xla_bridge")
 # JAX module names whose purejit module has another name
 _RENAMED = {
+    "jax.experimental": "purejit.compat._experimental",
+    "jax.experimental.checkify": "purejit.checkify",
     "jax.experimental.shard_map": "purejit.shard_map",
     "jax.lax.linalg": "purejit.lax.linalg",
 }
@@ -156,6 +163,9 @@ def resolve(name: str) -> types.ModuleType:
             from purejit.compat import _top
 
             source = importlib.import_module(target)
+            if name in _SELF_VIEWS:
+                _views[name] = source
+                return source
             view = View(name, source, _top.module_overrides(name))
             view.__package__ = name if hasattr(source, "__path__") else name.rpartition(".")[0]
         view.__purejit_view__ = True

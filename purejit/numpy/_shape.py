@@ -40,9 +40,16 @@ def _describe(x) -> str:
 
 def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     """`a` with a new shape (one dimension may be -1); `copy` is accepted for the Array API
-    (arrays are immutable, so a reshape never aliases visibly)."""
-    if order != "C":
-        raise NotImplementedError("reshape: only order='C' is supported")
+    (arrays are immutable, so a reshape never aliases visibly). `order="F"` reads and writes
+    the elements column-major (as JAX: transpose, reshape to the reversed shape, transpose
+    back); `order="A"` raises as in JAX."""
+    if order not in ("C", "F"):
+        if order == "A":
+            raise NotImplementedError(
+                "reshape: order='A' is not implemented (nor in JAX: arrays have no memory "
+                "layout to follow); use order='C' or order='F'"
+            )
+        raise ValueError(f"reshape: unexpected value for 'order': {order!r}; use 'C' or 'F'")
     x = _lift(a)
     shape = newshape if shape is None else shape
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
@@ -66,12 +73,18 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
             f"reshape: cannot reshape {_describe(x)} into {shape}: that shape holds "
             f"{int(np.prod(shape, dtype=np.int64))} elements{errors.at(errors.user_location())}"
         )
+    if order == "F":
+        # column-major: reverse the axes, reshape row-major to the reversed shape, reverse back
+        return transpose(reshape(transpose(x), shape[::-1]))
     if shape == x.shape:
         return x
     return bind1("reshape", x, shape=shape)
 
 
 def ravel(a, order: str = "C"):
+    """`a` flattened; `order="F"` column-major; `"A"` and `"K"` raise, as in JAX."""
+    if order == "K":
+        raise NotImplementedError("ravel: order='K' is not implemented (nor in JAX)")
     return reshape(a, (-1,), order)
 
 

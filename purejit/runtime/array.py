@@ -12,7 +12,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit.backend import callback_errors, pjrt
 from purejit.ir import dtypes as irdt
-from purejit.runtime.mesh import named_sharding_of
+from purejit.runtime.mesh import SingleDeviceSharding, named_sharding_of
 from purejit.tracing import ConcreteArray, ShapedArray, host_value
 
 
@@ -111,10 +111,10 @@ class Array(ConcreteArray):
 
     @property
     def sharding(self):
-        """The `purejit.sharding.NamedSharding` of an array split over devices, else None."""
-        if self._buf is None:
-            return None
-        return named_sharding_of(self._buf)
+        """The `purejit.sharding.NamedSharding` of an array split over devices, else (as in
+        JAX, every array has one) the `SingleDeviceSharding` of its device."""
+        named = None if self._buf is None else named_sharding_of(self._buf)
+        return named if named is not None else SingleDeviceSharding(self.device)
 
     @property
     def addressable_shards(self):

@@ -228,6 +228,37 @@ def _children(p):
     return list(p)
 
 
+class SingleDeviceSharding:
+    """An array wholly on one device (what `device_put(x, device)` gives)."""
+
+    def __init__(self, device, *, memory_kind: str | None = None):
+        self._device = device
+        self.memory_kind = memory_kind
+
+    @property
+    def device_set(self) -> set:
+        return {self._device}
+
+    is_fully_replicated = True
+    is_fully_addressable = True
+    num_devices = 1
+
+    def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
+        return tuple(global_shape)
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
+        return {self._device: tuple(slice(None) for _ in global_shape)}
+
+    def __eq__(self, other):
+        return isinstance(other, SingleDeviceSharding) and other._device == self._device
+
+    def __hash__(self):
+        return hash(("SingleDeviceSharding", self._device))
+
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={self._device!r})"
+
+
 def named_sharding_of(buf) -> NamedSharding | None:
     """The NamedSharding of a device buffer split over several devices, else None."""
     parts = backend_spmd.sharding_parts(buf)

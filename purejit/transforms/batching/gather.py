@@ -7,8 +7,31 @@ joins every index vector, so each example gathers from, or scatters into, its ow
 
 from __future__ import annotations
 
+import numpy as np
+
+from purejit.ir import TensorType
+from purejit.ir.registry import get_op
 from purejit.tracing import aval_of, bind, bind1
-from purejit.transforms.batching.core import bdim_at_front, defrule, iota, moveaxis, shift
+from purejit.transforms.batching.core import (
+    bdim_at_front,
+    defrule,
+    iota,
+    moveaxis,
+    shift,
+    unbatched_shape,
+)
+
+
+def empty_batch(name: str, args, dims, attrs: dict):
+    """The batched result of `name` over 0 examples: an empty array, batched at 0.
+
+    Gathering from a batched operand takes a size-1 window of the batch dimension per
+    example, which no size-0 dimension holds, so the batched op is never built; the
+    per-example result's shape comes from the op's own shape rule (JAX does the same)."""
+    per = [TensorType(unbatched_shape(a, d), aval_of(a).dtype) for a, d in zip(args, dims)]
+    (t,) = get_op(name).infer(per, attrs, [])
+    zero = np.zeros((), t.dtype)
+    return bind1("broadcast_in_dim", zero, shape=(0, *t.shape), broadcast_dimensions=())
 
 
 def with_example_index(idx, ivd: int):
@@ -39,6 +62,16 @@ def gather_rule(
 ):
     (x, idx), (dx, di) = args, dims
     sorted_ = indices_are_sorted
+    if dx is not None and di is not None and axis.size == 0:
+        attrs = dict(
+            offset_dims=offset_dims,
+            collapsed_slice_dims=collapsed_slice_dims,
+            start_index_map=start_index_map,
+            index_vector_dim=index_vector_dim,
+            slice_sizes=slice_sizes,
+            indices_are_sorted=sorted_,
+        )
+        return [empty_batch("gather", args, dims, attrs)], [0]
     if di is None:  # the batch is a window dimension of every slice, first in the result
         x = moveaxis(x, dx, 0)
         out = bind1(

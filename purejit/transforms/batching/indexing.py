@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from purejit.tracing import aval_of, bind1
+from purejit.transforms.batching.gather import empty_batch
 from purejit.transforms.batching.core import (
     bdim_at_front,
     defrule,
@@ -39,6 +40,8 @@ def dynamic_slice_rule(axis, args, dims, *, slice_sizes):
         starts = [*starts[:dx], zero, *starts[dx:]]
         sizes = (*slice_sizes[:dx], axis.size, *slice_sizes[dx:])
         return [bind1("dynamic_slice", x, *starts, slice_sizes=sizes)], [dx]
+    if dx is not None and axis.size == 0:  # no example to slice (see gather.empty_batch)
+        return [empty_batch("dynamic_slice", args, dims, {"slice_sizes": slice_sizes})], [0]
     rank = len(slice_sizes)
     idx = _start_vectors(axis, starts, dstarts, dx is not None)
     if dx is None:  # one operand, a slice per example
