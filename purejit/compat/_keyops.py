@@ -2,8 +2,9 @@
 
 JAX's key arrays have an extended dtype that `stack` and `concatenate` keep (optax stacks
 the leaves of a tree of keys) and `array_equal` compares (chex's tree asserts). purejit's
-typed key is a `PRNGKeyArray` over uint32 data `(*shape, 2)`; joining keys joins their data along the same key axis and wraps the result.
-Mixing keys with other arrays raises, as in JAX.
+typed key is a `PRNGKeyArray` over uint32 data `(*shape, 2)`; joining keys joins their
+data along the same key axis and wraps the result. Mixing keys with other arrays raises, as
+in JAX.
 """
 
 from __future__ import annotations
