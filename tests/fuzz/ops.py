@@ -885,10 +885,21 @@ def _attention(L, p, x):
     """x (rank 1, n values) as q [1, T, n / T, 1] (T the largest divisor of n up to 256, so
     the T x T logits of a 10**5-element input stay small), attending to itself reversed."""
     t = max([d for d in range(1, min(x.size, 256) + 1) if x.size % d == 0] or [1])
-    q = L.lax.reshape(x, (1, t, x.size // t, 1))
+    # jax.jit of JAX's attention refuses float16 on the CPU ("The precision 'F16_F16_F32' is
+    # not supported by dot_general on CPU", jax 0.10.2): there both sides attend in float32
+    half_on_cpu = str(np.dtype(x.dtype)) == "float16" and _cpu()
+    v = L.lax.convert_element_type(x, "float32") if half_on_cpu else x
+    q = L.lax.reshape(v, (1, t, x.size // t, 1))
     k = L.lax.rev(q, (1,))
     out = L.nn.dot_product_attention(q, k, q, scale=0.5, is_causal=p["causal"])
-    return L.lax.reshape(out, (x.size,))
+    out = L.lax.reshape(out, (x.size,))
+    return L.lax.convert_element_type(out, "float16") if half_on_cpu else out
+
+
+def _cpu() -> bool:
+    import purejit
+
+    return purejit.default_backend() == "cpu"
 
 
 _add(
