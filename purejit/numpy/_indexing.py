@@ -426,7 +426,8 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     """Elements of `a` at `indices` along `axis` (flattened `a` when axis is None).
 
     As in JAX, the default mode is "fill": out-of-range indices give NaN (or the most
-    negative integer), negative ones count from the end; mode="clip" clamps instead and
+    negative integer), negative ones count from the end; mode="clip" clamps every index to
+    [0, size - 1] (a negative one to 0, never from the end: NumPy's and JAX's `take`) and
     mode="wrap" takes them modulo the axis size.
     """
     mode = "fill" if mode is None else mode
@@ -437,6 +438,8 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     indices = _as_index_array(indices)
     if mode == "wrap":  # Python's modulo: always in [0, size)
         indices, mode = c.remainder(indices, max(x.shape[axis], 1)), "promise_in_bounds"
+    elif mode == "clip" and np.size(indices):  # before indexing would count -k from the end
+        indices = c.clip(indices, 0, max(x.shape[axis] - 1, 0))
     idx = (slice(None),) * axis + (indices,)
     return _indexing_getitem(x, idx, mode=mode, fill_value=fill_value)
 

@@ -6,6 +6,8 @@ weak types, including JAX's bounds rules (traced reads clamp, writes drop out-of
 
 import warnings
 
+import jax
+
 import numpy as np
 import pytest
 from jnp_compare import check, check_cases
@@ -240,3 +242,23 @@ def test_errors():
 def test_error_names_user_line():
     with pytest.raises(IndexError, match=r"test_numpy_indexing\.py:\d+"):
         jnp.asarray(X)[np.array([0, 1]), np.array([0, 1, 2])]
+
+
+def test_take_clip_clamps_negative_indices_to_zero():
+    # NumPy's and JAX's take(mode="clip") never count a negative index from the end: -2 is 0
+    # (purejit counted it from the end first; found by the CPU fuzzer, seed 5004).
+    # take_along_axis does count from the end, then clips, in JAX as here.
+    a = np.array([2147483647, 5, -4], np.int32)
+    i = np.array([-18, 20, -2, 1], np.int32)
+    want = jax.numpy.take(a, i, mode="clip")
+    np.testing.assert_array_equal(jnp.take(a, i, mode="clip"), want)
+    np.testing.assert_array_equal(purejit.jit(lambda a, i: jnp.take(a, i, mode="clip"))(a, i), want)
+    np.testing.assert_array_equal(np.take(a, i, mode="clip"), want)
+    x = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(
+        jnp.take(x, i, axis=1, mode="clip"), jax.numpy.take(x, i, axis=1, mode="clip")
+    )
+    np.testing.assert_array_equal(
+        jnp.take_along_axis(a, i[:3], 0, mode="clip"),
+        jax.numpy.take_along_axis(a, i[:3], 0, mode="clip"),
+    )
