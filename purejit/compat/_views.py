@@ -34,6 +34,8 @@ _INTERNAL = {
     "jax.interpreters.ad": "purejit.extend.ad",
     "jax.interpreters.batching": "purejit.extend.batching",
     "jax.interpreters.mlir": "purejit.extend.mlir",
+    # eager dispatch (what JAX's lacks, e.g. wait_for_tokens, is an AttributeError)
+    "jax._src.dispatch": "purejit.runtime",
 }
 # JAX module names whose purejit module has another name
 _RENAMED = {

@@ -146,3 +146,44 @@ def test_eval_jaxpr_checks_its_arity():
     closed = purejit.make_jaxpr(jnp.sin)(X)
     with pytest.raises(TypeError, match="takes 0 constants and 1 inputs, got 0 and 2"):
         purejit.core.eval_jaxpr(closed.jaxpr, [], X, X)
+
+
+def test_builtin_primitive_objects_match_equations():
+    @purejit.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    f.defjvp(lambda p, t: (jnp.sin(p[0]), 3.0 * t[0]))
+    closed = purejit.make_jaxpr(lambda x: purejit.lax.stop_gradient(x) + f(x))(X)
+    prims = [e.primitive for e in closed.eqns]
+    assert purejit.lax.stop_gradient_p in prims
+    assert purejit.custom_derivatives.custom_jvp_call_p in prims
+    assert purejit.lax.stop_gradient_p.name == jax.lax.stop_gradient_p.name == "stop_gradient"
+    # a library re-binding an equation from its view (as Equinox's jaxpr finalising does)
+    (call,) = [e for e in closed.eqns if e.primitive.name == "custom_jvp_call"]
+    out = call.primitive.bind(X, **call.params)
+    np.testing.assert_allclose(np.asarray(out[0]), np.sin(X), rtol=1e-6)
+    g = purejit.grad(lambda x: purejit.core.jaxpr_as_fun(closed)(x)[0].sum())(X)
+    np.testing.assert_allclose(np.asarray(g), np.full_like(X, 3.0))
+
+
+def test_dropin_names_of_the_jaxpr_api():
+    import purejit.compat
+
+    with purejit.compat.dropin() as pjax:
+        import jax.core as vcore
+        import jax.custom_derivatives as vcd
+        import jax.extend.core as vext
+        import jax.lax as vlax
+
+        dispatch = __import__("jax._src.dispatch", fromlist=["*"])
+        closed = pjax.make_jaxpr(lambda x: vlax.stop_gradient(x) * 2.0)(X)
+    assert isinstance(closed, vext.ClosedJaxpr) and vext.ClosedJaxpr is pjaxpr.ClosedJaxpr
+    assert vext.Jaxpr is pjaxpr.Jaxpr and vext.Var is pjaxpr.Var
+    assert vext.Literal is pjaxpr.Literal and vext.JaxprEqn is pjaxpr.JaxprEqn
+    assert vcore.eval_jaxpr is pjaxpr.eval_jaxpr and vext.jaxpr_as_fun is pjaxpr.jaxpr_as_fun
+    assert closed.eqns[0].primitive is vlax.stop_gradient_p
+    assert vcd.custom_jvp_call_p is pjaxpr.get_primitive("custom_jvp_call")
+    # eager dispatch maps to purejit's runtime; what it lacks is an AttributeError
+    assert dispatch.__name__ == "jax._src.dispatch"
+    assert not hasattr(dispatch, "wait_for_tokens")
