@@ -187,3 +187,21 @@ def test_dropin_names_of_the_jaxpr_api():
     # eager dispatch maps to purejit's runtime; what it lacks is an AttributeError
     assert dispatch.__name__ == "jax._src.dispatch"
     assert not hasattr(dispatch, "wait_for_tokens")
+
+
+def test_include_frame_answers_like_jax(tmp_path):
+    import sys
+
+    from jax._src import traceback_util as jtb
+
+    from purejit import traceback_util as ptb
+
+    lib = tmp_path / "_a_library_file.py"
+    lib.write_text("import sys\n\ndef frame():\n    return sys._getframe()\n")
+    ns: dict = {}
+    exec(compile(lib.read_text(), str(lib), "exec"), ns)
+    for mod in (jtb, ptb):
+        mod.register_exclusion(str(lib))
+    here, there = sys._getframe(), ns["frame"]()
+    assert ptb.include_frame(here) == jtb.include_frame(here) is True
+    assert ptb.include_frame(there) == jtb.include_frame(there) is False
