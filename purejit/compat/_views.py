@@ -36,6 +36,10 @@ _INTERNAL = {
     "jax.interpreters.mlir": "purejit.extend.mlir",
     # eager dispatch (what JAX's lacks, e.g. wait_for_tokens, is an AttributeError)
     "jax._src.dispatch": "purejit.runtime",
+    # what Flax's nn.scan traces with: wrapped functions and partial evaluation
+    "jax.extend.linear_util": "purejit.extend.linear_util",
+    "jax.interpreters.partial_eval": "purejit.extend.partial_eval",
+    "jax.api_util": "purejit.extend.api_util",
 }
 # JAX module names whose purejit module has another name
 _RENAMED = {
