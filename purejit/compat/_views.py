@@ -40,6 +40,8 @@ _INTERNAL = {
     "jax.extend.linear_util": "purejit.extend.linear_util",
     "jax.interpreters.partial_eval": "purejit.extend.partial_eval",
     "jax.api_util": "purejit.extend.api_util",
+    # register_exclusion: library frames that error locations skip
+    "jax.extend.source_info_util": "purejit.traceback_util",
 }
 # JAX module names whose purejit module has another name
 _RENAMED = {

@@ -73,3 +73,15 @@ def test_known_outputs_inside_jit_are_its_tracers():
 
     assert float(purejit.jit(outer)(np.float32(4.0))) == 8.0
     assert seen == [[True, False]]
+
+
+def test_what_flax_linen_reads_at_import():
+    import purejit.compat
+    from purejit.nn import initializers
+
+    # initializers are Initializers (a runtime-checkable protocol, as Flax annotates them)
+    assert isinstance(initializers.lecun_normal(), initializers.Initializer)
+    assert isinstance(jax.nn.initializers.lecun_normal(), jax.nn.initializers.Initializer)
+    with purejit.compat.dropin():
+        siu = __import__("jax.extend.source_info_util", fromlist=["*"])
+        assert siu.register_exclusion is purejit.traceback_util.register_exclusion
