@@ -22,6 +22,7 @@ _views: dict[str, types.ModuleType] = {}
 # JAX internals with a purejit equivalent (module name -> purejit module name)
 _INTERNAL = {
     "jax.core": "purejit.core",
+    "jax._src.core": "purejit.core",
     "jax._src.typing": "purejit.typing",
     "jax._src.dtypes": "purejit.dtypes",
     "jax._src.tree_util": "purejit.tree_util",

@@ -85,3 +85,5 @@ def test_what_flax_linen_reads_at_import():
     with purejit.compat.dropin():
         siu = __import__("jax.extend.source_info_util", fromlist=["*"])
         assert siu.register_exclusion is purejit.traceback_util.register_exclusion
+        src_core = __import__("jax._src.core", fromlist=["*"])
+        assert src_core.ShapedArray is purejit.core.ShapedArray
