@@ -120,9 +120,11 @@ from purejit._config_contexts import (  # noqa: E402
     enable_x64,
     explain_cache_misses,
     log_compiles,
+    numpy_dtype_promotion,
 )
 
 __all__ += ["default_matmul_precision", "enable_x64", "explain_cache_misses", "log_compiles"]
+__all__ += ["numpy_dtype_promotion"]
 from purejit.autodiff import float0, fwd_and_bwd  # noqa: E402
 from purejit.custom_derivatives import custom_gradient  # noqa: E402
 

@@ -58,4 +58,32 @@ def default_matmul_precision(new_val):
     return _OptionContext("default_matmul_precision", new_val)
 
 
-__all__ = ["default_matmul_precision", "enable_x64", "explain_cache_misses", "log_compiles"]
+class _StandardPromotion(contextlib.ContextDecorator):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def numpy_dtype_promotion(new_val):
+    """The type-promotion mode for a `with` block (or a decorated function), as
+    `jax.numpy_dtype_promotion`. purejit always promotes with JAX's "standard" lattice, so
+    "standard" changes nothing; "strict" (no implicit promotion) is not implemented."""
+    if new_val == "standard":
+        return _StandardPromotion()
+    if new_val == "strict":
+        raise NotImplementedError(
+            "numpy_dtype_promotion('strict'): purejit implements only JAX's 'standard' type "
+            "promotion; convert dtypes explicitly instead"
+        )
+    raise ValueError(f"jax_numpy_dtype_promotion must be 'standard' or 'strict', got {new_val!r}")
+
+
+__all__ = [
+    "default_matmul_precision",
+    "enable_x64",
+    "explain_cache_misses",
+    "log_compiles",
+    "numpy_dtype_promotion",
+]

@@ -1,14 +1,22 @@
 """The primitives' entry point under its public name: `purejit.core.bind(name, *args,
 **attrs)` applies an IR op in the current trace (see `purejit.tracing`), and what libraries
 read from `jax.core`: `Primitive`, `Tracer` (the base class of every purejit tracer),
-`ShapedArray`, and the trace-state identity `get_opaque_trace_state`."""
+`ShapedArray`, the trace-state identity `get_opaque_trace_state`, and the jaxpr API
+(`ClosedJaxpr`, `Jaxpr`, `JaxprEqn`, `Var`, `Literal`, `eval_jaxpr`, `jaxpr_as_fun`)."""
 
 from __future__ import annotations
 
 from purejit.extend.core import (
+    ClosedJaxpr,
     Effect,
+    Jaxpr,
+    JaxprEqn,
+    Literal,
     OpaqueTraceState,
     Primitive,
+    Var,
+    eval_jaxpr,
+    jaxpr_as_fun,
     get_aval,
     get_opaque_trace_state,
     mapped_aval,
@@ -18,9 +26,16 @@ from purejit.tracing import ShapedArray, Tracer, bind, bind1, find_top_trace
 
 
 __all__ = [
+    "ClosedJaxpr",
     "Effect",
+    "Jaxpr",
+    "JaxprEqn",
+    "Literal",
     "OpaqueTraceState",
     "Primitive",
+    "Var",
+    "eval_jaxpr",
+    "jaxpr_as_fun",
     "ShapedArray",
     "Tracer",
     "bind",

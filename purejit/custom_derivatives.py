@@ -27,6 +27,7 @@ from purejit.tracing import (
     set_current_trace,
     trace_to_function,
 )
+from purejit.tracing.primitive import get_primitive
 from purejit.transforms import trace_closed
 from purejit.transforms.autodiff import Zero, eager, evaluate, is_differentiable_dtype
 from purejit.transforms.autodiff._core import (
@@ -680,13 +681,19 @@ def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_ar
     return tree_unflatten(out_tree, list(outs))
 
 
+# the ops a custom function traces into, as primitive objects (what jaxpr equations carry)
+custom_jvp_call_p = get_primitive("custom_jvp_call")
+custom_vjp_call_p = get_primitive("custom_vjp_call")
+
 __all__ = [
     "CustomVJPPrimal",
     "SymbolicZero",
     "closure_convert",
     "custom_gradient",
     "custom_jvp",
+    "custom_jvp_call_p",
     "custom_vjp",
+    "custom_vjp_call_p",
     "custom_vjp_primal_tree_values",
     "linear_call",
     "np",

@@ -1,5 +1,5 @@
 """Everyday utilities with JAX's names: `block_until_ready`, `device_get`, `eval_shape`,
-`ShapeDtypeStruct`, `typeof` and `make_jaxpr` (which shows purejit's IR, not a jaxpr)."""
+`ShapeDtypeStruct`, `typeof` and `make_jaxpr` (purejit's IR seen through JAX's jaxpr API)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 
 from purejit.api import jit
 from purejit.compiler.stages import Jaxpr
+from purejit.extend.jaxpr import closed_jaxpr
 from purejit.runtime import Array
 from purejit.tracing import ShapedArray, Tracer, aval_of
 from purejit.tree_util import tree_map
@@ -87,14 +88,15 @@ def eval_shape(fun: Callable, *args, **kwargs):
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False):
-    """A function that traces `fun` and returns its program as purejit IR (a `Jaxpr`, whose
-    `str()` is the IR text), as `jax.make_jaxpr`; with `return_shape` also the outputs'
-    `ShapeDtypeStruct`s."""
+    """A function that traces `fun` and returns its program, as `jax.make_jaxpr`: a
+    `ClosedJaxpr` (`purejit.extend.jaxpr`) viewing purejit's IR through JAX's jaxpr API,
+    whose `str()` is the IR text; with `return_shape` also the outputs' `ShapeDtypeStruct`s."""
     jitted = jit(fun, static_argnums=static_argnums)
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        jaxpr: Jaxpr = jitted.trace(*args, **kwargs).jaxpr
+        traced: Jaxpr = jitted.trace(*args, **kwargs).jaxpr
+        jaxpr = closed_jaxpr(traced.fn, traced.in_avals, traced.out_avals, traced.out_tree)
         if return_shape:
             shapes = jaxpr.out_tree.unflatten([_struct(a) for a in jaxpr.out_avals])
             return jaxpr, shapes

@@ -41,4 +41,8 @@ def module_overrides(name: str) -> dict:
 
         # XLA's runtime errors are jaxlib's class: `except jax.errors.JaxRuntimeError` works
         return {"JaxRuntimeError": real_jax.load()["jax_errors"].JaxRuntimeError}
+    if name == "jax.experimental":
+        from purejit.debug import io_callback
+
+        return {"io_callback": io_callback}
     return {}

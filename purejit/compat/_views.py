@@ -22,6 +22,7 @@ _views: dict[str, types.ModuleType] = {}
 # JAX internals with a purejit equivalent (module name -> purejit module name)
 _INTERNAL = {
     "jax.core": "purejit.core",
+    "jax._src.core": "purejit.core",
     "jax._src.typing": "purejit.typing",
     "jax._src.dtypes": "purejit.dtypes",
     "jax._src.tree_util": "purejit.tree_util",
@@ -37,6 +38,14 @@ _INTERNAL = {
     "jax._src": "purejit.compat._src",
     "jax._src.compiler": "purejit.compat._compiler",
     "jax._src.xla_bridge": "purejit.compat._xla_bridge",
+    # eager dispatch (what JAX's lacks, e.g. wait_for_tokens, is an AttributeError)
+    "jax._src.dispatch": "purejit.runtime",
+    # what Flax's nn.scan traces with: wrapped functions and partial evaluation
+    "jax.extend.linear_util": "purejit.extend.linear_util",
+    "jax.interpreters.partial_eval": "purejit.extend.partial_eval",
+    "jax.api_util": "purejit.extend.api_util",
+    # register_exclusion: library frames that error locations skip
+    "jax.extend.source_info_util": "purejit.traceback_util",
 }
 # views that are the purejit module itself: libraries assign their attributes
 _SELF_VIEWS = ("jax._src.compiler", "jax._src.xla_bridge")

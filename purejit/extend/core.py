@@ -37,6 +37,17 @@ from purejit.transforms.autodiff._core import UndefinedPrimal, Zero, tangent_ava
 from purejit.transforms.batching.core import not_mapped
 
 from purejit.extend import _tables
+from purejit.extend.jaxpr import (
+    ClosedJaxpr,
+    Jaxpr,
+    JaxprEqn,
+    Literal,
+    Var,
+    eval_jaxpr,
+    jaxpr_as_fun,
+    jaxprs_in_params,
+    subjaxprs,
+)
 
 
 def _as_aval(x, what: str) -> ShapedArray:
@@ -296,12 +307,21 @@ def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
 
 
 __all__ = [
+    "ClosedJaxpr",
     "Effect",
+    "Jaxpr",
+    "JaxprEqn",
+    "Literal",
     "OpaqueTraceState",
     "Primitive",
     "ShapedArray",
+    "Var",
+    "eval_jaxpr",
+    "jaxpr_as_fun",
+    "jaxprs_in_params",
     "find_top_trace",
     "get_opaque_trace_state",
     "mapped_aval",
+    "subjaxprs",
     "unmapped_aval",
 ]

@@ -363,6 +363,12 @@ from purejit.lax.special import random_gamma_grad  # noqa: E402
 
 __all__ += ["random_gamma_grad"]
 
+# the op `stop_gradient` as a primitive object (what jaxpr equations of it carry)
+from purejit.tracing.primitive import get_primitive as _get_primitive  # noqa: E402
+
+stop_gradient_p = _get_primitive("stop_gradient")
+__all__ += ["stop_gradient_p"]
+
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
     """The shape NumPy broadcasting gives these static shapes; ValueError if they clash."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -16,8 +17,16 @@ __all__ = [
     "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform", "he_normal",
     "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform",
     "normal", "ones", "orthogonal", "truncated_normal", "uniform", "variance_scaling",
-    "xavier_normal", "xavier_uniform", "zeros",
+    "xavier_normal", "xavier_uniform", "zeros", "Initializer",
 ]  # fmt: skip
+
+
+@runtime_checkable
+class Initializer(Protocol):
+    """The type of an initializer, as `jax.nn.initializers.Initializer`:
+    `init(key, shape, dtype=None) -> array`."""
+
+    def __call__(self, key: Any, shape: Sequence[int], dtype: Any = None) -> Any: ...
 
 
 def _dtype(dtype):

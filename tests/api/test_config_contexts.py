@@ -9,6 +9,7 @@ import logging
 import jax
 import jax.numpy as jjnp
 import numpy as np
+import pytest
 
 import purejit
 import purejit.numpy as pnp
@@ -56,3 +57,16 @@ def test_log_compiles_and_explain_cache_misses_blocks(caplog):
         with purejit.explain_cache_misses():
             assert purejit.config.read("jax_explain_cache_misses") is True
         assert purejit.config.read("jax_explain_cache_misses") is False
+
+
+def test_numpy_dtype_promotion_standard_only():
+    import jax
+
+    x = np.ones(2, np.float32)
+    with purejit.numpy_dtype_promotion("standard"), jax.numpy_dtype_promotion("standard"):
+        got = purejit.numpy.asarray(x) + np.int32(1)
+        assert got.dtype == (jax.numpy.asarray(x) + np.int32(1)).dtype
+    with pytest.raises(NotImplementedError, match="'standard' type promotion"):
+        purejit.numpy_dtype_promotion("strict")
+    with pytest.raises(ValueError):
+        purejit.numpy_dtype_promotion("loose")

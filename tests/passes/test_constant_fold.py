@@ -2,6 +2,7 @@
 cases, and the interpreter gives the same numbers."""
 
 import numpy as np
+import pytest
 from purejit.ir import interpret, parse, print_function, verify
 from purejit.passes.constant_fold import ConstantFold
 from purejit.passes.cse import CSE
@@ -120,3 +121,28 @@ def test_must_not_fold_approximate_ops():
 }"""
     out, res = _run(src, ConstantFold())
     assert out == src and not res.changed
+
+
+def test_a_pure_callback_that_raises_is_left_to_run_time():
+    # its Python function may sit in a branch that never runs and raise there (Equinox's
+    # error_if): the error belongs to the run that takes the branch, not to compiling
+    import purejit
+
+    calls = []
+
+    def boom(i):
+        calls.append(int(i))
+        raise RuntimeError("ran")
+
+    def f(x, pred):
+        def bad(v):
+            return purejit.pure_callback(boom, purejit.ShapeDtypeStruct((), np.int32), 0) + v
+
+        return purejit.lax.cond(pred, bad, lambda v: v, x)
+
+    fn = purejit.jit(f).trace(np.int32(1), False).jaxpr.fn
+    res = ConstantFold()(fn)
+    assert any(op.name == "pure_callback" for op in res.fn.walk())
+    assert int(purejit.jit(f)(np.int32(1), False)) == 1
+    with pytest.raises(Exception, match="ran"):
+        purejit.jit(f)(np.int32(1), True)
