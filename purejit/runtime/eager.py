@@ -144,6 +144,12 @@ class _Cache(collections.OrderedDict):
     def put(self, key, prim):
         with _compile_lock:
             self[key] = prim
+            self.trim()
+
+    def trim(self, _value=None):
+        """Evict the least recently used primitives beyond the bound (also called when the
+        bound is lowered: `config.update("eager_cache_size", n)`)."""
+        with _compile_lock:
             bound = max(1, int(config.read("eager_cache_size")))
             while len(self) > bound:
                 _, old = self.popitem(last=False)
@@ -339,4 +345,5 @@ def _region_text(fn) -> str:
 
 
 eval_trace = EvalTrace()
+config.watch("eager_cache_size", eval_trace.cache.trim)  # a lowered bound applies at once
 set_base_trace(eval_trace)

@@ -85,10 +85,20 @@ def program(key, fun, avals: tuple, name: str, device=None) -> Program | None:
         )
         fast = not callbacks and exe.device is not None
         prog = _programs[key] = Program(exe, tuple(traced.out_avals), fast, device)
+        _trim()
+        return prog
+
+
+def _trim(_value=None) -> None:
+    """Drop the least recently used programs beyond `config.eager_cache_size` (also when
+    the bound is lowered)."""
+    with _lock:
         bound = max(1, int(config.read("eager_cache_size")))
         while len(_programs) > bound:
             _programs.popitem(last=False)
-        return prog
+
+
+config.watch("eager_cache_size", _trim)
 
 
 class EagerFunction:
