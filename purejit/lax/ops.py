@@ -308,11 +308,17 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
 # ---- cumulative reductions: reduce_window over the whole axis ----------------------------------
 
 
-def _identity(kind: str, dt: np.dtype) -> np.ndarray:
-    if kind == "add":
+def reduction_identity(kind: str, dtype) -> np.ndarray:
+    """The identity of reduction `kind` ("add", "multiply", "minimum", "maximum", "and",
+    "or", "xor") in `dtype`: 0, 1, all bits set, or the highest/lowest value (-inf, or the
+    finite extreme of a float type without infinities)."""
+    dt = np.dtype(dtype)
+    if kind in ("add", "or", "xor"):
         return np.zeros((), dt)
     if kind == "multiply":
         return np.ones((), dt)
+    if kind == "and":
+        return np.array(True if dt == np.bool_ else -1).astype(dt)
     return irdt.highest(dt) if kind == "minimum" else irdt.lowest(dt)
 
 
@@ -337,7 +343,7 @@ def _cumulative(kind: str, name: str, operand, axis: int, reverse: bool):
     pad = tuple(
         ((0, n - 1) if reverse else (n - 1, 0)) if k == axis else (0, 0) for k in range(x.ndim)
     )
-    init = Array(host=_identity(kind, x.dtype))
+    init = Array(host=reduction_identity(kind, x.dtype))
     return bind1(
         "reduce_window",
         x,

@@ -17,7 +17,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit.lax._lift import lift as _lift
-from purejit.lax.ops import _monoid_region, broadcasted_iota, slice, sort, top_k
+from purejit.lax.ops import _monoid_region, broadcasted_iota, reduction_identity, slice, sort, top_k
 from purejit.runtime.array import Array
 from purejit.tracing import bind
 
@@ -40,22 +40,6 @@ def _axes(name: str, x, axes: Sequence[int]) -> tuple[int, ...]:
     return out
 
 
-def _identity(kind: str, dt: np.dtype) -> np.ndarray:
-    if kind == "add" or kind == "xor" or kind == "or":
-        return np.zeros((), dt)
-    if kind == "multiply":
-        return np.ones((), dt)
-    if kind == "and":
-        return np.array(True if dt == np.bool_ else -1).astype(dt)
-    big = kind == "minimum"
-    if dt == np.bool_:
-        return np.array(big)
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return np.array(info.max if big else info.min, dt)
-    return np.array(np.inf if big else -np.inf).astype(dt)
-
-
 def _monoid_reduce(kind: str, name: str, operand, axes):
     x = _lift(operand)
     dims = _axes(name, x, axes)
@@ -73,7 +57,7 @@ def _monoid_reduce(kind: str, name: str, operand, axes):
         raise TypeError(f"{name} does not accept complex dtype {dt.name}{_where()}")
     if not dims:
         return x
-    init = Array(host=_identity(kind, dt))
+    init = Array(host=reduction_identity(kind, dt))
     (out,) = bind("reduce", x, init, dimensions=dims, regions=[_monoid_region(kind, dt)])
     return out
 

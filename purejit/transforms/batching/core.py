@@ -27,6 +27,7 @@ import numpy as np
 
 from purejit import errors
 from purejit.ir import Builder, Function, TensorType
+from purejit.lax.ops import reduction_identity
 from purejit.tracing import ShapedArray, aval_of, bind, bind1
 from purejit.transforms._ir_eval import trace_closed
 from purejit.transforms.batching import notes
@@ -163,22 +164,8 @@ def monoid_region(kind: str, dtype) -> Function:
     return scalar_region(kind, [dtype, dtype], lambda b, x, y: b.op(kind, [x, y]))
 
 
-def identity(kind: str, dtype) -> np.ndarray:
-    """The identity of reduction `kind` in `dtype` (0, 1, -inf, +inf, ...)."""
-    dt = np.dtype(dtype)
-    if kind in ("add", "or", "xor"):
-        return np.zeros((), dt)
-    if kind == "multiply":
-        return np.ones((), dt)
-    if kind == "and":
-        return np.array(True if dt == np.bool_ else -1).astype(dt)
-    big = kind == "minimum"
-    if dt == np.bool_:
-        return np.array(big)
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return np.array(info.max if big else info.min, dt)
-    return np.array(np.inf if big else -np.inf).astype(dt)
+# the identity of reduction `kind` in `dtype` (0, 1, -inf, +inf, ...)
+identity = reduction_identity
 
 
 def reduce_batch(x, dim: int, kind: str):
