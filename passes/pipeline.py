@@ -30,6 +30,7 @@ from purejit.passes.cse import CSE
 from purejit.passes.dce import DCE
 from purejit.passes.expand_threefry import ExpandThreefry
 from purejit.passes.fusion import Fusion
+from purejit.passes.guard_aliased_update import GuardAliasedUpdate
 from purejit.passes.inline import Inline
 from purejit.passes.layout import LayoutAssignment
 from purejit.passes.merge_threefry import MergeThreefry
@@ -107,8 +108,8 @@ def default_passes(
     layout_options: dict | None = None, threefry_options: dict | None = None, **fusion_options
 ) -> list[Pass]:
     """The standard pipeline: inline calls; fold, simplify, CSE and DCE to a fixed point;
-    merge independent threefry hashes and expand them into their rounds; then layout,
-    fusion and the buffer plan.
+    merge independent threefry hashes and expand them into their rounds; then layout, the
+    guard against XLA's aliased in-place updates, fusion and the buffer plan.
 
     Args:
         layout_options: options of the layout pass (`explicit_copies` on GPU).
@@ -128,7 +129,10 @@ def default_passes(
     merge = MergeThreefry(barrier=threefry.pop("merge_barrier", False))
     expand = ExpandThreefry(**threefry)
     # calls first: every later pass sees the whole program (XLA would inline them anyway)
-    return [Inline(), cleanup, merge, expand, layout, Fusion(**fusion_options), BufferAssignment()]
+    # after layout (it may add the transposes XLA turns into bitcasts), before fusion
+    guard = GuardAliasedUpdate()
+    return [Inline(), cleanup, merge, expand, layout, guard, Fusion(**fusion_options),
+            BufferAssignment()]  # fmt: skip
 
 
 def pass_names(passes: Sequence[Pass]) -> list[str]:

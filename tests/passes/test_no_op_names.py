@@ -23,6 +23,8 @@ ALLOWED = {
     "_attention_match.py": "finds the dots, softmax and masks of attention written by hand",
     "inline.py": "the pass replaces call ops by their functions",
     "_attention_padding.py": "finds the position < sequence-length masks of attention",
+    "guard_aliased_update.py": "works around XLA's in-place dynamic_update_slice next to "
+    "reshapes, transposes and broadcasts that become bitcasts",
 }
 
 
