@@ -1,11 +1,12 @@
 """The compiled forward of purejit.nn.dot_product_attention next to JAX's cuDNN one, and their
-times alternating (50 calls each, three times): B8 T2048 N16 H64 bf16 causal.
+times alternating (50 calls each, three times): B8 N16 H64 bf16 causal, T = 2048 or `--t`.
 
-    python -m bench.tools.attention_forward_hlo
+    python -m bench.tools.attention_forward_hlo [--t 4096]
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import time
 
@@ -19,7 +20,9 @@ import purejit.numpy as pnp
 
 
 def main():
-    b, t, n, h = 8, 2048, 16, 64
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--t", type=int, default=2048, help="sequence length (T = S)")
+    b, t, n, h = 8, ap.parse_args().t, 16, 64
     r = np.random.default_rng(0)
     q, k, v = (r.normal(size=(b, t, n, h)).astype(ml_dtypes.bfloat16) for _ in range(3))
     pf = purejit.jit(lambda q, k, v: pnn.dot_product_attention(q, k, v, is_causal=True))
@@ -39,7 +42,7 @@ def main():
     keep = re.compile(r"custom-call|fusion|copy|transpose|ENTRY|ROOT|bitcast")
     for name, text in texts.items():
         print("=====", name)
-        print("\n".join(line for line in text.splitlines() if keep.search(line))[:3000])
+        print("\n".join(line for line in text.splitlines() if keep.search(line))[:6000])
     for _ in range(3):
         for name, f, a in (("purejit", pf, pa), ("jax", jf, ja)):
             f(*a).block_until_ready()
