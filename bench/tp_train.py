@@ -52,6 +52,9 @@ SIZES = {  # layers, batch, sequence, width, heads, MLP width
 LR = 1e-3
 B1, B2, EPS = 0.9, 0.999, 1e-8
 KINDS = ("single", "dp", "tp", "fsdp", "fsdp_jit")
+# rows besides purejit's default: JAX with cuDNN attention (the baseline where purejit fuses
+# attention), JAX as written, purejit with the attention rewrite off
+VARIANTS = ("jax_cudnn", "jax", "purejit_unfused")
 
 
 # ---- the model, written once for purejit and JAX ---------------------------------------------
@@ -103,10 +106,12 @@ def tp_specs(P, axis="tp"):
     }
 
 
-def transformer(xp, params, x, heads, reduce=lambda v: v):
+def transformer(xp, params, x, heads, reduce=lambda v: v, attention=None):
     """Causal pre-LN transformer on x (batch, seq, width). `heads` is the number of heads
     this device holds; `reduce` sums the partial results of the row-split projections over
-    the devices that hold the other heads and hidden units (the identity on one device)."""
+    the devices that hold the other heads and hidden units (the identity on one device);
+    `attention(q, k, v, scale)` on (batch, seq, heads, head dim) arrays replaces the
+    attention written by hand (JAX's cuDNN call)."""
     b, s, d = x.shape
     causal = xp.arange(s)[:, None] >= xp.arange(s)[None, :]
     for p in params:
@@ -114,6 +119,12 @@ def transformer(xp, params, x, heads, reduce=lambda v: v):
         hd = dl // heads
         h = layer_norm(xp, x, p["ln1_g"], p["ln1_b"])
         qkv = xp.reshape(h @ xp.reshape(p["qkv"], (d, 3 * dl)), (b, s, 3, heads, hd))
+        if attention is not None:
+            o = attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], 1.0 / math.sqrt(hd))
+            x = x + reduce(xp.reshape(o, (b, s, dl)) @ p["proj"])
+            h = layer_norm(xp, x, p["ln2_g"], p["ln2_b"])
+            x = x + reduce(gelu(xp, h @ p["up"]) @ p["down"])
+            continue
         q = xp.transpose(qkv[:, :, 0], (0, 2, 1, 3))
         k = xp.transpose(qkv[:, :, 1], (0, 2, 3, 1))
         v = xp.transpose(qkv[:, :, 2], (0, 2, 1, 3))
@@ -129,8 +140,8 @@ def transformer(xp, params, x, heads, reduce=lambda v: v):
     return x
 
 
-def loss_fn(xp, params, x, y, heads, reduce=lambda v: v):
-    out = transformer(xp, params, x, heads, reduce)
+def loss_fn(xp, params, x, y, heads, reduce=lambda v: v, attention=None):
+    out = transformer(xp, params, x, heads, reduce, attention)
     err = (out - y).astype(np.float32)
     return xp.mean(err * err)
 
@@ -158,7 +169,7 @@ def state_specs(P, kind, layers):
     return (w, w, w, P()), batch, batch
 
 
-def make_steps(lib, meshes, heads, layers):
+def make_steps(lib, meshes, heads, layers, attention=None, jit_options=None):
     """The steps of `KINDS` for `lib` (the purejit or the jax module), each
     `step(state, x, y) -> (new state, loss)`; all but `fsdp_jit` not yet jitted.
 
@@ -168,6 +179,8 @@ def make_steps(lib, meshes, heads, layers):
             step whose mesh is missing is left out.
         heads: attention heads of the whole model.
         layers: number of layers (for the parameters' specs).
+        attention: what replaces the attention written by hand (see `transformer`).
+        jit_options: more keywords of `lib.jit` for `fsdp_jit` (purejit's compiler_options).
     """
     xp, lax = lib.numpy, lib.lax
     P = lib.sharding.PartitionSpec
@@ -193,11 +206,13 @@ def make_steps(lib, meshes, heads, layers):
         return tree_map(update, params, m, v), m, v, t
 
     def single(state, x, y):
-        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads))(state[0])
+        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads, attention=attention))(state[0])
         return adam(state, g), loss
 
     def dp_body(state, x, y):
-        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads))(pvary(state[0], "dp"))
+        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads, attention=attention))(
+            pvary(state[0], "dp")
+        )
         return adam(state, lax.pmean(g, "dp")), lax.pmean(loss, "dp")
 
     n_tp = meshes["tp"].shape["tp"] if "tp" in meshes else 1
@@ -208,7 +223,7 @@ def make_steps(lib, meshes, heads, layers):
         def reduce(v):
             return lax.psum(v, "tp")
 
-        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads // n_tp, reduce))(state[0])
+        loss, g = vag(lambda p: loss_fn(xp, p, x, y, heads // n_tp, reduce, attention))(state[0])
         return adam(state, g), loss
 
     n_fsdp = meshes["fsdp"].shape["fsdp"] if "fsdp" in meshes else 1
@@ -216,7 +231,7 @@ def make_steps(lib, meshes, heads, layers):
     def fsdp_body(state, x, y):
         def local_loss(shards):  # this device's batch, over 1/n of the global mean
             full = tree_map(lambda w: lax.all_gather(w, "fsdp", axis=0, tiled=True), shards)
-            return loss_fn(xp, full, x, y, heads) / n_fsdp
+            return loss_fn(xp, full, x, y, heads, attention=attention) / n_fsdp
 
         loss, g = vag(local_loss)(state[0])  # g: reduce-scattered, summed over devices
         return adam(state, g), lax.psum(loss, "fsdp")
@@ -232,7 +247,11 @@ def make_steps(lib, meshes, heads, layers):
         st, xs, ys = state_specs(P, "fsdp_jit", layers)
         sh = shardings(lib, meshes["fsdp"], (st, xs, ys, P()))
         steps["fsdp_jit"] = lib.jit(
-            single, in_shardings=sh[:3], out_shardings=(sh[0], sh[3]), donate_argnums=0
+            single,
+            in_shardings=sh[:3],
+            out_shardings=(sh[0], sh[3]),
+            donate_argnums=0,
+            **(jit_options or {}),
         )
     return steps
 
@@ -263,6 +282,12 @@ def _parse(argv):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--steps", default=",".join(KINDS), help="which steps to run")
     p.add_argument("--check-steps", type=int, default=10, help="Adam steps before comparing")
+    p.add_argument(
+        "--variants",
+        default=None,
+        help="rows besides purejit's default, of " + ", ".join(VARIANTS) + " (default on GPU: "
+        "all; on CPU: jax); the first JAX row given is the baseline of 'vs JAX'",
+    )
     return p.parse_args(argv)
 
 
@@ -340,11 +365,26 @@ def main(argv=None):
     x = rng.standard_normal((B, S, D)).astype(np.float32).astype(dtype)
     y = rng.standard_normal((B, S, D)).astype(np.float32).astype(dtype)
 
+    variants = args.variants.split(",") if args.variants else list(VARIANTS if on_gpu else ["jax"])
+    unknown = set(variants) - set(VARIANTS)
+    if unknown or not any(v.startswith("jax") for v in variants):
+        sys.exit(f"--variants takes {', '.join(VARIANTS)}, at least one JAX row; got {variants}")
+    baseline = next(v for v in variants if v.startswith("jax"))
+
+    def cudnn(q, k, v, scale):
+        return jax.nn.dot_product_attention(
+            q, k, v, scale=scale, is_causal=True, implementation="cudnn"
+        )
+
     libs = {}
-    for lib in (purejit, jax):
+    for name in ["purejit", *variants]:
+        lib = purejit if name.startswith("purejit") else jax
         ndevs = np.array(lib.devices()[:n])
         meshes = {a: lib.sharding.Mesh(ndevs, (a,)) for a in ("dp", "tp", "fsdp")}
-        libs[lib.__name__] = (lib, meshes, make_steps(lib, meshes, H, L))
+        jit_options = {"compiler_options": {"fused_attention": False}} if "unfused" in name else {}
+        attention = cudnn if name == "jax_cudnn" else None
+        steps = make_steps(lib, meshes, H, L, attention, jit_options)
+        libs[name] = (lib, meshes, steps, jit_options)
 
     def placed(lib, meshes, kind):
         specs = state_specs(lib.sharding.PartitionSpec, kind, L)
@@ -356,9 +396,12 @@ def main(argv=None):
         return [lib.tree_util.tree_map(lib.device_put, a, s) for a, s in zip((state, x, y), sh)]
 
     results, runners, first = {}, {}, {}
-    for name, (lib, meshes, steps) in libs.items():
+    for name, (lib, meshes, steps, jit_options) in libs.items():
         for kind in kinds:
-            f = steps[kind] if kind == "fsdp_jit" else lib.jit(steps[kind], donate_argnums=0)
+            if kind == "fsdp_jit":
+                f = steps[kind]
+            else:
+                f = lib.jit(steps[kind], donate_argnums=0, **jit_options)
             a = placed(lib, meshes, kind)
             mem = f.lower(*a).compile().memory_analysis()
             st = a[0]
@@ -372,7 +415,7 @@ def main(argv=None):
             runners[f"{name}_{kind}"] = _Runner(f, *placed(lib, meshes, kind))
         if set(kinds) & {"dp", "fsdp", "fsdp_jit"}:
             # weak scaling's T1: one device with one device's share of the batch
-            f = lib.jit(steps["single"], donate_argnums=0)
+            f = lib.jit(steps["single"], donate_argnums=0, **jit_options)
             st, xs, ys = placed(lib, meshes, "single")
             runners[f"{name}_single_local"] = _Runner(f, st, xs[: B // n], ys[: B // n])
             results[f"{name}_single_local"] = {}
@@ -386,20 +429,24 @@ def main(argv=None):
                 r["weak_scaling"] = results[f"{name}_single_local"]["step_s"] / r["step_s"]
                 weak.append(f"{kind} {name} {r['weak_scaling']:.2f}")
     for kind in kinds:
-        ours, theirs = first[("purejit", kind)], first[("jax", kind)]
-        r = results[f"purejit_{kind}"]
-        r["vs_jax"] = r["step_s"] / results[f"jax_{kind}"]["step_s"]
-        r["max_param_diff_vs_jax"] = _max_diff(ours[0], theirs[0], lambda t: t)
-        r["loss"], results[f"jax_{kind}"]["loss"] = ours[1], theirs[1]
-        if "single" in kinds and kind != "single":
-            r["max_param_diff_vs_single"] = _max_diff(
-                ours[0], first[("purejit", "single")][0], lambda t: t
-            )
+        theirs = first[(baseline, kind)]
+        for name in libs:
+            ours, r = first[(name, kind)], results[f"{name}_{kind}"]
+            r["loss"] = ours[1]
+            r["vs_jax"] = r["step_s"] / results[f"{baseline}_{kind}"]["step_s"]
+            r["max_param_diff_vs_jax"] = _max_diff(ours[0], theirs[0], lambda t: t)
+            if "single" in kinds and kind != "single":
+                r["max_param_diff_vs_single"] = _max_diff(
+                    ours[0], first[(name, "single")][0], lambda t: t
+                )
 
     head = (
         f"tp_train on {n} x {devs[0].device_kind} ({platform}): {L} layers, batch {B}, "
         f"sequence {S}, width {D}, {H} heads, MLP {F}, {dtype.name}; {iters} steps x "
-        f"{args.repeats} rounds, medians; Adam, parameters compared after {args.check_steps} steps"
+        f"{args.repeats} rounds, medians; Adam, parameters compared after {args.check_steps} "
+        f"steps; 'vs JAX' and the parameter difference are against {baseline} (jax_cudnn: "
+        "jax.nn.dot_product_attention(implementation='cudnn'); purejit_unfused: "
+        "compiler_options={'fused_attention': False})"
     )
     lines = [
         head,
@@ -409,7 +456,7 @@ def main(argv=None):
         "|---|---|---|---|---|---|---|---|",
     ]
     for kind in kinds:
-        for name in ("purejit", "jax"):
+        for name in libs:
             r = results[f"{name}_{kind}"]
             lines.append(
                 f"| {kind} | {name} | {r['step_s'] * 1e3:.2f} | "
@@ -432,6 +479,7 @@ def main(argv=None):
         "sizes": {"layers": L, "batch": B, "seq": S, "width": D, "heads": H, "mlp": F},
         "dtype": dtype.name,
         "check_steps": args.check_steps,
+        "baseline": baseline,
         "results": results,
     }
     if args.out:
