@@ -14,7 +14,9 @@ operands q, k, v, stats, d_out, [bias], out, [lens]; results dq, dk, dv (same la
 [dbias], workspace.
 
 `plan` decides per call: the platform is CUDA, `fused_attention` is on (compiler option or
-`purejit.config`; partitioned programs turn it off, having no sharding rule for the call),
+`purejit.config`; partitioned programs turn it off, having no sharding rule for the call,
+except inside a shard_map body, where every mesh axis is manual and the call runs on each
+device's shard as it does in one device's program),
 JAX's flash-attention checks pass (`unsupported_reason`), no row can lose every key by its
 static shape (the XLA path gives such rows uniform weights, cuDNN zeros), XLA has not refused
 this kind of call before (`refusals`), and for the backward, XLA is not in deterministic mode
@@ -310,6 +312,10 @@ class Emission:
     refusal key -> (op name, operand types, attributes), for `recover`."""
 
     enabled: bool | None = None  # None: purejit.config.fused_attention
+    # inside shard_map bodies (every mesh axis manual), when it differs from `enabled`:
+    # a partitioned program has no sharding rule for the call outside them, none is needed
+    # within (None: as `enabled`)
+    manual: bool | None = None
     platform: str | None = None  # fault injection: emit for this platform instead
     target: Target | None = None  # fault injection: this cuDNN target instead
     calls: dict = field(default_factory=dict)
@@ -319,12 +325,18 @@ _local = threading.local()
 
 
 @contextlib.contextmanager
-def emission(*, enabled: bool | None = None, platform: str | None = None, target=None):
+def emission(
+    *,
+    enabled: bool | None = None,
+    manual: bool | None = None,
+    platform: str | None = None,
+    target=None,
+):
     """Emit modules in this thread with these settings; yields the `Emission` record.
 
     `platform="cuda"` with a `target` is the fault-injection switch: cuDNN calls are emitted
     whatever the device, so on a CPU XLA refuses them and `recover` runs for real."""
-    rec = Emission(enabled, platform, target)
+    rec = Emission(enabled, manual, platform, target)
     prev = getattr(_local, "current", None)
     _local.current = rec
     try:
@@ -346,11 +358,13 @@ class Plan:
 
 def enabled(ctx) -> bool:
     """Whether fused attention may be emitted: the context's `fused_attention` or the
-    emission's (the compiler option) when set, else `purejit.config.fused_attention`."""
+    emission's (the compiler option; inside a shard_map body its `manual` setting) when set,
+    else `purejit.config.fused_attention`."""
     flag = getattr(ctx, "fused_attention", None)
     em = current()
     if flag is None and em is not None:
-        flag = em.enabled
+        inside = getattr(ctx, "manual_depth", 0) > 0
+        flag = em.manual if inside and em.manual is not None else em.enabled
     return bool(config.read("fused_attention") if flag is None else flag)
 
 

@@ -198,8 +198,8 @@ class Lowered:
             probe = lambda text, ins, outs: pjrt.compile(text, ins, outs, device=device)  # noqa: E731
             if not cudnn_fmha.recover(calls, e, stablehlo.emit, probe):
                 raise
-            with cudnn_fmha.emission(enabled=calls.enabled, platform=calls.platform,
-                                     target=calls.target):  # fmt: skip
+            with cudnn_fmha.emission(enabled=calls.enabled, manual=calls.manual,
+                                     platform=calls.platform, target=calls.target):  # fmt: skip
                 self.module = self.reemit()
             return compile_module()
 
@@ -342,8 +342,14 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     xla_off = ()
     # fused attention follows the compiler option (purejit.config's when not given); a
     # partitioned program keeps attention decomposed (no sharding rule for cuDNN's call)
-    fused = getattr(jc.options, "fused_attention", None) if layout is None else False
-    with cudnn_fmha.emission(enabled=fused, **_attention_injection()) as attention_calls:
+    # except inside shard_map bodies, which run per device
+    fused = getattr(jc.options, "fused_attention", None)
+    manual = None
+    if layout is not None:
+        manual = bool(config.read("fused_attention") if fused is None else fused)
+        fused = False
+    injection = _attention_injection()
+    with cudnn_fmha.emission(enabled=fused, manual=manual, **injection) as attention_calls:
         if layout is not None:
             module = layout.emit(fn, arg_attrs=arg_attrs)
         else:  # the compiler options decide how fusion groups reach XLA

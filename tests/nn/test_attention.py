@@ -298,3 +298,35 @@ def test_deterministic_mode_and_partitioned_programs_keep_the_backward_decompose
     assert cudnn_fmha.plan(Ctx(), op, "cuda", backward=False) is not None
     with cudnn_fmha.emission(enabled=False):  # what a partitioned program's lowering sets
         assert cudnn_fmha.plan(Ctx(), op, "cuda", backward=False) is None
+
+
+def test_shard_map_bodies_emit_the_fused_call_partitioned_jit_does_not(monkeypatch):
+    # a shard_map body runs per device over manual mesh axes, so cuDNN's call needs no
+    # sharding rule there (as JAX's cuDNN attention under shard_map); jit with shardings
+    # has none to give XLA's partitioner, so its attention stays decomposed
+    monkeypatch.setenv("PUREJIT_ATTENTION_INJECT_CUDA", "1")
+    from purejit.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    q, k, v = _qkv(t=16, s=16, h=32, dtype=dtypes.bfloat16)
+    mesh = Mesh(np.array(purejit.devices()[:1]), ("dp",))
+
+    def f(q, k, v):
+        return pnn.dot_product_attention(q, k, v, is_causal=True)
+
+    def loss(q, k, v):
+        return f(q, k, v).astype(np.float32).sum()
+
+    spec = (P("dp"),) * 3
+    body = purejit.shard_map(f, mesh=mesh, in_specs=spec, out_specs=P("dp"))
+    text = purejit.jit(body).lower(q, k, v).as_text()
+    manual = text[text.index("sdy.manual_computation") :]
+    assert "__cudnn$fmhaSoftmax" in manual
+    grad_body = purejit.shard_map(
+        purejit.grad(loss, argnums=(0, 1, 2)), mesh=mesh, in_specs=spec, out_specs=spec
+    )
+    assert "__cudnn$fmhaSoftmaxBackward" in purejit.jit(grad_body).lower(q, k, v).as_text()
+    off = purejit.jit(body, compiler_options={"fused_attention": False})
+    assert "__cudnn" not in off.lower(q, k, v).as_text()
+    sh = NamedSharding(mesh, P("dp"))
+    partitioned = purejit.jit(f, in_shardings=(sh,) * 3, out_shardings=sh)
+    assert "__cudnn" not in partitioned.lower(q, k, v).as_text()

@@ -120,7 +120,13 @@ def _manual_computation(ctx, op, args):
     # printed in Shardy's custom form: the body's block arguments follow the shardings
     a = op.attrs
     declare_mesh(ctx, a["axis_names"], a["mesh_shape"])
-    params, inner = ctx.body(op.regions[0], terminator="sdy.return")
+    # the body runs per device over manual axes: cuDNN's attention call may be emitted there
+    # even in a partitioned program (`cudnn_fmha.enabled`)
+    ctx.manual_depth = getattr(ctx, "manual_depth", 0) + 1
+    try:
+        params, inner = ctx.body(op.regions[0], terminator="sdy.return")
+    finally:
+        ctx.manual_depth -= 1
     n = len(op.results)
     res = ctx.fresh()
     head = f"{res}:{n} = " if n > 1 else (f"{res} = " if n == 1 else "")
