@@ -53,7 +53,7 @@ class Graph:
     def splat(self, v: Value) -> float | None:
         """The scalar every element of `v` equals when it is a compile-time constant."""
         op = self.defs.get(v)
-        while op is not None and op.has_trait("shape_only") and len(op.operands) == 1:
+        while op is not None and _passes_values(op):
             op = self.defs.get(op.operands[0])
         c = constant_value(op)
         if c is None:
@@ -81,6 +81,15 @@ class Graph:
         return False
 
 
+def _passes_values(op: Op) -> bool:
+    """Whether `op` hands on its one operand's elements unchanged, as far as a splat
+    constant goes: a data movement, or `pvary` (shard_map's typing mark for a value every
+    device holds alike, which constants meeting per-device values get)."""
+    if len(op.operands) != 1:
+        return False
+    return op.has_trait("shape_only") or op.name == "pvary"
+
+
 # elements of a constant mask evaluated on the host: a causal mask for T = S = 8192 (64 MiB of
 # bools, tens of milliseconds); at 1 << 22 a tril(ones((4096, 4096))) mask went unfused
 HOST_MASK_LIMIT = 1 << 26
@@ -90,9 +99,9 @@ def host_value(g: Graph, v: Value, labels: list):
     """`(array, labels)` of a constant value, evaluated on the host from its smallest
     broadcast source; (None, None) when it is too large."""
     op = g.defs.get(v)
-    while op is not None and op.name == "broadcast_in_dim":
-        dims = op.attrs["broadcast_dimensions"]
-        labels = [labels[d] for d in dims]
+    while op is not None and op.name in ("broadcast_in_dim", "pvary"):
+        if op.name == "broadcast_in_dim":
+            labels = [labels[d] for d in op.attrs["broadcast_dimensions"]]
         v = op.operands[0]
         op = g.defs.get(v)
     if v.type.size > HOST_MASK_LIMIT:
@@ -134,7 +143,10 @@ def _reducer(g: Graph, op: Op, binary: str, init: float) -> int | None:
     inner = body.ops[0]
     if set(inner.operands) != set(body.params) or body.results != inner.results:
         return None
-    c = constant_value(g.defs.get(op.operands[1]))
+    init_op = g.defs.get(op.operands[1])
+    while init_op is not None and init_op.name == "pvary":  # an init under shard_map
+        init_op = g.defs.get(init_op.operands[0])
+    c = constant_value(init_op)
     if c is None or c.shape != () or not (float(c) == init):
         return None
     return int(op.attrs["dimensions"][0])

@@ -330,3 +330,29 @@ def test_shard_map_bodies_emit_the_fused_call_partitioned_jit_does_not(monkeypat
     sh = NamedSharding(mesh, P("dp"))
     partitioned = purejit.jit(f, in_shardings=(sh,) * 3, out_shardings=sh)
     assert "__cudnn" not in partitioned.lower(q, k, v).as_text()
+
+
+def test_attention_written_by_hand_fuses_in_a_shard_map_training_step(monkeypatch):
+    # under shard_map, constants that meet per-device values are typed by `pvary` (the mask,
+    # the fill, the reductions' inits): the rewrite looks through it, as through a
+    # broadcast, so bench.tp_train's data-parallel step gets the fused forward and backward
+    from bench import tp_train
+
+    from purejit import fused_attention
+
+    monkeypatch.setenv("PUREJIT_ATTENTION_INJECT_CUDA", "1")
+    hopper = {"max_head_dim": 256, "distinct_v_head_dim": True, "window": True}
+    monkeypatch.setattr(fused_attention, "target_options", lambda: hopper)
+    rng = np.random.default_rng(0)
+    bf = dtypes.bfloat16
+    state = tp_train.init_state(tp_train.init_params(1, 64, 128, rng, bf))
+    x = rng.standard_normal((2, 32, 64)).astype(bf)
+    devs = np.array(purejit.devices()[:1])
+    meshes = {a: purejit.sharding.Mesh(devs, (a,)) for a in ("dp", "tp", "fsdp")}
+    steps = tp_train.make_steps(purejit, meshes, 4, 1)
+    for kind in ("dp", "fsdp"):
+        lowered = purejit.jit(steps[kind]).lower(state, x, x)
+        assert any(op.name == "pvary" for op in lowered.traced.walk()), kind
+        text = lowered.as_text()
+        manual = text[text.index("sdy.manual_computation") :]
+        assert "__cudnn$fmhaSoftmax" in manual and "__cudnn$fmhaSoftmaxBackward" in manual, kind
