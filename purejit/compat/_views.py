@@ -54,6 +54,7 @@ _RENAMED = {
     "jax.experimental": "purejit.compat._experimental",
     "jax.experimental.checkify": "purejit.checkify",
     "jax.experimental.shard_map": "purejit.shard_map",
+    "jax.experimental.layout": "purejit.compat._layout",
     "jax.lax.linalg": "purejit.lax.linalg",
 }
 _PRIVATE_ROOTS = ("jax._src", "jax.interpreters", "jax.extend", "jax.lib", "jax.core")

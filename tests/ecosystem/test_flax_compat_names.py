@@ -1,0 +1,76 @@
+"""The JAX names Flax reads at import, as drop-in mode gives them: `jax.experimental.layout`'s
+`Layout`/`Format` values, `jax._src.dtypes`' `ExtendedDType`/`DType`, and `jnp.einsum`'s
+`_dot_general` (Flax's attention contracts with its own dot_general)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import purejit
+import purejit.compat
+import purejit.numpy as pnp
+from purejit import dtypes
+from purejit.compat._layout import Format, Layout
+
+
+def test_layout_and_format_are_values():
+    import purejit.sharding as sh
+
+    s = sh.SingleDeviceSharding(purejit.devices()[0])
+    with purejit.compat.dropin():
+        from jax.experimental.layout import Format as F
+        from jax.experimental.layout import Layout as L
+    assert (F, L) == (Format, Layout)
+    lay = Layout((1, 0))
+    assert lay == Layout([1, 0]) and hash(lay) == hash(Layout((1, 0)))
+    assert lay.update(major_to_minor=(0, 1)) == Layout((0, 1)) != lay
+    f = Format(lay, s)
+    assert (f.layout, f.sharding) == (lay, s) and f == Format(Layout((1, 0)), s)
+    assert Format().layout is None and repr(Format(Layout.AUTO)).startswith("Format(layout=AUTO")
+    with pytest.raises(ValueError, match="concrete sharding"):
+        Format(lay)
+    with pytest.raises(TypeError, match="layout must be"):
+        Format("row-major", s)
+    with pytest.raises(TypeError, match="sharding must be"):
+        Format(None, "cpu")
+    with pytest.raises(ValueError, match="rank 2"):
+        lay.check_compatible_aval((3,))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Meta(dtypes.ExtendedDType):
+    # as Flax's fp8 meta dtype: a physical float dtype and a scalar type under `extended`
+    float_dtype: dtypes.DType
+    type: type = dtypes.extended
+    name = "meta32"
+
+
+def test_extended_dtype_base():
+    meta = _Meta(np.dtype(np.float32))
+    assert isinstance(meta, dtypes.ExtendedDType) and dtypes.DType is np.dtype
+    # a typed key's dtype is extended, as in JAX
+    assert isinstance(purejit.random.key(0).dtype, dtypes.ExtendedDType)
+    assert not isinstance(np.dtype(np.float32), dtypes.ExtendedDType)
+    with pytest.raises(TypeError):
+        dtypes.ExtendedDType()  # abstract: `type` is not given
+    # purejit has no arrays of user-defined extended dtypes: making one says so
+    with pytest.raises(NotImplementedError, match="_Meta.*user-defined extended dtypes"):
+        purejit.lax.convert_element_type(pnp.ones(3), meta)
+
+
+def test_einsum_contracts_with_the_given_dot_general():
+    calls = []
+
+    def dot(lhs, rhs, dims, precision=None, preferred_element_type=None):
+        calls.append((lhs.shape, rhs.shape, dims, precision))
+        return purejit.lax.dot_general(lhs, rhs, dims, precision, preferred_element_type)
+
+    q = pnp.arange(24.0).reshape(2, 3, 4)
+    k = pnp.arange(24.0).reshape(2, 3, 4) / 7
+    got = pnp.einsum("bqd,bkd->bqk", q, k, _dot_general=dot, precision="highest")
+    want = np.einsum("bqd,bkd->bqk", np.asarray(q), np.asarray(k))
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    assert calls == [((2, 3, 4), (2, 3, 4), (((2,), (2,)), ((0,), (0,))), "highest")]
