@@ -44,6 +44,10 @@ _INTERNAL = {
     "jax.extend.linear_util": "purejit.extend.linear_util",
     "jax.interpreters.partial_eval": "purejit.extend.partial_eval",
     "jax.api_util": "purejit.extend.api_util",
+    "jax._src.checkify": "purejit.checkify",
+    # array refs: purejit has none, so nothing is one (purejit.compat._state)
+    "jax._src.state": "purejit.compat._state",
+    "jax._src.state.types": "purejit.compat._state",
     # register_exclusion: library frames that error locations skip
     "jax.extend.source_info_util": "purejit.traceback_util",
 }
@@ -55,6 +59,7 @@ _RENAMED = {
     "jax.experimental.checkify": "purejit.checkify",
     "jax.experimental.shard_map": "purejit.shard_map",
     "jax.experimental.layout": "purejit.compat._layout",
+    "jax.experimental.hijax": "purejit.compat._hijax",
     "jax.lax.linalg": "purejit.lax.linalg",
 }
 _PRIVATE_ROOTS = ("jax._src", "jax.interpreters", "jax.extend", "jax.lib", "jax.core")

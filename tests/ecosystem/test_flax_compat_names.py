@@ -74,3 +74,80 @@ def test_einsum_contracts_with_the_given_dot_general():
     want = np.einsum("bqd,bkd->bqk", np.asarray(q), np.asarray(k))
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
     assert calls == [((2, 3, 4), (2, 3, 4), (((2,), (2,)), ((0,), (0,))), "highest")]
+
+
+def test_no_value_is_a_ref():
+    from purejit.compat import _state
+
+    with purejit.compat.dropin():
+        from jax._src.state.types import AbstractRef
+        from jax.experimental import MutableArray
+
+    assert (AbstractRef, MutableArray) == (_state.AbstractRef, _state.Ref)
+    x = pnp.ones(3)
+    assert not isinstance(x, AbstractRef | MutableArray)
+    with pytest.raises(NotImplementedError, match="no mutable array refs"):
+        MutableArray(x)
+
+
+def test_hijax_declarations_load_and_binding_says_what_is_missing():
+    from purejit.compat import _avals, _hijax
+
+    with purejit.compat.dropin():
+        from jax.experimental import hijax as hjx
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    class AbstractBox(hjx.MutableHiType):
+        get = hjx.aval_method(lambda self: self.v)
+
+    class Effect:
+        pass
+
+    class Get(hjx.HiPrimitive):
+        def abstract_eval(self, box):
+            return box
+
+    # what a library does at import works: subclassing, marking, registering
+    hjx.register_hitype(Box, lambda b: AbstractBox())
+    hjx.control_flow_allowed_effects.add_type(Effect)
+    assert hjx.control_flow_allowed_effects.contains(Effect())
+    assert isinstance(_avals.typeof(Box(1.0)), AbstractBox)
+    assert AbstractBox.get.fun(Box(2.0)) == 2.0 and AbstractBox.has_qdd
+    get_p = Get("get_box")
+    assert repr(get_p) == "get_box"
+    # purejit's IR carries arrays only: binding one names it
+    with pytest.raises(NotImplementedError, match="hijax primitive 'get_box'.*no hijax"):
+        get_p.bind(Box(1.0))
+    _hijax._hitypes.pop(Box)
+
+
+def test_typeof_a_typed_key_and_issubdtype():
+    from purejit.compat import _avals
+
+    keys = purejit.random.split(purejit.random.key(0), 3)
+    aval = _avals.typeof(keys)
+    assert aval.shape == (3,) and aval.dtype == keys.dtype and str(aval) == "key<fry>[3]"
+    assert aval.to_tangent_aval().dtype == dtypes.float0
+    assert pnp.issubdtype(keys.dtype, dtypes.prng_key)
+    assert not pnp.issubdtype(pnp.ones(2).dtype, dtypes.prng_key)
+
+
+def test_out_sharding_none_is_accepted_else_named():
+    key = purejit.random.key(0)
+    with purejit.compat.dropin():
+        import jax
+
+        got = jax.random.bernoulli(key, 0.5, (4,), out_sharding=None)
+        np.testing.assert_array_equal(
+            np.asarray(got), np.asarray(purejit.random.bernoulli(key, 0.5, (4,)))
+        )
+        with pytest.raises(NotImplementedError, match="random.normal: out_sharding="):
+            jax.random.normal(key, (2,), out_sharding="x")
+    x = pnp.ones((2, 2))
+    dims = (((1,), (0,)), ((), ()))
+    assert purejit.lax.dot_general(x, x, dims, out_sharding=None).shape == (2, 2)
+    with pytest.raises(NotImplementedError, match="dot_general: out_sharding="):
+        purejit.lax.dot_general(x, x, dims, out_sharding="x")

@@ -10,8 +10,8 @@ import pathlib
 
 import numpy as np
 import pytest
-
 from _dropin_compare import run_both, scaled_ulp
+
 
 PROGRAM = pathlib.Path(__file__).resolve().parent / "_flax_linen_program.py"
 

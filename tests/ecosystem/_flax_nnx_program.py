@@ -1,0 +1,122 @@
+"""A small Flax nnx program (tests/ecosystem/test_flax_nnx_dropin.py): an MLP with
+Dropout and BatchNorm trained with nnx.Optimizer under nnx.jit, a Linear model trained
+through nnx.split/merge under jax.jit, nnx.MultiHeadAttention, and the error nnx raises when
+a jitted function mutates a Variable of an outer trace. `python _flax_nnx_program.py
+OUT.npz` runs it on JAX, `python -m purejit run _flax_nnx_program.py OUT.npz` on purejit."""
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+
+class MLP(nnx.Module):
+    def __init__(self, din, dhidden, dout, *, rngs: nnx.Rngs):
+        # no bias before BatchNorm: its gradient is zero in exact arithmetic, and adam
+        # would turn the rounding noise there into steps of the learning rate's size
+        self.linear1 = nnx.Linear(din, dhidden, use_bias=False, rngs=rngs)
+        self.bn = nnx.BatchNorm(dhidden, rngs=rngs)
+        self.dropout = nnx.Dropout(0.2, rngs=rngs)
+        self.linear2 = nnx.Linear(dhidden, dout, rngs=rngs)
+
+    def __call__(self, x):
+        x = nnx.relu(self.dropout(self.bn(self.linear1(x))))
+        return self.linear2(x)
+
+
+def save_state(res, prefix, module):
+    state = nnx.state(module)
+    for path, leaf in jax.tree_util.tree_leaves_with_path(state):
+        if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        res[prefix + jax.tree_util.keystr(path)] = np.asarray(leaf)
+
+
+def train_mlp(res):
+    model = MLP(4, 16, 3, rngs=nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(1e-2), wrt=nnx.Param)
+    key = jax.random.PRNGKey(1)
+    x = jax.random.normal(key, (32, 4))
+    labels = (x[:, 0] > 0).astype(jnp.int32) + (x[:, 1] > 0).astype(jnp.int32)
+
+    @nnx.jit
+    def train_step(model, optimizer, x, labels):
+        def loss_fn(model):
+            logits = model(x)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+
+        loss, grads = nnx.value_and_grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        return loss
+
+    losses = []
+    model.train()
+    for _ in range(6):
+        losses.append(np.asarray(train_step(model, optimizer, x, labels)))
+    res["mlp_losses"] = np.stack(losses)
+    model.eval()
+    res["mlp_eval"] = np.asarray(nnx.jit(lambda m, x: m(x))(model, x))
+    save_state(res, "mlp", model)
+
+
+def train_linear_split_merge(res):
+    model = nnx.Linear(3, 2, rngs=nnx.Rngs(params=7))
+    x = jnp.linspace(-1.0, 1.0, 24).reshape(8, 3)
+    y = jnp.stack([x.sum(1), x[:, 0] - x[:, 2]], axis=1)
+    graphdef, params = nnx.split(model)
+
+    @jax.jit
+    def step(params):
+        def loss_fn(p):
+            m = nnx.merge(graphdef, p)
+            return jnp.mean((m(x) - y) ** 2)
+
+        loss, g = jax.value_and_grad(loss_fn)(params)
+        return jax.tree.map(lambda p, d: p - 0.1 * d, params, g), loss
+
+    losses = []
+    for _ in range(5):
+        params, loss = step(params)
+        losses.append(np.asarray(loss))
+    res["linear_losses"] = np.stack(losses)
+    save_state(res, "linear", nnx.merge(graphdef, params))
+
+
+def attention(res):
+    mha = nnx.MultiHeadAttention(
+        num_heads=2, in_features=8, qkv_features=8, decode=False, rngs=nnx.Rngs(3)
+    )
+    x = jax.random.normal(jax.random.PRNGKey(4), (2, 5, 8))
+    res["mha_eager"] = np.asarray(mha(x))
+    res["mha_jit"] = np.asarray(nnx.jit(lambda m, x: m(x))(mha, x))
+
+
+def leak_check(res):
+    count = nnx.Variable(jnp.zeros(()))
+
+    @jax.jit
+    def bump(x):
+        count[...] = count[...] + x  # an outer Variable mutated inside jit
+        return x
+
+    try:
+        bump(jnp.ones(()))
+        res["leak_error"] = np.array("")
+    except Exception as e:  # nnx raises flax.errors.TraceContextError, as JAX's tracer checks
+        res["leak_error"] = np.array(type(e).__name__)
+
+
+def main(out):
+    res = {}
+    train_mlp(res)
+    train_linear_split_merge(res)
+    attention(res)
+    leak_check(res)
+    np.savez(out, **res)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
