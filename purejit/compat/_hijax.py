@@ -14,6 +14,7 @@ control flow). Flax's nnx uses hijax only for variables made with `hijax=True`
 
 from __future__ import annotations
 
+from purejit.compat._avals import AbstractValue, register_hitype
 from purejit.compat._state import AbstractRef
 from purejit.extend.ad import Zero, instantiate_zeros, is_undefined_primal
 from purejit.tracing import ShapedArray
@@ -25,10 +26,6 @@ def _no_hijax(what: str) -> NotImplementedError:
         "arrays); its IR carries arrays only. Flax: leave nnx's hijax variables off "
         "(flax_hijax_variable=False, the default); otherwise run this under JAX"
     )
-
-
-class AbstractValue:
-    """The base of abstract values a hijax type subclasses."""
 
 
 class HiType(AbstractValue):
@@ -106,24 +103,6 @@ class HiPrimitive:
 
 class VJPHiPrimitive(HiPrimitive):
     """A hijax primitive with a VJP rule (JAX's `VJPHiPrimitive`)."""
-
-
-_hitypes: dict[type, object] = {}
-
-
-def register_hitype(val_cls: type, typeof_fn) -> None:
-    """Record `typeof_fn(value)` as the abstract value of `val_cls`'s instances
-    (`jax.typeof` reads it); purejit's transformations still take arrays only."""
-    _hitypes[val_cls] = typeof_fn
-
-
-def hitype_of(x):
-    """The registered hijax abstract value of `x`, or None for any other value."""
-    for cls in type(x).__mro__:
-        fn = _hitypes.get(cls)
-        if fn is not None:
-            return fn(x)
-    return None
 
 
 class EffectTypeSet:

@@ -60,6 +60,7 @@ _RENAMED = {
     "jax.experimental.shard_map": "purejit.shard_map",
     "jax.experimental.layout": "purejit.compat._layout",
     "jax.experimental.hijax": "purejit.compat._hijax",
+    "jax.version": "purejit.compat._version",
     "jax.lax.linalg": "purejit.lax.linalg",
 }
 _PRIVATE_ROOTS = ("jax._src", "jax.interpreters", "jax.extend", "jax.lib", "jax.core")

@@ -1,6 +1,7 @@
 """A small Flax linen program (tests/ecosystem/test_flax_linen_dropin.py): an MLP and a
 Transformer-ish model (Conv, LayerNorm, Dropout with rngs, MultiHeadDotProductAttention,
-BatchNorm) initialised, applied and trained with optax under jax.jit.
+BatchNorm) initialised, applied and trained with optax under jax.jit, and the lifted
+transformations nn.scan, nn.remat, nn.vmap.
 `python _flax_linen_program.py OUT.npz` runs it on JAX, `python -m purejit run
 _flax_linen_program.py OUT.npz` on purejit (drop-in mode)."""
 
@@ -39,6 +40,44 @@ class Block(nn.Module):
         x = nn.BatchNorm(use_running_average=not train, momentum=0.9)(x)
         x = jnp.mean(x, axis=1)
         return nn.Dense(3)(x)
+
+
+class Cell(nn.Module):
+    @nn.compact
+    def __call__(self, c, x):
+        h = nn.tanh(nn.Dense(4)(c) + nn.Dense(4)(x))
+        return h, h
+
+
+class RNN(nn.Module):
+    """A cell scanned over time with nn.scan (Flax traces its body with partial eval)."""
+
+    @nn.compact
+    def __call__(self, xs):
+        scan = nn.scan(Cell, variable_broadcast="params", split_rngs={"params": False}, in_axes=0)
+        return scan()(jnp.zeros(4), xs)
+
+
+def lifted_transforms(res, key):
+    """nn.scan, nn.remat and nn.vmap (lifted transformations) forward and under jit(grad)."""
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    xs = jax.random.normal(k1, (5, 3))
+    rnn = RNN()
+    v = rnn.init(k2, xs)
+    res["lift_scan"] = np.asarray(rnn.apply(v, xs)[1])
+    g = jax.jit(jax.grad(lambda v: rnn.apply(v, xs)[1].sum()))(v)
+    for i, leaf in enumerate(jax.tree_util.tree_leaves(g)):
+        res[f"lift_scan_grad{i}"] = np.asarray(leaf)
+    remat = nn.remat(nn.Dense)(3)
+    v = remat.init(k3, xs)
+    res["lift_remat"] = np.asarray(remat.apply(v, xs))
+    g = jax.grad(lambda v: remat.apply(v, xs).sum())(v)
+    res["lift_remat_grad"] = np.asarray(g["params"]["kernel"])
+    vmapped = nn.vmap(
+        nn.Dense, variable_axes={"params": 0}, split_rngs={"params": True}, in_axes=0
+    )(2)
+    v = vmapped.init(k4, xs)
+    res["lift_vmap"] = np.asarray(vmapped.apply(v, xs))
 
 
 def train_mlp(res, key):
@@ -111,10 +150,11 @@ def train_block(res, key):
 
 def main(out):
     key = jax.random.PRNGKey(0)
-    k1, k2 = jax.random.split(key)
+    k1, k2, k3 = jax.random.split(key, 3)
     res = {}
     train_mlp(res, k1)
     train_block(res, k2)
+    lifted_transforms(res, k3)
     np.savez(out, **res)
 
 

@@ -1,6 +1,7 @@
 """A small Flax nnx program (tests/ecosystem/test_flax_nnx_dropin.py): an MLP with
 Dropout and BatchNorm trained with nnx.Optimizer under nnx.jit, a Linear model trained
-through nnx.split/merge under jax.jit, nnx.MultiHeadAttention, and the error nnx raises when
+through nnx.split/merge under jax.jit, nnx.MultiHeadAttention, nnx.vmap/scan/grad/remat/cond,
+and the error nnx raises when
 a jitted function mutates a Variable of an outer trace. `python _flax_nnx_program.py
 OUT.npz` runs it on JAX, `python -m purejit run _flax_nnx_program.py OUT.npz` on purejit."""
 
@@ -94,6 +95,41 @@ def attention(res):
     res["mha_jit"] = np.asarray(nnx.jit(lambda m, x: m(x))(mha, x))
 
 
+def transforms(res):
+    """nnx.vmap making a stack of modules, nnx.scan over it, nnx.grad through the scan,
+    nnx.remat, and nnx.cond under nnx.jit."""
+
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(3, 3, rngs=rngs)
+
+        def __call__(self, x):
+            return nnx.relu(self.lin(x))
+
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def make(key):
+        return Block(nnx.Rngs(key))
+
+    blocks = make(jax.random.split(jax.random.PRNGKey(4), 4))
+    xs = jax.random.normal(jax.random.PRNGKey(5), (5, 3))
+
+    @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)
+    def forward(block, x):
+        return block(x)
+
+    res["tr_scan"] = np.asarray(forward(blocks, xs))
+    grads = nnx.grad(lambda b: forward(b, xs).sum())(blocks)
+    save_state(res, "tr_scan_grad", grads)
+    lin = nnx.Linear(3, 3, rngs=nnx.Rngs(5))
+    res["tr_remat"] = np.asarray(nnx.remat(lambda m, x: m(x))(lin, xs))
+
+    @nnx.jit
+    def branch(m, x):
+        return nnx.cond(x.sum() > 0, lambda m, x: m(x), lambda m, x: -x, m, x)
+
+    res["tr_cond"] = np.stack([np.asarray(branch(lin, xs[i])) for i in range(3)])
+
+
 def leak_check(res):
     count = nnx.Variable(jnp.zeros(()))
 
@@ -114,6 +150,7 @@ def main(out):
     train_mlp(res)
     train_linear_split_merge(res)
     attention(res)
+    transforms(res)
     leak_check(res)
     np.savez(out, **res)
 

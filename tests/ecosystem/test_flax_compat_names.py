@@ -91,7 +91,7 @@ def test_no_value_is_a_ref():
 
 
 def test_hijax_declarations_load_and_binding_says_what_is_missing():
-    from purejit.compat import _avals, _hijax
+    from purejit.compat import _avals
 
     with purejit.compat.dropin():
         from jax.experimental import hijax as hjx
@@ -121,7 +121,7 @@ def test_hijax_declarations_load_and_binding_says_what_is_missing():
     # purejit's IR carries arrays only: binding one names it
     with pytest.raises(NotImplementedError, match="hijax primitive 'get_box'.*no hijax"):
         get_p.bind(Box(1.0))
-    _hijax._hitypes.pop(Box)
+    _avals._hitypes.pop(Box)
 
 
 def test_typeof_a_typed_key_and_issubdtype():
@@ -151,3 +151,35 @@ def test_out_sharding_none_is_accepted_else_named():
     assert purejit.lax.dot_general(x, x, dims, out_sharding=None).shape == (2, 2)
     with pytest.raises(NotImplementedError, match="dot_general: out_sharding="):
         purejit.lax.dot_general(x, x, dims, out_sharding="x")
+
+
+def test_core_shaped_array_takes_jax_keywords_and_covers_purejit_avals():
+    from purejit.compat import _views
+    from purejit.tracing import ShapedArray as PjShapedArray
+
+    with purejit.compat.dropin():
+        import jax
+        from jax import core
+
+    a = core.ShapedArray((2, 3), np.float32, sharding=None)
+    assert type(a) is PjShapedArray and a == PjShapedArray((2, 3), np.dtype(np.float32))
+    s = purejit.sharding.SingleDeviceSharding(purejit.devices()[0])
+    b = core.ShapedArray(shape=(4,), dtype=np.int32, weak_type=True, sharding=s)
+    assert b.sharding is s and b.weak_type and isinstance(b, core.ShapedArray)
+    aval = purejit.typeof(pnp.ones(2))
+    assert isinstance(aval, core.ShapedArray) and isinstance(aval, core.AbstractValue)
+    assert not isinstance(np.ones(2), core.ShapedArray | core.AbstractValue)
+    with pytest.raises(NotImplementedError, match="memory_space"):
+        core.ShapedArray((2,), np.float32, memory_space="host")
+    # a library's hijax type subclasses AbstractValue without taking in purejit's avals
+    with purejit.compat.dropin():
+        from jax.experimental import hijax as hjx
+
+    class Mine(hjx.MutableHiType):
+        pass
+
+    assert isinstance(Mine(), core.AbstractValue) and not isinstance(aval, Mine)
+    # jax.version is the installed JAX's
+    real = _views.real_jax()
+    assert jax.version.__version_info__ == real.version.__version_info__
+    assert jax.version.__version__ == real.__version__

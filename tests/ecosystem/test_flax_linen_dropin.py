@@ -1,6 +1,6 @@
 """Flax linen in drop-in mode: the same program (`_flax_linen_program.py`: an MLP and a
 Conv/attention/LayerNorm/Dropout/BatchNorm block, initialised, applied and trained with optax
-under jax.jit) run under JAX and under `python -m purejit run` gives the same numbers.
+under jax.jit; nn.scan, nn.remat, nn.vmap) run under JAX and under `python -m purejit run` gives the same numbers.
 Skips where flax or optax is not installed."""
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ pytestmark = pytest.mark.skipif(
     reason="flax or optax is not installed",
 )
 
-# bit for bit: an MLP's forward pass (Dense: one dot_general and an add per layer)
-EXACT = ("mlp_init_out",)
+# bit for bit: an MLP's forward pass (Dense: one dot_general and an add per layer), and the
+# lifted transformations (nn.scan forward and under jit(grad), nn.remat, nn.vmap)
+EXACT = ("mlp_init_out", "lift_")
 # everything else within this many ulps of each array's largest magnitude (measured: at most
 # 10, LayerNorm's bias after 4 momentum steps). Two purejit lowerings differ from JAX's:
 # purejit transposes dot_general as x^T @ ct where JAX computes (ct^T @ x)^T (gradients sum in
@@ -40,7 +41,7 @@ def test_flax_linen_program_matches_jax(tmp_path):
     for k in want:
         w, g = want[k], got[k]
         assert (w.shape, w.dtype) == (g.shape, g.dtype), k
-        if k in EXACT:
+        if k.startswith(EXACT):
             np.testing.assert_array_equal(g, w, err_msg=k)
         elif k in NOISE:
             assert np.abs(w - g).max() <= NOISE[k], k

@@ -20,9 +20,10 @@ pytestmark = pytest.mark.skipif(
     reason="flax or optax is not installed",
 )
 
-# bit for bit: the split/merge Linear's training, attention eager and jitted, and the
-# integer state (Dropout's rng key data and counter)
-EXACT_PREFIXES = ("linear", "mha_", "mlp['dropout']")
+# bit for bit: the split/merge Linear's training, attention eager and jitted, the
+# transformations (vmap, scan, grad through scan, remat, cond), and the integer state
+# (Dropout's rng key data and counter)
+EXACT_PREFIXES = ("linear", "mha_", "tr_", "mlp['dropout']")
 # the MLP within this many ulps of each array's largest magnitude (measured: 1): purejit
 # transposes dot_general as x^T @ ct where JAX computes (ct^T @ x)^T, so weight gradients
 # sum in another order
