@@ -45,10 +45,6 @@ def module_overrides(name: str) -> dict:
         from purejit.compat import _avals
 
         return {"ShapedArray": _avals.ShapedArray, "AbstractValue": _avals.AbstractValue}
-    if name == "jax.random":
-        from purejit.compat import _random
-
-        return _random.overrides()
     if name == "jax.experimental":
         from purejit.debug import io_callback
 

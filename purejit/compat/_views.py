@@ -176,13 +176,15 @@ def resolve(name: str) -> types.ModuleType:
             target = _mapped_name(name)
             if target is None:
                 raise _unsupported(name)
-            from purejit.compat import _top
+            from purejit.compat import _out_sharding, _top
 
             source = importlib.import_module(target)
             if name in _SELF_VIEWS:
                 _views[name] = source
                 return source
-            view = View(name, source, _top.module_overrides(name))
+            names = _top.module_overrides(name)
+            names.update(_out_sharding.overrides(name, source, names))
+            view = View(name, source, names)
             view.__package__ = name if hasattr(source, "__path__") else name.rpartition(".")[0]
         view.__purejit_view__ = True
         _views[name] = view

@@ -1,11 +1,13 @@
 """A small Flax nnx program (tests/ecosystem/test_flax_nnx_dropin.py): an MLP with
-Dropout and BatchNorm trained with nnx.Optimizer under nnx.jit, a Linear model trained
+Dropout and BatchNorm trained with nnx.Optimizer under nnx.jit, the nnx MNIST tutorial's CNN
+and train step, a Linear model trained
 through nnx.split/merge under jax.jit, nnx.MultiHeadAttention, nnx.vmap/scan/grad/remat/cond,
 and the error nnx raises when
 a jitted function mutates a Variable of an outer trace. `python _flax_nnx_program.py
 OUT.npz` runs it on JAX, `python -m purejit run _flax_nnx_program.py OUT.npz` on purejit."""
 
 import sys
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +28,23 @@ class MLP(nnx.Module):
     def __call__(self, x):
         x = nnx.relu(self.dropout(self.bn(self.linear1(x))))
         return self.linear2(x)
+
+
+class CNN(nnx.Module):
+    """The Flax nnx MNIST tutorial's model, narrower."""
+
+    def __init__(self, *, rngs: nnx.Rngs):
+        self.conv1 = nnx.Conv(1, 8, kernel_size=(3, 3), rngs=rngs)
+        self.conv2 = nnx.Conv(8, 16, kernel_size=(3, 3), rngs=rngs)
+        self.avg_pool = partial(nnx.avg_pool, window_shape=(2, 2), strides=(2, 2))
+        self.linear1 = nnx.Linear(16 * 7 * 7, 32, rngs=rngs)
+        self.linear2 = nnx.Linear(32, 10, rngs=rngs)
+
+    def __call__(self, x):
+        x = self.avg_pool(nnx.relu(self.conv1(x)))
+        x = self.avg_pool(nnx.relu(self.conv2(x)))
+        x = x.reshape(x.shape[0], -1)
+        return self.linear2(nnx.relu(self.linear1(x)))
 
 
 def save_state(res, prefix, module):
@@ -61,6 +80,33 @@ def train_mlp(res):
     model.eval()
     res["mlp_eval"] = np.asarray(nnx.jit(lambda m, x: m(x))(model, x))
     save_state(res, "mlp", model)
+
+
+def train_cnn(res):
+    """The tutorial's train step (nnx.MultiMetric, value_and_grad with aux, adamw) on random
+    28x28 images."""
+    model = CNN(rngs=nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(5e-3, 0.9), wrt=nnx.Param)
+    metrics = nnx.MultiMetric(accuracy=nnx.metrics.Accuracy(), loss=nnx.metrics.Average("loss"))
+    x = jax.random.normal(jax.random.PRNGKey(1), (16, 28, 28, 1))
+    y = jax.random.randint(jax.random.PRNGKey(2), (16,), 0, 10)
+
+    @nnx.jit
+    def train_step(model, optimizer, metrics, x, y):
+        def loss_fn(model):
+            logits = model(x)
+            loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+            return loss, logits
+
+        (loss, logits), grads = nnx.value_and_grad(loss_fn, has_aux=True)(model)
+        metrics.update(loss=loss, logits=logits, labels=y)
+        optimizer.update(model, grads)
+
+    for _ in range(3):
+        train_step(model, optimizer, metrics, x, y)
+    for k, v in metrics.compute().items():
+        res[f"cnn_{k}"] = np.asarray(v)
+    save_state(res, "cnn", nnx.state(model, nnx.Param))
 
 
 def train_linear_split_merge(res):
@@ -148,6 +194,7 @@ def leak_check(res):
 def main(out):
     res = {}
     train_mlp(res)
+    train_cnn(res)
     train_linear_split_merge(res)
     attention(res)
     transforms(res)

@@ -146,6 +146,10 @@ def test_out_sharding_none_is_accepted_else_named():
         )
         with pytest.raises(NotImplementedError, match="random.normal: out_sharding="):
             jax.random.normal(key, (2,), out_sharding="x")
+        assert jax.numpy.dot(pnp.ones(3), pnp.ones(3), out_sharding=None) == 3.0
+        with pytest.raises(NotImplementedError, match="lax.reshape: out_sharding="):
+            jax.lax.reshape(pnp.ones(4), (2, 2), out_sharding="x")
+        assert jax.lax.reshape(pnp.ones(4), (2, 2), out_sharding=None).shape == (2, 2)
     x = pnp.ones((2, 2))
     dims = (((1,), (0,)), ((), ()))
     assert purejit.lax.dot_general(x, x, dims, out_sharding=None).shape == (2, 2)

@@ -1,5 +1,5 @@
 """Flax nnx in drop-in mode: the same program (`_flax_nnx_program.py`: an MLP with Dropout
-and BatchNorm trained with nnx.Optimizer under nnx.jit, a Linear trained through
+and BatchNorm trained with nnx.Optimizer under nnx.jit, the nnx MNIST tutorial's CNN, a Linear trained through
 nnx.split/merge under jax.jit, nnx.MultiHeadAttention, and an outer Variable mutated inside
 jit) run under JAX and under `python -m purejit run` gives the same numbers and the same
 error. Skips where flax or optax is not installed."""
@@ -20,10 +20,11 @@ pytestmark = pytest.mark.skipif(
     reason="flax or optax is not installed",
 )
 
-# bit for bit: the split/merge Linear's training, attention eager and jitted, the
+# bit for bit: the tutorial CNN's training (Conv, avg_pool, Linear, adamw, metrics), the
+# split/merge Linear's training, attention eager and jitted, the
 # transformations (vmap, scan, grad through scan, remat, cond), and the integer state
 # (Dropout's rng key data and counter)
-EXACT_PREFIXES = ("linear", "mha_", "tr_", "mlp['dropout']")
+EXACT_PREFIXES = ("cnn", "linear", "mha_", "tr_", "mlp['dropout']")
 # the MLP within this many ulps of each array's largest magnitude (measured: 1): purejit
 # transposes dot_general as x^T @ ct where JAX computes (ct^T @ x)^T, so weight gradients
 # sum in another order
