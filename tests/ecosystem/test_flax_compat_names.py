@@ -187,3 +187,15 @@ def test_core_shaped_array_takes_jax_keywords_and_covers_purejit_avals():
     real = _views.real_jax()
     assert jax.version.__version_info__ == real.version.__version_info__
     assert jax.version.__version__ == real.__version__
+
+
+def test_result_type_of_shape_dtype_structs():
+    # Equinox's checkpointed while_loop compares result types of ShapeDtypeStructs, as JAX
+    # allows: a struct stands for an array of its dtype (and weak type)
+    f32 = purejit.ShapeDtypeStruct((2,), np.float32)
+    i8 = purejit.ShapeDtypeStruct((), np.int8)
+    assert pnp.result_type(f32) == np.float32 and pnp.result_type(i8, f32) == np.float32
+    assert pnp.result_type(i8, 1) == np.int8
+    weak_f32 = purejit.ShapeDtypeStruct((), np.float32, weak_type=True)
+    # strong, as in JAX (jnp.result_type(weak f32 struct, float16) is float32 there)
+    assert pnp.result_type(weak_f32, np.float16) == np.float32
