@@ -1,9 +1,11 @@
 """Equinox beyond its basics (tests/ecosystem/test_equinox_attention_dropin.py): a small
 attention classifier (eqx.nn.MultiheadAttention, Linear, LayerNorm, Dropout, an Embedding)
 trained with eqx.filter_grad under eqx.filter_jit with optax, its batch through
-eqx.filter_vmap with a key per example, and eqx.nn.State-carrying BatchNorm under
-filter_vmap(axis_name=...). `python _equinox_attention_program.py OUT.npz` runs it on JAX,
-`python -m purejit run _equinox_attention_program.py OUT.npz` on purejit."""
+eqx.filter_vmap with a key per example, eqx.nn.State-carrying BatchNorm under
+filter_vmap(axis_name=...), eqx.internal.while_loop(kind="checkpointed") under jit(grad)
+and filter_checkpoint under filter_grad. `python _equinox_attention_program.py OUT.npz`
+runs it on JAX, `python -m purejit run _equinox_attention_program.py OUT.npz` on
+purejit."""
 
 import sys
 
@@ -77,6 +79,23 @@ def main(out):
     res["bn_out"] = np.asarray(y)
     for i, leaf in enumerate(jax.tree_util.tree_leaves(bn_state)):
         res[f"bn_state{i}"] = np.asarray(leaf)
+
+    # Equinox's checkpointed while loop (a custom_vjp whose residuals hold Python bools)
+    # under jit(grad), and filter_checkpoint under filter_grad
+    def body(c):
+        return c[0] + 1, c[1] * 1.5 + jnp.sin(c[1])
+
+    def loop(x):
+        _, y = eqx.internal.while_loop(
+            lambda c: c[0] < 5, body, (0, x), max_steps=8, kind="checkpointed"
+        )
+        return y.sum()
+
+    res["loop_grad"] = np.asarray(jax.jit(jax.grad(loop))(x))
+    mlp = eqx.nn.MLP(4, 2, 8, 2, key=kmodel)
+    ckpt = eqx.filter_checkpoint(lambda m, x: jax.vmap(m)(x).sum())
+    for i, leaf in enumerate(jax.tree_util.tree_leaves(eqx.filter_grad(ckpt)(mlp, x))):
+        res[f"ckpt_grad{i}"] = np.asarray(leaf)
     np.savez(out, **res)
 
 

@@ -1,7 +1,8 @@
 """Equinox beyond its basics in drop-in mode: the same program
 (`_equinox_attention_program.py`: an eqx.nn.MultiheadAttention classifier trained with
 filter_grad under filter_jit and optax, per-example dropout keys through filter_vmap, and a
-stateful BatchNorm under filter_vmap(axis_name=...)) run under JAX and under
+stateful BatchNorm under filter_vmap(axis_name=...), the checkpointed while_loop under
+jit(grad), filter_checkpoint) run under JAX and under
 `python -m purejit run` gives the same numbers. Skips where equinox or optax is missing."""
 
 from __future__ import annotations
@@ -38,3 +39,5 @@ def test_equinox_attention_program_matches_jax(tmp_path):
         else:
             assert scaled_ulp(w, g) <= SCALED_ULP, f"{k}: {scaled_ulp(w, g)} ulp from JAX"
     assert want["losses"][-1] < want["losses"][0]
+    # the checkpointed loop's gradient: bit for bit
+    np.testing.assert_array_equal(got["loop_grad"], want["loop_grad"])
