@@ -1,7 +1,7 @@
 """A small Flax linen program (tests/ecosystem/test_flax_linen_dropin.py): an MLP and a
 Transformer-ish model (Conv, LayerNorm, Dropout with rngs, MultiHeadDotProductAttention,
 BatchNorm) initialised, applied and trained with optax under jax.jit, and the lifted
-transformations nn.scan, nn.remat, nn.vmap.
+transformations nn.scan, nn.remat, nn.vmap, nn.cond.
 `python _flax_linen_program.py OUT.npz` runs it on JAX, `python -m purejit run
 _flax_linen_program.py OUT.npz` on purejit (drop-in mode)."""
 
@@ -58,8 +58,16 @@ class RNN(nn.Module):
         return scan()(jnp.zeros(4), xs)
 
 
+class CondBlock(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        dense = nn.Dense(3)
+        return nn.cond(x.sum() > 0, lambda m, x: m(x), lambda m, x: -m(x) * 2, dense, x)
+
+
 def lifted_transforms(res, key):
-    """nn.scan, nn.remat and nn.vmap (lifted transformations) forward and under jit(grad)."""
+    """nn.scan, nn.remat, nn.vmap and nn.cond (lifted transformations), nn.scan also under
+    jit(grad)."""
     k1, k2, k3, k4 = jax.random.split(key, 4)
     xs = jax.random.normal(k1, (5, 3))
     rnn = RNN()
@@ -78,6 +86,11 @@ def lifted_transforms(res, key):
     )(2)
     v = vmapped.init(k4, xs)
     res["lift_vmap"] = np.asarray(vmapped.apply(v, xs))
+    # nn.cond: init traces both branches; their parameter draws follow the trace order
+    cond = CondBlock()
+    v = cond.init(k4, xs)
+    res["lift_cond"] = np.asarray(cond.apply(v, xs))
+    res["lift_cond_neg"] = np.asarray(cond.apply(v, -xs))
 
 
 def train_mlp(res, key):

@@ -199,3 +199,23 @@ def test_result_type_of_shape_dtype_structs():
     weak_f32 = purejit.ShapeDtypeStruct((), np.float32, weak_type=True)
     # strong, as in JAX (jnp.result_type(weak f32 struct, float16) is float32 there)
     assert pnp.result_type(weak_f32, np.float16) == np.float32
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_cond_traces_true_fun_first_as_jax(jit):
+    # a branch's Python side effects happen in JAX's order (Flax's nn.cond draws each
+    # branch's parameters from a shared rng counter while tracing)
+    import jax
+
+    got = {}
+    for name, lib in (("jax", jax), ("purejit", purejit)):
+        seen = []
+
+        def f(x, lib=lib, seen=seen):
+            return lib.lax.cond(
+                x > 0, lambda x: seen.append("true") or x, lambda x: seen.append("false") or -x, x
+            )
+
+        (lib.jit(f) if jit else f)(np.float32(1.0))
+        got[name] = seen
+    assert got["purejit"] == got["jax"] == ["true", "false"]
