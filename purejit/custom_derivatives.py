@@ -43,6 +43,7 @@ from purejit.transforms.autodiff.interpreter import NonDifferentiableError
 from purejit.tree_util import (
     register_pytree_node,
     tree_flatten,
+    tree_leaves,
     tree_map,
     tree_structure,
     tree_unflatten,
@@ -295,6 +296,7 @@ class _VJPRule:
         self.owner, self.nondiff, self.in_tree = owner, nondiff, in_tree
         self.num_args, self.out_tree, self.name = num_args, out_tree, owner._name
         self.res_tree = None
+        self.static_res: tuple = ()  # (position, Python scalar) among the residual leaves
         self.in_avals = None
         self.symbolic_zeros = owner.symbolic_zeros
 
@@ -324,9 +326,19 @@ class _VJPRule:
                 f"{self.out_tree}, fwd {o_tree}"
             )
         r_leaves, self.res_tree = tree_flatten(r)
-        return o_leaves, [_leaf(x) for x in r_leaves]
+        # Python scalars among the residuals stay Python values, as in JAX: bwd gets back
+        # the bool or int fwd saved (Equinox saves its `perturbed` flags so and branches on
+        # them); only the other leaves travel as arrays
+        self.static_res = tuple(
+            (i, x) for i, x in enumerate(r_leaves) if type(x) in (bool, int, float, complex)
+        )
+        static = {i for i, _ in self.static_res}
+        return o_leaves, [_leaf(x) for i, x in enumerate(r_leaves) if i not in static]
 
     def bwd_flat(self, res, cts):
+        res = list(res)
+        for i, x in self.static_res:
+            res.insert(i, x)
         r = tree_unflatten(self.res_tree, res)
         if not self.symbolic_zeros:
             cts = [instantiate(Zero(c.aval)) if isinstance(c, SymbolicZero) else c for c in cts]
@@ -340,23 +352,7 @@ class _VJPRule:
                 f"{type(got).__name__}"
             )
         got = tuple(got)
-        # None stands for a zero cotangent of a whole argument
-        fixed = [
-            tree_unflatten(c, [None] * c.num_leaves) if g is None else g
-            for g, c in zip(got, want_tree.children)
-        ]
-        leaves, tree = tree_flatten(tuple(fixed), is_leaf=lambda x: x is None)
-        if len(got) != len(want_tree.children) or tree_structure(
-            tuple(fixed), is_leaf=lambda x: x is None
-        ) != tree_structure(tree_unflatten(want_tree, [0] * want_tree.num_leaves)):
-            raise TypeError(
-                f"Custom VJP bwd rule {self.name!r} must produce an output with the same "
-                f"container (pytree) structure as the args tuple of the primal function, and "
-                f"in particular must produce a tuple of length equal to the number of arguments "
-                f"to the primal function, but got bwd output structure "
-                f"{tree_structure(got, is_leaf=lambda x: x is None)} for primal input structure "
-                f"{want_tree}."
-            )
+        leaves = self._match_inputs(got)
         out = []
         for k, (g, a) in enumerate(zip(leaves, self.in_avals)):
             if not is_differentiable_dtype(a.dtype):
@@ -375,6 +371,38 @@ class _VJPRule:
                 )
             out.append(Zero(a) if isinstance(g, SymbolicZero) else _leaf(g))
         return out
+
+    def _match_inputs(self, got: tuple) -> list:
+        """One cotangent (None: zero) per primal input leaf, read as JAX reads bwd's
+        output: its structure is a prefix of the primal inputs' (None for a whole argument
+        or subtree: zeros; a leaf where the input has a subtree: that value for each of its
+        leaves; anything where the input is an empty subtree such as None: nothing)."""
+        want_tree = self.in_tree
+        dummy = tree_unflatten(want_tree, [object() for _ in range(want_tree.num_leaves)])
+        flat: list = []
+
+        def append(g, d):
+            n = len(tree_leaves(d))
+            flat.extend([None] * n if g is None else [g] * n)
+
+        try:
+            if len(got) != len(want_tree.children):
+                raise ValueError
+            tree_map(append, got, tuple(dummy), is_leaf=_none)
+        except ValueError:
+            raise TypeError(
+                f"Custom VJP bwd rule {self.name!r} must produce an output with the same "
+                f"container (pytree) structure as the args tuple of the primal function, and "
+                f"in particular must produce a tuple of length equal to the number of arguments "
+                f"to the primal function, but got bwd output structure "
+                f"{tree_structure(got, is_leaf=_none)} for primal input structure "
+                f"{want_tree}."
+            ) from None
+        return flat
+
+
+def _none(x) -> bool:
+    return x is None
 
 
 class custom_vjp(_Wrapped):
@@ -435,6 +463,7 @@ class custom_vjp(_Wrapped):
                 # the rule's state (structures, input types) is part of the key
                 avals = tuple(rule.in_avals)
                 cache_key = ("eager", in_tree, nondiff, rule.out_tree, rule.res_tree, avals)
+                cache_key += (tuple((i, type(x), x) for i, x in rule.static_res),)
                 hash(cache_key)
             except TypeError:
                 cache_key = None

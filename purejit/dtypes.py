@@ -26,6 +26,7 @@ With x64 off, 64-bit types are canonicalised to 32-bit ones.
 
 from __future__ import annotations
 
+import abc
 import functools
 
 import numpy as np
@@ -190,6 +191,37 @@ class extended(np.generic):
 
 class prng_key(extended):
     """The abstract scalar type of typed PRNG keys: `issubdtype(key.dtype, prng_key)`."""
+
+
+DType = np.dtype
+
+
+class _ExtendedDTypeMeta(abc.ABCMeta):
+    # typed keys' dtype (purejit.random's KeyDType) counts as extended without importing it
+    def __instancecheck__(cls, obj):
+        return is_key_dtype(obj) or super().__instancecheck__(obj)
+
+
+class ExtendedDType(metaclass=_ExtendedDTypeMeta):
+    """The base of dtypes NumPy does not know: an instance names its scalar type (`type`, a
+    subclass of `extended`) and its rules (`_rules`). purejit computes only with typed keys'
+    dtypes; arrays of another extended dtype raise NotImplementedError where one is made."""
+
+    @property
+    @abc.abstractmethod
+    def type(self) -> type: ...
+
+    _rules = None
+
+    @property
+    def dtype(self):
+        # NumPy's `np.dtype(obj)` reads `obj.dtype`: every place purejit makes a dtype from
+        # this one stops here, by name, instead of NumPy's "cannot interpret" TypeError
+        raise NotImplementedError(
+            f"extended dtype {self!r} ({type(self).__name__}): purejit has no arrays of "
+            "user-defined extended dtypes (only typed PRNG keys); keep the values in the "
+            "physical dtype its rules name and convert at the edges"
+        )
 
 
 def is_key_dtype(t) -> bool:

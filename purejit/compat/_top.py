@@ -41,6 +41,10 @@ def module_overrides(name: str) -> dict:
 
         # XLA's runtime errors are jaxlib's class: `except jax.errors.JaxRuntimeError` works
         return {"JaxRuntimeError": real_jax.load()["jax_errors"].JaxRuntimeError}
+    if name in ("jax.core", "jax._src.core"):
+        from purejit.compat import _avals
+
+        return {"ShapedArray": _avals.ShapedArray, "AbstractValue": _avals.AbstractValue}
     if name == "jax.experimental":
         from purejit.debug import io_callback
 

@@ -44,6 +44,10 @@ _INTERNAL = {
     "jax.extend.linear_util": "purejit.extend.linear_util",
     "jax.interpreters.partial_eval": "purejit.extend.partial_eval",
     "jax.api_util": "purejit.extend.api_util",
+    "jax._src.checkify": "purejit.checkify",
+    # array refs: purejit has none, so nothing is one (purejit.compat._state)
+    "jax._src.state": "purejit.compat._state",
+    "jax._src.state.types": "purejit.compat._state",
     # register_exclusion: library frames that error locations skip
     "jax.extend.source_info_util": "purejit.traceback_util",
 }
@@ -54,6 +58,9 @@ _RENAMED = {
     "jax.experimental": "purejit.compat._experimental",
     "jax.experimental.checkify": "purejit.checkify",
     "jax.experimental.shard_map": "purejit.shard_map",
+    "jax.experimental.layout": "purejit.compat._layout",
+    "jax.experimental.hijax": "purejit.compat._hijax",
+    "jax.version": "purejit.compat._version",
     "jax.lax.linalg": "purejit.lax.linalg",
 }
 _PRIVATE_ROOTS = ("jax._src", "jax.interpreters", "jax.extend", "jax.lib", "jax.core")
@@ -169,13 +176,15 @@ def resolve(name: str) -> types.ModuleType:
             target = _mapped_name(name)
             if target is None:
                 raise _unsupported(name)
-            from purejit.compat import _top
+            from purejit.compat import _out_sharding, _top
 
             source = importlib.import_module(target)
             if name in _SELF_VIEWS:
                 _views[name] = source
                 return source
-            view = View(name, source, _top.module_overrides(name))
+            names = _top.module_overrides(name)
+            names.update(_out_sharding.overrides(name, source, names))
+            view = View(name, source, names)
             view.__package__ = name if hasattr(source, "__path__") else name.rpartition(".")[0]
         view.__purejit_view__ = True
         _views[name] = view

@@ -205,11 +205,18 @@ def _case(api, index, branches, names, ref: int, operands):
     def rebuild(flat):
         return tree_unflatten(tree, flat)
 
-    bodies = [_trace(f, rebuild, avals, api, n) for f, n in zip(branches, names)]
+    # traced as JAX traces them, the reference branch (cond's true_fun) first: a branch's
+    # Python side effects (Flax's rng counters during init) happen in JAX's order
+    order = [ref] + [k for k in range(len(branches)) if k != ref]
+
+    def trace_all(tok=None):
+        traced = {k: _trace(branches[k], rebuild, avals, api, names[k], tok) for k in order}
+        return [traced[k] for k in range(len(branches))]
+
+    bodies = trace_all()
     ordered = builtins.any(b.ordered for b in bodies)
     if ordered:  # thread the order token through every branch: operand and result last
-        tok = (len(leaves), len(bodies[0].out_avals))
-        bodies = [_trace(f, rebuild, avals, api, n, tok) for f, n in zip(branches, names)]
+        bodies = trace_all((len(leaves), len(bodies[0].out_avals)))
     r = bodies[ref]
     hint = f"Make every branch of {api} return the same structure, shapes and dtypes."
     for k, b in enumerate(bodies):

@@ -272,9 +272,17 @@ def reduce(operands, init_values, computation: Callable, dimensions: Sequence[in
     return tree_unflatten(tree, outs)
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(
+    lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None
+):
     """XLA's DotGeneral: dimension_numbers = ((lhs_contract, rhs_contract),
-    (lhs_batch, rhs_batch)); result dims are batch, lhs free, rhs free."""
+    (lhs_batch, rhs_batch)); result dims are batch, lhs free, rhs free. `out_sharding` (JAX's
+    explicit sharding) must be None."""
+    if out_sharding is not None:
+        raise NotImplementedError(
+            "lax.dot_general: out_sharding= needs JAX's explicit sharding (sharding in types), "
+            "which purejit does not have; use jit's out_shardings or with_sharding_constraint"
+        )
     a, b = _lift(lhs), _lift(rhs)
     (lc, rc), (lb, rb) = dimension_numbers
     attrs = {

@@ -161,12 +161,23 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
     return _place(out, device)
 
 
+def _is_struct(x) -> bool:
+    """A shape and dtype without data (a ShapeDtypeStruct, an abstract value)."""
+    if isinstance(x, (Array, Tracer, np.ndarray, np.generic)):
+        return False
+    return isinstance(getattr(x, "dtype", None), np.dtype) and hasattr(x, "shape")
+
+
 def result_type(*xs):
     """The promoted dtype of the arguments, following JAX's lattice (see purejit.dtypes)."""
     typed = []
     for x in xs:
         if isinstance(x, (np.dtype, type)) or isinstance(x, str):
             typed.append((pdt.canonicalize(np.dtype(x)), False))
+        elif _is_struct(x):
+            # as JAX: a ShapeDtypeStruct (or an aval) stands for an array of its dtype, a
+            # strong one (JAX reads weakness from an array's `.aval` only)
+            typed.append((pdt.canonicalize(x.dtype), False))
         else:
             a = _lift(x)
             typed.append((a.dtype, a.weak_type))

@@ -141,7 +141,7 @@ def _sum_labels(x, labels, drop):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, out_sharding=None):  # fmt: skip
+           preferred_element_type=None, out_sharding=None, _dot_general=None):  # fmt: skip
     """Einstein summation over `operands` as described by `subscripts` (NumPy's syntax).
 
     Args:
@@ -154,6 +154,9 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         precision: the precision of each `dot_general`.
         preferred_element_type: the dtype of the result (default: the promoted dtype).
         out_sharding: JAX's explicit-sharding keyword; only None (the default) is supported.
+        _dot_general: what contracts each pair, called as JAX's einsum calls it,
+            `f(lhs, rhs, dimension_numbers, precision, preferred_element_type=...)`
+            (default `lax.dot_general`; Flax passes its own).
     Returns:
         The contracted array.
     """
@@ -175,6 +178,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     weak = all(x.weak_type for x in xs) and preferred_element_type is None
     xs = [c.convert(x, dt) for x in xs]
     dot = {"precision": precision, "preferred_element_type": preferred_element_type}
+    dot_fn = lax_dot_general if _dot_general is None else _dot_general
     labels, out_labels = _parse(subscripts, [x.ndim for x in xs])
     sizes: dict[str, int] = {}
     for x, ls in zip(xs, labels):
@@ -201,7 +205,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
                 others |= set(ls2)
         simplified.append(_sum_labels(x, ls, {lab for lab in ls if lab not in others}))
     path = find_path(labels, out_labels, sizes, optimize)
-    x, ls = _follow(simplified, path, out_labels, dot)
+    x, ls = _follow(simplified, path, out_labels, dot, dot_fn)
     x, ls = _sum_labels(x, ls, {lab for lab in ls if lab not in out_labels})
     if preferred_element_type is not None:
         x = c.convert(x, np.dtype(preferred_element_type))
@@ -211,7 +215,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     return x
 
 
-def _follow(terms: list, path, out_labels, dot: dict):
+def _follow(terms: list, path, out_labels, dot: dict, dot_fn):
     """Contract labelled operands along `path` (linear form: each step pops its positions
     and appends the result); returns the last operand and its labels."""
     terms = list(terms)
@@ -231,25 +235,25 @@ def _follow(terms: list, path, out_labels, dot: dict):
             # the lower position is the left operand: a two-operand einsum such as
             # "ij,jk->ik" or "bhqd,bhkd->bhqk" is then one dot_general, no transpose after
             (y, ly), (x, lx) = popped
-            terms.append(_contract(x, lx, y, ly, later, dot))
+            terms.append(_contract(x, lx, y, ly, later, dot, dot_fn))
     if len(terms) != 1:
         raise ValueError(f"einsum: the path {list(path)} leaves {len(terms)} operands, not 1")
     return terms[0]
 
 
-def _contract(x, lx, y, ly, later: set, dot: dict):
-    """dot_general of two labelled operands (`dot`: its precision and preferred element
-    type); returns the result and its labels."""
+def _contract(x, lx, y, ly, later: set, dot: dict, dot_fn):
+    """`dot_fn` (a dot_general) of two labelled operands (`dot`: its precision and preferred
+    element type); returns the result and its labels."""
     shared = [lab for lab in lx if lab in ly]
     batch = [lab for lab in shared if lab in later]
     contract = [lab for lab in shared if lab not in later]
     x, lx = _sum_labels(x, lx, {lab for lab in lx if lab not in ly and lab not in later})
     y, ly = _sum_labels(y, ly, {lab for lab in ly if lab not in lx and lab not in later})
-    out = lax_dot_general(
+    out = dot_fn(
         x, y,
         ((tuple(lx.index(lab) for lab in contract), tuple(ly.index(lab) for lab in contract)),
          (tuple(lx.index(lab) for lab in batch), tuple(ly.index(lab) for lab in batch))),
-        **dot,
+        dot["precision"], preferred_element_type=dot["preferred_element_type"],
     )  # fmt: skip
     labels = (
         batch + [lab for lab in lx if lab not in shared] + [lab for lab in ly if lab not in shared]

@@ -41,6 +41,8 @@ def _as_type(t):
     """A NumPy scalar type or dtype for `t` (purejit's scalar types give their dtype)."""
     if isinstance(t, type) and issubclass(t, np.generic):
         return t
+    if pdt.is_key_dtype(t):
+        return t  # a typed key's dtype: `issubdtype(key.dtype, dtypes.prng_key)`
     if hasattr(t, "dtype") and isinstance(getattr(t, "dtype"), np.dtype):
         return t.dtype
     return np.dtype(t)

@@ -86,4 +86,7 @@ def test_what_flax_linen_reads_at_import():
         siu = __import__("jax.extend.source_info_util", fromlist=["*"])
         assert siu.register_exclusion is purejit.traceback_util.register_exclusion
         src_core = __import__("jax._src.core", fromlist=["*"])
-        assert src_core.ShapedArray is purejit.core.ShapedArray
+        # JAX's constructor (Flax's nn.scan passes `sharding=`), purejit's avals
+        aval = src_core.ShapedArray((2,), np.dtype(np.float32), sharding=None)
+        assert type(aval) is purejit.core.ShapedArray
+        assert isinstance(purejit.typeof(np.ones(2, np.float32)), src_core.ShapedArray)
