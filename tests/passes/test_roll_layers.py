@@ -342,3 +342,19 @@ def test_the_option_is_checked_and_off_by_default():
     assert "roll_layers" not in names
     with pytest.raises(ValueError, match="roll_layers=1 must be True or False"):
         purejit.jit(model, compiler_options={"roll_layers": 1}).lower(ps, x)
+
+
+def test_explain_reports_what_was_rolled_and_refused():
+    ps, x = _mlp_params(4), np.ones((2, 8), np.float32)
+    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+
+    def loss(ps, x):
+        return pnp.sum(model(ps, x))
+
+    text = str(purejit.explain(purejit.jit(purejit.grad(loss), compiler_options=ROLL), ps, x))
+    lines = text.split("repeated layers")[1].split("\n\n")[0].splitlines()
+    rolled = [line for line in lines if line.startswith("  rolled")]
+    refused = [line for line in lines if line.startswith("  refused")]
+    assert len(rolled) == 2 and "3 blocks -> one scan" in rolled[0]
+    assert "reverse" in rolled[1] and "read from an earlier scan" in rolled[1]
+    assert refused and all("differs from block 0" in line for line in refused)
