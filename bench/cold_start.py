@@ -27,6 +27,14 @@ result on the host. The children inherit the environment, so XLA_FLAGS (e.g. the
 `--xla-keep-barriers` flag of `bench.train`, here `--xla-keep-barriers` too) are the same
 as in the steady-state run.
 
+With `--roll-sweep 12,24,48` (add `--train` for the training step), repeated layers: the
+model written as a Python loop over a jitted layer, for each layer count, each variant in
+its own fresh process with an empty cache: purejit rolled (`compiler_options={"roll_layers":
+True}`), purejit unrolled (the default), `jax.jit` unrolled and `jax.jit` with `lax.scan`
+over stacked parameters; first call, purejit's trace / passes / emit / XLA compile, steady
+call. The training step is `value_and_grad` of the mean square output plus SGD on the
+donated parameters.
+
 The model is `bench.models.transformer` (pre-LN encoder, written once for purejit.numpy and
 jax.numpy). Prints a Markdown table with the first-call times, the warm/cold ratios (the
 goal: purejit warm <= 10% of cold), the same without the model's own run time (first
@@ -96,7 +104,135 @@ def _train_child(args):
     print("RESULT " + json.dumps(out))
 
 
+ROLL_VARIANTS = ("purejit rolled", "purejit unrolled", "jax.jit unrolled", "jax.jit scan")
+
+
+def _roll_child(args):
+    """One cold first call of a roll-sweep variant, in this fresh process."""
+    from bench.models import transformer, transformer_params
+
+    params = transformer_params(args.layers, args.d, np.random.default_rng(0))
+    x = np.random.default_rng(1).standard_normal((args.batch, args.seq, args.d)).astype(np.float32)
+    heads, variant = args.heads, ROLL_VARIANTS[args.variant]
+    out = {"variant": variant}
+    if variant.startswith("purejit"):
+        import purejit
+        import purejit.numpy as xp
+
+        purejit.config.update(cache_dir=args.cache)
+        np.asarray(purejit.jit(lambda a: a + 1)(np.ones(3, np.float32)))  # start the backend
+        block = purejit.jit(lambda x, p: transformer(xp, [p], x, heads))
+        vg, tmap = purejit.value_and_grad, purejit.tree_util.tree_map
+        options = {"roll_layers": variant == "purejit rolled"}
+
+        def jit(f, **kw):
+            return purejit.jit(f, compiler_options=options, **kw)
+
+        def put(t):
+            return tmap(lambda a: xp.asarray(a) + 0, t)
+    else:
+        import jax
+        import jax.numpy as xp
+
+        jax.config.update("jax_compilation_cache_dir", args.cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+        jax.jit(lambda a: a + 1)(np.ones(3, np.float32)).block_until_ready()
+        vg, tmap = jax.value_and_grad, jax.tree_util.tree_map
+        jit, put = jax.jit, lambda t: tmap(jax.device_put, t)
+
+        def block(x, p):
+            return transformer(xp, [p], x, heads)
+
+        if variant == "jax.jit scan":
+            params = tmap(lambda *a: np.stack(a), *params)
+
+    if variant == "jax.jit scan":
+
+        def model(ps, x):
+            return jax.lax.scan(lambda h, p: (block(h, p), None), x, ps)[0]
+    else:
+
+        def model(ps, x):
+            for p in ps:
+                x = block(x, p)
+            return x
+
+    def loss(ps, x):
+        return xp.mean(model(ps, x) ** 2)
+
+    def step(ps, x):
+        value, grads = vg(loss)(ps, x)
+        return tmap(lambda p, g: p - 1e-3 * g, ps, grads), value
+
+    if args.train:
+        f = jit(step, donate_argnums=0)
+        dev = put(params)
+        t0 = time.perf_counter()
+        new, value = f(dev, x)
+        float(np.asarray(value))
+        out["first_call"] = time.perf_counter() - t0
+        out["steady"] = best_of(lambda: float(np.asarray(f(put(params), x)[1])))
+        out["checksum"] = float(np.asarray(value))
+    else:
+        f = jit(model)
+        t0 = time.perf_counter()
+        y = np.asarray(f(params, x))
+        out["first_call"] = time.perf_counter() - t0
+        out["steady"] = best_of(lambda: np.asarray(f(params, x)))
+        out["checksum"] = float(np.abs(y).sum())
+    if variant.startswith("purejit"):
+        out["timings"] = next(iter(f.cache.values())).lowered.timings
+    print("RESULT " + json.dumps(out))
+
+
+def _roll_sweep(args) -> dict:
+    """Every variant at every layer count, each in a fresh process; prints the table."""
+    import jax
+
+    dev = jax.devices()[0]
+    what = "training step (value_and_grad + SGD, donated)" if args.train else "forward"
+    print(
+        f"\n### Repeated layers, {what}: transformer d={args.d}, heads={args.heads}, batch "
+        f"{args.batch} x seq {args.seq}, a Python loop over a jitted layer "
+        f"({dev.platform}: {dev.device_kind}); fresh process and empty cache per row\n"
+    )
+    print(
+        "| layers | variant | first call (s) | vs jax.jit unrolled | vs jax.jit scan | trace "
+        "| passes | emit | XLA compile | steady (ms) | steady vs unrolled |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = {}
+    for layers in [int(n) for n in args.roll_sweep.split(",")]:
+        args.layers = layers
+        got = {}
+        for k, name in enumerate(ROLL_VARIANTS):
+            with tempfile.TemporaryDirectory() as cache:
+                got[name] = _spawn(name, cache, args, variant=k)
+        rows[layers] = got
+        ju, js = got["jax.jit unrolled"], got["jax.jit scan"]
+        for name, r in got.items():
+            t = r.get("timings", {})
+            split = [f"{t[k]:.3f}" if k in t else "-" for k in ("trace", "passes", "emit")]
+            xla = t.get("xla_compile")
+            base = got["purejit unrolled"] if name.startswith("purejit") else ju
+            print(
+                f"| {layers} | {name} | {r['first_call']:.3f} "
+                f"| {r['first_call'] / ju['first_call']:.2f}x "
+                f"| {r['first_call'] / js['first_call']:.2f}x | {' | '.join(split)} "
+                f"| {'-' if xla is None else f'{xla:.3f}'} | {r['steady'] * 1e3:.2f} "
+                f"| {r['steady'] / base['steady']:.2f}x |"
+            )
+        sums = [r["checksum"] for r in got.values()]
+        spread = (max(sums) - min(sums)) / max(abs(max(sums)), 1e-30)
+        if spread > 1e-3:
+            raise AssertionError(f"{layers} layers: the variants disagree ({sums})")
+    return rows
+
+
 def _child(args):
+    if args.variant is not None:
+        return _roll_child(args)
     if args.train:
         return _train_child(args)
     from bench.models import transformer, transformer_params
@@ -149,13 +285,17 @@ def best_of(call, n: int = 3) -> float:
     return best
 
 
-def _spawn(kind: str, cache: str, args) -> dict:
+def _spawn(kind: str, cache: str, args, variant: int | None = None) -> dict:
+    if variant is not None:  # a roll-sweep variant (its kind is only the row's name)
+        kind = "purejit" if kind.startswith("purejit") else "jax"
     cmd = [sys.executable, "-m", "bench.cold_start", "--child", kind, "--cache", cache]
+    if variant is not None:
+        cmd += ["--variant", str(variant)]
     for k in ("layers", "d", "heads", "seq", "batch", "dtype"):
         if getattr(args, k) is not None:
             cmd += [f"--{k}", str(getattr(args, k))]
     if args.train:
-        cmd += ["--train"] + (["--quick"] if args.quick else [])
+        cmd += ["--train"] + (["--quick"] if args.quick and variant is None else [])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("PUREJIT_CACHE_DIR", None)
@@ -223,6 +363,13 @@ def main(argv=None):
         action="store_true",
         help="as bench.train's flag: XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander",
     )
+    ap.add_argument(
+        "--roll-sweep",
+        default=None,
+        help="layer counts, e.g. 12,24,48: repeated layers rolled / unrolled / jax.jit "
+        "unrolled / jax.jit lax.scan (with --train: the training step)",
+    )
+    ap.add_argument("--variant", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=("purejit", "jax"), help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     ap.add_argument("--repeats", type=int, default=0, help="cold-only protocol, N each")
@@ -232,6 +379,12 @@ def main(argv=None):
     if args.xla_keep_barriers:
         flag = "--xla_disable_hlo_passes=cse_barrier_expander"
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+    if args.roll_sweep:
+        defaults = dict(d=128, heads=4, seq=64, batch=2)
+        for k, v in defaults.items():
+            if getattr(args, k) is None:
+                setattr(args, k, v)
+        return _roll_sweep(args)
     if args.train:
         if not args.repeats:
             raise SystemExit("--train runs the cold-only protocol: give --repeats N (N >= 1)")
