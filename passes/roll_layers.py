@@ -16,19 +16,25 @@ at least `min_blocks` calls where
 
 and rewrites each run as one `scan` over the stacked per-block values. Results of the calls
 that are not carried become the scan's stacked ys, sliced back out where something reads
-them. A per-block operand that is exactly the slices of an earlier rolled scan's ys, in
-order or in reverse order, reads those ys directly (a reverse scan for the second case):
+them. A per-block operand that is consecutive rows of an earlier rolled scan's ys, in
+order or in reverse order, reads those rows directly (a reverse scan for the second case):
 this is what the backward pass of a rolled forward pass looks like under `grad`.
 
 Guarantees: the program computes exactly what it did (a scan runs its body once per block,
-in the chain's order, on the same values). Left alone, with the reason in the report
-(`refused`): calls whose functions differ (shapes, ops, attributes, constants inside nested
-regions), a carried result of a block before the last that something outside the chain
-also reads, a per-block operand computed from an earlier block of the run (a skip
-connection), a block with effects (`side_effect`, `collective`, or not `pure`) and a run
-with an effectful op between its blocks (the rewrite moves the ops between blocks that read
-the chain's values after the scan). Never touches: ops inside regions (only top-level calls
-are rolled), calls outside a run; the calls it leaves are inlined by `inline` as before.
+in the chain's order, on the same values). A carried result that something outside the
+chain also reads (a layer's output saved for the backward pass) is stacked as a ys too.
+Left alone, with the reason in the report (`refused`): calls whose functions differ
+(shapes, ops, attributes, constants inside nested regions), a per-block operand computed
+from an earlier block of the run (a skip connection), a block with effects (`side_effect`,
+`collective`, or not `pure`) and a run with an effectful op between its blocks (the
+rewrite moves the ops between blocks that read the chain's values after the scan).
+
+A Python loop traced without a jitted layer has no calls: with `outline`, repeated
+stretches of top-level ops are first cut into calls (`_outline.py`), rolled the same way,
+and the blocks that do not roll are put back as they were.
+
+Never touches: ops inside regions (only top-level calls and stretches are rolled), calls
+outside a run; the calls it leaves are inlined by `inline` as before.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from purejit.ir import Function, Op, Value, get_op
 from purejit.passes._isomorphism import bucket_key, compare
+from purejit.passes._outline import inline_marked, outline_repeats
 from purejit.passes.base import PassResult, has_effect
 
 
@@ -52,12 +59,14 @@ def _new_op(name: str, operands, attrs: dict, regions=(), loc=None) -> Op:
 @dataclass
 class Run:
     """A run of isomorphic calls: their indices in the function's ops, in chain order, the
-    carry as (operand position, result position) pairs, and the stacked constants (indices
-    of `constant` ops in the first call's function)."""
+    carry as (operand position, result position) pairs, the stacked constants (indices of
+    `constant` ops in the first call's function) and the carried results that something
+    outside the chain reads too (stacked as ys as well)."""
 
     blocks: list[int]
     carry: list[tuple[int, int]]
     constants: list[int] = field(default_factory=list)
+    carry_out: list[int] = field(default_factory=list)  # carried results also read outside
 
 
 def _callee(op: Op) -> str:
@@ -138,21 +147,23 @@ def _check(fn: Function, run: Run, users, outputs: set) -> str | None:
     rs = [r for _, r in run.carry]
     if len(set(rs)) != len(rs):
         return "one result of a block feeds two operands of the next block"
-    for k, (a, b) in enumerate(zip(run.blocks, run.blocks[1:])):
-        for j, r in run.carry:
-            v = ops[a].results[r]
-            if v in outputs or any(u != (b, j) for u in users.get(v, ())):
-                return (
-                    f"result {r} of block {k} (carried to the next block) is also used "
-                    "outside the chain"
-                )
+    # a carried value that something outside the chain also reads is stacked as a ys too
+    run.carry_out = sorted(
+        {
+            r
+            for a, b in zip(run.blocks, run.blocks[1:])
+            for j, r in run.carry
+            if ops[a].results[r] in outputs
+            or any(u != (b, j) for u in users.get(ops[a].results[r], ()))
+        }
+    )
     # values computed from the chain between its first and last block
     inside = set(run.blocks)
     tainted: set[Value] = set()
     for i in run.blocks:
         tainted.update(ops[i].results)
     carry_pos = {j for j, _ in run.carry}
-    for i in range(run.blocks[0] + 1, run.blocks[-1]):
+    for i in range(run.blocks[0] + 1, run.blocks[-1] + 1):  # the last block too
         op = ops[i]
         if i in inside:
             bad = [j for j, v in enumerate(op.operands) if j not in carry_pos and v in tainted]
@@ -230,12 +241,25 @@ def find_runs(fn: Function, min_blocks: int = 2) -> tuple[list[Run], list[dict]]
 
 def _stack(values: list[Value], out: list[Op], unstacked: dict) -> tuple[Value, bool]:
     """`values` stacked along a new leading axis (ops appended to `out`), and whether an
-    earlier scan's ys were read as they are (the values are exactly its slices, in order)."""
+    earlier scan's ys were read as they are (the values are consecutive rows of it, in
+    order: the ys itself or one slice of it)."""
     src = [unstacked.get(v) for v in values]
     n = len(values)
-    if all(src) and len({id(s[0]) for s in src}) == 1 and src[0][0].type.shape[0] == n:
-        if [s[1] for s in src] == list(range(n)):
-            return src[0][0], True
+    if all(src) and len({id(s[0]) for s in src}) == 1:
+        ys, a = src[0][0], src[0][1]
+        if [s[1] for s in src] == list(range(a, a + n)):
+            if a == 0 and ys.type.shape[0] == n:
+                return ys, True
+            # rows a..a+n-1 of the earlier ys: one slice
+            shape = ys.type.shape
+            attrs = {
+                "start_indices": [a] + [0] * (len(shape) - 1),
+                "limit_indices": [a + n, *shape[1:]],
+                "strides": [1] * len(shape),
+            }
+            op = _new_op("slice", [ys], attrs)
+            out.append(op)
+            return op.results[0], True
     rows = []
     for v in values:
         op = _new_op("reshape", [v], {"shape": [1, *v.type.shape]})
@@ -268,9 +292,9 @@ def _direction(per_block: list[list[Value]], unstacked: dict) -> bool:
         src = [unstacked.get(v) for v in values]
         if not all(src) or len({id(s[0]) for s in src}) != 1:
             continue
-        idx, n = [s[1] for s in src], len(values)
-        fwd += idx == list(range(n))
-        rev += idx == list(range(n - 1, -1, -1))
+        idx = [s[1] for s in src]
+        fwd += idx == list(range(idx[0], idx[0] + len(idx)))
+        rev += idx == list(range(idx[0], idx[0] - len(idx), -1))
     return rev > fwd
 
 
@@ -314,6 +338,7 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
         elif j in shared:
             passed[r] = ("shared", rep.get(first.operands[j], first.operands[j]))
     ys_r = [r for r in range(len(body.results)) if r not in carry_r and r not in passed]
+    ys_r += run.carry_out
     # one ys per distinct value (a body may return one value at several places)
     ys_values = list(dict.fromkeys(body.results[r] for r in ys_r))
     results = [body.results[r] for r in carry_r] + ys_values
@@ -339,6 +364,8 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
             stacked[r] = value
     for r, ys in stacked.items():
         for k, b in enumerate(blocks):
+            if r in carry_r and k == n - 1:
+                continue  # the last block's carried value is the scan's final carry
             if b.results[r] in used:
                 i = n - 1 - k if reverse else k
                 row = _unstack(ys, i, out)
@@ -351,6 +378,7 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
         "carried": len(carry_j),
         "per_block": len(per),
         "stacked_constants": len(run.constants),
+        "carried_also_stacked": len(run.carry_out),
         "reverse": reverse,
         "stacks_reused": reused,
         "loc": first.loc,
@@ -403,16 +431,28 @@ class RollLayers:
 
     Attributes:
         min_blocks: the fewest calls a run needs to be rolled.
+        outline: whether repeated stretches of ops (a Python loop traced without a jitted
+            layer) are cut into calls first (`_outline.py`), to be rolled like calls.
+        min_block_ops: the fewest ops such a stretch's blocks need.
     """
 
     name: str = "roll_layers"
     min_blocks: int = 2
+    outline: bool = True
+    min_block_ops: int = 8
 
     def __call__(self, fn: Function) -> PassResult:
-        if not any(op.name == "call" for op in fn.ops):
-            return PassResult(fn, False, {"runs_rolled": 0})
-        runs, refused = find_runs(fn, self.min_blocks)
-        new, rolled = roll(fn, runs)
+        work, made = fn, 0
+        if self.outline:  # a loop traced flat: its repeated stretches become calls first
+            work, made = outline_repeats(fn, self.min_block_ops)
+        if not made and not any(op.name == "call" for op in fn.ops):
+            return PassResult(fn, False, {"runs_rolled": 0, "rolled": [], "refused": []})
+        runs, refused = find_runs(work, self.min_blocks)
+        new, rolled = roll(work, runs)
+        if not rolled:
+            new = fn
+        elif made:  # the outlined blocks that were not rolled go back as they were
+            new = inline_marked(new)
         report = {
             "runs_rolled": len(rolled),
             "blocks_rolled": sum(r["blocks"] for r in rolled),
