@@ -30,10 +30,10 @@ as in the steady-state run.
 With `--roll-sweep 12,24,48` (add `--train` for the training step), repeated layers: the
 model written as a Python loop over a jitted layer, for each layer count, each variant in
 its own fresh process with an empty cache: purejit rolled (`compiler_options={"roll_layers":
-True}`), purejit unrolled (the default), `jax.jit` unrolled and `jax.jit` with `lax.scan`
-over stacked parameters; first call, purejit's trace / passes / emit / XLA compile, steady
-call. The training step is `value_and_grad` of the mean square output plus SGD on the
-donated parameters.
+True}`), purejit unrolled (the default), `jax.jit` unrolled, `jax.jit` with `lax.scan`
+over stacked parameters, and purejit rolled with the loop traced flat (no jitted layer);
+first call, purejit's trace / passes / emit / XLA compile, steady call. The training step
+is `value_and_grad` of the mean square output plus SGD on the donated parameters.
 
 The model is `bench.models.transformer` (pre-LN encoder, written once for purejit.numpy and
 jax.numpy). Prints a Markdown table with the first-call times, the warm/cold ratios (the
@@ -104,7 +104,13 @@ def _train_child(args):
     print("RESULT " + json.dumps(out))
 
 
-ROLL_VARIANTS = ("purejit rolled", "purejit unrolled", "jax.jit unrolled", "jax.jit scan")
+ROLL_VARIANTS = (
+    "purejit rolled",
+    "purejit unrolled",
+    "jax.jit unrolled",
+    "jax.jit scan",
+    "purejit rolled, flat loop",
+)
 
 
 def _roll_child(args):
@@ -121,9 +127,14 @@ def _roll_child(args):
 
         purejit.config.update(cache_dir=args.cache)
         np.asarray(purejit.jit(lambda a: a + 1)(np.ones(3, np.float32)))  # start the backend
-        block = purejit.jit(lambda x, p: transformer(xp, [p], x, heads))
+
+        def block(x, p):
+            return transformer(xp, [p], x, heads)
+
+        if variant != "purejit rolled, flat loop":  # else the loop is traced flat
+            block = purejit.jit(block)
         vg, tmap = purejit.value_and_grad, purejit.tree_util.tree_map
-        options = {"roll_layers": variant == "purejit rolled"}
+        options = {"roll_layers": variant != "purejit unrolled"}
 
         def jit(f, **kw):
             return purejit.jit(f, compiler_options=options, **kw)
@@ -194,7 +205,7 @@ def _roll_sweep(args) -> dict:
     what = "training step (value_and_grad + SGD, donated)" if args.train else "forward"
     print(
         f"\n### Repeated layers, {what}: transformer d={args.d}, heads={args.heads}, batch "
-        f"{args.batch} x seq {args.seq}, a Python loop over a jitted layer "
+        f"{args.batch} x seq {args.seq}, a Python loop (over a jitted layer unless flat) "
         f"({dev.platform}: {dev.device_kind}); fresh process and empty cache per row\n"
     )
     print(
