@@ -312,11 +312,12 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
     mapped = [[rep.get(b.operands[j], b.operands[j]) for b in blocks] for j in per]
     reverse = _direction(mapped, unstacked)
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
-    xs, reused = [], 0
+    xs, reused, stack_bytes = [], 0, 0
     for values in mapped:
         x, same = _stack([values[k] for k in order], out, unstacked)
         xs.append(x)
         reused += same
+        stack_bytes += 0 if same else x.type.nbytes
     for p in run.constants:
         rows = [blocks[k].regions[0].ops[p].attrs["value"] for k in order]
         c = _new_op("constant", [], {"value": np.stack(rows)}, loc=body.ops[p].loc)
@@ -362,6 +363,7 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
             rep.update((b.results[r], value) for b in blocks)
         else:
             stacked[r] = value
+    unstack_bytes = 0  # rows sliced out (those only a later scan reads are removed by DCE)
     for r, ys in stacked.items():
         for k, b in enumerate(blocks):
             if r in carry_r and k == n - 1:
@@ -369,6 +371,7 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
             if b.results[r] in used:
                 i = n - 1 - k if reverse else k
                 row = _unstack(ys, i, out)
+                unstack_bytes += row.type.nbytes
                 rep[b.results[r]] = row
                 unstacked[row] = (ys, i)
     return {
@@ -381,6 +384,8 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
         "carried_also_stacked": len(run.carry_out),
         "reverse": reverse,
         "stacks_reused": reused,
+        "stacked_bytes": stack_bytes,
+        "unstacked_bytes": unstack_bytes,
         "loc": first.loc,
     }
 

@@ -367,6 +367,8 @@ def test_explain_reports_what_was_rolled_and_refused():
     refused = [line for line in lines if line.startswith("  refused")]
     assert len(rolled) == 2 and "3 blocks -> one scan" in rolled[0]
     assert "reverse" in rolled[1] and "read from an earlier scan" in rolled[1]
+    # layers 2-4's w (8x8) and b (8) of float32 are stacked for the forward scan
+    assert "copies 864 B per call to stack parameters" in rolled[0]
     assert refused and all("differs from block 0" in line for line in refused)
 
 
