@@ -36,6 +36,20 @@ def attr_key(v):
     return (type(v).__name__, v)
 
 
+def same_attr(a, b) -> bool:
+    """Whether two attribute values are equal (as `attr_key` says, without building keys for
+    the common case of equal plain values)."""
+    if a is b:
+        return True
+    if not isinstance(a, np.ndarray) and type(a) is type(b):
+        try:
+            if a == b:
+                return True
+        except (ValueError, TypeError):  # a list holding arrays
+            pass
+    return attr_key(a) == attr_key(b)
+
+
 def bucket_key(fn: Function) -> tuple:
     """Parameter and result types and the names of the top-level ops: equal for isomorphic
     functions (not a proof: `compare` is)."""
@@ -103,7 +117,7 @@ def _compare(a: Function, b: Function, constants_ok: bool) -> Comparison:
         if set(x.attrs) != set(y.attrs):
             return Comparison(f"{_where(x, k)}: attributes {sorted(x.attrs)} vs {sorted(y.attrs)}")
         for key in x.attrs:
-            if attr_key(x.attrs[key]) == attr_key(y.attrs[key]):
+            if same_attr(x.attrs[key], y.attrs[key]):
                 continue
             if constants_ok and x.has_trait("constant") and not x.operands and key == "value":
                 constants.append(k)

@@ -35,16 +35,23 @@ def _key(op: Op) -> tuple:
 
 
 def _phase(ops: list[Op], start: int, p: int, last: dict) -> int:
-    """Where in a period blocks should start: the cut after the second block's offset
-    that the fewest values cross (a layer boundary, where only the activations cross)."""
-    best, offset = None, 0
-    for o in range(p):
-        b = start + p + o
-        if b > len(ops):
-            break
-        cross = sum(1 for k in range(b - p, b) for v in ops[k].results if last.get(v, -1) >= b)
-        if best is None or cross < best:
-            best, offset = cross, o
+    """Where in a period blocks should start: the cut in the second period that the fewest
+    values cross (a layer boundary, where only the activations cross). A value defined at
+    d and last read at l crosses the cuts b with d < b <= l and b - p <= d: a range, so the
+    counts of all p cuts come from one difference array."""
+    first, stop = start + p, min(start + 2 * p, len(ops) + 1)
+    diff = [0] * (stop - first + 1)
+    for d in range(start, min(stop, len(ops))):
+        for v in ops[d].results:
+            lo, hi = max(d + 1, first), min(d + p, last.get(v, -1), stop - 1)
+            if lo <= hi:
+                diff[lo - first] += 1
+                diff[hi - first + 1] -= 1
+    best, offset, count = None, 0, 0
+    for o in range(stop - first):
+        count += diff[o]
+        if best is None or count < best:
+            best, offset = count, o
     return offset
 
 
@@ -73,10 +80,11 @@ def _spans(ops: list[Op], min_ops: int) -> list[tuple[int, int, int]]:
             j = i
             while j + p < len(ops) and keys[j] == keys[j + p]:
                 j += 1
-            o = _phase(ops, i, p, last)
-            blocks = (j - i + p - o) // p
-            if blocks >= 2:
-                found.append((i + o, p, blocks))
+            if (j - i + p) // p >= 2:
+                o = _phase(ops, i, p, last)
+                blocks = (j - i + p - o) // p
+                if blocks >= 2:
+                    found.append((i + o, p, blocks))
             i = j + 1
     chosen: list[tuple[int, int, int]] = []
     for s, p, n in sorted(found, key=lambda t: -t[1] * t[2]):

@@ -102,14 +102,14 @@ def _grow(fn: Function, start: int, taken: set, producer, users, refused) -> Run
                 if k not in taken and ops[k].name == "call"
             }
         )
-        nxt = None
+        nxt = found = None
         for k in succ:
             cand = ops[k]
             if _callee(cand) != _callee(first) and bucket_key(cand.regions[0]) != key:
                 continue  # a different function: not a candidate
             cmp = compare(body, cand.regions[0])
             if cmp.reason is None:
-                nxt = k
+                nxt, found = k, cmp
                 break
             if _callee(cand) == _callee(first):
                 refused.append(
@@ -135,7 +135,7 @@ def _grow(fn: Function, start: int, taken: set, producer, users, refused) -> Run
             )
             break
         run.carry = links
-        constants.update(compare(body, ops[nxt].regions[0]).constants)
+        constants.update(found.constants)
         run.blocks.append(nxt)
     run.constants = sorted(constants)
     return run if len(run.blocks) >= 2 else None
