@@ -469,3 +469,12 @@ def test_flat_layers_with_different_activations_stay_unrolled():
     _, res = _flat_roll(model([pnp.sin, pnp.tanh] * 2), ps, x)
     (run,) = res.report["rolled"]
     assert run["blocks"] == 2 and run["per_block"] == 4  # two layers' w and b per block
+
+
+def test_xla_keeps_the_loop_and_copies_no_stacked_weights():
+    ps, x = _mlp_params(6, d=16), np.ones((4, 16), np.float32)
+    rolled = purejit.jit(_mlp(pnp, purejit.jit(_dense(pnp))), compiler_options=ROLL)
+    hlo = rolled.lower(ps, x).compile().as_text()
+    assert hlo.count(" while(") == 1  # not unrolled by XLA
+    stacked = [line for line in hlo.splitlines() if " copy(" in line and "f32[6," in line]
+    assert not stacked, stacked  # the stacked weights are read in place on every trip
