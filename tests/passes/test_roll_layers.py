@@ -478,3 +478,16 @@ def test_xla_keeps_the_loop_and_copies_no_stacked_weights():
     assert hlo.count(" while(") == 1  # not unrolled by XLA
     stacked = [line for line in hlo.splitlines() if " copy(" in line and "f32[6," in line]
     assert not stacked, stacked  # the stacked weights are read in place on every trip
+
+
+@pytest.mark.parametrize("jitted", [True, False], ids=["jitted_layer", "flat_loop"])
+def test_layers_under_vmap_roll(jitted):
+    ps = _mlp_params(4)
+    x = np.random.default_rng(11).standard_normal((3, 2, 8)).astype(np.float32)
+    layer = purejit.jit(_dense(pnp)) if jitted else _residual(pnp)
+    model = purejit.vmap(_mlp(pnp, layer), in_axes=(None, 0))
+    rolled = purejit.jit(model, compiler_options=ROLL)
+    (run,) = _roll_report(rolled, ps, x)["rolled"]
+    assert run["blocks"] == 4
+    got, want = rolled(ps, x), purejit.jit(model)(ps, x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)
