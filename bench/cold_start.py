@@ -34,6 +34,8 @@ True}`), purejit unrolled (the default), `jax.jit` unrolled, `jax.jit` with `lax
 over stacked parameters, and purejit rolled with the loop traced flat (no jitted layer);
 first call, purejit's trace / passes / emit / XLA compile, steady call. The training step
 is `value_and_grad` of the mean square output plus SGD on the donated parameters.
+`--roll-ab [--layers N]` times the steady forward and training step of purejit rolled and
+unrolled interleaved in one process (the flat loop).
 
 The model is `bench.models.transformer` (pre-LN encoder, written once for purejit.numpy and
 jax.numpy). Prints a Markdown table with the first-call times, the warm/cold ratios (the
@@ -241,6 +243,46 @@ def _roll_sweep(args) -> dict:
     return rows
 
 
+def _roll_ab(args) -> dict:
+    """Steady step of purejit rolled against unrolled, interleaved in this one process (a
+    fairer ratio than separate processes on a busy machine): the flat loop, best of 10."""
+    import purejit
+    import purejit.numpy as xp
+    from bench.models import transformer, transformer_params
+
+    params = transformer_params(args.layers, args.d, np.random.default_rng(0))
+    x = np.random.default_rng(1).standard_normal((args.batch, args.seq, args.d)).astype(np.float32)
+
+    def loss(ps, x):
+        return xp.mean(transformer(xp, ps, x, args.heads) ** 2)
+
+    def step(ps, x):
+        value, grads = purejit.value_and_grad(loss)(ps, x)
+        return purejit.tree_util.tree_map(lambda p, g: p - 1e-3 * g, ps, grads), value
+
+    def forward(ps, x):
+        return transformer(xp, ps, x, args.heads)
+
+    best = {}
+    for what, fun in (("forward", forward), ("training step", step)):
+        fs = {r: purejit.jit(fun, compiler_options={"roll_layers": r}) for r in (False, True)}
+        dev = purejit.tree_util.tree_map(xp.asarray, params)
+        for f in fs.values():
+            purejit.tree_util.tree_map(np.asarray, f(dev, x))
+        times = {r: float("inf") for r in fs}
+        for _ in range(10):
+            for r, f in fs.items():
+                t0 = time.perf_counter()
+                purejit.tree_util.tree_map(np.asarray, f(dev, x))
+                times[r] = min(times[r], time.perf_counter() - t0)
+        best[what] = times
+        print(
+            f"{args.layers} layers, {what}: unrolled {times[False] * 1e3:.2f} ms, rolled "
+            f"{times[True] * 1e3:.2f} ms, rolled / unrolled {times[True] / times[False]:.2f}x"
+        )
+    return best
+
+
 def _child(args):
     if args.variant is not None:
         return _roll_child(args)
@@ -380,6 +422,11 @@ def main(argv=None):
         help="layer counts, e.g. 12,24,48: repeated layers rolled / unrolled / jax.jit "
         "unrolled / jax.jit lax.scan (with --train: the training step)",
     )
+    ap.add_argument(
+        "--roll-ab",
+        action="store_true",
+        help="steady step of purejit rolled vs unrolled, interleaved in one process",
+    )
     ap.add_argument("--variant", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=("purejit", "jax"), help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
@@ -390,12 +437,12 @@ def main(argv=None):
     if args.xla_keep_barriers:
         flag = "--xla_disable_hlo_passes=cse_barrier_expander"
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
-    if args.roll_sweep:
-        defaults = dict(d=128, heads=4, seq=64, batch=2)
+    if args.roll_sweep or args.roll_ab:
+        defaults = dict(layers=12, d=128, heads=4, seq=64, batch=2)
         for k, v in defaults.items():
             if getattr(args, k) is None:
                 setattr(args, k, v)
-        return _roll_sweep(args)
+        return _roll_ab(args) if args.roll_ab else _roll_sweep(args)
     if args.train:
         if not args.repeats:
             raise SystemExit("--train runs the cold-only protocol: give --repeats N (N >= 1)")
