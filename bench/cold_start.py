@@ -27,6 +27,16 @@ result on the host. The children inherit the environment, so XLA_FLAGS (e.g. the
 `--xla-keep-barriers` flag of `bench.train`, here `--xla-keep-barriers` too) are the same
 as in the steady-state run.
 
+With `--roll-sweep 12,24,48` (add `--train` for the training step), repeated layers: the
+model written as a Python loop over a jitted layer, for each layer count, each variant in
+its own fresh process with an empty cache: purejit rolled (`compiler_options={"roll_layers":
+True}`), purejit unrolled (the default), `jax.jit` unrolled, `jax.jit` with `lax.scan`
+over stacked parameters, and purejit rolled with the loop traced flat (no jitted layer);
+first call, purejit's trace / passes / emit / XLA compile, steady call. The training step
+is `value_and_grad` of the mean square output plus SGD on the donated parameters.
+`--roll-ab [--layers N]` times the steady forward and training step of purejit rolled and
+unrolled interleaved in one process (the flat loop).
+
 The model is `bench.models.transformer` (pre-LN encoder, written once for purejit.numpy and
 jax.numpy). Prints a Markdown table with the first-call times, the warm/cold ratios (the
 goal: purejit warm <= 10% of cold), the same without the model's own run time (first
@@ -96,7 +106,192 @@ def _train_child(args):
     print("RESULT " + json.dumps(out))
 
 
+ROLL_VARIANTS = (
+    "purejit rolled",
+    "purejit unrolled",
+    "jax.jit unrolled",
+    "jax.jit scan",
+    "purejit rolled, flat loop",
+)
+
+
+def _roll_child(args):
+    """One cold first call of a roll-sweep variant, in this fresh process."""
+    from bench.models import transformer, transformer_params
+
+    params = transformer_params(args.layers, args.d, np.random.default_rng(0))
+    x = np.random.default_rng(1).standard_normal((args.batch, args.seq, args.d)).astype(np.float32)
+    heads, variant = args.heads, ROLL_VARIANTS[args.variant]
+    out = {"variant": variant}
+    if variant.startswith("purejit"):
+        import purejit
+        import purejit.numpy as xp
+
+        purejit.config.update(cache_dir=args.cache)
+        np.asarray(purejit.jit(lambda a: a + 1)(np.ones(3, np.float32)))  # start the backend
+
+        def block(x, p):
+            return transformer(xp, [p], x, heads)
+
+        if variant != "purejit rolled, flat loop":  # else the loop is traced flat
+            block = purejit.jit(block)
+        vg, tmap = purejit.value_and_grad, purejit.tree_util.tree_map
+        options = {"roll_layers": variant != "purejit unrolled"}
+
+        def jit(f, **kw):
+            return purejit.jit(f, compiler_options=options, **kw)
+
+        def put(t):
+            return tmap(lambda a: xp.asarray(a) + 0, t)
+    else:
+        import jax
+        import jax.numpy as xp
+
+        jax.config.update("jax_compilation_cache_dir", args.cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+        jax.jit(lambda a: a + 1)(np.ones(3, np.float32)).block_until_ready()
+        vg, tmap = jax.value_and_grad, jax.tree_util.tree_map
+        jit, put = jax.jit, lambda t: tmap(jax.device_put, t)
+
+        def block(x, p):
+            return transformer(xp, [p], x, heads)
+
+        if variant == "jax.jit scan":
+            params = tmap(lambda *a: np.stack(a), *params)
+
+    if variant == "jax.jit scan":
+
+        def model(ps, x):
+            return jax.lax.scan(lambda h, p: (block(h, p), None), x, ps)[0]
+    else:
+
+        def model(ps, x):
+            for p in ps:
+                x = block(x, p)
+            return x
+
+    def loss(ps, x):
+        return xp.mean(model(ps, x) ** 2)
+
+    def step(ps, x):
+        value, grads = vg(loss)(ps, x)
+        return tmap(lambda p, g: p - 1e-3 * g, ps, grads), value
+
+    if args.train:
+        f = jit(step, donate_argnums=0)
+        dev = put(params)
+        t0 = time.perf_counter()
+        new, value = f(dev, x)
+        float(np.asarray(value))
+        out["first_call"] = time.perf_counter() - t0
+        state = [new]
+
+        def train_step():  # the parameters of one step are donated to the next
+            state[0], value = f(state[0], x)
+            return float(np.asarray(value))
+
+        out["steady"] = best_of(train_step, n=10)
+        out["checksum"] = float(np.asarray(value))
+    else:
+        f = jit(model)
+        t0 = time.perf_counter()
+        y = np.asarray(f(params, x))
+        out["first_call"] = time.perf_counter() - t0
+        out["steady"] = best_of(lambda: np.asarray(f(params, x)), n=10)
+        out["checksum"] = float(np.abs(y).sum())
+    if variant.startswith("purejit"):
+        out["timings"] = next(iter(f.cache.values())).lowered.timings
+    print("RESULT " + json.dumps(out))
+
+
+def _roll_sweep(args) -> dict:
+    """Every variant at every layer count, each in a fresh process; prints the table."""
+    import jax
+
+    dev = jax.devices()[0]
+    what = "training step (value_and_grad + SGD, donated)" if args.train else "forward"
+    print(
+        f"\n### Repeated layers, {what}: transformer d={args.d}, heads={args.heads}, batch "
+        f"{args.batch} x seq {args.seq}, a Python loop (over a jitted layer unless flat) "
+        f"({dev.platform}: {dev.device_kind}); fresh process and empty cache per row\n"
+    )
+    print(
+        "| layers | variant | first call (s) | vs jax.jit unrolled | vs jax.jit scan | trace "
+        "| passes | emit | XLA compile | steady (ms) | steady vs unrolled |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = {}
+    for layers in [int(n) for n in args.roll_sweep.split(",")]:
+        args.layers = layers
+        got = {}
+        for k, name in enumerate(ROLL_VARIANTS):
+            with tempfile.TemporaryDirectory() as cache:
+                got[name] = _spawn(name, cache, args, variant=k)
+        rows[layers] = got
+        ju, js = got["jax.jit unrolled"], got["jax.jit scan"]
+        for name, r in got.items():
+            t = r.get("timings", {})
+            split = [f"{t[k]:.3f}" if k in t else "-" for k in ("trace", "passes", "emit")]
+            xla = t.get("xla_compile")
+            base = got["purejit unrolled"] if name.startswith("purejit") else ju
+            print(
+                f"| {layers} | {name} | {r['first_call']:.3f} "
+                f"| {r['first_call'] / ju['first_call']:.2f}x "
+                f"| {r['first_call'] / js['first_call']:.2f}x | {' | '.join(split)} "
+                f"| {'-' if xla is None else f'{xla:.3f}'} | {r['steady'] * 1e3:.2f} "
+                f"| {r['steady'] / base['steady']:.2f}x |"
+            )
+        sums = [r["checksum"] for r in got.values()]
+        spread = (max(sums) - min(sums)) / max(abs(max(sums)), 1e-30)
+        if spread > 1e-3:
+            raise AssertionError(f"{layers} layers: the variants disagree ({sums})")
+    return rows
+
+
+def _roll_ab(args) -> dict:
+    """Steady step of purejit rolled against unrolled, interleaved in this one process (a
+    fairer ratio than separate processes on a busy machine): the flat loop, best of 10."""
+    import purejit
+    import purejit.numpy as xp
+    from bench.models import transformer, transformer_params
+
+    params = transformer_params(args.layers, args.d, np.random.default_rng(0))
+    x = np.random.default_rng(1).standard_normal((args.batch, args.seq, args.d)).astype(np.float32)
+
+    def loss(ps, x):
+        return xp.mean(transformer(xp, ps, x, args.heads) ** 2)
+
+    def step(ps, x):
+        value, grads = purejit.value_and_grad(loss)(ps, x)
+        return purejit.tree_util.tree_map(lambda p, g: p - 1e-3 * g, ps, grads), value
+
+    def forward(ps, x):
+        return transformer(xp, ps, x, args.heads)
+
+    best = {}
+    for what, fun in (("forward", forward), ("training step", step)):
+        fs = {r: purejit.jit(fun, compiler_options={"roll_layers": r}) for r in (False, True)}
+        dev = purejit.tree_util.tree_map(xp.asarray, params)
+        for f in fs.values():
+            purejit.tree_util.tree_map(np.asarray, f(dev, x))
+        times = {r: float("inf") for r in fs}
+        for _ in range(10):
+            for r, f in fs.items():
+                t0 = time.perf_counter()
+                purejit.tree_util.tree_map(np.asarray, f(dev, x))
+                times[r] = min(times[r], time.perf_counter() - t0)
+        best[what] = times
+        print(
+            f"{args.layers} layers, {what}: unrolled {times[False] * 1e3:.2f} ms, rolled "
+            f"{times[True] * 1e3:.2f} ms, rolled / unrolled {times[True] / times[False]:.2f}x"
+        )
+    return best
+
+
 def _child(args):
+    if args.variant is not None:
+        return _roll_child(args)
     if args.train:
         return _train_child(args)
     from bench.models import transformer, transformer_params
@@ -149,13 +344,17 @@ def best_of(call, n: int = 3) -> float:
     return best
 
 
-def _spawn(kind: str, cache: str, args) -> dict:
+def _spawn(kind: str, cache: str, args, variant: int | None = None) -> dict:
+    if variant is not None:  # a roll-sweep variant (its kind is only the row's name)
+        kind = "purejit" if kind.startswith("purejit") else "jax"
     cmd = [sys.executable, "-m", "bench.cold_start", "--child", kind, "--cache", cache]
+    if variant is not None:
+        cmd += ["--variant", str(variant)]
     for k in ("layers", "d", "heads", "seq", "batch", "dtype"):
         if getattr(args, k) is not None:
             cmd += [f"--{k}", str(getattr(args, k))]
     if args.train:
-        cmd += ["--train"] + (["--quick"] if args.quick else [])
+        cmd += ["--train"] + (["--quick"] if args.quick and variant is None else [])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("PUREJIT_CACHE_DIR", None)
@@ -223,6 +422,18 @@ def main(argv=None):
         action="store_true",
         help="as bench.train's flag: XLA_FLAGS=--xla_disable_hlo_passes=cse_barrier_expander",
     )
+    ap.add_argument(
+        "--roll-sweep",
+        default=None,
+        help="layer counts, e.g. 12,24,48: repeated layers rolled / unrolled / jax.jit "
+        "unrolled / jax.jit lax.scan (with --train: the training step)",
+    )
+    ap.add_argument(
+        "--roll-ab",
+        action="store_true",
+        help="steady step of purejit rolled vs unrolled, interleaved in one process",
+    )
+    ap.add_argument("--variant", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=("purejit", "jax"), help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
     ap.add_argument("--repeats", type=int, default=0, help="cold-only protocol, N each")
@@ -232,6 +443,12 @@ def main(argv=None):
     if args.xla_keep_barriers:
         flag = "--xla_disable_hlo_passes=cse_barrier_expander"
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+    if args.roll_sweep or args.roll_ab:
+        defaults = dict(layers=12, d=128, heads=4, seq=64, batch=2)
+        for k, v in defaults.items():
+            if getattr(args, k) is None:
+                setattr(args, k, v)
+        return _roll_ab(args) if args.roll_ab else _roll_sweep(args)
     if args.train:
         if not args.repeats:
             raise SystemExit("--train runs the cold-only protocol: give --repeats N (N >= 1)")

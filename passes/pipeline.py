@@ -35,6 +35,7 @@ from purejit.passes.inline import Inline
 from purejit.passes.layout import LayoutAssignment
 from purejit.passes.merge_threefry import MergeThreefry
 from purejit.passes.liveness import BufferAssignment
+from purejit.passes.roll_layers import RollLayers
 from purejit.passes.simplify import Simplify
 
 __all__ = [
@@ -105,13 +106,18 @@ class FixedPoint:
 
 
 def default_passes(
-    layout_options: dict | None = None, threefry_options: dict | None = None, **fusion_options
+    layout_options: dict | None = None,
+    threefry_options: dict | None = None,
+    roll_layers: bool = False,
+    **fusion_options,
 ) -> list[Pass]:
-    """The standard pipeline: inline calls; fold, simplify, CSE and DCE to a fixed point;
-    merge independent threefry hashes and expand them into their rounds; then layout, the
-    guard against XLA's aliased in-place updates, fusion and the buffer plan.
+    """The standard pipeline: (with `roll_layers`, roll chains of isomorphic calls into
+    scans;) inline calls; fold, simplify, CSE and DCE to a fixed point; merge independent
+    threefry hashes and expand them into their rounds; then layout, the guard against XLA's
+    aliased in-place updates, fusion and the buffer plan.
 
     Args:
+        roll_layers: whether repeated layers become one scan (`passes/roll_layers.py`).
         layout_options: options of the layout pass (`explicit_copies` on GPU).
         threefry_options: options of `expand_threefry` (`rolled_max_size`: the rolled loop
             on CPU) and `merge_threefry` (`merge_barrier`: materialise merged hashes).
@@ -129,10 +135,12 @@ def default_passes(
     merge = MergeThreefry(barrier=threefry.pop("merge_barrier", False))
     expand = ExpandThreefry(**threefry)
     # calls first: every later pass sees the whole program (XLA would inline them anyway)
-    # after layout (it may add the transposes XLA turns into bitcasts), before fusion
+    fusion = Fusion(**fusion_options)
+    # the guard after layout (it may add the transposes XLA turns into bitcasts), before fusion
     guard = GuardAliasedUpdate()
-    return [Inline(), cleanup, merge, expand, layout, guard, Fusion(**fusion_options),
-            BufferAssignment()]  # fmt: skip
+    passes = [Inline(), cleanup, merge, expand, layout, guard, fusion, BufferAssignment()]
+    # rolling reads the calls, so it runs before they are inlined
+    return [RollLayers(), *passes] if roll_layers else passes
 
 
 def pass_names(passes: Sequence[Pass]) -> list[str]:

@@ -66,6 +66,7 @@ class Explanation:
     attention: list = field(default_factory=list)  # hand-written attention fused or refused
     # the compiled program's collectives and whether XLA scheduled each to overlap compute
     collectives: list = field(default_factory=list)  # backend.hlo_collectives.Collective
+    layers: dict = field(default_factory=dict)  # roll_layers' report: rolled and refused runs
 
     @property
     def saved_bytes(self) -> int:
@@ -106,6 +107,9 @@ class Explanation:
         if self.attention:
             out += ["", "attention (hand-written attention as one fused kernel)"]
             out += _attention_lines(self.attention)
+        if self.layers.get("rolled") or self.layers.get("refused"):
+            out += ["", "repeated layers (compiler_options={'roll_layers': True})"]
+            out += _layer_lines(self.layers)
         if self.residuals:
             out += ["", "residuals (saved by the forward pass for the backward pass)"]
             out += _residual_lines(self.residuals)
@@ -198,6 +202,25 @@ def _attention_lines(entries) -> list[str]:
             "  fusion changes result bits (the kernel's own rounding); "
             "compiler_options={'fused_attention': False} keeps the program as written"
         )
+    return out
+
+
+def _layer_lines(report: dict) -> list[str]:
+    """One line per run of calls rolled into a scan or left unrolled, with the reason."""
+    out = []
+    for r in report.get("rolled", []):
+        extra = ", reverse" if r["reverse"] else ""
+        if r["stacks_reused"]:
+            extra += f", {r['stacks_reused']} stacks read from an earlier scan as they are"
+        if r.get("stacked_bytes"):
+            extra += f"; copies {_size(r['stacked_bytes'])} per call to stack parameters"
+        out.append(
+            f"  rolled   {r['callee']} at {r.get('loc') or '-'}: {r['blocks']} blocks -> one scan "
+            f"({r['carried']} carried, {r['per_block']} per-block stacked, {r['shared']} "
+            f"shared, {r['stacked_constants']} constants stacked{extra})"
+        )
+    for r in report.get("refused", []):
+        out.append(f"  refused  {r['callee']} at {r.get('loc') or '-'}: {r['reason']}")
     return out
 
 
@@ -314,5 +337,7 @@ def explain_lowered(lowered, *, compiled=None) -> Explanation:
     for r in lowered.records:  # the jit pipeline's own run (forward-only programs)
         if r.name == "fuse_attention":
             ex.attention += _jit_entries(r.report)
+        if r.name == "roll_layers":
+            ex.layers = r.report
     ex.differences = _compare(ex)
     return ex

@@ -310,8 +310,9 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     t0 = time.perf_counter()
     if jc.in_shardings is not None or jc.out_shardings is not None:
         # the attention op has no sharding rule: a partitioned program keeps attention as
-        # written (no rewrite, no fused kernel)
-        jc = replace(jc, options=replace(jc.options, fused_attention=False))
+        # written (no rewrite, no fused kernel); repeated layers stay unrolled until the
+        # many-GPU steps are measured no slower rolled
+        jc = replace(jc, options=replace(jc.options, fused_attention=False, roll_layers=False))
     # what each differentiation saved and each attention fused or refused, for explain
     attention = jc.attention.collecting() if jc.attention else contextlib.nullcontext([])
     with context.collecting_remat_records() as residuals, attention as fused_reports:

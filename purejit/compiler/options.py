@@ -21,6 +21,9 @@ Keys:
     fused_attention True (default, or `purejit.config.fused_attention`): attention written
                     by hand becomes one fused kernel where the target has one (cuDNN on
                     NVIDIA GPUs; `purejit/fused_attention.py`); False keeps it as written
+    roll_layers     False (default): every call is inlined. True: chains of calls of one
+                    jitted layer become one `scan` over the stacked per-layer parameters,
+                    so XLA compiles the layer once (`passes/roll_layers.py`)
 """
 
 from __future__ import annotations
@@ -38,7 +41,15 @@ from purejit.passes.pipeline import default_passes
 from purejit.passes.remat import Settings, check_budget
 
 FUSION_MODES = ("xla", "purejit")
-KNOWN_KEYS = ("disable_passes", "dump_dir", "fusion", "remat", "remat_budget", "fused_attention")
+KNOWN_KEYS = (
+    "disable_passes",
+    "dump_dir",
+    "fusion",
+    "remat",
+    "remat_budget",
+    "fused_attention",
+    "roll_layers",
+)
 
 
 def _merge_barrier() -> bool:
@@ -60,6 +71,7 @@ class CompilerOptions:
     remat: bool | None = None  # None: purejit.config's
     remat_budget: float | None = None
     fused_attention: bool | None = None  # None: purejit.config's
+    roll_layers: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | CompilerOptions | None) -> CompilerOptions:
@@ -95,7 +107,10 @@ class CompilerOptions:
         fused = options.get("fused_attention")
         if fused is not None and not isinstance(fused, bool):
             raise ValueError(f"compiler_options: fused_attention={fused!r} must be True or False")
-        return cls(tuple(disable), dump, fusion, remat, budget, fused)
+        roll = options.get("roll_layers", False)
+        if not isinstance(roll, bool):
+            raise ValueError(f"compiler_options: roll_layers={roll!r} must be True or False")
+        return cls(tuple(disable), dump, fusion, remat, budget, fused, roll)
 
     def attention_enabled(self) -> bool:
         """Whether hand-written attention may be fused (the option, else purejit.config)."""
@@ -141,7 +156,12 @@ class CompilerOptions:
             }
             fusion_options = cap.fusion_options() if cap else {}
             passes = Pipeline(
-                default_passes(layout_options=layout, threefry_options=threefry, **fusion_options)
+                default_passes(
+                    layout_options=layout,
+                    threefry_options=threefry,
+                    roll_layers=self.roll_layers,
+                    **fusion_options,
+                )
             )
             if first is not None:
                 passes = Pipeline([first, *passes.passes])

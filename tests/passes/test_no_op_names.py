@@ -22,6 +22,8 @@ ALLOWED = {
     "fuse_attention.py": "the pass replaces dots, softmax and masks written by hand with one op",
     "_attention_match.py": "finds the dots, softmax and masks of attention written by hand",
     "inline.py": "the pass replaces call ops by their functions",
+    "roll_layers.py": "the pass rolls chains of call ops into one scan",
+    "_outline.py": "cuts repeated stretches of ops into call ops and puts back the unrolled",
     "_attention_padding.py": "finds the position < sequence-length masks of attention",
     "guard_aliased_update.py": "works around XLA's in-place dynamic_update_slice next to "
     "reshapes, transposes and broadcasts that become bitcasts",

@@ -1,0 +1,467 @@
+"""Rolling repeated layers: a chain of isomorphic `call`s becomes one `scan`.
+
+A deep model written as a Python loop over a jitted layer traces into a chain of `call` ops
+whose functions are copies of one another. XLA compiles each copy again (it inlines
+`func.call`), and so would purejit's own passes after `inline`. This pass finds runs of
+at least `min_blocks` calls where
+
+    - each call's function is proved isomorphic to the first one's (`_isomorphism.compare`:
+      ops, attributes, types, regions and operand wiring, never a hash), except for the
+      values of top-level constants, which are stacked and read by the body as a slice;
+    - call i+1 reads results of call i at the same operand positions for every i (the
+      carry: position j reads result r, with j and r fixed along the run);
+    - every other operand is either the same value for every call (a shared value: the
+      scan's consts) or a value of the same type per call that no call of the run computes
+      (a per-block parameter: stacked along a new leading axis into the scan's xs);
+
+and rewrites each run as one `scan` over the stacked per-block values. Results of the calls
+that are not carried become the scan's stacked ys, sliced back out where something reads
+them. A per-block operand that is consecutive rows of an earlier rolled scan's ys, in
+order or in reverse order, reads those rows directly (a reverse scan for the second case):
+this is what the backward pass of a rolled forward pass looks like under `grad`.
+
+Guarantees: the program computes exactly what it did (a scan runs its body once per block,
+in the chain's order, on the same values). A carried result that something outside the
+chain also reads (a layer's output saved for the backward pass) is stacked as a ys too.
+Left alone, with the reason in the report (`refused`): calls whose functions differ
+(shapes, ops, attributes, constants inside nested regions), a per-block operand computed
+from an earlier block of the run (a skip connection), a block with effects (`side_effect`,
+`collective`, or not `pure`) and a run with an effectful op between its blocks (the
+rewrite moves the ops between blocks that read the chain's values after the scan).
+
+A Python loop traced without a jitted layer has no calls: with `outline`, repeated
+stretches of top-level ops are first cut into calls (`_outline.py`), rolled the same way,
+and the blocks that do not roll are put back as they were.
+
+Never touches: ops inside regions (only top-level calls and stretches are rolled), calls
+outside a run; the calls it leaves are inlined by `inline` as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from purejit.ir import Function, Op, Value, get_op
+from purejit.passes._isomorphism import bucket_key, compare
+from purejit.passes._outline import inline_marked, outline_repeats
+from purejit.passes.base import PassResult, has_effect
+
+
+_EFFECTS = "the block has effects (an op with `side_effect` or `collective`, or not pure)"
+
+
+def _new_op(name: str, operands, attrs: dict, regions=(), loc=None) -> Op:
+    types = get_op(name).infer([v.type for v in operands], attrs, list(regions))
+    return Op(name, operands, attrs, [Value(t) for t in types], regions, loc)
+
+
+@dataclass
+class Run:
+    """A run of isomorphic calls: their indices in the function's ops, in chain order, the
+    carry as (operand position, result position) pairs, the stacked constants (indices of
+    `constant` ops in the first call's function) and the carried results that something
+    outside the chain reads too (stacked as ys as well)."""
+
+    blocks: list[int]
+    carry: list[tuple[int, int]]
+    constants: list[int] = field(default_factory=list)
+    carry_out: list[int] = field(default_factory=list)  # carried results also read outside
+
+
+def _callee(op: Op) -> str:
+    return str(op.attrs.get("callee", ""))
+
+
+def _links(prev: Op, nxt: Op, producer: dict) -> list[tuple[int, int]]:
+    """(operand position of `nxt`, result position of `prev`) for each value passed on."""
+    out = []
+    for j, v in enumerate(nxt.operands):
+        src = producer.get(v)
+        if src is not None and src[0] is prev:
+            out.append((j, src[1]))
+    return out
+
+
+def _grow(fn: Function, start: int, taken: set, producer, users, refused) -> Run | None:
+    """The longest chain from call `start`: extended one successor at a time while the
+    successor's function is isomorphic to the first and the links stay the same."""
+    ops = fn.ops
+    first = ops[start]
+    body = first.regions[0]
+    key = bucket_key(body)
+    run = Run([start], [])
+    constants: set[int] = set()
+    while True:
+        cur = ops[run.blocks[-1]]
+        succ = sorted(
+            {
+                k
+                for r in cur.results
+                for k, _ in users.get(r, ())
+                if k not in taken and ops[k].name == "call"
+            }
+        )
+        nxt = found = None
+        for k in succ:
+            cand = ops[k]
+            if _callee(cand) != _callee(first) and bucket_key(cand.regions[0]) != key:
+                continue  # a different function: not a candidate
+            cmp = compare(body, cand.regions[0])
+            if cmp.reason is None:
+                nxt, found = k, cmp
+                break
+            if _callee(cand) == _callee(first):
+                refused.append(
+                    {
+                        "callee": _callee(first),
+                        "blocks": len(run.blocks) + 1,
+                        "reason": f"block {len(run.blocks)} differs from block 0: {cmp.reason}",
+                        "loc": cand.loc,
+                    }
+                )
+        if nxt is None:
+            break
+        links = _links(cur, ops[nxt], producer)
+        if run.carry and links != run.carry:
+            refused.append(
+                {
+                    "callee": _callee(first),
+                    "blocks": len(run.blocks) + 1,
+                    "reason": f"block {len(run.blocks)} reads the previous block's results at "
+                    f"other positions ({links} vs {run.carry})",
+                    "loc": ops[nxt].loc,
+                }
+            )
+            break
+        run.carry = links
+        constants.update(found.constants)
+        run.blocks.append(nxt)
+    run.constants = sorted(constants)
+    return run if len(run.blocks) >= 2 else None
+
+
+def _check(fn: Function, run: Run, users, outputs: set) -> str | None:
+    """Why `run` cannot be rolled, or None."""
+    ops = fn.ops
+    rs = [r for _, r in run.carry]
+    if len(set(rs)) != len(rs):
+        return "one result of a block feeds two operands of the next block"
+    # a carried value that something outside the chain also reads is stacked as a ys too
+    run.carry_out = sorted(
+        {
+            r
+            for a, b in zip(run.blocks, run.blocks[1:])
+            for j, r in run.carry
+            if ops[a].results[r] in outputs
+            or any(u != (b, j) for u in users.get(ops[a].results[r], ()))
+        }
+    )
+    # values computed from the chain between its first and last block
+    inside = set(run.blocks)
+    tainted: set[Value] = set()
+    for i in run.blocks:
+        tainted.update(ops[i].results)
+    carry_pos = {j for j, _ in run.carry}
+    for i in range(run.blocks[0] + 1, run.blocks[-1] + 1):  # the last block too
+        op = ops[i]
+        if i in inside:
+            bad = [j for j, v in enumerate(op.operands) if j not in carry_pos and v in tainted]
+            if bad:
+                return (
+                    f"operand {bad[0]} of block {run.blocks.index(i)} is computed from an "
+                    "earlier block (a skip connection)"
+                )
+            continue
+        if has_effect(op):
+            return f"an op with effects (`{op.name}`) sits between the blocks"
+        if any(v in tainted for v in op.operands):
+            tainted.update(op.results)
+    return None
+
+
+def _span(run: Run):
+    return [(k, run.blocks[0], run.blocks[-1]) for k in run.blocks]
+
+
+def find_runs(fn: Function, min_blocks: int = 2) -> tuple[list[Run], list[dict]]:
+    """The runs of `fn`'s top-level calls that `roll` can rewrite, and the refusals."""
+    producer, users = {}, {}
+    for i, op in enumerate(fn.ops):
+        for r, v in enumerate(op.results):
+            producer[v] = (op, r)
+        for j, v in enumerate(op.operands):
+            users.setdefault(v, []).append((i, j))
+    outputs = set(fn.results)
+    taken: set[int] = set()
+    runs, refused = [], []
+    counts: dict[str, int] = {}
+    for op in fn.ops:
+        if op.name == "call":
+            counts[_callee(op)] = counts.get(_callee(op), 0) + 1
+    effectful: set[str] = set()
+    for i, op in enumerate(fn.ops):
+        if op.name != "call" or i in taken:
+            continue
+        if has_effect(op):
+            if counts[_callee(op)] > 1 and _callee(op) not in effectful:
+                effectful.add(_callee(op))
+                refused.append(
+                    {"callee": _callee(op), "blocks": counts[_callee(op)], "reason": _EFFECTS}
+                )
+            continue
+        run = _grow(fn, i, taken, producer, users, refused)
+        if run is None:
+            continue
+        if len(run.blocks) < min_blocks:
+            taken.update(run.blocks)  # a suffix of this run is no longer
+            continue
+        reason = _check(fn, run, users, outputs)
+        if reason is not None:
+            refused.append(
+                {"callee": _callee(op), "blocks": len(run.blocks), "reason": reason, "loc": op.loc}
+            )
+            taken.update(run.blocks)
+            continue
+        lo, hi = run.blocks[0], run.blocks[-1]
+        if any(lo <= k <= hi or a <= lo <= b for r in runs for k, a, b in _span(r)):
+            refused.append(
+                {
+                    "callee": _callee(op),
+                    "blocks": len(run.blocks),
+                    "reason": "the run interleaves with another rolled run",
+                    "loc": op.loc,
+                }
+            )
+            continue
+        taken.update(run.blocks)
+        runs.append(run)
+    return runs, refused
+
+
+def _stack(values: list[Value], out: list[Op], unstacked: dict) -> tuple[Value, bool]:
+    """`values` stacked along a new leading axis (ops appended to `out`), and whether an
+    earlier scan's ys were read as they are (the values are consecutive rows of it, in
+    order: the ys itself or one slice of it)."""
+    src = [unstacked.get(v) for v in values]
+    n = len(values)
+    if all(src) and len({id(s[0]) for s in src}) == 1:
+        ys, a = src[0][0], src[0][1]
+        if [s[1] for s in src] == list(range(a, a + n)):
+            if a == 0 and ys.type.shape[0] == n:
+                return ys, True
+            # rows a..a+n-1 of the earlier ys: one slice
+            shape = ys.type.shape
+            attrs = {
+                "start_indices": [a] + [0] * (len(shape) - 1),
+                "limit_indices": [a + n, *shape[1:]],
+                "strides": [1] * len(shape),
+            }
+            op = _new_op("slice", [ys], attrs)
+            out.append(op)
+            return op.results[0], True
+    rows = []
+    for v in values:
+        op = _new_op("reshape", [v], {"shape": [1, *v.type.shape]})
+        out.append(op)
+        rows.append(op.results[0])
+    op = _new_op("concatenate", rows, {"dimension": 0})
+    out.append(op)
+    return op.results[0], False
+
+
+def _unstack(ys: Value, i: int, out: list[Op]) -> Value:
+    """Row `i` of `ys` (ops appended to `out`)."""
+    shape = ys.type.shape
+    attrs = {
+        "start_indices": [i] + [0] * (len(shape) - 1),
+        "limit_indices": [i + 1, *shape[1:]],
+        "strides": [1] * len(shape),
+    }
+    sl = _new_op("slice", [ys], attrs)
+    row = _new_op("reshape", sl.results, {"shape": list(shape[1:])})
+    out += [sl, row]
+    return row.results[0]
+
+
+def _direction(per_block: list[list[Value]], unstacked: dict) -> bool:
+    """Whether the scan runs in reverse: when more per-block operands are an earlier scan's
+    ys in reverse order than in order (the backward pass of a rolled forward pass)."""
+    fwd = rev = 0
+    for values in per_block:
+        src = [unstacked.get(v) for v in values]
+        if not all(src) or len({id(s[0]) for s in src}) != 1:
+            continue
+        idx = [s[1] for s in src]
+        fwd += idx == list(range(idx[0], idx[0] + len(idx)))
+        rev += idx == list(range(idx[0], idx[0] - len(idx), -1))
+    return rev > fwd
+
+
+def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, out: list[Op]):
+    """Append the stacking ops, the scan and the slices of its ys that something reads to
+    `out`; `rep` maps each replaced block result to its new value. Returns the report."""
+    blocks = [ops[i] for i in run.blocks]
+    n, first = len(blocks), blocks[0]
+    body = first.regions[0]
+    carry_j = [j for j, _ in run.carry]
+    carry_r = [r for _, r in run.carry]
+    others = [j for j in range(len(first.operands)) if j not in carry_j]
+    shared = [j for j in others if all(b.operands[j] is first.operands[j] for b in blocks)]
+    per = [j for j in others if j not in shared]
+    mapped = [[rep.get(b.operands[j], b.operands[j]) for b in blocks] for j in per]
+    reverse = _direction(mapped, unstacked)
+    order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
+    xs, reused, stack_bytes = [], 0, 0
+    for values in mapped:
+        x, same = _stack([values[k] for k in order], out, unstacked)
+        xs.append(x)
+        reused += same
+        stack_bytes += 0 if same else x.type.nbytes
+    for p in run.constants:
+        rows = [blocks[k].regions[0].ops[p].attrs["value"] for k in order]
+        c = _new_op("constant", [], {"value": np.stack(rows)}, loc=body.ops[p].loc)
+        out.append(c)
+        xs.append(c.results[0])
+    # the scan's body: the first block's function with its parameters in scan order
+    # (shared, carried, per-block slices, stacked constants) and its results (carried, ys)
+    skip = set(run.constants)
+    params = [body.params[j] for j in (*shared, *carry_j, *per)]
+    params += [body.ops[p].results[0] for p in run.constants]
+    # a result that is a parameter needs no ys: it is the stacked (or shared) operand
+    passed = {}
+    for r, v in enumerate(body.results):
+        if r in carry_r or v not in body.params:
+            continue
+        j = body.params.index(v)
+        if j in per:
+            passed[r] = ("per", xs[per.index(j)])
+        elif j in shared:
+            passed[r] = ("shared", rep.get(first.operands[j], first.operands[j]))
+    ys_r = [r for r in range(len(body.results)) if r not in carry_r and r not in passed]
+    ys_r += run.carry_out
+    # one ys per distinct value (a body may return one value at several places)
+    ys_values = list(dict.fromkeys(body.results[r] for r in ys_r))
+    results = [body.results[r] for r in carry_r] + ys_values
+    kept = [op for k, op in enumerate(body.ops) if k not in skip]
+    new_body = Function(body.name, params, kept, results)
+    operands = [rep.get(first.operands[j], first.operands[j]) for j in (*shared, *carry_j)]
+    attrs = {
+        "length": n,
+        "reverse": reverse,
+        "unroll": 1,
+        "num_consts": len(shared),
+        "num_carry": len(carry_j),
+    }
+    scan = _new_op("scan", operands + xs, attrs, [new_body], loc=first.loc)
+    out.append(scan)
+    for m, r in enumerate(carry_r):
+        rep[blocks[-1].results[r]] = scan.results[m]
+    stacked = {r: scan.results[len(carry_r) + ys_values.index(body.results[r])] for r in ys_r}
+    for r, (kind, value) in passed.items():
+        if kind == "shared":
+            rep.update((b.results[r], value) for b in blocks)
+        else:
+            stacked[r] = value
+    unstack_bytes = 0  # rows sliced out (those only a later scan reads are removed by DCE)
+    for r, ys in stacked.items():
+        for k, b in enumerate(blocks):
+            if r in carry_r and k == n - 1:
+                continue  # the last block's carried value is the scan's final carry
+            if b.results[r] in used:
+                i = n - 1 - k if reverse else k
+                row = _unstack(ys, i, out)
+                unstack_bytes += row.type.nbytes
+                rep[b.results[r]] = row
+                unstacked[row] = (ys, i)
+    return {
+        "callee": _callee(first),
+        "blocks": n,
+        "shared": len(shared),
+        "carried": len(carry_j),
+        "per_block": len(per),
+        "stacked_constants": len(run.constants),
+        "carried_also_stacked": len(run.carry_out),
+        "reverse": reverse,
+        "stacks_reused": reused,
+        "stacked_bytes": stack_bytes,
+        "unstacked_bytes": unstack_bytes,
+        "loc": first.loc,
+    }
+
+
+def roll(fn: Function, runs: list[Run]) -> tuple[Function, list[dict]]:
+    """`fn` with each of `runs` (from `find_runs`) rewritten as one scan, and a report per
+    run. Ops between a run's blocks that read the chain's values move after the scan."""
+    if not runs:
+        return fn, []
+    ops = fn.ops
+    block_of = {i: (ri, k) for ri, run in enumerate(runs) for k, i in enumerate(run.blocks)}
+    defer_of: dict[int, int] = {}
+    for ri, run in enumerate(runs):
+        tainted = {v for i in run.blocks for v in ops[i].results}
+        for i in range(run.blocks[0] + 1, run.blocks[-1]):
+            if i not in block_of and any(v in tainted for v in ops[i].operands):
+                defer_of[i] = ri
+                tainted.update(ops[i].results)
+    used = {v for op in ops for v in op.operands} | set(fn.results)
+    rep: dict[Value, Value] = {}
+    unstacked: dict[Value, tuple[Value, int]] = {}
+    deferred: dict[int, list[Op]] = {ri: [] for ri in range(len(runs))}
+    out: list[Op] = []
+    reports = []
+
+    def emit(op: Op):
+        out.append(op.rebuilt([rep.get(v, v) for v in op.operands], op.regions))
+
+    for i, op in enumerate(ops):
+        if i in block_of:
+            ri, k = block_of[i]
+            if k == len(runs[ri].blocks) - 1:
+                reports.append(_emit_run(ops, runs[ri], rep, unstacked, used, out))
+                for d in deferred[ri]:
+                    emit(d)
+            continue
+        if i in defer_of:
+            deferred[defer_of[i]].append(op)
+            continue
+        emit(op)
+    results = [rep.get(v, v) for v in fn.results]
+    return Function(fn.name, fn.params, out, results), reports
+
+
+@dataclass(frozen=True)
+class RollLayers:
+    """The pass: runs of isomorphic calls rolled into scans (see the module docstring).
+
+    Attributes:
+        min_blocks: the fewest calls a run needs to be rolled.
+        outline: whether repeated stretches of ops (a Python loop traced without a jitted
+            layer) are cut into calls first (`_outline.py`), to be rolled like calls.
+        min_block_ops: the fewest ops such a stretch's blocks need.
+    """
+
+    name: str = "roll_layers"
+    min_blocks: int = 2
+    outline: bool = True
+    min_block_ops: int = 8
+
+    def __call__(self, fn: Function) -> PassResult:
+        work, made = fn, 0
+        if self.outline:  # a loop traced flat: its repeated stretches become calls first
+            work, made = outline_repeats(fn, self.min_block_ops)
+        if not made and not any(op.name == "call" for op in fn.ops):
+            return PassResult(fn, False, {"runs_rolled": 0, "rolled": [], "refused": []})
+        runs, refused = find_runs(work, self.min_blocks)
+        new, rolled = roll(work, runs)
+        if not rolled:
+            new = fn
+        elif made:  # the outlined blocks that were not rolled go back as they were
+            new = inline_marked(new)
+        report = {
+            "runs_rolled": len(rolled),
+            "blocks_rolled": sum(r["blocks"] for r in rolled),
+            "rolled": rolled,
+            "refused": refused,
+        }
+        return PassResult(new, bool(rolled), report)

@@ -1,0 +1,493 @@
+"""roll_layers: IR text in -> IR text out for chains of isomorphic calls (rolled into one
+scan) and for the chains it must leave alone (different shapes, different activations, a
+carried value used outside the chain, a skip connection, effects), the interpreter gives
+the same numbers before and after, and jitted models (an MLP stack, a tiny transformer,
+their gradients, a layer holding a scan, a donated training step) compile with
+`roll_layers` to the numbers of the unrolled program and of JAX."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from purejit.ir import interpret, parse, print_function, verify
+from purejit.passes._isomorphism import compare
+from purejit.passes.roll_layers import RollLayers
+
+import purejit
+import purejit.numpy as pnp
+from bench.models import transformer, transformer_params
+from purejit import lax
+
+ROLL = {"roll_layers": True}
+
+
+def _layer(k: int, x: str, w: str, act: str = "tanh", wt: str = "f32[4]", c: str = "") -> str:
+    """The text of one call of a layer `act(x * w + b [+ c])` (values numbered from `k`)."""
+    lines = [
+        f'  %{k} = call({x}, {w}, %4) {{callee="layer"}} : (f32[4]) '
+        f"region(%{k + 1}: f32[4], %{k + 2}: {wt}, %{k + 3}: f32[4]) {{"
+    ]
+    wv = f"%{k + 2}"
+    if wt == "f32[]":
+        lines.append(
+            f"    %{k + 4} = broadcast_in_dim(%{k + 2}) {{shape=[4], broadcast_dimensions=[]}}"
+            " : (f32[4])"
+        )
+        wv = f"%{k + 4}"
+    lines.append(f"    %{k + 5} = multiply(%{k + 1}, {wv}) : (f32[4])")
+    lines.append(f"    %{k + 6} = add(%{k + 5}, %{k + 3}) : (f32[4])")
+    y = f"%{k + 6}"
+    if c:
+        lines.append(f"    %{k + 7} = constant() {{value=array<f32[]: [{c}]>}} : (f32[])")
+        lines.append(
+            f"    %{k + 8} = broadcast_in_dim(%{k + 7}) {{shape=[4], broadcast_dimensions=[]}}"
+            " : (f32[4])"
+        )
+        lines.append(f"    %{k + 9} = add(%{k + 6}, %{k + 8}) : (f32[4])")
+        y = f"%{k + 9}"
+    lines += [f"    %{k + 10} = {act}({y}) : (f32[4])", f"    return %{k + 10}", "  }"]
+    return "\n".join(lines) + "\n"
+
+
+def _chain(acts=("tanh",) * 3, consts=("",) * 3, wt=("f32[4]",) * 3, tail: str = "") -> str:
+    """Three calls of `layer` on x = %0 with weights %1..%3 and a shared bias %4."""
+    params = ", ".join(f"%{i + 1}: {t}" for i, t in enumerate(wt))
+    head = f"func @f(%0: f32[4], {params}, %4: f32[4]) -> (f32[4]{tail and ', f32[4]'}) {{\n"
+    body, x = "", "%0"
+    for i in range(3):
+        k = 20 * (i + 1)
+        body += _layer(k, x, f"%{i + 1}", acts[i], wt[i], consts[i])
+        x = f"%{k}"
+    return head + body + f"  return %60{tail}\n}}"
+
+
+def _args(fn, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(p.type.shape).astype(p.type.dtype) for p in fn.params]
+
+
+def _roll(src: str):
+    fn = verify(parse(src))
+    res = RollLayers()(fn)
+    verify(res.fn)
+    args = _args(fn)
+    for a, b in zip(interpret(fn, *args), interpret(res.fn, *args)):
+        np.testing.assert_array_equal(b, a)
+    return print_function(res.fn), res
+
+
+def test_a_chain_of_three_calls_becomes_one_scan():
+    out, res = _roll(_chain())
+    assert res.changed
+    assert res.report["runs_rolled"] == 1 and res.report["blocks_rolled"] == 3
+    (rolled,) = res.report["rolled"]
+    assert (rolled["carried"], rolled["shared"], rolled["per_block"]) == (1, 1, 1)
+    assert (
+        out
+        == """func @f(%0: f32[4], %1: f32[4], %2: f32[4], %3: f32[4], %4: f32[4]) -> (f32[4]) {
+  %5 = reshape(%1) {shape=[1, 4]} : (f32[1,4])
+  %6 = reshape(%2) {shape=[1, 4]} : (f32[1,4])
+  %7 = reshape(%3) {shape=[1, 4]} : (f32[1,4])
+  %8 = concatenate(%5, %6, %7) {dimension=0} : (f32[3,4])
+  %9 = scan(%4, %0, %8) {length=3, reverse=false, unroll=1, num_consts=1, num_carry=1} : (f32[4]) region(%10: f32[4], %11: f32[4], %12: f32[4]) {
+    %13 = multiply(%11, %12) : (f32[4])
+    %14 = add(%13, %10) : (f32[4])
+    %15 = tanh(%14) : (f32[4])
+    return %15
+  }
+  return %9
+}"""
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, reason",
+    [
+        (
+            {"wt": ("f32[4]", "f32[4]", "f32[]")},
+            "parameter 1 is f32[4] vs f32[] (different shapes)",
+        ),
+        ({"acts": ("tanh", "tanh", "logistic")}, "op 2 is `tanh` vs `logistic`"),
+    ],
+    ids=["different_shapes", "different_activations"],
+)
+def test_a_differing_block_ends_the_run(kwargs, reason):
+    src = _chain(**kwargs)
+    fn = verify(parse(src))
+    res = RollLayers(min_blocks=3)(fn)
+    assert not res.changed and print_function(res.fn) == print_function(fn)
+    (refused,) = res.report["refused"]
+    assert refused["reason"] == f"block 2 differs from block 0: {reason}"
+    # with two blocks enough, the first two roll and the third stays a call
+    out, res = _roll(src)
+    assert res.report["blocks_rolled"] == 2 and out.count("call(") == 1
+
+
+def test_isomorphism_names_shapes_and_ops():
+    a = parse(_chain()).ops[0].regions[0]
+    b = parse(_chain(wt=("f32[]",) * 3)).ops[0].regions[0]
+    assert compare(a, a).same
+    assert compare(a, b).reason == "parameter 1 is f32[4] vs f32[] (different shapes)"
+    c = parse(_chain(acts=("logistic",) * 3)).ops[0].regions[0]
+    assert compare(a, c).reason == "op 2 is `tanh` vs `logistic`"
+
+
+def test_a_differing_constant_is_stacked():
+    out, res = _roll(_chain(consts=("1.0", "2.0", "3.0")))
+    (rolled,) = res.report["rolled"]
+    assert rolled["stacked_constants"] == 1 and rolled["blocks"] == 3
+    assert "constant() {value=array<f32[3]: [1.0, 2.0, 3.0]>}" in out
+    (scan,) = [op for op in parse(out).ops if op.name == "scan"]
+    assert not any(op.name == "constant" for op in scan.regions[0].ops)
+
+
+def test_a_carried_value_used_outside_the_chain_is_also_stacked():
+    src = _chain(tail=", %40")  # block 1's output is also a result of the program
+    out, res = _roll(src)
+    (rolled,) = res.report["rolled"]
+    assert rolled["blocks"] == 3 and rolled["carried_also_stacked"] == 1
+    # the scan returns the final carry and the stacked carries; row 1 is the extra result
+    # (row 0, read only by block 1 before, is left for DCE)
+    assert out.endswith(
+        """    return %16, %16
+  }
+  %17 = slice(%10) {start_indices=[0, 0], limit_indices=[1, 4], strides=[1, 1]} : (f32[1,4])
+  %18 = reshape(%17) {shape=[4]} : (f32[4])
+  %19 = slice(%10) {start_indices=[1, 0], limit_indices=[2, 4], strides=[1, 1]} : (f32[1,4])
+  %20 = reshape(%19) {shape=[4]} : (f32[4])
+  return %9, %20
+}"""
+    )
+
+
+def test_a_skip_connection_is_left_alone():
+    # block 2's weight is block 0's output: a value computed inside the chain
+    src = _chain().replace("call(%40, %3, %4)", "call(%40, %20, %4)")
+    res = RollLayers()(verify(parse(src)))
+    assert not res.changed
+    assert (
+        "operand 1 of block 2 is computed from an earlier block"
+        in (res.report["refused"][0]["reason"])
+    )
+    # block 2's weight computed from block 0's output through an op between the blocks
+    src = _chain().replace("call(%40, %3, %4)", "call(%40, %99, %4)")
+    src = src.replace("  %40 = call", "  %99 = exponential(%1) : (f32[4])\n  %40 = call")
+    assert RollLayers()(verify(parse(src))).changed  # (a value from outside: rolls)
+    src = src.replace("exponential(%1)", "exponential(%20)")
+    res = RollLayers()(verify(parse(src)))
+    assert not res.changed
+
+
+# jitted models, compiled ------------------------------------------------------------------
+
+
+def _mlp(xp, layer_fn):
+    def model(ps, x):
+        for p in ps:
+            x = layer_fn(x, p)
+        return x
+
+    return model
+
+
+def _dense(xp):
+    def f(x, p):
+        return xp.tanh(x @ p["w"] + p["b"])
+
+    return f
+
+
+def _mlp_params(layers: int, d: int = 8, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return [
+        {
+            "w": (rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32),
+            "b": rng.standard_normal(d).astype(np.float32),
+        }
+        for _ in range(layers)
+    ]
+
+
+def _leaves(t):
+    return [np.asarray(v) for v in jax.tree.leaves(t)]
+
+
+def _roll_report(jitted, *args) -> dict:
+    (rec,) = [r for r in jitted.lower(*args).records if r.name == "roll_layers"]
+    return rec.report
+
+
+@pytest.mark.parametrize("layers", [4, 8])
+def test_mlp_stack_rolls_and_matches_unrolled_and_jax(layers):
+    ps, x = _mlp_params(layers), np.random.default_rng(1).standard_normal((2, 8), np.float32)
+    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+    rolled = purejit.jit(model, compiler_options=ROLL)
+    report = _roll_report(rolled, ps, x)
+    assert report["blocks_rolled"] == layers and not report["refused"]
+    lowered = rolled.lower(ps, x)
+    assert lowered.module.count("stablehlo.while") == 1
+    # the traced program and the rolled one agree in the interpreter, bit for bit
+    args = _leaves((ps, x))
+    before = interpret(lowered.traced, *args)
+    after = interpret(RollLayers()(lowered.traced).fn, *args)
+    np.testing.assert_array_equal(after[0], before[0])
+    want = jax.jit(_mlp(jnp, _dense(jnp)))(ps, x)
+    got, unrolled = rolled(ps, x), purejit.jit(model)(ps, x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(unrolled), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, jnp.bfloat16])
+def test_mlp_gradient_rolls_forward_and_backward(dtype):
+    ps, x = _mlp_params(6), np.random.default_rng(2).standard_normal((2, 8), np.float32)
+    ps, x = jax.tree.map(lambda a: np.asarray(a, dtype), (ps, x))
+    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+
+    def loss(ps, x):
+        return pnp.sum(model(ps, x) ** 2)
+
+    def jloss(ps, x):
+        return jnp.sum(_mlp(jnp, _dense(jnp))(ps, x) ** 2)
+
+    rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
+    report = _roll_report(rolled, ps, x)
+    # the first forward and last backward blocks differ (nothing flows into x's gradient)
+    assert report["runs_rolled"] == 2
+    fwd, bwd = report["rolled"]
+    assert not fwd["reverse"] and bwd["reverse"] and bwd["stacks_reused"] >= 2
+    got, unrolled = rolled(ps, x), purejit.jit(purejit.grad(loss))(ps, x)
+    want = jax.jit(jax.grad(jloss))(ps, x)
+    # float32 to rounding; bfloat16 within JAX's bf16 tolerance (2 bf16 ulps at 1)
+    tol = 1e-5 if dtype == np.float32 else 2e-2
+    for g, u, w in zip(_leaves(got), _leaves(unrolled), _leaves(want)):
+        g, u, w = (np.asarray(a, np.float32) for a in (g, u, w))
+        np.testing.assert_allclose(g, u, rtol=tol, atol=tol)
+        np.testing.assert_allclose(g, w, rtol=10 * tol, atol=10 * tol)
+
+
+def test_tiny_transformer_forward_and_gradient():
+    d, heads, layers = 16, 2, 3
+    ps = transformer_params(layers, d, np.random.default_rng(3))
+    x = np.random.default_rng(4).standard_normal((2, 8, d)).astype(np.float32)
+    block = purejit.jit(lambda x, p: transformer(pnp, [p], x, heads))
+
+    def model(ps, x):
+        for p in ps:
+            x = block(x, p)
+        return x
+
+    def loss(ps, x):
+        return pnp.mean(model(ps, x) ** 2)
+
+    rolled = purejit.jit(model, compiler_options=ROLL)
+    assert _roll_report(rolled, ps, x)["blocks_rolled"] == layers
+    want = jax.jit(lambda ps, x: transformer(jnp, ps, x, heads))(ps, x)
+    np.testing.assert_allclose(np.asarray(rolled(ps, x)), np.asarray(want), rtol=1e-4, atol=1e-4)
+    g = purejit.jit(purejit.grad(loss), compiler_options=ROLL)(ps, x)
+    gu = purejit.jit(purejit.grad(loss))(ps, x)
+    for a, b in zip(_leaves(g), _leaves(gu)):  # (the unrolled gradient is JAX's: tests/nn)
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_layer_holding_a_scan_rolls():
+    @purejit.jit
+    def layer(x, p):
+        def step(h, w):
+            return pnp.tanh(h * w), h.sum()
+
+        h, ys = lax.scan(step, x, p["ws"])
+        return h + ys.mean()
+
+    def jlayer(x, p):
+        def step(h, w):
+            return jnp.tanh(h * w), h.sum()
+
+        h, ys = jax.lax.scan(step, x, p["ws"])
+        return h + ys.mean()
+
+    rng = np.random.default_rng(5)
+    ps = [{"ws": rng.standard_normal((3, 4)).astype(np.float32)} for _ in range(4)]
+    x = rng.standard_normal(4).astype(np.float32)
+    rolled = purejit.jit(_mlp(pnp, layer), compiler_options=ROLL)
+    assert _roll_report(rolled, ps, x)["blocks_rolled"] == 4
+    want = jax.jit(_mlp(jnp, jlayer))(ps, x)
+    np.testing.assert_allclose(np.asarray(rolled(ps, x)), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+def test_a_layer_with_effects_is_left_alone():
+    @purejit.jit
+    def layer(x, p):
+        purejit.debug.print("layer {}", x.sum())
+        return pnp.tanh(x @ p["w"] + p["b"])
+
+    ps, x = _mlp_params(3), np.ones((2, 8), np.float32)
+    report = _roll_report(purejit.jit(_mlp(pnp, layer), compiler_options=ROLL), ps, x)
+    assert report["runs_rolled"] == 0
+    assert "effects" in report["refused"][0]["reason"]
+
+
+def test_donated_training_step_rolls():
+    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+
+    def step(ps, x):
+        g = purejit.grad(lambda ps: pnp.sum(model(ps, x) ** 2))(ps)
+        return jax.tree.map(lambda p, g: p - 0.1 * g, ps, g)
+
+    def jstep(ps, x):
+        g = jax.grad(lambda ps: jnp.sum(_mlp(jnp, _dense(jnp))(ps, x) ** 2))(ps)
+        return jax.tree.map(lambda p, g: p - 0.1 * g, ps, g)
+
+    ps, x = _mlp_params(5), np.random.default_rng(6).standard_normal((2, 8), np.float32)
+    want = jax.jit(jstep)(ps, x)
+    rolled = purejit.jit(step, donate_argnums=0, compiler_options=ROLL)
+    assert _roll_report(rolled, ps, x)["runs_rolled"] == 2
+    donated = jax.tree.map(purejit.numpy.asarray, ps)
+    got = rolled(donated, x)
+    assert all(a.is_deleted() for a in jax.tree.leaves(donated))
+    for a, b in zip(_leaves(got), _leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_the_option_is_checked_and_off_by_default():
+    ps, x = _mlp_params(3), np.ones((2, 8), np.float32)
+    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+    names = [r.name for r in purejit.jit(model).lower(ps, x).records]
+    assert "roll_layers" not in names
+    with pytest.raises(ValueError, match="roll_layers=1 must be True or False"):
+        purejit.jit(model, compiler_options={"roll_layers": 1}).lower(ps, x)
+
+
+def test_explain_reports_what_was_rolled_and_refused():
+    ps, x = _mlp_params(4), np.ones((2, 8), np.float32)
+    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+
+    def loss(ps, x):
+        return pnp.sum(model(ps, x))
+
+    text = str(purejit.explain(purejit.jit(purejit.grad(loss), compiler_options=ROLL), ps, x))
+    lines = text.split("repeated layers")[1].split("\n\n")[0].splitlines()
+    rolled = [line for line in lines if line.startswith("  rolled")]
+    refused = [line for line in lines if line.startswith("  refused")]
+    assert len(rolled) == 2 and "3 blocks -> one scan" in rolled[0]
+    assert "reverse" in rolled[1] and "read from an earlier scan" in rolled[1]
+    # layers 2-4's w (8x8) and b (8) of float32 are stacked for the forward scan
+    assert "copies 864 B per call to stack parameters" in rolled[0]
+    assert refused and all("differs from block 0" in line for line in refused)
+
+
+def test_per_layer_random_keys_become_per_block_inputs():
+    @purejit.jit
+    def layer(x, p, key):
+        keep = purejit.random.bernoulli(key, 0.8, x.shape)
+        return pnp.where(keep, pnp.tanh(x @ p["w"] + p["b"]), 0.0)
+
+    def model(ps, x, keys):
+        for p, k in zip(ps, keys):
+            x = layer(x, p, k)
+        return x
+
+    ps, x = _mlp_params(4), np.random.default_rng(7).standard_normal((2, 8), np.float32)
+    keys = list(purejit.random.split(purejit.random.key(0), 4))
+    rolled = purejit.jit(model, compiler_options=ROLL)
+    (run,) = _roll_report(rolled, ps, x, keys)["rolled"]
+    assert run["blocks"] == 4 and run["per_block"] == 3  # w, b and the key
+    got, want = rolled(ps, x, keys), purejit.jit(model)(ps, x, keys)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+# a Python loop traced flat (no jitted layer): repeated stretches are outlined, then rolled
+
+
+def _flat_roll(f, *args):
+    traced = purejit.jit(f).lower(*args).traced
+    res = RollLayers()(traced)
+    verify(res.fn)
+    flat = _leaves(args)
+    for a, b in zip(interpret(traced, *flat), interpret(res.fn, *flat)):
+        np.testing.assert_array_equal(b, a)
+    return traced, res
+
+
+def _residual(xp):
+    def f(x, p):  # enough ops for a block (RollLayers.min_block_ops)
+        return x * 0.5 + xp.tanh(x @ p["w"] + p["b"]) * 0.25
+
+    return f
+
+
+def test_a_flat_loop_rolls_forward_and_backward():
+    ps, x = _mlp_params(5), np.random.default_rng(8).standard_normal((2, 8), np.float32)
+    model = _mlp(pnp, _residual(pnp))
+    _, res = _flat_roll(model, ps, x)
+    (run,) = res.report["rolled"]
+    assert run["blocks"] == 5 and not any(op.name == "call" for op in res.fn.walk())
+
+    def loss(ps, x):
+        return pnp.sum(model(ps, x) ** 2)
+
+    _, res = _flat_roll(purejit.grad(loss), ps, x)
+    assert res.report["runs_rolled"] == 2 and res.report["rolled"][1]["reverse"]
+    assert not any(op.name == "call" for op in res.fn.walk())  # unrolled blocks put back
+    got = purejit.jit(purejit.grad(loss), compiler_options=ROLL)(ps, x)
+    jmodel = _mlp(jnp, _residual(jnp))
+    want = jax.jit(jax.grad(lambda ps, x: jnp.sum(jmodel(ps, x) ** 2)))(ps, x)
+    for a, b in zip(_leaves(got), _leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_flat_transformer_gradient_rolls():
+    d, heads = 16, 2
+    ps = transformer_params(4, d, np.random.default_rng(9))
+    x = np.random.default_rng(10).standard_normal((2, 4, d)).astype(np.float32)
+
+    def loss(ps, x):
+        return pnp.mean(transformer(pnp, ps, x, heads) ** 2)
+
+    traced, res = _flat_roll(purejit.grad(loss), ps, x)
+    fwd, bwd = res.report["rolled"]
+    assert fwd["blocks"] == 4 and fwd["carried_also_stacked"] == 1  # x is saved for grad
+    assert bwd["reverse"] and bwd["stacks_reused"] > 0
+    assert res.fn.op_count() < 0.6 * traced.op_count()
+
+
+def test_flat_layers_with_different_activations_stay_unrolled():
+    ps, x = _mlp_params(4), np.ones((2, 8), np.float32)
+
+    def model(acts):
+        def f(ps, x):
+            for act, p in zip(acts, ps):
+                x = x * 0.5 + act(x @ p["w"] + p["b"]) * 0.25
+            return x
+
+        return f
+
+    traced, res = _flat_roll(model([pnp.sin, pnp.tanh, pnp.cos, pnp.exp]), ps, x)
+    assert not res.changed and res.fn is traced
+    # alternating activations repeat with a period of two layers: pairs of layers roll
+    _, res = _flat_roll(model([pnp.sin, pnp.tanh] * 2), ps, x)
+    (run,) = res.report["rolled"]
+    assert run["blocks"] == 2 and run["per_block"] == 4  # two layers' w and b per block
+
+
+def test_xla_keeps_the_loop_and_copies_no_stacked_weights():
+    ps, x = _mlp_params(6, d=16), np.ones((4, 16), np.float32)
+    rolled = purejit.jit(_mlp(pnp, purejit.jit(_dense(pnp))), compiler_options=ROLL)
+    hlo = rolled.lower(ps, x).compile().as_text()
+    assert hlo.count(" while(") == 1  # not unrolled by XLA
+    stacked = [line for line in hlo.splitlines() if " copy(" in line and "f32[6," in line]
+    assert not stacked, stacked  # the stacked weights are read in place on every trip
+
+
+@pytest.mark.parametrize("jitted", [True, False], ids=["jitted_layer", "flat_loop"])
+def test_layers_under_vmap_roll(jitted):
+    ps = _mlp_params(4)
+    x = np.random.default_rng(11).standard_normal((3, 2, 8)).astype(np.float32)
+    layer = purejit.jit(_dense(pnp)) if jitted else _residual(pnp)
+    model = purejit.vmap(_mlp(pnp, layer), in_axes=(None, 0))
+    rolled = purejit.jit(model, compiler_options=ROLL)
+    (run,) = _roll_report(rolled, ps, x)["rolled"]
+    assert run["blocks"] == 4
+    got, want = rolled(ps, x), purejit.jit(model)(ps, x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)
