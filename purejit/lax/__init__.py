@@ -490,3 +490,7 @@ from purejit.lax.conv_patches import (  # noqa: E402
 )
 
 __all__ += ["conv_general_dilated_local", "conv_general_dilated_patches"]
+
+from purejit.lax.bit_generator import RandomAlgorithm, rng_bit_generator  # noqa: E402
+
+__all__ += ["RandomAlgorithm", "rng_bit_generator"]
