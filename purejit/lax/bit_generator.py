@@ -16,8 +16,9 @@ result has every rule (JVP, batching, lowering) of the ops it is made of:
   counter `+ i` as the low half and the key (plus the low half's carry) as the high half,
   each block giving 4 consecutive words; the counter advances by the number of blocks and
   wraps without touching the key.
-* DEFAULT is XLA's per-backend choice: PHILOX on CPU and GPU (checked against JAX on both);
-  on other platforms the choice is not known to purejit and DEFAULT raises.
+* DEFAULT is XLA's per-backend choice: PHILOX on CPU (checked against JAX). On other
+  platforms purejit has not checked XLA's choice, so DEFAULT raises there, naming the
+  algorithms to pass instead.
 
 Unlike JAX's batching rule (which draws every lane's bits from the first key), a vmapped
 call draws each lane from its own key, as the unbatched call would.
@@ -229,7 +230,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
             and a counter.
         shape: the shape of the bits.
         dtype: uint8, uint16, uint32 or uint64.
-        algorithm: a `RandomAlgorithm`; DEFAULT is PHILOX on CPU and GPU.
+        algorithm: a `RandomAlgorithm`; DEFAULT is PHILOX on CPU (elsewhere it raises).
         out_sharding: None (replicated bits; a sharding raises NotImplementedError).
 
     Returns:
@@ -252,10 +253,11 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     algorithm = RandomAlgorithm(algorithm)
     if algorithm == RandomAlgorithm.RNG_DEFAULT:
         platform = pjrt.platform()
-        if platform not in ("cpu", "gpu", "cuda", "rocm"):
+        if platform != "cpu":
             raise NotImplementedError(
                 f"rng_bit_generator: RNG_DEFAULT is XLA's choice for {platform!r}, which "
-                "purejit does not know; pass RandomAlgorithm.RNG_THREE_FRY or RNG_PHILOX"
+                "purejit has not matched; pass RandomAlgorithm.RNG_THREE_FRY or RNG_PHILOX "
+                "(bit-identical to JAX's on every backend)"
             )
         algorithm = RandomAlgorithm.RNG_PHILOX
     key = lift(key)

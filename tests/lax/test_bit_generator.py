@@ -42,8 +42,8 @@ def test_bits_and_state_are_jaxs(algorithm):
 
 
 def test_eager_and_default_match_jax():
-    if purejit.default_backend() not in ("cpu", "gpu"):
-        pytest.skip("DEFAULT is PHILOX on CPU and GPU only")
+    if purejit.default_backend() != "cpu":
+        pytest.skip("DEFAULT is matched on CPU only (PHILOX)")
     for alg in ("RNG_THREE_FRY", "RNG_DEFAULT"):  # eager: one op at a time
         ek, eb = plax.rng_bit_generator(
             KEYS[1], (5,), np.uint16, getattr(plax.RandomAlgorithm, alg)
@@ -96,6 +96,16 @@ def test_bits_carry_no_gradient():
     x = np.ones(3, np.float32)
     _, bits = plax.rng_bit_generator(KEYS[0], (3,), algorithm=plax.RandomAlgorithm.RNG_PHILOX)
     np.testing.assert_array_equal(np.asarray(purejit.grad(f)(x)), np.asarray(bits, np.float32))
+
+
+def test_default_raises_where_xlas_choice_is_unmatched(monkeypatch):
+    from purejit.lax import bit_generator
+
+    monkeypatch.setattr(bit_generator.pjrt, "platform", lambda: "cuda")
+    with pytest.raises(
+        NotImplementedError, match="RNG_DEFAULT .* 'cuda'.*RNG_THREE_FRY or RNG_PHILOX"
+    ):
+        plax.rng_bit_generator(KEYS[0], (3,))
 
 
 def test_bad_arguments_raise_clearly():
