@@ -116,15 +116,18 @@ from purejit.jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: E402
 
 __all__ += ["hessian", "jacfwd", "jacobian", "jacrev"]
 from purejit._config_contexts import (  # noqa: E402
+    debug_infs,
+    debug_nans,
     default_matmul_precision,
     enable_x64,
     explain_cache_misses,
     log_compiles,
     numpy_dtype_promotion,
+    numpy_rank_promotion,
 )
 
 __all__ += ["default_matmul_precision", "enable_x64", "explain_cache_misses", "log_compiles"]
-__all__ += ["numpy_dtype_promotion"]
+__all__ += ["debug_infs", "debug_nans", "numpy_dtype_promotion", "numpy_rank_promotion"]
 from purejit.autodiff import float0, fwd_and_bwd  # noqa: E402
 from purejit.custom_derivatives import custom_gradient  # noqa: E402
 

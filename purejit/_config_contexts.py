@@ -45,6 +45,21 @@ def _context(option: str, default, doc: str):
 enable_x64 = _context("enable_x64", True, "64-bit types by default.")
 log_compiles = _context("jit_log_compiles", True, "log each XLA compile.")
 explain_cache_misses = _context("explain_cache_misses", True, "log why jit traced again.")
+debug_nans = _context("debug_nans", True, "raise FloatingPointError naming the op that made a NaN.")
+debug_infs = _context(
+    "debug_infs", True, "raise FloatingPointError naming the op that made an Inf."
+)
+
+
+def numpy_rank_promotion(new_val):
+    """How purejit.numpy broadcasts operands of different ranks, for a `with` block (or a
+    decorated function), as `jax.numpy_rank_promotion`.
+
+    Args:
+        new_val: "allow" (NumPy's rule), "warn" (a UserWarning each time) or "raise" (a
+            ValueError naming the function and the shapes).
+    """
+    return _OptionContext("numpy_rank_promotion", new_val)
 
 
 def default_matmul_precision(new_val):
@@ -81,9 +96,12 @@ def numpy_dtype_promotion(new_val):
 
 
 __all__ = [
+    "debug_infs",
+    "debug_nans",
     "default_matmul_precision",
     "enable_x64",
     "explain_cache_misses",
     "log_compiles",
     "numpy_dtype_promotion",
+    "numpy_rank_promotion",
 ]

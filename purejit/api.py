@@ -24,10 +24,10 @@ from purejit.compiler.options import CompilerOptions
 from purejit import fused_attention
 from purejit.compiler.signature import ArgSpec, CallSignature, committed_device
 from purejit.compiler.stages import Traced
-from purejit import errors
+from purejit import errors, tree_util
 from purejit.config import config
 from purejit.ir import Function, lru
-from purejit.runtime import eval_trace
+from purejit.runtime import eval_trace, float_checks
 from purejit.tracing import JitTrace, bind, current_trace
 from purejit.tracing.context import dispatch_key
 from purejit.transforms.batching import notes as transform_notes
@@ -242,6 +242,8 @@ class Jitted:
                     out = compiled.call_fast(flat[1])
                     if out is not ELSEWHERE:
                         self.stats.hits += 1
+                        if float_checks.STATE[0] or float_checks.STATE[1]:
+                            self._check_floats(out, args, kwargs)
                         return out, compiled, flat[1]
         sig = self.spec.signature(args, kwargs)
         if self._buckets is not None:
@@ -251,7 +253,31 @@ class Jitted:
             key = compiled.fast_key_for(args, sig.leaves, sig.avals)
             if key is not None:
                 self._fast[key] = compiled
-        return compiled.run_arrays(sig.leaves, sig.avals), compiled, sig.leaves
+        out = compiled.run_arrays(sig.leaves, sig.avals)
+        if float_checks.STATE[0] or float_checks.STATE[1]:  # debug_nans / debug_infs
+            self._check_floats(out, args, kwargs)
+        return out, compiled, sig.leaves
+
+    def _check_floats(self, out, args: tuple, kwargs: dict):
+        """debug_nans / debug_infs: on a NaN (Inf) among the outputs, run the function again
+        op by op so the error names the op that made it (JAX's de-optimised rerun)."""
+        found = float_checks.problem(tree_util.tree_leaves(out))
+        if found is None:
+            return
+        where = f"the outputs of jit({self.__name__})"
+        saved = config.jit_disabled
+        config.set_disable_jit(True)
+        try:
+            self.fun(*args, **kwargs)
+        except FloatingPointError as e:
+            e.add_note(f"found in {where}, then located by running it op by op")
+            raise
+        finally:
+            config.set_disable_jit(saved)
+        raise FloatingPointError(
+            f"{float_checks.message(where, found[1])} (output {found[0]}; running it op by "
+            "op made none, so XLA's optimised program differs there)"
+        )
 
     def _staged_call(self, args: tuple, kwargs: dict):
         """This function as one `call` op of the current jit trace: traced at the

@@ -12,6 +12,10 @@ import threading
 from typing import Any, Callable
 
 
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "0") in ("1", "true", "True")
+
+
 class _Config:
     def __init__(self):
         self._values = {
@@ -65,6 +69,13 @@ class _Config:
             # where uncommitted arrays and computations go: None (the first device), a device
             # or a platform name ("cpu", "gpu"); JAX's jax_default_device
             "default_device": None,
+            # check every eager op's and jitted call's floating outputs for NaN / Inf and
+            # raise FloatingPointError naming the op that made one (JAX's jax_debug_nans)
+            "debug_nans": _env_flag("PUREJIT_DEBUG_NANS"),
+            "debug_infs": _env_flag("PUREJIT_DEBUG_INFS"),
+            # purejit.numpy broadcasting operands of different ranks: "allow", "warn" or
+            # "raise" (JAX's jax_numpy_rank_promotion)
+            "numpy_rank_promotion": os.environ.get("PUREJIT_NUMPY_RANK_PROMOTION") or "allow",
         }
         self._local = threading.local()
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}
@@ -80,6 +91,11 @@ class _Config:
         if name is not None:
             options = {name: value, **options}
         options = {self._canonical(k): v for k, v in options.items()}
+        if options.get("numpy_rank_promotion", "allow") not in ("allow", "warn", "raise"):
+            raise ValueError(
+                "numpy_rank_promotion must be 'allow', 'warn' or 'raise', got "
+                f"{options['numpy_rank_promotion']!r}"
+            )
         if "disable_jit" in options:
             self.set_disable_jit(bool(options.pop("disable_jit")))
         self._values.update(options)
@@ -172,7 +188,15 @@ class _Config:
 
 
 # options whose value changes the traced program (a new value is a new jit cache entry)
-TRACE_OPTIONS = ("enable_x64", "default_matmul_precision", "default_device")
+# (the NaN checks too: a checked call must miss the fast dispatch paths, which skip them)
+TRACE_OPTIONS = (
+    "enable_x64",
+    "default_matmul_precision",
+    "default_device",
+    "debug_nans",
+    "debug_infs",
+    "numpy_rank_promotion",
+)
 
 # JAX's option names and the purejit option each sets
 JAX_OPTIONS = {
@@ -184,15 +208,15 @@ JAX_OPTIONS = {
     "jax_default_matmul_precision": "default_matmul_precision",
     "jax_disable_jit": "disable_jit",
     "jax_default_device": "default_device",
+    "jax_debug_nans": "debug_nans",
+    "jax_debug_infs": "debug_infs",
+    "jax_numpy_rank_promotion": "numpy_rank_promotion",
 }
 # JAX options a port may set that purejit cannot honour, and why
 JAX_UNSUPPORTED = {
-    "jax_debug_nans": "no NaN checks after each computation yet",
-    "jax_debug_infs": "no Inf checks after each computation yet",
     "jax_platforms": "purejit uses the backend jax's PJRT client picks; set JAX_PLATFORMS "
     "in the environment before the first device call",
     "jax_platform_name": "purejit uses the backend jax's PJRT client picks",
-    "jax_numpy_rank_promotion": "purejit always allows rank promotion",
     "jax_default_prng_impl": "purejit.random has one implementation",
 }
 

@@ -25,18 +25,23 @@ the failure of any of them is reported at the next synchronisation of that progr
 results: `block_until_ready()`, or reading a result on the host (`np.asarray`, `float`,
 printing it).
 
-`debug.breakpoint` is not provided: it needs an interactive debugger on the host fed with
-every traced value of the frame, which the callback op could carry but which no test here
-can drive; use `purejit.disable_jit()` and `pdb` instead.
+`debug.breakpoint` is a `debug.callback` carrying every array local of the user's frames
+into a small command-line debugger (`purejit/debugger.py`); `debug.log` is `debug.print`
+through the `purejit.debug` logger (INFO, the user's file and line);
+`inspect_array_sharding`, `visualize_array_sharding` and `visualize_sharding` show where
+an array's shards live, as a text grid of devices.
 """
 
 from __future__ import annotations
 
 import builtins
+import logging
+import sys
 from typing import Callable
 
 import numpy as np
 
+from purejit import debugger, errors
 from purejit import dtypes as pdt
 from purejit.ir.ops.callback import register_callback
 from purejit.lax import _effects
@@ -262,4 +267,177 @@ def io_callback(
     return tree_unflatten(tree, outs)
 
 
-__all__ = ["callback", "io_callback", "print", "pure_callback"]
+def _format(fmt: str, args, kwargs) -> str:
+    # JAX's rule: a format without placeholders gets the values appended, space-separated
+    if args and "{" not in fmt:
+        return " ".join((fmt, *(str(a) for a in args)))
+    return fmt.format(*args, **kwargs)
+
+
+logger = logging.getLogger("purejit.debug")
+
+
+def log(fmt: str, *args, ordered: bool = False, partitioned: bool = False, **kwargs) -> None:
+    """Log `fmt.format(*args, **kwargs)` with the values of traced arrays at INFO through
+    the `purejit.debug` logger, each time the program runs (as `jax.debug.log`); the record
+    names the user's file and line.
+
+    Args:
+        fmt: a `str.format` string.
+        *args, **kwargs: pytrees of values.
+        ordered: log in program order relative to the other ordered callbacks.
+        partitioned: accepted for JAX compatibility (the values are logged whole).
+    """
+    del partitioned
+    if not isinstance(fmt, str):
+        raise TypeError(f"debug.log: fmt must be a format string, got {type(fmt).__name__}")
+    frame = errors.user_frame()
+    filename = frame.f_code.co_filename if frame is not None else "(unknown file)"
+    lineno = frame.f_lineno if frame is not None else 0
+
+    def emit(*a, **kw):
+        if logger.isEnabledFor(logging.INFO):
+            msg = _format(fmt, a, kw)
+            logger.handle(logger.makeRecord(logger.name, logging.INFO, filename, lineno, msg,
+                                            (), None))  # fmt: skip
+
+    callback(emit, *args, ordered=ordered, **kwargs)
+
+
+def breakpoint(  # noqa: A001
+    *,
+    backend: str | None = None,
+    filter_frames: bool = True,
+    num_frames: int | None = None,
+    ordered: bool = False,
+    token=None,
+    **kwargs,
+) -> None:
+    """Stop here each time the program runs and open a command-line debugger over the
+    frames' values (as `jax.debug.breakpoint`): `p x`, `pp x`, `u`, `d`, `l`, `ll`, `w`,
+    `c` (continue), `q` (raise `bdb.BdbQuit`); see `purejit/debugger.py`.
+
+    Args:
+        backend: None or "cli" (purejit has only the command-line debugger).
+        filter_frames: leave out purejit's, the standard library's and installed
+            packages' frames.
+        num_frames: how many frames to capture (None: all).
+        ordered: stop in program order relative to the other ordered callbacks.
+        token: not supported (pass ordered=True to order breakpoints).
+    """
+    if backend not in (None, "cli"):
+        raise NotImplementedError(
+            f"debug.breakpoint: backend={backend!r}; purejit has only the 'cli' debugger"
+        )
+    if token is not None or kwargs:
+        raise NotImplementedError(
+            "debug.breakpoint: token= and debugger options are not supported; use ordered=True"
+        )
+    frames, arrays = debugger.capture(
+        sys._getframe(1), filter_frames=filter_frames, num_frames=num_frames, is_array=_is_array
+    )
+    callback(lambda *host: debugger.run(frames, list(host)), *arrays, ordered=ordered)
+
+
+def inspect_array_sharding(value, *, callback: Callable) -> None:
+    """Call `callback(sharding)` with the sharding of the array `value` (as
+    `jax.debug.inspect_array_sharding`).
+
+    Raises:
+        NotImplementedError under a trace: purejit's traced values carry no sharding (XLA's
+        partitioner decides it after tracing); inspect the jitted function's result, or
+        `jit(f).lower(...).compile()`'s output shardings, instead.
+    """
+    if _traced() or isinstance(value, Tracer):
+        raise NotImplementedError(
+            "debug.inspect_array_sharding of a traced value: purejit's traced values carry no "
+            "sharding (the partitioner decides it after tracing); call it on the jitted "
+            f"function's result instead{errors.at(errors.user_location())}"
+        )
+    sharding = getattr(value, "sharding", None)
+    if sharding is None:
+        raise TypeError(
+            f"debug.inspect_array_sharding: {type(value).__name__} has no sharding; pass an array"
+        )
+    callback(sharding)
+
+
+def visualize_array_sharding(arr, **kwargs) -> None:
+    """Print the grid of devices holding each block of the 1-D or 2-D array `arr` (as
+    `jax.debug.visualize_array_sharding`); keyword options as `visualize_sharding`."""
+    inspect_array_sharding(arr, callback=lambda s: visualize_sharding(arr.shape, s, **kwargs))
+
+
+def _blocks(shape, sharding) -> dict:
+    """{(row range, column range): sorted device ids} for a 1-D or 2-D shape."""
+    grid: dict = {}
+    for device, index in sharding.devices_indices_map(tuple(shape)).items():
+        spans = []
+        for d, sl in zip(shape, tuple(index) + (slice(None),) * (len(shape) - len(index))):
+            start, stop, _ = sl.indices(d)
+            spans.append((start, stop))
+        if len(shape) == 1:
+            spans = [(0, 1), *spans]
+        grid.setdefault(tuple(spans), []).append(device)
+    return grid
+
+
+def _label(devices) -> str:
+    platform = str(getattr(devices[0], "platform", "device")).upper()
+    ids = sorted(int(getattr(d, "id", 0)) for d in devices)
+    return f"{platform} {','.join(str(i) for i in ids)}"
+
+
+def visualize_sharding(
+    shape,
+    sharding,
+    *,
+    use_color: bool = True,
+    scale: float = 1.0,
+    min_width: int = 9,
+    max_width: int = 80,
+    color_map=None,
+) -> None:
+    """Print which devices hold each block of an array of `shape` (1-D or 2-D) under
+    `sharding`, as a text grid (as `jax.debug.visualize_sharding`). Column widths follow
+    the blocks' sizes (times `scale`, between `min_width` and `max_width` in all); the grid
+    is plain text, so `use_color` and `color_map` change nothing."""
+    del use_color, color_map
+    shape = tuple(int(d) for d in shape)
+    if len(shape) not in (1, 2):
+        raise ValueError(
+            f"visualize_sharding: only 1-D and 2-D shapes can be visualized, got {shape}"
+        )
+    grid = _blocks(shape, sharding)
+    rows = sorted({r for r, _ in grid})
+    cols = sorted({c for _, c in grid})
+    labels = {k: _label(v) for k, v in grid.items()}
+    total = max(1, shape[-1])
+    widths = []
+    for c in cols:
+        want = round(scale * max_width * (c[1] - c[0]) / total)
+        need = max(len(labels.get((r, c), "")) for r in rows) + 2
+        widths.append(max(min_width, need, min(want, max_width)))
+
+    def rule(left: str, mid: str, right: str) -> str:
+        return left + mid.join("─" * w for w in widths) + right
+
+    lines = [rule("┌", "┬", "┐")]
+    for i, r in enumerate(rows):
+        cells = [labels.get((r, c), "").center(w) for c, w in zip(cols, widths)]
+        lines.append("│" + "│".join(cells) + "│")
+        lines.append(rule("├", "┼", "┤") if i + 1 < len(rows) else rule("└", "┴", "┘"))
+    builtins.print("\n".join(lines), flush=True)
+
+
+__all__ = [
+    "breakpoint",
+    "callback",
+    "inspect_array_sharding",
+    "io_callback",
+    "log",
+    "print",
+    "pure_callback",
+    "visualize_array_sharding",
+    "visualize_sharding",
+]

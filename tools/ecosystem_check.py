@@ -416,6 +416,11 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--skip-tests", action="store_true")
     ap.add_argument("--skip-loops", action="store_true")
+    ap.add_argument(
+        "--loops-from",
+        help="a summary.json of an earlier run whose training-loop table the report keeps "
+        "(with --skip-loops: the loops take long and change only with purejit's numerics)",
+    )
     ap.add_argument("--no-doc", action="store_true", help="do not rewrite docs/ecosystem.md")
     args = ap.parse_args(argv)
     results = pathlib.Path(args.results)
@@ -453,7 +458,9 @@ def main(argv=None) -> int:
                 f"{r['tests']}, purejit {r['purejit_passed']} of those"
             )
     loops = None
-    if not args.skip_loops:
+    if args.loops_from:
+        loops = json.loads(pathlib.Path(args.loops_from).read_text())["loops"]
+    elif not args.skip_loops:
         loops = {
             f"{name}, {model}": r
             for model in ("linear", "mlp")

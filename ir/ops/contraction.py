@@ -49,7 +49,24 @@ def _dot_infer(types, attrs, regions):
     if out is not None and not isinstance(out, np.dtype):
         fail("dot_general", f"preferred_element_type must be a dtype, got {out!r}")
     check_precision("dot_general", attrs.get("precision"))
+    _check_algorithm(attrs.get("algorithm"))
     return [TensorType(tuple(shape), lhs.dtype if out is None else out)]
+
+
+# `algorithm` (optional): StableHLO's dot algorithm, (lhs precision type, rhs precision type,
+# accumulation type, lhs component count, rhs component count, primitive operations, allow
+# imprecise accumulation), the types by StableHLO's names ("bf16", "tf32", "f32", ...). It
+# allows the backend a cheaper product (XLA's CPU backend ignores it), so the reference
+# computes the product in full, as CPU does.
+def _check_algorithm(alg) -> None:
+    if alg is None:
+        return
+    ok = isinstance(alg, tuple) and len(alg) == 7
+    ok = ok and all(isinstance(t, str) for t in alg[:3])
+    ok = ok and all(isinstance(n, int) and n >= 1 for n in alg[3:6]) and isinstance(alg[6], bool)
+    if not ok:
+        fail("dot_general", f"algorithm must be (lhs, rhs, accumulation type names, 3 counts, "
+                            f"a bool), got {alg!r}")  # fmt: skip
 
 
 def _dot_ref(args, attrs, regions, run):
@@ -81,7 +98,7 @@ register(
         _dot_infer,
         _dot_ref,
         frozenset({"pure", "contraction"}),
-        attrs=DOT_ATTRS + ("preferred_element_type", "precision"),
+        attrs=DOT_ATTRS + ("preferred_element_type", "precision", "algorithm"),
         doc="dot_general(lhs, rhs): result dims are batch, lhs free, rhs free",
     )
 )

@@ -51,7 +51,36 @@ def _array_equal(a1, a2, equal_nan: bool = False):
     return pnp.array_equal(a1, a2, equal_nan=equal_nan)
 
 
+def _where(condition, x=None, y=None, **kwargs):
+    """`jnp.where`, which JAX also applies to two typed key arrays (optax's MultiSteps picks
+    between old and new optimizer states that hold keys): a select on their data."""
+    kx, ky = isinstance(x, PRNGKeyArray), isinstance(y, PRNGKeyArray)
+    if not (kx or ky):
+        return pnp.where(condition, x, y, **kwargs)
+    if not (kx and ky):
+        raise TypeError("where: cannot mix a typed PRNG key array with another array")
+    if kwargs:
+        raise NotImplementedError(f"where of typed key arrays takes no {sorted(kwargs)}")
+    cond = pnp.expand_dims(pnp.asarray(condition), -1)  # one choice per key, for both words
+    return PRNGKeyArray(pnp.where(cond, x._data, y._data))
+
+
+def _astype(x, dtype, copy: bool = False, device=None):
+    """`jnp.astype`, which keeps a typed key array cast to its own key dtype (JAX raises for
+    any other dtype, as here)."""
+    if not isinstance(x, PRNGKeyArray):
+        return pnp.astype(x, dtype, copy=copy, device=device)
+    if dtype == x.dtype:
+        return x
+    raise TypeError(
+        f"astype: a typed PRNG key array ({x.dtype}) cannot be cast to {dtype}; use "
+        "jax.random.key_data(key) for its uint32 data"
+    )
+
+
 NUMPY = {
+    "where": functools.wraps(pnp.where)(_where),
+    "astype": functools.wraps(pnp.astype)(_astype),
     "array_equal": functools.wraps(pnp.array_equal)(_array_equal),
     "stack": _join("stack", pnp.stack, 1),
     "concatenate": _join("concatenate", pnp.concatenate, 0),

@@ -8,9 +8,10 @@ def overrides(real) -> dict:
     """The `jax` view's names beyond purejit's top-level ones (`real`: the real jax)."""
     from purejit import typing
 
-    from purejit.compat import _avals
+    from purejit.compat import _avals, _jit
 
     out = {
+        "jit": _jit.jit,
         "typeof": _avals.typeof,
         "__version__": real.__version__,
         "__version_info__": getattr(real, "__version_info__", None),

@@ -263,7 +263,7 @@ __all__ = [
 ]
 
 # convolutions and windowed reductions (purejit/lax/conv.py, purejit/lax/windowed.py)
-from purejit.lax._precision import Precision  # noqa: E402
+from purejit.lax._precision import DotAlgorithm, DotAlgorithmPreset, Precision  # noqa: E402
 from purejit.lax.conv import (  # noqa: E402
     ConvDimensionNumbers,
     conv,
@@ -277,6 +277,8 @@ from purejit.lax.windowed import reduce_window  # noqa: E402
 
 __all__ += [
     "ConvDimensionNumbers",
+    "DotAlgorithm",
+    "DotAlgorithmPreset",
     "Precision",
     "conv",
     "conv_dimension_numbers",
@@ -490,3 +492,7 @@ from purejit.lax.conv_patches import (  # noqa: E402
 )
 
 __all__ += ["conv_general_dilated_local", "conv_general_dilated_patches"]
+
+from purejit.lax.bit_generator import RandomAlgorithm, rng_bit_generator  # noqa: E402
+
+__all__ += ["RandomAlgorithm", "rng_bit_generator"]

@@ -15,7 +15,7 @@ from purejit.ir import dtypes as irdt
 from purejit.runtime.array import Array
 from purejit.tracing import ShapedArray, bind, bind1
 from purejit.lax._lift import broadcast_arrays_named, convert
-from purejit.lax._precision import canonical_precision
+from purejit.lax._precision import canonical_precision, dot_algorithm
 from purejit.lax._lift import lift as _lift
 from purejit.tracing import trace_to_function
 from purejit.tree_util import tree_flatten, tree_unflatten
@@ -291,6 +291,9 @@ def dot_general(
         "lhs_contracting_dimensions": tuple(lc),
         "rhs_contracting_dimensions": tuple(rc),
     }
+    algorithm = dot_algorithm(precision)
+    if algorithm is not None:
+        return _dot_with_algorithm(a, b, attrs, algorithm, preferred_element_type)
     prec = canonical_precision(precision, "lax.dot_general")
     if prec is not None:
         attrs["precision"] = prec
@@ -304,6 +307,38 @@ def dot_general(
             attrs["preferred_element_type"] = dt
     _same_dtypes("dot_general", a, b)
     return bind1("dot_general", a, b, **attrs)
+
+
+def _dot_with_algorithm(a, b, attrs: dict, algorithm, preferred_element_type):
+    """dot_general with a dot algorithm (JAX's rule): the operands converted to the types
+    the algorithm takes, one dot accumulating in its accumulation type with StableHLO's
+    `algorithm` attribute (none for the DEFAULT preset), and the result converted to the
+    dtype the call would have without it."""
+    if a.dtype == b.dtype:
+        out = a.dtype
+    else:
+        out = pdt.promote_types(a.dtype, b.dtype)
+    if preferred_element_type is not None:
+        out = pdt.canonicalize(np.dtype(preferred_element_type))
+    lhs_t, rhs_t, acc_t = algorithm._compute_types(a.dtype, b.dtype, out)
+    if isinstance(lhs_t, str) or isinstance(rhs_t, str):  # tf32: kept in float32 storage
+        lhs_t = a.dtype if isinstance(lhs_t, str) else lhs_t
+        rhs_t = b.dtype if isinstance(rhs_t, str) else rhs_t
+    lhs_t, rhs_t = np.dtype(lhs_t), np.dtype(rhs_t)
+    if lhs_t != rhs_t:
+        raise NotImplementedError(
+            f"lax.dot_general: precision={algorithm!r} takes {lhs_t.name} and {rhs_t.name} "
+            "operands; purejit's dot_general needs one operand dtype"
+        )
+    a, b = convert(a, lhs_t), convert(b, rhs_t)
+    acc = out if acc_t is None or isinstance(acc_t, str) else np.dtype(acc_t)
+    if acc != a.dtype:
+        attrs["preferred_element_type"] = acc
+    attr = algorithm._attr(lhs_t, rhs_t)
+    if attr is not None:  # the backend's lowering refuses what it cannot run
+        attrs["algorithm"] = attr
+    res = bind1("dot_general", a, b, **attrs)
+    return res if res.dtype == out else convert(res, out)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):

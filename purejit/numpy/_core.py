@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 
 import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.config import config
 from purejit.lax._lift import (
     broadcast_arrays_named,
     broadcast_shapes_named,
@@ -204,7 +206,35 @@ def promote_args(name: str, *xs, to_inexact: bool = False, numeric: bool = False
         dt = pdt.default_int()
     # as in JAX, every operand takes the result's weak flag (i8 + 1.0 -> f32, weak)
     arrs = [convert(a, dt, weak=weak) for a in arrs]
+    if _RANK_PROMOTION[0] != "allow":
+        _check_rank_promotion(name, [a.shape for a in arrs])
     return broadcast_arrays_named(name, *arrs)
+
+
+# config.numpy_rank_promotion, kept current by a watch (read on every promotion)
+_RANK_PROMOTION = [config.read("numpy_rank_promotion")]
+config.watch("numpy_rank_promotion", lambda v: _RANK_PROMOTION.__setitem__(0, v))
+
+
+def _check_rank_promotion(name: str, shapes) -> None:
+    """JAX's jax_numpy_rank_promotion: operands of two or more non-scalar ranks warn
+    ("warn") or raise ("raise"); scalars broadcast freely."""
+    if len({len(s) for s in shapes if s}) < 2:
+        return
+    desc = " ".join(str(tuple(s)) for s in shapes)
+    loc = errors.at(errors.user_location())
+    if _RANK_PROMOTION[0] == "warn":
+        warnings.warn(
+            f"Following NumPy automatic rank promotion for {name} on shapes {desc}{loc}. Set "
+            "the jax_numpy_rank_promotion config option to 'allow' to disable this warning.",
+            stacklevel=3,
+        )
+        return
+    raise ValueError(
+        f"Operands could not be broadcast together for {name} on shapes {desc} and with the "
+        f"config option jax_numpy_rank_promotion='raise'{loc}; expand the lower-rank operand "
+        "explicitly (x[None, :], jnp.expand_dims) or allow rank promotion."
+    )
 
 
 _FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, pdt.bfloat16))

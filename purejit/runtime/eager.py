@@ -23,6 +23,7 @@ from purejit.config import config
 from purejit.ir import Builder, get_op, print_function
 from purejit.ir.ops.elementwise import convert_array
 from purejit.ir.printer import format_attr
+from purejit.runtime import float_checks
 from purejit.runtime.array import Array, as_array
 from purejit.tracing import ShapedArray, Trace, Tracer, infer_results, set_base_trace
 
@@ -201,9 +202,10 @@ class EvalTrace(Trace):
             if prim is None:
                 prim = Primitive(name, attrs, tuple(regions), weak, tuple(flags))
                 self.cache.put(key, prim)
-        if prim.cpp is not None:
-            return prim.cpp(*bufs)
-        return prim._python(*bufs)
+        outs = prim.cpp(*bufs) if prim.cpp is not None else prim._python(*bufs)
+        if float_checks.STATE[0] or float_checks.STATE[1]:  # debug_nans / debug_infs
+            float_checks.check(name, outs)
+        return outs
 
 
 def _from_buffer(buf, aval: ShapedArray) -> Array:

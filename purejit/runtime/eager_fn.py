@@ -30,6 +30,7 @@ from purejit import errors
 from purejit.backend import cpp_jit, pjrt, stablehlo
 from purejit.backend.lowering import callback
 from purejit.config import config
+from purejit.runtime import float_checks
 from purejit.runtime.array import Array, as_array
 from purejit.runtime.eager import _buffer, _from_buffer, _registries, eval_trace
 from purejit.tracing import current_trace, trace_depth, trace_to_function
@@ -43,10 +44,11 @@ class Program:
     """One compiled eager program: its executable, output avals, and whether C++ may run it
     (one device, no host callbacks)."""
 
-    __slots__ = ("exe", "out_avals", "fast", "device")
+    __slots__ = ("exe", "out_avals", "fast", "device", "name")
 
-    def __init__(self, exe, out_avals, fast, device=None):
+    def __init__(self, exe, out_avals, fast, device=None, name: str = "program"):
         self.exe, self.out_avals, self.fast, self.device = exe, out_avals, fast, device
+        self.name = name
 
     def run(self, arrays) -> list:
         """The outputs for purejit Arrays `arrays` (host ones are transferred, and buffers
@@ -55,7 +57,10 @@ class Program:
         if self.device is not None:
             bufs = [pjrt.on_device(b, self.device) for b in bufs]
         outs = self.exe.execute_unchecked(bufs)
-        return [_from_buffer(o, av) for o, av in zip(outs, self.out_avals)]
+        outs = [_from_buffer(o, av) for o, av in zip(outs, self.out_avals)]
+        if float_checks.STATE[0] or float_checks.STATE[1]:  # debug_nans / debug_infs
+            float_checks.check(self.name, outs)
+        return outs
 
 
 def program(key, fun, avals: tuple, name: str, device=None) -> Program | None:
@@ -84,7 +89,7 @@ def program(key, fun, avals: tuple, name: str, device=None) -> Program | None:
             device=device,
         )
         fast = not callbacks and exe.device is not None
-        prog = _programs[key] = Program(exe, tuple(traced.out_avals), fast, device)
+        prog = _programs[key] = Program(exe, tuple(traced.out_avals), fast, device, name)
         _trim()
         return prog
 
@@ -149,6 +154,8 @@ class EagerFunction:
             return self.f(*args), None, False
         (out,) = prog.run(arrays)
         data = None
+        if float_checks.enabled():  # debug_nans / debug_infs: `run` checked it; C++ would not
+            return out, None, False
         # only from a thread with no trace at all: a C++ entry kept under the key of a
         # thread with a trace on its stack would run concrete operands inside a later jit
         if prog.fast and trace_depth() == 1 and _leaves_fit(leaves, arrays, prog.exe):

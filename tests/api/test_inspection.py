@@ -74,8 +74,8 @@ def test_config_takes_jax_names():
     assert pnp.arange(3).dtype == np.int32
     cfg.update("jax_log_compiles", False)
     cfg.update("jax_explain_cache_misses", False)
-    with pytest.raises(NotImplementedError, match="jax_debug_nans"):
-        cfg.update("jax_debug_nans", True)
+    with pytest.raises(NotImplementedError, match="jax_default_prng_impl"):
+        cfg.update("jax_default_prng_impl", "rbg")
     with pytest.raises(KeyError, match="unknown purejit option"):
         cfg.update("no_such_option", 1)
     try:

@@ -44,7 +44,11 @@ def test_jax_and_submodules_resolve_to_purejit(dropin):
 
     real = _views.real_jax()
     assert jax is dropin and jax is not real and jax.__version__ == real.__version__
-    assert jax.jit is purejit.jit and jnp.zeros is purejit.numpy.zeros
+    assert jnp.zeros is purejit.numpy.zeros
+    # jax.jit makes purejit's jitted functions, their type named as JAX's (chex reads it)
+    jitted = jax.jit(lambda x: x + 1)
+    assert isinstance(jitted, purejit.api.Jitted) and type(jitted).__name__ == "PjitFunction"
+    assert int(jitted(1)) == 2 and type(jax.jit(static_argnums=0)(len)).__name__ == "PjitFunction"
     assert lax.add is purejit.lax.add and random.key is purejit.random.key
     assert logsumexp is purejit.scipy.special.logsumexp
     assert jax.numpy is jnp and jax.scipy.special.__name__ == "jax.scipy.special"

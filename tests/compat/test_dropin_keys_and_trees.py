@@ -77,3 +77,26 @@ def test_array_equal_of_keys(jax):
     assert bool(jax.numpy.array_equal(k, jax.random.key(0)))
     assert not bool(jax.numpy.array_equal(k, jax.random.key(1)))
     assert not bool(jax.numpy.array_equal(k, np.zeros(2, np.uint32)))
+
+
+def test_where_and_astype_of_keys(jax):
+    """optax's MultiSteps selects between optimizer states holding keys, under jit."""
+    keys = jax.random.split(jax.random.key(0), 3)
+    other = jax.random.split(jax.random.key(1), 3)
+    data = np.asarray(jax.random.key_data(keys))
+    odata = np.asarray(jax.random.key_data(other))
+
+    @jax.jit
+    def pick(flag, a, b):
+        return jax.numpy.astype(jax.numpy.where(flag, a, b), a.dtype)
+
+    for flag in (True, False):
+        got = pick(flag, keys, other)
+        assert got.dtype == keys.dtype and got.shape == (3,)
+        np.testing.assert_array_equal(jax.random.key_data(got), data if flag else odata)
+    lanes = jax.numpy.where(np.array([True, False, True]), keys, other)
+    np.testing.assert_array_equal(jax.random.key_data(lanes), [data[0], odata[1], data[2]])
+    with pytest.raises(TypeError, match="cannot mix"):
+        jax.numpy.where(True, keys, np.zeros((3, 2), np.uint32))
+    with pytest.raises(TypeError, match="cannot be cast"):
+        jax.numpy.astype(keys, np.uint32)

@@ -12,7 +12,7 @@ from chex._src.restrict_backends import RestrictedBackendError
 
 import purejit
 
-assert jax.jit is purejit.jit and jax.pmap is purejit.pmap
+assert isinstance(jax.jit(len), purejit.api.Jitted) and jax.pmap is purejit.pmap
 
 # static asserts
 x = jnp.ones((2, 3))

@@ -37,7 +37,7 @@ def _remaining(n, *taken):
     return [d for d in range(n) if d not in used]
 
 
-def _transpose_lhs(g, x_aval, y, lc, rc, lb, rb, out_dtype, swap_ans=False):
+def _transpose_lhs(g, x_aval, y, lc, rc, lb, rb, out_dtype, swap_ans=False, keep=None):
     y_ndim = aval(y).ndim
     x_kept = _remaining(x_aval.ndim, lc, lb)
     y_kept = _remaining(y_ndim, rc, rb)
@@ -50,6 +50,7 @@ def _transpose_lhs(g, x_aval, y, lc, rc, lb, rb, out_dtype, swap_ans=False):
         "rhs_contracting_dimensions": tuple(y_kept),
         "lhs_batching_dimensions": tuple(ans_batch),
         "rhs_batching_dimensions": tuple(rb),
+        **(keep or {}),
     }
     gd, yd = aval(g).dtype, aval(y).dtype
     if gd != yd:
@@ -71,13 +72,15 @@ def _dot_t(cts, operands, attrs, regions):
     lc, rc = attrs["lhs_contracting_dimensions"], attrs["rhs_contracting_dimensions"]
     lb, rb = attrs["lhs_batching_dimensions"], attrs["rhs_batching_dimensions"]
     dt = attrs.get("preferred_element_type")
+    # the backward products compute as the forward one did (JAX passes precision along too)
+    keep = {k: attrs[k] for k in ("precision", "algorithm") if attrs.get(k) is not None}
     if is_linear(x):
         if isinstance(ct, Zero):
             return [Zero(aval(x)), None]
-        return [_transpose_lhs(ct, aval(x), y, lc, rc, lb, rb, dt), None]
+        return [_transpose_lhs(ct, aval(x), y, lc, rc, lb, rb, dt, keep=keep), None]
     if isinstance(ct, Zero):
         return [None, Zero(aval(y))]
-    return [None, _transpose_lhs(ct, aval(y), x, rc, lc, rb, lb, dt, swap_ans=True)]
+    return [None, _transpose_lhs(ct, aval(y), x, rc, lc, rb, lb, dt, swap_ans=True, keep=keep)]
 
 
 LINEAR_OPS.update({"dot_general"})

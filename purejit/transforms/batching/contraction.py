@@ -23,6 +23,7 @@ def dot_general_rule(
     rhs_contracting_dimensions,
     preferred_element_type=None,
     precision=None,
+    algorithm=None,
 ):
     (lhs, rhs), (dl, dr) = args, dims
     lb, rb = tuple(lhs_batching_dimensions), tuple(rhs_batching_dimensions)
@@ -32,6 +33,8 @@ def dot_general_rule(
         extra["preferred_element_type"] = preferred_element_type
     if precision is not None:
         extra["precision"] = precision
+    if algorithm is not None:
+        extra["algorithm"] = algorithm
     if dl is not None and dr is not None:
         lhs, rhs = moveaxis(lhs, dl, 0), moveaxis(rhs, dr, 0)
         attrs = dict(
