@@ -65,6 +65,8 @@ class _Config:
             # where uncommitted arrays and computations go: None (the first device), a device
             # or a platform name ("cpu", "gpu"); JAX's jax_default_device
             "default_device": None,
+            # JAX's jax_numpy_dtype_promotion: purejit implements only the "standard" lattice
+            "numpy_dtype_promotion": "standard",
         }
         self._local = threading.local()
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}
@@ -80,6 +82,11 @@ class _Config:
         if name is not None:
             options = {name: value, **options}
         options = {self._canonical(k): v for k, v in options.items()}
+        if options.get("numpy_dtype_promotion", "standard") != "standard":
+            raise NotImplementedError(
+                f"numpy_dtype_promotion={options['numpy_dtype_promotion']!r}: purejit "
+                "implements only JAX's 'standard' type promotion"
+            )
         if "disable_jit" in options:
             self.set_disable_jit(bool(options.pop("disable_jit")))
         self._values.update(options)
@@ -184,6 +191,7 @@ JAX_OPTIONS = {
     "jax_default_matmul_precision": "default_matmul_precision",
     "jax_disable_jit": "disable_jit",
     "jax_default_device": "default_device",
+    "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
 }
 # JAX options a port may set that purejit cannot honour, and why
 JAX_UNSUPPORTED = {

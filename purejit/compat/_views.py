@@ -45,6 +45,7 @@ _INTERNAL = {
     "jax.interpreters.partial_eval": "purejit.extend.partial_eval",
     "jax.api_util": "purejit.extend.api_util",
     "jax._src.checkify": "purejit.checkify",
+    "jax._src.ad_util": "purejit.compat._ad_util",
     # array refs: purejit has none, so nothing is one (purejit.compat._state)
     "jax._src.state": "purejit.compat._state",
     "jax._src.state.types": "purejit.compat._state",
