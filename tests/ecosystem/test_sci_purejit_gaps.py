@@ -111,3 +111,94 @@ def test_numpy_dtype_promotion_option_reads_standard_and_refuses_strict():
         purejit.config.update("jax_numpy_dtype_promotion", "strict")
     assert purejit.config.read("numpy_dtype_promotion") == "standard"
     purejit.config.update("jax_numpy_dtype_promotion", "standard")
+
+
+# what numpyro needed: jax.scipy.fft, jax.example_libraries.stax, the 5-argument lax.cond,
+# trace_state_clean, and modules imported at load time whose use purejit refuses
+
+
+@pytest.mark.parametrize("norm", [None, "ortho"])
+@pytest.mark.parametrize("shape,axis,n", [((7,), -1, None), ((3, 8), 0, 5), ((4, 5), 1, 9)])
+def test_dct_and_idct_match_jax(shape, axis, n, norm):
+    import jax.scipy.fft as jfft
+
+    import purejit.scipy.fft as pfft
+
+    x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+    for name in ("dct", "idct"):
+        got = np.asarray(getattr(pfft, name)(x, n=n, axis=axis, norm=norm))
+        want = np.asarray(getattr(jfft, name)(x, n=n, axis=axis, norm=norm))
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6 * np.abs(want).max())
+    y = pfft.idct(pfft.dct(x, axis=axis, norm=norm), axis=axis, norm=norm)
+    np.testing.assert_allclose(np.asarray(y), x, atol=2e-6)
+    both = pfft.idctn(pfft.dctn(x, norm=norm), norm=norm)
+    np.testing.assert_allclose(np.asarray(both), x, atol=3e-6)
+    with pytest.raises(NotImplementedError, match="type=2"):
+        pfft.dct(x, type=3)
+
+
+def test_stax_serial_parallel_fanout_match_jax():
+    from jax.example_libraries import stax as jstax
+
+    from purejit.example_libraries import stax as pstax
+
+    def net(s):
+        return s.serial(
+            s.Dense(6), s.Elu, s.FanOut(2), s.parallel(s.Dense(3), s.Identity), s.FanInConcat(),
+            s.Dense(4), s.FanOut(2), s.parallel(s.Relu, s.Tanh), s.FanInSum,
+        )  # fmt: skip
+
+    x = np.random.default_rng(1).normal(size=(5, 2)).astype(np.float32)
+    p_init, p_apply = net(pstax)
+    j_init, j_apply = net(jstax)
+    p_shape, p_params = p_init(purejit.random.PRNGKey(0), (5, 2))
+    j_shape, j_params = j_init(jax.random.PRNGKey(0), (5, 2))
+    assert tuple(p_shape) == tuple(j_shape) == (5, 4)
+    p_leaves, j_leaves = jax.tree.leaves(p_params), jax.tree.leaves(j_params)
+    assert [np.shape(a) for a in p_leaves] == [np.shape(a) for a in j_leaves]
+    for a, b in zip(p_leaves, j_leaves):  # the same initializers and key splits
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    got = np.asarray(purejit.jit(p_apply)(p_params, x))
+    want = np.asarray(j_apply(j_params, x))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_cond_with_per_branch_operands_as_jax():
+    def f(lax, p):
+        return lax.cond(p, 2.0, lambda a: a * 3.0, 5.0, lambda b: b - 1.0)
+
+    for p in (True, False):
+        got = purejit.jit(lambda p: f(purejit.lax, p))(p)
+        want = jax.jit(lambda p: f(jax.lax, p))(p)
+        assert float(got) == float(want) == (6.0 if p else 4.0)
+    with pytest.raises(TypeError, match="callable"):
+        purejit.lax.cond(True, 1.0, 2.0)
+
+
+def test_trace_state_clean_only_outside_transformations():
+    import jax._src.core
+
+    from purejit.core import trace_state_clean
+
+    assert trace_state_clean() and jax._src.core.trace_state_clean()
+    seen = []
+    purejit.jit(lambda x: seen.append(trace_state_clean()) or x)(1.0)
+    purejit.vmap(lambda x: seen.append(trace_state_clean()) or x)(jnp.ones(2))
+    assert seen == [False, False]
+
+
+def test_refused_jax_modules_load_and_name_what_is_missing():
+    from purejit.compat import _primitives, _scipy_optimize, _sparse
+
+    with pytest.raises(NotImplementedError, match="sparse"):
+        _sparse.BCOO.fromdense(np.eye(2))
+    assert not isinstance(jnp.eye(2), _sparse.BCOO)
+    with pytest.raises(NotImplementedError, match="scipy.optimize"):
+        _scipy_optimize.minimize(lambda x: x, np.zeros(2), method="BFGS")
+    with pytest.raises(NotImplementedError, match="closed_call"):
+        _primitives.closed_call_p.bind()
+    # a nested jit is jit_p's equation, its callee in params["jaxpr"] as in JAX
+    closed = purejit.make_jaxpr(lambda x: purejit.jit(lambda y: y * 2.0)(x) + 1.0)(1.0)
+    (call,) = [e for e in closed.eqns if e.primitive is _primitives.jit_p]
+    assert len(call.params["jaxpr"].jaxpr.eqns) >= 1
