@@ -11,14 +11,14 @@ import numpy as np
 
 # what an operator takes as its other operand without asking it first (Tracer and Array join
 # as `install` runs); lists and tuples reach purejit.numpy, which names why they are refused
-_OPERANDS: list[type] = [bool, int, float, complex, np.generic, np.ndarray, list, tuple]
+_OPERANDS: tuple[type, ...] = (bool, int, float, complex, np.generic, np.ndarray, list, tuple)
 
 
 def _defers(other, dunder: str) -> bool:
     """Whether `self <op> other` returns NotImplemented so that Python asks `other` (as JAX
     does for a type it does not recognise): `other` is none of purejit's operand types and
     its class defines the mirrored operator (Equinox's `ω` computes `x**ω` with `__rpow__`)."""
-    if isinstance(other, tuple(_OPERANDS)) or hasattr(other, "__jax_array__"):
+    if isinstance(other, _OPERANDS) or hasattr(other, "__jax_array__"):
         return False
     if type(other).__module__.partition(".")[0] in ("jax", "jaxlib"):
         return False  # a real jax.Array: purejit.numpy takes it
@@ -68,7 +68,8 @@ _COMPARE = {
 
 def install(cls, jnp):
     """Give `cls` (Tracer, Array) Python's operators and NumPy's methods, from `jnp`."""
-    _OPERANDS.append(cls)
+    global _OPERANDS
+    _OPERANDS = (*_OPERANDS, cls)
     for dunder, fname in _BINARY.items():
         setattr(cls, f"__{dunder}__", _binary(jnp, fname, mirror=f"__r{dunder}__"))
         setattr(cls, f"__r{dunder}__", _binary(jnp, fname, reflected=True))
