@@ -1,7 +1,8 @@
 """diffrax on purejit (tests/ecosystem/test_sci_dropin.py): Lotka-Volterra solved with Tsit5
 and a PID step-size controller, saved at fixed times; exponential decay with Dopri5 and its
 gradient with respect to the rate (backpropagation through the checkpointed loop); a
-fixed-step Euler solve under jit. `python _sci_diffrax_program.py OUT.npz` runs it on JAX,
+fixed-step Euler solve under jit; the stiff Robertson problem with the implicit Kvaerno5 (Newton
+iterations through optimistix and lineax) and a gradient through Kvaerno3. `python _sci_diffrax_program.py OUT.npz` runs it on JAX,
 `python -m purejit run _sci_diffrax_program.py OUT.npz` on purejit."""
 
 import sys
@@ -62,4 +63,34 @@ euler = jax.jit(lambda y0: diffrax.diffeqsolve(
     diffrax.ODETerm(lambda t, y, a: -y + jnp.sin(t)), diffrax.Euler(), t0=0.0, t1=1.0,
     dt0=0.1, y0=y0, saveat=diffrax.SaveAt(ts=jnp.linspace(0.0, 1.0, 5))).ys)  # fmt: skip
 out["euler_ys"] = euler(jnp.array([1.0, -1.0]))
+
+
+def robertson(t, y, args):
+    y1, y2, y3 = y
+    return jnp.stack([-0.04 * y1 + 1e4 * y2 * y3, 0.04 * y1 - 3e7 * y2**2 - 1e4 * y2 * y3,
+                      3e7 * y2**2])  # fmt: skip
+
+
+stiff = diffrax.diffeqsolve(
+    diffrax.ODETerm(robertson),
+    diffrax.Kvaerno5(),
+    t0=0.0,
+    t1=10.0,
+    dt0=1e-4,
+    y0=jnp.array([1.0, 0.0, 0.0]),
+    saveat=diffrax.SaveAt(ts=jnp.array([0.0, 1.0, 10.0])),
+    stepsize_controller=diffrax.PIDController(rtol=1e-6, atol=1e-8),
+)
+out["robertson_ys"] = stiff.ys
+out["robertson_steps"] = np.asarray(stiff.stats["num_steps"])
+
+
+def implicit_decay(rate):
+    s = diffrax.diffeqsolve(diffrax.ODETerm(lambda t, y, k: -k * y), diffrax.Kvaerno3(),
+                            t0=0.0, t1=1.0, dt0=0.1, y0=jnp.array([1.0]), args=rate,
+                            stepsize_controller=diffrax.PIDController(rtol=1e-6, atol=1e-8))  # fmt: skip
+    return s.ys[-1, 0]
+
+
+out["kvaerno_grad"] = jax.jit(jax.grad(implicit_decay))(jnp.asarray(2.0))
 np.savez(sys.argv[1], **{k: np.asarray(v) for k, v in out.items()})
