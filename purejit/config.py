@@ -76,6 +76,8 @@ class _Config:
             # purejit.numpy broadcasting operands of different ranks: "allow", "warn" or
             # "raise" (JAX's jax_numpy_rank_promotion)
             "numpy_rank_promotion": os.environ.get("PUREJIT_NUMPY_RANK_PROMOTION") or "allow",
+            # JAX's jax_numpy_dtype_promotion: purejit implements only the "standard" lattice
+            "numpy_dtype_promotion": "standard",
         }
         self._local = threading.local()
         self._watchers: dict[str, list[Callable[[Any], None]]] = {}
@@ -95,6 +97,11 @@ class _Config:
             raise ValueError(
                 "numpy_rank_promotion must be 'allow', 'warn' or 'raise', got "
                 f"{options['numpy_rank_promotion']!r}"
+            )
+        if options.get("numpy_dtype_promotion", "standard") != "standard":
+            raise NotImplementedError(
+                f"numpy_dtype_promotion={options['numpy_dtype_promotion']!r}: purejit "
+                "implements only JAX's 'standard' type promotion"
             )
         if "disable_jit" in options:
             self.set_disable_jit(bool(options.pop("disable_jit")))
@@ -211,6 +218,7 @@ JAX_OPTIONS = {
     "jax_debug_nans": "debug_nans",
     "jax_debug_infs": "debug_infs",
     "jax_numpy_rank_promotion": "numpy_rank_promotion",
+    "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
 }
 # JAX options a port may set that purejit cannot honour, and why
 JAX_UNSUPPORTED = {

@@ -22,7 +22,13 @@ from purejit.extend.core import (
     mapped_aval,
     unmapped_aval,
 )
-from purejit.tracing import ShapedArray, Tracer, bind, bind1, find_top_trace
+from purejit.tracing import ShapedArray, Tracer, bind, bind1, find_top_trace, trace_depth
+
+
+def trace_state_clean() -> bool:
+    """Whether no transformation is tracing in this thread, only the base trace being on
+    its stack (JAX's `trace_state_clean`; numpyro caches functions only then)."""
+    return trace_depth() == 1
 
 
 __all__ = [
@@ -44,5 +50,6 @@ __all__ = [
     "get_aval",
     "get_opaque_trace_state",
     "mapped_aval",
+    "trace_state_clean",
     "unmapped_aval",
 ]

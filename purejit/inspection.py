@@ -13,7 +13,7 @@ from purejit.compiler.stages import Jaxpr
 from purejit.extend.jaxpr import closed_jaxpr
 from purejit.runtime import Array
 from purejit.tracing import ShapedArray, Tracer, aval_of
-from purejit.tree_util import tree_map
+from purejit.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
 class ShapeDtypeStruct:
@@ -82,9 +82,20 @@ def _struct(aval: ShapedArray) -> ShapeDtypeStruct:
 
 def eval_shape(fun: Callable, *args, **kwargs):
     """The shapes and dtypes `fun(*args, **kwargs)` returns, as `ShapeDtypeStruct`s, found
-    by tracing without compiling or running. Arguments may be arrays or shape specs."""
-    out = jit(fun).eval_shape(*args, **kwargs)
-    return tree_map(_struct, out)
+    by tracing without compiling or running. Arguments may be arrays or shape specs.
+
+    As in JAX, a `ShapeDtypeStruct` that `fun` returns comes back as it is (lineax calls
+    `eval_shape(lambda: structs)` to normalise a structure)."""
+    held = {}
+
+    def arrays_only(*a, **k):
+        leaves, held["tree"] = tree_flatten(fun(*a, **k))
+        held["specs"] = [x if isinstance(x, ShapeDtypeStruct) else None for x in leaves]
+        return [x for x in leaves if not isinstance(x, ShapeDtypeStruct)]
+
+    out = iter(jit(arrays_only).eval_shape(*args, **kwargs))
+    leaves = [_struct(next(out)) if s is None else s for s in held["specs"]]
+    return tree_unflatten(held["tree"], leaves)
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False):
@@ -95,8 +106,12 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        traced: Jaxpr = jitted.trace(*args, **kwargs).jaxpr
-        jaxpr = closed_jaxpr(traced.fn, traced.in_avals, traced.out_avals, traced.out_tree)
+        staged = jitted.trace(*args, **kwargs)
+        traced: Jaxpr = staged.jaxpr
+        captures = staged._trace()[0].captures  # closed-over tracers: the jaxpr's consts
+        jaxpr = closed_jaxpr(
+            traced.fn, traced.in_avals, traced.out_avals, traced.out_tree, captures
+        )
         if return_shape:
             shapes = jaxpr.out_tree.unflatten([_struct(a) for a in jaxpr.out_avals])
             return jaxpr, shapes

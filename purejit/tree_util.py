@@ -126,6 +126,12 @@ class PyTreeDef:
         """The subtrees of `tree` at this structure's leaves (see `flatten_up_to`)."""
         return flatten_up_to(self, tree)
 
+    def compose(self, inner: PyTreeDef) -> PyTreeDef:
+        """This structure with `inner` in place of each leaf (JAX's `PyTreeDef.compose`)."""
+        if self.kind is None:
+            return inner
+        return PyTreeDef(self.kind, self.aux, tuple(c.compose(inner) for c in self.children))
+
     def node_data(self):
         """(node type, aux data) of the root; None for a leaf."""
         return None if self.kind is None else (self.kind, self.aux)

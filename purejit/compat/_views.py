@@ -31,6 +31,7 @@ _INTERNAL = {
     # user-defined primitives and their rule tables
     "jax.extend": "purejit.extend",
     "jax.extend.core": "purejit.extend.core",
+    "jax.extend.core.primitives": "purejit.compat._primitives",
     "jax.interpreters": "purejit.extend",
     "jax.interpreters.ad": "purejit.extend.ad",
     "jax.interpreters.batching": "purejit.extend.batching",
@@ -45,6 +46,7 @@ _INTERNAL = {
     "jax.interpreters.partial_eval": "purejit.extend.partial_eval",
     "jax.api_util": "purejit.extend.api_util",
     "jax._src.checkify": "purejit.checkify",
+    "jax._src.ad_util": "purejit.compat._ad_util",
     # array refs: purejit has none, so nothing is one (purejit.compat._state)
     "jax._src.state": "purejit.compat._state",
     "jax._src.state.types": "purejit.compat._state",
@@ -60,6 +62,8 @@ _RENAMED = {
     "jax.experimental.shard_map": "purejit.shard_map",
     "jax.experimental.layout": "purejit.compat._layout",
     "jax.experimental.hijax": "purejit.compat._hijax",
+    "jax.experimental.sparse": "purejit.compat._sparse",
+    "jax.scipy.optimize": "purejit.compat._scipy_optimize",
     "jax.version": "purejit.compat._version",
     "jax.lax.linalg": "purejit.lax.linalg",
 }

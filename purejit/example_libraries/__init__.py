@@ -1,1 +1,1 @@
-"""Small libraries with the API of `jax.example_libraries` (optimizers)."""
+"""Small libraries with the API of `jax.example_libraries` (optimizers, stax)."""

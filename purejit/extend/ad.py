@@ -9,8 +9,22 @@ from __future__ import annotations
 from typing import Callable
 
 from purejit.extend._tables import primitive_jvps, primitive_transposes
-from purejit.tracing import ShapedArray
+from purejit.tracing import ShapedArray, Tracer
 from purejit.transforms.autodiff._core import UndefinedPrimal, Zero, add, instantiate, zeros
+
+
+class _TracerOfATrace(type):
+    def __instancecheck__(cls, x) -> bool:
+        return isinstance(x, Tracer)
+
+
+class JVPTracer(metaclass=_TracerOfATrace):
+    """What `isinstance(x, ad.JVPTracer)` tests: whether `x` is a tracer. purejit's `jvp`
+    traces its function into the IR, so the tracers a `jvp` makes are its trace's tracers
+    (`x._trace.main is trace.main` picks them out, as Equinox's `filter_jvp` does). JAX's
+    JVPTracers are only the values that depend on the inputs; purejit's are every value the
+    function computes, so an output independent of the inputs gets a zero tangent where
+    Equinox gives None."""
 
 
 def is_undefined_primal(x) -> bool:
@@ -58,6 +72,7 @@ def defjvp_zero(prim) -> None:
 
 
 __all__ = [
+    "JVPTracer",
     "UndefinedPrimal",
     "Zero",
     "defjvp",

@@ -148,15 +148,27 @@ def _aval(value: Value) -> ShapedArray:
     return ShapedArray(tuple(value.type.shape), value.type.dtype)
 
 
-def closed_jaxpr(fn: Function, in_avals=None, out_avals=None, out_tree=None) -> ClosedJaxpr:
+def closed_jaxpr(
+    fn: Function, in_avals=None, out_avals=None, out_tree=None, captures=()
+) -> ClosedJaxpr:
     """The jaxpr view of the IR function `fn` (`in_avals`/`out_avals`: its parameters' and
-    results' abstract values when known with weak types, as a trace records them)."""
-    params_avals = list(in_avals) if in_avals is not None else [_aval(p) for p in fn.params]
-    if len(params_avals) != len(fn.params):
-        raise ValueError(f"{fn.name} has {len(fn.params)} parameters, got {len(params_avals)}")
-    env: dict[Value, object] = {p: Var(p, a) for p, a in zip(fn.params, params_avals)}
-    invars = [env[p] for p in fn.params]
+    results' abstract values when known with weak types, as a trace records them).
+
+    `captures`: the values of `fn`'s trailing parameters that a trace added for what the
+    function closes over (tracers of an outer trace); as in JAX they are constant variables
+    whose `consts` are those values (Equinox's `filter_closure_convert` passes them in)."""
+    n_in = len(fn.params) - len(captures)
+    params = fn.params[:n_in]
+    params_avals = list(in_avals) if in_avals is not None else [_aval(p) for p in params]
+    if len(params_avals) != len(params):
+        raise ValueError(f"{fn.name} has {len(params)} parameters, got {len(params_avals)}")
+    env: dict[Value, object] = {p: Var(p, a) for p, a in zip(params, params_avals)}
+    invars = [env[p] for p in params]
     constvars, consts, eqns = [], [], []
+    for p, value in zip(fn.params[n_in:], captures):
+        env[p] = var = Var(p, _aval(p))
+        constvars.append(var)
+        consts.append(value)
 
     def read(v: Value):
         got = env.get(v)

@@ -265,6 +265,11 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
         The chosen branch's output. Both branches are traced; only one runs.
     """
     if not (callable(true_fun) and callable(false_fun)):
+        if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
+            # JAX's older form, still accepted: cond(pred, x_true, f_true, x_false, f_false)
+            x_true, f_true, (x_false, f_false) = true_fun, false_fun, operands
+            return cond(pred, lambda xs: f_true(xs[0]), lambda xs: f_false(xs[1]),
+                        (x_true, x_false))  # fmt: skip
         raise TypeError("cond: true_fun and false_fun arguments should be callable.")
     operands = _operands("cond", operands, operand)
     p = _scalar("cond", pred, "pred")

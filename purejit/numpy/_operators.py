@@ -7,11 +7,38 @@ neither tracing nor the runtime depends on the NumPy API built above them.
 from __future__ import annotations
 
 
-def _binary(jnp, fname, reflected=False):
+import numpy as np
+
+# what an operator takes as its other operand without asking it first (Tracer and Array join
+# as `install` runs); lists and tuples reach purejit.numpy, which names why they are refused
+_OPERANDS: tuple[type, ...] = (bool, int, float, complex, np.generic, np.ndarray, list, tuple)
+
+
+def _defers(other, dunder: str) -> bool:
+    """Whether `self <op> other` returns NotImplemented so that Python asks `other` (as JAX
+    does for a type it does not recognise): `other` is none of purejit's operand types and
+    its class defines the mirrored operator (Equinox's `ω` computes `x**ω` with `__rpow__`)."""
+    if isinstance(other, _OPERANDS) or hasattr(other, "__jax_array__"):
+        return False
+    if type(other).__module__.partition(".")[0] in ("jax", "jaxlib"):
+        return False  # a real jax.Array: purejit.numpy takes it
+    return hasattr(type(other), dunder)
+
+
+def _binary(jnp, fname, reflected=False, mirror=None):
+    """The operator calling `jnp.<fname>`; a forward one (`mirror`: the reflected dunder)
+    returns NotImplemented where `_defers` says so. A reflected one never defers: Python
+    calls it only once the other operand's forward operator declined."""
     f = getattr(jnp, fname)
     if reflected:
         return lambda self, other: f(other, self)
-    return lambda self, other: f(self, other)
+
+    def forward(self, other):
+        if mirror is not None and _defers(other, mirror):
+            return NotImplemented
+        return f(self, other)
+
+    return forward
 
 
 _BINARY = {
@@ -41,8 +68,10 @@ _COMPARE = {
 
 def install(cls, jnp):
     """Give `cls` (Tracer, Array) Python's operators and NumPy's methods, from `jnp`."""
+    global _OPERANDS
+    _OPERANDS = (*_OPERANDS, cls)
     for dunder, fname in _BINARY.items():
-        setattr(cls, f"__{dunder}__", _binary(jnp, fname))
+        setattr(cls, f"__{dunder}__", _binary(jnp, fname, mirror=f"__r{dunder}__"))
         setattr(cls, f"__r{dunder}__", _binary(jnp, fname, reflected=True))
     for dunder, fname in _COMPARE.items():
         setattr(cls, f"__{dunder}__", _binary(jnp, fname))

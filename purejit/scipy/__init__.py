@@ -8,6 +8,6 @@ linalg:  cho_factor, cho_solve, solve_triangular, lu, lu_factor, lu_solve, expm,
 stats:   norm (pdf, logpdf, cdf, logcdf, ppf), multivariate_normal (pdf, logpdf)
 """
 
-from purejit.scipy import linalg, special, stats  # noqa: F401
+from purejit.scipy import fft, linalg, special, stats  # noqa: F401
 
 __all__ = ["linalg", "special", "stats"]

@@ -82,6 +82,10 @@ class Trace:
     def process(self, name: str, args: Sequence, attrs: dict, regions: Sequence[Function], weak):
         raise NotImplementedError
 
+    # JAX's `trace.main` and `tracer._trace`: libraries (Equinox's `filter_jvp`) tell a
+    # transformation's own tracers by `tracer._trace.main is trace.main`
+    main = property(lambda self: self)
+
 
 # the trace stack lives in this thread's `TraceContext` (`purejit.tracing.context`): each
 # thread has its own stack of traces over the shared base trace, so one thread tracing a
@@ -243,6 +247,7 @@ class Tracer:
     ndim = property(lambda self: self.aval.ndim)
     size = property(lambda self: self.aval.size)
     weak_type = property(lambda self: self.aval.weak_type)
+    _trace = property(lambda self: self.trace)
 
     def __len__(self):
         if not self.shape:
