@@ -69,7 +69,7 @@ _COMPARE = {
 def install(cls, jnp):
     """Give `cls` (Tracer, Array) Python's operators and NumPy's methods, from `jnp`."""
     global _OPERANDS
-    _OPERANDS = (*_OPERANDS, cls)
+    _OPERANDS = (cls, *_OPERANDS)  # first: the common operand is checked first
     for dunder, fname in _BINARY.items():
         setattr(cls, f"__{dunder}__", _binary(jnp, fname, mirror=f"__r{dunder}__"))
         setattr(cls, f"__r{dunder}__", _binary(jnp, fname, reflected=True))
