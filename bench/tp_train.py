@@ -121,23 +121,27 @@ def transformer(xp, params, x, heads, reduce=lambda v: v, attention=None):
         qkv = xp.reshape(h @ xp.reshape(p["qkv"], (d, 3 * dl)), (b, s, 3, heads, hd))
         if attention is not None:
             o = attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], 1.0 / math.sqrt(hd))
-            x = x + reduce(xp.reshape(o, (b, s, dl)) @ p["proj"])
-            h = layer_norm(xp, x, p["ln2_g"], p["ln2_b"])
-            x = x + reduce(gelu(xp, h @ p["up"]) @ p["down"])
-            continue
-        q = xp.transpose(qkv[:, :, 0], (0, 2, 1, 3))
-        k = xp.transpose(qkv[:, :, 1], (0, 2, 3, 1))
-        v = xp.transpose(qkv[:, :, 2], (0, 2, 1, 3))
-        scores = (q @ k) * (1.0 / math.sqrt(hd))
-        scores = xp.where(causal, scores, xp.asarray(-1e9, scores.dtype))
-        scores = scores - xp.max(scores, axis=-1, keepdims=True)
-        e = xp.exp(scores)
-        att = e / xp.sum(e, axis=-1, keepdims=True)
-        o = xp.reshape(xp.transpose(att @ v, (0, 2, 1, 3)), (b, s, dl))
-        x = x + reduce(o @ p["proj"])
+        else:
+            o = _attention_by_hand(xp, qkv, causal)
+        x = x + reduce(xp.reshape(o, (b, s, dl)) @ p["proj"])
         h = layer_norm(xp, x, p["ln2_g"], p["ln2_b"])
         x = x + reduce(gelu(xp, h @ p["up"]) @ p["down"])
     return x
+
+
+def _attention_by_hand(xp, qkv, causal):
+    """Causal softmax attention of qkv (batch, seq, 3, heads, head dim), written out;
+    the result is (batch, seq, heads, head dim)."""
+    hd = qkv.shape[-1]
+    q = xp.transpose(qkv[:, :, 0], (0, 2, 1, 3))
+    k = xp.transpose(qkv[:, :, 1], (0, 2, 3, 1))
+    v = xp.transpose(qkv[:, :, 2], (0, 2, 1, 3))
+    scores = (q @ k) * (1.0 / math.sqrt(hd))
+    scores = xp.where(causal, scores, xp.asarray(-1e9, scores.dtype))
+    scores = scores - xp.max(scores, axis=-1, keepdims=True)
+    e = xp.exp(scores)
+    att = e / xp.sum(e, axis=-1, keepdims=True)
+    return xp.transpose(att @ v, (0, 2, 1, 3))
 
 
 def loss_fn(xp, params, x, y, heads, reduce=lambda v: v, attention=None):

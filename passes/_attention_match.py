@@ -143,11 +143,8 @@ def _reducer(g: Graph, op: Op, binary: str, init: float) -> int | None:
     inner = body.ops[0]
     if set(inner.operands) != set(body.params) or body.results != inner.results:
         return None
-    init_op = g.defs.get(op.operands[1])
-    while init_op is not None and init_op.name == "pvary":  # an init under shard_map
-        init_op = g.defs.get(init_op.operands[0])
-    c = constant_value(init_op)
-    if c is None or c.shape != () or not (float(c) == init):
+    c = g.splat(op.operands[1])  # (under shard_map the init is a pvary of the constant)
+    if c is None or not (c == init):
         return None
     return int(op.attrs["dimensions"][0])
 

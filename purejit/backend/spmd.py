@@ -178,25 +178,6 @@ def _pooled(sharding, pool: list):
     return sharding
 
 
-def _result_handlers(result_types, shardings) -> list:
-    """jaxlib's C++ result handlers for global arrays of these types and shardings (what
-    jax's own dispatch uses): making 300 outputs one by one with
-    `make_array_from_single_device_arrays` costs milliseconds of host time a call, which a
-    data-parallel training step on 2 GPUs paid on top of its 12 ms. [] when unavailable."""
-    try:
-        from jax._src.core import ShapedArray
-        from jaxlib import xla_client
-
-        make = xla_client.array_result_handler
-        avals = [ShapedArray(t.shape, t.dtype) for t in result_types]
-        try:  # jaxlib 0.10 takes `_skip_checks`; jaxlib 0.11.2 (CUDA 13 build) does not
-            return [make(a, s, committed=True, _skip_checks=True) for a, s in zip(avals, shardings)]
-        except TypeError:
-            return [make(a, s, committed=True) for a, s in zip(avals, shardings)]
-    except Exception:  # an older/newer jaxlib without this API: the Python path works
-        return []
-
-
 # ---- pacing on the CPU backend --------------------------------------------------------------
 # jaxlib's CPU client runs each device's share of an SPMD program on one thread pool of
 # max(#cores, #devices) threads, and the task that enqueues a device's share blocks on a
@@ -259,7 +240,10 @@ class SpmdExecutable:
         pool: list = []
         self._jax_in = [_pooled(jax_sharding(ns), pool) for ns in self.in_shardings]
         self._jax_out = [_pooled(jax_sharding(ns), pool) for ns in self.out_shardings]
-        self._handlers = _result_handlers(self.result_types, self._jax_out)
+        # jaxlib wraps the shards into global arrays in C++: making 300 outputs one by one
+        # with `make_array_from_single_device_arrays` cost a data-parallel training step on
+        # 2 GPUs milliseconds of host time a call
+        self._handlers = pjrt.array_result_handlers(self.result_types, self._jax_out)
         self._shard_types = [
             TensorType(ns.shard_shape(t.shape), t.dtype)
             for ns, t in zip(self.in_shardings, self.param_types)
@@ -271,27 +255,27 @@ class SpmdExecutable:
             exe, "result", self.out_shardings, self.result_types, exe.get_output_shardings
         )
 
-    def _validate(self, bufs):
-        for i, (b, t, st) in enumerate(zip(bufs, self.param_types, self._shard_types)):
-            if tuple(b.shape) != t.shape or np.dtype(b.dtype) != t.dtype:
+    def _validate(self, i: int, b, same: bool) -> None:
+        """Check argument `i`; `same`: its sharding is the parameter's (shapes follow)."""
+        t, st = self.param_types[i], self._shard_types[i]
+        if tuple(b.shape) != t.shape or np.dtype(b.dtype) != t.dtype:
+            raise ShardingMismatchError(
+                f"argument {i}: array {b.dtype}{list(b.shape)} where {t} is expected"
+            )
+        if same or b.sharding == self._jax_in[i]:
+            return  # jax made it from shards of exactly this layout
+        shards = b.addressable_shards
+        if {s.device.id for s in shards} != {d.id for d in self._local}:
+            raise ShardingMismatchError(
+                f"argument {i}: shards live on devices {sorted(s.device.id for s in shards)}"
+                f", the program runs on {sorted(d.id for d in self._local)}"
+            )
+        for s in shards:
+            if tuple(s.data.shape) != st.shape or np.dtype(s.data.dtype) != st.dtype:
                 raise ShardingMismatchError(
-                    f"argument {i}: array {b.dtype}{list(b.shape)} where {t} is expected"
+                    f"argument {i} ({t}): shard on device {s.device.id} is "
+                    f"{s.data.dtype}{list(s.data.shape)}, the program expects {st}"
                 )
-            js = self._jax_in[i]
-            if b.sharding is js or b.sharding == js:
-                continue  # jax made it from shards of exactly this layout: shapes follow
-            shards = b.addressable_shards
-            if {s.device.id for s in shards} != {d.id for d in self._local}:
-                raise ShardingMismatchError(
-                    f"argument {i}: shards live on devices {sorted(s.device.id for s in shards)}"
-                    f", the program runs on {sorted(d.id for d in self._local)}"
-                )
-            for s in shards:
-                if tuple(s.data.shape) != st.shape or np.dtype(s.data.dtype) != st.dtype:
-                    raise ShardingMismatchError(
-                        f"argument {i} ({t}): shard on device {s.device.id} is "
-                        f"{s.data.dtype}{list(s.data.shape)}, the program expects {st}"
-                    )
 
     def execute(self, buffers: Sequence) -> list:
         """Run on global arrays (resharded as needed); returns global jax.Arrays."""
@@ -302,13 +286,14 @@ class SpmdExecutable:
         bufs = list(buffers)
         for i, (js, ns, t) in enumerate(zip(self._jax_in, self.in_shardings, self.param_types)):
             sh = getattr(bufs[i], "sharding", None)
-            if sh is not js and sh != js:
+            same = sh is js or sh == js  # a fed-back output: the same object
+            if not same:
                 bufs[i] = place(bufs[i], ns, t)
-        self._validate(bufs)
+            self._validate(i, bufs[i], same)
         _pace(self.devices[0].platform)
         try:
             results = self._exe.execute_sharded(bufs)
-            if self._handlers:  # jaxlib wraps the shards into global arrays in C++
+            if self._handlers:
                 outs = results.consume_with_handlers(self._handlers)
             else:
                 outs = self._assemble(results.disassemble_into_single_device_arrays())
