@@ -124,7 +124,11 @@ def case_shard_shapes_checked_before_execute():
     exe = compiled.exe
     assert isinstance(exe, backend_spmd.SpmdExecutable)
     wrong = purejit.device_put(x, NamedSharding(MESH, P(None, "y"))).buffer
-    raises(backend_spmd.ShardingMismatchError, lambda: exe._validate([wrong]), "shard on device")
+    raises(
+        backend_spmd.ShardingMismatchError,
+        lambda: exe._validate(0, wrong, False),
+        "shard on device",
+    )
     raises(
         backend_spmd.ShardingMismatchError,
         lambda: exe.execute([purejit.device_put(rand(8, 5), NamedSharding(MESH, P("x"))).buffer]),
