@@ -279,16 +279,29 @@ class SpmdExecutable:
 
     def execute(self, buffers: Sequence) -> list:
         """Run on global arrays (resharded as needed); returns global jax.Arrays."""
+        return self._execute(buffers, checked=False)
+
+    def execute_unchecked(self, buffers: Sequence) -> list:
+        """`execute` for callers that checked every argument's global shape and dtype against
+        the parameters (purejit's dispatch, from the Arrays' avals): an argument whose
+        sharding is the parameter's own object (an output of this program fed back, or an
+        argument placed for it) is taken as is, with no per-argument work in Python. Shard
+        shapes still follow: equal global shape and identical sharding give them."""
+        return self._execute(buffers, checked=True)
+
+    def _execute(self, buffers: Sequence, checked: bool) -> list:
         if len(buffers) != len(self.param_types):
             raise ShardingMismatchError(
                 f"program takes {len(self.param_types)} arrays, got {len(buffers)}"
             )
         bufs = list(buffers)
-        for i, (js, ns, t) in enumerate(zip(self._jax_in, self.in_shardings, self.param_types)):
+        for i, js in enumerate(self._jax_in):
             sh = getattr(bufs[i], "sharding", None)
-            same = sh is js or sh == js  # a fed-back output: the same object
+            if checked and sh is js:
+                continue
+            same = sh is js or sh == js
             if not same:
-                bufs[i] = place(bufs[i], ns, t)
+                bufs[i] = place(bufs[i], self.in_shardings[i], self.param_types[i])
             self._validate(i, bufs[i], same)
         _pace(self.devices[0].platform)
         try:
@@ -310,8 +323,6 @@ class SpmdExecutable:
             jax.make_array_from_single_device_arrays(t.shape, js, list(arrs))
             for arrs, js, t in zip(per_device, self._jax_out, self.result_types)
         ]
-
-    execute_unchecked = execute  # shard shapes are always checked: jaxlib crashes otherwise
 
     def hlo_text(self) -> str:
         return self._exe.hlo_modules()[0].to_string()

@@ -130,7 +130,10 @@ def check_donated_inputs(arrays, plan: DonationPlan, paths, fname: str):
 def consume_donated(arrays, plan: DonationPlan, paths, fname: str):
     """After a call: delete every donated Array whose buffer XLA took over."""
     for i in plan.aliases:
+        # XLA took the buffer over (PJRT deleted it at execute): drop the reference only,
+        # a jax.Array's delete() would walk its shards again in Python
         arrays[i].delete(
             f"it was donated as argument {paths[i]} of the jitted function {fname}; "
-            "a donated array cannot be used after the call"
+            "a donated array cannot be used after the call",
+            consumed=True,
         )

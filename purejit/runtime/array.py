@@ -72,8 +72,10 @@ class Array(ConcreteArray):
         if self._deleted_by is not None:
             raise DeletedArrayError(f"Array has been deleted ({self._deleted_by})")
 
-    def delete(self, reason: str = "deleted"):
-        if self._buf is not None:
+    def delete(self, reason: str = "deleted", *, consumed: bool = False):
+        """Free the buffer now; `consumed`: XLA already took it over (a donated argument),
+        so only the reference is dropped."""
+        if self._buf is not None and not consumed:
             self._buf.delete()
         self._buf = self._host = None
         self._deleted_by = reason
