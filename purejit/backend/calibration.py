@@ -7,6 +7,8 @@ dispatch is spread over many steps:
   the time per step of the small one is the fixed cost of one ring step (transfer set-up and
   kernel launch), the slope between the two sizes is one link's bandwidth;
 - a square matmul on one device: its matmul rate;
+- the large ring transfer and the matmul in one step: how much of one hides behind the other
+  (a ring step's transfer and multiply only save time where they run at once);
 
 The programs are per-device (replicas, no partitioner), so they need no inputs: the buffers
 are made inside the program before the loop. With several processes every process must run
@@ -84,6 +86,43 @@ module @purejit_calibrate_dot attributes {{mhlo.num_replicas = 1 : i32}} {{
 """
 
 
+def _both_module(n: int, elems: int, d: int, steps: int, dtype: str) -> str:
+    """A ring transfer and a matmul in each step, independent of each other: how much of
+    the shorter one hides behind the longer is what a ring step can overlap."""
+    pairs = ", ".join(f"[{k}, {(k + 1) % n}]" for k in range(n))
+    t, m = f"tensor<{elems}xf32>", f"tensor<{d}x{d}x{dtype}>"
+    return f"""
+module @purejit_calibrate_overlap attributes {{mhlo.num_replicas = {n} : i32}} {{
+  func.func public @main() -> tensor<f32> {{
+    %one = stablehlo.constant dense<1.0> : tensor<f32>
+    %x = stablehlo.broadcast_in_dim %one, dims = [] : (tensor<f32>) -> {t}
+    %one_m = stablehlo.constant dense<1.0> : tensor<{dtype}>
+    %a = stablehlo.broadcast_in_dim %one_m, dims = [] : (tensor<{dtype}>) -> {m}
+    %w0 = stablehlo.constant dense<{1.0 / d}> : tensor<{dtype}>
+    %w = stablehlo.broadcast_in_dim %w0, dims = [] : (tensor<{dtype}>) -> {m}
+    %k0 = stablehlo.constant dense<0> : tensor<i32>
+    %r:4 = stablehlo.while(%i = %k0, %b = %x, %u = %a, %v = %w) : tensor<i32>, {t}, {m}, {m}
+      cond {{
+        %lim = stablehlo.constant dense<{steps}> : tensor<i32>
+        %c = stablehlo.compare LT, %i, %lim : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        stablehlo.return %c : tensor<i1>
+      }} do {{
+        %s = stablehlo.constant dense<1> : tensor<i32>
+        %j = stablehlo.add %i, %s : tensor<i32>
+        %p = "stablehlo.collective_permute"(%b) {{
+          source_target_pairs = dense<[{pairs}]> : tensor<{n}x2xi64>
+        }} : ({t}) -> {t}
+        %q = stablehlo.dot_general %u, %v, contracting_dims = [1] x [0] : ({m}, {m}) -> {m}
+        stablehlo.return %j, %p, %q, %v : tensor<i32>, {t}, {m}, {m}
+      }}
+    %z = stablehlo.slice %r#1 [0:1] : ({t}) -> tensor<1xf32>
+    %o = stablehlo.reshape %z : (tensor<1xf32>) -> tensor<f32>
+    return %o : tensor<f32>
+  }}
+}}
+"""
+
+
 def _compile(text: str, devices: Sequence):
     from jaxlib import xla_client
 
@@ -115,8 +154,10 @@ def measure(devices: Sequence) -> dict:
     """Time the ring and the matmul on `devices` (every process of a job must call this).
 
     Returns:
-        `{"link_bytes_per_s", "flops_per_s", "step_latency_s", "seconds"}`; `seconds` is
-        how long the measurement took, compiles included.
+        `{"link_bytes_per_s", "flops_per_s", "step_latency_s", "overlap", "seconds"}`:
+        `overlap` (0 to 1) is the share of the shorter of a large ring transfer and a matmul
+        that hides behind the longer when one step runs both; `seconds` is how long the
+        measurement took, compiles included.
     """
     t_start = time.perf_counter()
     devices = list(devices)
@@ -136,12 +177,21 @@ def measure(devices: Sequence) -> dict:
         link, latency = float("inf"), 0.0
     local = [d for d in devices if d.process_index == devices[0].client.process_index()]
     d, dsteps = size["dot"], size["dot_steps"]
-    exe = _compile(_dot_module(d, dsteps, "bf16" if gpu else "f32"), local[:1])
+    dtype = "bf16" if gpu else "f32"
+    exe = _compile(_dot_module(d, dsteps, dtype), local[:1])
     t_dot = _best_seconds(exe, 3) / dsteps
+    overlap = 1.0
+    if len(devices) > 1:
+        exe = _compile(_both_module(len(devices), size["large"], d, dsteps, dtype), devices)
+        t_both = _best_seconds(exe, 3) / dsteps
+        t_ring = per_step["large"]
+        hidden = t_ring + t_dot - t_both
+        overlap = min(max(hidden / min(t_ring, t_dot), 0.0), 1.0)
     return {
         "link_bytes_per_s": float(link),
         "flops_per_s": float(2 * d**3 / t_dot),
         "step_latency_s": float(latency),
+        "overlap": float(overlap),
         "seconds": time.perf_counter() - t_start,
     }
 

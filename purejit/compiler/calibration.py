@@ -50,8 +50,8 @@ def _load(key) -> Calibration | None:
             rec = json.load(f)
     except (OSError, ValueError):
         return None
-    if rec.get("key") != list(key):
-        return None
+    if rec.get("key") != list(key) or "overlap" not in rec.get("calibration", {}):
+        return None  # another device set, or figures from before overlap was measured
     return Calibration(**rec["calibration"])
 
 
@@ -71,7 +71,9 @@ def _store(key, cal: Calibration) -> None:
 
 def _measured(devices) -> Calibration:
     m = measure(devices)
-    return Calibration(m["link_bytes_per_s"], m["flops_per_s"], m["step_latency_s"], "measured")
+    return Calibration(
+        m["link_bytes_per_s"], m["flops_per_s"], m["step_latency_s"], "measured", m["overlap"]
+    )
 
 
 def _shared(key, devices) -> Calibration:

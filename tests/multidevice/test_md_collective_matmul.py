@@ -4,6 +4,8 @@ In-process (the SPMD interpreter simulates the devices); the compiled 8-device c
 temp_size_in_bytes is in cases_collective_matmul.py.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -178,6 +180,25 @@ def test_decision_flips_where_the_formula_says(link):
         for k, want in ((0.98, 1), (1.02, 0)):
             got = CollectiveMatmul(calibration=Calibration(link, rate, k * at))(fn)
             assert got.report["rewritten"] == want, (link, rate, k)
+
+
+def test_overlap_prices_the_shorter_part_of_each_step():
+    """With nothing of a step hidden (overlap 0) the ring pays transfer plus multiply per
+    step, and a candidate the ideal ring (overlap 1) wins is no longer chosen."""
+    fn = big_gather_dot()
+    ideal = CollectiveMatmul(calibration=GPU_LIKE)(fn)
+    (c,) = ideal.report["candidates"]
+    assert ideal.changed and c["ring_s"] < c["plain_s"]
+    none = Calibration(*dataclasses.astuple(GPU_LIKE)[:4], overlap=0.0)
+    serial = CollectiveMatmul(calibration=none)(fn)
+    (s,) = serial.report["candidates"]
+    n = s["devices"]
+    a = s["bytes"] / none.link_bytes_per_s / (n - 1)
+    b = s["flops"] / none.flops_per_s / n
+    want = b + (n - 1) * (a + b + none.step_latency_s) + none.step_latency_s
+    assert s["ring_s"] == pytest.approx(want, rel=1e-12)
+    assert not serial.changed and s["ring_s"] > s["plain_s"]
+    assert serial.report["calibration"]["overlap"] == 0.0
 
 
 def test_inside_manual_computation_whole_program():
