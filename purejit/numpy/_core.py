@@ -98,7 +98,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if dtype is not None and _plain(a):
         # NumPy converts in the requested dtype's own range, as jax.numpy does: uint32(2**32 - 1)
         # is fine, int8(128) an OverflowError (never the weak int32 range of a Python int)
-        out = Array(host=plain_as(a, _dtype_arg(dtype)))
+        h = plain_as(a, _dtype_arg(dtype))
+        out = Array(host=h.copy() if h is a else h)  # never the caller's own array
         copied = True
     elif isinstance(a, (list, tuple)):
         out = _from_sequence(a, dtype)
