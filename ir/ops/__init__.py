@@ -20,3 +20,4 @@ from purejit.ir.ops import random  # noqa: F401, E402
 from purejit.ir.ops import attention  # noqa: F401, E402
 from purejit.ir.ops import call  # noqa: F401, E402
 from purejit.ir.ops import user_primitive  # noqa: F401, E402
+from purejit.ir.ops import powers  # noqa: F401, E402

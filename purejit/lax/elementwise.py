@@ -1,4 +1,4 @@
-"""The elementwise lax functions, one line each binding an IR op (plus `sign`, `square`,
+"""The elementwise lax functions, one line each binding an IR op (plus `sign` and
 `reciprocal`): `purejit.lax` exports them, and lax's own modules (`special`) compose them
 without importing the package."""
 
@@ -75,9 +75,7 @@ real = unary("real", "real")
 imag = unary("imag", "imag")
 
 
-def square(x):
-    """`x * x`."""
-    return mul(x, x)
+square = unary("square", "square")  # x * x; CHLO's form for complex x, as JAX's
 
 
 def reciprocal(x):

@@ -617,23 +617,9 @@ def full(shape: Sequence[int], fill_value, dtype=None):
 
 
 def integer_pow(x, y: int):
-    """`x ** y` for a static integer `y`, by repeated squaring."""
-    x = _lift(x)
-    y = operator.index(y)
-    if y == 3:  # (x * x) * x, the order JAX emits (complex products round by operand order)
-        return bind1("multiply", bind1("multiply", x, x), x)
-    result, base, n = None, x, abs(y)
-    while n:
-        if n & 1:
-            result = base if result is None else bind1("multiply", result, base)
-        n >>= 1
-        if n:
-            base = bind1("multiply", base, base)
-    if result is None:
-        result = full(x.shape, np.ones((), x.dtype))
-    if y < 0:
-        result = bind1("divide", full(x.shape, np.ones((), x.dtype)), result)
-    return result
+    """`x ** y` for a static integer `y` (IR op `integer_pow`): the multiplies of repeated
+    squaring that JAX emits, and JAX's derivative `y * x**(y-1)`."""
+    return bind1("integer_pow", _lift(x), y=operator.index(y))
 
 
 def round(x, rounding_method: int = 0):

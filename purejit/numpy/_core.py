@@ -22,7 +22,6 @@ from purejit.lax._lift import lift as lift_stacked
 from purejit.ir.ops.elementwise import convert_array
 from purejit.lax.ops import bitcast_convert_type as lax_bitcast
 from purejit.lax.ops import integer_pow as lax_integer_pow
-from purejit.numpy._program import as_program
 from purejit.runtime.array import Array, as_array
 from purejit.runtime.eager import eval_trace, scalar_like
 from purejit.runtime.eager_fn import eager_function
@@ -99,7 +98,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if dtype is not None and _plain(a):
         # NumPy converts in the requested dtype's own range, as jax.numpy does: uint32(2**32 - 1)
         # is fine, int8(128) an OverflowError (never the weak int32 range of a Python int)
-        out = Array(host=plain_as(a, _dtype_arg(dtype)))
+        h = plain_as(a, _dtype_arg(dtype))
+        out = Array(host=h.copy() if h is a else h)  # never the caller's own array
         copied = True
     elif isinstance(a, (list, tuple)):
         out = _from_sequence(a, dtype)
@@ -583,8 +583,8 @@ def _static_int(y):
 
 
 def power(x, y, /):
-    """x ** y; a concrete integer exponent is applied by repeated multiplication, so that
-    `x ** 2` equals `x * x` exactly, in eager mode as under jit (as jax.numpy does)."""
+    """x ** y; a concrete integer exponent is JAX's `integer_pow` (the multiplies of repeated
+    squaring, and its derivative), in eager mode as under jit, as jax.numpy does."""
     n = _static_int(y)
     if n is not None:
         a = _lift(x)
@@ -595,11 +595,7 @@ def power(x, y, /):
                 f"power: integers cannot be raised to negative powers (got {a.dtype} ** {n})"
                 f"{errors.at(errors.user_location())}"
             )
-        if n in (0, 1, 2):  # one multiply at most: op by op rounds as a fused program does
-            return lax_integer_pow(a, n)
-        # as JAX's integer_pow primitive: the multiplications compiled as one program
-        (out,) = as_program("integer_pow", lambda v: [lax_integer_pow(v, n)], [a], (n,))
-        return out
+        return lax_integer_pow(a, n)
     a, b = promote_args("power", x, y, numeric=True)
     return bind1("power", a, b)
 
@@ -608,12 +604,15 @@ pow = power  # noqa: A001
 
 
 def square(x, /):
-    x = _lift(x)
-    return bind1("multiply", x, x)
+    """x * x, as JAX's `square` (CHLO's form for complex x); booleans become integers."""
+    (x,) = promote_args("square", x, numeric=True)
+    return bind1("square", x)
 
 
 def reciprocal(x, /):
-    return true_divide(1, x)
+    """1 / x in x's inexact type, as JAX's `integer_pow(x, -1)` (and its derivative)."""
+    (x,) = promote_args("reciprocal", x, to_inexact=True)
+    return lax_integer_pow(x, -1)
 
 
 def _compare(direction, name):

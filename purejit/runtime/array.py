@@ -146,6 +146,9 @@ class Array(ConcreteArray):
             h = h.astype(dtype)  # a new, writable array
         elif copy:
             h = h.copy()  # np.array(x) is a writable copy; np.asarray(x) a read-only view
+        elif h.flags.writeable:  # the array's own host data: a view that cannot change it
+            h = h.view()
+            h.flags.writeable = False
         return h
 
     def __format__(self, format_spec: str) -> str:
@@ -217,4 +220,6 @@ def as_array(x) -> Array:
         if dt == np.dtype(x.dtype):
             return Array(buf=x, weak_type=bool(getattr(x, "weak_type", False)))
     v, weak = host_value(x)
+    if v is x and x.flags.writeable:  # the caller's array: a copy of its own, as JAX's
+        v = x.copy()
     return Array(host=v, weak_type=weak)

@@ -43,6 +43,7 @@ from ir_op_cases import (
     via_f64,
     wide,
 )
+from ir_op_table_powers import power_cases
 
 
 def _real_of(dt):
@@ -304,6 +305,7 @@ def elementwise_cases() -> list[Case]:
     cases += _complex_next_after_cases()
     cases += compare_cases() + select_clamp_cases()
     cases += _reduce_precision_cases()
+    cases += power_cases()
     return cases
 
 

@@ -48,6 +48,24 @@ def test_numpy_copies_are_writable():
     assert float(x[0]) == 1.0
 
 
+def test_arrays_never_share_memory_with_numpy_writers():
+    """As JAX's: an Array made from a NumPy array is a copy (the caller changing theirs leaves
+    it be), and np.asarray of an eager Array is a read-only view (writing raises)."""
+    n = np.arange(3.0, dtype=np.float32)
+    made = [jnp.asarray(n), jnp.array(n), jnp.asarray(n, dtype=np.float32)]
+    n[0] = 7.0
+    for x in made:
+        assert np.asarray(x).tolist() == [0.0, 1.0, 2.0]
+    x = jnp.arange(3.0)
+    view = np.asarray(x)
+    assert not view.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        view[0] = 9.0
+    assert np.asarray(x).tolist() == [0.0, 1.0, 2.0]
+    np.array(x)[0] = 9.0  # a copy: the caller's to change
+    assert float(x[0]) == 0.0
+
+
 def test_iscomplexobj_of_scalar_types():
     assert jnp.iscomplexobj(jnp.complex64) and not jnp.iscomplexobj(jnp.float32)
 

@@ -110,9 +110,13 @@ _UNARY_F = {
     "erfc": (("erfc",), lambda L, x: L.lax.erfc(x), 0),
     "digamma": (("digamma",), lambda L, x: L.lax.digamma(_pos(L, x, 0.5)), 0),
     "bessel_i1e": (("bessel_i1e",), lambda L, x: L.lax.bessel_i1e(x), 0),
-    "square": (("multiply",), lambda L, x: L.lax.square(_bounded(L, x, 4.0)), 0),
-    "reciprocal": (("divide",), lambda L, x: L.lax.reciprocal(_pos(L, x, 0.5)), 0),
-    "integer_pow3": (("multiply",), lambda L, x: L.lax.integer_pow(_bounded(L, x, 2.0), 3), 0),
+    "square": (("square",), lambda L, x: L.lax.square(_bounded(L, x, 4.0)), 0),
+    "reciprocal": (("integer_pow",), lambda L, x: L.lax.reciprocal(_pos(L, x, 0.5)), 0),
+    "integer_pow3": (
+        ("integer_pow",),
+        lambda L, x: L.lax.integer_pow(_bounded(L, x, 2.0), 3),
+        0,
+    ),
 }
 for _n, (_ir, _f, _exact) in _UNARY_F.items():
     _add(
@@ -126,6 +130,26 @@ for _n, (_ir, _f, _exact) in _UNARY_F.items():
             preserves=True,
         )
     )
+
+
+def _integer_pow(L, p, x):
+    # a negative power of a base kept away from zero (no overflow to inf on either side)
+    y = p["y"]
+    base = _bounded(L, x, 2.0) if y >= 0 else _pos(L, _bounded(L, x, 1.0), 0.5)
+    return L.lax.integer_pow(base, y)
+
+
+_add(
+    Spec(
+        "integer_pow",
+        ("integer_pow",),
+        1,
+        "f",
+        _integer_pow,
+        params=lambda draw, types: {"y": draw("integer_pow_y", list(range(-3, 6)))},
+        preserves=True,
+    )
+)
 
 # discontinuous float -> float: only on exact values
 for _n, _ir, _f in [
@@ -159,7 +183,8 @@ for _n, _ir, _k, _f in [
     ("not", ("not",), "iub", lambda L, x: L.lax.bitwise_not(x)),
     ("clz", ("count_leading_zeros",), "iu", lambda L, x: L.lax.clz(x)),
     ("popcnt", ("popcnt",), "iu", lambda L, x: L.lax.population_count(x)),
-    ("square_i", ("multiply",), "iu", lambda L, x: L.lax.integer_pow(x, 2)),
+    ("square_i", ("integer_pow",), "iu", lambda L, x: L.lax.integer_pow(x, 2)),
+    ("square_lax_i", ("square",), "iu", lambda L, x: L.lax.square(x)),
 ]:
     _add(Spec(_n, _ir, 1, _k, lambda L, p, x, _f=_f: _f(L, x), exact=True, preserves=True))
 

@@ -13,3 +13,4 @@ from purejit.backend.lowering import random  # noqa: F401, E402
 from purejit.backend.lowering import attention  # noqa: F401, E402
 from purejit.backend.lowering import call  # noqa: F401, E402
 from purejit.backend.lowering import user_primitive  # noqa: F401, E402
+from purejit.backend.lowering import powers  # noqa: F401, E402

@@ -27,6 +27,7 @@ from purejit.transforms.autodiff import (  # noqa: F401  (registers the rules)
     sort,
     attention,
     user_primitive,
+    powers,
 )
 from purejit.transforms.autodiff._core import (
     JVP_RULES,
