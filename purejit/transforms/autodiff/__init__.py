@@ -19,6 +19,7 @@ from purejit.transforms.autodiff import (  # noqa: F401  (registers the rules)
     fft,
     fusion,
     gather,
+    householder,
     indexing,
     linalg,
     random,

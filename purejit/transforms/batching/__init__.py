@@ -34,6 +34,7 @@ from purejit.transforms.batching import (  # noqa: F401  (each registers its fam
     fft,
     fusion,
     gather,
+    householder,
     indexing,
     linalg,
     random,
