@@ -5,7 +5,8 @@ c64 or c128, and never promote. How each op lowers per platform (LAPACK, cuSOLVE
 StableHLO) is documented in `purejit/backend/lowering/linalg.py`.
 
     cholesky, eig, eigh, lu, lu_pivots_to_permutation, qr, svd, triangular_solve, symmetrize,
-    geqrf, householder_product, ormqr (`ir/ops/householder.py`)
+    geqrf, householder_product, ormqr (`ir/ops/householder.py`), tridiagonal_solve
+    (`ir/ops/tridiagonal.py`)
 """
 
 from __future__ import annotations
@@ -275,6 +276,34 @@ def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
     return (t, q) if compute_schur_vectors else t
 
 
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
+    """Solve T x = b for tridiagonal T, as jax.lax.linalg.tridiagonal_solve.
+
+    Args:
+        dl, d, du: the sub-, main and superdiagonal, [..., m] each (dl[..., 0] and
+            du[..., m - 1] are not read).
+        b: [..., m, n].
+        perturb_singular: not supported (LAPACK's perturbed solve for singular T).
+    Returns:
+        x [..., m, n]; NaN for a singular T. Differentiable in every operand.
+    """
+    if perturb_singular:
+        raise NotImplementedError(
+            "lax.linalg.tridiagonal_solve: perturb_singular=True (the perturbed LU of "
+            "singular matrices) is not supported; solve with perturb_singular=False"
+        )
+    b = _check("tridiagonal_solve", b)
+    diags = [_lift(x) for x in (dl, d, du)]
+    for name, x in zip(("dl", "d", "du"), diags):
+        if x.dtype != b.dtype or x.shape != b.shape[:-1]:
+            raise errors.PurejitTypeError(
+                f"lax.linalg.tridiagonal_solve: {name} {x.dtype.name}{list(x.shape)} must be "
+                f"{b.dtype.name}{list(b.shape[:-1])}, a diagonal per column of b "
+                f"{b.dtype.name}{list(b.shape)}{errors.at(errors.user_location())}"
+            )
+    return bind1("tridiagonal_solve", *diags, b)
+
+
 def eigh(
     x,
     *,
@@ -351,4 +380,5 @@ __all__ = [
     "svd",
     "symmetrize",
     "triangular_solve",
+    "tridiagonal_solve",
 ]

@@ -1,8 +1,8 @@
 """lineax on purejit (tests/ecosystem/test_sci_dropin.py): a small well-conditioned linear
 system solved with LU, Cholesky and CG (a positive definite operator), QR (square, and the
-least-squares solution of a tall system), GMRES (whose inner least squares is a QR),
-eagerly and under jit, and the gradients of LU and QR solves with respect to the matrix
-and the vector.
+least-squares solution of a tall system), GMRES (whose inner least squares is a QR) and
+Tridiagonal, eagerly and under jit, and the gradients of LU, QR and tridiagonal solves with
+respect to the operator and the vector.
 `python _sci_lineax_program.py OUT.npz` runs it on JAX,
 `python -m purejit run _sci_lineax_program.py OUT.npz` on purejit."""
 
@@ -45,6 +45,21 @@ gmres = lx.GMRES(rtol=1e-10, atol=1e-10, max_steps=100)
 sol = jax.jit(lambda mat, v: lx.linear_solve(lx.MatrixLinearOperator(mat), v, gmres))(a, b)
 out["gmres"] = sol.value
 out["gmres_steps"] = np.asarray(sol.stats["num_steps"])
+
+# Tridiagonal: lax.linalg.tridiagonal_solve
+diag, lower, upper = (jnp.asarray(rng.normal(size=k)) for k in (6, 5, 5))
+diag = diag + 4.0
+
+
+def tridiagonal_solve(dg, v):
+    op = lx.TridiagonalLinearOperator(dg, lower, upper)
+    return lx.linear_solve(op, v, lx.Tridiagonal()).value
+
+
+out["tridiagonal"] = jax.jit(tridiagonal_solve)(diag, b)
+out["tridiagonal_grad_d"], out["tridiagonal_grad_b"] = jax.jit(
+    jax.grad(lambda dg, v: jnp.sum(tridiagonal_solve(dg, v) ** 2), argnums=(0, 1))
+)(diag, b)
 
 
 def loss(solver):

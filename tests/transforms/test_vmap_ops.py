@@ -437,6 +437,12 @@ def _linalg_fft_conv_cases():
             rtol=1e-4,
         ),
         Case(
+            "tridiagonal_solve",
+            lambda n, lx: lambda dl, d, du, b: lx.linalg.tridiagonal_solve(dl, d + 4, du, b),
+            [F(4), F(4), F(4), F(4, 2)],
+            rtol=1e-4,
+        ),
+        Case(
             "eig_invariants",
             lambda n, lx: (
                 lambda a: (lambda w: (w.sum(), w.prod()))(

@@ -26,6 +26,7 @@ from purejit.transforms.autodiff import (  # noqa: F401  (registers the rules)
     reduce,
     shape,
     sort,
+    tridiagonal,
     attention,
     user_primitive,
 )

@@ -41,6 +41,7 @@ from purejit.transforms.batching import (  # noqa: F401  (each registers its fam
     reduce,
     shape,
     sort,
+    tridiagonal,
     user_primitive,
 )
 
