@@ -16,6 +16,7 @@ from purejit.ir.ops import (  # noqa: F401  # noqa: F401
 from purejit.ir.ops import conv  # noqa: F401, E402
 from purejit.ir.ops import callback  # noqa: F401, E402
 from purejit.ir.ops import fft, linalg  # noqa: F401, E402
+from purejit.ir.ops import householder, tridiagonal  # noqa: F401, E402
 from purejit.ir.ops import random  # noqa: F401, E402
 from purejit.ir.ops import attention  # noqa: F401, E402
 from purejit.ir.ops import call  # noqa: F401, E402

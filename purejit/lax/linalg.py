@@ -4,7 +4,9 @@ As in JAX, these take batches of matrices (the last two dimensions) of one dtype
 c64 or c128, and never promote. How each op lowers per platform (LAPACK, cuSOLVER,
 StableHLO) is documented in `purejit/backend/lowering/linalg.py`.
 
-    cholesky, eig, eigh, lu, lu_pivots_to_permutation, qr, svd, triangular_solve, symmetrize
+    cholesky, eig, eigh, lu, lu_pivots_to_permutation, qr, svd, triangular_solve, symmetrize,
+    geqrf, householder_product, ormqr (`ir/ops/householder.py`), tridiagonal_solve
+    (`ir/ops/tridiagonal.py`)
 """
 
 from __future__ import annotations
@@ -179,6 +181,129 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
     return tuple(bind("qr", x, full_matrices=bool(full_matrices)))
 
 
+def geqrf(a):
+    """Householder QR in LAPACK's compact form, as JAX's internal `geqrf`.
+
+    Args:
+        a: a batch of matrices [..., m, n].
+    Returns:
+        (h, taus): r in the upper triangle of h, the Householder reflectors below its
+        diagonal and their scale factors in taus [..., min(m, n)]. Not differentiable (as
+        in JAX).
+    """
+    a = _check("geqrf", a)
+    return tuple(bind("geqrf", a))
+
+
+def _householder_args(name: str, a, taus):
+    a = _check(name, a)
+    taus = _lift(taus)
+    if taus.ndim != a.ndim - 1 or taus.dtype != a.dtype or taus.shape[:-1] != a.shape[:-2]:
+        raise errors.PurejitTypeError(
+            f"lax.linalg.{name}: taus {taus.dtype.name}{list(taus.shape)} must be one "
+            f"{a.dtype.name} vector per matrix of a {a.dtype.name}{list(a.shape)}"
+            f"{errors.at(errors.user_location())}"
+        )
+    m, n = a.shape[-2:]
+    if taus.shape[-1] > min(m, n):
+        raise ValueError(
+            f"lax.linalg.{name}: taus {list(taus.shape)} has more than min(m, n) = "
+            f"{min(m, n)} reflectors for a {list(a.shape)}{errors.at(errors.user_location())}"
+        )
+    return a, taus
+
+
+def householder_product(a, taus):
+    """The product of the Householder reflectors of `geqrf` (LAPACK orgqr), as jax.lax.linalg.
+
+    Args:
+        a: [..., m, n] with m >= n, the reflectors below its diagonal.
+        taus: [..., k], k <= n, their scale factors.
+    Returns:
+        q [..., m, n]: the first n columns of H_0 ... H_{k-1}. Not differentiable (as in JAX).
+    """
+    a, taus = _householder_args("householder_product", a, taus)
+    if a.shape[-2] < a.shape[-1]:
+        raise ValueError(
+            f"lax.linalg.householder_product: a {list(a.shape)} must have at least as many "
+            f"rows as columns{errors.at(errors.user_location())}"
+        )
+    return bind1("householder_product", a, taus)
+
+
+def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
+    """Q c, Q^H c (left) or c Q, c Q^H, Q given by `geqrf`'s reflectors (LAPACK ormqr), as
+    jax.lax.linalg.ormqr.
+
+    Args:
+        a: [..., m, n], the reflectors below its diagonal (`geqrf`'s h; the first result of
+            `jnp.linalg.qr(mode="raw")` transposed).
+        taus: [..., k], k <= min(m, n), their scale factors.
+        c: [..., m, p] (left) or [..., p, m].
+        left: multiply by Q from the left; else from the right.
+        transpose: use Q^H (Q^T for reals).
+    Returns:
+        The product, shaped like c. Not differentiable (as in JAX).
+    """
+    a, taus = _householder_args("ormqr", a, taus)
+    c = _check("ormqr", c)
+    m = a.shape[-2]
+    if c.dtype != a.dtype or c.shape[:-2] != a.shape[:-2]:
+        raise errors.PurejitTypeError(
+            f"lax.linalg.ormqr: c {c.dtype.name}{list(c.shape)} must have the dtype and batch "
+            f"dimensions of a {a.dtype.name}{list(a.shape)}{errors.at(errors.user_location())}"
+        )
+    if (c.shape[-2] if left else c.shape[-1]) != m:
+        side = "rows" if left else "columns"
+        raise ValueError(
+            f"lax.linalg.ormqr: c {list(c.shape)} must have {m} {side} (the rows of a "
+            f"{list(a.shape)}) with left={left}{errors.at(errors.user_location())}"
+        )
+    return bind1("ormqr", a, taus, c, left=bool(left), transpose=bool(transpose))
+
+
+def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
+          select_callable=None):  # fmt: skip
+    """The Schur form (LAPACK gees, CPU only as in JAX): (t, q) with x = q t q^H, or t alone
+    when not compute_schur_vectors."""
+    x = _check("schur", x, square=True)
+    if sort_eig_vals or select_callable is not None:
+        raise NotImplementedError(
+            "lax.linalg.schur: sort_eig_vals / select_callable (sorted Schur forms) are not "
+            "supported; the form is returned unsorted"
+        )
+    t, q = bind("schur", x)
+    return (t, q) if compute_schur_vectors else t
+
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
+    """Solve T x = b for tridiagonal T, as jax.lax.linalg.tridiagonal_solve.
+
+    Args:
+        dl, d, du: the sub-, main and superdiagonal, [..., m] each (dl[..., 0] and
+            du[..., m - 1] are not read).
+        b: [..., m, n].
+        perturb_singular: not supported (LAPACK's perturbed solve for singular T).
+    Returns:
+        x [..., m, n]; NaN for a singular T. Differentiable in every operand.
+    """
+    if perturb_singular:
+        raise NotImplementedError(
+            "lax.linalg.tridiagonal_solve: perturb_singular=True (the perturbed LU of "
+            "singular matrices) is not supported; solve with perturb_singular=False"
+        )
+    b = _check("tridiagonal_solve", b)
+    diags = [_lift(x) for x in (dl, d, du)]
+    for name, x in zip(("dl", "d", "du"), diags):
+        if x.dtype != b.dtype or x.shape != b.shape[:-1]:
+            raise errors.PurejitTypeError(
+                f"lax.linalg.tridiagonal_solve: {name} {x.dtype.name}{list(x.shape)} must be "
+                f"{b.dtype.name}{list(b.shape[:-1])}, a diagonal per column of b "
+                f"{b.dtype.name}{list(b.shape)}{errors.at(errors.user_location())}"
+            )
+    return bind1("tridiagonal_solve", *diags, b)
+
+
 def eigh(
     x,
     *,
@@ -245,10 +370,15 @@ __all__ = [
     "cholesky",
     "eig",
     "eigh",
+    "geqrf",
+    "householder_product",
     "lu",
     "lu_pivots_to_permutation",
+    "ormqr",
     "qr",
+    "schur",
     "svd",
     "symmetrize",
     "triangular_solve",
+    "tridiagonal_solve",
 ]

@@ -9,7 +9,7 @@ lowering -- LAPACK or cuSOLVER custom calls, or StableHLO -- is listed in
 | function | how |
 |---|---|
 | cholesky | `cholesky` op (LAPACK potrf / cuSOLVER potrf); `upper=True` is L^H |
-| qr | `qr` op (geqrf + orgqr); modes reduced, complete, r (raw: not supported) |
+| qr | `qr` op (geqrf + orgqr); modes reduced, complete, r; raw: the `geqrf` op |
 | svd, svdvals | `svd` op (LAPACK gesdd / cuSOLVER gesvdj, gesvd); `hermitian=True` via eigh |
 | eigh, eigvalsh | `eigh` op (syevd / heevd) on the symmetrized input, as JAX |
 | eig, eigvals | `eig` op (LAPACK geev; cuSOLVER geev, right eigenvectors) |
@@ -190,10 +190,13 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
 
 
 def qr(a, mode: str = "reduced"):
-    """QR decomposition: QRResult(Q, R) for mode 'reduced' or 'complete', R for mode 'r'."""
+    """QR decomposition: QRResult(Q, R) for mode 'reduced' or 'complete', R for mode 'r',
+    and for mode 'raw' LAPACK's Householder form QRResult(h^T, taus) from `geqrf` (h [..., n,
+    m] transposed, as JAX and NumPy return it; not differentiable, as in JAX)."""
     a = _matrices("qr", _inexact("qr", a))
     if mode == "raw":
-        raise NotImplementedError("linalg.qr: mode='raw' (Householder form) is not supported")
+        h, taus = lax_linalg.geqrf(a)
+        return QRResult(_mT(h), taus)
     if mode not in ("reduced", "complete", "r", "full"):
         raise ValueError(f"linalg.qr: unsupported mode {mode!r}")
     q, r = lax_linalg.qr(a, full_matrices=mode == "complete")

@@ -205,7 +205,8 @@ func @f(%0: f32[4,2]) -> (f32[4,2]) {
 }""",
 }
 
-# the linalg and fft families (ir/ops/linalg.py, ir/ops/fft.py)
+# the linalg, householder, tridiagonal and fft families (ir/ops/linalg.py, householder.py,
+# tridiagonal.py, fft.py)
 TEXT_EXAMPLES.update({
     "cholesky": """
 func @f(%0: f32[2,3,3]) -> (f32[2,3,3]) {
@@ -251,6 +252,26 @@ func @f(%0: f32[2,4,4]) -> (f32[2,4,4], f32[2,4,4]) {
 func @f(%0: c64[3,3]) -> (c64[3,3], c64[3,3]) {
   %1, %2 = schur(%0) : (c64[3,3], c64[3,3])
   return %1, %2
+}""",
+    "geqrf": """
+func @f(%0: f32[2,4,3]) -> (f32[2,4,3], f32[2,3]) {
+  %1, %2 = geqrf(%0) : (f32[2,4,3], f32[2,3])
+  return %1, %2
+}""",
+    "householder_product": """
+func @f(%0: c64[4,3], %1: c64[2]) -> (c64[4,3]) {
+  %2 = householder_product(%0, %1) : (c64[4,3])
+  return %2
+}""",
+    "ormqr": """
+func @f(%0: f64[4,3], %1: f64[3], %2: f64[2,4]) -> (f64[2,4]) {
+  %3 = ormqr(%0, %1, %2) {left=false, transpose=true} : (f64[2,4])
+  return %3
+}""",
+    "tridiagonal_solve": """
+func @f(%0: f32[2,4], %1: f32[2,4], %2: f32[2,4], %3: f32[2,4,3]) -> (f32[2,4,3]) {
+  %4 = tridiagonal_solve(%0, %1, %2, %3) : (f32[2,4,3])
+  return %4
 }""",
     "fft": """
 func @f(%0: f32[2,8]) -> (c64[2,5]) {

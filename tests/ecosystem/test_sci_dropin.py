@@ -18,7 +18,7 @@ from _dropin_compare import run_both
 HERE = pathlib.Path(__file__).resolve().parent
 
 # library -> (arrays the program saves, at least)
-CASES = {"lineax": 7, "optimistix": 7, "diffrax": 11}
+CASES = {"lineax": 16, "optimistix": 7, "diffrax": 11}
 
 
 @pytest.mark.parametrize("library", sorted(CASES))

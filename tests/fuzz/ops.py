@@ -836,6 +836,14 @@ NOT_GENERATED = {
     "differentiable; tests/scipy/test_linalg_schur.py checks it against jax.scipy",
     "hessenberg": "LAPACK's gehrd + orgqr, CPU only (as in JAX), not differentiable; "
     "tests/scipy/test_linalg_schur.py checks it against jax.scipy",
+    "geqrf": "LAPACK's compact QR (not differentiable, as in JAX); tests/lax/"
+    "test_linalg_householder.py checks it and jnp.linalg.qr(mode='raw') against JAX",
+    "householder_product": "LAPACK's orgqr on geqrf's reflectors; tests/lax/"
+    "test_linalg_householder.py checks it against JAX",
+    "ormqr": "LAPACK's ormqr on geqrf's reflectors; tests/lax/test_linalg_householder.py "
+    "checks it against JAX",
+    "tridiagonal_solve": "LAPACK's gtsv; tests/lax/test_linalg_tridiagonal.py checks it and "
+    "its gradients against JAX",
     "user_primitive_effect": "a user-defined primitive declared with effects: JAX needs an "
     "effect type registered for it; tests/extend/test_user_primitives.py checks it is kept",
 }

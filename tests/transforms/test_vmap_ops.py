@@ -424,6 +424,25 @@ def _linalg_fft_conv_cases():
             rtol=1e-4,
         ),
         Case(
+            "householder",
+            lambda n, lx: (
+                lambda a, c: (
+                    lambda h, t: (
+                        lx.linalg.householder_product(h.mT, t),
+                        lx.linalg.ormqr(h.mT, t, c, transpose=True),
+                    )
+                )(*n.linalg.qr(a, mode="raw"))
+            ),
+            [F(4, 3), F(4, 2)],
+            rtol=1e-4,
+        ),
+        Case(
+            "tridiagonal_solve",
+            lambda n, lx: lambda dl, d, du, b: lx.linalg.tridiagonal_solve(dl, d + 4, du, b),
+            [F(4), F(4), F(4), F(4, 2)],
+            rtol=1e-4,
+        ),
+        Case(
             "eig_invariants",
             lambda n, lx: (
                 lambda a: (lambda w: (w.sum(), w.prod()))(

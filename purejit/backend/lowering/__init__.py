@@ -8,6 +8,7 @@ from purejit.backend.lowering import fusion, gather, indexing, reduce, shape, so
 from purejit.backend.lowering import conv  # noqa: F401
 from purejit.backend.lowering import callback  # noqa: F401
 from purejit.backend.lowering import fft, linalg  # noqa: F401, E402
+from purejit.backend.lowering import householder, tridiagonal  # noqa: F401, E402
 from purejit.backend.lowering import autodiff  # noqa: F401
 from purejit.backend.lowering import random  # noqa: F401, E402
 from purejit.backend.lowering import attention  # noqa: F401, E402

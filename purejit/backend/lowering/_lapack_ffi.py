@@ -179,3 +179,34 @@ def _no_rule(op: str, ctx):
         f"{op}: no lowering for platform {platform(ctx)!r} (CPU uses LAPACK, CUDA/ROCm the "
         "GPU solver libraries)"
     )
+
+
+# ---- Householder kernels (geqrf, orgqr, ormqr), shared by the qr, hessenberg and householder
+# lowerings ------------------------------------------------------------------------------------
+
+
+def _householder_target(ctx, op: str, lapack_base: str, dtype) -> str:
+    """LAPACK's `?{lapack_base}_ffi` (orXXX for reals, unXXX for complex where the name has
+    the or/un prefix) on CPU, cuSOLVER's `{lapack_base}` on CUDA/ROCm."""
+    if platform(ctx) == "cpu":
+        if lapack_base.startswith("or") and dtypes.is_complex(dtype):
+            lapack_base = "un" + lapack_base[2:]
+        return _lapack(f"{lapack_base}_ffi", dtype)
+    gpu = _gpu(ctx)
+    if gpu:
+        return f"{gpu}solver_{lapack_base}_ffi"
+    _no_rule(op, ctx)
+
+
+def geqrf_call(ctx, op: str, a: str, t: TensorType) -> list[str]:
+    """(h, taus) of LAPACK/cuSOLVER geqrf on the non-empty matrices `a` of type `t`."""
+    taus_t = TensorType(t.shape[:-2] + (min(t.shape[-2:]),), t.dtype)
+    target = _householder_target(ctx, op, "geqrf", t.dtype)
+    return ffi_call(ctx, target, [a], [t], [t, taus_t], {}, aliases={0: 0})
+
+
+def orgqr_call(ctx, op: str, h: str, taus: str, h_t: TensorType, taus_t: TensorType) -> str:
+    """The first columns of H_0 ... H_{k-1} (LAPACK orgqr/ungqr, cuSOLVER orgqr), the
+    reflectors below the diagonal of `h` (rows >= columns)."""
+    target = _householder_target(ctx, op, "orgqr", h_t.dtype)
+    return ffi_call(ctx, target, [h, taus], [h_t, taus_t], [h_t], {}, aliases={0: 0})[0]

@@ -50,6 +50,8 @@ from purejit.backend.lowering._lapack_ffi import (  # noqa: F401  (shared with a
     _triangle,
     char,
     ffi_call,
+    geqrf_call,
+    orgqr_call,
     inline_ir,
     platform,
 )
@@ -279,16 +281,8 @@ def _qr(ctx, op, args):
             return [eye, _splat(b, 0, r_t)]
 
         return inline_ir(ctx, empty, [t], args)
-    where, gpu = platform(ctx), _gpu(ctx)
     taus_t = TensorType(batch + (k,), t.dtype)
-    if where == "cpu":
-        geqrf = _lapack("geqrf_ffi", t.dtype)
-        orgqr = _lapack(("un" if dtypes.is_complex(t.dtype) else "or") + "gqr_ffi", t.dtype)
-    elif gpu:
-        geqrf, orgqr = f"{gpu}solver_geqrf_ffi", f"{gpu}solver_orgqr_ffi"
-    else:
-        _no_rule("qr", ctx)
-    r, taus = ffi_call(ctx, geqrf, args, [t], [t, taus_t], {}, aliases={0: 0})
+    r, taus = geqrf_call(ctx, "qr", args[0], t)
     # the Householder vectors, as an m x (columns of q) matrix
     if m < n:
         house_t = TensorType(batch + (m, m), t.dtype)
@@ -305,7 +299,7 @@ def _qr(ctx, op, args):
         )
     else:
         house_t, house = t, r
-    (q,) = ffi_call(ctx, orgqr, [house, taus], [house_t, taus_t], [house_t], {}, aliases={0: 0})
+    q = orgqr_call(ctx, "qr", house, taus, house_t, taus_t)
     rows = r_t.shape[-2]
 
     def post(b, r):
@@ -647,8 +641,7 @@ def _hessenberg(ctx, op, args):
         return b.op("slice", [x], attrs)
 
     (house,) = inline_ir(ctx, reflectors, [t], [a])
-    orgqr = _lapack(("un" if dtypes.is_complex(t.dtype) else "or") + "gqr_ffi", t.dtype)
-    (q1,) = ffi_call(ctx, orgqr, [house, taus], [small_t, taus_t], [small_t], {}, aliases={0: 0})
+    q1 = orgqr_call(ctx, "hessenberg", house, taus, small_t, taus_t)
 
     def post(b, a, q1, info):
         pads = {

@@ -34,12 +34,14 @@ from purejit.transforms.batching import (  # noqa: F401  (each registers its fam
     fft,
     fusion,
     gather,
+    householder,
     indexing,
     linalg,
     random,
     reduce,
     shape,
     sort,
+    tridiagonal,
     user_primitive,
 )
 

@@ -12,7 +12,9 @@ from purejit.tracing import bind
 from purejit.transforms.batching.core import bdim_at_front, defrule
 
 
-def _leading_batch(name: str):
+def leading_batch_rule(name: str):
+    """The rule that moves every batch dimension to the front and binds `name` once."""
+
     def rule(axis, args, dims, **attrs):
         xs = [bdim_at_front(axis, x, d) for x, d in zip(args, dims)]
         outs = bind(name, *xs, **attrs)
@@ -24,4 +26,4 @@ def _leading_batch(name: str):
 
 LINALG_OPS = [n for n, o in all_ops().items() if o.infer.__module__.endswith("ops.linalg")]
 for _name in LINALG_OPS:
-    defrule(_name)(_leading_batch(_name))
+    defrule(_name)(leading_batch_rule(_name))
