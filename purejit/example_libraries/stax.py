@@ -4,8 +4,10 @@ A layer is a pair `(init_fun, apply_fun)`: `init_fun(rng, input_shape)` returns
 `(output_shape, params)`, `apply_fun(params, inputs, **kwargs)` the outputs (a `rng=`
 keyword reaches each sub-layer of `serial`/`parallel` split per layer). Here: `Dense`,
 `Flatten`, `elementwise` and the activation layers, `Identity`, `FanOut`, `FanInSum`,
-`FanInConcat`, `serial`, `parallel`. Not ported (an AttributeError in drop-in mode): `Conv`,
-`GeneralConv`, `ConvTranspose`, `BatchNorm`, `Dropout`, the pooling layers, `shape_dependent`.
+`FanInConcat`, `serial`, `parallel`, `shape_dependent`, and the functions JAX's module
+re-exports (the activations of `nn`, the initializers `glorot`, `randn`, `ones`, `zeros`).
+Not ported (an AttributeError in drop-in mode): `Conv`, `GeneralConv`, `ConvTranspose`,
+`BatchNorm`, `Dropout`, the pooling layers.
 """
 
 from __future__ import annotations
@@ -14,7 +16,24 @@ import math
 
 from purejit import nn, random
 from purejit import numpy as jnp
-from purejit.nn.initializers import glorot_normal, normal
+from purejit.nn import (
+    elu,
+    gelu,
+    leaky_relu,
+    log_softmax,
+    relu,
+    selu,
+    sigmoid,
+    softmax,
+    softplus,
+    standardize,
+)
+from purejit.nn.initializers import glorot_normal, normal, ones, zeros
+
+# JAX's stax names these initializers and activations too
+glorot = glorot_normal
+randn = normal
+logsoftmax = log_softmax
 
 __all__ = [
     "Dense",
@@ -35,8 +54,26 @@ __all__ = [
     "Softplus",
     "Tanh",
     "elementwise",
+    "elu",
+    "gelu",
+    "glorot",
+    "glorot_normal",
+    "leaky_relu",
+    "log_softmax",
+    "logsoftmax",
+    "normal",
+    "ones",
     "parallel",
+    "randn",
+    "relu",
+    "selu",
     "serial",
+    "shape_dependent",
+    "sigmoid",
+    "softmax",
+    "softplus",
+    "standardize",
+    "zeros",
 ]
 
 
@@ -176,5 +213,18 @@ def parallel(*layers):
     def apply_fun(params, inputs, **kwargs):
         rngs = _layer_rngs(kwargs, len(apply_funs))
         return [f(p, x, rng=r, **kwargs) for f, p, x, r in zip(apply_funs, params, inputs, rngs)]
+
+    return init_fun, apply_fun
+
+
+def shape_dependent(make_layer):
+    """A layer built per input shape: `make_layer(shape)` gives the `(init_fun, apply_fun)`
+    used for inputs of that shape."""
+
+    def init_fun(rng, input_shape):
+        return make_layer(input_shape)[0](rng, input_shape)
+
+    def apply_fun(params, inputs, **kwargs):
+        return make_layer(inputs.shape)[1](params, inputs, **kwargs)
 
     return init_fun, apply_fun
