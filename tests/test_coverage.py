@@ -55,6 +55,23 @@ def test_the_walk_reaches_every_public_namespace(result):
     assert not [m for m in walked if any(p.startswith("_") for p in m.split("."))]
 
 
+def test_committed_reports_of_other_jax_versions_are_covered(coverage, result):
+    """The list and purejit also cover the jax versions whose reports are committed
+    (docs/coverage/jax-<version>.json, written where that jax is installed)."""
+    reports = sorted((ROOT / "docs" / "coverage").glob("jax-*.json"))
+    others = [json.loads(p.read_text()) for p in reports]
+    others = [r for r in others if r["jax"] != result["jax"]]
+    if not others:
+        pytest.skip("no report of another jax version is committed")
+    for report in others:
+        survey = coverage.survey(names_from=report)
+        neither = [f"{m}.{n}" for m, i in survey["modules"].items() for n in i["neither"]]
+        assert not neither, (
+            f"jax {report['jax']}: names neither in purejit nor in the coverage list (add them "
+            f'with jax = ">=..." where older versions lack them): {neither}'
+        )
+
+
 def test_readme_table_is_current(coverage, result):
     readme = (ROOT / "README.md").read_text()
     if f"<!-- against jax {result['jax']} -->" not in readme:

@@ -230,14 +230,23 @@ def _module_entry(name: str, modules: dict[str, Entry]) -> tuple[str, Entry] | N
 # ---------------------------------------------------------------------------- the survey
 
 
-def survey(unsupported: dict[str, dict[str, Entry]] | None = None) -> dict:
+def survey(
+    unsupported: dict[str, dict[str, Entry]] | None = None, names_from: dict | None = None
+) -> dict:
     """The coverage of every public module of the installed jax.
 
-    Returns {"jax": version, "jaxlib": version, "python": version, "modules": {name: info},
-    "stale_modules": [...], "unknown_tables": [...]}. Each info has "purejit" (the module
-    drop-in mode gives, or None), "error" (why it could not be read, or None), "whole" (the
-    [modules] entry covering it: {"module", "reason"}, or None), "names", "present",
-    "listed" ({name: reason}), "neither" and "stale" (listed names the survey contradicts).
+    Args:
+      unsupported: the coverage list (default: docs/coverage_unsupported.toml).
+      names_from: another jax version's report (docs/coverage/jax-<version>.json): its
+        modules and public names stand in for the installed jax's, so the current list and
+        purejit are checked against a jax that cannot be installed next to this one.
+
+    Returns {"jax": version, "jaxlib": version, "python": version, "source": where the names
+    were read, "modules": {name: info}, "stale_modules": [...], "unknown_tables": [...]}.
+    Each info has "purejit" (the module drop-in mode gives, or None), "error" (why it could
+    not be read, or None), "whole" (the [modules] entry covering it: {"module", "reason"}, or
+    None), "names", "present", "listed" ({name: reason}), "neither" and "stale" (listed
+    names the survey contradicts).
     """
     import jax
     import jaxlib
@@ -249,12 +258,21 @@ def survey(unsupported: dict[str, dict[str, Entry]] | None = None) -> dict:
     if compat.installed():
         raise RuntimeError("coverage: run the survey outside drop-in mode (purejit.compat)")
     unsupported = load_unsupported() if unsupported is None else unsupported
-    version = jax.__version__
     modules_table = unsupported.get(MODULES, {})
-    walked = walk_modules(jax)
+    if names_from is None:
+        version, read = jax.__version__, {name: None for name in walk_modules(jax)}
+        source = {"jax": version, "jaxlib": jaxlib.__version__, "python": platform.python_version(),
+                  "source": "imported"}  # fmt: skip
+    else:
+        version = names_from["jax"]
+        read = {m: (None if i["error"] else i["names"], i["error"])
+                for m, i in names_from["modules"].items()}  # fmt: skip
+        source = {k: names_from[k] for k in ("jax", "jaxlib", "python")}
+        source["source"] = names_from.get("source", "imported")
     out = {}
-    for name in walked:
-        out[name] = _survey_module(name, unsupported.get(name, {}), modules_table, version)
+    for name, found in read.items():
+        listed_here = unsupported.get(name, {})
+        out[name] = _survey_module(name, listed_here, modules_table, version, found)
     stale_modules = []
     for key, entry in modules_table.items():
         in_jax = key in out
@@ -269,23 +287,27 @@ def survey(unsupported: dict[str, dict[str, Entry]] | None = None) -> dict:
         if t != MODULES and t not in out
         and any(version_in(version, e.jax) for e in entries.values())
     ]  # fmt: skip
-    return {
-        "jax": version,
-        "jaxlib": jaxlib.__version__,
-        "python": platform.python_version(),
+    return source | {
         "modules": out,
         "stale_modules": sorted(stale_modules),
         "unknown_tables": sorted(unknown),
     }
 
 
-def _survey_module(name, listed_here, modules_table, version) -> dict:
-    real, error = _import_real(name)
+def _survey_module(name, listed_here, modules_table, version, found=None) -> dict:
+    """One module's coverage; `found` is (its public names or None, error) when read from
+    another version's report, else the installed jax's module is imported."""
+    if found is None:
+        real, error = _import_real(name)
+        names = None if real is None else public_names(real)
+    else:
+        names, error = found
     target, view, mirror_error = _mirror(name)
     whole = _module_entry(name, modules_table)
     info = {
         "purejit": target,
-        "error": error or mirror_error,
+        "error": error,
+        "mirror_error": mirror_error,
         "whole": None if whole is None else {"module": whole[0], "reason": whole[1].reason},
         "names": [],
         "present": [],
@@ -293,9 +315,8 @@ def _survey_module(name, listed_here, modules_table, version) -> dict:
         "neither": [],
         "stale": [],
     }
-    if real is None:
+    if names is None:
         return info
-    names = public_names(real)
     present = [n for n in names if view is not None and hasattr(view, n)]
     listed, neither = {}, []
     for n in names:
@@ -413,10 +434,12 @@ def details_page(result: dict) -> str:
     ]
     for name, info in checked(result).items():
         out += ["", f"## `{name}` → `{info['purejit'] or 'no purejit module'}`", ""]
-        if info["error"] and not info["names"]:
+        if info["error"]:
             out.append(info["error"])
             continue
         out.append(f"{len(info['present'])} of {len(info['names'])} names present.")
+        if info["mirror_error"]:
+            out.append(info["mirror_error"])
         if info["listed"]:
             out += ["", "| name | why it is missing |", "|---|---|"]
             out += [f"| `{n}` | {r} |" for n, r in sorted(info["listed"].items())]
@@ -427,8 +450,8 @@ def details_page(result: dict) -> str:
             continue
         own = info["whole"]["module"] == name
         why = info["whole"]["reason"] if own else f"as `{info['whole']['module']}`"
-        if info["error"] and not info["names"]:
-            why += f" ({info['error']})"
+        for error in (info["error"], info["mirror_error"]):
+            why += f" ({error})" if error else ""
         out.append(
             f"| `{name}` | `{info['purejit'] or '—'}` | {len(info['names'])} | "
             f"{len(info['present'])} | {why} |"
@@ -453,10 +476,11 @@ def _report_json(result: dict) -> dict:
     mods = {}
     for name, info in result["modules"].items():
         whole = info["whole"]["reason"] if info["whole"] else None
-        mods[name] = {k: info[k] for k in ("purejit", "error", "whole", "names", "present",
-                                            "neither", "stale")}  # fmt: skip
+        keys = ("purejit", "error", "mirror_error", "whole", "names", "present", "neither", "stale")
+        mods[name] = {k: info[k] for k in keys}
         mods[name]["listed"] = {n: r for n, r in info["listed"].items() if r != whole}
-    return {k: result[k] for k in ("jax", "jaxlib", "python", "stale_modules")} | {"modules": mods}
+    keys = ("jax", "jaxlib", "python", "source", "stale_modules")
+    return {k: result[k] for k in keys} | {"modules": mods}
 
 
 def _dump_json(report: dict) -> str:
@@ -476,7 +500,7 @@ def _totals(report: dict) -> Counter:
     for info in report["modules"].values():
         t["modules"] += 1
         t["whole"] += info["whole"] is not None
-        t["unimportable"] += bool(info["error"]) and not info["names"]
+        t["unimportable"] += bool(info["error"])
         t["names"] += len(info["names"])
         t["present"] += len(info["present"])
         t["neither"] += len(info["neither"])
@@ -485,11 +509,24 @@ def _totals(report: dict) -> Counter:
     return t
 
 
-def _names_of(report: dict) -> set[str]:
-    out = set()
-    for mod, info in report["modules"].items():
-        out.add(mod)
-        out.update(f"{mod}.{n}" for n in info["names"])
+def _names_of(report: dict, modules: set[str]) -> set[str]:
+    """`module.name` for every public name of the given modules of a report."""
+    return {f"{m}.{n}" for m in modules for n in report["modules"][m]["names"]}
+
+
+def _version_diff(report: dict, other: dict) -> list[tuple[str, list[str]]]:
+    """What `report`'s jax has that `other`'s lacks, and the other way round: modules, then
+    the names of modules both import (a module one of them cannot import is left out)."""
+    mine, theirs = set(report["modules"]), set(other["modules"])
+    both = {
+        m for m in mine & theirs
+        if not report["modules"][m]["error"] and not other["modules"][m]["error"]
+    }  # fmt: skip
+    out = []
+    for a, b, ma, mb in ((report, other, mine, theirs), (other, report, theirs, mine)):
+        lines = [f"- module `{m}`" for m in sorted(ma - mb)]
+        lines += _grouped(sorted(_names_of(a, both) - _names_of(b, both)))
+        out.append((f"In jax {a['jax']}, not in jax {b['jax']}", lines or ["None."]))
     return out
 
 
@@ -499,20 +536,25 @@ def _grouped(names: list[str]) -> list[str]:
     for full in sorted(names):
         mod, _, n = full.rpartition(".")
         by_mod.setdefault(mod, []).append(n)
-    return [f"- `{m}`: " + ", ".join(f"`{n}`" for n in ns) for m, ns in by_mod.items()]
+    return [f"- `{m}`: " + ", ".join(f"`{n}`" for n in ns) for m, ns in sorted(by_mod.items())]
 
 
 def version_report(report: dict, others: list[dict]) -> str:
     """The Markdown report of one jax version (from its JSON), compared with `others`."""
     t = _totals(report)
     ver = report["jax"]
-    out = [
-        f"# purejit against jax {ver}",
-        "",
+    made = (
         f"Generated by `python tools/coverage.py --out docs/coverage/` (jax {ver}, jaxlib "
         f"{report['jaxlib']}, Python {report['python']}) from `docs/coverage_unsupported.toml`;"
         " do not edit by hand. A name counts as present when drop-in mode's module for it has"
-        " it.",
+        " it."
+    )
+    if report.get("source", "imported") != "imported":
+        made += f" The names of jax {ver} were read from {report['source']}."
+    out = [
+        f"# purejit against jax {ver}",
+        "",
+        made,
         "",
         f"{t['modules']} public modules walked: {t['modules'] - t['whole']} checked name by "
         f"name, {t['whole']} listed as a whole; {t['unimportable']} not importable here. "
@@ -528,8 +570,7 @@ def version_report(report: dict, others: list[dict]) -> str:
     for name, info in report["modules"].items():
         n, p, gap, no, hidden = _counts_row(info)
         notes = [f"`{info['whole']['module']}`"] if info["whole"] else []
-        if info["error"] and not info["names"]:
-            notes.append(info["error"])
+        notes += [e for e in (info["error"], info.get("mirror_error")) if e]
         out.append(
             f"| `{name}` | `{info['purejit'] or '—'}` | {n} | {p} | {gap} | {no} | {hidden} | "
             f"{len(info['neither'])} | {' '.join(notes)} |"
@@ -562,16 +603,9 @@ def version_report(report: dict, others: list[dict]) -> str:
             count = sum(len(v) for (k2, _), v in by_reason.items() if k2 == k)
             out += ["", f"### {k} ({count} names)"]
         out += ["", f"**{reason}**", ""] + _grouped(names)
-    mine = _names_of(report)
     for other in sorted(others, key=lambda r: _version_tuple(r["jax"])):
-        theirs = _names_of(other)
-        pairs = [
-            (f"In jax {ver}, not in jax {other['jax']}", mine - theirs),
-            (f"In jax {other['jax']}, not in jax {ver}", theirs - mine),
-        ]
-        for title, diff in pairs:
-            out += ["", f"## {title}", ""]
-            out += _grouped(sorted(diff)) if diff else ["None."]
+        for title, lines in _version_diff(report, other):
+            out += ["", f"## {title}", "", *lines]
     return "\n".join(out) + "\n"
 
 
@@ -618,8 +652,20 @@ def main(argv=None) -> int:
     ap.add_argument("--missing", action="store_true", help="print every listed name")
     ap.add_argument("--prune", action="store_true", help="drop stale entries from the list")
     ap.add_argument("--out", type=Path, help="write jax-<version>.md/.json into this folder")
+    ap.add_argument(
+        "--names-from",
+        type=Path,
+        help="check against the public names recorded in another jax's jax-<version>.json",
+    )
     args = ap.parse_args(argv)
-    result = survey()
+    names_from = None
+    if args.names_from:
+        if args.readme or args.prune:
+            ap.error("--names-from checks another jax: README and --prune follow the installed one")
+        names_from = json.loads(args.names_from.read_text())
+        if names_from.get("source", "imported") == "imported":
+            names_from["source"] = f"a report written where jax {names_from['jax']} is installed"
+    result = survey(names_from=names_from)
     if args.prune:
         print(f"dropped {prune(result)} stale entries")
         result = survey()
@@ -628,8 +674,9 @@ def main(argv=None) -> int:
         tag = f" (as {info['whole']['module']})" if info["whole"] else ""
         print(f"{name:52s} {len(info['present']):4d} / {len(info['names']):4d} present, "
               f"{len(info['listed']):4d} listed{tag}")  # fmt: skip
-        if info["error"]:
-            print(f"    {info['error']}")
+        for error in (info["error"], info["mirror_error"]):
+            if error:
+                print(f"    {error}")
         for n in info["neither"]:
             print(f"    NEITHER present nor listed: {name}.{n}")
             bad += 1
