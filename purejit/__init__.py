@@ -148,12 +148,13 @@ from purejit.platform import (  # noqa: E402
     process_index,
 )
 from purejit.sharding import NamedSharding, P, make_mesh, reshard, set_mesh  # noqa: E402
+from purejit.sharding import get_abstract_mesh, get_mesh, use_abstract_mesh  # noqa: E402
 
 __all__ += ["dtypes", "scipy", "typing", "Device", "default_backend", "device_count"]
 __all__ += ["local_device_count", "local_devices", "named_call", "named_scope"]
 __all__ += ["ensure_compile_time_eval"]
 __all__ += ["process_count", "process_index", "NamedSharding", "P", "make_mesh"]
-__all__ += ["reshard", "set_mesh"]
+__all__ += ["reshard", "set_mesh", "get_abstract_mesh", "get_mesh", "use_abstract_mesh"]
 from purejit.environment import (  # noqa: E402
     clear_caches,
     default_device,

@@ -17,7 +17,24 @@ import math
 
 from purejit import lax, nn, random
 from purejit import numpy as jnp
+from purejit.nn import (
+    elu,
+    gelu,
+    leaky_relu,
+    log_softmax,
+    relu,
+    selu,
+    sigmoid,
+    softmax,
+    softplus,
+    standardize,
+)
 from purejit.nn.initializers import glorot_normal, normal, ones, zeros
+
+# JAX's stax names these initializers and activations too
+glorot = glorot_normal
+randn = normal
+logsoftmax = log_softmax
 
 __all__ = [
     "AvgPool",
@@ -48,6 +65,23 @@ __all__ = [
     "Softplus",
     "Tanh",
     "elementwise",
+    "elu",
+    "gelu",
+    "glorot",
+    "glorot_normal",
+    "leaky_relu",
+    "log_softmax",
+    "logsoftmax",
+    "normal",
+    "ones",
+    "randn",
+    "relu",
+    "selu",
+    "sigmoid",
+    "softmax",
+    "softplus",
+    "standardize",
+    "zeros",
     "parallel",
     "serial",
     "shape_dependent",

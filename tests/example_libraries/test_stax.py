@@ -105,3 +105,33 @@ def test_stax_dropout_inside_serial_gets_a_key_per_layer():
     got = purejit.jit(net(pstax)[1])(p_params, x, rng=purejit.random.PRNGKey(9))
     want = jax.jit(net(jstax)[1])(j_params, x, rng=jax.random.PRNGKey(9))
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_reexported_names_are_purejits():
+    from purejit import nn
+    from purejit.nn import initializers
+
+    assert pstax.relu is nn.relu and pstax.softplus is nn.softplus
+    assert pstax.logsoftmax is nn.log_softmax and pstax.standardize is nn.standardize
+    assert pstax.glorot is initializers.glorot_normal and pstax.randn is initializers.normal
+    assert pstax.ones is initializers.ones and pstax.zeros is initializers.zeros
+
+
+def _by_width(shape, lib):
+    # a Dense layer as wide as the input's last axis, then the library's Relu
+    return lib.serial(lib.Dense(shape[-1]), lib.Relu)
+
+
+def test_shape_dependent_matches_jax():
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    init, apply = pstax.shape_dependent(lambda s: _by_width(s, pstax))
+    out_shape, params = init(purejit.random.key(0), x.shape)
+    jinit, _ = jstax.shape_dependent(lambda s: _by_width(s, jstax))
+    jout_shape, _ = jinit(jax.random.PRNGKey(0), x.shape)
+    assert tuple(out_shape) == tuple(jout_shape) == (3, 4)
+    _, japply = jstax.shape_dependent(lambda s: _by_width(s, jstax))
+    # the same parameters through both: the layer's computation, not its initialisation
+    host = [tuple(np.asarray(p) for p in layer) for layer in params]
+    got = purejit.jit(apply)(params, x)
+    want = japply(host, x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)
