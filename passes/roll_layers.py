@@ -314,10 +314,14 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
     xs, reused, stack_bytes = [], 0, 0
     for values in mapped:
-        x, same = _stack([values[k] for k in order], out, unstacked)
+        rows = [values[k] for k in order]
+        x, same = _stack(rows, out, unstacked)
         xs.append(x)
         reused += same
         stack_bytes += 0 if same else x.type.nbytes
+        if not same:  # a later scan reading the same values (the backward pass) reads x
+            for i, v in enumerate(rows):
+                unstacked.setdefault(v, (x, i))
     for p in run.constants:
         rows = [blocks[k].regions[0].ops[p].attrs["value"] for k in order]
         c = _new_op("constant", [], {"value": np.stack(rows)}, loc=body.ops[p].loc)
@@ -358,6 +362,9 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
     for m, r in enumerate(carry_r):
         rep[blocks[-1].results[r]] = scan.results[m]
     stacked = {r: scan.results[len(carry_r) + ys_values.index(body.results[r])] for r in ys_r}
+    for m, r in enumerate(carry_r):
+        if r in stacked:  # the final carry is also the last block's row of its ys
+            unstacked.setdefault(scan.results[m], (stacked[r], 0 if reverse else n - 1))
     for r, (kind, value) in passed.items():
         if kind == "shared":
             rep.update((b.results[r], value) for b in blocks)

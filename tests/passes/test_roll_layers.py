@@ -370,10 +370,12 @@ def test_explain_reports_what_was_rolled_and_refused():
     lines = text.split("repeated layers")[1].split("\n\n")[0].splitlines()
     rolled = [line for line in lines if line.startswith("  rolled")]
     refused = [line for line in lines if line.startswith("  refused")]
-    assert len(rolled) == 2 and "3 blocks -> one scan" in rolled[0]
-    assert "reverse" in rolled[1] and "read from an earlier scan" in rolled[1]
-    # layers 2-4's w (8x8) and b (8) of float32 are stacked for the forward scan
-    assert "copies 864 B per call to stack parameters" in rolled[0]
+    assert len(rolled) == 2 and "4 blocks -> one scan" in rolled[0]
+    assert "reverse" in rolled[1] and "3 stacks read from an earlier scan" in rolled[1]
+    # the 4 layers' w (8x8) and b (8) of float32 are stacked once, for the forward scan; the
+    # backward scan reads them, and the saved layer inputs and outputs, from its stacks
+    assert "copies 1.1 KB per call to stack parameters" in rolled[0]
+    assert "copies" not in rolled[1]
     assert refused and all("differs from block 0" in line for line in refused)
 
 
@@ -491,3 +493,38 @@ def test_layers_under_vmap_roll(jitted):
     assert run["blocks"] == 4
     got, want = rolled(ps, x), purejit.jit(model)(ps, x)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)
+
+
+def test_rolled_backward_stacks_what_a_layer_saves_inline():
+    d, heads, layers = 16, 2, 4
+    ps = transformer_params(layers, d, np.random.default_rng(12))
+    x = np.random.default_rng(13).standard_normal((2, 8, d)).astype(np.float32)
+
+    def loss_of(layer):
+        def loss(ps, x):
+            for p in ps:
+                x = layer(x, p)
+            return pnp.mean(x**2)
+
+        return loss
+
+    def block(x, p):
+        return transformer(pnp, [p], x, heads)
+
+    inline = purejit.jit(purejit.grad(loss_of(block))).lower(ps, x)
+    (top,) = inline.residuals
+    rolled = purejit.jit(purejit.grad(loss_of(purejit.jit(block))), compiler_options=ROLL)
+    fn = rolled.lower(ps, x).fn
+    fwd = [op for op in fn.ops if op.name == "scan" and not op.attrs["reverse"]]
+    (scan,) = fwd
+    # the first layer saves less (nothing asks for x's gradient), so it stays unrolled
+    n = scan.attrs["length"]
+    assert n == layers - 1
+    ys = scan.results[scan.attrs["num_carry"] :]
+    # per layer, the forward scan stacks what the inline program saves per layer (the
+    # jitted layer's forward call used to return 3x as many residuals, 6x the bytes)
+    assert sum(v.type.nbytes for v in ys) / n <= 1.05 * top.saved_bytes / layers
+    got = rolled(ps, x)
+    want = purejit.jit(purejit.grad(loss_of(block)))(ps, x)
+    for a, b in zip(_leaves(got), _leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

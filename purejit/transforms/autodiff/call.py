@@ -16,8 +16,10 @@ region work is `case`'s with one branch and no index (`control.py`).
 
 from __future__ import annotations
 
+from purejit.ir import Function
 from purejit.tracing import bind, trace_to_function
 from purejit.transforms.autodiff import interpreter as interp
+from purejit.transforms.autodiff import remat
 from purejit.transforms.autodiff._core import (
     LINEAR_OPS,
     Zero,
@@ -64,10 +66,25 @@ def _call_jvp(ctx, primals, tangents, attrs, regions):
 
 
 def _call_linearize(args, targs, nz_in, fn, name):
-    split = RegionSplit(fn, nz_in)
+    # what the body saves is planned inside it, as for the same ops written inline
+    split = remat.rematerialize_call(lambda: RegionSplit(fn, nz_in), name)
     n = len(fn.results)
-    res = bind("call", *args, regions=[split.primal], callee=name + "_fwd")
-    outs, residuals = res[:n], res[n:]
+    pb = split.primal
+    # a residual that is an operand or a result of the call is read from it, not returned
+    # again: the enclosing differentiation's plan decides whether it is saved
+    where = [("arg", p) for p in split.res_is_param]
+    own = []
+    for k, (v, (_, p)) in enumerate(zip(pb.results[n:], where)):
+        if p is None and v in pb.results[:n]:
+            where[k] = ("out", pb.results[:n].index(v))
+        elif p is None:
+            where[k] = ("own", len(own))
+            own.append(v)
+    primal = Function(pb.name, pb.params, pb.ops, [*pb.results[:n], *own])
+    res = bind("call", *args, regions=[primal], callee=name + "_fwd")
+    outs, mine = res[:n], res[n:]
+    src = {"arg": args, "out": outs, "own": mine}
+    residuals = [src[kind][i] for kind, i in where]
     live = [
         instantiate(t, tangent_aval(aval(a)))
         for t, a, nz in zip(targs, args, nz_in)

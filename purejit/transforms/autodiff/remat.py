@@ -346,4 +346,59 @@ def _aval(v) -> ShapedArray:
     return ShapedArray(v.type.shape, v.type.dtype)
 
 
-__all__ = ["collect_pins", "current_settings", "linearize", "pin", "rematerialize_scan"]
+# ---- called functions -------------------------------------------------------------------------
+
+
+def rematerialize_call(make_split, name: str):
+    """A called function's `RegionSplit` (made by `make_split()`), following the remat plan.
+
+    A `call` is an expensive op to the enclosing plan: every residual its forward call
+    returns is saved there. So the plan is made here, on the body, as the same layer written
+    inline would be planned: the call's operands and results cost nothing to save (they are
+    values of the enclosing program, which the enclosing plan saves or recomputes), every
+    other residual is saved or recomputed in the linear call by the usual cut. Returns a
+    split with the same layout whose residuals are the plan's saved values (`res_is_param`
+    marks those that are the body's parameters) and whose linear region recomputes the
+    others.
+    """
+    s = current_settings()
+    with collect_pins() as pins:
+        split = make_split()
+    F, n_out = split.primal, split.num_out
+    free = set(F.params) | set(F.results[:n_out])
+    uses = None
+    if s.enabled:
+        uses = rp.backward_uses(split.linear, split.num_tangents, F.results[n_out:])
+    plan = rp.plan_with(s, F, n_out, free=free, pinned=_pinned_values(pins, F), uses=uses)
+    describe = rp.describer(F)
+    rec = rp.Record(
+        f"call {name}",
+        errors.user_location(),
+        s.mode,
+        [_residual(describe, v, free) for v in plan.saved],
+        [_residual(describe, v, free) for v in plan.recomputed],
+        len(plan.ops),
+        sum(v.type.nbytes for v in F.results[n_out:] if v not in free),
+        inner=True,
+    )
+    context.remat_record(rec)
+    if not plan.recomputed:
+        return split
+    F2, L2 = rp.rewrite(F, n_out, split.linear, split.num_tangents, plan)
+    out = copy.copy(split)
+    out.primal, out.linear = F2, L2
+    index = {p: k for k, p in enumerate(F.params)}
+    out.res_is_param = [index.get(v) for v in plan.saved]
+    out.res_avals = [_aval(v) for v in plan.saved]
+    out.res_params = L2.params[split.num_tangents :]
+    return out
+
+
+__all__ = [
+    "collect_pins",
+    "current_settings",
+    "linearize",
+    "pin",
+    "rematerialize_call",
+    "rematerialize_scan",
+]
