@@ -155,6 +155,16 @@ def fsdp_specs(P, axis="fsdp"):
     return {k: P(axis) for k in ("ln1_g", "ln1_b", "qkv", "proj", "ln2_g", "ln2_b", "up", "down")}
 
 
+def make_inputs(layers, batch, seq, d, f, dtype, seed=0):
+    """The start every step and library begins from: Adam's state of freshly drawn
+    parameters, a batch x and a target y (batch, seq, d), all drawn from one seed."""
+    rng = np.random.default_rng(seed)
+    params = init_params(layers, d, f, rng, dtype)
+    x = rng.standard_normal((batch, seq, d)).astype(np.float32).astype(dtype)
+    y = rng.standard_normal((batch, seq, d)).astype(np.float32).astype(dtype)
+    return init_state(params), x, y
+
+
 def init_state(params):
     """Adam's state: (parameters, first moments, second moments, step count)."""
     zeros = [{k: np.zeros(v.shape, np.float32) for k, v in p.items()} for p in params]
@@ -279,9 +289,7 @@ def _parse(argv):
     p.add_argument("--quick", action="store_true", help="small sizes (8 forced CPU devices)")
     p.add_argument("--cpu-devices", type=int, default=None, help="force this many CPU devices")
     p.add_argument("--devices", type=int, default=None, help="mesh size (default: all)")
-    for name in ("layers", "batch", "seq", "dmodel", "heads", "dff"):
-        p.add_argument(f"--{name}", type=int, default=None)
-    p.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bf16 on GPU)")
+    add_size_args(p)
     p.add_argument("--iters", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--steps", default=",".join(KINDS), help="which steps to run")
@@ -295,7 +303,22 @@ def _parse(argv):
     return p.parse_args(argv)
 
 
-class _Runner:
+def add_size_args(p):
+    """The model-size options (each default: the `SIZES` row) and --dtype."""
+    for name in ("layers", "batch", "seq", "dmodel", "heads", "dff"):
+        p.add_argument(f"--{name}", type=int, default=None)
+    p.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bf16 on GPU)")
+
+
+def sizes_from(args, small: bool):
+    """(layers, batch, sequence, width, heads, MLP width): the `SIZES` row ("quick" when
+    `small`, else "full") with the options of `add_size_args` that were given."""
+    L, B, S, D, H, F = SIZES["quick" if small else "full"]
+    L, B, S = args.layers or L, args.batch or B, args.seq or S
+    return L, B, S, args.dmodel or D, args.heads or H, args.dff or F
+
+
+class Runner:
     """Calls a donating step again and again on the parameters it returned."""
 
     def __init__(self, step, state, x, y):
@@ -306,7 +329,7 @@ class _Runner:
         return loss
 
 
-def _time_all(runs: dict, iters: int, repeats: int) -> dict:
+def time_all(runs: dict, iters: int, repeats: int) -> dict:
     """Median seconds per step of each runner, the runners interleaved in every round."""
     for run in runs.values():
         run().block_until_ready()
@@ -347,9 +370,7 @@ def main(argv=None):
     if n < 2:
         sys.exit("tp_train needs at least 2 devices (on CPU: --quick or --cpu-devices 8)")
     on_gpu = platform != "cpu"
-    L, B, S, D, H, F = SIZES["quick" if args.quick or not on_gpu else "full"]
-    L, B, S = args.layers or L, args.batch or B, args.seq or S
-    D, H, F = args.dmodel or D, args.heads or H, args.dff or F
+    L, B, S, D, H, F = sizes_from(args, args.quick or not on_gpu)
     dtype_name = args.dtype or ("bfloat16" if on_gpu else "float32")
     dtype = np.dtype(purejit.numpy.bfloat16 if dtype_name == "bfloat16" else dtype_name)
     iters = args.iters or (20 if on_gpu else 3)
@@ -363,11 +384,7 @@ def main(argv=None):
     if D % n:
         sys.exit(f"width {D} must divide by the {n} devices (fsdp splits every parameter)")
 
-    rng = np.random.default_rng(0)
-    params = init_params(L, D, F, rng, dtype)
-    state = init_state(params)
-    x = rng.standard_normal((B, S, D)).astype(np.float32).astype(dtype)
-    y = rng.standard_normal((B, S, D)).astype(np.float32).astype(dtype)
+    state, x, y = make_inputs(L, B, S, D, F, dtype)
 
     variants = args.variants.split(",") if args.variants else list(VARIANTS if on_gpu else ["jax"])
     unknown = set(variants) - set(VARIANTS)
@@ -416,14 +433,14 @@ def main(argv=None):
                 "temp_bytes": int(mem.temp_size_in_bytes),
                 "argument_bytes": int(mem.argument_size_in_bytes),
             }
-            runners[f"{name}_{kind}"] = _Runner(f, *placed(lib, meshes, kind))
+            runners[f"{name}_{kind}"] = Runner(f, *placed(lib, meshes, kind))
         if set(kinds) & {"dp", "fsdp", "fsdp_jit"}:
             # weak scaling's T1: one device with one device's share of the batch
             f = lib.jit(steps["single"], donate_argnums=0, **jit_options)
             st, xs, ys = placed(lib, meshes, "single")
-            runners[f"{name}_single_local"] = _Runner(f, st, xs[: B // n], ys[: B // n])
+            runners[f"{name}_single_local"] = Runner(f, st, xs[: B // n], ys[: B // n])
             results[f"{name}_single_local"] = {}
-    for key, t in _time_all(runners, iters, args.repeats).items():
+    for key, t in time_all(runners, iters, args.repeats).items():
         results[key]["step_s"] = t
     weak = []
     for name in libs:
