@@ -43,7 +43,8 @@ import time
 import numpy as np
 
 from bench import tp_train
-from bench.tp_train_mp_compare import compare_kind
+from bench.tp_train_mp_compare import compare_kind, psum_probe_note
+from bench.tp_train_mp_worker import psum_probe_values
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKER = "bench.tp_train_mp_worker"
@@ -215,6 +216,10 @@ def run_n(n: int, args, sizes: list[str], work: str, gpus, xla_flags: list[str])
     multi = _load_json(dirs["multi"], range(n)) if res["multi_ok"] else None
     res["single"], res["multi"] = single, multi
     if single and multi:
+        values = psum_probe_values(n * (cpu or 1))
+        note = psum_probe_note(values, single[0]["psum_probe"], [m["psum_probe"] for m in multi])
+        res["psum_probe_equal"] = note is None
+        res["notes"] = [note] if note else []
         res["steps"] = {
             kind: compare_kind(kind, dirs["single"], dirs["multi"], single[0], multi)
             for kind in args.steps.split(",")
@@ -258,6 +263,8 @@ def _table(results: list[dict], head: str) -> str:
             )
     notes = []
     for r in results:
+        for note in r.get("notes", []):
+            notes.append(f"- N = {r['processes']}: {note}")
         for kind, c in (r.get("steps") or {}).items():
             for note in c["notes"]:
                 notes.append(f"- N = {r['processes']}, {kind}: {note}")

@@ -46,12 +46,53 @@ def as_float(bits: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def hlo_difference(a: str, b: str) -> str | None:
-    """None when the two compiled HLO texts are equal, else the first lines of their diff."""
+    """None when the two compiled HLO texts are equal, else how many lines differ and, for the
+    first few, the differing part of each (the common start and end of the line cut)."""
     if a == b:
         return None
-    diff = difflib.unified_diff(a.splitlines(), b.splitlines(), "one process", "N processes", n=0)
-    lines = [line[:200] for _, line in zip(range(DIFF_LINES), diff)]
-    return "\n".join(lines)
+    la, lb = a.splitlines(), b.splitlines()
+    shown, changed = [], 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        changed += max(i2 - i1, j2 - j1)
+        for k in range(max(i2 - i1, j2 - j1)):
+            if len(shown) < DIFF_LINES:
+                u = la[i1 + k] if i1 + k < i2 else ""
+                v = lb[j1 + k] if j1 + k < j2 else ""
+                shown.append(f"line {i1 + k + 1}: {_differing_part(u, v)}")
+    return f"{changed} lines differ (one process -> N processes):\n" + "\n".join(shown)
+
+
+def _differing_part(u: str, v: str, context: int = 50) -> str:
+    start = 0
+    while start < min(len(u), len(v)) and u[start] == v[start]:
+        start += 1
+    end = 0
+    while end < min(len(u), len(v)) - start and u[-1 - end] == v[-1 - end]:
+        end += 1
+    lo = max(start - context, 0)
+    return f"...{u[lo : len(u) - end]}  ->  ...{v[lo : len(v) - end]}"
+
+
+def psum_probe_note(values: np.ndarray, single: list, multi: list[list]) -> str | None:
+    """A note on the psum probe (`bench.tp_train_mp_worker.psum_probe_values` summed over the
+    devices) when the N-process job's sums differ from the one process's, else None."""
+    one, each = np.asarray(single, np.float32), [np.asarray(m, np.float32) for m in multi]
+    differ = int((one != each[0]).sum())
+    if not differ and all(np.array_equal(e, each[0]) for e in each):
+        return None
+    in_order = values[0].copy()
+    for row in values[1:]:  # device 0 first, then 1, 2, ...: float32 at every step
+        in_order = in_order + row
+    agree = [int((x == in_order).sum()) for x in (one, each[0])]
+    return (
+        f"the psum probe ({values.shape[1]} sums of values of mixed magnitudes over the "
+        f"{values.shape[0]} devices) differs in {differ} sums between one process and N "
+        f"processes: the collective adds in another order (sums equal to adding device 0, "
+        f"1, 2, ... in turn: {agree[0]} in one process, {agree[1]} in N processes)"
+        + ("" if all(np.array_equal(e, each[0]) for e in each) else "; the processes disagree")
+    )
 
 
 def _read(path: str) -> str | None:
@@ -96,9 +137,10 @@ def compare_kind(kind: str, single_dir: str, multi_dir: str, single: dict, multi
         first = next(
             (i for i, (a, b) in enumerate(zip(s_rec["losses"], losses[0])) if a != b), None
         )
+        a, b = s_rec["losses"], losses[0]
         notes.append(
-            f"losses differ from step {first}: one process {s_rec['losses']}, "
-            f"process 0 {losses[0]}"
+            f"losses differ from step {first}: {a[first]!r} (one process) against {b[first]!r} "
+            f"(N processes); at the last step {a[-1]!r} against {b[-1]!r}"
             + ("" if all(ls == losses[0] for ls in losses) else "; the processes disagree")
         )
     hlo = hlo_difference(

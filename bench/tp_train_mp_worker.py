@@ -13,9 +13,11 @@ devices of all processes; without it, the mesh is this process's first `--device
 - `DIR/<KIND>_process<K>.npz`: the parameters after `--check-steps` Adam steps, as the shards
   this process holds: key `p<leaf>_<first row>`, raw bits (bfloat16 as uint16);
 - `DIR/<KIND>_process<K>.hlo.txt` (process 0 only): the optimised HLO that XLA compiled;
-- `DIR/process<K>.json`: the losses of every checked step, the step time (median of
-  `--repeats` rounds of `--iters` steps, the steps interleaved), compile and check times,
-  XLA's temporary and argument bytes, the leaves' global shapes, the device kinds;
+- `DIR/process<K>.json`: a psum of fixed values of mixed magnitudes over the mesh (its
+  rounding shows the order the collective adds in), the losses of every checked step, the
+  step time (median of `--repeats` rounds of `--iters` steps, the steps interleaved),
+  compile and check times, XLA's temporary and argument bytes, the leaves' global shapes,
+  the device kinds;
 and prints "WORKER OK <K>" last.
 """
 
@@ -32,6 +34,7 @@ import numpy as np
 from bench import tp_train
 
 KINDS = ("dp", "fsdp")
+PROBE_SIZE = 1024
 
 
 def _parse(argv):
@@ -77,6 +80,30 @@ def _loss_value(loss) -> float:
     return float(np.asarray(loss.buffer.addressable_shards[0].data))
 
 
+def psum_probe_values(n: int, size: int = PROBE_SIZE) -> np.ndarray:
+    """(n, size) float32 values of mixed magnitudes: summed over the n rows in another order,
+    many of the sums round differently, so the probe shows the order a collective adds in."""
+    rng = np.random.default_rng(1)
+    scale = 10.0 ** rng.uniform(-4, 4, (n, size))
+    return (rng.standard_normal((n, size)) * scale).astype(np.float32)
+
+
+def _psum_probe(purejit, mesh) -> list[float]:
+    """The psum over the mesh of `psum_probe_values`, device i adding row i."""
+    from purejit.sharding import NamedSharding
+    from purejit.sharding import PartitionSpec as P
+
+    (axis,) = mesh.axis_names
+    vals = psum_probe_values(mesh.shape[axis])
+    f = purejit.jit(
+        purejit.shard_map(
+            lambda v: purejit.lax.psum(v, axis), mesh=mesh, in_specs=P(axis), out_specs=P()
+        )
+    )
+    out = f(purejit.device_put(vals, NamedSharding(mesh, P(axis))))
+    return np.asarray(out.buffer.addressable_shards[0].data).ravel().tolist()
+
+
 def main(argv=None):
     args = _parse(argv)
     import purejit
@@ -119,6 +146,8 @@ def main(argv=None):
         "dtype": dtype.name,
         "steps": {},
     }
+    # the order the cross-device sum adds in decides the last bits of every pmean / psum
+    record["psum_probe"] = _psum_probe(purejit, meshes[kinds[0]])
     runners = {}
     for kind in kinds:
         sh = tp_train.shardings(purejit, meshes[kind], tp_train.state_specs(P, kind, L))
