@@ -143,6 +143,14 @@ def compare_kind(kind: str, single_dir: str, multi_dir: str, single: dict, multi
             f"(N processes); at the last step {a[-1]!r} against {b[-1]!r}"
             + ("" if all(ls == losses[0] for ls in losses) else "; the processes disagree")
         )
+    for who, recs in (("one process", [s_rec]), ("N processes", m_recs)):
+        rerun = sum(r["rerun_values_differing"] for r in recs)
+        if rerun or not all(r["rerun_losses_equal"] for r in recs):
+            notes.append(
+                f"{who}: the same steps run again from the same start in the same process "
+                f"end {rerun} parameter values apart: the step is not reproducible run to run "
+                "on this device, so the two runs cannot be expected to agree bit for bit"
+            )
     hlo = hlo_difference(
         _read(os.path.join(single_dir, f"{kind}_process0.hlo.txt")) or "",
         _read(os.path.join(multi_dir, f"{kind}_process0.hlo.txt")) or "",

@@ -11,7 +11,8 @@ devices of all processes; without it, the mesh is this process's first `--device
 (the single-process reference). Each process writes, for each step `KIND`:
 
 - `DIR/<KIND>_process<K>.npz`: the parameters after `--check-steps` Adam steps, as the shards
-  this process holds: key `p<leaf>_<first row>`, raw bits (bfloat16 as uint16);
+  this process holds: key `p<leaf>_<first row>`, raw bits (bfloat16 as uint16); the same
+  steps run again from the same start say whether the step is reproducible in-process;
 - `DIR/<KIND>_process<K>.hlo.txt` (process 0 only): the optimised HLO that XLA compiled;
 - `DIR/process<K>.json`: a psum of fixed values of mixed magnitudes over the mesh (its
   rounding shows the order the collective adds in), the losses of every checked step, the
@@ -104,6 +105,15 @@ def _psum_probe(purejit, mesh) -> list[float]:
     return np.asarray(out.buffer.addressable_shards[0].data).ravel().tolist()
 
 
+def _check_run(step, placed, n: int):
+    """`n` steps from the placed start (donated); the final state and every step's loss."""
+    st, losses = placed[0], []
+    for _ in range(n):
+        st, loss = step(st, *placed[1:])
+        losses.append(_loss_value(loss))
+    return st, losses
+
+
 def main(argv=None):
     args = _parse(argv)
     import purejit
@@ -154,22 +164,23 @@ def main(argv=None):
         placed = [tree_map(purejit.device_put, a, s) for a, s in zip((state, x, y), sh)]
         f = purejit.jit(steps[kind], donate_argnums=0)
         t0 = time.perf_counter()
-        # compile once, through the jitted function's cache, so the calls below reuse it
-        compiled = f.compile_signature(f.signature(tuple(placed), {}))
+        compiled = tp_train.compile_once(purejit, f, placed)
         compile_s = time.perf_counter() - t0
         mem = compiled.memory_analysis()
         if pid == 0:
             with open(os.path.join(args.out, f"{kind}_process{pid}.hlo.txt"), "w") as fh:
                 fh.write(compiled.as_text())
-        st, losses = placed[0], []
         t0 = time.perf_counter()
-        for _ in range(args.check_steps):
-            st, loss = f(st, *placed[1:])
-            losses.append(_loss_value(loss))
+        st, losses = _check_run(f, placed, args.check_steps)
         check_s = time.perf_counter() - t0
         leaves = purejit.tree_util.tree_leaves(st[0])
         bits, mismatched = _shards(leaves)
         np.savez(os.path.join(args.out, f"{kind}_process{pid}.npz"), **bits)
+        # the same steps again from the same start, in this process: whether the step itself
+        # is reproducible decides what equality across processes can mean
+        start = tree_map(purejit.device_put, state, sh[0])
+        st, again = _check_run(f, [start, *placed[1:]], args.check_steps)
+        rerun = _shards(purejit.tree_util.tree_leaves(st[0]))[0]
         record["steps"][kind] = {
             "losses": losses,
             "compile_s": compile_s,
@@ -178,6 +189,8 @@ def main(argv=None):
             "argument_bytes": int(mem.argument_size_in_bytes),
             "shapes": [list(a.shape) for a in leaves],
             "local_replicas_differing": mismatched,
+            "rerun_losses_equal": again == losses,
+            "rerun_values_differing": sum(int((bits[k] != rerun[k]).sum()) for k in bits),
         }
         runners[kind] = tp_train.Runner(f, st, *placed[1:])
     t0 = time.perf_counter()
