@@ -135,11 +135,11 @@ def launch(runs: list[tuple[list[str], dict]], log_dir: str, timeout: float, gra
         procs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT))
         logs.append(log)
     t0 = time.monotonic()
-    deadline, killed = t0 + timeout, set()
+    deadline, killed, why = t0 + timeout, set(), f"killed at the {timeout:.0f} s timeout"
     while any(p.poll() is None for p in procs):
         now = time.monotonic()
-        if any(p.poll() not in (None, 0) for p in procs):
-            deadline = min(deadline, now + grace)
+        if any(p.poll() not in (None, 0) for p in procs) and now + grace < deadline:
+            deadline, why = now + grace, f"killed {grace:.0f} s after another process failed"
         if now > deadline:
             for k, p in enumerate(procs):
                 if p.poll() is None:
@@ -158,7 +158,7 @@ def launch(runs: list[tuple[list[str], dict]], log_dir: str, timeout: float, gra
         outcomes.append(
             {
                 "returncode": p.returncode,
-                "killed": k in killed,
+                "killed": why if k in killed else None,
                 "ok": p.returncode == 0 and f"WORKER OK {k}" in text,
                 "tail": "\n".join(text.strip().splitlines()[-TAIL_LINES:]),
             }
@@ -166,14 +166,14 @@ def launch(runs: list[tuple[list[str], dict]], log_dir: str, timeout: float, gra
     return outcomes, wall
 
 
-def _failure(what: str, outcomes: list, timeout: float) -> str | None:
-    """One line per failed child of a run (None when all succeeded)."""
+def _failure(what: str, outcomes: list) -> str | None:
+    """What went wrong with each failed child of a run, with its output's tail (None when
+    all succeeded)."""
     bad = []
     for k, o in enumerate(outcomes):
         if o["ok"]:
             continue
-        why = f"killed after {timeout:.0f} s or a peer's failure" if o["killed"] else (
-            f"exit status {o['returncode']}")  # fmt: skip
+        why = o["killed"] or f"exit status {o['returncode']}"
         bad.append(f"{what} process {k}: {why}\n{o['tail']}")
     return "\n\n".join(bad) or None
 
@@ -198,7 +198,7 @@ def run_n(n: int, args, sizes: list[str], work: str, gpus, xla_flags: list[str])
     )
     res["single_ok"] = outs[0]["ok"]
     if not outs[0]["ok"]:
-        res["failures"].append(_failure("one-process reference", outs, args.timeout))
+        res["failures"].append(_failure("one-process reference", outs))
 
     address = _free_address()
     runs = []
@@ -210,7 +210,7 @@ def run_n(n: int, args, sizes: list[str], work: str, gpus, xla_flags: list[str])
     outs, res["multi_wall_s"] = launch(runs, dirs["multi"], args.timeout)
     res["multi_ok"] = all(o["ok"] for o in outs)
     if not res["multi_ok"]:
-        res["failures"].append(_failure(f"{n}-process job", outs, args.timeout))
+        res["failures"].append(_failure(f"{n}-process job", outs))
 
     single = _load_json(dirs["single"], [0]) if res["single_ok"] else None
     multi = _load_json(dirs["multi"], range(n)) if res["multi_ok"] else None
