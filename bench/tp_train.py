@@ -32,6 +32,7 @@ device, the loss and the largest difference of the parameters from JAX's after `
 (T1: the single-device step on one device's share of the batch, timed in the same rounds).
 Results go to `DIR/tp_train_<platform>[_quick].md` and `.json`. Absolute times mean something
 on GPUs only (8 CPU devices share the host's cores: CPU weak scaling is far below 1).
+`bench.tp_train_mp` runs the dp and fsdp steps as several processes, one device each.
 """
 
 from __future__ import annotations
