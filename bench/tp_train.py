@@ -32,6 +32,7 @@ device, the loss and the largest difference of the parameters from JAX's after `
 (T1: the single-device step on one device's share of the batch, timed in the same rounds).
 Results go to `DIR/tp_train_<platform>[_quick].md` and `.json`. Absolute times mean something
 on GPUs only (8 CPU devices share the host's cores: CPU weak scaling is far below 1).
+`bench.tp_train_mp` runs the dp and fsdp steps as several processes, one device each.
 """
 
 from __future__ import annotations
@@ -153,6 +154,16 @@ def loss_fn(xp, params, x, y, heads, reduce=lambda v: v, attention=None):
 def fsdp_specs(P, axis="fsdp"):
     """Every parameter of a layer split along its first dimension."""
     return {k: P(axis) for k in ("ln1_g", "ln1_b", "qkv", "proj", "ln2_g", "ln2_b", "up", "down")}
+
+
+def make_inputs(layers, batch, seq, d, f, dtype, seed=0):
+    """The start every step and library begins from: Adam's state of freshly drawn
+    parameters, a batch x and a target y (batch, seq, d), all drawn from one seed."""
+    rng = np.random.default_rng(seed)
+    params = init_params(layers, d, f, rng, dtype)
+    x = rng.standard_normal((batch, seq, d)).astype(np.float32).astype(dtype)
+    y = rng.standard_normal((batch, seq, d)).astype(np.float32).astype(dtype)
+    return init_state(params), x, y
 
 
 def init_state(params):
@@ -279,9 +290,7 @@ def _parse(argv):
     p.add_argument("--quick", action="store_true", help="small sizes (8 forced CPU devices)")
     p.add_argument("--cpu-devices", type=int, default=None, help="force this many CPU devices")
     p.add_argument("--devices", type=int, default=None, help="mesh size (default: all)")
-    for name in ("layers", "batch", "seq", "dmodel", "heads", "dff"):
-        p.add_argument(f"--{name}", type=int, default=None)
-    p.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bf16 on GPU)")
+    add_size_args(p)
     p.add_argument("--iters", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--steps", default=",".join(KINDS), help="which steps to run")
@@ -295,7 +304,33 @@ def _parse(argv):
     return p.parse_args(argv)
 
 
-class _Runner:
+def compile_once(lib, f, args):
+    """The compiled program of the jitted `f` at `args`, which the calls of `f` then reuse.
+
+    JAX's `f.lower(*args).compile()` fills the cache that `f(*args)` reads; purejit's does
+    not (its calls would compile the program again), so purejit compiles through the
+    jitted function's own cache."""
+    if lib.__name__ == "purejit":
+        return f.compile_signature(f.signature(tuple(args), {}))
+    return f.lower(*args).compile()
+
+
+def add_size_args(p):
+    """The model-size options (each default: the `SIZES` row) and --dtype."""
+    for name in ("layers", "batch", "seq", "dmodel", "heads", "dff"):
+        p.add_argument(f"--{name}", type=int, default=None)
+    p.add_argument("--dtype", default=None, help="float32 or bfloat16 (default: bf16 on GPU)")
+
+
+def sizes_from(args, small: bool):
+    """(layers, batch, sequence, width, heads, MLP width): the `SIZES` row ("quick" when
+    `small`, else "full") with the options of `add_size_args` that were given."""
+    L, B, S, D, H, F = SIZES["quick" if small else "full"]
+    L, B, S = args.layers or L, args.batch or B, args.seq or S
+    return L, B, S, args.dmodel or D, args.heads or H, args.dff or F
+
+
+class Runner:
     """Calls a donating step again and again on the parameters it returned."""
 
     def __init__(self, step, state, x, y):
@@ -306,7 +341,7 @@ class _Runner:
         return loss
 
 
-def _time_all(runs: dict, iters: int, repeats: int) -> dict:
+def time_all(runs: dict, iters: int, repeats: int) -> dict:
     """Median seconds per step of each runner, the runners interleaved in every round, and
     the median host seconds per call (the dispatch loop before the final synchronisation:
     a step whose host time nears its step time is bound by the host, not the devices)."""
@@ -351,9 +386,7 @@ def main(argv=None):
     if n < 2:
         sys.exit("tp_train needs at least 2 devices (on CPU: --quick or --cpu-devices 8)")
     on_gpu = platform != "cpu"
-    L, B, S, D, H, F = SIZES["quick" if args.quick or not on_gpu else "full"]
-    L, B, S = args.layers or L, args.batch or B, args.seq or S
-    D, H, F = args.dmodel or D, args.heads or H, args.dff or F
+    L, B, S, D, H, F = sizes_from(args, args.quick or not on_gpu)
     dtype_name = args.dtype or ("bfloat16" if on_gpu else "float32")
     dtype = np.dtype(purejit.numpy.bfloat16 if dtype_name == "bfloat16" else dtype_name)
     iters = args.iters or (20 if on_gpu else 3)
@@ -367,11 +400,7 @@ def main(argv=None):
     if D % n:
         sys.exit(f"width {D} must divide by the {n} devices (fsdp splits every parameter)")
 
-    rng = np.random.default_rng(0)
-    params = init_params(L, D, F, rng, dtype)
-    state = init_state(params)
-    x = rng.standard_normal((B, S, D)).astype(np.float32).astype(dtype)
-    y = rng.standard_normal((B, S, D)).astype(np.float32).astype(dtype)
+    state, x, y = make_inputs(L, B, S, D, F, dtype)
 
     variants = args.variants.split(",") if args.variants else list(VARIANTS if on_gpu else ["jax"])
     unknown = set(variants) - set(VARIANTS)
@@ -411,7 +440,7 @@ def main(argv=None):
             else:
                 f = lib.jit(steps[kind], donate_argnums=0, **jit_options)
             a = placed(lib, meshes, kind)
-            mem = f.lower(*a).compile().memory_analysis()
+            mem = compile_once(lib, f, a).memory_analysis()
             st = a[0]
             for _ in range(args.check_steps):  # the same Adam steps for both libraries
                 st, loss = f(st, *a[1:])
@@ -420,14 +449,14 @@ def main(argv=None):
                 "temp_bytes": int(mem.temp_size_in_bytes),
                 "argument_bytes": int(mem.argument_size_in_bytes),
             }
-            runners[f"{name}_{kind}"] = _Runner(f, *placed(lib, meshes, kind))
+            runners[f"{name}_{kind}"] = Runner(f, *placed(lib, meshes, kind))
         if set(kinds) & {"dp", "fsdp", "fsdp_jit"}:
             # weak scaling's T1: one device with one device's share of the batch
             f = lib.jit(steps["single"], donate_argnums=0, **jit_options)
             st, xs, ys = placed(lib, meshes, "single")
-            runners[f"{name}_single_local"] = _Runner(f, st, xs[: B // n], ys[: B // n])
+            runners[f"{name}_single_local"] = Runner(f, st, xs[: B // n], ys[: B // n])
             results[f"{name}_single_local"] = {}
-    for key, (t, h) in _time_all(runners, iters, args.repeats).items():
+    for key, (t, h) in time_all(runners, iters, args.repeats).items():
         results[key]["step_s"], results[key]["host_s"] = t, h
     weak = []
     for name in libs:
