@@ -109,6 +109,10 @@ class Calibration:
             runs during the longer one. 1 is the ideal ring; measured on 4 H200s, rings of
             NCCL transfers and cuBLAS matmuls hid little, and the ring lost to the plain
             collective on every shape.
+        collective_bytes_per_s: the rate of the plain all-gather / reduce-scatter (bytes a
+            device receives per second); None: `link_bytes_per_s`. Over NVSwitch on 4 H200s
+            it was 1.6x a ring link's, and pricing the plain collective at a link's rate made
+            `auto` choose rings that lost (1.4x and 1.6x the plain program).
     """
 
     link_bytes_per_s: float
@@ -116,6 +120,7 @@ class Calibration:
     step_latency_s: float
     source: str = "injected"
     overlap: float = 1.0
+    collective_bytes_per_s: float | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -124,6 +129,7 @@ class Calibration:
             "step_latency_s": self.step_latency_s,
             "source": self.source,
             "overlap": self.overlap,
+            "collective_bytes_per_s": self.collective_bytes_per_s,
         }
 
 
@@ -171,7 +177,8 @@ class CollectiveMatmul:
         t_comm = moved / cal.link_bytes_per_s
         t_comp = dot_flops(c.dot) / cal.flops_per_s
         lat = cal.step_latency_s
-        plain = t_comm + t_comp + 2 * lat
+        t_coll = moved / (cal.collective_bytes_per_s or cal.link_bytes_per_s)
+        plain = t_coll + t_comp + 2 * lat
         a, b = t_comm / (c.n - 1), t_comp / c.n  # one step's transfer and multiply
         step = max(a, b) + (1.0 - cal.overlap) * min(a, b) + lat
         ring = t_comp / c.n + (c.n - 1) * step + lat

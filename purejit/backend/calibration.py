@@ -7,6 +7,8 @@ dispatch is spread over many steps:
   the time per step of the small one is the fixed cost of one ring step (transfer set-up and
   kernel launch), the slope between the two sizes is one link's bandwidth;
 - a square matmul on one device: its matmul rate;
+- an all-gather of the large size: the plain collective's rate (over a switch it uses every
+  link at once, where a ring step uses one);
 - the large ring transfer and the matmul in one step: how much of one hides behind the other
   (a ring step's transfer and multiply only save time where they run at once);
 
@@ -86,6 +88,39 @@ module @purejit_calibrate_dot attributes {{mhlo.num_replicas = 1 : i32}} {{
 """
 
 
+def _gather_module(n: int, elems: int, steps: int) -> str:
+    """An all-gather of `elems` per device over all `n` devices per step: the plain
+    collective's own rate (NCCL drives every link of a switch at once, a ring step one)."""
+    t, g = f"tensor<{elems}xf32>", f"tensor<{n * elems}xf32>"
+    groups = ", ".join(str(k) for k in range(n))
+    return f"""
+module @purejit_calibrate_gather attributes {{mhlo.num_replicas = {n} : i32}} {{
+  func.func public @main() -> tensor<f32> {{
+    %one = stablehlo.constant dense<1.0> : tensor<f32>
+    %x = stablehlo.broadcast_in_dim %one, dims = [] : (tensor<f32>) -> {t}
+    %k0 = stablehlo.constant dense<0> : tensor<i32>
+    %r:2 = stablehlo.while(%i = %k0, %b = %x) : tensor<i32>, {t}
+      cond {{
+        %lim = stablehlo.constant dense<{steps}> : tensor<i32>
+        %c = stablehlo.compare LT, %i, %lim : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        stablehlo.return %c : tensor<i1>
+      }} do {{
+        %s = stablehlo.constant dense<1> : tensor<i32>
+        %j = stablehlo.add %i, %s : tensor<i32>
+        %a = "stablehlo.all_gather"(%b) {{
+          all_gather_dim = 0 : i64, replica_groups = dense<[[{groups}]]> : tensor<1x{n}xi64>
+        }} : ({t}) -> {g}
+        %h = stablehlo.slice %a [0:{elems}] : ({g}) -> {t}
+        stablehlo.return %j, %h : tensor<i32>, {t}
+      }}
+    %z = stablehlo.slice %r#1 [0:1] : ({t}) -> tensor<1xf32>
+    %o = stablehlo.reshape %z : (tensor<1xf32>) -> tensor<f32>
+    return %o : tensor<f32>
+  }}
+}}
+"""
+
+
 def _both_module(n: int, elems: int, d: int, steps: int, dtype: str) -> str:
     """A ring transfer and a matmul in each step, independent of each other: how much of
     the shorter one hides behind the longer is what a ring step can overlap."""
@@ -154,7 +189,9 @@ def measure(devices: Sequence) -> dict:
     """Time the ring and the matmul on `devices` (every process of a job must call this).
 
     Returns:
-        `{"link_bytes_per_s", "flops_per_s", "step_latency_s", "overlap", "seconds"}`:
+        `{"link_bytes_per_s", "flops_per_s", "step_latency_s", "overlap",
+        "collective_bytes_per_s", "seconds"}`: `collective_bytes_per_s` is the rate at which
+        a plain all-gather moves a device's (n - 1) / n share of the result;
         `overlap` (0 to 1) is the share of the shorter of a large ring transfer and a matmul
         that hides behind the longer when one step runs both; `seconds` is how long the
         measurement took, compiles included.
@@ -180,8 +217,12 @@ def measure(devices: Sequence) -> dict:
     dtype = "bf16" if gpu else "f32"
     exe = _compile(_dot_module(d, dsteps, dtype), local[:1])
     t_dot = _best_seconds(exe, 3) / dsteps
-    overlap = 1.0
+    overlap, collective = 1.0, float("inf")
     if len(devices) > 1:
+        n = len(devices)
+        exe = _compile(_gather_module(n, size["large"], steps), devices)
+        t_gather = _best_seconds(exe, 3) / steps
+        collective = 4 * size["large"] * (n - 1) / max(t_gather - latency, 1e-9)
         exe = _compile(_both_module(len(devices), size["large"], d, dsteps, dtype), devices)
         t_both = _best_seconds(exe, 3) / dsteps
         t_ring = per_step["large"]
@@ -192,6 +233,7 @@ def measure(devices: Sequence) -> dict:
         "flops_per_s": float(2 * d**3 / t_dot),
         "step_latency_s": float(latency),
         "overlap": float(overlap),
+        "collective_bytes_per_s": float(collective),
         "seconds": time.perf_counter() - t_start,
     }
 

@@ -50,8 +50,8 @@ def _load(key) -> Calibration | None:
             rec = json.load(f)
     except (OSError, ValueError):
         return None
-    if rec.get("key") != list(key) or "overlap" not in rec.get("calibration", {}):
-        return None  # another device set, or figures from before overlap was measured
+    if rec.get("key") != list(key) or "collective_bytes_per_s" not in rec.get("calibration", {}):
+        return None  # another device set, or figures from before the model measured it all
     return Calibration(**rec["calibration"])
 
 
@@ -72,7 +72,12 @@ def _store(key, cal: Calibration) -> None:
 def _measured(devices) -> Calibration:
     m = measure(devices)
     return Calibration(
-        m["link_bytes_per_s"], m["flops_per_s"], m["step_latency_s"], "measured", m["overlap"]
+        m["link_bytes_per_s"],
+        m["flops_per_s"],
+        m["step_latency_s"],
+        "measured",
+        m["overlap"],
+        m["collective_bytes_per_s"],
     )
 
 

@@ -74,7 +74,7 @@ def case_auto_mode_reports_its_estimates():
     cal = rec.report["calibration"]
     assert cal["source"] == "measured" and cal["link_bytes_per_s"] > 0, cal
     assert cal["flops_per_s"] > 0 and cal["step_latency_s"] > 0, cal
-    assert 0.0 <= cal["overlap"] <= 1.0, cal
+    assert 0.0 <= cal["overlap"] <= 1.0 and cal["collective_bytes_per_s"] > 0, cal
     assert 0 < low.timings["calibration"] <= low.timings["passes"], low.timings
     print("calibration", cal, f"{low.timings['calibration']:.2f} s")
     # known now: the next compile does not measure again

@@ -26,8 +26,20 @@ from purejit.sharding import PartitionSpec as P
 
 # process 0: an instant ring step (the ring wins); process 1: a 1 s step (it loses)
 FIGURES = [
-    {"link_bytes_per_s": 1e9, "flops_per_s": 1e9, "step_latency_s": 0.0, "overlap": 1.0},
-    {"link_bytes_per_s": 1e9, "flops_per_s": 1e9, "step_latency_s": 1.0, "overlap": 1.0},
+    {
+        "link_bytes_per_s": 1e9,
+        "flops_per_s": 1e9,
+        "step_latency_s": 0.0,
+        "overlap": 1.0,
+        "collective_bytes_per_s": None,
+    },
+    {
+        "link_bytes_per_s": 1e9,
+        "flops_per_s": 1e9,
+        "step_latency_s": 1.0,
+        "overlap": 1.0,
+        "collective_bytes_per_s": None,
+    },
 ]
 
 
