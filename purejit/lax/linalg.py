@@ -19,6 +19,7 @@ import numpy as np
 from purejit import errors
 from purejit.lax._lift import lift as _lift
 from purejit.lax.contractions import batch_matmul as _batch_matmul
+from purejit.lax.staging import composite as _composite
 from purejit.tracing import bind, bind1
 
 _DTYPES = tuple(np.dtype(d) for d in (np.float32, np.float64, np.complex64, np.complex128))
@@ -381,6 +382,72 @@ def tridiagonal(a, *, lower: bool = True):
     return tuple(bind("sytrd", a, lower=bool(lower)))
 
 
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of R^T R + w w^T, from R's, in O(n^2): one Givens rotation
+    per row, as jax.lax.linalg.cholesky_update computes it on CPU (on GPU JAX calls its own
+    kernel, which may round otherwise).
+
+    Args:
+        r_matrix: an upper-triangular [n, n] float32/float64 matrix R (A = R^T R).
+        w_vector: [n], the update's vector.
+    Returns:
+        The new upper-triangular factor [n, n].
+    """
+    r = _check("cholesky_update", r_matrix, square=True)
+    w = _lift(w_vector)
+    n = r.shape[-1]
+    if r.ndim != 2 or r.dtype.kind != "f" or w.shape != (n,) or w.dtype != r.dtype:
+        raise errors.PurejitTypeError(
+            f"lax.linalg.cholesky_update: expected a float32/float64 matrix [n, n] and a vector "
+            f"[n] of its dtype, got {r.dtype.name}{list(r.shape)} and "
+            f"{w.dtype.name}{list(w.shape)}{errors.at(errors.user_location())}"
+        )
+    # one program, eagerly too, as JAX's primitive is (XLA's rewrites, 1 / sqrt -> rsqrt,
+    # apply alike)
+    return _composite(_cholesky_update, "cholesky_update")(r, w) if n else r
+
+
+def _cholesky_update(r, w):
+    n = r.shape[-1]
+    rows = [_part(r, (k, 0), (k + 1, n), (n,)) for k in range(n)]
+    z = w
+    for k in range(n):
+        c, s = _givens(_part(rows[k], (k,), (k + 1,), ()), _part(z, (k,), (k + 1,), ()))
+        # (row, z) <- (c row - s z, c z + s row)
+        rows[k], z = _rotate(rows[k], z, c, s, "subtract"), _rotate(z, rows[k], c, s, "add")
+    stacked = [bind1("reshape", x, shape=(1, n)) for x in rows]
+    return bind1("concatenate", *stacked, dimension=0)
+
+
+def _part(x, start, limit, shape):
+    s = bind1("slice", x, start_indices=start, limit_indices=limit, strides=(1,) * len(start))
+    return bind1("reshape", s, shape=shape)
+
+
+def _neg(x):
+    return bind1("negate", x)
+
+
+def _givens(x, y):
+    """(c, s) rotating (x, y) onto the first axis, scaled against overflow; (1, 0) at y = 0."""
+    ax, ay = bind1("abs", x), bind1("abs", y)
+    den = bind1("select", bind1("compare", ax, ay, comparison_direction="GT"), ax, ay)
+    x, y = bind1("divide", x, den), bind1("divide", y, den)
+    norm = bind1("sqrt", bind1("add", bind1("multiply", x, x), bind1("multiply", y, y)))
+    rh = bind1("divide", _lift(np.array(1, x.dtype)), norm)
+    zero = _lift(np.array(0, x.dtype))
+    at_zero = bind1("compare", y, zero, comparison_direction="EQ")
+    c = bind1("select", at_zero, _lift(np.array(1, x.dtype)), bind1("multiply", x, rh))
+    s = bind1("select", at_zero, zero, bind1("multiply", _neg(y), rh))
+    return c, s
+
+
+def _rotate(u, v, c, s, combine: str):
+    """c u - s v or c u + s v (`combine`), for scalars c and s."""
+    cb, sb = (bind1("broadcast_in_dim", k, shape=u.shape, broadcast_dimensions=()) for k in (c, s))
+    return bind1(combine, bind1("multiply", cb, u), bind1("multiply", sb, v))
+
+
 def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0.0,
                       symmetrize_output: bool = False):  # fmt: skip
     """alpha a a^T + beta c, as jax.lax.linalg.symmetric_product.
@@ -492,6 +559,7 @@ __all__ = [
     "EighImplementation",
     "SvdAlgorithm",
     "cholesky",
+    "cholesky_update",
     "eig",
     "eigh",
     "geqrf",

@@ -1,8 +1,7 @@
 """purejit.lax.linalg.tridiagonal_solve (ir/ops/tridiagonal.py) against JAX: values on CPU
 bit for bit (the same LAPACK gtsv), under jit and eagerly, batched and under vmap; gradients
 in every operand bit for bit; NaN for a singular matrix; the NumPy reference rule; on a GPU,
-cuSPARSE's gtsv2 and, below 3 rows, the Thomas recurrence, against JAX's. And
-symmetric_product (a composition of IR ops), bit for bit on CPU."""
+cuSPARSE's gtsv2 and, below 3 rows, the Thomas recurrence, against JAX's."""
 
 from __future__ import annotations
 
@@ -107,13 +106,3 @@ def test_gpu_equals_jax_bit_for_bit(m):
     args = _system((2,), m, 3, np.float32)
     want = jax.jit(jax.lax.linalg.tridiagonal_solve)(*args)
     _same(purejit.jit(plax.linalg.tridiagonal_solve)(*args), want)
-
-
-def test_symmetric_product_equals_jax_bit_for_bit():
-    a = RNG.normal(size=(2, 4, 3)).astype(np.float32)
-    c = RNG.normal(size=(2, 4, 4)).astype(np.float32)
-    c = c + np.swapaxes(c, -1, -2)
-    for kw in ({}, {"alpha": 0.5, "beta": 2.0, "symmetrize_output": True}):
-        want = jax.jit(lambda a, c, kw=kw: jax.lax.linalg.symmetric_product(a, c, **kw))(a, c)
-        got = purejit.jit(lambda a, c, kw=kw: plax.linalg.symmetric_product(a, c, **kw))(a, c)
-        _same(got, want)
