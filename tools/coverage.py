@@ -38,6 +38,7 @@ NAMESPACES = {
     "jax.numpy.linalg": "purejit.numpy.linalg",
     "jax.numpy.fft": "purejit.numpy.fft",
     "jax.lax": "purejit.lax",
+    "jax.lax.linalg": "purejit.lax.linalg",
     "jax.nn": "purejit.nn",
     "jax.random": "purejit.random",
     "jax.scipy.special": "purejit.scipy.special",
