@@ -5,19 +5,61 @@ c64 or c128, and never promote. How each op lowers per platform (LAPACK, cuSOLVE
 StableHLO) is documented in `purejit/backend/lowering/linalg.py`.
 
     cholesky, eig, eigh, lu, lu_pivots_to_permutation, qr, svd, triangular_solve, symmetrize,
-    geqrf, householder_product, ormqr (`ir/ops/householder.py`), tridiagonal_solve
-    (`ir/ops/tridiagonal.py`)
+    geqrf, householder_product, ormqr, hessenberg (gehrd), tridiagonal (sytrd)
+    (`ir/ops/householder.py`), tridiagonal_solve (`ir/ops/tridiagonal.py`),
+    symmetric_product
 """
 
 from __future__ import annotations
+
+import enum
 
 import numpy as np
 
 from purejit import errors
 from purejit.lax._lift import lift as _lift
+from purejit.lax.contractions import batch_matmul as _batch_matmul
+from purejit.lax.staging import composite as _composite
 from purejit.tracing import bind, bind1
 
 _DTYPES = tuple(np.dtype(d) for d in (np.float32, np.float64, np.complex64, np.complex128))
+
+
+class EigImplementation(enum.Enum):
+    """jax.lax.linalg's names of eig's implementations; purejit runs the default (LAPACK geev
+    on CPU, cuSOLVER geev or the hybrid host kernel on GPU), `implementation=None`."""
+
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+    """jax.lax.linalg's names of eigh's implementations; purejit runs the default (syevd),
+    `implementation=None`."""
+
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+    """jax.lax.linalg's names of svd's algorithms; purejit runs DEFAULT (gesdd on CPU;
+    gesvdj up to 1024 x 1024, else gesvd, on GPU)."""
+
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
+def _default_only(name: str, what: str, value, default=None):
+    if value is not None and value != default:
+        raise NotImplementedError(
+            f"lax.linalg.{name}: {what}={value!r} is not supported; purejit runs the default "
+            f"{what} (leave {what} unset)"
+        )
 
 
 def _check(name: str, x, *, square: bool = False, min_rank: int = 2):
@@ -304,6 +346,155 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
     return bind1("tridiagonal_solve", *diags, b)
 
 
+def hessenberg(a):
+    """Hessenberg reduction (LAPACK gehrd; CPU only, as in JAX), as jax.lax.linalg.hessenberg.
+
+    Args:
+        a: a batch of square matrices [..., n, n].
+    Returns:
+        (a, taus): the upper Hessenberg matrix in the upper triangle and first subdiagonal
+        of a, the Householder reflectors below it, their factors in taus [..., n - 1]. Not
+        differentiable (as in JAX).
+    """
+    a = _check("hessenberg", a, square=True)
+    return tuple(bind("gehrd", a))
+
+
+def tridiagonal(a, *, lower: bool = True):
+    """Tridiagonal reduction of Hermitian matrices (LAPACK sytrd / hetrd, cuSOLVER sytrd), as
+    jax.lax.linalg.tridiagonal.
+
+    Args:
+        a: a batch of square matrices [..., n, n], n >= 1; only the `lower` (or upper)
+            triangle is read.
+    Returns:
+        (a, d, e, taus): the diagonal d (real, [..., n]) and off-diagonal e (real,
+        [..., n - 1]) of the tridiagonal form, also in that triangle of a, with the
+        Householder reflectors beyond them and their factors taus [..., n - 1]. Not
+        differentiable (as in JAX).
+    """
+    a = _check("tridiagonal", a, square=True)
+    if a.shape[-1] == 0:
+        raise ValueError(
+            f"lax.linalg.tridiagonal: the input must be a square matrix of at least one row, "
+            f"got shape {list(a.shape)}{errors.at(errors.user_location())}"
+        )
+    return tuple(bind("sytrd", a, lower=bool(lower)))
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of R^T R + w w^T, from R's, in O(n^2): one Givens rotation
+    per row, as jax.lax.linalg.cholesky_update computes it on CPU (on GPU JAX calls its own
+    kernel, which may round otherwise).
+
+    Args:
+        r_matrix: an upper-triangular [n, n] float32/float64 matrix R (A = R^T R).
+        w_vector: [n], the update's vector.
+    Returns:
+        The new upper-triangular factor [n, n].
+    """
+    r = _check("cholesky_update", r_matrix, square=True)
+    w = _lift(w_vector)
+    n = r.shape[-1]
+    if r.ndim != 2 or r.dtype.kind != "f" or w.shape != (n,) or w.dtype != r.dtype:
+        raise errors.PurejitTypeError(
+            f"lax.linalg.cholesky_update: expected a float32/float64 matrix [n, n] and a vector "
+            f"[n] of its dtype, got {r.dtype.name}{list(r.shape)} and "
+            f"{w.dtype.name}{list(w.shape)}{errors.at(errors.user_location())}"
+        )
+    # one program, eagerly too, as JAX's primitive is (XLA's rewrites, 1 / sqrt -> rsqrt,
+    # apply alike)
+    return _composite(_cholesky_update, "cholesky_update")(r, w) if n else r
+
+
+def _cholesky_update(r, w):
+    n = r.shape[-1]
+    rows = [_part(r, (k, 0), (k + 1, n), (n,)) for k in range(n)]
+    z = w
+    for k in range(n):
+        c, s = _givens(_part(rows[k], (k,), (k + 1,), ()), _part(z, (k,), (k + 1,), ()))
+        # (row, z) <- (c row - s z, c z + s row)
+        rows[k], z = _rotate(rows[k], z, c, s, "subtract"), _rotate(z, rows[k], c, s, "add")
+    stacked = [bind1("reshape", x, shape=(1, n)) for x in rows]
+    return bind1("concatenate", *stacked, dimension=0)
+
+
+def _part(x, start, limit, shape):
+    s = bind1("slice", x, start_indices=start, limit_indices=limit, strides=(1,) * len(start))
+    return bind1("reshape", s, shape=shape)
+
+
+def _neg(x):
+    return bind1("negate", x)
+
+
+def _givens(x, y):
+    """(c, s) rotating (x, y) onto the first axis, scaled against overflow; (1, 0) at y = 0."""
+    ax, ay = bind1("abs", x), bind1("abs", y)
+    den = bind1("select", bind1("compare", ax, ay, comparison_direction="GT"), ax, ay)
+    x, y = bind1("divide", x, den), bind1("divide", y, den)
+    norm = bind1("sqrt", bind1("add", bind1("multiply", x, x), bind1("multiply", y, y)))
+    rh = bind1("divide", _lift(np.array(1, x.dtype)), norm)
+    zero = _lift(np.array(0, x.dtype))
+    at_zero = bind1("compare", y, zero, comparison_direction="EQ")
+    c = bind1("select", at_zero, _lift(np.array(1, x.dtype)), bind1("multiply", x, rh))
+    s = bind1("select", at_zero, zero, bind1("multiply", _neg(y), rh))
+    return c, s
+
+
+def _rotate(u, v, c, s, combine: str):
+    """c u - s v or c u + s v (`combine`), for scalars c and s."""
+    cb, sb = (bind1("broadcast_in_dim", k, shape=u.shape, broadcast_dimensions=()) for k in (c, s))
+    return bind1(combine, bind1("multiply", cb, u), bind1("multiply", sb, v))
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0.0,
+                      symmetrize_output: bool = False):  # fmt: skip
+    """alpha a a^T + beta c, as jax.lax.linalg.symmetric_product.
+
+    Computed as JAX computes it on CPU (a batched matmul at HIGHEST precision, scaled, plus
+    beta c), on every platform: on GPU, where JAX calls cuBLAS syrk, the rounding may differ.
+    The whole matrix is computed (JAX promises the lower triangle only); symmetrize_output
+    copies the lower triangle into the upper one.
+
+    Args:
+        a_matrix: [..., m, n].
+        c_matrix: [..., m, m], symmetric.
+    Returns:
+        [..., m, m].
+    """
+    a = _check("symmetric_product", a_matrix)
+    c = _check("symmetric_product", c_matrix, square=True)
+    if c.dtype != a.dtype or c.shape != a.shape[:-1] + a.shape[-2:-1]:
+        raise errors.PurejitTypeError(
+            f"lax.linalg.symmetric_product: c {c.dtype.name}{list(c.shape)} must be "
+            f"{a.dtype.name}{list(a.shape[:-1] + a.shape[-2:-1])} for a "
+            f"{a.dtype.name}{list(a.shape)}{errors.at(errors.user_location())}"
+        )
+    aat = _batch_matmul(a, _swap_last(a), precision="highest")
+    out = bind1("add", _scale(aat, alpha), _scale(c, beta))
+    if symmetrize_output:
+        lower = _tril(out, 0)
+        out = bind1("add", lower, _swap_last(_tril(out, -1)))
+    return out
+
+
+def _scale(x, k):
+    s = bind1("broadcast_in_dim", _lift(np.array(k, x.dtype)), shape=x.shape,
+              broadcast_dimensions=())  # fmt: skip
+    return bind1("multiply", s, x)
+
+
+def _tril(x, k: int):
+    m, n = x.shape[-2:]
+    keep = _lift(np.tri(m, n, k, dtype=bool))
+    keep = bind1("broadcast_in_dim", keep, shape=x.shape,
+                 broadcast_dimensions=(x.ndim - 2, x.ndim - 1))  # fmt: skip
+    zero = bind1("broadcast_in_dim", _lift(np.array(0, x.dtype)), shape=x.shape,
+                 broadcast_dimensions=())  # fmt: skip
+    return bind1("select", keep, x, zero)
+
+
 def eigh(
     x,
     *,
@@ -319,8 +510,7 @@ def eigh(
     n = x.shape[-1]
     if subset_by_index is not None and tuple(subset_by_index) != (0, n):
         raise NotImplementedError("lax.linalg.eigh: subset_by_index is not supported")
-    if implementation is not None:
-        raise NotImplementedError("lax.linalg.eigh: only the default implementation exists")
+    _default_only("eigh", "implementation", implementation)
     if symmetrize_input:
         x = symmetrize(x)
     return tuple(bind("eigh", x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues)))
@@ -334,8 +524,7 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
     k = min(x.shape[-2:])
     if subset_by_index is not None and tuple(subset_by_index) != (0, k):
         raise NotImplementedError("lax.linalg.svd: subset_by_index is not supported")
-    if algorithm is not None:
-        raise NotImplementedError("lax.linalg.svd: only the default algorithm exists")
+    _default_only("svd", "algorithm", algorithm, SvdAlgorithm.DEFAULT)
     out = bind("svd", x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     if compute_uv:
         s, u, vh = out
@@ -354,8 +543,7 @@ def eig(
     """Eigendecomposition of general square matrices: [w] + [vl] + [vr] (complex), as
     jax.lax.linalg.eig."""
     x = _check("eig", x, square=True)
-    if implementation is not None:
-        raise NotImplementedError("lax.linalg.eig: only the default implementation exists")
+    _default_only("eig", "implementation", implementation)
     return list(
         bind(
             "eig",
@@ -367,10 +555,15 @@ def eig(
 
 
 __all__ = [
+    "EigImplementation",
+    "EighImplementation",
+    "SvdAlgorithm",
     "cholesky",
+    "cholesky_update",
     "eig",
     "eigh",
     "geqrf",
+    "hessenberg",
     "householder_product",
     "lu",
     "lu_pivots_to_permutation",
@@ -378,7 +571,9 @@ __all__ = [
     "qr",
     "schur",
     "svd",
+    "symmetric_product",
     "symmetrize",
     "triangular_solve",
+    "tridiagonal",
     "tridiagonal_solve",
 ]

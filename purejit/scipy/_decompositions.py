@@ -168,7 +168,8 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
     Args:
         a: array of shape (..., M, N).
         c: (..., K, P) for mode='left' (K = min(M, N)), (..., P, M) for mode='right'; a 1-D c
-            is a column (left) or row (right) vector and the result is 1-D too.
+            is a column (left) or row (right) vector and the result is 1-D too. The batch
+            dimensions of a and c broadcast.
         mode: 'left' (Q @ c) or 'right' (c @ Q).
         pivoting: column pivoting (LAPACK geqp3), not supported.
         conjugate: use conj(Q) instead of Q.
@@ -199,13 +200,23 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
             f"Array shapes are not compatible for c @ Q operation: a has shape {a.shape} "
             f"so Q has {m} rows, but c has {c.shape[-1]} columns (expected {m})."
         )
-    q, r = lax_linalg.qr(a, full_matrices=False)
+    batch = jnp.broadcast_shapes(a.shape[:-2], c.shape[:-2])
+    a = jnp.broadcast_to(a, batch + a.shape[-2:])
+    c = jnp.broadcast_to(c, batch + c.shape[-2:])
+    # Householder form and LAPACK's ormqr, as JAX (not differentiable there either)
+    h, taus = lax_linalg.geqrf(a)
+    if m > n and mode == "left":  # Q's columns past k meet zero rows of c
+        c = jnp.concatenate([c, jnp.zeros(c.shape[:-2] + (m - k, c.shape[-1]), c.dtype)], -2)
+    if conjugate:  # c conj(Q) = (Q^H c^T)^T: transpose c and multiply from the other side
+        c = jnp.swapaxes(c, -1, -2)
+    out = lax_linalg.ormqr(h, taus, c, left=(mode == "left") != conjugate, transpose=conjugate)
     if conjugate:
-        q = jnp.conj(q)
-    out = q @ c if mode == "left" else c @ q
+        out = jnp.swapaxes(out, -1, -2)
+    if mode == "right":
+        out = out[..., :k]
     if onedim:
         out = out.ravel()
-    return out, r
+    return out, jnp.triu(h[..., :k, :])
 
 
 # ---- eigh_tridiagonal -------------------------------------------------------------------------

@@ -168,6 +168,7 @@ GPU_CASES = {
     "householder_product": (lambda m: lambda a: _lax(m).linalg.householder_product(*_raw(m, a)), [_matrix((5, 3), np.complex64)]),
     "ormqr": (lambda m: lambda a, c: _lax(m).linalg.ormqr(*_raw(m, a), c, left=False, transpose=True), [_matrix((5, 3), np.float32), _matrix((2, 5), np.float32)]),
     "tridiagonal_solve": (lambda m: _lax(m).linalg.tridiagonal_solve, [_matrix((2, 4), np.float32)] * 3 + [_matrix((2, 4, 3), np.float32)]),
+    "tridiagonal (sytrd)": (lambda m: lambda a: _lax(m).linalg.tridiagonal(a, lower=False), [_matrix((2, 4, 4), np.complex64, spd=True)]),
     # left eigenvectors: cuSOLVER's geev has none, both run jaxlib's hybrid (host) kernel
     "eig left": (lambda m: _lax(m).linalg.eig, [_matrix((2, 4, 4), np.float32)]),
     "eig left c64": (lambda m: _lax(m).linalg.eig, [_matrix((4, 4), np.complex64)]),

@@ -842,6 +842,10 @@ NOT_GENERATED = {
     "test_linalg_householder.py checks it against JAX",
     "ormqr": "LAPACK's ormqr on geqrf's reflectors; tests/lax/test_linalg_householder.py "
     "checks it against JAX",
+    "gehrd": "LAPACK's gehrd (CPU only and not differentiable, as in JAX); tests/lax/"
+    "test_linalg_householder.py checks it against JAX",
+    "sytrd": "LAPACK's sytrd / hetrd (not differentiable, as in JAX); tests/lax/"
+    "test_linalg_householder.py checks it against JAX",
     "tridiagonal_solve": "LAPACK's gtsv; tests/lax/test_linalg_tridiagonal.py checks it and "
     "its gradients against JAX",
     "user_primitive_effect": "a user-defined primitive declared with effects: JAX needs an "

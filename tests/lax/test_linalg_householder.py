@@ -173,3 +173,70 @@ def test_errors_name_the_op_and_shapes():
         plax.linalg.ormqr(h, t, np.zeros((4, 2), np.complex64))
     with pytest.raises(ValueError, match="more than min"):
         plax.linalg.householder_product(h, np.zeros(4, np.float32))
+
+
+def _hermitian(shape, dtype):
+    x = _matrix(shape, dtype)
+    return x + np.swapaxes(x, -1, -2).conj()
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype"),
+    [
+        ((5, 5), np.float32),
+        ((2, 4, 4), np.float64),
+        ((3, 3), np.complex64),
+        ((2, 4, 4), np.complex128),
+    ],  # fmt: skip
+    ids=str,
+)
+def test_hessenberg_and_tridiagonal_equal_jax_bit_for_bit(shape, dtype):
+    a, s = _matrix(shape, dtype), _hermitian(shape, dtype)
+
+    def f(lax):
+        return lambda a, s: [
+            *lax.linalg.hessenberg(a),
+            *lax.linalg.tridiagonal(s),
+            *lax.linalg.tridiagonal(s, lower=False),
+        ]
+
+    want = jax.jit(f(jax.lax))(a, s)
+    for got in (purejit.jit(f(plax))(a, s), f(plax)(a, s)):  # compiled, then eagerly
+        for g, w in zip(got, want, strict=True):
+            _same(g, w)
+    ops = all_ops()
+    tol = {"rtol": 1e-4, "atol": 1e-4}
+    for g, w in zip(ops["gehrd"].reference([a], {}, [], None), want[:2]):
+        np.testing.assert_allclose(g, w, **tol)
+    for lower, w in ((True, want[2:6]), (False, want[6:])):
+        for g, ww in zip(ops["sytrd"].reference([s], {"lower": lower}, [], None), w):
+            np.testing.assert_allclose(g, ww, **tol)
+
+
+def test_hessenberg_and_tridiagonal_rebuild_their_matrix():
+    """q h q^T = a from gehrd's reflectors (householder_product on the shifted ones)."""
+    a = _matrix((5, 5), np.float64)
+    h, taus = plax.linalg.hessenberg(a)
+    h, taus = np.asarray(h), np.asarray(taus)
+    q = np.eye(5)
+    q[1:, 1:] = plax.linalg.householder_product(h[1:, :-1], taus)
+    np.testing.assert_allclose(q @ np.triu(h, -1) @ q.T, a, atol=1e-12)
+    s = _hermitian((4, 4), np.float64)
+    _, d, e, _ = plax.linalg.tridiagonal(s)
+    t = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    np.testing.assert_allclose(np.linalg.eigvalsh(t), np.linalg.eigvalsh(s), atol=1e-12)
+
+
+def test_implementation_enums_name_jax_values_and_only_the_default_runs():
+    la = plax.linalg
+    for ours, theirs in [(la.EigImplementation, jax.lax.linalg.EigImplementation),
+                         (la.EighImplementation, jax.lax.linalg.EighImplementation),
+                         (la.SvdAlgorithm, jax.lax.linalg.SvdAlgorithm)]:  # fmt: skip
+        assert {e.name: e.value for e in ours} == {e.name: e.value for e in theirs}
+    a = _matrix((3, 3), np.float32)
+    s = la.svd(a, compute_uv=False, algorithm=la.SvdAlgorithm.DEFAULT)
+    _same(s, jax.lax.linalg.svd(a, compute_uv=False))
+    with pytest.raises(NotImplementedError, match="algorithm=.*JACOBI.*leave algorithm unset"):
+        la.svd(a, algorithm=la.SvdAlgorithm.JACOBI)
+    with pytest.raises(NotImplementedError, match="implementation"):
+        la.eigh(a, implementation=la.EighImplementation.QDWH)

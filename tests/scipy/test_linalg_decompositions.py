@@ -45,9 +45,14 @@ def test_qr_multiply(conjugate):
         c = c.astype(np.float32)
         got = purejit.jit(lambda a, c: psl.qr_multiply(a, c, mode=mode, conjugate=conjugate))(a, c)
         want = jsl.qr_multiply(a, c, mode=mode, conjugate=conjugate)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want):  # the same geqrf and ormqr kernels as JAX's
             assert g.shape == w.shape and g.dtype == w.dtype
-            np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=2e-6)
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    tall = RS.randn(2, 5, 3).astype(np.float32)  # batched, c broadcast, zero rows added
+    got = psl.qr_multiply(tall, np.ones((3, 2), np.float32), mode="left", conjugate=conjugate)
+    want = jsl.qr_multiply(tall, np.ones((3, 2), np.float32), mode="left", conjugate=conjugate)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
     with pytest.raises(ValueError, match="not compatible"):
         psl.qr_multiply(a, np.ones((4, 2), np.float32), mode="left")
     with pytest.raises(NotImplementedError, match="geqp3"):

@@ -426,14 +426,16 @@ def _linalg_fft_conv_cases():
         Case(
             "householder",
             lambda n, lx: (
-                lambda a, c: (
+                lambda a, c, s: (
                     lambda h, t: (
                         lx.linalg.householder_product(h.mT, t),
                         lx.linalg.ormqr(h.mT, t, c, transpose=True),
+                        lx.linalg.hessenberg(s)[1],
+                        lx.linalg.tridiagonal(s)[1:3],
                     )
                 )(*n.linalg.qr(a, mode="raw"))
             ),
-            [F(4, 3), F(4, 2)],
+            [F(4, 3), F(4, 2), _spd(3)],
             rtol=1e-4,
         ),
         Case(

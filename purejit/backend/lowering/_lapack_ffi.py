@@ -174,6 +174,14 @@ def _gpu(ctx) -> str | None:
     return _GPU_PREFIX.get(platform(ctx))
 
 
+def _cpu_only(op: str, ctx):
+    if platform(ctx) != "cpu":
+        raise NotImplementedError(
+            f"{op}: no lowering for platform {platform(ctx)!r}; LAPACK's {op} runs on CPU only "
+            "(as in JAX): compute it on a CPU device (jax.devices('cpu'))"
+        )
+
+
 def _no_rule(op: str, ctx):
     raise NotImplementedError(
         f"{op}: no lowering for platform {platform(ctx)!r} (CPU uses LAPACK, CUDA/ROCm the "
@@ -210,3 +218,15 @@ def orgqr_call(ctx, op: str, h: str, taus: str, h_t: TensorType, taus_t: TensorT
     reflectors below the diagonal of `h` (rows >= columns)."""
     target = _householder_target(ctx, op, "orgqr", h_t.dtype)
     return ffi_call(ctx, target, [h, taus], [h_t, taus_t], [h_t], {}, aliases={0: 0})[0]
+
+
+def gehrd_call(ctx, op: str, a: str, t: TensorType) -> list[str]:
+    """(h, taus, info) of LAPACK gehrd (ilo = 1, ihi = n) on square matrices of n >= 2
+    (CPU only, as in JAX)."""
+    _cpu_only(op, ctx)
+    batch, n = t.shape[:-2], t.shape[-1]
+    taus_t = TensorType(batch + (n - 1,), t.dtype)
+    info_t = TensorType(batch, np.int32)
+    config = {"low": "1 : i32", "high": f"{n} : i32"}
+    target = _lapack("gehrd_ffi", t.dtype)
+    return ffi_call(ctx, target, [a], [t], [t, taus_t, info_t], config, aliases={0: 0})

@@ -50,6 +50,8 @@ from purejit.backend.lowering._lapack_ffi import (  # noqa: F401  (shared with a
     _triangle,
     char,
     ffi_call,
+    _cpu_only,
+    gehrd_call,
     geqrf_call,
     orgqr_call,
     inline_ir,
@@ -586,14 +588,6 @@ def _unpack_conjugate_pairs(b: Builder, w, vr):
 # ---- hessenberg and schur (CPU only, as in JAX) ----------------------------------------------
 
 
-def _cpu_only(op: str, ctx):
-    if platform(ctx) != "cpu":
-        raise NotImplementedError(
-            f"{op}: no lowering for platform {platform(ctx)!r}; LAPACK's {op} runs on CPU only "
-            "(as in JAX): compute it on a CPU device (jax.devices('cpu'))"
-        )
-
-
 def _iotas(b: Builder, shape):
     n = len(shape)
     s32 = np.dtype(np.int32)
@@ -621,14 +615,9 @@ def _hessenberg(ctx, op, args):
     batch, n = t.shape[:-2], t.shape[-1]
     if n <= 1:
         return inline_ir(ctx, lambda b, x: [x, _identity_like(b, t)], [t], args)
-    _cpu_only("hessenberg", ctx)
     taus_t = TensorType(batch + (n - 1,), t.dtype)
     info_t = TensorType(batch, np.int32)
-    config = {"low": "1 : i32", "high": f"{n} : i32"}
-    a, taus, info = ffi_call(
-        ctx, _lapack("gehrd_ffi", t.dtype), args, [t], [t, taus_t, info_t], config,
-        aliases={0: 0},
-    )  # fmt: skip
+    a, taus, info = gehrd_call(ctx, "hessenberg", args[0], t)
     small_t = TensorType(batch + (n - 1, n - 1), t.dtype)
     rank = t.rank
 

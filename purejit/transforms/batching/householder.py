@@ -6,5 +6,5 @@ from __future__ import annotations
 from purejit.transforms.batching.core import defrule
 from purejit.transforms.batching.linalg import leading_batch_rule
 
-for _name in ("geqrf", "householder_product", "ormqr"):
+for _name in ("geqrf", "householder_product", "ormqr", "gehrd", "sytrd"):
     defrule(_name)(leading_batch_rule(_name))
