@@ -68,8 +68,10 @@ def main(out):
     try:
         checked(-jnp.ones(3)).block_until_ready()
         res["error_if_raised"] = np.asarray(False)
-    except Exception as e:  # equinox's EquinoxRuntimeError (or XLA's runtime error)
+        res["error_if_type"] = np.asarray("")
+    except Exception as e:  # equinox's EquinoxRuntimeError
         res["error_if_raised"] = np.asarray("negative!" in str(e))
+        res["error_if_type"] = np.asarray(type(e).__name__)
     np.savez(out, **res)
 
 
