@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import pkgutil
@@ -217,6 +218,28 @@ def _mirror(name: str):
         return target, None, f"purejit's {target} fails to import: {_error(e)}"
 
 
+class _Checkout:
+    """Finds purejit and its package-dir children (`purejit.ir` is ir/, `purejit.passes` is
+    passes/, as pyproject.toml maps them) in this checkout, installed or not."""
+
+    roots = {"purejit": "purejit", "purejit.ir": "ir", "purejit.passes": "passes"}
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name not in cls.roots:
+            return None
+        folder = ROOT / cls.roots[name]
+        return importlib.util.spec_from_file_location(
+            name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+
+
+def _use_this_checkout() -> None:
+    """Import purejit from this checkout (a no-op once purejit is imported)."""
+    if "purejit" not in sys.modules and _Checkout not in sys.meta_path:
+        sys.meta_path.insert(0, _Checkout)
+
+
 def _module_entry(name: str, modules: dict[str, Entry]) -> tuple[str, Entry] | None:
     """The [modules] entry covering `name`: its own, or its nearest listed parent's."""
     parts = name.split(".")
@@ -251,8 +274,7 @@ def survey(
     import jax
     import jaxlib
 
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
+    _use_this_checkout()
     from purejit import compat
 
     if compat.installed():
