@@ -86,6 +86,12 @@ def test_readme_table_is_current(coverage, result):
     assert details == coverage.details_page(result), (
         "docs/coverage.md is stale: run `python tools/coverage.py --readme`"
     )
+    committed = json.loads((ROOT / "docs" / "coverage" / f"jax-{result['jax']}.json").read_text())
+    now = coverage._report_json(result)
+    assert {**committed, "python": None} == {**now, "python": None}, (
+        f"docs/coverage/jax-{result['jax']}.json is stale: run "
+        "`python tools/coverage.py --out docs/coverage/`"
+    )
 
 
 def test_a_missing_name_fails(coverage, result):
