@@ -150,3 +150,20 @@ def test_version_reports_name_what_other_versions_lack(coverage, result, tmp_pat
     assert "- `jax.numpy`: `sin`" in section.split("## ", 1)[0]
     assert "`new_name`" in md.split("## In jax 9.9.9, not in", 1)[1]
     assert (tmp_path / "jax-9.9.9.md").exists()
+
+
+def test_a_declared_only_name_counts_as_a_gap(coverage, result):
+    """A name drop-in mode has only as a declaration that raises is listed, not present."""
+    E = coverage.Entry
+    here = {
+        "minimize": E("declared only: raises NotImplementedError"),
+        "OptimizeResults": E("x: y"),
+    }
+    info = coverage._survey_module("jax.scipy.optimize", here, {}, result["jax"])
+    assert "minimize" not in info["present"] and "minimize" in info["listed"]
+    assert not info["stale"] and coverage.kind_counts(info)["declared only"] == 1
+    # an entry that says "declared only" for a name purejit does not have at all is stale
+    info = coverage._survey_module(
+        "jax.image", {"resize": E("declared only: x")}, {}, result["jax"]
+    )
+    assert info["stale"] == ["resize"]

@@ -16,7 +16,9 @@ A name that purejit lacks must be listed, with the reason, in
   ...) is listed there as "not public API: ...", never skipped silently;
 - a reason starts with its kind: "not implemented yet: <what is missing>" (a gap),
   "not planned: <why>", "not public: <why>" (a helper JAX's module imports for itself),
-  "not public API: <why>" (a module JAX does not document).
+  "not public API: <why>" (a module JAX does not document), and for a name drop-in mode
+  has only as a declaration that raises NotImplementedError when used (so that libraries
+  import), "declared only: <what is missing>": counted as a gap, not as present.
 
 Names of one jax version only: an entry may be an inline table with the jax versions it is
 for, `name = { reason = "...", jax = ">=0.11" }` (comma-separated `>=`, `>`, `<`, `<=`,
@@ -70,7 +72,7 @@ _STDLIB_ORIGINS = ("builtins", "typing", "typing_extensions", "functools", "coll
                    "__future__", "abc", "dataclasses", "enum", "contextlib", "itertools",
                    "operator", "types")  # fmt: skip
 _MISSING = object()
-KINDS = ("not implemented yet", "not planned", "not public", "not public API")
+KINDS = ("not implemented yet", "declared only", "not planned", "not public", "not public API")
 
 
 class Entry(NamedTuple):
@@ -89,7 +91,7 @@ def reason_kind(reason: str) -> str:
     head = reason.split(":", 1)[0].strip() if ":" in reason else reason.strip()
     if head in ("not yet", "not implemented", "not implemented yet") or head.startswith("pending"):
         return "not implemented yet"
-    if head in ("not public", "not public API"):
+    if head in ("not public", "not public API", "declared only"):
         return head
     return "not planned"
 
@@ -339,7 +341,9 @@ def _survey_module(name, listed_here, modules_table, version, found=None) -> dic
     }
     if names is None:
         return info
-    present = [n for n in names if view is not None and hasattr(view, n)]
+    has = {n for n in names if view is not None and hasattr(view, n)}
+    declared = {n for n, e in listed_here.items() if reason_kind(e.reason) == "declared only"}
+    present = [n for n in names if n in has and n not in declared]
     listed, neither = {}, []
     for n in names:
         if n in present:
@@ -354,6 +358,7 @@ def _survey_module(name, listed_here, modules_table, version, found=None) -> dic
     stale = sorted(
         n for n, e in listed_here.items()
         if n in present_set or (n in name_set) != version_in(version, e.jax)
+        or (n in declared and n in name_set and n not in has)
     )  # fmt: skip
     info.update(names=names, present=present, listed=listed, neither=neither, stale=stale)
     return info
@@ -379,7 +384,7 @@ def kind_counts(info: dict) -> Counter:
 
 def _counts_row(info: dict) -> tuple[int, ...]:
     k = kind_counts(info)
-    return (len(info["names"]), len(info["present"]), k["not implemented yet"],
+    return (len(info["names"]), len(info["present"]), k["not implemented yet"] + k["declared only"],
             k["not planned"], k["not public"] + k["not public API"])  # fmt: skip
 
 
@@ -581,7 +586,7 @@ def version_report(report: dict, others: list[dict]) -> str:
         f"{t['modules']} public modules walked: {t['modules'] - t['whole']} checked name by "
         f"name, {t['whole']} listed as a whole; {t['unimportable']} not importable here. "
         f"{t['names']} public names: {t['present']} present, {t['not implemented yet']} not "
-        f"implemented yet, {t['not planned']} not planned, "
+        f"implemented yet, {t['declared only']} declared only, {t['not planned']} not planned, "
         f"{t['not public'] + t['not public API']} not public, {t['neither']} neither present "
         "nor listed.",
         "",
