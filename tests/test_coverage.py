@@ -86,9 +86,12 @@ def test_readme_table_is_current(coverage, result):
     assert details == coverage.details_page(result), (
         "docs/coverage.md is stale: run `python tools/coverage.py --readme`"
     )
+    # the modules checked name by name (which optional modules import depends on the machine)
     committed = json.loads((ROOT / "docs" / "coverage" / f"jax-{result['jax']}.json").read_text())
     now = coverage._report_json(result)
-    assert {**committed, "python": None} == {**now, "python": None}, (
+    names = [m for m, i in now["modules"].items() if i["whole"] is None and not i["error"]]
+    assert names == [m for m in names if m in committed["modules"]]
+    assert [committed["modules"][m] for m in names] == [now["modules"][m] for m in names], (
         f"docs/coverage/jax-{result['jax']}.json is stale: run "
         "`python tools/coverage.py --out docs/coverage/`"
     )
