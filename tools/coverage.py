@@ -37,6 +37,8 @@ not checked.
     python tools/coverage.py --readme   # rewrite the table in README.md and docs/coverage.md
     python tools/coverage.py --out docs/coverage/  # docs/coverage/jax-<version>.md and .json
     python tools/coverage.py --prune    # drop listed names that purejit now has
+    python tools/coverage.py --names-from docs/coverage/jax-0.11.2.json --out docs/coverage/
+        # another jax's public names (from its committed report) against this checkout
 
 Needs only jax, purejit (from this checkout) and numpy. The JAX modules are read from the
 installed jax (a reference, as in the tests); purejit never imports this file.
