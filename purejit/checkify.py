@@ -182,9 +182,7 @@ def check(pred, msg: str, *fmt_args, **fmt_kwargs) -> None:
     """Check that every element of `pred` is true; else the failure reports
     `msg.format(*fmt_args, **fmt_kwargs)`. Outside `checkify` a concrete failure raises
     `JaxRuntimeError` at once; inside, the check becomes part of the returned `Error`."""
-    shape, dtype = getattr(pred, "shape", ()), getattr(pred, "dtype", np.dtype(bool))
-    if not (isinstance(pred, (bool, np.bool_)) or (shape == () and dtype == np.dtype(bool))):
-        raise TypeError(f"check takes a scalar pred as argument, got {pred}")
+    _scalar_pred("check", pred)
     failed = jnp.logical_not(pred)
     message = msg + _FAILED
     frames = _frames()
@@ -196,6 +194,23 @@ def check(pred, msg: str, *fmt_args, **fmt_kwargs) -> None:
         raise _not_functionalised()
     if bool(np.asarray(failed)):
         raise JaxRuntimeError(message.format(*fmt_args, **fmt_kwargs))
+
+
+def _scalar_pred(name: str, pred) -> None:
+    shape, dtype = getattr(pred, "shape", ()), getattr(pred, "dtype", np.dtype(bool))
+    if not (isinstance(pred, (bool, np.bool_)) or (shape == () and dtype == np.dtype(bool))):
+        raise TypeError(f"{name} takes a scalar pred as argument, got {pred}")
+
+
+def debug_check(pred, msg: str, *fmt_args, **fmt_kwargs) -> None:
+    """`check` inside `checkify`; outside it nothing happens, even on a concrete failure."""
+    _scalar_pred("debug_check", pred)
+    if _frames():
+        check(pred, msg, *fmt_args, **fmt_kwargs)
+
+
+# the Error of a run in which no check failed (JAX's `checkify.init_error`)
+init_error = Error((), (), ())
 
 
 def check_error(error: Error) -> None:
@@ -274,9 +289,11 @@ __all__ = [
     "check",
     "check_error",
     "checkify",
+    "debug_check",
     "div_checks",
     "float_checks",
     "index_checks",
+    "init_error",
     "nan_checks",
     "user_checks",
 ]

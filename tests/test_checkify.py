@@ -82,3 +82,27 @@ def test_message_of_typed_keys():
 
     err, _ = purejit.jit(checkify.checkify(f))(key)
     assert "key<fry>" in err.get()
+
+
+def test_debug_check_only_inside_checkify_and_init_error():
+    def g(x):
+        checkify.debug_check(x > 0, "x must be positive, got {}", x)
+        return x * 2
+
+    def jg(x):
+        jcheckify.debug_check(x > 0, "x must be positive, got {}", x)
+        return x * 2
+
+    # outside checkify a failing debug_check does nothing (JAX's too)
+    x, jx = np.float32(-1.0), jax.numpy.float32(-1.0)
+    assert float(g(x)) == -2.0 and float(jg(jx)) == -2.0
+    err, y = purejit.jit(checkify.checkify(g))(x)
+    jerr, _ = jax.jit(jcheckify.checkify(jg))(jx)
+    assert err.get().split(" (")[0] == jerr.get().split(" (")[0] == "x must be positive, got -1.0"
+    assert float(y) == -2.0
+    with pytest.raises(TypeError, match="debug_check takes a scalar pred"):
+        checkify.debug_check(np.array([True, False]), "no")
+    # the Error of a run where nothing failed, as JAX's
+    assert checkify.init_error.get() is None and jcheckify.init_error.get() is None
+    checkify.init_error.throw()
+    checkify.check_error(checkify.init_error)

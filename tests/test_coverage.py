@@ -86,6 +86,15 @@ def test_readme_table_is_current(coverage, result):
     assert details == coverage.details_page(result), (
         "docs/coverage.md is stale: run `python tools/coverage.py --readme`"
     )
+    # the modules checked name by name (which optional modules import depends on the machine)
+    committed = json.loads((ROOT / "docs" / "coverage" / f"jax-{result['jax']}.json").read_text())
+    now = coverage._report_json(result)
+    names = [m for m, i in now["modules"].items() if i["whole"] is None and not i["error"]]
+    assert names == [m for m in names if m in committed["modules"]]
+    assert [committed["modules"][m] for m in names] == [now["modules"][m] for m in names], (
+        f"docs/coverage/jax-{result['jax']}.json is stale: run "
+        "`python tools/coverage.py --out docs/coverage/`"
+    )
 
 
 def test_a_missing_name_fails(coverage, result):
@@ -144,3 +153,20 @@ def test_version_reports_name_what_other_versions_lack(coverage, result, tmp_pat
     assert "- `jax.numpy`: `sin`" in section.split("## ", 1)[0]
     assert "`new_name`" in md.split("## In jax 9.9.9, not in", 1)[1]
     assert (tmp_path / "jax-9.9.9.md").exists()
+
+
+def test_a_declared_only_name_counts_as_a_gap(coverage, result):
+    """A name drop-in mode has only as a declaration that raises is listed, not present."""
+    E = coverage.Entry
+    here = {
+        "minimize": E("declared only: raises NotImplementedError"),
+        "OptimizeResults": E("x: y"),
+    }
+    info = coverage._survey_module("jax.scipy.optimize", here, {}, result["jax"])
+    assert "minimize" not in info["present"] and "minimize" in info["listed"]
+    assert not info["stale"] and coverage.kind_counts(info)["declared only"] == 1
+    # an entry that says "declared only" for a name purejit does not have at all is stale
+    info = coverage._survey_module(
+        "jax.image", {"resize": E("declared only: x")}, {}, result["jax"]
+    )
+    assert info["stale"] == ["resize"]

@@ -16,7 +16,9 @@ A name that purejit lacks must be listed, with the reason, in
   ...) is listed there as "not public API: ...", never skipped silently;
 - a reason starts with its kind: "not implemented yet: <what is missing>" (a gap),
   "not planned: <why>", "not public: <why>" (a helper JAX's module imports for itself),
-  "not public API: <why>" (a module JAX does not document).
+  "not public API: <why>" (a module JAX does not document), and for a name drop-in mode
+  has only as a declaration that raises NotImplementedError when used (so that libraries
+  import), "declared only: <what is missing>": counted as a gap, not as present.
 
 Names of one jax version only: an entry may be an inline table with the jax versions it is
 for, `name = { reason = "...", jax = ">=0.11" }` (comma-separated `>=`, `>`, `<`, `<=`,
@@ -35,6 +37,8 @@ not checked.
     python tools/coverage.py --readme   # rewrite the table in README.md and docs/coverage.md
     python tools/coverage.py --out docs/coverage/  # docs/coverage/jax-<version>.md and .json
     python tools/coverage.py --prune    # drop listed names that purejit now has
+    python tools/coverage.py --names-from docs/coverage/jax-0.11.2.json --out docs/coverage/
+        # another jax's public names (from its committed report) against this checkout
 
 Needs only jax, purejit (from this checkout) and numpy. The JAX modules are read from the
 installed jax (a reference, as in the tests); purejit never imports this file.
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import pkgutil
@@ -69,7 +74,7 @@ _STDLIB_ORIGINS = ("builtins", "typing", "typing_extensions", "functools", "coll
                    "__future__", "abc", "dataclasses", "enum", "contextlib", "itertools",
                    "operator", "types")  # fmt: skip
 _MISSING = object()
-KINDS = ("not implemented yet", "not planned", "not public", "not public API")
+KINDS = ("not implemented yet", "declared only", "not planned", "not public", "not public API")
 
 
 class Entry(NamedTuple):
@@ -88,7 +93,7 @@ def reason_kind(reason: str) -> str:
     head = reason.split(":", 1)[0].strip() if ":" in reason else reason.strip()
     if head in ("not yet", "not implemented", "not implemented yet") or head.startswith("pending"):
         return "not implemented yet"
-    if head in ("not public", "not public API"):
+    if head in ("not public", "not public API", "declared only"):
         return head
     return "not planned"
 
@@ -217,6 +222,28 @@ def _mirror(name: str):
         return target, None, f"purejit's {target} fails to import: {_error(e)}"
 
 
+class _Checkout:
+    """Finds purejit and its package-dir children (`purejit.ir` is ir/, `purejit.passes` is
+    passes/, as pyproject.toml maps them) in this checkout, installed or not."""
+
+    roots = {"purejit": "purejit", "purejit.ir": "ir", "purejit.passes": "passes"}
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name not in cls.roots:
+            return None
+        folder = ROOT / cls.roots[name]
+        return importlib.util.spec_from_file_location(
+            name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+
+
+def _use_this_checkout() -> None:
+    """Import purejit from this checkout (a no-op once purejit is imported)."""
+    if "purejit" not in sys.modules and _Checkout not in sys.meta_path:
+        sys.meta_path.insert(0, _Checkout)
+
+
 def _module_entry(name: str, modules: dict[str, Entry]) -> tuple[str, Entry] | None:
     """The [modules] entry covering `name`: its own, or its nearest listed parent's."""
     parts = name.split(".")
@@ -251,8 +278,7 @@ def survey(
     import jax
     import jaxlib
 
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
+    _use_this_checkout()
     from purejit import compat
 
     if compat.installed():
@@ -317,7 +343,9 @@ def _survey_module(name, listed_here, modules_table, version, found=None) -> dic
     }
     if names is None:
         return info
-    present = [n for n in names if view is not None and hasattr(view, n)]
+    has = {n for n in names if view is not None and hasattr(view, n)}
+    declared = {n for n, e in listed_here.items() if reason_kind(e.reason) == "declared only"}
+    present = [n for n in names if n in has and n not in declared]
     listed, neither = {}, []
     for n in names:
         if n in present:
@@ -332,6 +360,7 @@ def _survey_module(name, listed_here, modules_table, version, found=None) -> dic
     stale = sorted(
         n for n, e in listed_here.items()
         if n in present_set or (n in name_set) != version_in(version, e.jax)
+        or (n in declared and n in name_set and n not in has)
     )  # fmt: skip
     info.update(names=names, present=present, listed=listed, neither=neither, stale=stale)
     return info
@@ -357,7 +386,7 @@ def kind_counts(info: dict) -> Counter:
 
 def _counts_row(info: dict) -> tuple[int, ...]:
     k = kind_counts(info)
-    return (len(info["names"]), len(info["present"]), k["not implemented yet"],
+    return (len(info["names"]), len(info["present"]), k["not implemented yet"] + k["declared only"],
             k["not planned"], k["not public"] + k["not public API"])  # fmt: skip
 
 
@@ -443,19 +472,16 @@ def details_page(result: dict) -> str:
         if info["listed"]:
             out += ["", "| name | why it is missing |", "|---|---|"]
             out += [f"| `{n}` | {r} |" for n, r in sorted(info["listed"].items())]
-    out += ["", "## Modules listed as a whole", ""]
-    out += ["| JAX module | purejit (drop-in) | names | present | why |", "|---|---|---:|---:|---|"]
+    # which optional modules import depends on the machine (tensorflow, tensorstore, absl):
+    # the per-version reports count their names; this page names them only
+    out += ["", "## Modules listed as a whole", "",
+            "Each with the modules below it; their names, per jax version: "
+            "[docs/coverage/](coverage/).", "",
+            "| JAX module | purejit (drop-in) | why |", "|---|---|---|"]  # fmt: skip
     for name, info in result["modules"].items():
-        if info["whole"] is None:
-            continue
-        own = info["whole"]["module"] == name
-        why = info["whole"]["reason"] if own else f"as `{info['whole']['module']}`"
-        for error in (info["error"], info["mirror_error"]):
-            why += f" ({error})" if error else ""
-        out.append(
-            f"| `{name}` | `{info['purejit'] or '—'}` | {len(info['names'])} | "
-            f"{len(info['present'])} | {why} |"
-        )
+        if info["whole"] is not None and info["whole"]["module"] == name:
+            reason = info["whole"]["reason"]
+            out.append(f"| `{name}` | `{info['purejit'] or '—'}` | {reason} |")
     return "\n".join(out) + "\n"
 
 
@@ -559,7 +585,7 @@ def version_report(report: dict, others: list[dict]) -> str:
         f"{t['modules']} public modules walked: {t['modules'] - t['whole']} checked name by "
         f"name, {t['whole']} listed as a whole; {t['unimportable']} not importable here. "
         f"{t['names']} public names: {t['present']} present, {t['not implemented yet']} not "
-        f"implemented yet, {t['not planned']} not planned, "
+        f"implemented yet, {t['declared only']} declared only, {t['not planned']} not planned, "
         f"{t['not public'] + t['not public API']} not public, {t['neither']} neither present "
         "nor listed.",
         "",

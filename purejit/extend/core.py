@@ -21,8 +21,10 @@ from typing import Callable
 
 import numpy as np
 
+from purejit import dtypes as pdt
 from purejit.ir import TensorType
 from purejit.ir.ops.user_primitive import register_use
+from purejit.random._keys import PRNGKeyArray
 from purejit.runtime import eval_trace
 from purejit.tracing import (
     ShapedArray,
@@ -64,6 +66,26 @@ def _as_aval(x, what: str) -> ShapedArray:
 def get_aval(x) -> ShapedArray:
     """The abstract value of an array, tracer or Python scalar."""
     return aval_of(x)
+
+
+def valid_jaxtype(x) -> bool:
+    """Whether `x` can be an array argument: an array, a tracer, a Python or NumPy scalar,
+    or a typed PRNG key (not a list, a string or None)."""
+    if isinstance(x, PRNGKeyArray):
+        return True
+    try:
+        aval_of(x)
+    except TypeError:
+        return False
+    return True
+
+
+def primal_dtype_to_tangent_dtype(primal_dtype) -> np.dtype:
+    """The dtype of a tangent of values of `primal_dtype`: the same for floating and complex
+    dtypes, float0 (no data) for integers, bool and PRNG keys."""
+    if pdt.is_key_dtype(primal_dtype):
+        return pdt.float0
+    return tangent_aval(ShapedArray((), np.dtype(primal_dtype))).dtype
 
 
 def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
@@ -322,6 +344,8 @@ __all__ = [
     "find_top_trace",
     "get_opaque_trace_state",
     "mapped_aval",
+    "primal_dtype_to_tangent_dtype",
     "subjaxprs",
     "unmapped_aval",
+    "valid_jaxtype",
 ]
