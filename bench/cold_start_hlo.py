@@ -74,8 +74,10 @@ def stacking_bytes(text: str) -> dict[str, int]:
         inner = body(line) if op == "fusion" else ""
         if op == "concatenate" or " concatenate(" in inner:
             out["stack"] += nbytes
-        elif (op == "broadcast" or " broadcast(" in inner) and operands and all(
-            u in consts for u in operands
+        elif (
+            (op == "broadcast" or " broadcast(" in inner)
+            and operands
+            and all(u in consts for u in operands)
         ):
             if dims.count(",") >= 1:  # a stacked buffer, not a scalar's splat
                 zeros.add(name)
@@ -84,9 +86,7 @@ def stacking_bytes(text: str) -> dict[str, int]:
             zeros.add(name)
             out["ys_init"] += nbytes
         elif any(u in loop_results for u in operands) and (
-            op in ("slice", "dynamic-slice")
-            or " slice(" in inner
-            or " dynamic-slice(" in inner
+            op in ("slice", "dynamic-slice") or " slice(" in inner or " dynamic-slice(" in inner
         ):
             out["unstack"] += nbytes
     return out
