@@ -11,6 +11,9 @@ as bytes written per call:
     stack      instructions that concatenate (a fusion whose computation holds `concatenate`)
     ys_init    constant broadcasts that become a loop's operand, and their copies
     unstack    instructions reading a loop's result through a `slice`/`dynamic-slice`
+
+Fusions that compute (an update of a layer's parameter reading a slice of the stacked
+gradients) are left out: the unrolled program does that work too.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import re
 
 _BYTES = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2, "f32": 4,
           "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8, "c64": 8, "c128": 16}  # fmt: skip
+_MOVES = {"parameter", "slice", "dynamic-slice", "bitcast", "reshape", "copy", "transpose",
+          "concatenate", "broadcast", "constant", "tuple", "get-tuple-element"}  # fmt: skip
 _INSTR = re.compile(r"^\s*(?:ROOT )?%([\w.\-]+) = ([a-z0-9]+)\[([0-9,]*)\]\S* ([\w\-]+)\((.*)")
 
 
@@ -68,10 +73,16 @@ def stacking_bytes(text: str) -> dict[str, int]:
         m = re.search(r"calls=%([\w.\-]+)", line)
         return "\n".join(comps.get(m.group(1), [])) if m else ""
 
+    def moves_only(inner: str) -> bool:  # a fusion that computes nothing, only moves data
+        ops = set(re.findall(r"\] ([a-z\-]+)\(", inner))
+        return ops <= _MOVES
+
     for name, dtype, dims, op, rest, line in instrs:
         nbytes = _nbytes(dtype, dims)
         operands = re.findall(r"%([\w.\-]+)", rest.split("),")[0])
         inner = body(line) if op == "fusion" else ""
+        if inner and not moves_only(inner):
+            continue  # arithmetic reading a slice (an update of a layer's parameter) is work
         if op == "concatenate" or " concatenate(" in inner:
             out["stack"] += nbytes
         elif (
