@@ -202,7 +202,14 @@ def _roll_child(args):
         out["steady"] = best_of(lambda: np.asarray(f(params, x)), n=10)
         out["checksum"] = float(np.abs(y).sum())
     if variant.startswith("purejit"):
-        out["timings"] = next(iter(f.cache.values())).lowered.timings
+        from bench.cold_start_hlo import stacking_bytes
+
+        compiled = next(iter(f.cache.values()))
+        out["timings"] = compiled.lowered.timings
+        out["hlo_bytes"] = stacking_bytes(compiled.as_text())
+    else:
+        compiled = f.lower(params, x).compile()
+    out["temp"] = compiled.memory_analysis().temp_size_in_bytes
     print("RESULT " + json.dumps(out))
 
 
@@ -219,9 +226,10 @@ def _roll_sweep(args) -> dict:
     )
     print(
         "| layers | variant | first call (s) | vs jax.jit unrolled | vs jax.jit scan | trace "
-        "| passes | emit | XLA compile | steady (ms) | steady vs unrolled |"
+        "| passes | emit | XLA compile | steady (ms) | steady vs unrolled | temporaries (MiB) "
+        "| stack / ys zero-fill / unstack per call (MiB) |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     rows = {}
     for layers in [int(n) for n in args.roll_sweep.split(",")]:
         args.layers = layers
@@ -236,12 +244,16 @@ def _roll_sweep(args) -> dict:
             split = [f"{t[k]:.3f}" if k in t else "-" for k in ("trace", "passes", "emit")]
             xla = t.get("xla_compile")
             base = got["purejit unrolled"] if name.startswith("purejit") else ju
+            m = r.get("hlo_bytes")
+            moved = "-"
+            if m and m["loops"]:
+                moved = " / ".join(f"{m[k] / 2**20:.2f}" for k in ("stack", "ys_init", "unstack"))
             print(
                 f"| {layers} | {name} | {r['first_call']:.3f} "
                 f"| {r['first_call'] / ju['first_call']:.2f}x "
                 f"| {r['first_call'] / js['first_call']:.2f}x | {' | '.join(split)} "
                 f"| {'-' if xla is None else f'{xla:.3f}'} | {r['steady'] * 1e3:.2f} "
-                f"| {r['steady'] / base['steady']:.2f}x |"
+                f"| {r['steady'] / base['steady']:.2f}x | {r['temp'] / 2**20:.1f} | {moved} |"
             )
         sums = [r["checksum"] for r in got.values()]
         spread = (max(sums) - min(sums)) / max(abs(max(sums)), 1e-30)
@@ -292,7 +304,7 @@ def _roll_ab(args) -> dict:
             temp, moved = {}, {}
             for r, f in fs.items():
                 purejit.tree_util.tree_map(np.asarray, f(dev, x))
-                compiled = f.lower(dev, x).compile()
+                compiled = next(iter(f.cache.values()))
                 temp[r] = compiled.memory_analysis().temp_size_in_bytes
                 moved[r] = stacking_bytes(compiled.as_text())
             times = {r: float("inf") for r in fs}
