@@ -58,6 +58,8 @@ import time
 
 import numpy as np
 
+from bench.cold_start_roll import roll_ab
+
 
 def _train_child(args):
     """One cold first call of bench.train's training step, in this fresh process."""
@@ -262,72 +264,6 @@ def _roll_sweep(args) -> dict:
     return rows
 
 
-def _roll_ab(args) -> dict:
-    """Steady step of purejit rolled against unrolled, interleaved in this one process (a
-    fairer ratio than separate processes on a busy machine), best of `--ab-calls`, for the
-    loop traced flat and for the loop over a jitted layer; with each program's temporaries
-    and, from the rolled program's compiled HLO, the bytes it writes per call stacking
-    per-layer arrays, zero-filling its loops' stacked outputs and slicing rows back out
-    (`bench/cold_start_hlo.py`)."""
-    import purejit
-    import purejit.numpy as xp
-    from bench.cold_start_hlo import stacking_bytes
-    from bench.models import transformer, transformer_params
-
-    params = transformer_params(args.layers, args.d, np.random.default_rng(0))
-    x = np.random.default_rng(1).standard_normal((args.batch, args.seq, args.d)).astype(np.float32)
-
-    def block(x, p):
-        return transformer(xp, [p], x, args.heads)
-
-    def programs(layer):
-        def forward(ps, x):
-            for p in ps:
-                x = layer(x, p)
-            return x
-
-        def loss(ps, x):
-            return xp.mean(forward(ps, x) ** 2)
-
-        def step(ps, x):
-            value, grads = purejit.value_and_grad(loss)(ps, x)
-            return purejit.tree_util.tree_map(lambda p, g: p - 1e-3 * g, ps, grads), value
-
-        return (("forward", forward), ("training step", step))
-
-    best = {}
-    forms = {"flat loop": block, "jitted layer": purejit.jit(block)}
-    for form in args.roll_forms.split(","):
-        for what, fun in programs(forms[form]):
-            fs = {r: purejit.jit(fun, compiler_options={"roll_layers": r}) for r in (False, True)}
-            dev = purejit.tree_util.tree_map(xp.asarray, params)
-            temp, moved = {}, {}
-            for r, f in fs.items():
-                purejit.tree_util.tree_map(np.asarray, f(dev, x))
-                compiled = next(iter(f.cache.values()))
-                temp[r] = compiled.memory_analysis().temp_size_in_bytes
-                moved[r] = stacking_bytes(compiled.as_text())
-            times = {r: float("inf") for r in fs}
-            for _ in range(args.ab_calls):
-                for r, f in fs.items():
-                    t0 = time.perf_counter()
-                    purejit.tree_util.tree_map(np.asarray, f(dev, x))
-                    times[r] = min(times[r], time.perf_counter() - t0)
-            m = moved[True]
-            best[f"{form}, {what}"] = {"times": times, "temp": temp, "hlo_bytes": m}
-            print(
-                f"{args.layers} layers, {form}, {what}: unrolled {times[False] * 1e3:.2f} ms, "
-                f"rolled {times[True] * 1e3:.2f} ms, rolled / unrolled "
-                f"{times[True] / times[False]:.3f}x; temporaries {temp[False] / 2**20:.1f} -> "
-                f"{temp[True] / 2**20:.1f} MiB ({temp[True] / max(temp[False], 1):.2f}x); "
-                f"rolled HLO per call: {m['loops']} loops, stack {m['stack'] / 2**20:.2f} MiB, "
-                f"ys zero-fill {m['ys_init'] / 2**20:.2f} MiB, unstack "
-                f"{m['unstack'] / 2**20:.2f} MiB",
-                flush=True,
-            )
-    return best
-
-
 def _child(args):
     if args.variant is not None:
         return _roll_child(args)
@@ -478,6 +414,11 @@ def main(argv=None):
         help="--roll-ab: which forms of the loop, comma-separated: flat loop, jitted layer",
     )
     ap.add_argument("--ab-calls", type=int, default=10, help="--roll-ab: timed calls each")
+    ap.add_argument(
+        "--workload",
+        default="transformer",
+        help="--roll-ab: transformer (bench.models), mlp, conv or rnn (a scan in each layer)",
+    )
     ap.add_argument("--variant", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=("purejit", "jax"), help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
@@ -493,7 +434,7 @@ def main(argv=None):
         for k, v in defaults.items():
             if getattr(args, k) is None:
                 setattr(args, k, v)
-        return _roll_ab(args) if args.roll_ab else _roll_sweep(args)
+        return roll_ab(args) if args.roll_ab else _roll_sweep(args)
     if args.train:
         if not args.repeats:
             raise SystemExit("--train runs the cold-only protocol: give --repeats N (N >= 1)")
