@@ -35,7 +35,8 @@ over stacked parameters, and purejit rolled with the loop traced flat (no jitted
 first call, purejit's trace / passes / emit / XLA compile, steady call. The training step
 is `value_and_grad` of the mean square output plus SGD on the donated parameters.
 `--roll-ab [--layers N]` times the steady forward and training step of purejit rolled and
-unrolled interleaved in one process (the flat loop).
+unrolled interleaved in one process (the loop traced flat and over a jitted layer), with
+temporaries and the bytes the rolled program's compiled HLO spends stacking and unstacking.
 
 The model is `bench.models.transformer` (pre-LN encoder, written once for purejit.numpy and
 jax.numpy). Prints a Markdown table with the first-call times, the warm/cold ratios (the
@@ -56,6 +57,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from bench.cold_start_roll import roll_ab
 
 
 def _train_child(args):
@@ -201,7 +204,14 @@ def _roll_child(args):
         out["steady"] = best_of(lambda: np.asarray(f(params, x)), n=10)
         out["checksum"] = float(np.abs(y).sum())
     if variant.startswith("purejit"):
-        out["timings"] = next(iter(f.cache.values())).lowered.timings
+        from bench.cold_start_hlo import stacking_bytes
+
+        compiled = next(iter(f.cache.values()))
+        out["timings"] = compiled.lowered.timings
+        out["hlo_bytes"] = stacking_bytes(compiled.as_text())
+    else:
+        compiled = f.lower(params, x).compile()
+    out["temp"] = compiled.memory_analysis().temp_size_in_bytes
     print("RESULT " + json.dumps(out))
 
 
@@ -218,9 +228,10 @@ def _roll_sweep(args) -> dict:
     )
     print(
         "| layers | variant | first call (s) | vs jax.jit unrolled | vs jax.jit scan | trace "
-        "| passes | emit | XLA compile | steady (ms) | steady vs unrolled |"
+        "| passes | emit | XLA compile | steady (ms) | steady vs unrolled | temporaries (MiB) "
+        "| stack / ys zero-fill / unstack per call (MiB) |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     rows = {}
     for layers in [int(n) for n in args.roll_sweep.split(",")]:
         args.layers = layers
@@ -235,58 +246,22 @@ def _roll_sweep(args) -> dict:
             split = [f"{t[k]:.3f}" if k in t else "-" for k in ("trace", "passes", "emit")]
             xla = t.get("xla_compile")
             base = got["purejit unrolled"] if name.startswith("purejit") else ju
+            m = r.get("hlo_bytes")
+            moved = "-"
+            if m and m["loops"]:
+                moved = " / ".join(f"{m[k] / 2**20:.2f}" for k in ("stack", "ys_init", "unstack"))
             print(
                 f"| {layers} | {name} | {r['first_call']:.3f} "
                 f"| {r['first_call'] / ju['first_call']:.2f}x "
                 f"| {r['first_call'] / js['first_call']:.2f}x | {' | '.join(split)} "
                 f"| {'-' if xla is None else f'{xla:.3f}'} | {r['steady'] * 1e3:.2f} "
-                f"| {r['steady'] / base['steady']:.2f}x |"
+                f"| {r['steady'] / base['steady']:.2f}x | {r['temp'] / 2**20:.1f} | {moved} |"
             )
         sums = [r["checksum"] for r in got.values()]
         spread = (max(sums) - min(sums)) / max(abs(max(sums)), 1e-30)
         if spread > 1e-3:
             raise AssertionError(f"{layers} layers: the variants disagree ({sums})")
     return rows
-
-
-def _roll_ab(args) -> dict:
-    """Steady step of purejit rolled against unrolled, interleaved in this one process (a
-    fairer ratio than separate processes on a busy machine): the flat loop, best of 10."""
-    import purejit
-    import purejit.numpy as xp
-    from bench.models import transformer, transformer_params
-
-    params = transformer_params(args.layers, args.d, np.random.default_rng(0))
-    x = np.random.default_rng(1).standard_normal((args.batch, args.seq, args.d)).astype(np.float32)
-
-    def loss(ps, x):
-        return xp.mean(transformer(xp, ps, x, args.heads) ** 2)
-
-    def step(ps, x):
-        value, grads = purejit.value_and_grad(loss)(ps, x)
-        return purejit.tree_util.tree_map(lambda p, g: p - 1e-3 * g, ps, grads), value
-
-    def forward(ps, x):
-        return transformer(xp, ps, x, args.heads)
-
-    best = {}
-    for what, fun in (("forward", forward), ("training step", step)):
-        fs = {r: purejit.jit(fun, compiler_options={"roll_layers": r}) for r in (False, True)}
-        dev = purejit.tree_util.tree_map(xp.asarray, params)
-        for f in fs.values():
-            purejit.tree_util.tree_map(np.asarray, f(dev, x))
-        times = {r: float("inf") for r in fs}
-        for _ in range(10):
-            for r, f in fs.items():
-                t0 = time.perf_counter()
-                purejit.tree_util.tree_map(np.asarray, f(dev, x))
-                times[r] = min(times[r], time.perf_counter() - t0)
-        best[what] = times
-        print(
-            f"{args.layers} layers, {what}: unrolled {times[False] * 1e3:.2f} ms, rolled "
-            f"{times[True] * 1e3:.2f} ms, rolled / unrolled {times[True] / times[False]:.2f}x"
-        )
-    return best
 
 
 def _child(args):
@@ -433,6 +408,17 @@ def main(argv=None):
         action="store_true",
         help="steady step of purejit rolled vs unrolled, interleaved in one process",
     )
+    ap.add_argument(
+        "--roll-forms",
+        default="flat loop,jitted layer",
+        help="--roll-ab: which forms of the loop, comma-separated: flat loop, jitted layer",
+    )
+    ap.add_argument("--ab-calls", type=int, default=10, help="--roll-ab: timed calls each")
+    ap.add_argument(
+        "--workload",
+        default="transformer",
+        help="--roll-ab: transformer (bench.models), mlp, conv or rnn (a scan in each layer)",
+    )
     ap.add_argument("--variant", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=("purejit", "jax"), help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
@@ -448,7 +434,7 @@ def main(argv=None):
         for k, v in defaults.items():
             if getattr(args, k) is None:
                 setattr(args, k, v)
-        return _roll_ab(args) if args.roll_ab else _roll_sweep(args)
+        return roll_ab(args) if args.roll_ab else _roll_sweep(args)
     if args.train:
         if not args.repeats:
             raise SystemExit("--train runs the cold-only protocol: give --repeats N (N >= 1)")

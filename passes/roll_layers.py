@@ -16,9 +16,13 @@ at least `min_blocks` calls where
 
 and rewrites each run as one `scan` over the stacked per-block values. Results of the calls
 that are not carried become the scan's stacked ys, sliced back out where something reads
-them. A per-block operand that is consecutive rows of an earlier rolled scan's ys, in
-order or in reverse order, reads those rows directly (a reverse scan for the second case):
-this is what the backward pass of a rolled forward pass looks like under `grad`.
+them. A per-block operand that is rows of an earlier rolled scan's stack (its ys, or its
+stacked per-block operands) reads them from that stack: all of it in order as the scan's
+xs (a reverse scan when the rows come in reverse order), any other rows by passing the
+stack whole as a loop constant and the row of each block as an xs of indices (a slice
+would copy the rows, and XLA turns a slice of a concatenate into a second concatenate).
+This is what the backward pass of a rolled forward pass looks like under `grad`: it reads
+the forward's saved values and its stacked parameters, stacked once.
 
 Guarantees: the program computes exactly what it did (a scan runs its body once per block,
 in the chain's order, on the same values). A carried result that something outside the
@@ -42,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from purejit.ir import Function, Op, Value, get_op
+from purejit.ir import Function, Op, TensorType, Value, get_op
 from purejit.passes._isomorphism import bucket_key, compare
 from purejit.passes._outline import inline_marked, outline_repeats
 from purejit.passes.base import PassResult, has_effect
@@ -270,6 +274,18 @@ def _stack(values: list[Value], out: list[Op], unstacked: dict) -> tuple[Value, 
     return op.results[0], False
 
 
+def _rows_of(values: list[Value], unstacked: dict) -> tuple[Value, list[int]] | None:
+    """`(stack, rows)` when `values` are rows of one earlier stack (ys or stacked xs) other
+    than all of it in order (which is read as it is); else None."""
+    src = [unstacked.get(v) for v in values]
+    if not all(src) or len({id(s[0]) for s in src}) != 1:
+        return None
+    stack, idx = src[0][0], [s[1] for s in src]
+    if idx == list(range(stack.type.shape[0])):
+        return None
+    return stack, idx
+
+
 def _unstack(ys: Value, i: int, out: list[Op]) -> Value:
     """Row `i` of `ys` (ops appended to `out`)."""
     shape = ys.type.shape
@@ -313,10 +329,31 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
     reverse = _direction(mapped, unstacked)
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
     xs, reused, stack_bytes = [], 0, 0
-    for values in mapped:
+    # per-block operand -> (the earlier stack it reads rows of, the operand owning the index)
+    indexed: dict[int, tuple[Value, int]] = {}
+    index_of: dict[tuple, tuple[int, Value]] = {}
+    x_of: dict[int, Value] = {}  # per-block operand -> its xs
+    for j, values in zip(per, mapped):
         rows = [values[k] for k in order]
+        src = _rows_of(rows, unstacked)
+        if src is not None:
+            # rows of an earlier stack other than the whole of it in order: the body reads
+            # them from that stack (a loop constant) at an index passed as xs, where a slice
+            # (which XLA turns into a copy, or a second concatenate of the stacked operands)
+            # would copy them
+            stack, idx = src
+            if tuple(idx) not in index_of:  # one index xs per distinct list of rows
+                c = _new_op("constant", [], {"value": np.asarray(idx, np.int32)})
+                out.append(c)
+                index_of[tuple(idx)] = (j, c.results[0])
+                xs.append(c.results[0])
+                x_of[j] = c.results[0]
+            indexed[j] = (stack, index_of[tuple(idx)][0])
+            reused += 1
+            continue
         x, same = _stack(rows, out, unstacked)
         xs.append(x)
+        x_of[j] = x
         reused += same
         stack_bytes += 0 if same else x.type.nbytes
         if not same:  # a later scan reading the same values (the backward pass) reads x
@@ -330,16 +367,32 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
     # the scan's body: the first block's function with its parameters in scan order
     # (shared, carried, per-block slices, stacked constants) and its results (carried, ys)
     skip = set(run.constants)
-    params = [body.params[j] for j in (*shared, *carry_j, *per)]
+    stack_params = {j: Value(stack.type) for j, (stack, _) in indexed.items()}
+    owners = {k for _, k in indexed.values()}
+    index_params = {k: Value(TensorType((), np.dtype(np.int32))) for k in owners}
+    params = [body.params[j] for j in shared] + list(stack_params.values())
+    params += [body.params[j] for j in carry_j]
+    # one parameter per xs, in the order of `per`: a stack's slice, or a shared row index
+    params += [index_params[j] if j in owners else body.params[j] for j in per if j in x_of]
     params += [body.ops[p].results[0] for p in run.constants]
+    head = []  # an indexed operand's row: dynamic_slice then reshape, made as the old param
+    if indexed:
+        zero = _new_op("constant", [], {"value": np.asarray(0, np.int32)})
+        head.append(zero)
+    for j, (stack, k) in indexed.items():
+        starts = [index_params[k]] + [zero.results[0]] * (stack.type.rank - 1)
+        sizes = [1, *stack.type.shape[1:]]
+        ds = _new_op("dynamic_slice", [stack_params[j], *starts], {"slice_sizes": sizes})
+        row = Op("reshape", ds.results, {"shape": list(stack.type.shape[1:])}, [body.params[j]])
+        head += [ds, row]
     # a result that is a parameter needs no ys: it is the stacked (or shared) operand
     passed = {}
     for r, v in enumerate(body.results):
         if r in carry_r or v not in body.params:
             continue
         j = body.params.index(v)
-        if j in per:
-            passed[r] = ("per", xs[per.index(j)])
+        if j in per and j not in indexed:
+            passed[r] = ("per", x_of[j])
         elif j in shared:
             passed[r] = ("shared", rep.get(first.operands[j], first.operands[j]))
     ys_r = [r for r in range(len(body.results)) if r not in carry_r and r not in passed]
@@ -347,14 +400,16 @@ def _emit_run(ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, ou
     # one ys per distinct value (a body may return one value at several places)
     ys_values = list(dict.fromkeys(body.results[r] for r in ys_r))
     results = [body.results[r] for r in carry_r] + ys_values
-    kept = [op for k, op in enumerate(body.ops) if k not in skip]
+    kept = head + [op for k, op in enumerate(body.ops) if k not in skip]
     new_body = Function(body.name, params, kept, results)
-    operands = [rep.get(first.operands[j], first.operands[j]) for j in (*shared, *carry_j)]
+    operands = [rep.get(first.operands[j], first.operands[j]) for j in shared]
+    operands += [stack for stack, _ in indexed.values()]
+    operands += [rep.get(first.operands[j], first.operands[j]) for j in carry_j]
     attrs = {
         "length": n,
         "reverse": reverse,
         "unroll": 1,
-        "num_consts": len(shared),
+        "num_consts": len(shared) + len(indexed),
         "num_carry": len(carry_j),
     }
     scan = _new_op("scan", operands + xs, attrs, [new_body], loc=first.loc)

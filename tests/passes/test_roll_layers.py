@@ -17,6 +17,7 @@ from purejit.passes.roll_layers import RollLayers
 
 import purejit
 import purejit.numpy as pnp
+from bench.cold_start_hlo import stacking_bytes
 from bench.models import transformer, transformer_params
 from purejit import lax
 
@@ -526,5 +527,32 @@ def test_rolled_backward_stacks_what_a_layer_saves_inline():
     assert sum(v.type.nbytes for v in ys) / n <= 1.05 * top.saved_bytes / layers
     got = rolled(ps, x)
     want = purejit.jit(purejit.grad(loss_of(block)))(ps, x)
+    for a, b in zip(_leaves(got), _leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_the_backward_scan_reads_rows_of_the_forward_stacks_in_place():
+    ps, x = _mlp_params(6, d=16), np.ones((4, 16), np.float32)
+    model = _mlp(pnp, _residual(pnp))  # a flat loop: its first backward block differs
+
+    def loss(ps, x):
+        return pnp.sum(model(ps, x) ** 2)
+
+    rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
+    lowered = rolled.lower(ps, x)
+    fwd, bwd = [op for op in lowered.fn.ops if op.name == "scan"]
+    # the backward scan (5 blocks) takes the forward's stacks of 6 rows whole, as loop
+    # constants, and reads its rows by an index passed as xs
+    assert bwd.attrs["length"] == 5 and bwd.attrs["num_consts"] >= 2
+    consts = bwd.operands[: bwd.attrs["num_consts"]]
+    assert all(v.type.shape[0] == 6 for v in consts)
+    assert "dynamic_slice" in [op.name for op in bwd.regions[0].ops]
+    # XLA stacks each per-layer parameter once (a slice of the stack would become a second
+    # concatenate of the same parameters); the one other stack is the backward's layer
+    # inputs (x itself, then 4 rows of the forward's carried outputs)
+    moved = stacking_bytes(lowered.compile().as_text())
+    assert moved["loops"] == 2
+    assert moved["stack"] == sum(np.asarray(a).nbytes for a in jax.tree.leaves(ps)) + 5 * x.nbytes
+    got, want = rolled(ps, x), purejit.jit(purejit.grad(loss))(ps, x)
     for a, b in zip(_leaves(got), _leaves(want)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,103 @@
+"""What a rolled program spends moving per-layer arrays in and out of stacks, read from the
+compiled HLO (XLA's optimised module text, `compiled.as_text()`).
+
+PJRT has no sub-buffer views: a list of per-layer parameters is copied into one stack on
+every call, the loop's stacked outputs (a forward scan's saved residuals, a backward scan's
+per-layer gradients) are buffers the program fills (XLA zero-initialises them) and whose rows
+are sliced back out where something outside the loop reads a layer's value. Counted on the
+entry computation only (the loop bodies' own reads of their slices are the layer's work),
+as bytes written per call:
+
+    stack      instructions that concatenate (a fusion whose computation holds `concatenate`)
+    ys_init    constant broadcasts that become a loop's operand, and their copies
+    unstack    instructions reading a loop's result through a `slice`/`dynamic-slice`
+
+Fusions that compute (an update of a layer's parameter reading a slice of the stacked
+gradients) are left out: the unrolled program does that work too.
+"""
+
+from __future__ import annotations
+
+import re
+
+_BYTES = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2, "f32": 4,
+          "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8, "c64": 8, "c128": 16}  # fmt: skip
+_MOVES = {"parameter", "slice", "dynamic-slice", "bitcast", "reshape", "copy", "transpose",
+          "concatenate", "broadcast", "constant", "tuple", "get-tuple-element"}  # fmt: skip
+_INSTR = re.compile(r"^\s*(?:ROOT )?%([\w.\-]+) = ([a-z0-9]+)\[([0-9,]*)\]\S* ([\w\-]+)\((.*)")
+
+
+def _nbytes(dtype: str, dims: str) -> int:
+    n = _BYTES.get(dtype, 4)
+    for d in filter(None, dims.split(",")):
+        n *= int(d)
+    return n
+
+
+def _computations(text: str) -> dict[str, list[str]]:
+    comps: dict[str, list[str]] = {}
+    name = None
+    for line in text.splitlines():
+        head = re.match(r"^(ENTRY )?%([\w.\-]+) ", line)
+        if head and line.rstrip().endswith("{"):
+            name = "ENTRY" if head.group(1) else head.group(2)
+            comps[name] = []
+        elif line.startswith("}"):
+            name = None
+        elif name is not None:
+            comps[name].append(line)
+    return comps
+
+
+def stacking_bytes(text: str) -> dict[str, int]:
+    """`{"stack": B, "ys_init": B, "unstack": B, "loops": n}` for the compiled HLO `text`."""
+    comps = _computations(text)
+    out = {"stack": 0, "ys_init": 0, "unstack": 0, "loops": 0}
+    entry = comps.get("ENTRY", [])
+    instrs = []
+    for line in entry:
+        m = _INSTR.match(line)
+        if m:
+            instrs.append((m.group(1), m.group(2), m.group(3), m.group(4), m.group(5), line))
+    loops = set(re.findall(r"^\s*%([\w.\-]+) = \(.*\) while\(", "\n".join(entry), re.M))
+    out["loops"] = len(loops)
+    loop_results = {
+        name
+        for name, _, _, op, rest, _ in instrs
+        if op == "get-tuple-element" and any(f"%{w})" in rest for w in loops)
+    }
+    consts = {name for name, _, _, op, _, _ in instrs if op == "constant"}
+    zeros: set[str] = set()
+
+    def body(line: str) -> str:
+        m = re.search(r"calls=%([\w.\-]+)", line)
+        return "\n".join(comps.get(m.group(1), [])) if m else ""
+
+    def moves_only(inner: str) -> bool:  # a fusion that computes nothing, only moves data
+        ops = set(re.findall(r"\] ([a-z\-]+)\(", inner))
+        return ops <= _MOVES
+
+    for name, dtype, dims, op, rest, line in instrs:
+        nbytes = _nbytes(dtype, dims)
+        operands = re.findall(r"%([\w.\-]+)", rest.split("),")[0])
+        inner = body(line) if op == "fusion" else ""
+        if inner and not moves_only(inner):
+            continue  # arithmetic reading a slice (an update of a layer's parameter) is work
+        if op == "concatenate" or " concatenate(" in inner:
+            out["stack"] += nbytes
+        elif (
+            (op == "broadcast" or " broadcast(" in inner)
+            and operands
+            and all(u in consts for u in operands)
+        ):
+            if dims.count(",") >= 1:  # a stacked buffer, not a scalar's splat
+                zeros.add(name)
+                out["ys_init"] += nbytes
+        elif op == "copy" and operands and operands[0] in zeros:
+            zeros.add(name)
+            out["ys_init"] += nbytes
+        elif any(u in loop_results for u in operands) and (
+            op in ("slice", "dynamic-slice") or " slice(" in inner or " dynamic-slice(" in inner
+        ):
+            out["unstack"] += nbytes
+    return out

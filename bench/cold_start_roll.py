@@ -1,0 +1,117 @@
+"""`python -m bench.cold_start --roll-ab [--layers N] [--workload W] [--roll-forms F]`: the
+steady step of repeated layers rolled into one scan (`compiler_options={"roll_layers": True}`)
+against the same program unrolled, interleaved in one process, with temporaries and the
+bytes the rolled program's compiled HLO spends stacking and unstacking per call."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def ab_workload(args, purejit, xp):
+    """(per-layer parameters, input, layer) of `--workload`: the bench.models transformer,
+    an MLP stack (residual tanh layers of width d), a conv stack (3x3 convolutions of d/4
+    channels on 16x16 images, residual relu) or a scan RNN (one tanh cell over seq steps per
+    layer, a `lax.scan` inside each layer)."""
+    from bench.models import transformer, transformer_params
+
+    rng, n, d = np.random.default_rng(0), args.layers, args.d
+    if args.workload == "transformer":
+        x = rng.standard_normal((args.batch, args.seq, d)).astype(np.float32)
+        return transformer_params(n, d, rng), x, lambda x, p: transformer(xp, [p], x, args.heads)
+
+    def w(*shape, fan):
+        return (rng.standard_normal(shape) / np.sqrt(fan)).astype(np.float32)
+
+    if args.workload == "mlp":
+        params = [{"w": w(d, d, fan=d), "b": np.zeros(d, np.float32)} for _ in range(n)]
+        x = rng.standard_normal((args.batch * args.seq, d)).astype(np.float32)
+        return params, x, lambda x, p: x + xp.tanh(x @ p["w"] + p["b"])
+    if args.workload == "conv":
+        c = max(d // 4, 8)
+        params = [{"k": w(3, 3, c, c, fan=9 * c), "b": np.zeros(c, np.float32)} for _ in range(n)]
+        x = rng.standard_normal((args.batch, 16, 16, c)).astype(np.float32)
+        dn = ("NHWC", "HWIO", "NHWC")
+
+        def conv(x, p):
+            y = purejit.lax.conv_general_dilated(x, p["k"], (1, 1), "SAME", dimension_numbers=dn)
+            return x + xp.maximum(y + p["b"], 0.0)
+
+        return params, x, conv
+    if args.workload == "rnn":
+        params = [{"w": w(d, d, fan=d), "u": w(d, d, fan=d)} for _ in range(n)]
+        x = rng.standard_normal((args.seq, args.batch, d)).astype(np.float32)
+
+        def rnn(xs, p):
+            def cell(h, x):
+                h = xp.tanh(h @ p["w"] + x @ p["u"])
+                return h, h
+
+            return purejit.lax.scan(cell, xs[0], xs)[1]
+
+        return params, x, rnn
+    raise SystemExit(f"--workload {args.workload!r}: one of transformer, mlp, conv, rnn")
+
+
+def roll_ab(args) -> dict:
+    """Steady step of purejit rolled against unrolled, interleaved in this one process (a
+    fairer ratio than separate processes on a busy machine), best of `--ab-calls`, for the
+    loop traced flat and for the loop over a jitted layer; with each program's temporaries
+    and, from the rolled program's compiled HLO, the bytes it writes per call stacking
+    per-layer arrays, zero-filling its loops' stacked outputs and slicing rows back out
+    (`bench/cold_start_hlo.py`)."""
+    import purejit
+    import purejit.numpy as xp
+    from bench.cold_start_hlo import stacking_bytes
+
+    params, x, block = ab_workload(args, purejit, xp)
+
+    def programs(layer):
+        def forward(ps, x):
+            for p in ps:
+                x = layer(x, p)
+            return x
+
+        def loss(ps, x):
+            return xp.mean(forward(ps, x) ** 2)
+
+        def step(ps, x):
+            value, grads = purejit.value_and_grad(loss)(ps, x)
+            return purejit.tree_util.tree_map(lambda p, g: p - 1e-3 * g, ps, grads), value
+
+        return (("forward", forward), ("training step", step))
+
+    best = {}
+    forms = {"flat loop": block, "jitted layer": purejit.jit(block)}
+    for form in args.roll_forms.split(","):
+        for what, fun in programs(forms[form]):
+            fs = {r: purejit.jit(fun, compiler_options={"roll_layers": r}) for r in (False, True)}
+            dev = purejit.tree_util.tree_map(xp.asarray, params)
+            temp, moved = {}, {}
+            for r, f in fs.items():
+                purejit.tree_util.tree_map(np.asarray, f(dev, x))
+                compiled = next(iter(f.cache.values()))
+                temp[r] = compiled.memory_analysis().temp_size_in_bytes
+                moved[r] = stacking_bytes(compiled.as_text())
+            times = {r: float("inf") for r in fs}
+            for _ in range(args.ab_calls):
+                for r, f in fs.items():
+                    t0 = time.perf_counter()
+                    purejit.tree_util.tree_map(np.asarray, f(dev, x))
+                    times[r] = min(times[r], time.perf_counter() - t0)
+            m = moved[True]
+            best[f"{form}, {what}"] = {"times": times, "temp": temp, "hlo_bytes": m}
+            ratio = times[True] / times[False]
+            print(
+                f"{args.workload}, {args.layers} layers, {form}, {what}: unrolled "
+                f"{times[False] * 1e3:.2f} ms, rolled {times[True] * 1e3:.2f} ms, rolled / "
+                f"unrolled {ratio:.3f}x; temporaries {temp[False] / 2**20:.1f} -> "
+                f"{temp[True] / 2**20:.1f} MiB ({temp[True] / max(temp[False], 1):.2f}x); "
+                f"rolled HLO per call: {m['loops']} loops, stack {m['stack'] / 2**20:.2f} MiB, "
+                f"ys zero-fill {m['ys_init'] / 2**20:.2f} MiB, unstack "
+                f"{m['unstack'] / 2**20:.2f} MiB",
+                flush=True,
+            )
+    return best
