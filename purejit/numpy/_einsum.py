@@ -30,6 +30,12 @@ def _fail(msg: str, cls=ValueError):
     return cls(f"einsum: {msg}{errors.at(errors.user_location())}")
 
 
+def _is_label(ch: str) -> bool:
+    """Any character names an axis, as in jax.numpy.einsum (Flax's grouped-query attention
+    writes '...kh1d'), but the punctuation of the subscripts and purejit's own labels."""
+    return ch not in ".,->" and ch not in _ELLIPSIS_LABELS
+
+
 def _parse(subscripts: str, ranks: list[int]):
     """Input label lists (ellipsis expanded) and the output label list."""
     spec = subscripts.replace(" ", "")
@@ -44,7 +50,7 @@ def _parse(subscripts: str, ranks: list[int]):
             raise _fail(f"invalid subscript {term!r}")
         named = term.replace("...", "")
         for ch in named:
-            if not ch.isalpha():
+            if not _is_label(ch):
                 raise _fail(f"invalid subscript character {ch!r} in {subscripts!r}")
         if "..." in term:
             k = r - len(named)
@@ -74,7 +80,7 @@ def _parse(subscripts: str, ranks: list[int]):
             raise _fail("output subscripts must contain '...' when the inputs do")
         seen = set()
         for ch in head + tail:
-            if not ch.isalpha():
+            if not _is_label(ch):
                 raise _fail(f"invalid output subscript {ch!r}")
             if ch in seen:
                 raise _fail(f"output subscript {ch!r} appears more than once")

@@ -38,6 +38,9 @@ SPECS = [
     ("i,j,k->jki", _r(2), _r(3), _r(4)),
     ("ij,kl->", _r(2, 3), _r(4, 5)),
     (" i j , j k -> k i ", _r(2, 3), _r(3, 4)),
+    # any character is a label, as in jax.numpy (Flax's grouped-query attention: '1')
+    ("...qhgd,...kh1d->...hgqk", _r(2, 3, 2, 4, 5), _r(2, 3, 2, 1, 5)),
+    ("a1,1_", _r(2, 3), _r(3, 4)),
 ]
 
 
@@ -79,7 +82,7 @@ def test_einsum_lowers_to_dot_general():
         ("ij->ii", [(2, 2)], "more than once"),
         ("ijk->", [(2, 3)], "do not match"),
         ("ij,jk->ik", [(2, 3)], "1 operands"),
-        ("i2->i", [(2, 3)], "invalid subscript"),
+        ("i.j->i", [(2, 3)], "invalid subscript"),
     ],
 )
 def test_einsum_errors(spec, shapes, msg):
