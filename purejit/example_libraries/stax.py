@@ -2,13 +2,12 @@
 
 A layer is a pair `(init_fun, apply_fun)`: `init_fun(rng, input_shape)` returns
 `(output_shape, params)`, `apply_fun(params, inputs, **kwargs)` the outputs (a `rng=`
-keyword reaches each sub-layer of `serial`/`parallel` split per layer). Every layer of JAX's
-module: `Dense`, the convolutions (`GeneralConv`, `Conv`, `GeneralConvTranspose`,
-`ConvTranspose`, `Conv1DTranspose`), `BatchNorm`, `Dropout`, the pooling layers (`MaxPool`,
-`SumPool`, `AvgPool`), `Flatten`, `elementwise` and the activation layers, `Identity`,
-`FanOut`, `FanInSum`, `FanInConcat`, `serial`, `parallel`, `shape_dependent`, and the
-functions JAX's module re-exports (the activations of `nn`, the initializers `glorot`,
-`randn`, `ones`, `zeros`).
+keyword reaches each sub-layer of `serial`/`parallel` split per layer). Every layer of
+JAX's module: `Dense`, `GeneralConv`/`Conv`, `GeneralConvTranspose`/`ConvTranspose`/
+`Conv1DTranspose`, `BatchNorm`, `MaxPool`/`SumPool`/`AvgPool`, `Flatten`, `Dropout`,
+`elementwise` and the activation layers, `Identity`, `FanOut`, `FanInSum`, `FanInConcat`,
+`serial`, `parallel`, `shape_dependent`. Each draws its initial parameters from the same keys
+in the same order as JAX's, so `init_fun` gives JAX's parameters bit for bit.
 """
 
 from __future__ import annotations
@@ -75,17 +74,17 @@ __all__ = [
     "logsoftmax",
     "normal",
     "ones",
-    "parallel",
     "randn",
     "relu",
     "selu",
-    "serial",
-    "shape_dependent",
     "sigmoid",
     "softmax",
     "softplus",
     "standardize",
     "zeros",
+    "parallel",
+    "serial",
+    "shape_dependent",
 ]
 
 
@@ -105,118 +104,76 @@ def Dense(out_dim: int, W_init=glorot_normal(), b_init=normal()):  # noqa: N802,
     return init_fun, apply_fun
 
 
-def _conv_layer(
-    shape_rule,
-    apply_rule,
-    dimension_numbers,
-    out_chan,
-    filter_shape,
-    strides,
-    padding,
-    W_init,
-    b_init,
-):  # noqa: N803
-    """A (transposed) convolution layer: its kernel is laid out by `dimension_numbers`'s
-    kernel spec ('O' the output channels, 'I' the input's, the rest `filter_shape`), its
-    bias broadcasts over the output spec's channel axis."""
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    strides = tuple(strides) if strides else (1,) * len(filter_shape)
-    if W_init is None:
-        W_init = glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))  # noqa: N806
-
-    def init_fun(rng, input_shape):
-        spatial = iter(filter_shape)
-        kernel_shape = [
-            out_chan
-            if c == "O"
-            else input_shape[lhs_spec.index("C")]
-            if c == "I"
-            else next(spatial)
-            for c in rhs_spec
-        ]
-        out_shape = shape_rule(input_shape, kernel_shape, strides, padding, dimension_numbers)
-        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-        k_w, k_b = random.split(rng)
-        return tuple(out_shape), (W_init(k_w, kernel_shape), b_init(k_b, bias_shape))
-
-    def apply_fun(params, inputs, **kwargs):
-        w, b = params
-        return apply_rule(inputs, w, strides, padding, dimension_numbers) + b
-
-    return init_fun, apply_fun
+def _conv_kernel_shape(rhs_spec: str, lhs_spec: str, input_shape, out_chan, filter_shape):
+    """The kernel's shape in `rhs_spec`'s axis order: 'O' the output channels, 'I' the
+    input's channels, the spatial letters `filter_shape` in order."""
+    spatial = iter(filter_shape)
+    return [
+        out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I" else next(spatial)
+        for c in rhs_spec
+    ]
 
 
-def GeneralConv(
-    dimension_numbers,
-    out_chan,
-    filter_shape,
-    strides=None,
-    padding="VALID",  # noqa: N802
-    W_init=None,
-    b_init=normal(1e-6),
-):  # noqa: N803
-    """A convolution layer over `dimension_numbers` = (input, kernel, output) specs, such as
-    ('NHWC', 'HWIO', 'NHWC')."""
-    one = (1,) * len(filter_shape)
-
-    def conv(x, w, strides, padding, dn):
-        return lax.conv_general_dilated(x, w, strides, padding, one, one, dimension_numbers=dn)
-
-    return _conv_layer(
-        lax.conv_general_shape_tuple,
-        conv,
+def _conv_layer(transpose: bool):
+    def make(
         dimension_numbers,
-        out_chan,
+        out_chan: int,
         filter_shape,
-        strides,
-        padding,
-        W_init,
-        b_init,
-    )
+        strides=None,
+        padding="VALID",
+        W_init=None,  # noqa: N803
+        b_init=normal(1e-6),
+    ):
+        lhs_spec, rhs_spec, out_spec = dimension_numbers
+        one = (1,) * len(filter_shape)
+        strides = strides or one
+        W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))  # noqa: N806
+
+        def init_fun(rng, input_shape):
+            kernel_shape = _conv_kernel_shape(
+                rhs_spec, lhs_spec, input_shape, out_chan, filter_shape
+            )
+            shape_of = lax.conv_transpose_shape_tuple if transpose else lax.conv_general_shape_tuple
+            output_shape = shape_of(input_shape, kernel_shape, strides, padding, dimension_numbers)
+            bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
+            k_w, k_b = random.split(rng)
+            return output_shape, (W_init(k_w, kernel_shape), b_init(k_b, bias_shape))
+
+        def apply_fun(params, inputs, **kwargs):
+            w, b = params
+            if transpose:
+                out = lax.conv_transpose(
+                    inputs, w, strides, padding, dimension_numbers=dimension_numbers
+                )
+            else:
+                out = lax.conv_general_dilated(
+                    inputs, w, strides, padding, one, one, dimension_numbers=dimension_numbers
+                )
+            return out + b
+
+        return init_fun, apply_fun
+
+    return make
 
 
-def GeneralConvTranspose(
-    dimension_numbers,
-    out_chan,
-    filter_shape,
-    strides=None,  # noqa: N802
-    padding="VALID",
-    W_init=None,
-    b_init=normal(1e-6),
-):  # noqa: N803
-    """A transposed-convolution layer over `dimension_numbers` (see `GeneralConv`)."""
-
-    def conv(x, w, strides, padding, dn):
-        return lax.conv_transpose(x, w, strides, padding, dimension_numbers=dn)
-
-    return _conv_layer(
-        lax.conv_transpose_shape_tuple,
-        conv,
-        dimension_numbers,
-        out_chan,
-        filter_shape,
-        strides,
-        padding,
-        W_init,
-        b_init,
-    )
-
-
+GeneralConv = _conv_layer(transpose=False)
+GeneralConv.__name__ = GeneralConv.__qualname__ = "GeneralConv"
+GeneralConv.__doc__ = """A convolution layer over inputs laid out as `dimension_numbers`
+(`(lhs_spec, rhs_spec, out_spec)`, e.g. `("NHWC", "HWIO", "NHWC")`), plus a bias."""
 Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
+GeneralConvTranspose = _conv_layer(transpose=True)
+GeneralConvTranspose.__name__ = GeneralConvTranspose.__qualname__ = "GeneralConvTranspose"
+GeneralConvTranspose.__doc__ = """A transposed convolution layer (`lax.conv_transpose`) over
+inputs laid out as `dimension_numbers`, plus a bias."""
 Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
 ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC"))
 
 
-def BatchNorm(
-    axis=(0, 1, 2),
-    epsilon=1e-5,
-    center=True,
-    scale=True,  # noqa: N802
-    beta_init=zeros,
-    gamma_init=ones,
+def BatchNorm(  # noqa: N802
+    axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=zeros, gamma_init=ones
 ):
-    """Normalise over `axis` (batch statistics of the inputs, no running averages), then
-    scale by gamma and shift by beta, both shaped like the axes kept."""
+    """Standardises its input over `axis` (the batch's own statistics, no running
+    averages), then scales by gamma and shifts by beta (each shaped as the other axes)."""
     axis = (axis,) if isinstance(axis, int) else tuple(axis)
 
     def init_fun(rng, input_shape):
@@ -228,86 +185,13 @@ def BatchNorm(
 
     def apply_fun(params, x, **kwargs):
         beta, gamma = params
-        # the parameters gain a unit axis at every normalised axis, to broadcast against x
-        expand = tuple(None if i in axis else slice(None) for i in range(jnp.ndim(x)))
-        z = standardize(x, axis, epsilon=epsilon)
+        kept = tuple(None if i in axis else slice(None) for i in range(jnp.ndim(x)))
+        z = nn.standardize(x, axis, epsilon=epsilon)
         if scale:
-            z = gamma[expand] * z
-        if center:
-            z = z + beta[expand]
-        return z
+            z = gamma[kept] * z
+        return z + beta[kept] if center else z
 
     return init_fun, apply_fun
-
-
-def Dropout(rate, mode="train"):  # noqa: N802
-    """In "train" mode keep each input with probability `rate` (JAX's stax: `rate` is the
-    keeping probability), scaled by 1/rate; any other mode passes inputs through. Needs an
-    `rng=` key when applied."""
-
-    def init_fun(rng, input_shape):
-        return input_shape, ()
-
-    def apply_fun(params, inputs, **kwargs):
-        rng = kwargs.get("rng")
-        if rng is None:
-            raise ValueError(
-                "Dropout: apply_fun needs a PRNG key; call apply_fun(params, inputs, rng=key)"
-            )
-        if mode != "train":
-            return inputs
-        keep = random.bernoulli(rng, rate, inputs.shape)
-        return jnp.where(keep, inputs / rate, 0)
-
-    return init_fun, apply_fun
-
-
-def _pool_dims(window_shape, strides, spec):
-    """Window and strides over every axis: 1 at the batch and channel axes (`spec`'s 'N' and
-    'C', else the first and the last)."""
-    strides = tuple(strides) if strides else (1,) * len(window_shape)
-    window_shape = tuple(window_shape)
-    batch_and_channel = (0, len(window_shape) + 1) if spec is None else (
-        spec.index("N"), spec.index("C"))  # fmt: skip
-    for i in sorted(batch_and_channel):
-        window_shape = window_shape[:i] + (1,) + window_shape[i:]
-        strides = strides[:i] + (1,) + strides[i:]
-    return window_shape, strides, batch_and_channel
-
-
-def _pooling_layer(reducer, init_value, average: bool = False):
-    def layer(window_shape, strides=None, padding="VALID", spec=None):
-        spatial_window, spatial_strides = tuple(window_shape), strides
-        window, strides, batch_and_channel = _pool_dims(window_shape, strides, spec)
-
-        def init_fun(rng, input_shape):
-            pads = lax.padtype_to_pads(input_shape, window, strides, padding)
-            ones_ = (1,) * len(window)
-            out = lax.reduce_window_shape_tuple(input_shape, window, strides, pads, ones_, ones_)
-            return tuple(out), ()
-
-        def apply_fun(params, inputs, **kwargs):
-            out = lax.reduce_window(inputs, init_value, reducer, window, strides, padding)
-            if not average:
-                return out
-            # each output divided by how many inputs its window covered (padding excluded)
-            spatial = tuple(d for i, d in enumerate(inputs.shape) if i not in batch_and_channel)
-            sizes = lax.reduce_window(
-                jnp.ones(spatial, inputs.dtype), 0.0, lax.add, spatial_window,
-                spatial_strides or (1,) * len(spatial_window), padding,
-            )  # fmt: skip
-            for i in sorted(batch_and_channel):
-                sizes = jnp.expand_dims(sizes, i)
-            return out / sizes
-
-        return init_fun, apply_fun
-
-    return layer
-
-
-MaxPool = _pooling_layer(lax.max, -jnp.inf)
-SumPool = _pooling_layer(lax.add, 0.0)
-AvgPool = _pooling_layer(lax.add, 0.0, average=True)
 
 
 def elementwise(fun, **fun_kwargs):
@@ -335,6 +219,56 @@ Selu = elementwise(nn.selu)
 Gelu = elementwise(nn.gelu)
 
 
+def _pooling_layer(reducer, init_val, rescaler=None):
+    def PoolingLayer(window_shape, strides=None, padding="VALID", spec=None):  # noqa: N802
+        """A pooling layer over the spatial axes (those of `spec` other than 'N' and 'C';
+        without `spec` the input is laid out N, spatial..., C)."""
+        strides = strides or (1,) * len(window_shape)
+        rescale = rescaler(window_shape, strides, padding) if rescaler else None
+        non_spatial = (0, len(window_shape) + 1) if spec is None else _batch_channel(spec)
+        window, steps = tuple(window_shape), tuple(strides)
+        for i in sorted(non_spatial):
+            window, steps = window[:i] + (1,) + window[i:], steps[:i] + (1,) + steps[i:]
+
+        def init_fun(rng, input_shape):
+            pads = lax.padtype_to_pads(input_shape, window, steps, padding)
+            ones_ = (1,) * len(window)
+            return lax.reduce_window_shape_tuple(input_shape, window, steps, pads, ones_, ones_), ()
+
+        def apply_fun(params, inputs, **kwargs):
+            out = lax.reduce_window(inputs, init_val, reducer, window, steps, padding)
+            return rescale(out, inputs, spec) if rescale else out
+
+        return init_fun, apply_fun
+
+    return PoolingLayer
+
+
+def _batch_channel(spec: str) -> tuple[int, int]:
+    return spec.index("N"), spec.index("C")
+
+
+def _divide_by_window_size(window_shape, strides, padding):
+    """AvgPool's rescaling: each output divided by how many inputs its window covered
+    (fewer at a padded border)."""
+
+    def rescale(outputs, inputs, spec):
+        non_spatial = (0, inputs.ndim - 1) if spec is None else _batch_channel(spec)
+        spatial = tuple(d for i, d in enumerate(inputs.shape) if i not in non_spatial)
+        one = jnp.ones(spatial, dtype=inputs.dtype)
+        sizes = lax.reduce_window(one, 0.0, lax.add, window_shape, strides, padding)
+        for i in sorted(non_spatial):
+            sizes = jnp.expand_dims(sizes, i)
+        return outputs / sizes
+
+    return rescale
+
+
+MaxPool = _pooling_layer(lax.max, -math.inf)
+SumPool = _pooling_layer(lax.add, 0.0)
+AvgPool = _pooling_layer(lax.add, 0.0, _divide_by_window_size)
+
+
 def _flatten():
     def init_fun(rng, input_shape):
         return (input_shape[0], math.prod(input_shape[1:])), ()
@@ -347,6 +281,29 @@ def _flatten():
 
 Flatten = _flatten()  # every axis but the first into one
 Identity = elementwise(lambda x: x)
+
+
+def Dropout(rate: float, mode: str = "train"):  # noqa: N802
+    """In mode "train", keeps each input with probability `rate` (JAX's stax reads `rate`
+    as the keep probability) and divides the kept ones by `rate`; any other mode passes the
+    input on. apply_fun needs `rng=`."""
+
+    def init_fun(rng, input_shape):
+        return input_shape, ()
+
+    def apply_fun(params, inputs, **kwargs):
+        rng = kwargs.get("rng")
+        if rng is None:
+            raise ValueError(
+                "stax.Dropout's apply_fun needs a PRNG key: call it as "
+                "apply_fun(params, inputs, rng=key) (serial and parallel pass theirs on)"
+            )
+        if mode != "train":
+            return inputs
+        keep = random.bernoulli(rng, rate, inputs.shape)
+        return jnp.where(keep, inputs / rate, 0)
+
+    return init_fun, apply_fun
 
 
 def FanOut(num: int):  # noqa: N802
@@ -435,8 +392,8 @@ def parallel(*layers):
 
 
 def shape_dependent(make_layer):
-    """A layer built per input shape: `make_layer(shape)` gives the `(init_fun, apply_fun)`
-    used for inputs of that shape."""
+    """A layer built by `make_layer(input_shape)` once the input's shape is known (at
+    init from `input_shape`, at apply from `inputs.shape`)."""
 
     def init_fun(rng, input_shape):
         return make_layer(input_shape)[0](rng, input_shape)
