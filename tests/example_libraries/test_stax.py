@@ -44,8 +44,6 @@ LAYERS = {
             s.BatchNorm(),
             s.Relu,
             s.MaxPool((2, 2)),
-            s.Conv(6, (3, 3)),
-            s.Relu,
             s.AvgPool((2, 2)),
             s.Flatten,
             s.Dense(5),
@@ -54,6 +52,9 @@ LAYERS = {
         X4,
     ),
 }
+
+# apply_fun run eagerly too (each eager op compiles on its own: a few layers only)
+EAGER = ("conv", "batchnorm", "avgpool_same", "maxpool")
 
 
 def _init_both(make, shape):
@@ -76,6 +77,8 @@ def test_stax_layer_matches_jax_bit_for_bit(name):
     want = np.asarray(jax.jit(j_apply)(j_params, x))
     assert got.shape == want.shape == tuple(p_shape)
     np.testing.assert_array_equal(got, want)
+    if name not in EAGER:
+        return
     # eager within an ulp: JAX's eager broadcast-divide (the mean in BatchNorm, AvgPool's count
     # at a padded border) multiplies by the reciprocal on XLA CPU; purejit's divides exactly
     got_eager, want_eager = np.asarray(p_apply(p_params, x)), np.asarray(j_apply(j_params, x))
