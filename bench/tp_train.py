@@ -301,7 +301,34 @@ def _parse(argv):
         help="rows besides purejit's default, of " + ", ".join(VARIANTS) + " (default on GPU: "
         "all; on CPU: jax); the first JAX row given is the baseline of 'vs JAX'",
     )
+    p.add_argument(
+        "--hlo",
+        action="store_true",
+        help="with --out: each compiled program's HLO text (DIR/hlo/*.hlo.gz) and a count of "
+        "its collectives, kernels and the collectives XLA scheduled to overlap compute",
+    )
     return p.parse_args(argv)
+
+
+def hlo_summary(text: str) -> dict:
+    """What to compare between two compiled SPMD programs: collectives by kind, how many are
+    asynchronous and overlap compute (purejit's static reading of the schedule), fusions
+    and custom calls."""
+    from purejit.backend.hlo_collectives import collectives
+
+    cs = collectives(text)
+    kinds: dict = {}
+    for c in cs:
+        k = kinds.setdefault(c.kind, {"count": 0, "async": 0, "overlapping": 0})
+        k["count"] += 1
+        k["async"] += int(c.asynchronous)
+        k["overlapping"] += int(c.ops_between > 0)
+    return {
+        "collectives": kinds,
+        "fusions": text.count(" fusion("),
+        "custom_calls": text.count(" custom-call("),
+        "lines": text.count("\n"),
+    }
 
 
 def compile_once(lib, f, args):
@@ -432,7 +459,7 @@ def main(argv=None):
         sh = shardings(lib, meshes[kind.removesuffix("_jit")], specs)
         return [lib.tree_util.tree_map(lib.device_put, a, s) for a, s in zip((state, x, y), sh)]
 
-    results, runners, first = {}, {}, {}
+    results, runners, first, hlo = {}, {}, {}, {}
     for name, (lib, meshes, steps, jit_options) in libs.items():
         for kind in kinds:
             if kind == "fsdp_jit":
@@ -440,7 +467,16 @@ def main(argv=None):
             else:
                 f = lib.jit(steps[kind], donate_argnums=0, **jit_options)
             a = placed(lib, meshes, kind)
-            mem = compile_once(lib, f, a).memory_analysis()
+            compiled = compile_once(lib, f, a)
+            mem = compiled.memory_analysis()
+            if args.hlo and args.out:
+                import gzip
+
+                text = compiled.as_text()
+                os.makedirs(os.path.join(args.out, "hlo"), exist_ok=True)
+                with gzip.open(os.path.join(args.out, "hlo", f"{name}_{kind}.hlo.gz"), "wt") as fh:
+                    fh.write(text)
+                hlo[f"{name}_{kind}"] = hlo_summary(text)
             st = a[0]
             for _ in range(args.check_steps):  # the same Adam steps for both libraries
                 st, loss = f(st, *a[1:])
@@ -507,6 +543,14 @@ def main(argv=None):
             f"weak scaling T1 / T{n} (T1: one device, batch {B // n}; goal >= 0.90 at n = 4): "
             + ", ".join(weak),
         ]
+    for key, h in hlo.items():
+        kinds = ", ".join(
+            f"{k} {v['count']} ({v['async']} async, {v['overlapping']} overlapping)"
+            for k, v in sorted(h["collectives"].items())
+        )
+        lines.append(
+            f"- HLO {key}: {h['fusions']} fusions, {h['custom_calls']} custom calls; {kinds}"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     summary = {
@@ -518,6 +562,7 @@ def main(argv=None):
         "check_steps": args.check_steps,
         "baseline": baseline,
         "results": results,
+        "hlo": hlo,
     }
     if args.out:
         os.makedirs(args.out, exist_ok=True)
