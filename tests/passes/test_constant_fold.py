@@ -146,3 +146,46 @@ def test_a_pure_callback_that_raises_is_left_to_run_time():
     assert int(purejit.jit(f)(np.int32(1), False)) == 1
     with pytest.raises(Exception, match="ran"):
         purejit.jit(f)(np.int32(1), True)
+
+
+def test_must_not_fold_float_accumulations_but_folds_integer_ones():
+    # NumPy sums pairwise and BLAS blocks its dot products: folding a float reduce or dot of
+    # constants would give other last bits than XLA computing the same program (in JAX)
+    src = """func @f() -> (f32[], f32[2,2], s32[]) {
+  %0 = constant() {value=array<f32[4]: [0.1, 0.2, 0.3, 0.4]>} : (f32[4])
+  %1 = constant() {value=array<f32[]: [0.0]>} : (f32[])
+  %2 = reduce(%0, %1) {dimensions=[0]} : (f32[]) region(%20: f32[], %21: f32[]) {
+    %22 = add(%20, %21) : (f32[])
+    return %22
+  }
+  %3 = constant() {value=array<f32[2,2]: [1.5, 2.5, 3.5, 4.5]>} : (f32[2,2])
+  %4 = dot_general(%3, %3) {lhs_batching_dimensions=[], rhs_batching_dimensions=[], lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0]} : (f32[2,2])
+  %5 = constant() {value=array<s32[4]: [1, 2, 3, 4]>} : (s32[4])
+  %6 = constant() {value=array<s32[]: [0]>} : (s32[])
+  %7 = reduce(%5, %6) {dimensions=[0]} : (s32[]) region(%23: s32[], %24: s32[]) {
+    %25 = add(%23, %24) : (s32[])
+    return %25
+  }
+  return %2, %4, %7
+}"""
+    out, res = _run(src, ConstantFold())
+    assert "%2 = reduce(" in out and "dot_general(" in out, out
+    assert res.changed and "s32" in out and out.count("reduce(") == 1, out
+
+
+def test_constant_sums_and_matmuls_keep_jaxs_bits():
+    jax = pytest.importorskip("jax")
+    import purejit
+    import purejit.numpy as pnp
+
+    rng = np.random.default_rng(0)
+    c = (rng.standard_normal(1000) * 1e3).astype(np.float32)
+    m = rng.standard_normal((16, 16)).astype(np.float32)
+
+    def f(xp, x):
+        return xp.sum(xp.asarray(c)) + x, (xp.asarray(m) @ xp.asarray(m))[0, 0] + x
+
+    got = purejit.jit(lambda x: f(pnp, x))(np.float32(0))
+    want = jax.jit(lambda x: f(jax.numpy, x))(np.float32(0))
+    for g, w in zip(got, want):
+        assert np.asarray(g).tobytes() == np.asarray(w).tobytes(), (float(g), float(w))
