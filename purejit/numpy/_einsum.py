@@ -75,9 +75,9 @@ def _parse(subscripts: str, ranks: list[int]):
         if rhs.count("...") > 1:
             raise _fail(f"invalid output subscripts {rhs!r}")
         head, dots, tail = rhs.partition("...")
+        # an output without '...' sums the broadcast dimensions away, as JAX's einsum does
+        # (NumPy raises there)
         out = list(head) + (ell_all if dots else []) + list(tail)
-        if not dots and ell_rank and any(any(lab in ell_all for lab in ls) for ls in labels):
-            raise _fail("output subscripts must contain '...' when the inputs do")
         seen = set()
         for ch in head + tail:
             if not _is_label(ch):

@@ -88,3 +88,18 @@ def test_einsum_lowers_to_dot_general():
 def test_einsum_errors(spec, shapes, msg):
     with pytest.raises(ValueError, match=msg):
         jnp.einsum(spec, *[np.ones(s, np.float32) for s in shapes])
+
+
+@pytest.mark.parametrize("spec", ["...n,...->n", "...ij->j", "...ij->", "i...->i", "...j,...j->"])
+def test_an_output_without_ellipsis_sums_the_broadcast_dimensions_as_jax(spec):
+    # NumPy raises here; JAX's einsum sums the '...' dimensions the output leaves out
+    jax = pytest.importorskip("jax")
+    a = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4) / 7
+    b = np.arange(6.0, dtype=np.float32).reshape(2, 3) / 3
+    ops = (a, b) if spec.count(",") else (a,)
+    if spec == "...j,...j->":
+        ops = (a, a)
+    got = purejit.jit(lambda *o: jnp.einsum(spec, *o))(*ops)
+    want = jax.jit(lambda *o: jax.numpy.einsum(spec, *o))(*ops)
+    assert np.asarray(got).shape == np.asarray(want).shape
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
