@@ -96,7 +96,18 @@ def device_put(x, sharding=None):
     if isinstance(sharding, SingleDeviceSharding):
         sharding = sharding._device
     sharding = mesh_context.resolve(sharding, "device_put")
-    return tree_util.tree_map(lambda leaf: _device_put(leaf, sharding), x)
+    from purejit.tracing import Tracer
+
+    def put(leaf):
+        # inside a transformation, as JAX's device_put: a NamedSharding constrains the
+        # value's layout, a device or None leaves it as it is (placement is the program's)
+        if isinstance(leaf, Tracer):
+            if isinstance(sharding, NamedSharding):
+                return with_sharding_constraint(leaf, sharding)
+            return leaf
+        return _device_put(leaf, sharding)
+
+    return tree_util.tree_map(put, x)
 
 
 # ---- the mesh in context, and resharding ------------------------------------------------------

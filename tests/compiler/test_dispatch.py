@@ -179,3 +179,16 @@ def test_outputs_come_back_through_jaxlibs_cpp_result_handlers():
     a, b = f(x)
     np.testing.assert_array_equal(np.asarray(a), [2, 2, 2])
     np.testing.assert_array_equal(np.asarray(b), [2, 2, 2])
+
+
+def test_device_put_of_a_traced_value_is_the_value_as_in_jax():
+    # JAX's device_put inside jit/grad/vmap: a device or None leaves the value as it is
+    import purejit.numpy as pnp
+
+    x = np.arange(3.0, dtype=np.float32)
+    dev = purejit.devices()[0]
+    np.testing.assert_array_equal(purejit.jit(lambda v: purejit.device_put(v) * 2)(x), x * 2)
+    g = purejit.grad(lambda v: (purejit.device_put(v, dev) * v).sum())(x)
+    np.testing.assert_array_equal(g, 2 * x)
+    out = purejit.vmap(lambda v: purejit.device_put({"a": v})["a"] + 1)(pnp.ones((2, 3)))
+    np.testing.assert_array_equal(out, np.full((2, 3), 2.0, np.float32))
