@@ -396,10 +396,14 @@ class _Tee:
 
 def _written(args, run) -> dict:
     """`run(args)` with what it prints also written to `args.out`/<name>.md and what it
-    returns to <name>.json (name: the mode, the platform, and "train" for a training step)."""
+    returns to <name>.json (name: the mode with its layer counts, the platform, and "train"
+    for a training step)."""
     import jax
 
-    mode = "roll_ab" if args.roll_ab else "roll_sweep"
+    if args.roll_ab:
+        mode = f"roll_ab_{args.workload}_{args.layers}"
+    else:
+        mode = f"roll_sweep_{args.roll_sweep.replace(',', '-')}"
     name = f"cold_start_{mode}_{jax.devices()[0].platform}{'_train' if args.train else ''}"
     os.makedirs(args.out, exist_ok=True)
     tee = _Tee(sys.stdout, os.path.join(args.out, name + ".md"))
