@@ -32,11 +32,13 @@ model written as a Python loop over a jitted layer, for each layer count, each v
 its own fresh process with an empty cache: purejit rolled (`compiler_options={"roll_layers":
 True}`), purejit unrolled (the default), `jax.jit` unrolled, `jax.jit` with `lax.scan`
 over stacked parameters, and purejit rolled with the loop traced flat (no jitted layer);
-first call, purejit's trace / passes / emit / XLA compile, steady call. The training step
-is `value_and_grad` of the mean square output plus SGD on the donated parameters.
-`--roll-ab [--layers N]` times the steady forward and training step of purejit rolled and
-unrolled interleaved in one process (the loop traced flat and over a jitted layer), with
-temporaries and the bytes the rolled program's compiled HLO spends stacking and unstacking.
+first call, purejit's trace / passes / emit / XLA compile, steady call, temporaries, and the
+bytes purejit's compiled HLO spends stacking and unstacking per call. The training step is
+`value_and_grad` of the mean square output plus SGD on the donated parameters. `--out DIR`
+also writes the table (.md) and the rows (.json) there. `--roll-ab [--layers N]
+[--workload transformer|mlp|conv|rnn]` times the steady forward and training step of purejit
+rolled and unrolled interleaved in one process (the loop traced flat and over a jitted
+layer), with the same memory and HLO figures (`bench/cold_start_roll.py`).
 
 The model is `bench.models.transformer` (pre-LN encoder, written once for purejit.numpy and
 jax.numpy). Prints a Markdown table with the first-call times, the warm/cold ratios (the
@@ -377,6 +379,45 @@ def _repeated_cold(args) -> dict:
     return times
 
 
+class _Tee:
+    """Writes to stdout and to a file."""
+
+    def __init__(self, stream, path: str):
+        self.stream, self.file = stream, open(path, "w")
+
+    def write(self, text):
+        self.stream.write(text)
+        self.file.write(text)
+
+    def flush(self):
+        self.stream.flush()
+        self.file.flush()
+
+
+def _written(args, run) -> dict:
+    """`run(args)` with what it prints also written to `args.out`/<name>.md and what it
+    returns to <name>.json (name: the mode with its layer counts, the platform, and "train"
+    for a training step)."""
+    import jax
+
+    if args.roll_ab:
+        mode = f"roll_ab_{args.workload}_{args.layers}"
+    else:
+        mode = f"roll_sweep_{args.roll_sweep.replace(',', '-')}"
+    name = f"cold_start_{mode}_{jax.devices()[0].platform}{'_train' if args.train else ''}"
+    os.makedirs(args.out, exist_ok=True)
+    tee = _Tee(sys.stdout, os.path.join(args.out, name + ".md"))
+    stdout, sys.stdout = sys.stdout, tee
+    try:
+        got = run(args)
+    finally:
+        sys.stdout = stdout
+        tee.file.close()
+    with open(os.path.join(args.out, name + ".json"), "w") as f:
+        json.dump(got, f, indent=1, default=str)
+    return got
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="4 layers, d=128, seq 64 (CPU)")
@@ -413,6 +454,9 @@ def main(argv=None):
         default="flat loop,jitted layer",
         help="--roll-ab: which forms of the loop, comma-separated: flat loop, jitted layer",
     )
+    ap.add_argument(
+        "--out", default=None, help="--roll-sweep / --roll-ab: a folder for the table (.md, .json)"
+    )
     ap.add_argument("--ab-calls", type=int, default=10, help="--roll-ab: timed calls each")
     ap.add_argument(
         "--workload",
@@ -434,7 +478,9 @@ def main(argv=None):
         for k, v in defaults.items():
             if getattr(args, k) is None:
                 setattr(args, k, v)
-        return roll_ab(args) if args.roll_ab else _roll_sweep(args)
+        if not args.out:
+            return roll_ab(args) if args.roll_ab else _roll_sweep(args)
+        return _written(args, roll_ab if args.roll_ab else _roll_sweep)
     if args.train:
         if not args.repeats:
             raise SystemExit("--train runs the cold-only protocol: give --repeats N (N >= 1)")

@@ -221,6 +221,12 @@ def _layer_lines(report: dict) -> list[str]:
         )
     for r in report.get("refused", []):
         out.append(f"  refused  {r['callee']} at {r.get('loc') or '-'}: {r['reason']}")
+    stacked = sum(r.get("stacked_bytes", 0) for r in report.get("rolled", []))
+    if stacked:
+        out.append(
+            f"  (off by default: stacking copies {_size(stacked)} per call, PJRT has no "
+            "sub-buffer views; the rule: docs/benchmarks/roll_layers_cpu.md)"
+        )
     return out
 
 

@@ -378,6 +378,7 @@ def test_explain_reports_what_was_rolled_and_refused():
     assert "copies 1.1 KB per call to stack parameters" in rolled[0]
     assert "copies" not in rolled[1]
     assert refused and all("differs from block 0" in line for line in refused)
+    assert "(off by default: stacking copies 1.1 KB per call" in text
 
 
 def test_per_layer_random_keys_become_per_block_inputs():
