@@ -1,5 +1,5 @@
 """polar, qr_multiply and eigh_tridiagonal of `jax.scipy.linalg`, composed from
-purejit's QR, Cholesky, triangular solves and eigh.
+purejit's QR (and its Householder form), Cholesky, triangular solves and eigh.
 
 - polar(a, side, method='qdwh'): the QR-based dynamically weighted Halley iteration
   (Nakatsukasa, Bai and Gygi, SIAM J. Matrix Anal. Appl. 31, 2010), as JAX runs it: a is
@@ -9,8 +9,8 @@ purejit's QR, Cholesky, triangular solves and eigh.
   (3, 1, 3) until ||U_k - U_(k-1)||_F <= (5 eps)^(1/3) or max_iterations (10) steps in all;
   U is polished by one Newton-Schulz step and H = (U^H a + (U^H a)^H) / 2.
   method='svd' takes U = u vh and H = v s vh (right) or u s u^H (left) from the SVD.
-- qr_multiply(a, c, mode): Q c or c Q with the reduced Q of a (what LAPACK ormqr applies
-  without forming Q; the values are the same).
+- qr_multiply(a, c, mode): Q c or c Q with the reduced Q of a, by LAPACK's ormqr on geqrf's
+  reflectors without forming Q, as JAX computes it.
 - eigh_tridiagonal(d, e): the eigenvalues by bisection on Sturm sequence counts, all in
   parallel (LAPACK's pivmin safeguard, tol as JAX's), over the Gershgorin interval; the
   eigenvectors, when asked, from the dense symmetric eigensolver on the tridiagonal matrix
