@@ -146,6 +146,12 @@ def test_out_sharding_none_is_accepted_else_named():
         )
         with pytest.raises(NotImplementedError, match="random.normal: out_sharding="):
             jax.random.normal(key, (2,), out_sharding="x")
+        # one device (nnx.Dropout passes jax.typeof(x).sharding of an eager array): the
+        # result, put there
+        one = jax.sharding.SingleDeviceSharding(purejit.devices()[0])
+        placed = jax.random.bernoulli(key, 0.5, (4,), out_sharding=one)
+        assert placed.sharding == one
+        np.testing.assert_array_equal(np.asarray(placed), np.asarray(got))
         assert jax.numpy.dot(pnp.ones(3), pnp.ones(3), out_sharding=None) == 3.0
         with pytest.raises(NotImplementedError, match="lax.reshape: out_sharding="):
             jax.lax.reshape(pnp.ones(4), (2, 2), out_sharding="x")
