@@ -123,8 +123,29 @@ def _nested(devices):
     return out
 
 
-def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], devices=None) -> Mesh:
-    """A mesh of the first `prod(axis_shapes)` devices (default: `purejit.devices()`)."""
+def _is_axis_types(x) -> bool:
+    return isinstance(x, (tuple, list)) and all(
+        getattr(t, "name", None) in ("Auto", "Explicit", "Manual") for t in x
+    )
+
+
+def make_mesh(
+    axis_shapes: Sequence[int], axis_names: Sequence[str], devices=None, *, axis_types=None
+) -> Mesh:
+    """A mesh of the first `prod(axis_shapes)` devices (default: `purejit.devices()`).
+
+    `axis_types` (JAX's `AxisType` per axis, also taken in JAX's third position): purejit's
+    mesh axes are `Auto` (XLA's partitioner decides); `Explicit` (sharding in types) and
+    `Manual` raise NotImplementedError."""
+    if axis_types is None and _is_axis_types(devices):
+        axis_types, devices = devices, None
+    for t in axis_types or ():
+        if getattr(t, "name", t) != "Auto":
+            raise NotImplementedError(
+                f"make_mesh: axis_types={tuple(axis_types)}: purejit's mesh axes are "
+                "AxisType.Auto (explicit sharding in types is not supported; Manual axes "
+                "come from shard_map); drop axis_types or pass AxisType.Auto"
+            )
     devs = list(devices if devices is not None else pjrt.devices())
     n = int(np.prod(axis_shapes))
     if n > len(devs):
