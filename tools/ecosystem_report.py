@@ -133,15 +133,7 @@ PROGRAMS = (
             Part("Equinox filter_vmap of the trained MLP", ("vmap",), why=DOT_T),
             Part("Equinox Conv2d and LayerNorm", ("conv", "layernorm")),
             Part("Equinox GRUCell in lax.scan", ("gru_",)),
-            Part(
-                "Equinox error_if under filter_jit: passes, and raises as on JAX",
-                ("error_if",),
-                why="purejit re-raises a host callback's exception as itself "
-                "(`purejit/backend/callback_errors.py`) where JAX raises `JaxRuntimeError`; "
-                "Equinox's filter_jit turns only the latter into `EquinoxRuntimeError`, so "
-                "the caller gets Equinox's inner `_EquinoxRuntimeError`, whose message "
-                "carries the user's text and says filter_jit is not in use",
-            ),
+            Part("Equinox error_if under filter_jit: passes, and raises as on JAX", ("error_if",)),
         ),
     ),
     Program(
@@ -216,14 +208,19 @@ PROGRAMS = (
     ),
 )
 
-# Flax's test modules run by --flax-tests (paths under its tests/ folder): the nnx layers,
-# nnx's rngs/optimizer/metrics and its MNIST-like integration test, linen's layers
+# Flax's test modules run by --flax-tests (paths under its tests/ folder): nnx's layers,
+# state, variables, rngs, optimizer and metrics, linen's layers (integration_test needs
+# orbax, not installed here)
 FLAX_MODULES = (
+    "nnx/ids_test.py", "nnx/filters_test.py", "nnx/containers_test.py", "nnx/ema_test.py",
+    "nnx/state_test.py", "nnx/variable_test.py", "nnx/helpers_test.py",
     "nnx/nn/embed_test.py", "nnx/nn/stochastic_test.py", "nnx/nn/lora_test.py",
     "nnx/nn/conv_test.py", "nnx/nn/attention_test.py", "nnx/nn/linear_test.py",
     "nnx/nn/normalization_test.py", "nnx/nn/recurrent_test.py", "nnx/rngs_test.py",
-    "nnx/optimizer_test.py", "nnx/metrics_test.py", "nnx/integration_test.py",
-    "linen/linen_activation_test.py", "linen/linen_combinators_test.py",
+    "nnx/optimizer_test.py", "nnx/metrics_test.py",
+    "linen/linen_activation_test.py", "linen/linen_dtypes_test.py",
+    "linen/initializers_test.py", "linen/linen_batch_apply_test.py",
+    "linen/linen_meta_test.py", "linen/linen_combinators_test.py",
     "linen/linen_attention_test.py", "linen/linen_recurrent_test.py",
 )  # fmt: skip
 
