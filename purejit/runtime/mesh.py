@@ -155,6 +155,23 @@ def make_mesh(
     return Mesh(np.array(devs[:n], dtype=object).reshape(tuple(axis_shapes)), axis_names)
 
 
+def placements_equal(a, b, ndim: int) -> bool:
+    """Whether shardings `a` and `b` place every element of any rank-`ndim` array on the
+    same devices (JAX's `is_equivalent_to`: a split over size-1 axes is replication). A
+    probe shape with every dimension the device count divides evenly under any split."""
+    if a.device_set != getattr(b, "device_set", None):
+        return False
+    probe = (len(a.device_set),) * ndim
+
+    def canon(sharding):
+        return {
+            dev: tuple(s.indices(n)[:2] for s, n in zip(slices, probe))
+            for dev, slices in sharding.devices_indices_map(probe).items()
+        }
+
+    return canon(a) == canon(b)
+
+
 class NamedSharding:
     """An array layout: split over `mesh` as `spec` says, replicated over the other axes."""
 
@@ -193,6 +210,10 @@ class NamedSharding:
     @property
     def device_set(self) -> set:
         return set(self.mesh.devices.flat)
+
+    def is_equivalent_to(self, other, ndim: int) -> bool:
+        """Whether `other` puts every element of a rank-`ndim` array on the same devices."""
+        return placements_equal(self, other, ndim)
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -269,6 +290,10 @@ class SingleDeviceSharding:
 
     def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
         return {self._device: tuple(slice(None) for _ in global_shape)}
+
+    def is_equivalent_to(self, other, ndim: int) -> bool:
+        """Whether `other` puts every element of a rank-`ndim` array on the same devices."""
+        return placements_equal(self, other, ndim)
 
     def __eq__(self, other):
         return isinstance(other, SingleDeviceSharding) and other._device == self._device
