@@ -401,10 +401,18 @@ def flax_tests(tests_dir: pathlib.Path, modules, out_dir: pathlib.Path, timeout,
         done.setdefault(ecosystem_check.module_key(r["module"]), set()).add(r["mode"])
     row = ecosystem_check.compare(recs, f"flax {_version('flax')}")[0]
     row["shipped"], row["modules_run"] = len(files), sorted(done)
+    # a module that failed to collect under purejit has no per-test messages: its error's
+    for r in recs:
+        if r["mode"] == "purejit" and r["status"] not in (0, 1):
+            lines = [x for x in str(r["tail"]).splitlines() if x.startswith("E ")]
+            error = lines[0][1:].strip() if lines else f"pytest exited with {r['status']}"
+            for t in row["failing"]:
+                if not row["messages"].get(t) and t.startswith(_test_prefix(r["module"])):
+                    row["messages"][t] = f"collection: {error}"
     # per module: JAX's passes and purejit's (of those)
     per = {}
     for r in recs:
-        key = ecosystem_check.module_key(r["module"])
+        key = pathlib.Path(r["module"]).relative_to(tests_dir).as_posix()
         ids = {t for t, v in r["results"].items() if not t.startswith("_") and v == "passed"}
         per.setdefault(key, {})[r["mode"]] = ids
     row["per_module"] = {
@@ -412,6 +420,12 @@ def flax_tests(tests_dir: pathlib.Path, modules, out_dir: pathlib.Path, timeout,
         for k, v in per.items()
     }
     return row
+
+
+def _test_prefix(module: str) -> str:
+    """The start of the junit ids of `module`'s tests (its dotted path, from /tmp)."""
+    rel = os.path.relpath(module, "/tmp")
+    return rel.removesuffix(".py").replace(os.sep, ".") + "."
 
 
 def _failure_reasons(row: dict, top: int = 12) -> list[tuple[int, str]]:
