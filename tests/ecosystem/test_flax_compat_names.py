@@ -225,3 +225,19 @@ def test_cond_traces_true_fun_first_as_jax(jit):
         (lib.jit(f) if jit else f)(np.float32(1.0))
         got[name] = seen
     assert got["purejit"] == got["jax"] == ["true", "false"]
+
+
+def test_mesh_utils_create_device_mesh_lays_out_devices_as_jax():
+    with purejit.compat.dropin():
+        from jax.experimental import mesh_utils
+
+    import jax.experimental.mesh_utils as real
+
+    n = len(purejit.devices())
+    got = mesh_utils.create_device_mesh((n, 1))
+    want = real.create_device_mesh((n, 1))
+    assert got.shape == want.shape == (n, 1)
+    assert [d.id for d in got.flat] == [d.id for d in want.flat]
+    assert mesh_utils.create_device_mesh((1,), purejit.devices()[:1])[0] is purejit.devices()[0]
+    with pytest.raises(ValueError, match="must equal the product"):
+        mesh_utils.create_device_mesh((n + 1,))
