@@ -432,7 +432,7 @@ def _failure_reasons(row: dict, top: int = 12) -> list[tuple[int, str]]:
     """The failing tests' messages, grouped (count, message) most common first."""
     counts: dict[str, int] = {}
     for t in row["failing"]:
-        msg = " ".join((row["messages"].get(t) or "(no message)").split())[:150]
+        msg = " ".join((row["messages"].get(t) or "(no message)").split())[:150].replace("`", "'")
         counts[msg] = counts.get(msg, 0) + 1
     return sorted(((n, m) for m, n in counts.items()), reverse=True)[:top]
 
