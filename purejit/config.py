@@ -7,9 +7,20 @@ purejit, so every layer may read it.
 
 from __future__ import annotations
 
+import itertools
 import os
+import sys
 import threading
 from typing import Any, Callable
+
+
+def _number_or_text(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _env_flag(name: str) -> bool:
@@ -116,6 +127,25 @@ class _Config:
         if changed:
             for callback in self._watchers.get("trace_context", ()):
                 callback(context)
+
+    def parse_flags_with_absl(self, argv: list[str] | None = None) -> None:
+        """Apply the command line's `--jax_<option>=value` flags (before a lone `--`;
+        `--jax_<option>` alone is True, `--nojax_<option>` False), as JAX's test modules
+        ask at import; other arguments are left alone. `argv`: default `sys.argv[1:]`."""
+        args = sys.argv[1:] if argv is None else argv
+        for arg in itertools.takewhile(lambda a: a != "--", args):
+            name, eq, text = arg.removeprefix("--").partition("=")
+            negated = name.startswith("nojax_") and not eq
+            name = name.removeprefix("no") if negated else name
+            if not arg.startswith("--") or name not in (*JAX_OPTIONS, *JAX_UNSUPPORTED):
+                continue
+            if not eq:
+                value = not negated
+            elif text.lower() in ("true", "false"):
+                value = text.lower() == "true"
+            else:
+                value = _number_or_text(text)
+            self.update(name, value)
 
     def _trace_context(self) -> tuple:
         # the options that change what tracing produces: jit caches are keyed on them

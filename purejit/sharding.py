@@ -68,6 +68,19 @@ class AbstractMesh:
     def size(self) -> int:
         return math.prod(self.axis_sizes)
 
+    @property
+    def empty(self) -> bool:
+        """No axes (what `get_abstract_mesh` gives outside any mesh context)."""
+        return not self.axis_sizes
+
+    @property
+    def are_all_axes_auto(self) -> bool:
+        return bool(self.axis_types) and all(t is AxisType.Auto for t in self.axis_types)
+
+    @property
+    def are_all_axes_explicit(self) -> bool:
+        return bool(self.axis_types) and all(t is AxisType.Explicit for t in self.axis_types)
+
     def __eq__(self, other):
         return isinstance(other, AbstractMesh) and (
             (self.axis_sizes, self.axis_names, self.axis_types)

@@ -14,6 +14,11 @@ reported at the next synchronisation), `reraise` finds the number in the message
 the kept exception itself, its traceback (the callback's frames) intact and the runtime
 error chained as its `__cause__`. Numbers are unique per callback invocation, so concurrent
 programs on several threads each get their own exception back.
+
+Drop-in mode (while `purejit.compat`'s hook is installed) lets the runtime error through, as
+JAX does: code written for JAX catches `JaxRuntimeError` and reads the callback's exception
+from its message, which names it (Equinox's `filter_jit` turns `error_if`'s failed check
+into `EquinoxRuntimeError` so).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ _MAX_KEPT = 64
 _lock = threading.Lock()
 _kept: OrderedDict[int, BaseException] = OrderedDict()
 _numbers = itertools.count(1)
+_jax_style = [0]  # how many drop-in installs are active
 
 
 class HostCallbackError(RuntimeError):
@@ -66,8 +72,17 @@ def reraise(err: BaseException) -> None:
         return
     with _lock:
         found = [_kept.pop(n) for n in numbers if n in _kept]
+        if _jax_style[0]:
+            return
     if found:
         raise found[0] from err
+
+
+def jax_style(on: bool) -> None:
+    """Drop-in mode begins (`on`) or ends: while any is active, `reraise` lets the runtime
+    error through as JAX raises it."""
+    with _lock:
+        _jax_style[0] += 1 if on else -1
 
 
 def pending() -> int:

@@ -78,7 +78,7 @@ def _make_import_module(original):
 def install() -> None:
     """Install the hook (nested installs count; each `uninstall` undoes one)."""
     import purejit  # noqa: F401
-    from purejit.backend import real_jax
+    from purejit.backend import callback_errors, real_jax
     from purejit.compat import _views
 
     # the real packages load first, under their own names, for the backend to keep
@@ -91,6 +91,8 @@ def install() -> None:
             return
         _state["import"] = builtins.__import__
         _state["import_module"] = importlib.import_module
+        # a host callback's exception surfaces as JAX's JaxRuntimeError naming it
+        callback_errors.jax_style(True)
         builtins.__import__ = _make_import(builtins.__import__)
         importlib.import_module = _make_import_module(importlib.import_module)
 
@@ -105,6 +107,9 @@ def uninstall() -> None:
             return
         builtins.__import__ = _state["import"]
         importlib.import_module = _state["import_module"]
+        from purejit.backend import callback_errors
+
+        callback_errors.jax_style(False)
         _state["import"] = _state["import_module"] = None
 
 

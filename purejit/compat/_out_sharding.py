@@ -5,7 +5,9 @@ sharding: the sharding of the result in its type); purejit's do not, as purejit 
 sharding in types. Libraries pass it through (Flax's `nnx.Dropout` gives
 `random.bernoulli(..., out_sharding=None)`, `nnx.Conv` gives it to
 `lax.conv_general_dilated`), so the views' functions take the keyword: None, the default,
-runs purejit's function; anything else raises NotImplementedError naming the fix.
+runs purejit's function; a sharding on one device (what nnx.Dropout passes for an eager
+array: `jax.typeof(x).sharding`) runs it and puts the result on that device; anything else
+raises NotImplementedError naming the fix.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ TAKES_OUT_SHARDING = {
 def _with_out_sharding(qualname: str, fn):
     @functools.wraps(fn)
     def with_keyword(*args, out_sharding=None, **kwargs):
+        if out_sharding is not None and len(getattr(out_sharding, "device_set", ())) == 1:
+            from purejit import device_put
+
+            return device_put(fn(*args, **kwargs), out_sharding)
         if out_sharding is not None:
             raise NotImplementedError(
                 f"{qualname}: out_sharding= needs JAX's explicit sharding (sharding in "

@@ -119,6 +119,10 @@ class PRNGKeyArray:
 
     flatten = ravel
 
+    def copy(self):
+        """The keys again (arrays are immutable: the same data)."""
+        return PRNGKeyArray(self._data)
+
     def block_until_ready(self):
         if hasattr(self._data, "block_until_ready"):
             self._data.block_until_ready()

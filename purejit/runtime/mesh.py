@@ -123,8 +123,29 @@ def _nested(devices):
     return out
 
 
-def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], devices=None) -> Mesh:
-    """A mesh of the first `prod(axis_shapes)` devices (default: `purejit.devices()`)."""
+def _is_axis_types(x) -> bool:
+    return isinstance(x, (tuple, list)) and all(
+        getattr(t, "name", None) in ("Auto", "Explicit", "Manual") for t in x
+    )
+
+
+def make_mesh(
+    axis_shapes: Sequence[int], axis_names: Sequence[str], devices=None, *, axis_types=None
+) -> Mesh:
+    """A mesh of the first `prod(axis_shapes)` devices (default: `purejit.devices()`).
+
+    `axis_types` (JAX's `AxisType` per axis, also taken in JAX's third position): purejit's
+    mesh axes are `Auto` (XLA's partitioner decides); `Explicit` (sharding in types) and
+    `Manual` raise NotImplementedError."""
+    if axis_types is None and _is_axis_types(devices):
+        axis_types, devices = devices, None
+    for t in axis_types or ():
+        if getattr(t, "name", t) != "Auto":
+            raise NotImplementedError(
+                f"make_mesh: axis_types={tuple(axis_types)}: purejit's mesh axes are "
+                "AxisType.Auto (explicit sharding in types is not supported; Manual axes "
+                "come from shard_map); drop axis_types or pass AxisType.Auto"
+            )
     devs = list(devices if devices is not None else pjrt.devices())
     n = int(np.prod(axis_shapes))
     if n > len(devs):
@@ -132,6 +153,23 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], devices=Non
             f"make_mesh: mesh {tuple(axis_shapes)} needs {n} devices, have {len(devs)}"
         )
     return Mesh(np.array(devs[:n], dtype=object).reshape(tuple(axis_shapes)), axis_names)
+
+
+def placements_equal(a, b, ndim: int) -> bool:
+    """Whether shardings `a` and `b` place every element of any rank-`ndim` array on the
+    same devices (JAX's `is_equivalent_to`: a split over size-1 axes is replication). A
+    probe shape with every dimension the device count divides evenly under any split."""
+    if a.device_set != getattr(b, "device_set", None):
+        return False
+    probe = (len(a.device_set),) * ndim
+
+    def canon(sharding):
+        return {
+            dev: tuple(s.indices(n)[:2] for s, n in zip(slices, probe))
+            for dev, slices in sharding.devices_indices_map(probe).items()
+        }
+
+    return canon(a) == canon(b)
 
 
 class NamedSharding:
@@ -172,6 +210,10 @@ class NamedSharding:
     @property
     def device_set(self) -> set:
         return set(self.mesh.devices.flat)
+
+    def is_equivalent_to(self, other, ndim: int) -> bool:
+        """Whether `other` puts every element of a rank-`ndim` array on the same devices."""
+        return placements_equal(self, other, ndim)
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -248,6 +290,10 @@ class SingleDeviceSharding:
 
     def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
         return {self._device: tuple(slice(None) for _ in global_shape)}
+
+    def is_equivalent_to(self, other, ndim: int) -> bool:
+        """Whether `other` puts every element of a rank-`ndim` array on the same devices."""
+        return placements_equal(self, other, ndim)
 
     def __eq__(self, other):
         return isinstance(other, SingleDeviceSharding) and other._device == self._device

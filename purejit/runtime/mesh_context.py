@@ -81,7 +81,18 @@ class use_abstract:  # noqa: N801
 
 
 def resolve(sharding, what: str):
-    """`sharding` as a NamedSharding: a bare PartitionSpec takes the mesh in context."""
+    """`sharding` as a NamedSharding: a bare PartitionSpec, or a NamedSharding over an
+    AbstractMesh (axis names and sizes, no devices: what Flax builds from
+    `get_abstract_mesh()`), takes the mesh in context."""
+    if isinstance(sharding, NamedSharding) and not hasattr(sharding.mesh, "devices"):
+        mesh, am = current(), sharding.mesh
+        shape = tuple(zip(am.axis_names, am.axis_sizes))
+        if mesh is None or tuple(zip(mesh.axis_names, mesh.mesh_shape)) != shape:
+            raise ValueError(
+                f"{what}: a NamedSharding over {am!r} needs a mesh of those axes in context "
+                f"(have {mesh!r}); use `with purejit.sharding.set_mesh(mesh):`"
+            )
+        return NamedSharding(mesh, sharding.spec)
     if isinstance(sharding, PartitionSpec):
         mesh = current()
         if mesh is None:

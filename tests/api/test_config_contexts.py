@@ -70,3 +70,25 @@ def test_numpy_dtype_promotion_standard_only():
         purejit.numpy_dtype_promotion("strict")
     with pytest.raises(ValueError):
         purejit.numpy_dtype_promotion("loose")
+
+
+def test_parse_flags_with_absl_applies_jax_flags_of_the_command_line():
+    cfg = purejit.config
+    saved = (cfg.read("enable_x64"), cfg.read("numpy_rank_promotion"))
+    try:
+        cfg.parse_flags_with_absl(
+            ["-q", "--jax_enable_x64", "--jax_numpy_rank_promotion=warn", "--other=1", "--",
+             "--jax_debug_nans"]
+        )  # fmt: skip
+        assert cfg.read("enable_x64") is True
+        assert cfg.read("numpy_rank_promotion") == "warn"
+        assert cfg.read("debug_nans") is False  # after the lone "--"
+        cfg.parse_flags_with_absl(["--nojax_enable_x64", "--jax_numpy_rank_promotion=allow"])
+        assert cfg.read("enable_x64") is False
+        cfg.parse_flags_with_absl(["--jax_enable_x64=true"])
+        assert cfg.read("enable_x64") is True
+        cfg.parse_flags_with_absl()  # pytest's own command line: no --jax flags
+        with pytest.raises(NotImplementedError, match="jax_default_prng_impl"):
+            cfg.parse_flags_with_absl(["--jax_default_prng_impl=rbg"])
+    finally:
+        cfg.update(enable_x64=saved[0], numpy_rank_promotion=saved[1])

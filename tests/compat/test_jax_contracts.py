@@ -144,6 +144,16 @@ def test_platform_and_sharding_names():
     assert type(y["a"]) is purejit.Array
     m = sharding.AbstractMesh((2, 4), ("a", "b"))
     assert m.shape == {"a": 2, "b": 4} and m.size == 8
+    # JAX's mesh properties Flax reads (flax.core.meta.get_global_mesh, spmd.shard_value)
+    assert not m.empty and m.are_all_axes_auto and not m.are_all_axes_explicit
+    assert sharding.get_abstract_mesh().empty
+    assert sharding.AbstractMesh((2,), ("a",), (sharding.AxisType.Explicit,)).are_all_axes_explicit
+    # make_mesh takes JAX's axis_types (keyword or third): Auto only
+    auto = (sharding.AxisType.Auto,)
+    assert purejit.make_mesh((1,), ("x",), axis_types=auto).axis_names == ("x",)
+    assert purejit.make_mesh((1,), ("x",), auto).axis_names == ("x",)
+    with pytest.raises(NotImplementedError, match="AxisType.Auto"):
+        purejit.make_mesh((1,), ("x",), axis_types=(sharding.AxisType.Explicit,))
     assert purejit.lax.broadcast_shapes((2, 1), (1, 3)) == (2, 3)
     with pytest.raises(ValueError, match="Incompatible shapes for broadcasting"):
         purejit.lax.broadcast_shapes((2,), (3,))

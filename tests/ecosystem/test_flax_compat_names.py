@@ -146,6 +146,12 @@ def test_out_sharding_none_is_accepted_else_named():
         )
         with pytest.raises(NotImplementedError, match="random.normal: out_sharding="):
             jax.random.normal(key, (2,), out_sharding="x")
+        # one device (nnx.Dropout passes jax.typeof(x).sharding of an eager array): the
+        # result, put there
+        one = jax.sharding.SingleDeviceSharding(purejit.devices()[0])
+        placed = jax.random.bernoulli(key, 0.5, (4,), out_sharding=one)
+        assert placed.sharding == one
+        np.testing.assert_array_equal(np.asarray(placed), np.asarray(got))
         assert jax.numpy.dot(pnp.ones(3), pnp.ones(3), out_sharding=None) == 3.0
         with pytest.raises(NotImplementedError, match="lax.reshape: out_sharding="):
             jax.lax.reshape(pnp.ones(4), (2, 2), out_sharding="x")
@@ -219,3 +225,19 @@ def test_cond_traces_true_fun_first_as_jax(jit):
         (lib.jit(f) if jit else f)(np.float32(1.0))
         got[name] = seen
     assert got["purejit"] == got["jax"] == ["true", "false"]
+
+
+def test_mesh_utils_create_device_mesh_lays_out_devices_as_jax():
+    with purejit.compat.dropin():
+        from jax.experimental import mesh_utils
+
+    import jax.experimental.mesh_utils as real
+
+    n = len(purejit.devices())
+    got = mesh_utils.create_device_mesh((n, 1))
+    want = real.create_device_mesh((n, 1))
+    assert got.shape == want.shape == (n, 1)
+    assert [d.id for d in got.flat] == [d.id for d in want.flat]
+    assert mesh_utils.create_device_mesh((1,), purejit.devices()[:1])[0] is purejit.devices()[0]
+    with pytest.raises(ValueError, match="must equal the product"):
+        mesh_utils.create_device_mesh((n + 1,))

@@ -100,3 +100,32 @@ def case_auto_and_explicit_axes():
     np.testing.assert_array_equal(np.asarray(purejit.jit(g)(X)), X + 1)
     one = purejit.sharding.make_single_device_sharding(DEVS[3])
     assert purejit.device_put(X, one).devices() == {DEVS[3]}
+
+
+def case_abstract_mesh_sharding_and_equivalence():
+    """A NamedSharding over an AbstractMesh (Flax builds one from get_abstract_mesh) takes
+    the mesh in context; is_equivalent_to compares placements, as JAX's."""
+    am = AbstractMesh((4, 2), ("x", "y"))
+    with purejit.sharding.set_mesh(MESH):
+        a = lax.with_sharding_constraint(X, NamedSharding(am, P("x")))
+        assert a.sharding == NamedSharding(MESH, P("x"))
+        np.testing.assert_array_equal(np.asarray(a), X)
+    try:
+        lax.with_sharding_constraint(X, NamedSharding(am, P("x")))
+    except ValueError as e:
+        assert "mesh of those axes in context" in str(e)
+    else:
+        raise AssertionError("expected ValueError")
+    jm = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
+    for s1, s2 in [(P("x"), P("x", None)), (P("x"), P(("x", "y"))), (P(), P(None, "y")),
+                   (P("y"), P(None, "y"))]:  # fmt: skip
+        want = jax.sharding.NamedSharding(jm, JP(*s1)).is_equivalent_to(
+            jax.sharding.NamedSharding(jm, JP(*s2)), 2
+        )
+        got = NamedSharding(MESH, s1).is_equivalent_to(NamedSharding(MESH, s2), 2)
+        assert got == want, (s1, s2, got, want)
+    one = Mesh(np.array(DEVS[:1]).reshape(1, 1), ("x", "y"))
+    single = purejit.sharding.make_single_device_sharding(DEVS[0])
+    assert NamedSharding(one, P("x", "y")).is_equivalent_to(single, 2)
+    assert single.is_equivalent_to(NamedSharding(one, P()), 2)
+    assert not NamedSharding(MESH, P()).is_equivalent_to(single, 2)

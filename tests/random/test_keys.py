@@ -57,6 +57,8 @@ def test_key_array_api():
     assert same(pr.key_data(ks[2]), jax.random.key_data(jax.random.split(jax.random.key(5), 4)[2]))
     assert [kk.shape for kk in ks] == [()] * 4
     assert ks.reshape(2, 2).shape == (2, 2)
+    # copy, as jax.Array's (Flax's nnx.fork copies its key)
+    assert type(ks.copy()) is type(ks) and same(pr.key_data(ks.copy()), pr.key_data(ks))
     w = pr.wrap_key_data(pr.key_data(k))
     assert bool(np.asarray(w == k)) and not bool(np.asarray(w != k))
     assert pr.key_dtype() == k.dtype == "key<fry>"
