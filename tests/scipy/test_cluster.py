@@ -42,3 +42,13 @@ def test_vq_checks_ranks():
         vq.vq(OBS, CODES[0])
     with pytest.raises(ValueError, match="ndim different than 1 or 2"):
         vq.vq(OBS[None], CODES[None])
+
+
+def test_dropin_mode_gives_purejits_module():
+    import purejit.compat
+
+    with purejit.compat.dropin():
+        import jax.scipy.cluster.vq as dropped
+
+        assert dropped.__name__ == "jax.scipy.cluster.vq"
+        assert dropped.vq is purejit.scipy.cluster.vq.vq

@@ -72,3 +72,13 @@ def test_unsupported_arguments_raise_clearly():
         rgi((G0, G1, G1), VALUES[..., 0])
     with pytest.raises(ValueError, match="dimension 3"):
         rgi((G0, G1), VALUES)(np.zeros((4, 3), np.float32))
+
+
+def test_dropin_mode_gives_purejits_module():
+    import purejit.compat
+
+    with purejit.compat.dropin():
+        import jax.scipy.interpolate as dropped
+
+        assert dropped.__name__ == "jax.scipy.interpolate"
+        assert dropped.RegularGridInterpolator is purejit.scipy.interpolate.RegularGridInterpolator

@@ -76,3 +76,13 @@ def test_unsupported_arguments_raise_clearly():
         ndimage.map_coordinates(IMG, COORDS, 1, mode="grid-wrap")
     with pytest.raises(ValueError, match="length input.ndim"):
         ndimage.map_coordinates(IMG, COORDS[:1], 1)
+
+
+def test_dropin_mode_gives_purejits_module():
+    import purejit.compat
+
+    with purejit.compat.dropin():
+        import jax.scipy.ndimage as dropped
+
+        assert dropped.__name__ == "jax.scipy.ndimage"
+        assert dropped.map_coordinates is purejit.scipy.ndimage.map_coordinates

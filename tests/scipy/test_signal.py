@@ -182,3 +182,13 @@ def test_unsupported_settings_raise_clearly():
         signal.correlate(X, K, method="winograd")
     with pytest.raises(ValueError, match="noverlap"):
         signal.stft(SIG, nperseg=16, noverlap=16)
+
+
+def test_dropin_mode_gives_purejits_module():
+    import purejit.compat
+
+    with purejit.compat.dropin():
+        import jax.scipy.signal as dropped
+
+        assert dropped.__name__ == "jax.scipy.signal"
+        assert dropped.convolve is purejit.scipy.signal.convolve
