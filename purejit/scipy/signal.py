@@ -63,7 +63,7 @@ def fftconvolve(in1, in2, mode: str = "full", axes: Sequence[int] | int | None =
     conv = partial(_fftconvolve_unbatched, mode=mode)
     if axes is None:
         return conv(in1, in2)
-    axes = (axes,) if not isinstance(axes, (tuple, list)) else axes
+    axes = tuple(axes) if np.iterable(axes) else (axes,)
     axes = tuple(_canonical_axis(ax, in1.ndim, "fftconvolve") for ax in axes)
     mapped = set(range(in1.ndim)) - set(axes)
     if any(in1.shape[i] != in2.shape[i] for i in mapped):
