@@ -9,5 +9,6 @@ stats:   norm (pdf, logpdf, cdf, logcdf, ppf), multivariate_normal (pdf, logpdf)
 """
 
 from purejit.scipy import fft, linalg, special, stats  # noqa: F401
+from purejit.scipy import sparse, spatial  # noqa: F401
 
 __all__ = ["linalg", "special", "stats"]
