@@ -6,6 +6,8 @@ special: every function of jax.scipy.special (the gamma family, error functions 
 linalg:  cho_factor, cho_solve, solve_triangular, lu, lu_factor, lu_solve, expm,
          block_diag
 stats:   norm (pdf, logpdf, cdf, logcdf, ppf), multivariate_normal (pdf, logpdf)
+sparse:  linalg (the iterative solvers cg, bicgstab, gmres)
+spatial: transform (Rotation, Slerp)
 """
 
 from purejit.scipy import fft, linalg, special, stats  # noqa: F401
