@@ -84,7 +84,9 @@ def test_solvers_match_jax():
     refs = jax.jit(lambda m, b: [ref_cases[k](m, b) for k in names])(SPD, B)
     outs = purejit.jit(lambda m, b: [our_cases[k](m, b) for k in names])(SPD, B)
     for name, ref, out in zip(names, refs, outs):
-        for r, o in zip(_leaves(ref), _leaves(out)):
+        for r, o in zip(jax.tree_util.tree_leaves(ref), jax.tree_util.tree_leaves(out)):
+            assert r.weak_type == o.weak_type, name
+            r, o = np.asarray(r), np.asarray(o)
             assert r.dtype == o.dtype and r.shape == o.shape, name
             if name in CLOSE:
                 np.testing.assert_allclose(o, r, rtol=CLOSE[name], atol=CLOSE[name])

@@ -81,6 +81,7 @@ def test_rotations_match_jax():
         rs, os = jax.tree_util.tree_leaves(ref), purejit.tree_util.tree_leaves(out)
         assert len(rs) == len(os), name
         for r, o in zip(rs, os):
+            assert r.weak_type == o.weak_type, name
             r, o = np.asarray(r), np.asarray(o)
             assert r.dtype == o.dtype and r.shape == o.shape, name
             if name in CLOSE:
