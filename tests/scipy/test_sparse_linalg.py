@@ -118,6 +118,15 @@ def test_eager_solves_converge():
         assert isinstance(x, purejit.Array) and info is None
         np.testing.assert_allclose(SPD @ np.asarray(x), B, atol=1e-4, err_msg=name)
 
+    class Operator:  # neither a function nor an array: applied with `@`
+        shape = (N, N)
+
+        def __matmul__(self, x):
+            return pnp.dot(SPD, x)
+
+    x, _ = psl.cg(Operator(), B)
+    np.testing.assert_allclose(SPD @ np.asarray(x), B, atol=1e-4)
+
 
 def test_argument_errors():
     with pytest.raises(ValueError, match="square matrix"):
