@@ -7,9 +7,12 @@ linalg:  cho_factor, cho_solve, solve_triangular, lu, lu_factor, lu_solve, expm,
          block_diag
 stats:   norm (pdf, logpdf, cdf, logcdf, ppf), multivariate_normal (pdf, logpdf)
 signal, ndimage, interpolate, cluster: as jax.scipy's (every public name)
+sparse:  linalg (the iterative solvers cg, bicgstab, gmres)
+spatial: transform (Rotation, Slerp)
 """
 
 from purejit.scipy import fft, linalg, special, stats  # noqa: F401
 from purejit.scipy import cluster, interpolate, ndimage, signal  # noqa: F401
+from purejit.scipy import sparse, spatial  # noqa: F401
 
 __all__ = ["linalg", "special", "stats"]
