@@ -63,7 +63,6 @@ _RENAMED = {
     "jax.experimental.layout": "purejit.compat._layout",
     "jax.experimental.hijax": "purejit.compat._hijax",
     "jax.experimental.sparse": "purejit.compat._sparse",
-    "jax.scipy.optimize": "purejit.compat._scipy_optimize",
     "jax.version": "purejit.compat._version",
     "jax.lax.linalg": "purejit.lax.linalg",
 }

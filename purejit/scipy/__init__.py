@@ -6,8 +6,9 @@ special: every function of jax.scipy.special (the gamma family, error functions 
 linalg:  cho_factor, cho_solve, solve_triangular, lu, lu_factor, lu_solve, expm,
          block_diag
 stats:   norm (pdf, logpdf, cdf, logcdf, ppf), multivariate_normal (pdf, logpdf)
+optimize: minimize (BFGS, JAX's line search) and OptimizeResults
 """
 
-from purejit.scipy import fft, linalg, special, stats  # noqa: F401
+from purejit.scipy import fft, linalg, optimize, special, stats  # noqa: F401
 
-__all__ = ["linalg", "special", "stats"]
+__all__ = ["linalg", "optimize", "special", "stats"]
