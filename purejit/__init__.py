@@ -26,6 +26,7 @@ from purejit.sharding import device_put
 from purejit.shard_map import shard_map
 from purejit.backend.pjrt import devices
 from purejit.compiler.stats import cache_stats
+from purejit.compiler.options import CompilerEffortLevel, Inline  # noqa: E402, F401
 from purejit.export import Exported, deserialize, export
 from purejit.api import explain
 from purejit import ad_checkpoint, test_util
@@ -86,7 +87,7 @@ __all__ = [
 
 from purejit import tree  # noqa: E402
 
-__all__ += ["tree"]
+__all__ += ["tree", "CompilerEffortLevel", "Inline"]
 from purejit import debug  # noqa: E402
 from purejit.debug import pure_callback  # noqa: E402
 
