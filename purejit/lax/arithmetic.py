@@ -109,7 +109,7 @@ def one_minus_square(x):
     """Elementwise 1 - x**2 as jax 0.11's `lax.one_minus_square`: (1 + x) * (1 - x), which
     keeps the bits of |x| near 1, with the tangent t * (-2 * x), which keeps them near 0."""
     a = _lift(x)
-    if a.dtype.kind not in "iufc":
+    if not (pdt.is_inexact(a.dtype) or a.dtype.kind in "iuc"):
         raise TypeError(
             f"one_minus_square does not accept dtype {a.dtype.name}. Accepted dtypes are "
             f"subtypes of integer, floating, complexfloating{_where()}"

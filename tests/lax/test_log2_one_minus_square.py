@@ -3,6 +3,7 @@ ir/ops/powers.py). The local jax (0.10.2) lacks both, so the references are JAX'
 computed in NumPy and the StableHLO JAX's lowering emits; tools/check_jax011_names.py compares
 them with jax 0.11.2's bit for bit."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -10,6 +11,7 @@ import purejit
 from purejit import lax
 from purejit.ir import Builder, TensorType, interpret, verify
 
+BF16 = ml_dtypes.bfloat16
 X32 = np.array([0.0, 1e-30, 0.3, 0.999, 1.0, 1.0001, 2.5, 7.0, 1e20, np.inf, np.nan], np.float32)
 
 
@@ -26,6 +28,10 @@ def test_one_minus_square_is_one_plus_x_times_one_minus_x():
         _bits(purejit.jit(lax.one_minus_square)(x), want)
     c = np.array([0.5 + 0.25j, -1.5j, 2 - 1j], np.complex64)
     np.testing.assert_allclose(np.asarray(lax.one_minus_square(c)), 1 - c * c, rtol=1e-6)
+    b = X32[:8].astype(BF16)
+    one = BF16(1)
+    _bits(purejit.jit(lax.one_minus_square)(b), ((one + b) * (one - b)).astype(BF16))
+    _bits(lax.log2(np.array([2.0, 8.0], BF16)), np.array([1.0, 3.0], BF16))
 
 
 def test_one_minus_square_tangent_is_minus_two_x():
