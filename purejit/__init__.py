@@ -30,7 +30,7 @@ from purejit.compiler.options import CompilerEffortLevel, Inline  # noqa: E402, 
 from purejit.export import Exported, deserialize, export
 from purejit.api import explain
 from purejit import ad_checkpoint, test_util
-from purejit.ad_checkpoint import checkpoint, checkpoint_policies, remat
+from purejit.ad_checkpoint import checkpoint, checkpoint_policies, custom_remat, remat
 from purejit.custom_derivatives import closure_convert, custom_jvp, custom_vjp
 from purejit.autodiff import (
     grad,
@@ -87,7 +87,7 @@ __all__ = [
 
 from purejit import tree  # noqa: E402
 
-__all__ += ["tree", "CompilerEffortLevel", "Inline"]
+__all__ += ["tree", "CompilerEffortLevel", "Inline", "custom_remat"]
 from purejit import debug  # noqa: E402
 from purejit.debug import pure_callback  # noqa: E402
 
