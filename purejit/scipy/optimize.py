@@ -1,4 +1,5 @@
-"""purejit.scipy.optimize: `minimize` by BFGS and its `OptimizeResults`, as
+"""purejit.scipy.optimize: `minimize` by BFGS (or JAX's experimental L-BFGS,
+purejit/scipy/_lbfgs.py) and its `OptimizeResults`, as
 `jax.scipy.optimize` (Nocedal & Wright, 'Numerical Optimization', algorithm 6.1, with the
 strong-Wolfe line search of `purejit.scipy._line_search`).
 
@@ -18,6 +19,7 @@ import numpy as np
 from purejit import lax
 from purejit import numpy as jnp
 from purejit.autodiff import value_and_grad
+from purejit.scipy._lbfgs import minimize_lbfgs
 from purejit.scipy._line_search import line_search
 
 
@@ -115,13 +117,17 @@ def minimize(
     options: Mapping[str, Any] | None = None,
 ) -> OptimizeResults:
     """Minimise the scalar `fun(x, *args)` over a 1-d `x` from `x0`, as
-    jax.scipy.optimize.minimize. `method` is "BFGS"; `options` takes BFGS's maxiter, norm,
-    gtol and line_search_maxiter. As in JAX, `tol` is accepted and not used (BFGS stops on
-    options['gtol'])."""
+    jax.scipy.optimize.minimize. `method` is "BFGS" (`options`: maxiter, norm, gtol,
+    line_search_maxiter) or JAX's "l-bfgs-experimental-do-not-rely-on-this" (`options`:
+    maxiter, norm, maxcor, ftol, gtol, maxfun, maxgrad, maxls; no hess_inv). As in JAX, `tol`
+    is accepted and not used (the methods stop on options['gtol'])."""
     options = {} if options is None else dict(options)
     if not isinstance(args, tuple):
         raise TypeError(f"args argument to jax.scipy.optimize.minimize must be a tuple, got {args}")
-    unknown = sorted(set(options) - {"maxiter", "norm", "gtol", "line_search_maxiter"})
+    known = {"maxiter", "norm", "gtol", "line_search_maxiter"}
+    if method.lower() == "l-bfgs-experimental-do-not-rely-on-this":
+        known = {"maxiter", "norm", "maxcor", "ftol", "gtol", "maxfun", "maxgrad", "maxls"}
+    unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(f"minimize(method={method!r}): unexpected options {unknown}")
 
@@ -142,9 +148,17 @@ def minimize(
             nit=s["k"],
         )
     if method.lower() == "l-bfgs-experimental-do-not-rely-on-this":
-        raise NotImplementedError(
-            "jax.scipy.optimize.minimize(method='l-bfgs-experimental-do-not-rely-on-this'): "
-            "purejit has JAX's BFGS only (method='BFGS'), not its experimental L-BFGS"
+        s = minimize_lbfgs(fun_with_args, x0, **options)
+        return OptimizeResults(
+            x=s["x_k"],
+            success=s["converged"] & jnp.logical_not(s["failed"]),
+            status=s["status"],
+            fun=s["f_k"],
+            jac=s["g_k"],
+            hess_inv=None,
+            nfev=s["nfev"],
+            njev=s["ngev"],
+            nit=s["k"],
         )
     raise ValueError(f"Method {method} not recognized")
 

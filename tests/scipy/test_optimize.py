@@ -1,4 +1,5 @@
-"""purejit.scipy.optimize.minimize (BFGS with JAX's strong-Wolfe line search) against
+"""purejit.scipy.optimize.minimize (BFGS with JAX's strong-Wolfe line search, and JAX's
+experimental L-BFGS) against
 jax.scipy.optimize.minimize: every field of the result equal bit for bit on CPU (point,
 value, gradient, inverse Hessian, counts, status), eagerly, under jit and in float64."""
 
@@ -62,6 +63,17 @@ def test_float64_rosenbrock_equals_jax():
     _same(got, want)
 
 
+def test_experimental_lbfgs_equals_jax():
+    method = "l-bfgs-experimental-do-not-rely-on-this"
+    x0 = np.array([-1.2, 1.0, 0.5, 2.0], np.float32)
+    opts = {"maxcor": 5, "maxls": 15}
+    got = purejit.jit(lambda x: popt.minimize(_rosenbrock(pnp), x, method=method, options=opts))(x0)
+    want = jax.jit(lambda x: jopt.minimize(_rosenbrock(jjnp), x, method=method, options=opts))(x0)
+    assert got.hess_inv is None and want.hess_inv is None
+    _same(got._replace(hess_inv=0), want._replace(hess_inv=0))
+    assert int(got.nit) > 5
+
+
 def test_errors_name_what_is_wrong():
     x0 = np.zeros(2, np.float32)
     f = _rosenbrock(pnp)
@@ -69,7 +81,5 @@ def test_errors_name_what_is_wrong():
         popt.minimize(f, x0, [1.0], method="BFGS")
     with pytest.raises(ValueError, match="Method nelder-mead not recognized"):
         popt.minimize(f, x0, method="nelder-mead")
-    with pytest.raises(NotImplementedError, match="L-BFGS"):
-        popt.minimize(f, x0, method="l-bfgs-experimental-do-not-rely-on-this")
     with pytest.raises(TypeError, match="unexpected options"):
         popt.minimize(f, x0, method="BFGS", options={"xtol": 1e-3})
