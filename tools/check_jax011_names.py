@@ -162,6 +162,10 @@ def check_top_k(rng):
                      lambda v, m=mode, ax=axis: pnp.top_k(v, k, axis=ax, mode=m),
                      lambda v, m=mode, ax=axis: jnp.top_k(v, k, axis=ax, mode=m), arr)  # fmt: skip
     x = rng.normal(size=(3, 6)).astype(np.float32)
+    for stable in (True, False):  # no ties: the order is the same either way
+        both("lax.top_k", f"is_stable={stable} axis=0",
+             lambda v, st=stable: plax.top_k(v, 2, axis=0, is_stable=st),
+             lambda v, st=stable: jax.lax.top_k(v, 2, axis=0, is_stable=st), x)  # fmt: skip
     case(n, "float32 smallest grad",
          lambda: purejit.grad(lambda v: pnp.top_k(v, 2, mode="smallest")[0].sum())(x),
          lambda: jax.grad(lambda v: jnp.top_k(v, 2, mode="smallest")[0].sum())(x))  # fmt: skip

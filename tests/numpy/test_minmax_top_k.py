@@ -81,3 +81,13 @@ def test_minmax_is_min_then_max():
         want = (jjnp.min(a, initial=lo, **rest), jjnp.max(a, initial=hi, **rest))
         _same(pnp.minmax(a, **kw), want)
         _same(purejit.jit(lambda v, kw=kw: pnp.minmax(v, **kw))(a), want)
+
+
+def test_lax_top_k_takes_jax_011s_is_stable():
+    # jax 0.11's keyword: False leaves ties unordered, which purejit's stable order satisfies
+    a = np.array([[3, 1, 3, 2], [0, 5, 5, 5]], np.int32)
+    want = jax.lax.top_k(a, 3)
+    for stable in (True, False):
+        _same(purejit.lax.top_k(a, 3, is_stable=stable), want)
+    with pytest.raises(TypeError, match="is_stable must be a bool"):
+        purejit.lax.top_k(a, 3, is_stable="yes")
