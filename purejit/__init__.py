@@ -26,10 +26,11 @@ from purejit.sharding import device_put
 from purejit.shard_map import shard_map
 from purejit.backend.pjrt import devices
 from purejit.compiler.stats import cache_stats
+from purejit.compiler.options import CompilerEffortLevel, Inline  # noqa: E402, F401
 from purejit.export import Exported, deserialize, export
 from purejit.api import explain
 from purejit import ad_checkpoint, test_util
-from purejit.ad_checkpoint import checkpoint, checkpoint_policies, remat
+from purejit.ad_checkpoint import checkpoint, checkpoint_policies, custom_remat, remat
 from purejit.custom_derivatives import closure_convert, custom_jvp, custom_vjp
 from purejit.autodiff import (
     grad,
@@ -86,7 +87,7 @@ __all__ = [
 
 from purejit import tree  # noqa: E402
 
-__all__ += ["tree"]
+__all__ += ["tree", "CompilerEffortLevel", "Inline", "custom_remat"]
 from purejit import debug  # noqa: E402
 from purejit.debug import pure_callback  # noqa: E402
 

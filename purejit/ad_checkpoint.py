@@ -245,6 +245,42 @@ def print_saved_residuals(f: Callable, *args, **kwargs) -> None:
         print(f"{t} {src}")
 
 
+def custom_remat(f, f_fwd, f_rem, f_bwd, *, static_argnums=(), static_argnames=()):
+    """`f` with its own rematerialisation rules, as jax 0.11's `jax.custom_remat`.
+
+    The rules (`f_fwd(policy, *args) -> (out, res)` saving residuals under a checkpoint,
+    `f_rem(res, *args) -> (out, res2)` recomputing in the backward pass and
+    `f_bwd(res2, out_ct) -> args_ct`) take effect in JAX only under its `jax_remat3`
+    checkpoint implementation, off by default; with it off, JAX evaluates `f` and
+    differentiates `f` itself, in forward and reverse mode, inside `checkpoint` or not.
+    purejit has no remat3 (`config.update("jax_remat3", True)` raises, naming the unknown
+    option, in drop-in mode too), so the wrapped function is `f`, evaluated and
+    differentiated as JAX does with its default, and the rules are kept on the wrapper
+    (`.f_fwd`, `.f_rem`, `.f_bwd`) for inspection.
+
+    Args:
+        f: the function to wrap.
+        f_fwd, f_rem, f_bwd: the rules above (callables).
+        static_argnums, static_argnames: as in `jit`: arguments passed to `f` as Python
+            values.
+    Returns:
+        A function with `f`'s call behaviour.
+    """
+    for name, rule in (("f", f), ("f_fwd", f_fwd), ("f_rem", f_rem), ("f_bwd", f_bwd)):
+        if not callable(rule):
+            raise TypeError(f"custom_remat: {name} must be callable, got {rule!r}")
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+
+    @functools.wraps(f)
+    def call(*args, **kwargs):
+        return f(*args, **kwargs)
+
+    call.f_fwd, call.f_rem, call.f_bwd = f_fwd, f_rem, f_bwd
+    call.static_argnums, call.static_argnames = nums, names
+    return call
+
+
 __all__ = [
     "Offloadable",
     "Recompute",

@@ -20,7 +20,7 @@ from purejit.compiler.buckets import Buckets
 from purejit.compiler.explain import Explanation, explain_lowered
 from purejit.compiler.donation import normalize_donation
 from purejit.compiler.lower import JitConfig, lower, trace
-from purejit.compiler.options import CompilerOptions
+from purejit.compiler.options import CompilerOptions, check_inline
 from purejit import fused_attention
 from purejit.compiler.signature import ArgSpec, CallSignature, committed_device
 from purejit.compiler.stages import Traced
@@ -359,7 +359,7 @@ def jit(
     keep_unused: bool = False,
     device=None,
     backend: str | None = None,
-    inline: bool = False,
+    inline=False,
     abstracted_axes=None,
 ):
     """Compile `fun` with purejit: trace once per abstract signature, run through XLA.
@@ -421,8 +421,10 @@ def _jax_keywords(keep_unused, device, backend, inline, abstracted_axes) -> None
     """Check JAX's jit keywords that purejit either honours by construction or refuses.
 
     `keep_unused` and `inline` change no result: purejit's executables take every argument,
-    and a jit called inside another trace is inlined into it (JAX's `inline=True`)."""
-    del keep_unused, inline
+    and a jit called inside another trace is inlined into it (JAX's `inline=True`); an
+    `Inline` mode that keeps the call for XLA is refused (`check_inline`)."""
+    del keep_unused
+    check_inline(inline)
     if abstracted_axes is not None:
         raise NotImplementedError(
             "jit(abstracted_axes=...): purejit compiles static shapes only; use "

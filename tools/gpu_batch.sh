@@ -22,6 +22,7 @@ for step in "$@"; do
     linalg) timeout 300 python3 -m bench.linalg --out "$OUT/linalg" > "$OUT/linalg.log" 2>&1 ;;
     bits) timeout 300 python3 -m bench.random_bits --n 10000 > "$OUT/random_bits.log" 2>&1 ;;
     cnn) timeout 200 python3 tools/cnn_diag.py "$OUT/cnn_diag" > "$OUT/cnn_diag.log" 2>&1 ;;
+    jax011) JAX_PLATFORMS=cpu timeout 120 python3 tools/check_jax011_names.py > "$OUT/jax011.log" 2>&1 ;;
     ulp) timeout 560 python3 -m bench.ulp_sweep --out "$OUT/ulp" > "$OUT/ulp.log" 2>&1 ;;
     *) echo "unknown step $step" ;;
   esac

@@ -16,6 +16,12 @@ steps that way).
     `(re - im) * (re + im) + i * 2 * re * im` (XLA's expansion of `chlo.square`).
 
 Narrow floats (bf16, f16) round each product back to their type, as the multiplies do.
+
+jax 0.11's `one_minus_square` and `log2` live here too, ops of their own for the same reason:
+  * `one_minus_square` is (1 + x) * (1 - x), JAX's lowering, with JAX's tangent t * (-2x)
+    (the product rule of the lowering cancels to 0 for |x| below the epsilon).
+  * `log2` is log(x) times 1.4426950408889634 rounded to the dtype (each part of a complex
+    log), with JAX's tangent t / (x * log(2)).
 """
 
 from __future__ import annotations
@@ -146,5 +152,74 @@ register(
         _square_ref,
         _EW | {"cheap"},
         doc="square: x * x ((re - im) * (re + im) + 2i * re * im for complex, as CHLO's)",
+    )
+)
+
+
+# ---- one_minus_square ----------------------------------------------------------------------
+
+
+def _one_minus_square_infer(types, attrs, regions):
+    nargs("one_minus_square", types, 1)
+    (t,) = types
+    if not _accepts(t.dtype):
+        fail("one_minus_square", f"does not accept {t} (expects an integer or inexact type)")
+    return [t]
+
+
+def _one_minus_square_ref(args, attrs, regions, run_region):
+    x = np.asarray(args[0])
+    one = _ones_like(x)
+    with np.errstate(all="ignore"):  # integers wrap, as XLA's
+        return [np.asarray(_mul(_rounded(np.add)(one, x), _rounded(np.subtract)(one, x)))]
+
+
+register(
+    OpDef(
+        "one_minus_square",
+        _one_minus_square_infer,
+        _one_minus_square_ref,
+        _EW,
+        doc="one_minus_square: 1 - x**2 as (1 + x) * (1 - x) (JAX's lowering), so |x| near 1 "
+        "keeps its bits",
+    )
+)
+
+
+# ---- log2 ----------------------------------------------------------------------------------
+
+# JAX's lowering multiplies by this double's rounding to the dtype (not by 1 / log(2) rounded)
+ONE_OVER_LN2 = 1.4426950408889634
+
+
+def _log2_infer(types, attrs, regions):
+    nargs("log2", types, 1)
+    (t,) = types
+    if not dtypes.is_inexact(t.dtype):
+        fail("log2", f"does not accept {t} (expects a floating-point or complex type)")
+    return [t]
+
+
+def _log2_ref(args, attrs, regions, run_region):
+    x = np.asarray(args[0])
+    with np.errstate(all="ignore"):
+        if dtypes.is_complex(x.dtype):
+            lg = np.log(x)
+            c = np.array(ONE_OVER_LN2, lg.real.dtype)
+            out = np.empty(x.shape, x.dtype)
+            out.real, out.imag = lg.real * c, lg.imag * c
+            return [out]
+        lg = _rounded(np.log)(x)
+        return [_mul(lg, np.full(x.shape, ONE_OVER_LN2, x.dtype))]
+
+
+register(
+    OpDef(
+        "log2",
+        _log2_infer,
+        _log2_ref,
+        _EW | {"approximate"},
+        doc="log2: log(x) * 1.4426950408889634 (both parts of a complex log), as JAX lowers "
+        "its log2 primitive",
     )
 )

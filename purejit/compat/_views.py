@@ -64,7 +64,6 @@ _RENAMED = {
     "jax.experimental.hijax": "purejit.compat._hijax",
     "jax.experimental.sparse": "purejit.compat._sparse",
     "jax.experimental.mesh_utils": "purejit.compat._mesh_utils",
-    "jax.scipy.optimize": "purejit.compat._scipy_optimize",
     "jax.version": "purejit.compat._version",
     "jax.lax.linalg": "purejit.lax.linalg",
 }

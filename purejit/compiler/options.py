@@ -24,10 +24,18 @@ Keys:
     roll_layers     False (default): every call is inlined. True: chains of calls of one
                     jitted layer become one `scan` over the stacked per-layer parameters,
                     so XLA compiles the layer once (`passes/roll_layers.py`)
+    optimization_level, memory_fitting_level
+                    JAX's XLA effort levels (a `CompilerEffortLevel` or its name): UNKNOWN,
+                    XLA's default, is what purejit compiles with; another level raises
+                    NotImplementedError naming it (purejit's compiles do not carry one yet)
+
+Also here: jax 0.11's option enums `Inline` (what `jit(inline=...)` takes) and
+`CompilerEffortLevel`.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,6 +48,65 @@ from purejit.passes import Pipeline
 from purejit.passes.pipeline import default_passes
 from purejit.passes.remat import Settings, check_budget
 
+
+class CompilerEffortLevel(enum.Enum):
+    """XLA's effort levels (https://openxla.org/xla/effort_levels), as jax 0.11's
+    `jax.CompilerEffortLevel`: higher levels spend more compile time for a faster program
+    (optimization_level) or for fitting memory (memory_fitting_level). A level's name
+    (`CompilerEffortLevel("O1")`) gives the level."""
+
+    UNKNOWN = 0
+    O0 = 9
+    O1 = 19
+    O2 = 29
+    O3 = 39
+
+    @classmethod
+    def _missing_(cls, value: object):
+        return cls.__members__.get(value) if isinstance(value, str) else None
+
+
+class Inline(enum.Enum):
+    """How a jitted function called inside another is inlined, as jax 0.11's `jax.Inline`.
+    purejit inlines every nested jit into the enclosing program before emitting it, which
+    is what JAX_EARLY, JAX_LATE and AUTO ask for (and `inline=True` / `False`); XLA_EARLY and
+    XLA_LATE ask for a call kept in the StableHLO module for XLA to inline, which purejit
+    does not emit, so `jit` refuses them."""
+
+    JAX_EARLY = "jax_early"
+    JAX_LATE = "jax_late"
+    XLA_EARLY = "xla_early"
+    XLA_LATE = "xla_late"
+    AUTO = "auto"
+
+
+def check_inline(inline) -> None:
+    """Accept jit's `inline=` values purejit honours (bools, JAX_EARLY, JAX_LATE, AUTO)."""
+    if isinstance(inline, bool):
+        return
+    if not isinstance(inline, Inline):
+        raise TypeError(f"jit(inline=...) takes a bool or a purejit.Inline, got {inline!r}")
+    if inline in (Inline.XLA_EARLY, Inline.XLA_LATE):
+        raise NotImplementedError(
+            f"jit(inline={inline}): purejit inlines nested jits into one flat StableHLO "
+            "program and does not keep a call for XLA to inline; use inline=True, "
+            "Inline.JAX_EARLY, Inline.JAX_LATE or Inline.AUTO (XLA's executable is the same)"
+        )
+
+
+def _effort(options: Mapping[str, Any], key: str) -> None:
+    value = options.get(key)
+    if value is None:
+        return
+    level = CompilerEffortLevel(value)  # a bad name raises ValueError, as JAX's
+    if level is not CompilerEffortLevel.UNKNOWN:
+        raise NotImplementedError(
+            f"compiler_options: {key}={level}: purejit compiles at XLA's default effort "
+            "(CompilerEffortLevel.UNKNOWN) and does not pass a level to XLA yet; drop the "
+            "option or set it to UNKNOWN"
+        )
+
+
 FUSION_MODES = ("xla", "purejit")
 KNOWN_KEYS = (
     "disable_passes",
@@ -49,6 +116,8 @@ KNOWN_KEYS = (
     "remat_budget",
     "fused_attention",
     "roll_layers",
+    "optimization_level",
+    "memory_fitting_level",
 )
 
 
@@ -90,6 +159,8 @@ class CompilerOptions:
             raise ValueError(
                 f"compiler_options: unknown keys {sorted(unknown)}; known: {list(KNOWN_KEYS)}"
             )
+        _effort(options, "optimization_level")
+        _effort(options, "memory_fitting_level")
         disable = options.get("disable_passes", ())
         if isinstance(disable, str):
             disable = (disable,)

@@ -415,6 +415,7 @@ from purejit.lax.reshaping import (  # noqa: E402
     unstack,
 )
 from purejit.lax.arithmetic import AccuracyMode, RoundingMethod, Tolerance, exp2, mulhi  # noqa: E402
+from purejit.lax.arithmetic import log2, one_minus_square  # noqa: E402
 from purejit.lax.contractions import (  # noqa: E402
     DotDimensionNumbers,
     RaggedDotDimensionNumbers,
@@ -430,7 +431,7 @@ __all__ += ["broadcast_like", "broadcast_to_rank", "collapse", "dtype", "empty",
 __all__ += ["index_in_dim", "index_take", "shape_as_value", "slice_in_dim", "split", "stack"]
 __all__ += ["stage", "tile", "unstack", "AccuracyMode", "RoundingMethod", "Tolerance", "exp2"]
 __all__ += ["mulhi", "DotDimensionNumbers", "RaggedDotDimensionNumbers", "batch_matmul"]
-__all__ += ["ragged_dot", "ragged_dot_general", "scaled_dot"]
+__all__ += ["ragged_dot", "ragged_dot_general", "scaled_dot", "log2", "one_minus_square"]
 
 # special functions: IR ops XLA expands from CHLO, and compositions of them
 # (purejit/lax/special_functions.py, incomplete.py)

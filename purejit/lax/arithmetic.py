@@ -1,7 +1,9 @@
 """Elementwise arithmetic of jax.lax that the IR composes from its own ops: `exp2` (as JAX
 lowers it, exp(log(2) * x)) and `mulhi` (the high half of the double-width integer
-product, from half-width limbs so no wider type is needed); plus the option types of jax.lax's
-elementwise ops, `RoundingMethod`, `AccuracyMode` and `Tolerance`.
+product, from half-width limbs so no wider type is needed); jax 0.11's `log2` and
+`one_minus_square`, which bind IR ops of their own (ir/ops/powers.py: JAX's lowering and JVP);
+plus the option types of jax.lax's elementwise ops, `RoundingMethod`, `AccuracyMode` and
+`Tolerance`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from purejit.lax._lift import broadcast_arrays_named
 from purejit.lax._lift import lift as _lift
 from purejit.lax.elementwise import add, bitwise_and, exp, lt, mul, shift_right_logical, sub
 from purejit.lax.ops import _same_dtypes, bitcast_convert_type, full, select
+from purejit.tracing import bind1
 
 
 class RoundingMethod(enum.IntEnum):
@@ -87,6 +90,31 @@ def exp2(x, *, accuracy=None):
         )
     log2 = np.array(np.log(2), a.dtype)
     return exp(mul(log2, a))
+
+
+def log2(x, *, accuracy=None):
+    """Elementwise base-2 logarithm as jax 0.11's `lax.log2`: log(x) * 1.4426950408889634
+    (each part of a complex log), with JAX's tangent t / (x * log(2))."""
+    check_accuracy("log2", accuracy)
+    a = _lift(x)
+    if not (pdt.is_inexact(a.dtype) or a.dtype.kind == "c"):
+        raise TypeError(
+            f"log2 does not accept dtype {a.dtype.name}. Accepted dtypes are subtypes of "
+            f"floating, complexfloating{_where()}"
+        )
+    return bind1("log2", a)
+
+
+def one_minus_square(x):
+    """Elementwise 1 - x**2 as jax 0.11's `lax.one_minus_square`: (1 + x) * (1 - x), which
+    keeps the bits of |x| near 1, with the tangent t * (-2 * x), which keeps them near 0."""
+    a = _lift(x)
+    if not (pdt.is_inexact(a.dtype) or a.dtype.kind in "iuc"):
+        raise TypeError(
+            f"one_minus_square does not accept dtype {a.dtype.name}. Accepted dtypes are "
+            f"subtypes of integer, floating, complexfloating{_where()}"
+        )
+    return bind1("one_minus_square", a)
 
 
 def _limbs(u, half: int):

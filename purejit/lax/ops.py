@@ -490,11 +490,15 @@ def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
     return sort((keys, values), dimension=dimension, is_stable=is_stable, num_keys=1)
 
 
-def top_k(operand, k: int, *, axis: int = -1):
+def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):
     """The k largest entries along `axis` and their indices (int32), largest first.
 
     Ties keep the lower index first; NaN counts as the largest value (XLA's TopK).
+    `is_stable=False` (jax 0.11) leaves the order of equal values unspecified; purejit
+    keeps them in index order, which that allows.
     """
+    if not isinstance(is_stable, (bool, np.bool_)):
+        raise TypeError(f"top_k: is_stable must be a bool, got {is_stable!r}")
     x = _lift(operand)
     k = operator.index(k)
     axis = canonical_axis(axis, x.ndim)

@@ -80,6 +80,7 @@ from purejit.numpy._manip import (  # noqa: F401
     vsplit,
     vstack,
 )  # fmt: skip
+from purejit.numpy._minmax_top_k import minmax, top_k  # noqa: F401
 from purejit.numpy._reductions import (  # noqa: F401
     all,
     amax,

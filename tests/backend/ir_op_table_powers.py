@@ -1,4 +1,5 @@
-"""The powers family's cases (`integer_pow`, `square`; ir/ops/powers.py) for the op table:
+"""The powers family's cases (`integer_pow`, `square`, `one_minus_square`, `log2`;
+ir/ops/powers.py) for the op table:
 each exponent from -3 to 5 on floats, complex and integers, against an independent route
 (float64/complex128 `x ** y` rounded to the dtype, Python's exact integer power wrapped to
 the width). Bit equality with JAX's own results is tested in tests/lax/test_integer_pow.py."""
@@ -36,4 +37,15 @@ def power_cases() -> list[Case]:
             fn = per_element(lambda a, y=y: a**y)
             cases.append(Case("integer_pow", [x], fn, {"y": y}, label=f"{np.dtype(dt).name}**{y}"))
         cases.append(Case("square", [x], per_element(lambda a: a * a), label=np.dtype(dt).name))
+    for dt in (F32, F64, F16, BF16):
+        x = floats(dt)
+        label = np.dtype(dt).name
+        cases.append(_float_case("one_minus_square", x, lambda v: (1 + v) * (1 - v), {}, label))
+        pos = np.abs(x) + np.asarray(0.25, dt)
+        cases.append(_float_case("log2", pos, np.log2, {}, label))
+    cases.append(_float_case("one_minus_square", complexes(C64), lambda v: 1 - v * v, {}, "c64"))
+    cases.append(_float_case("log2", complexes(C64, nonzero=True), np.log2, {}, "c64"))
+    for dt in (S32, S8, U8, U32):
+        fn = per_element(lambda a: 1 - a * a)
+        cases.append(Case("one_minus_square", [ints(dt)], fn, label=np.dtype(dt).name))
     return cases

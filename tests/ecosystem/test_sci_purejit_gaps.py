@@ -189,13 +189,11 @@ def test_trace_state_clean_only_outside_transformations():
 
 
 def test_refused_jax_modules_load_and_name_what_is_missing():
-    from purejit.compat import _primitives, _scipy_optimize, _sparse
+    from purejit.compat import _primitives, _sparse
 
     with pytest.raises(NotImplementedError, match="sparse"):
         _sparse.BCOO.fromdense(np.eye(2))
     assert not isinstance(jnp.eye(2), _sparse.BCOO)
-    with pytest.raises(NotImplementedError, match="scipy.optimize"):
-        _scipy_optimize.minimize(lambda x: x, np.zeros(2), method="BFGS")
     with pytest.raises(NotImplementedError, match="closed_call"):
         _primitives.closed_call_p.bind()
     # a nested jit is jit_p's equation, its callee in params["jaxpr"] as in JAX

@@ -620,5 +620,8 @@ def test_every_rule_runs(monkeypatch):
     # a user-defined primitive is batched by its own rule table: tests/extend/
     # test_user_primitives.py runs vmap (and vmap of grad) of primitives defined there
     without |= {"user_primitive", "user_primitive_effect"}
+    # jax 0.11's log2 and one_minus_square: the local jax (the reference here) lacks them;
+    # tests/lax/test_log2_one_minus_square.py runs vmap of them against NumPy
+    without |= {"log2", "one_minus_square"}
     untested = sorted(set(all_ops()) - seen - without)
     assert not untested, f"no case reaches the batching rule of {untested}"

@@ -2,13 +2,14 @@
 
 JAX's forms, product for product (`jax/_src/lax/lax.py`): the tangent of `x ** y` is
 `t * (y * x**(y-1))` (`t * (2 * x)` for y == 2, `t` for y == 1, zero for y == 0), and that of
-`square(x)` is `t * (2 * x)`. Neither op is linear, so neither has a transpose rule: reverse
+`square(x)` is `t * (2 * x)`, that of `one_minus_square(x)` is `t * (-2 * x)` and that of
+`log2(x)` is `t / (x * log(2))`. No op here is linear, so none has a transpose rule: reverse
 mode transposes the multiplies of these tangents.
 """
 
 from __future__ import annotations
 
-from purejit.transforms.autodiff._core import Zero, aval, defjvp, full_like, mul, op
+from purejit.transforms.autodiff._core import Zero, aval, defjvp, div, full_like, mul, op
 
 
 def _two_x(x):
@@ -32,3 +33,18 @@ def _integer_pow_jvp(ctx, primals, tangents, attrs, regions):
 def _square_jvp(ctx, primals, tangents, attrs, regions):
     (x,), (t,) = primals, tangents
     return [op("square", x)], [mul(t, _two_x(x))]
+
+
+@defjvp("one_minus_square")
+def _one_minus_square_jvp(ctx, primals, tangents, attrs, regions):
+    # JAX defines the tangent as t * (-2 * x), not the product rule of (1 + x) * (1 - x),
+    # which cancels to 0 for |x| below the epsilon
+    (x,), (t,) = primals, tangents
+    return [op("one_minus_square", x)], [mul(t, mul(full_like(x, -2), x))]
+
+
+@defjvp("log2")
+def _log2_jvp(ctx, primals, tangents, attrs, regions):
+    # JAX: t / (x * log(2)), the log of 2 taken in x's dtype
+    (x,), (t,) = primals, tangents
+    return [op("log2", x)], [div(t, mul(x, op("log", full_like(x, 2))))]
