@@ -107,3 +107,47 @@ def test_distribution_matches_jax(name):
             np.testing.assert_array_equal(g, r, err_msg=f"{name}.{f}", strict=True)
         else:
             np.testing.assert_allclose(g, r, rtol=tol[0], err_msg=f"{name}.{f}: {tol[1]}")
+
+
+@pytest.mark.parametrize(
+    "name, f, args",
+    [
+        ("gamma", "cdf", (1.3, 3.5)),  # lax.igamma
+        ("beta", "sf", (0.3, 3.5, 0.7)),  # lax.betainc
+        ("vonmises", "pdf", (1.5, 2.0)),  # lax.bessel_i0e
+        ("t", "logpdf", (0.5, 3.0)),  # typed constants
+        ("uniform", "cdf", (0.3,)),  # JAX's strong 0 and 1: a strong result
+        ("poisson", "pmf", (3, 2.5)),  # integer k
+    ],
+)
+def test_python_scalars_give_jax_dtype_and_weak_type(name, f, args):
+    got = getattr(importlib.import_module(f"purejit.scipy.stats.{name}"), f)(*args)
+    ref = getattr(importlib.import_module(f"jax.scipy.stats.{name}"), f)(*args)
+    assert (got.dtype, got.weak_type, got.shape) == (ref.dtype, ref.weak_type, ref.shape)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-6)
+
+
+def test_shape_and_dtype_errors_name_the_function():
+    from purejit.scipy.stats import dirichlet, multinomial
+
+    alpha = f32(1.0, 2.0, 3.0)
+    with pytest.raises(ValueError, match="dirichlet.logpdf: alpha must be one-dimensional"):
+        dirichlet.logpdf(f32(0.5, 0.5), alpha[None])
+    with pytest.raises(ValueError, match=r"dirichlet.logpdf: x must have .* x.shape=\(4,\)"):
+        dirichlet.logpdf(f32(0.1, 0.2, 0.3, 0.4), alpha)
+    with pytest.raises(ValueError, match="multinomial.logpmf: x and n must be of integer type"):
+        multinomial.logpmf(f32(1.0, 2.0), 3, f32(0.5, 0.5))
+
+
+def test_dropin_jax_scipy_stats_modules_are_purejits():
+    import purejit.compat
+    import purejit.scipy.stats as stats
+
+    with purejit.compat.dropin():
+        import jax.scipy.stats as jstats
+        import jax.scipy.stats.gumbel_r as gumbel_r
+        from jax.scipy.stats import truncnorm
+
+        assert gumbel_r.__name__ == "jax.scipy.stats.gumbel_r"
+        assert gumbel_r.logsf is stats.gumbel_r.logsf and truncnorm.cdf is stats.truncnorm.cdf
+        assert all(getattr(jstats, d).__name__ == f"jax.scipy.stats.{d}" for d in CASES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from purejit import lax
 from purejit import numpy as jnp
 from purejit.scipy.special import betaln, xlog1py, xlogy
-from purejit.scipy.stats._common import INF, NAN, args
+from purejit.scipy.stats._common import INF, NAN, args, betainc
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
@@ -33,7 +33,7 @@ def _unit(x, loc, scale):
 def cdf(x, a, b, loc=0, scale=1):
     """I_y(a, b), y clamped to [0, 1]."""
     x, a, b, loc, scale = args("beta.cdf", x, a, b, loc, scale)
-    return lax.betainc(a, b, _unit(x, loc, scale))
+    return betainc(a, b, _unit(x, loc, scale))
 
 
 def logcdf(x, a, b, loc=0, scale=1):
@@ -44,7 +44,7 @@ def logcdf(x, a, b, loc=0, scale=1):
 def sf(x, a, b, loc=0, scale=1):
     """1 - cdf as I_{1-y}(b, a) (accurate in the upper tail)."""
     x, a, b, loc, scale = args("beta.sf", x, a, b, loc, scale)
-    return lax.betainc(b, a, 1 - _unit(x, loc, scale))
+    return betainc(b, a, 1 - _unit(x, loc, scale))
 
 
 def logsf(x, a, b, loc=0, scale=1):

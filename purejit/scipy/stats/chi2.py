@@ -6,7 +6,7 @@ import numpy as np
 
 from purejit import lax
 from purejit import numpy as jnp
-from purejit.scipy.stats._common import INF, args, const
+from purejit.scipy.stats._common import INF, args, const, igamma, igammac
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
@@ -35,7 +35,7 @@ def _half_y(x, loc, scale):
 def cdf(x, df, loc=0, scale=1):
     """P(df/2, y/2), the regularised lower incomplete gamma function."""
     x, df, loc, scale = args("chi2.cdf", x, df, loc, scale)
-    return lax.igamma(df / const(scale, 2), _half_y(x, loc, scale))
+    return igamma(df / const(scale, 2), _half_y(x, loc, scale))
 
 
 def logcdf(x, df, loc=0, scale=1):
@@ -46,7 +46,7 @@ def logcdf(x, df, loc=0, scale=1):
 def sf(x, df, loc=0, scale=1):
     """Q(df/2, y/2), the regularised upper incomplete gamma function."""
     x, df, loc, scale = args("chi2.sf", x, df, loc, scale)
-    return lax.igammac(df / const(scale, 2), _half_y(x, loc, scale))
+    return igammac(df / const(scale, 2), _half_y(x, loc, scale))
 
 
 def logsf(x, df, loc=0, scale=1):

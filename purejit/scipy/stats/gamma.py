@@ -7,7 +7,7 @@ import numpy as np
 from purejit import lax
 from purejit import numpy as jnp
 from purejit.scipy.special import gammaln, xlogy
-from purejit.scipy.stats._common import INF, args
+from purejit.scipy.stats._common import INF, args, igamma, igammac
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
@@ -31,7 +31,7 @@ def cdf(x, a, loc=0, scale=1):
     """P(a, y), y clamped to [0, inf]."""
     x, a, loc, scale = args("gamma.cdf", x, a, loc, scale)
     y = lax.clamp(jnp.zeros_like(x), (x - loc) / scale, jnp.full_like(x, np.inf))
-    return lax.igamma(a, y)
+    return igamma(a, y)
 
 
 def logcdf(x, a, loc=0, scale=1):
@@ -43,7 +43,7 @@ def sf(x, a, loc=0, scale=1):
     """Q(a, y); 1 below loc."""
     x, a, loc, scale = args("gamma.sf", x, a, loc, scale)
     y = (x - loc) / scale
-    return jnp.where(y < 0, 1, lax.igammac(a, y))
+    return jnp.where(y < 0, 1, igammac(a, y))
 
 
 def logsf(x, a, loc=0, scale=1):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from purejit import lax
 from purejit import numpy as jnp
-from purejit.scipy.stats._common import args
+from purejit.scipy.stats._common import args, igamma
 
 __all__ = ["cdf", "logpdf", "pdf"]
 
@@ -19,7 +19,7 @@ def logpdf(x, beta):
 def cdf(x, beta):
     """(1 + sign(x) P(1/beta, |x|^beta)) / 2."""
     x, beta = args("gennorm.cdf", x, beta)
-    return 0.5 * (1 + jnp.sign(x) * lax.igamma(1 / beta, jnp.abs(x) ** beta))
+    return 0.5 * (1 + jnp.sign(x) * igamma(1 / beta, jnp.abs(x) ** beta))
 
 
 def pdf(x, beta):

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit import lax
 from purejit import numpy as jnp
 from purejit.numpy._core import _lift
 from purejit.scipy.special import entr, gammaln, xlogy
-from purejit.scipy.stats._common import INF, args
+from purejit.scipy.stats._common import INF, args, igammac
 
 __all__ = ["cdf", "entropy", "logpmf", "pmf"]
 
@@ -31,7 +30,7 @@ def cdf(k, mu, loc=0):
     """Q(floor(x) + 1, mu), the regularised upper incomplete gamma function; 0 below loc."""
     k, mu, loc = args("poisson.cdf", k, mu, loc)
     x = k - loc
-    return jnp.where(x < 0, jnp.zeros_like(x), lax.igammac(jnp.floor(1 + x), mu))
+    return jnp.where(x < 0, jnp.zeros_like(x), igammac(jnp.floor(1 + x), mu))
 
 
 def _entropy_sum(mu, max_k: int, upper):

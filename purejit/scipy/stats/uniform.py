@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from purejit import numpy as jnp
+from purejit.numpy._core import astype
 from purejit.scipy.stats._common import INF, NAN, args
 
 __all__ = ["cdf", "logpdf", "pdf", "ppf"]
@@ -25,7 +28,9 @@ def cdf(x, loc=0, scale=1):
     """0 below loc, 1 above loc + scale, (x - loc)/scale between (NaN stays 0, as JAX's)."""
     x, loc, scale = args("uniform.cdf", x, loc, scale)
     conds = [x < loc, x > loc + scale, (x >= loc) & (x <= loc + scale)]
-    vals = [jnp.zeros_like(x), jnp.ones_like(x), (x - loc) / scale]
+    # strongly typed 0 and 1, as JAX's: the result is strong even for weak arguments
+    zero, one = (astype(np.asarray(v), x.dtype) for v in (0, 1))
+    vals = [zero, one, (x - loc) / scale]
     return jnp.select(conds, vals)
 
 
