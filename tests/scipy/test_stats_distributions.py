@@ -57,6 +57,7 @@ CASES = {
         "pmf": (np.array([1, 2, 2], np.int32), 6, f32(0.2, 0.5, 0.3)),  # counts off n: 0
     },
     "nbinom": {"*": (K, SHAPE * 2, P, 0.5)},
+    "norm": {"*": (X, LOC, SCALE), "ppf": (Q, LOC, SCALE), "isf": (Q, LOC, SCALE)},
     "pareto": {"*": (X + 2, SHAPE, LOC, SCALE), "ppf": (Q, SHAPE, LOC, SCALE)},
     "poisson": {"*": (K, SHAPE * 2, 0.5), "entropy": (f32(0.0, 0.5, 3.0, 9.9, 10.0, 42.0, 150.0),)},
     "t": {"*": (X, SHAPE * 3, LOC, SCALE)},
@@ -72,7 +73,10 @@ CASES = {
 # near 0 and erfc beyond, purejit's exp(-x^2) erfcx(|x|)), so these agree to a few ulps
 _BETALN = (1e-5, "betaln: lgamma(a) + lgamma(b) - lgamma(a + b), not JAX's ordered sum")
 _NDTR = (2e-6, "ndtr and log_ndtr: purejit.scipy.special's erfcx form, not JAX's erf/erfc")
+_NDTRI = (2e-6, "ndtri: erf_inv(2 p - 1), not JAX's rational approximations")
 DIFFERENT_SPECIAL = {
+    **{("norm", f): _NDTR for f in ("cdf", "logcdf", "logsf", "sf")},
+    **{("norm", f): _NDTRI for f in ("isf", "ppf")},
     **{("betabinom", f): _BETALN for f in ("logpmf", "pmf")},
     **{("truncnorm", f): _NDTR for f in ("cdf", "logcdf", "logpdf", "logsf", "pdf", "sf")},
 }
