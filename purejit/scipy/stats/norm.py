@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from purejit.numpy._core import astype, exp, log, promote_args
+from purejit.numpy._core import exp, log, promote_args
 from purejit.scipy.special import log_ndtr, ndtr, ndtri
+from purejit.scipy.stats._common import const
 
 __all__ = ["cdf", "logcdf", "logpdf", "pdf", "ppf"]
 
@@ -17,11 +16,13 @@ def _args(name, *xs):
 
 
 def logpdf(x, loc=0, scale=1):
-    """log of the normal density at x."""
+    """log of the normal density at x: -(log(2 pi scale^2) + (x - loc)^2 / scale^2) / 2."""
     x, loc, scale = _args("logpdf", x, loc, scale)
-    z = (x - loc) / scale
-    half_log_2pi = astype(np.asarray(0.5 * math.log(2 * math.pi)), x.dtype)
-    return -0.5 * z * z - log(scale) - half_log_2pi
+    scale_sq = scale * scale
+    log_normalizer = log(const(x, 2 * math.pi) * scale_sq)
+    d = x - loc
+    quadratic = d * d / scale_sq
+    return (log_normalizer + quadratic) / const(x, -2)
 
 
 def pdf(x, loc=0, scale=1):
@@ -36,8 +37,9 @@ def cdf(x, loc=0, scale=1):
 
 
 def logcdf(x, loc=0, scale=1):
-    """log cdf(x) (computed as the log of cdf: -inf once cdf underflows)."""
-    return log(cdf(x, loc, scale))
+    """log cdf(x), through log_ndtr (finite far into the lower tail, where cdf underflows)."""
+    x, loc, scale = _args("logcdf", x, loc, scale)
+    return log_ndtr((x - loc) / scale)
 
 
 def ppf(q, loc=0, scale=1):
@@ -54,9 +56,9 @@ def sf(x, loc=0, scale=1):
 
 
 def logsf(x, loc=0, scale=1):
-    """log sf(x), through log_ndtr (accurate far into the upper tail)."""
+    """log sf(x), as logcdf(-x; -loc) (accurate far into the upper tail)."""
     x, loc, scale = _args("logsf", x, loc, scale)
-    return log_ndtr((loc - x) / scale)
+    return logcdf(-x, -loc, scale)
 
 
 def isf(q, loc=0, scale=1):
