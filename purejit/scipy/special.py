@@ -5,8 +5,7 @@ approximations, as JAX's). The IR has no erfc or digamma op, so they are compute
 erfc as exp(-x^2) erfcx(|x|), erfcx being Weideman's rational approximation of the Faddeeva
 function (relative error about 3e-14; see _error_functions), digamma by the recurrence
 psi(x) = psi(x + 6) - sum 1/(x + k), the asymptotic series at x + 6 and reflection for
-x < 0.5. ndtri is sqrt(2) * erfinv(2p - 1), which loses relative accuracy for p below ~1e-3
-(JAX uses Cephes' rational approximations there).
+x < 0.5. ndtri is Cephes' piecewise rational approximation, as JAX's (_ndtri).
 
 More functions, computed from existing ops:
 
@@ -54,6 +53,7 @@ from purejit.numpy._elementwise import bessel_ie
 from purejit.scipy._error_functions import dawsn, erfcx, owens_t, wofz
 from purejit.scipy._gamma import _c, _here, _inexact
 from purejit.scipy._gamma import digamma, gamma, gammaln, gammasgn
+from purejit.scipy._ndtri import ndtri_rational
 
 __all__ = [
     "beta",
@@ -128,9 +128,12 @@ def ndtr(x):
 
 
 def ndtri(p):
-    """The inverse of ndtr: the standard normal quantile of p."""
+    """The inverse of ndtr: the standard normal quantile of p (Cephes' rational
+    approximations, as jax.scipy.special.ndtri; float32 and float64)."""
     p = _inexact("ndtri", p, real=False)
-    return _c(p, math.sqrt(2)) * lax.erf_inv(2 * p - 1)
+    if np.dtype(p.dtype) not in (np.float32, np.float64):
+        raise TypeError(f"ndtri: p.dtype={p.dtype} is not supported (float32 or float64)")
+    return ndtri_rational(p)
 
 
 def expit(x):
