@@ -29,63 +29,87 @@ _CPU = {"small": 256, "large": 1 << 18, "dot": 256, "steps": 8, "dot_steps": 4}
 _GPU = {"small": 256, "large": 1 << 23, "dot": 4096, "steps": 20, "dot_steps": 20}
 
 
-def _ring_module(n: int, elems: int, steps: int) -> str:
-    pairs = ", ".join(f"[{k}, {(k + 1) % n}]" for k in range(n))
-    t = f"tensor<{elems}xf32>"
+def _loop_module(name: str, n: int, steps: int, carries, body: str, nexts, read) -> str:
+    """A program of `n` replicas running `body` `steps` times in a while loop.
+
+    Args:
+        carries: (name, fill, element type, tensor type) per loop value, each starting as
+            a broadcast of the scalar `fill`.
+        body: StableHLO lines computing the next values from `%<name>` of the carries.
+        nexts: the names of the next values, one per carry.
+        read: the carries whose first element the program returns (summed as f32): what it
+            reads XLA keeps, so each chain a measurement times must be read.
+    """
+    init, types = [], []
+    for k, (var, fill, elt, ty) in enumerate(carries):
+        init.append(f"%f{k} = stablehlo.constant dense<{fill}> : tensor<{elt}>")
+        init.append(
+            f"%i{k} = stablehlo.broadcast_in_dim %f{k}, dims = [] : (tensor<{elt}>) -> {ty}"
+        )
+        types.append(ty)
+    args = ", ".join(f"%{c[0]} = %i{k}" for k, c in enumerate(carries))
+    out = ["%acc0 = stablehlo.constant dense<0.0> : tensor<f32>"]
+    for m, k in enumerate(read):
+        _, _, elt, ty = carries[k]
+        rank = ty.count("x")
+        ones = "x".join(["1"] * rank)
+        window = ", ".join(["0:1"] * rank)
+        out += [
+            f"%z{m} = stablehlo.slice %r#{k + 1} [{window}] : ({ty}) -> tensor<{ones}x{elt}>",
+            f"%e{m} = stablehlo.reshape %z{m} : (tensor<{ones}x{elt}>) -> tensor<{elt}>",
+            f"%c{m} = stablehlo.convert %e{m} : (tensor<{elt}>) -> tensor<f32>",
+            f"%acc{m + 1} = stablehlo.add %acc{m}, %c{m} : tensor<f32>",
+        ]
+    lines = "\n    ".join(init + [
+        "%k0 = stablehlo.constant dense<0> : tensor<i32>",
+        f"%r:{len(carries) + 1} = stablehlo.while(%i = %k0, {args}) : tensor<i32>, "
+        + ", ".join(types),
+        "  cond {",
+        f"    %lim = stablehlo.constant dense<{steps}> : tensor<i32>",
+        "    %c = stablehlo.compare LT, %i, %lim : (tensor<i32>, tensor<i32>) -> tensor<i1>",
+        "    stablehlo.return %c : tensor<i1>",
+        "  } do {",
+        "    %s = stablehlo.constant dense<1> : tensor<i32>",
+        "    %j = stablehlo.add %i, %s : tensor<i32>",
+        *("    " + line for line in body.strip().splitlines()),
+        f"    stablehlo.return %j, {', '.join('%' + v for v in nexts)} : tensor<i32>, "
+        + ", ".join(types),
+        "  }",
+        *out,
+        f"return %acc{len(read)} : tensor<f32>",
+    ])  # fmt: skip
     return f"""
-module @purejit_calibrate_ring attributes {{mhlo.num_replicas = {n} : i32}} {{
+module @purejit_calibrate_{name} attributes {{mhlo.num_replicas = {n} : i32}} {{
   func.func public @main() -> tensor<f32> {{
-    %one = stablehlo.constant dense<1.0> : tensor<f32>
-    %x = stablehlo.broadcast_in_dim %one, dims = [] : (tensor<f32>) -> {t}
-    %k0 = stablehlo.constant dense<0> : tensor<i32>
-    %r:2 = stablehlo.while(%i = %k0, %b = %x) : tensor<i32>, {t}
-      cond {{
-        %lim = stablehlo.constant dense<{steps}> : tensor<i32>
-        %c = stablehlo.compare LT, %i, %lim : (tensor<i32>, tensor<i32>) -> tensor<i1>
-        stablehlo.return %c : tensor<i1>
-      }} do {{
-        %s = stablehlo.constant dense<1> : tensor<i32>
-        %j = stablehlo.add %i, %s : tensor<i32>
-        %m = "stablehlo.collective_permute"(%b) {{
-          source_target_pairs = dense<[{pairs}]> : tensor<{n}x2xi64>
-        }} : ({t}) -> {t}
-        stablehlo.return %j, %m : tensor<i32>, {t}
-      }}
-    %z = stablehlo.slice %r#1 [0:1] : ({t}) -> tensor<1xf32>
-    %o = stablehlo.reshape %z : (tensor<1xf32>) -> tensor<f32>
-    return %o : tensor<f32>
+    {lines}
   }}
 }}
 """
+
+
+def _permute(n: int, src: str, t: str, out: str) -> str:
+    pairs = ", ".join(f"[{k}, {(k + 1) % n}]" for k in range(n))
+    return (
+        f'%{out} = "stablehlo.collective_permute"(%{src}) '
+        f"{{source_target_pairs = dense<[{pairs}]> : tensor<{n}x2xi64>}} : ({t}) -> {t}"
+    )
+
+
+def _ring_module(n: int, elems: int, steps: int) -> str:
+    t = f"tensor<{elems}xf32>"
+    return _loop_module("ring", n, steps, [("b", 1.0, "f32", t)], _permute(n, "b", t, "m"),
+                        ["m"], [0])  # fmt: skip
+
+
+def _dot_line(a: str, b: str, m: str, out: str) -> str:
+    dims = "contracting_dims = [1] x [0]"
+    return f"%{out} = stablehlo.dot_general %{a}, %{b}, {dims} : ({m}, {m}) -> {m}"
 
 
 def _dot_module(d: int, steps: int, dtype: str) -> str:
-    t = f"tensor<{d}x{d}x{dtype}>"
-    return f"""
-module @purejit_calibrate_dot attributes {{mhlo.num_replicas = 1 : i32}} {{
-  func.func public @main() -> tensor<{dtype}> {{
-    %one = stablehlo.constant dense<1.0> : tensor<{dtype}>
-    %x = stablehlo.broadcast_in_dim %one, dims = [] : (tensor<{dtype}>) -> {t}
-    %w0 = stablehlo.constant dense<{1.0 / d}> : tensor<{dtype}>
-    %w = stablehlo.broadcast_in_dim %w0, dims = [] : (tensor<{dtype}>) -> {t}
-    %k0 = stablehlo.constant dense<0> : tensor<i32>
-    %r:3 = stablehlo.while(%i = %k0, %b = %x, %v = %w) : tensor<i32>, {t}, {t}
-      cond {{
-        %lim = stablehlo.constant dense<{steps}> : tensor<i32>
-        %c = stablehlo.compare LT, %i, %lim : (tensor<i32>, tensor<i32>) -> tensor<i1>
-        stablehlo.return %c : tensor<i1>
-      }} do {{
-        %s = stablehlo.constant dense<1> : tensor<i32>
-        %j = stablehlo.add %i, %s : tensor<i32>
-        %m = stablehlo.dot_general %b, %v, contracting_dims = [1] x [0] : ({t}, {t}) -> {t}
-        stablehlo.return %j, %m, %v : tensor<i32>, {t}, {t}
-      }}
-    %z = stablehlo.slice %r#1 [0:1, 0:1] : ({t}) -> tensor<1x1x{dtype}>
-    %o = stablehlo.reshape %z : (tensor<1x1x{dtype}>) -> tensor<{dtype}>
-    return %o : tensor<{dtype}>
-  }}
-}}
-"""
+    m = f"tensor<{d}x{d}x{dtype}>"
+    carries = [("b", 1.0, dtype, m), ("v", 1.0 / d, dtype, m)]
+    return _loop_module("dot", 1, steps, carries, _dot_line("b", "v", m, "q"), ["q", "v"], [0])
 
 
 def _gather_module(n: int, elems: int, steps: int) -> str:
@@ -93,32 +117,12 @@ def _gather_module(n: int, elems: int, steps: int) -> str:
     collective's own rate (NCCL drives every link of a switch at once, a ring step one)."""
     t, g = f"tensor<{elems}xf32>", f"tensor<{n * elems}xf32>"
     groups = ", ".join(str(k) for k in range(n))
-    return f"""
-module @purejit_calibrate_gather attributes {{mhlo.num_replicas = {n} : i32}} {{
-  func.func public @main() -> tensor<f32> {{
-    %one = stablehlo.constant dense<1.0> : tensor<f32>
-    %x = stablehlo.broadcast_in_dim %one, dims = [] : (tensor<f32>) -> {t}
-    %k0 = stablehlo.constant dense<0> : tensor<i32>
-    %r:2 = stablehlo.while(%i = %k0, %b = %x) : tensor<i32>, {t}
-      cond {{
-        %lim = stablehlo.constant dense<{steps}> : tensor<i32>
-        %c = stablehlo.compare LT, %i, %lim : (tensor<i32>, tensor<i32>) -> tensor<i1>
-        stablehlo.return %c : tensor<i1>
-      }} do {{
-        %s = stablehlo.constant dense<1> : tensor<i32>
-        %j = stablehlo.add %i, %s : tensor<i32>
-        %a = "stablehlo.all_gather"(%b) {{
-          all_gather_dim = 0 : i64, replica_groups = dense<[[{groups}]]> : tensor<1x{n}xi64>
-        }} : ({t}) -> {g}
-        %h = stablehlo.slice %a [0:{elems}] : ({g}) -> {t}
-        stablehlo.return %j, %h : tensor<i32>, {t}
-      }}
-    %z = stablehlo.slice %r#1 [0:1] : ({t}) -> tensor<1xf32>
-    %o = stablehlo.reshape %z : (tensor<1xf32>) -> tensor<f32>
-    return %o : tensor<f32>
-  }}
-}}
-"""
+    body = (
+        f'%a = "stablehlo.all_gather"(%b) {{all_gather_dim = 0 : i64, '
+        f"replica_groups = dense<[[{groups}]]> : tensor<1x{n}xi64>}} : ({t}) -> {g}\n"
+        f"%h = stablehlo.slice %a [0:{elems}] : ({g}) -> {t}"
+    )
+    return _loop_module("gather", n, steps, [("b", 1.0, "f32", t)], body, ["h"], [0])
 
 
 def _both_module(n: int, elems: int, d: int, steps: int, dtype: str) -> str:
@@ -127,42 +131,10 @@ def _both_module(n: int, elems: int, d: int, steps: int, dtype: str) -> str:
     reads both chains, so XLA cannot drop the matmul as a loop value nothing reads (with
     the ring's chain alone returned, 4 H200s measured an overlap of 1.0 while the real
     rings hid about a third)."""
-    pairs = ", ".join(f"[{k}, {(k + 1) % n}]" for k in range(n))
     t, m = f"tensor<{elems}xf32>", f"tensor<{d}x{d}x{dtype}>"
-    return f"""
-module @purejit_calibrate_overlap attributes {{mhlo.num_replicas = {n} : i32}} {{
-  func.func public @main() -> tensor<f32> {{
-    %one = stablehlo.constant dense<1.0> : tensor<f32>
-    %x = stablehlo.broadcast_in_dim %one, dims = [] : (tensor<f32>) -> {t}
-    %one_m = stablehlo.constant dense<1.0> : tensor<{dtype}>
-    %a = stablehlo.broadcast_in_dim %one_m, dims = [] : (tensor<{dtype}>) -> {m}
-    %w0 = stablehlo.constant dense<{1.0 / d}> : tensor<{dtype}>
-    %w = stablehlo.broadcast_in_dim %w0, dims = [] : (tensor<{dtype}>) -> {m}
-    %k0 = stablehlo.constant dense<0> : tensor<i32>
-    %r:4 = stablehlo.while(%i = %k0, %b = %x, %u = %a, %v = %w) : tensor<i32>, {t}, {m}, {m}
-      cond {{
-        %lim = stablehlo.constant dense<{steps}> : tensor<i32>
-        %c = stablehlo.compare LT, %i, %lim : (tensor<i32>, tensor<i32>) -> tensor<i1>
-        stablehlo.return %c : tensor<i1>
-      }} do {{
-        %s = stablehlo.constant dense<1> : tensor<i32>
-        %j = stablehlo.add %i, %s : tensor<i32>
-        %p = "stablehlo.collective_permute"(%b) {{
-          source_target_pairs = dense<[{pairs}]> : tensor<{n}x2xi64>
-        }} : ({t}) -> {t}
-        %q = stablehlo.dot_general %u, %v, contracting_dims = [1] x [0] : ({m}, {m}) -> {m}
-        stablehlo.return %j, %p, %q, %v : tensor<i32>, {t}, {m}, {m}
-      }}
-    %z = stablehlo.slice %r#1 [0:1] : ({t}) -> tensor<1xf32>
-    %o = stablehlo.reshape %z : (tensor<1xf32>) -> tensor<f32>
-    %zq = stablehlo.slice %r#2 [0:1, 0:1] : ({m}) -> tensor<1x1x{dtype}>
-    %oq = stablehlo.reshape %zq : (tensor<1x1x{dtype}>) -> tensor<{dtype}>
-    %fq = stablehlo.convert %oq : (tensor<{dtype}>) -> tensor<f32>
-    %sum = stablehlo.add %o, %fq : tensor<f32>
-    return %sum : tensor<f32>
-  }}
-}}
-"""
+    carries = [("b", 1.0, "f32", t), ("u", 1.0, dtype, m), ("v", 1.0 / d, dtype, m)]
+    body = _permute(n, "b", t, "p") + "\n" + _dot_line("u", "v", m, "q")
+    return _loop_module("overlap", n, steps, carries, body, ["p", "q", "v"], [0, 1])
 
 
 def _compile(text: str, devices: Sequence):
