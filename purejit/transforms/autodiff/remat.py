@@ -297,36 +297,55 @@ def rematerialize_scan(make_split, num_consts: int, num_carry: int, length: int)
     tangents, then the residuals. Returns a split with the same layout whose residuals are
     the plan's saved values and whose linear region recomputes the others.
     """
+
+    def free_of(F, n_out):
+        # loop constants are passed once and slices of xs read from xs: neither is copied
+        return set(F.params[:num_consts]) | set(F.params[num_consts + num_carry :])
+
+    def names_of(F):
+        nx = len(F.params) - num_consts - num_carry
+        return (
+            [f"loop constant {k}" for k in range(num_consts)]
+            + [f"carry {k}" for k in range(num_carry)]
+            + [f"xs {k}" for k in range(nx)]
+        )
+
+    return _planned_split(
+        make_split, free_of, f"scan body (length {length})", names_of, stacked=length
+    )
+
+
+def _planned_split(make_split, free_of, title: str, names_of=None, stacked=None):
+    """`make_split()`'s RegionSplit with the remat plan applied inside its region, the plan
+    recorded for explain under `title`.
+
+    Args:
+        free_of: `(primal, num_out) -> set` of the values that cost nothing to save.
+        names_of: `primal -> names` of its parameters for explain (default: positions).
+        stacked: the loop length each saved value is stacked to (scan bodies), or None.
+    """
     s = current_settings()
     with collect_pins() as pins:
         split = make_split()
     F, n_out = split.primal, split.num_out
-    # loop constants are passed once and slices of xs read from xs: neither is copied
-    free = set(F.params[:num_consts]) | set(F.params[num_consts + num_carry :])
+    free = free_of(F, n_out)
     uses = None
     if s.enabled:
         uses = rp.backward_uses(split.linear, split.num_tangents, F.results[n_out:])
     plan = rp.plan_with(s, F, n_out, free=free, pinned=_pinned_values(pins, F), uses=uses)
-
-    nx = len(F.params) - num_consts - num_carry
-    describe = rp.describer(
-        F,
-        [f"loop constant {k}" for k in range(num_consts)]
-        + [f"carry {k}" for k in range(num_carry)]
-        + [f"xs {k}" for k in range(nx)],
-    )
+    describe = rp.describer(F, names_of(F)) if names_of else rp.describer(F)
 
     def residual(v):
-        return _residual(describe, v, free, None if v in free else length)
+        return _residual(describe, v, free, None if v in free else stacked)
 
     rec = rp.Record(
-        f"scan body (length {length})",
+        title,
         errors.user_location(),
         s.mode,
         [residual(v) for v in plan.saved],
         [residual(v) for v in plan.recomputed],
         len(plan.ops),
-        sum(v.type.nbytes * length for v in F.results[n_out:] if v not in free),
+        sum(v.type.nbytes * (stacked or 1) for v in F.results[n_out:] if v not in free),
         inner=True,
     )
     context.remat_record(rec)
@@ -361,37 +380,11 @@ def rematerialize_call(make_split, name: str):
     marks those that are the body's parameters) and whose linear region recomputes the
     others.
     """
-    s = current_settings()
-    with collect_pins() as pins:
-        split = make_split()
-    F, n_out = split.primal, split.num_out
-    free = set(F.params) | set(F.results[:n_out])
-    uses = None
-    if s.enabled:
-        uses = rp.backward_uses(split.linear, split.num_tangents, F.results[n_out:])
-    plan = rp.plan_with(s, F, n_out, free=free, pinned=_pinned_values(pins, F), uses=uses)
-    describe = rp.describer(F)
-    rec = rp.Record(
-        f"call {name}",
-        errors.user_location(),
-        s.mode,
-        [_residual(describe, v, free) for v in plan.saved],
-        [_residual(describe, v, free) for v in plan.recomputed],
-        len(plan.ops),
-        sum(v.type.nbytes for v in F.results[n_out:] if v not in free),
-        inner=True,
-    )
-    context.remat_record(rec)
-    if not plan.recomputed:
-        return split
-    F2, L2 = rp.rewrite(F, n_out, split.linear, split.num_tangents, plan)
-    out = copy.copy(split)
-    out.primal, out.linear = F2, L2
-    index = {p: k for k, p in enumerate(F.params)}
-    out.res_is_param = [index.get(v) for v in plan.saved]
-    out.res_avals = [_aval(v) for v in plan.saved]
-    out.res_params = L2.params[split.num_tangents :]
-    return out
+
+    def free_of(F, n_out):
+        return set(F.params) | set(F.results[:n_out])
+
+    return _planned_split(make_split, free_of, f"call {name}")
 
 
 __all__ = [
