@@ -46,14 +46,14 @@ from purejit import dtypes as pdt
 from purejit.ir.ops.callback import register_callback
 from purejit.lax import _effects
 from purejit.runtime import Array, eval_trace
-from purejit.tracing import Tracer, bind, current_trace
+from purejit.tracing import ConcreteArray, Tracer, bind, current_trace
 from purejit.tree_util import tree_flatten, tree_unflatten
 
 
 def _is_array(x) -> bool:
-    return isinstance(x, (Tracer, Array, np.ndarray, np.generic, int, float, complex, bool)) or (
-        hasattr(x, "__array__") and hasattr(x, "shape") and hasattr(x, "dtype")
-    )
+    return isinstance(
+        x, (Tracer, ConcreteArray, np.ndarray, np.generic, int, float, complex, bool)
+    ) or (hasattr(x, "__array__") and hasattr(x, "shape") and hasattr(x, "dtype"))
 
 
 def _split(args, kwargs):

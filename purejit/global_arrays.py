@@ -44,7 +44,7 @@ def _local_indices(sharding, shape) -> list[tuple]:
 
 
 def _put(name, data, device, want_shape, dtype):
-    arr = np.asarray(data) if not isinstance(data, Array) else data
+    arr = np.asarray(data) if type(data) is not Array else data
     if dtype is not None:
         arr = arr.astype(dtype) if isinstance(arr, np.ndarray) else arr
     if tuple(arr.shape) != tuple(want_shape):
@@ -106,7 +106,7 @@ def make_array_from_single_device_arrays(
     want = sharding.shard_shape(shape)
     bufs = []
     for a in arrays:
-        buf = a.buffer if isinstance(a, Array) else a
+        buf = a.buffer if type(a) is Array else a
         devs = list(buf.devices()) if hasattr(buf, "devices") else []
         if len(devs) != 1:
             raise ValueError(

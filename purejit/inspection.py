@@ -12,7 +12,7 @@ from purejit.api import jit
 from purejit.compiler.stages import Jaxpr
 from purejit.extend.jaxpr import closed_jaxpr
 from purejit.runtime import Array
-from purejit.tracing import ShapedArray, Tracer, aval_of
+from purejit.tracing import ConcreteArray, ShapedArray, Tracer, aval_of
 from purejit.tree_util import tree_flatten, tree_map, tree_unflatten
 
 
@@ -51,7 +51,7 @@ class ShapeDtypeStruct:
 
 
 def _is_array(x) -> bool:
-    return isinstance(x, (Array, Tracer)) or hasattr(x, "block_until_ready")
+    return isinstance(x, (ConcreteArray, Tracer)) or hasattr(x, "block_until_ready")
 
 
 def block_until_ready(x):
@@ -64,7 +64,7 @@ def device_get(x):
     """The pytree `x` with every device array copied to the host as a NumPy array."""
 
     def get(a):
-        if isinstance(a, Array) or (hasattr(a, "__array__") and hasattr(a, "devices")):
+        if type(a) is Array or (hasattr(a, "__array__") and hasattr(a, "devices")):
             return np.asarray(a)
         return a
 

@@ -20,7 +20,7 @@ from purejit import dtypes as pdt
 from purejit.inspection import typeof as _typeof
 from purejit.random._keys import PRNGKeyArray
 from purejit.runtime import Array
-from purejit.tracing import ShapedArray
+from purejit.tracing import ConcreteArray, ShapedArray
 from purejit.tracing import ShapedArray as _ShapedArray
 
 
@@ -59,12 +59,12 @@ def typeof(x):
     and registered hijax types."""
     if isinstance(x, PRNGKeyArray):
         return KeyAval(tuple(x.shape), x.dtype)
-    if not isinstance(x, (Array, np.ndarray, np.generic, int, float, complex, bool)):
+    if not isinstance(x, (ConcreteArray, np.ndarray, np.generic, int, float, complex, bool)):
         hi = hitype_of(x)
         if hi is not None:
             return hi
     aval = _typeof(x)
-    if isinstance(x, Array) and isinstance(aval, ShapedArray):
+    if type(x) is Array and isinstance(aval, ShapedArray):
         return ShardedAval(aval.shape, aval.dtype, aval.weak_type, array_sharding=x.sharding)
     return aval
 

@@ -32,7 +32,7 @@ from purejit.compiler.signature import CallSignature
 from purejit.config import config
 from purejit.ir import Function, print_function
 from purejit.runtime.array import Array
-from purejit.tracing import ShapedArray, Tracer, context, trace_to_function
+from purejit.tracing import ConcreteArray, ShapedArray, Tracer, context, trace_to_function
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
 
 
@@ -253,7 +253,7 @@ def _gc_paused():
             gc.enable()
 
 
-_RETURNABLE = (Tracer, Array, np.ndarray, np.generic, int, float, complex)
+_RETURNABLE = (Tracer, ConcreteArray, np.ndarray, np.generic, int, float, complex)
 
 
 def concrete_input(x) -> Array | None:

@@ -63,7 +63,7 @@ def set_token(token) -> None:
 def wait_eager() -> None:
     """Outside jit: wait until the ordered callbacks already dispatched have run."""
     tok = ctx.effect_tokens.get(eval_trace)
-    if isinstance(tok, Array):
+    if type(tok) is Array:
         tok.block_until_ready()
 
 

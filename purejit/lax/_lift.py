@@ -12,14 +12,14 @@ import numpy as np
 from purejit import errors
 from purejit.ir.ops.elementwise import convert_array
 from purejit.runtime.array import Array, as_array
-from purejit.tracing import Tracer, bind1
+from purejit.tracing import ConcreteArray, Tracer, bind1
 
 
 def lift(x):
     """A Tracer or Array for any array-like (Python scalars become weak-typed arrays).
 
     A list or tuple of array-likes is stacked along a new leading axis."""
-    if isinstance(x, (Tracer, Array)):
+    if isinstance(x, (Tracer, ConcreteArray)):
         return x
     if isinstance(x, (list, tuple)):
         items = [lift(v) for v in x]
@@ -36,7 +36,7 @@ def convert(x, dtype, weak: bool = False):
     x = lift(x)
     if x.dtype == dtype and x.weak_type == weak:
         return x
-    if isinstance(x, Array) and x._host is not None and x.size <= 4096:
+    if type(x) is Array and x._host is not None and x.size <= 4096:
         # a host constant (often a Python scalar): convert now, nothing to trace
         return Array(host=np.asarray(convert_array(x.host, dtype)), weak_type=weak)
     return bind1("convert", x, dtype=dtype, weak=weak)

@@ -19,7 +19,7 @@ from purejit import dtypes as pdt
 from purejit import errors
 from purejit.runtime.array import Array
 from purejit.config import config
-from purejit.tracing import JitTrace, ShapedArray, Tracer, bind, bind1, current_trace
+from purejit.tracing import ConcreteArray, JitTrace, ShapedArray, Tracer, bind, bind1, current_trace
 from purejit.ir import Builder, Function, Op, TensorType, Value
 from purejit.lax import _effects
 from purejit.lax._lift import convert
@@ -52,7 +52,7 @@ def _leaves(tree_obj, api: str, prefix: str) -> tuple[list, PyTreeDef]:
     leaves, tree = tree_flatten(tree_obj)
     out = []
     for x, path in zip(leaves, tree_paths(tree, prefix)):
-        if isinstance(x, (Tracer, Array)):
+        if isinstance(x, (Tracer, ConcreteArray)):
             out.append(x)
             continue
         try:
@@ -84,7 +84,7 @@ def _trace(fun: Callable, rebuild: Callable, avals, api: str, what: str, token=N
         leaves, tree = tree_flatten(out)
         for path, x in zip(tree_paths(tree, "output"), leaves):
             if not isinstance(
-                x, (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex)
+                x, (Tracer, ConcreteArray, np.ndarray, np.generic, bool, int, float, complex)
             ):
                 raise TypeError(
                     f"{api}: {_describe(fun, what)} returned a {type(x).__name__} at {path}, "

@@ -35,8 +35,7 @@ from purejit.lax.ops import (
     select,
 )
 from purejit.lax.slicing import GatherDimensionNumbers, gather
-from purejit.runtime.array import Array
-from purejit.tracing import Tracer
+from purejit.tracing import ConcreteArray, Tracer
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,7 @@ def _consumed(e) -> int:
         return 0
     dt = getattr(e, "dtype", None)
     if dt is not None and np.dtype(dt) == np.bool_:
-        return e.ndim if isinstance(e, (Array, Tracer)) else int(np.ndim(e))
+        return e.ndim if isinstance(e, (ConcreteArray, Tracer)) else int(np.ndim(e))
     return 1
 
 

@@ -23,7 +23,7 @@ from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._shape import _axis, concatenate, moveaxis, reshape, swapaxes
 from purejit.numpy._sorting import cumprod, cumsum
 from purejit.runtime.array import Array
-from purejit.tracing import Tracer
+from purejit.tracing import ConcreteArray, Tracer
 
 __array_api_version__ = "2024.12"
 
@@ -32,7 +32,7 @@ __array_api_version__ = "2024.12"
 
 
 def _as_dtype(x) -> np.dtype:
-    if isinstance(x, (Array, Tracer)):
+    if isinstance(x, (ConcreteArray, Tracer)):
         return x.dtype
     return np.dtype(x)
 
@@ -216,7 +216,7 @@ def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initia
 
 def from_dlpack(x, /, *, device=None, copy=None):
     """An array from any object with `__dlpack__` (a purejit array is returned as is)."""
-    if isinstance(x, Array) and device is None:
+    if type(x) is Array and device is None:
         return x
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"from_dlpack: {type(x).__name__} has no __dlpack__ method")

@@ -221,7 +221,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     work elementwise (jax.numpy applies it per element)."""
     x = c._lift(x)
     conds = condlist
-    if isinstance(conds, (c.Array, c.Tracer)):
+    if isinstance(conds, (c.ConcreteArray, c.Tracer)):
         conds = [conds[i] for i in range(conds.shape[0])] if conds.ndim > x.ndim else [conds]
     conds = [c.convert(c._lift(cd), np.bool_) for cd in conds]
     nc, nf = len(conds), len(funclist)

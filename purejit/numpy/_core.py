@@ -25,7 +25,7 @@ from purejit.lax.ops import integer_pow as lax_integer_pow
 from purejit.runtime.array import Array, as_array
 from purejit.runtime.eager import eval_trace, scalar_like
 from purejit.runtime.eager_fn import eager_function
-from purejit.tracing import Tracer, bind1, current_trace
+from purejit.tracing import ConcreteArray, Tracer, bind1, current_trace
 
 ArrayLike = object
 
@@ -35,7 +35,7 @@ def _lift(x):
 
     Lists and tuples are refused, as jax.numpy refuses them: a list of many scalars would be
     traced element by element; `asarray` converts one explicitly."""
-    if isinstance(x, (Tracer, Array)):
+    if isinstance(x, (Tracer, ConcreteArray)):
         return x
     if isinstance(x, (list, tuple)):
         raise TypeError(
@@ -76,7 +76,7 @@ def _from_sequence(x, dtype):
             f"asarray: the list's elements must have one shape, got "
             f"{[list(s) for s in shapes]}{errors.at(errors.user_location())}"
         )
-    if all(isinstance(a, Array) and a._host is not None for a in items):
+    if all(type(a) is Array and a._host is not None for a in items):
         # a list of host values (the common case): stack them on the host, no device op
         dt, weak = pdt.result_type_weak(*[(a.dtype, a.weak_type) for a in items])
         host = np.stack([np.asarray(a.host).astype(dt) for a in items])
@@ -106,12 +106,12 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         copied = True
     else:
         out = _lift(a)
-        copied = not isinstance(a, (Array, Tracer))
+        copied = not isinstance(a, (ConcreteArray, Tracer))
     if dtype is not None:
         before = out
         out = astype(out, dtype)
         copied = copied or out is not before
-    if copy is False and copied and not isinstance(a, (Array, Tracer)):
+    if copy is False and copied and not isinstance(a, (ConcreteArray, Tracer)):
         if not isinstance(a, np.ndarray) or out.dtype != a.dtype:
             raise ValueError(
                 f"asarray: copy=False but converting a {type(a).__name__} needs a copy"
@@ -132,7 +132,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):  #
 def copy_(a, order=None):
     """A copy of `a` (a new buffer outside jit; under jit arrays are values anyway)."""
     x = _lift(a)
-    if isinstance(x, Array):
+    if type(x) is Array:
         return Array(host=np.array(x.host), weak_type=x.weak_type)
     return x
 
@@ -165,7 +165,7 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
 
 def _is_struct(x) -> bool:
     """A shape and dtype without data (a ShapeDtypeStruct, an abstract value)."""
-    if isinstance(x, (Array, Tracer, np.ndarray, np.generic)):
+    if isinstance(x, (ConcreteArray, Tracer, np.ndarray, np.generic)):
         return False
     return isinstance(getattr(x, "dtype", None), np.dtype) and hasattr(x, "shape")
 
@@ -572,7 +572,7 @@ def _static_int(y):
     """`y` as a Python int when it is a concrete integer scalar, else None."""
     if isinstance(y, (bool, np.bool_)):
         return None
-    if isinstance(y, Array) and (y.ndim != 0 or y.dtype.kind not in "iu"):
+    if type(y) is Array and (y.ndim != 0 or y.dtype.kind not in "iu"):
         return None
     if isinstance(y, np.ndarray) and y.ndim != 0:
         return None

@@ -84,7 +84,7 @@ def full(shape, fill_value, dtype=None, *, device=None):
         v = c._lift(fill_value)
         if dtype is not None:
             v = c.convert(v, _dtype(dtype))
-    if isinstance(v, Array) and _eager() and np.broadcast_shapes(v.shape, shape) == shape:
+    if type(v) is Array and _eager() and np.broadcast_shapes(v.shape, shape) == shape:
         out = Array(host=np.array(np.broadcast_to(v.host, shape)), weak_type=v.weak_type)
     else:
         out = c.broadcast_to(v, shape)
@@ -165,7 +165,7 @@ def _arange(start, stop, step, dtype):
                 f"{errors.at(errors.user_location())}; the length of the result must be "
                 "known when tracing"
             )
-    vals = [np.asarray(v.host if isinstance(v, Array) else v).item()
+    vals = [np.asarray(v.host if type(v) is Array else v).item()
             for v in (start, stop, step) if v is not None]  # fmt: skip
     if dtype is None:
         is_float = any(isinstance(v, float) for v in vals)

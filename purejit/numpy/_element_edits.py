@@ -39,8 +39,7 @@ from purejit.numpy._index_arrays import (
     indices,
     unravel_index,
 )
-from purejit.runtime.array import Array
-from purejit.tracing import Tracer
+from purejit.tracing import ConcreteArray, Tracer
 
 
 def _along(axis: int, idx):
@@ -66,7 +65,7 @@ def delete(arr, obj, axis: int | None = None, *, assume_unique_indices: bool = F
         a, axis = ravel(a), 0
     axis = _axis(axis, a.ndim, "delete")
     n = a.shape[axis]
-    if not isinstance(obj, (slice, Array, Tracer, np.ndarray, list, tuple)):
+    if not isinstance(obj, (slice, ConcreteArray, Tracer, np.ndarray, list, tuple)):
         try:
             i = operator.index(obj)
         except TypeError:
@@ -118,7 +117,7 @@ def insert(arr, obj, values, axis: int | None = None):
     if idx.ndim > 1:
         raise ValueError("insert: obj must be a slice, a one-dimensional array, or a scalar")
     if idx.dtype.kind not in "iu":
-        if math.prod(idx.shape) == 0 and not isinstance(obj, (Array, Tracer)):
+        if math.prod(idx.shape) == 0 and not isinstance(obj, (ConcreteArray, Tracer)):
             idx = convert(idx, pdt.default_int())
         else:
             raise ValueError(f"insert: the index array must be integer typed, got {idx.dtype}")

@@ -21,8 +21,7 @@ from purejit.numpy._poly import horner
 from purejit.numpy._program import as_program
 from purejit.numpy._reductions import any as _any
 from purejit.numpy._sorting import sort
-from purejit.runtime.array import Array
-from purejit.tracing import Tracer, bind1
+from purejit.tracing import ConcreteArray, Tracer, bind1
 
 
 def _here() -> str:
@@ -265,7 +264,7 @@ def isreal(x):
 
 
 def _dtype_of(x) -> np.dtype:
-    if isinstance(x, (Array, Tracer)):
+    if isinstance(x, (ConcreteArray, Tracer)):
         return x.dtype
     if isinstance(x, type) and isinstance(getattr(x, "dtype", None), np.dtype):
         return x.dtype  # purejit's scalar types (jnp.complex64) carry their dtype

@@ -22,8 +22,7 @@ from purejit.numpy._scalar_types import complex64, complex128, float32, float64,
 from purejit.numpy._shape import concatenate, expand_dims, moveaxis, stack, transpose
 from purejit.numpy._sorting import cumsum
 from purejit.numpy._elementwise import i0
-from purejit.runtime.array import Array
-from purejit.tracing import Tracer
+from purejit.tracing import ConcreteArray, Tracer
 from purejit.transforms.vmap import vmap
 
 # ---- scalar types: JAX's aliases of its scalar types, NumPy's abstract classes -------------
@@ -80,7 +79,7 @@ def isscalar(element) -> bool:
     """Whether `element` is a scalar: a Python or NumPy scalar, or a 0-d array."""
     if np.isscalar(element):
         return True
-    if isinstance(element, (np.ndarray, Array, Tracer)):
+    if isinstance(element, (np.ndarray, ConcreteArray, Tracer)):
         return element.ndim == 0
     return False
 
@@ -96,12 +95,12 @@ def iterable(y) -> bool:
 
 def ndim(a) -> int:
     """The number of dimensions of `a`."""
-    return a.ndim if isinstance(a, (Array, Tracer)) else np.ndim(a)
+    return a.ndim if isinstance(a, (ConcreteArray, Tracer)) else np.ndim(a)
 
 
 def shape(a) -> tuple:
     """The shape of `a`."""
-    return tuple(a.shape) if isinstance(a, (Array, Tracer)) else np.shape(a)
+    return tuple(a.shape) if isinstance(a, (ConcreteArray, Tracer)) else np.shape(a)
 
 
 def size(a, axis=None) -> int:

@@ -20,7 +20,7 @@ from purejit.numpy._shape import (
 )
 from purejit import errors
 from purejit.runtime.array import Array
-from purejit.tracing import Tracer
+from purejit.tracing import ConcreteArray, Tracer
 
 
 def _here() -> str:
@@ -34,7 +34,7 @@ def _concrete(x, what: str) -> np.ndarray:
             f"{what} must be concrete (its value decides the result's shape), got a traced "
             f"value of shape {x.shape}{_here()}; pass a NumPy array or a static value"
         )
-    return np.asarray(x.host if isinstance(x, Array) else x)
+    return np.asarray(x.host if type(x) is Array else x)
 
 
 def _static_int(v, what: str) -> int:
@@ -91,7 +91,7 @@ def diag_indices(n, ndim: int = 2):
 
 def diag_indices_from(arr):
     """diag_indices for an array whose dimensions are all equal."""
-    shape = np.shape(arr) if not isinstance(arr, (Array, Tracer)) else arr.shape
+    shape = np.shape(arr) if not isinstance(arr, (ConcreteArray, Tracer)) else arr.shape
     if len(shape) < 2:
         raise ValueError("diag_indices_from: input array must be at least 2-d")
     if len(set(shape)) != 1:

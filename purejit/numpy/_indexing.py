@@ -29,7 +29,7 @@ from purejit.lax import dslice
 from purejit.numpy import _core as c
 from purejit.numpy._shape import _axis, concatenate, reshape
 from purejit.runtime.array import Array
-from purejit.tracing import Tracer, bind1
+from purejit.tracing import ConcreteArray, Tracer, bind1
 
 
 @dataclass
@@ -86,7 +86,7 @@ def _classify(e) -> _Entry:
         if e.dtype.kind not in "iu":
             raise _err(f"indexer must have an integer or boolean type, got {e.dtype}", TypeError)
         return _Entry("int", int(e)) if e.ndim == 0 else _Entry("array", e)
-    if isinstance(e, (Array, Tracer)):
+    if isinstance(e, (ConcreteArray, Tracer)):
         if e.dtype == np.bool_:
             if isinstance(e, Tracer):
                 raise _err(
@@ -244,7 +244,7 @@ def _basic(x, entries):
     # eagerly, static ints become dynamic_slice starts (operands, not attributes), so that
     # x[0], x[1], ... share one compiled program instead of compiling one slice per index
     # (JAX does the same); under jit they stay a static slice
-    eager_ints, fixed = isinstance(x, Array), {}
+    eager_ints, fixed = type(x) is Array, {}
     for e in entries:
         if e.kind in ("int", "scalar") and x.shape[e.dim] == 0:
             raise _err(f"index is out of bounds for axis {e.dim} with size 0")
@@ -472,6 +472,6 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
 
 
 def _as_index_array(i):
-    if isinstance(i, (Array, Tracer, np.ndarray)):
+    if isinstance(i, (ConcreteArray, Tracer, np.ndarray)):
         return i
     return np.asarray(i)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from purejit.tracing import ConcreteArray
+
 # what an operator takes as its other operand without asking it first (Tracer and Array join
 # as `install` runs); lists and tuples reach purejit.numpy, which names why they are refused
 _OPERANDS: tuple[type, ...] = (bool, int, float, complex, np.generic, np.ndarray, list, tuple)
@@ -69,7 +71,9 @@ _COMPARE = {
 def install(cls, jnp):
     """Give `cls` (Tracer, Array) Python's operators and NumPy's methods, from `jnp`."""
     global _OPERANDS
-    _OPERANDS = (cls, *_OPERANDS)  # first: the common operand is checked first
+    # first: the common operand is checked first; Array joins as ConcreteArray, since
+    # isinstance(x, Array) also holds for typed keys, which keep their own operators
+    _OPERANDS = (ConcreteArray if issubclass(cls, ConcreteArray) else cls, *_OPERANDS)
     for dunder, fname in _BINARY.items():
         setattr(cls, f"__{dunder}__", _binary(jnp, fname, mirror=f"__r{dunder}__"))
         setattr(cls, f"__r{dunder}__", _binary(jnp, fname, reflected=True))

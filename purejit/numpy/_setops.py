@@ -26,8 +26,7 @@ from purejit.numpy._reductions import min as _min
 from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._shape import _axis, concatenate, moveaxis, ravel, reshape, stack
 from purejit.numpy._sorting import argsort, cumsum
-from purejit.runtime.array import Array
-from purejit.tracing import Tracer
+from purejit.tracing import ConcreteArray, Tracer
 
 _SIZE_HINT = (
     "the size of the result depends on the values of the input; pass a static `size=` "
@@ -220,7 +219,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
 
 def lexsort(keys, axis: int = -1):
     """Indices that sort by the last key, then the one before, ... (stable)."""
-    ks = [c._lift(k) for k in keys] if not isinstance(keys, (Array, Tracer)) else list(keys)
+    ks = [c._lift(k) for k in keys] if not isinstance(keys, (ConcreteArray, Tracer)) else list(keys)
     if not ks:
         raise TypeError("lexsort: need at least one key")
     shapes = {k.shape for k in ks}

@@ -16,7 +16,8 @@ from purejit import dtypes as pdt
 from purejit import errors
 from purejit import lax
 from purejit.runtime import Array
-from purejit.tracing import Tracer
+from purejit.runtime.array import array_value_type
+from purejit.tracing import ConcreteArray, Tracer
 from purejit.tree_util import register_pytree_node
 
 IMPL = "threefry2x32"
@@ -61,6 +62,7 @@ def _no_arithmetic(name):
     return method
 
 
+@array_value_type  # isinstance(key, purejit.Array) holds, as for jax.Array
 class PRNGKeyArray:
     """An array of PRNG keys of dtype `key<fry>`, backed by uint32 data of shape
     `(*shape, 2)`. Indexing, `reshape`, `len` and iteration act on the key dimensions."""
@@ -173,7 +175,7 @@ register_pytree_node(PRNGKeyArray, lambda k: ([k._data], IMPL), lambda _, c: PRN
 
 
 def _is_arraylike(x) -> bool:
-    return isinstance(x, (Array, Tracer, np.ndarray)) or (
+    return isinstance(x, (ConcreteArray, Tracer, np.ndarray)) or (
         hasattr(x, "__array__") and hasattr(x, "shape") and hasattr(x, "dtype")
     )
 
@@ -198,7 +200,7 @@ def check_key_data(name: str, data, arg: str = "key"):
             "a key is a typed key from purejit.random.key(seed) or uint32 key data of shape "
             "(..., 2) from purejit.random.PRNGKey(seed)"
         )
-    return data if isinstance(data, (Array, Tracer)) else Array(host=np.asarray(data))
+    return data if isinstance(data, (ConcreteArray, Tracer)) else Array(host=np.asarray(data))
 
 
 def check_key(name: str, key, *, allow_batched: bool = False, arg: str = "key"):
@@ -237,7 +239,7 @@ def seed_array(name: str, seed):
             f"{name} accepts a scalar seed, but was given an array of shape "
             f"{tuple(np.shape(seed))} != (){_loc()}. Use vmap or a loop for batching"
         )
-    if isinstance(seed, (Array, Tracer)):
+    if isinstance(seed, (ConcreteArray, Tracer)):
         s = seed
     elif isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
         dt = np.asarray(seed).dtype

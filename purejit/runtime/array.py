@@ -3,6 +3,11 @@
 Values made from NumPy or Python scalars stay on the host until a device computation needs
 them, so closing over a NumPy constant inside jit costs no transfer. Python operators
 dispatch through purejit's own eager path (`purejit.numpy` installs them).
+
+As for `jax.Array`, `isinstance(x, Array)` also holds for tracers and typed PRNG keys, so
+user code's checks work inside jit, grad and vmap. purejit's own code asks "is this a
+concrete array?" with `type(x) is Array` (Array has no subclasses), or with tracing's
+`ConcreteArray` beside `Tracer` in a tuple.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from purejit import dtypes as pdt
 from purejit.backend import callback_errors, pjrt
 from purejit.ir import dtypes as irdt
 from purejit.runtime.mesh import SingleDeviceSharding, named_sharding_of
-from purejit.tracing import ConcreteArray, ShapedArray, host_value
+from purejit.tracing import ConcreteArray, ShapedArray, Tracer, host_value
 
 
 class DeletedArrayError(RuntimeError):
@@ -22,9 +27,36 @@ class DeletedArrayError(RuntimeError):
 
 _new = object.__new__
 
+# the other array values isinstance counts: tracers, and typed keys once purejit.random (a
+# layer above) registers them through array_value_type
+_VALUE_TYPES: tuple[type, ...] = (Tracer,)
 
-class Array(ConcreteArray):
-    """A purejit array: shape, dtype, device, weak type; NumPy can read it."""
+
+def array_value_type(cls: type) -> type:
+    """Count `cls`'s instances as `purejit.Array`s in isinstance and issubclass."""
+    global _VALUE_TYPES
+    if cls not in _VALUE_TYPES:
+        _VALUE_TYPES = (*_VALUE_TYPES, cls)
+    return cls
+
+
+class _ArrayMeta(type):
+    # CPython answers isinstance for an object whose type is exactly Array before calling
+    # this, so concrete arrays never reach it
+    def __instancecheck__(cls, obj) -> bool:
+        return type.__instancecheck__(cls, obj) or (cls is Array and isinstance(obj, _VALUE_TYPES))
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return type.__subclasscheck__(cls, sub) or (
+            cls is Array and isinstance(sub, type) and issubclass(sub, _VALUE_TYPES)
+        )
+
+
+class Array(ConcreteArray, metaclass=_ArrayMeta):
+    """A purejit array: shape, dtype, device, weak type; NumPy can read it.
+
+    `isinstance(x, Array)` holds for concrete arrays, tracers and typed keys (as for
+    `jax.Array`); `type(x) is Array` only for concrete arrays."""
 
     __array_priority__ = 1000
     # _weak repeats aval.weak_type where jaxlib's C++ dispatch reads it (compiler/cpp_dispatch)
@@ -213,7 +245,7 @@ class Array(ConcreteArray):
 
 def as_array(x) -> Array:
     """Wrap any concrete array-like as an Array (no transfer yet)."""
-    if isinstance(x, Array):
+    if type(x) is Array:
         return x
     if pjrt.is_buffer(x):
         dt = pdt.canonicalize(x.dtype)

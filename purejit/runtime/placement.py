@@ -28,7 +28,7 @@ def device_put(x, sharding=None):
 
 def sharding_of(x) -> NamedSharding | None:
     """The NamedSharding of an array split over devices, or None (one device / host)."""
-    if isinstance(x, Array):
+    if type(x) is Array:
         s = x.sharding
         return s if isinstance(s, NamedSharding) else None
     return named_sharding_of(x)
