@@ -84,11 +84,25 @@ def _cases():
     def effectful(x):
         return _effectful_sin().bind(x) * x
 
+    def new_in_011(x):
+        # jax 0.11's ops: the fuzzer's reference (jax 0.10.2) lacks them
+        return purejit.lax.log2(x * x + 1.0) * purejit.lax.one_minus_square(x)
+
+    def tridiagonal(x):
+        # a diagonally dominant system built from x, so every operand carries a tangent
+        zero = jnp.zeros(1, x.dtype)
+        dl = jnp.concatenate([zero, x[1:] * 0.5])
+        du = jnp.concatenate([x[:-1] * 0.25, zero])
+        b = jnp.stack([x, x * x], axis=-1)
+        return purejit.lax.linalg.tridiagonal_solve(dl, x + 4.0, du, b)
+
     return {
         "user_primitive_effect": (("user_primitive_effect",), effectful, (c,)),
         "convert/bitcast": (("convert", "bitcast_convert"), converts, (c,)),
         "real/imag": (("real", "imag"), complex_parts, (c,)),
         "custom_jvp": (("custom_jvp_call",), custom, (c,)),
+        "tridiagonal_solve": (("tridiagonal_solve",), tridiagonal, (c,)),
+        "log2/one_minus_square": (("log2", "one_minus_square"), new_in_011, (c,)),
     }
 
 
