@@ -29,6 +29,10 @@ TRAIT_DOCS: dict[str, str] = {
     "side_effect": "has an effect besides its results: always kept, never reordered",
     "saved": "expensive, with results the backward pass reads (fused attention): remat saves "
     "them and never recomputes the op, whatever the budget",
+    "accumulates": "its floating-point result depends on the order XLA sums in or on a "
+    "library kernel (dots, convolutions, reductions, scatter, FFT, LAPACK/cuSOLVER calls): "
+    "NumPy's pairwise sums and BLAS round otherwise, so constant folding leaves float ones "
+    "to XLA",
     "approximate": "XLA computes it with its own approximation (transcendental functions): "
     "the NumPy reference can differ in the last bits, so constant folding leaves it to XLA "
     "and a program gives the same numbers whether its inputs are constants or arguments",

@@ -7,9 +7,10 @@ becomes `broadcast_in_dim(scalar constant)` instead of a full array, so folding 
 the program. Works inside regions.
 Never touches: ops with effects or without `pure`, ops without operands (`iota`, `constant`),
 `approximate` ops (exp, log, erf, ...: XLA's polynomials, not NumPy's bits, must compute them
-so a program's numbers do not depend on which inputs are constants), floating-point ops whose
-rounding depends on an accumulation order or a LAPACK kernel (`ORDER_DEPENDENT`: dot_general,
-convolution, reductions, scatter, fft, the linear-algebra ops), ops with such an op in a region,
+so a program's numbers do not depend on which inputs are constants), floating-point
+`accumulates` ops (dots, convolutions, reductions, scatter, fft, the linear-algebra ops:
+a jitted sum of 1000 float32 constants and a 16x16 matmul of constants both differed from
+JAX's bits when NumPy folded them), ops with such an op in a region,
 a data-movement op of a scalar (`broadcast_in_dim(c)` is already the folded form), ops whose
 reference rule raises (they stay for XLA).
 """
@@ -57,38 +58,6 @@ def splat_ops(value: np.ndarray, type: TensorType, results: list[Value], loc) ->
     ]
 
 
-# Ops whose floating-point result depends on the order XLA accumulates in (NumPy's pairwise
-# sums, BLAS's and LAPACK's blocking are another order), or that call LAPACK/cuSOLVER kernels
-# NumPy does not share: folded by NumPy, a constant input would change a result's bits from
-# what XLA computes for the same program in JAX (a sum of 1000 float32 constants and a
-# 16x16 matmul of constants both differed from JAX's under jit). Integer ones stay exact.
-ORDER_DEPENDENT = frozenset(
-    {
-        "dot_general",
-        "convolution",
-        "reduce",
-        "reduce_window",
-        "scatter",
-        "fft",
-        "cholesky",
-        "eig",
-        "eigh",
-        "gehrd",
-        "geqrf",
-        "hessenberg",
-        "householder_product",
-        "lu",
-        "ormqr",
-        "qr",
-        "schur",
-        "svd",
-        "sytrd",
-        "triangular_solve",
-        "tridiagonal_solve",
-    }
-)
-
-
 def _inexact(op: Op) -> bool:
     return any(np.issubdtype(v.type.dtype, np.inexact) for v in (*op.operands, *op.results))
 
@@ -97,8 +66,8 @@ def _order_dependent(op: Op) -> bool:
     """Whether NumPy may round `op` (or an op of its regions) otherwise than XLA."""
     if op.has_trait("approximate"):
         return True  # XLA's exp/log/erf... differ from NumPy's in the last bits
-    if op.name in ORDER_DEPENDENT and _inexact(op):
-        return True
+    if op.has_trait("accumulates") and _inexact(op):
+        return True  # NumPy's pairwise sums, BLAS and LAPACK round otherwise than XLA
     return any(_order_dependent(inner) for r in op.regions for inner in r.ops)
 
 

@@ -97,7 +97,7 @@ register(
         "dot_general",
         _dot_infer,
         _dot_ref,
-        frozenset({"pure", "contraction"}),
+        frozenset({"pure", "contraction", "accumulates"}),
         attrs=DOT_ATTRS + ("preferred_element_type", "precision", "algorithm"),
         doc="dot_general(lhs, rhs): result dims are batch, lhs free, rhs free",
     )

@@ -213,7 +213,7 @@ register(
         "convolution",
         _conv_infer,
         _conv_ref,
-        frozenset({"pure", "contraction"}),
+        frozenset({"pure", "contraction", "accumulates"}),
         attrs=CONV_ATTRS,
         doc="convolution(lhs, rhs) {strides, padding, dilations, dimension numbers, groups}",
     )

@@ -76,7 +76,7 @@ register(
         "fft",
         _fft_infer,
         _fft_ref,
-        frozenset({"pure"}),
+        frozenset({"pure", "accumulates"}),
         attrs=("fft_type", "fft_length"),
         doc="fft(x) {fft_type=FFT|IFFT|RFFT|IRFFT, fft_length} over the last dimensions",
     )

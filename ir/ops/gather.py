@@ -263,7 +263,7 @@ register(
         "scatter",
         _scatter_infer,
         _scatter_ref,
-        frozenset({"pure"}),
+        frozenset({"pure", "accumulates"}),
         attrs=SCATTER_ATTRS,
         num_regions=1,
         doc="scatter(operands..., indices, updates...) region(old..., new...): StableHLO scatter",

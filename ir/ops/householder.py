@@ -43,7 +43,7 @@ from purejit.ir.ops.linalg import (
 )
 from purejit.ir.registry import OpDef, fail, register
 
-_PURE = frozenset({"pure"})
+_PURE = frozenset({"pure", "accumulates"})  # LAPACK / cuSOLVER kernels
 
 
 def _vector(op: str, t: TensorType, batch: tuple, dtype, what: str) -> int:

@@ -49,7 +49,7 @@ from purejit.ir.ops._util import int_attr, nargs, need_attrs
 from purejit.ir.registry import OpDef, fail, register
 
 _LINALG_DTYPES = tuple(np.dtype(d) for d in (np.float32, np.float64, np.complex64, np.complex128))
-_PURE = frozenset({"pure"})
+_PURE = frozenset({"pure", "accumulates"})  # LAPACK / cuSOLVER kernels
 
 
 def real_dtype(dt) -> np.dtype:

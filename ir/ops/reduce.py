@@ -114,7 +114,7 @@ register(
         "reduce",
         _reduce_infer,
         _reduce_ref,
-        frozenset({"pure", "reduction"}),
+        frozenset({"pure", "reduction", "accumulates"}),
         attrs=("dimensions",),
         num_regions=1,
         doc="reduce(inputs..., inits...) {dimensions} region(accs..., xs...) -> accs...",

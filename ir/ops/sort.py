@@ -283,7 +283,7 @@ register(
         "reduce_window",
         _reduce_window_infer,
         _reduce_window_ref,
-        frozenset({"pure"}),
+        frozenset({"pure", "accumulates"}),
         attrs=WINDOW_ATTRS,
         num_regions=1,
         doc="reduce_window(inputs..., inits...) {window attrs} region(accs..., xs...) -> accs",

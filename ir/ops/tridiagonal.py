@@ -60,7 +60,7 @@ register(
         "tridiagonal_solve",
         _tridiagonal_solve_infer,
         _tridiagonal_solve_ref,
-        frozenset({"pure"}),
+        frozenset({"pure", "accumulates"}),
         doc="tridiagonal_solve(dl, d, du, b) -> x: T x = b, T tridiagonal",
     )
 )
