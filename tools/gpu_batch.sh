@@ -24,8 +24,13 @@ for step in "$@"; do
     cnn) timeout 200 python3 tools/cnn_diag.py "$OUT/cnn_diag" > "$OUT/cnn_diag.log" 2>&1 ;;
     jax011) JAX_PLATFORMS=cpu timeout 120 python3 tools/check_jax011_names.py > "$OUT/jax011.log" 2>&1 ;;
     ulp) timeout 560 python3 -m bench.ulp_sweep --out "$OUT/ulp" > "$OUT/ulp.log" 2>&1 ;;
+    profile) timeout 240 python3 -m bench.tools.step_profile --out "$OUT/profile" > "$OUT/profile.log" 2>&1 ;;
+    numerics) timeout 200 python3 -m bench.attention_numerics --out "$OUT/numerics" > "$OUT/numerics.log" 2>&1 ;;
+    roll) timeout 300 python3 -m bench.cold_start --roll-sweep 12,24 --train --out "$OUT/roll" > "$OUT/roll.log" 2>&1 ;;
+    roll48) timeout 400 python3 -m bench.cold_start --roll-sweep 48 --train --out "$OUT/roll48" > "$OUT/roll48.log" 2>&1 ;;
     *) echo "unknown step $step" ;;
   esac
   echo "$step: rc=$? $(( $(date +%s) - start )) s" >> "$OUT/steps.txt"
 done
 cat "$OUT/steps.txt"
+tar czf /tmp/results.tgz -C "$OUT" . && mv /tmp/results.tgz "$OUT/"

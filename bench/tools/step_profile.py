@@ -1,0 +1,129 @@
+"""Where a training step's device time goes: the GPU kernels of `bench.train`'s transformer
+step, per form (purejit default, purejit remat off, `jax.jit` with cuDNN attention, ...),
+summed by kernel name over a few steps and compared side by side.
+
+The kernels are read with torch's profiler (CUPTI traces every kernel the process launches,
+XLA's included), so it needs torch with CUDA. It also writes each form's optimised HLO.
+
+    python -m bench.tools.step_profile --out DIR [--steps 5] [--forms purejit,jax cudnn attention]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+from collections import defaultdict
+
+DEFAULT_FORMS = "purejit,purejit remat off,jax cudnn attention"
+
+
+def _category(name: str) -> str:
+    """A coarse class of a kernel name, for the summary."""
+    n = name.lower()
+    if "fmha" in n or "sdpa" in n or "flash" in n or "cudnn" in n:
+        return "attention (cuDNN)"
+    if "gemm" in n or "xmma" in n or "cutlass" in n or "matmul" in n or "sm90" in n:
+        return "matmul"
+    if "nccl" in n:
+        return "collective"
+    if "memcpy" in n or "memset" in n or "copy" in n:
+        return "copy/memset"
+    if "reduce" in n or "reduction" in n:
+        return "reduction fusion"
+    if "transpose" in n:
+        return "transpose fusion"
+    return "other fusion"
+
+
+def profile_form(fn, state, steps: int) -> tuple[dict, float]:
+    """{kernel name: (calls per step, µs per step)} and the total µs per step."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from bench.train import _block
+
+    for _ in range(3):
+        state[0], loss = fn(state[0], state[1], state[2])
+    _block((state[0], loss))
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            state[0], loss = fn(state[0], state[1], state[2])
+        _block((state[0], loss))
+        torch.cuda.synchronize()
+    kernels: dict = defaultdict(lambda: [0.0, 0.0])
+    for ev in prof.events():
+        if ev.device_type.name != "CUDA":
+            continue
+        k = kernels[ev.name]
+        k[0] += 1 / steps
+        k[1] += ev.device_time / steps if hasattr(ev, "device_time") else ev.cuda_time / steps
+    total = sum(v[1] for v in kernels.values())
+    return {k: tuple(v) for k, v in kernels.items()}, total
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--forms", default=DEFAULT_FORMS)
+    p.add_argument("--top", type=int, default=30)
+    a = p.parse_args(argv)
+    os.makedirs(a.out, exist_ok=True)
+    import torch
+
+    torch.cuda.init()
+    from bench.train import _forms, _put, _workloads
+
+    wl = [w for w in _workloads("gpu", False) if w[0].startswith("transformer")][0]
+    desc, make_loss, make_layer, params, x, y = wl
+    forms = _forms(make_loss, make_layer, params, x, y, ())
+    wanted = [f.strip() for f in a.forms.split(",")]
+    report = {"workload": desc, "forms": {}}
+    lines = [f"# step profile: {desc}", ""]
+    for name in wanted:
+        make, kind = forms[name]
+        fn = make()
+        state = [_put(kind, params), _put(kind, x), _put(kind, y)]
+        kernels, total = profile_form(fn, state, a.steps)
+        report["forms"][name] = {"total_us": total, "kernels": kernels}
+        try:
+            if kind == "purejit":
+                text = list(fn.cache.values())[-1].as_text()
+            else:
+                text = fn.lower(*[_put(kind, t) for t in (params, x, y)]).compile().as_text()
+            safe = re.sub(r"[^a-z0-9]+", "_", name.lower())
+            with open(os.path.join(a.out, f"hlo_{safe}.txt"), "w") as f:
+                f.write(text)
+        except Exception as e:  # the HLO is a by-product; the profile stands without it
+            print(f"# {name}: no HLO ({type(e).__name__}: {e})")
+        cats: dict = defaultdict(lambda: [0.0, 0.0])
+        for k, (calls, us) in kernels.items():
+            c = cats[_category(k)]
+            c[0] += calls
+            c[1] += us
+        lines.append(f"## {name}: {total / 1e3:.3f} ms of kernels per step")
+        lines.append("")
+        lines.append("| category | kernels/step | µs/step |")
+        lines.append("|---|---:|---:|")
+        for c, (calls, us) in sorted(cats.items(), key=lambda kv: -kv[1][1]):
+            lines.append(f"| {c} | {calls:.0f} | {us:.0f} |")
+        lines.append("")
+        lines.append("| kernel | calls/step | µs/step |")
+        lines.append("|---|---:|---:|")
+        for k, (calls, us) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[: a.top]:
+            lines.append(f"| `{k[:90]}` | {calls:.0f} | {us:.0f} |")
+        lines.append("")
+        print(f"# {name}: {total / 1e3:.3f} ms of kernels per step", flush=True)
+        del fn, state
+    with open(os.path.join(a.out, "step_profile.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    with open(os.path.join(a.out, "step_profile.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
