@@ -6,6 +6,8 @@ The kernels are read with torch's profiler (CUPTI traces every kernel the proces
 XLA's included), so it needs torch with CUDA. It also writes each form's optimised HLO.
 
     python -m bench.tools.step_profile --out DIR [--steps 5] [--forms purejit,jax cudnn attention]
+
+A form named "<form> split off" is <form> compiled with `attention_split_projections` off.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ import argparse
 import json
 import os
 import re
+import statistics
+import time
 from collections import defaultdict
 
-DEFAULT_FORMS = "purejit,purejit remat off,jax cudnn attention"
+DEFAULT_FORMS = (
+    "purejit,purejit split off,purejit remat off,purejit remat off split off,jax cudnn attention"
+)
 
 
 def _category(name: str) -> str:
@@ -44,9 +50,6 @@ def profile_form(fn, state, steps: int) -> tuple[dict, float]:
 
     from bench.train import _block
 
-    for _ in range(3):
-        state[0], loss = fn(state[0], state[1], state[2])
-    _block((state[0], loss))
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(steps):
@@ -64,41 +67,92 @@ def profile_form(fn, state, steps: int) -> tuple[dict, float]:
     return {k: tuple(v) for k, v in kernels.items()}, total
 
 
+def _compiled(name, forms, params, x, y):
+    """(fn, state, optimised HLO) of one form, compiled and warm. "... split off" is the form
+    compiled with `attention_split_projections` off (read when the program compiles)."""
+    from bench.train import _block, _put
+
+    import purejit
+
+    base = name.removesuffix(" split off")
+    make, kind = forms[base]
+    fn = make()
+    state = [_put(kind, params), _put(kind, x), _put(kind, y)]
+    off = base != name
+    if off:
+        purejit.config.update("attention_split_projections", False)
+    try:
+        for _ in range(3):
+            state[0], loss = fn(state[0], state[1], state[2])
+        _block((state[0], loss))
+    finally:
+        if off:
+            purejit.config.update("attention_split_projections", True)
+    if kind == "purejit":
+        text = list(fn.cache.values())[-1].as_text()
+    else:
+        text = fn.lower(*[_put(kind, t) for t in (params, x, y)]).compile().as_text()
+    return fn, state, text
+
+
+def _time(fn, state, calls: int) -> float:
+    from bench.train import _block
+
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        state[0], loss = fn(state[0], state[1], state[2])
+    _block((state[0], loss))
+    return (time.perf_counter() - t0) / calls
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--forms", default=DEFAULT_FORMS)
     p.add_argument("--top", type=int, default=30)
+    p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
+    p.add_argument("--calls", type=int, default=20, help="steps per timing round")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     import torch
 
     torch.cuda.init()
-    from bench.train import _forms, _put, _workloads
+    from bench.train import _forms, _workloads
 
     wl = [w for w in _workloads("gpu", False) if w[0].startswith("transformer")][0]
     desc, make_loss, make_layer, params, x, y = wl
     forms = _forms(make_loss, make_layer, params, x, y, ())
     wanted = [f.strip() for f in a.forms.split(",")]
-    report = {"workload": desc, "forms": {}}
-    lines = [f"# step profile: {desc}", ""]
+    built = {}
     for name in wanted:
-        make, kind = forms[name]
-        fn = make()
-        state = [_put(kind, params), _put(kind, x), _put(kind, y)]
-        kernels, total = profile_form(fn, state, a.steps)
-        report["forms"][name] = {"total_us": total, "kernels": kernels}
-        try:
-            if kind == "purejit":
-                text = list(fn.cache.values())[-1].as_text()
-            else:
-                text = fn.lower(*[_put(kind, t) for t in (params, x, y)]).compile().as_text()
-            safe = re.sub(r"[^a-z0-9]+", "_", name.lower())
-            with open(os.path.join(a.out, f"hlo_{safe}.txt"), "w") as f:
-                f.write(text)
-        except Exception as e:  # the HLO is a by-product; the profile stands without it
-            print(f"# {name}: no HLO ({type(e).__name__}: {e})")
+        fn, state, text = _compiled(name, forms, params, x, y)
+        built[name] = (fn, state)
+        safe = re.sub(r"[^a-z0-9]+", "_", name.lower())
+        with open(os.path.join(a.out, f"hlo_{safe}.txt"), "w") as f:
+            f.write(text)
+    times: dict = {n: [] for n in wanted}
+    for _ in range(a.rounds):
+        for name, (fn, state) in built.items():
+            times[name].append(_time(fn, state, a.calls))
+    report = {"workload": desc, "forms": {}}
+    ref = statistics.median(times[wanted[-1]])
+    lines = [f"# step profile: {desc}", "",
+             f"Step time: median of {a.rounds} interleaved rounds of {a.calls} steps; ratios "
+             f"against `{wanted[-1]}`. Kernel time: the sum of the step's GPU kernels "
+             f"(CUPTI, {a.steps} steps).", "",
+             "| form | step (ms) | ratio | kernels (ms) |", "|---|---:|---:|---:|"]  # fmt: skip
+    profiles = {}
+    for name, (fn, state) in built.items():
+        profiles[name] = profile_form(fn, state, a.steps)
+    for name in wanted:
+        med = statistics.median(times[name])
+        lines.append(f"| {name} | {med * 1e3:.3f} | {med / ref:.3f}x | "
+                     f"{profiles[name][1] / 1e3:.3f} |")  # fmt: skip
+    lines.append("")
+    for name in wanted:
+        kernels, total = profiles[name]
+        report["forms"][name] = {"total_us": total, "kernels": kernels, "times_s": times[name]}
         cats: dict = defaultdict(lambda: [0.0, 0.0])
         for k, (calls, us) in kernels.items():
             c = cats[_category(k)]
@@ -116,8 +170,6 @@ def main(argv=None):
         for k, (calls, us) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[: a.top]:
             lines.append(f"| `{k[:90]}` | {calls:.0f} | {us:.0f} |")
         lines.append("")
-        print(f"# {name}: {total / 1e3:.3f} ms of kernels per step", flush=True)
-        del fn, state
     with open(os.path.join(a.out, "step_profile.json"), "w") as f:
         json.dump(report, f, indent=1)
     with open(os.path.join(a.out, "step_profile.md"), "w") as f:
