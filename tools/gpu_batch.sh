@@ -28,6 +28,7 @@ for step in "$@"; do
     numerics) timeout 200 python3 -m bench.attention_numerics --out "$OUT/numerics" > "$OUT/numerics.log" 2>&1 ;;
     roll) timeout 300 python3 -m bench.cold_start --roll-sweep 12,24 --train --out "$OUT/roll" > "$OUT/roll.log" 2>&1 ;;
     roll48) timeout 400 python3 -m bench.cold_start --roll-sweep 48 --train --out "$OUT/roll48" > "$OUT/roll48.log" 2>&1 ;;
+    attn_tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/nn/test_attention_gpu.py tests/passes/test_fuse_attention_gpu.py tests/passes/test_split_projection.py > "$OUT/attn_tests.log" 2>&1 ;;
     *) echo "unknown step $step" ;;
   esac
   echo "$step: rc=$? $(( $(date +%s) - start )) s" >> "$OUT/steps.txt"
