@@ -6,8 +6,6 @@ The kernels are read with torch's profiler (CUPTI traces every kernel the proces
 XLA's included), so it needs torch with CUDA. It also writes each form's optimised HLO.
 
     python -m bench.tools.step_profile --out DIR [--steps 5] [--forms purejit,jax cudnn attention]
-
-A form named "<form> split off" is <form> compiled with `attention_split_projections` off.
 """
 
 from __future__ import annotations
@@ -20,9 +18,7 @@ import statistics
 import time
 from collections import defaultdict
 
-DEFAULT_FORMS = (
-    "purejit,purejit split off,purejit remat off,purejit remat off split off,jax cudnn attention"
-)
+DEFAULT_FORMS = "purejit,purejit remat off,purejit fused_attention off,jax cudnn attention"
 
 
 def _category(name: str) -> str:
@@ -68,26 +64,15 @@ def profile_form(fn, state, steps: int) -> tuple[dict, float]:
 
 
 def _compiled(name, forms, params, x, y):
-    """(fn, state, optimised HLO) of one form, compiled and warm. "... split off" is the form
-    compiled with `attention_split_projections` off (read when the program compiles)."""
+    """(fn, state, optimised HLO) of one form, compiled and warm."""
     from bench.train import _block, _put
 
-    import purejit
-
-    base = name.removesuffix(" split off")
-    make, kind = forms[base]
+    make, kind = forms[name]
     fn = make()
     state = [_put(kind, params), _put(kind, x), _put(kind, y)]
-    off = base != name
-    if off:
-        purejit.config.update("attention_split_projections", False)
-    try:
-        for _ in range(3):
-            state[0], loss = fn(state[0], state[1], state[2])
-        _block((state[0], loss))
-    finally:
-        if off:
-            purejit.config.update("attention_split_projections", True)
+    for _ in range(3):
+        state[0], loss = fn(state[0], state[1], state[2])
+    _block((state[0], loss))
     if kind == "purejit":
         text = list(fn.cache.values())[-1].as_text()
     else:
