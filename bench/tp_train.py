@@ -302,6 +302,12 @@ def _parse(argv):
         "all; on CPU: jax); the first JAX row given is the baseline of 'vs JAX'",
     )
     p.add_argument(
+        "--profile",
+        action="store_true",
+        help="with --out (GPU, needs torch): each step's kernels per device and step "
+        "(CUPTI through torch's profiler), by category and the top kernels, in profile.md",
+    )
+    p.add_argument(
         "--hlo",
         action="store_true",
         help="with --out: each compiled program's HLO text (DIR/hlo/*.hlo.gz) and a count of "
@@ -385,6 +391,26 @@ def time_all(runs: dict, iters: int, repeats: int) -> dict:
             out.block_until_ready()
             samples[k].append((time.perf_counter() - t0) / iters)
     return {k: (sorted(v)[len(v) // 2], sorted(host[k])[len(v) // 2]) for k, v in samples.items()}
+
+
+def write_profiles(runners: dict, iters: int, n: int, out: str) -> None:
+    """profile.md: for each runner, kernel µs per step and device, by category, per device,
+    and its 20 largest kernels (summed over devices)."""
+    from bench.tools.step_profile import category_table, kernel_profile
+
+    lines = ["# Kernels per step (CUPTI via torch.profiler; µs per step, mean over devices)", ""]
+    for key, run in runners.items():
+        kernels, total, per_dev = kernel_profile(run, iters, lambda o: o.block_until_ready())
+        k = 1 if key.endswith("single") or key.endswith("single_local") else n
+        devs = ", ".join(f"{d}: {us:.0f}" for d, us in sorted(per_dev.items()))
+        lines += [f"## {key}: {total / k / 1e3:.3f} ms of kernels per device (per device: {devs})"]
+        lines += ["", *category_table(kernels, k), ""]
+        lines += ["| kernel | calls | µs |", "|---|---:|---:|"]
+        for name, (calls, us) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:20]:
+            lines.append(f"| `{name[:90]}` | {calls / k:.0f} | {us / k:.0f} |")
+        lines.append("")
+    with open(os.path.join(out, "profile.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def _max_diff(a, b, tree_leaves) -> float:
@@ -494,6 +520,8 @@ def main(argv=None):
             results[f"{name}_single_local"] = {}
     for key, (t, h) in time_all(runners, iters, args.repeats).items():
         results[key]["step_s"], results[key]["host_s"] = t, h
+    if args.profile and args.out:
+        write_profiles(runners, iters, n, args.out)
     weak = []
     for name in libs:
         for kind in ("dp", "fsdp", "fsdp_jit"):

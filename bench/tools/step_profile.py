@@ -39,28 +39,57 @@ def _category(name: str) -> str:
     return "other fusion"
 
 
-def profile_form(fn, state, steps: int) -> tuple[dict, float]:
-    """{kernel name: (calls per step, µs per step)} and the total µs per step."""
+def kernel_profile(run, steps: int, sync) -> tuple[dict, float, dict]:
+    """Profile `steps` calls of `run()` (then `sync(result)`): {kernel name: (calls per step,
+    µs per step summed over devices)}, the total µs per step, and {device: µs per step}."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from bench.train import _block
-
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        out = None
         for _ in range(steps):
-            state[0], loss = fn(state[0], state[1], state[2])
-        _block((state[0], loss))
+            out = run()
+        sync(out)
         torch.cuda.synchronize()
     kernels: dict = defaultdict(lambda: [0.0, 0.0])
+    devices: dict = defaultdict(float)
     for ev in prof.events():
         if ev.device_type.name != "CUDA":
             continue
+        us = (ev.device_time if hasattr(ev, "device_time") else ev.cuda_time) / steps
         k = kernels[ev.name]
         k[0] += 1 / steps
-        k[1] += ev.device_time / steps if hasattr(ev, "device_time") else ev.cuda_time / steps
+        k[1] += us
+        devices[ev.device_index] += us
     total = sum(v[1] for v in kernels.values())
-    return {k: tuple(v) for k, v in kernels.items()}, total
+    return {k: tuple(v) for k, v in kernels.items()}, total, dict(devices)
+
+
+def profile_form(fn, state, steps: int) -> tuple[dict, float]:
+    """{kernel name: (calls per step, µs per step)} and the total µs per step of a
+    `bench.train` step form."""
+    from bench.train import _block
+
+    def run():
+        state[0], loss = fn(state[0], state[1], state[2])
+        return (state[0], loss)
+
+    kernels, total, _ = kernel_profile(run, steps, _block)
+    return kernels, total
+
+
+def category_table(kernels: dict, per: float = 1.0) -> list[str]:
+    """Markdown rows: µs per step by kernel category (divided by `per`, e.g. the devices)."""
+    cats: dict = defaultdict(lambda: [0.0, 0.0])
+    for k, (calls, us) in kernels.items():
+        c = cats[_category(k)]
+        c[0] += calls / per
+        c[1] += us / per
+    rows = ["| category | kernels/step | µs/step |", "|---|---:|---:|"]
+    for c, (calls, us) in sorted(cats.items(), key=lambda kv: -kv[1][1]):
+        rows.append(f"| {c} | {calls:.0f} | {us:.0f} |")
+    return rows
 
 
 def _compiled(name, forms, params, x, y):
@@ -138,17 +167,9 @@ def main(argv=None):
     for name in wanted:
         kernels, total = profiles[name]
         report["forms"][name] = {"total_us": total, "kernels": kernels, "times_s": times[name]}
-        cats: dict = defaultdict(lambda: [0.0, 0.0])
-        for k, (calls, us) in kernels.items():
-            c = cats[_category(k)]
-            c[0] += calls
-            c[1] += us
         lines.append(f"## {name}: {total / 1e3:.3f} ms of kernels per step")
         lines.append("")
-        lines.append("| category | kernels/step | µs/step |")
-        lines.append("|---|---:|---:|")
-        for c, (calls, us) in sorted(cats.items(), key=lambda kv: -kv[1][1]):
-            lines.append(f"| {c} | {calls:.0f} | {us:.0f} |")
+        lines += category_table(kernels)
         lines.append("")
         lines.append("| kernel | calls/step | µs/step |")
         lines.append("|---|---:|---:|")
