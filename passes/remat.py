@@ -274,8 +274,14 @@ def recompute_traffic(
     pass's and lives until the backward pass reads it: recomputing it holds its bytes as
     saving it would, so its price is those bytes, never less. One only the derivative reads
     is made in the backward pass alone."""
-    uses = uses or {}
+    uses = dict(uses or {})
     producer = {r: op for op in fwd.ops for r in op.results}
+    # a reshape hands its reader the operand's bytes as they lie: a backward reader that
+    # cannot fuse the reshaped value (a dot, the attention op) needs its operand in memory
+    for v, (n, hard) in list(uses.items()):
+        while hard and v in producer and producer[v].name == "reshape":
+            v = producer[v].operands[0]
+            uses[v] = (max(n, uses.get(v, (0, False))[0]), True)
     primal: set = set()
     stack = [] if keeps_barriers else list(fwd.results[:num_out])
     while stack:  # what the outputs need: the forward pass makes it whatever is saved

@@ -128,6 +128,47 @@ def test_a_copy_a_backward_dot_reads_is_saved_rather_than_rebuilt_from_its_sourc
     assert p.saved == res and not p.recomputed and p.saved_bytes == 192
 
 
+# the same slices reshaped (as q, k and v reach the fused attention op): a reshape is free,
+# but a reader that cannot fuse it needs the slice itself in memory
+QKV_RESHAPED = f"""func @fwd(%0: f32[4,8], %1: f32[8,12]) -> (f32[], f32[2,8], f32[2,8], f32[2,8]) {{
+  %2 = dot_general(%0, %1) {_DOT} : (f32[4,12])
+  %3 = slice(%2) {{start_indices=[0, 0], limit_indices=[4, 4], strides=[1, 1]}} : (f32[4,4])
+  %4 = reshape(%3) {{shape=[2, 8]}} : (f32[2,8])
+  %5 = slice(%2) {{start_indices=[0, 4], limit_indices=[4, 8], strides=[1, 1]}} : (f32[4,4])
+  %6 = reshape(%5) {{shape=[2, 8]}} : (f32[2,8])
+  %7 = slice(%2) {{start_indices=[0, 8], limit_indices=[4, 12], strides=[1, 1]}} : (f32[4,4])
+  %8 = reshape(%7) {{shape=[2, 8]}} : (f32[2,8])
+  %9 = constant() {{value=array<f32[]: [0.0]>}} : (f32[])
+  %10 = reduce(%2, %9) {{dimensions=[0, 1]}} : (f32[]) region(%11: f32[], %12: f32[]) {{
+    %13 = add(%11, %12) : (f32[])
+    return %13
+  }}
+  return %10, %4, %6, %8
+}}"""
+
+QKV_RESHAPED_LIN = f"""func @lin(%0: f32[8,8], %1: f32[2,8], %2: f32[2,8], %3: f32[2,8])
+    -> (f32[2,8], f32[2,8], f32[2,8]) {{
+  %4 = dot_general(%1, %0) {_DOT} : (f32[2,8])
+  %5 = dot_general(%2, %0) {_DOT} : (f32[2,8])
+  %6 = dot_general(%3, %0) {_DOT} : (f32[2,8])
+  return %4, %5, %6
+}}"""
+
+
+def test_a_slice_a_backward_dot_reads_through_a_reshape_is_saved():
+    fwd, lin = verify(parse(QKV_RESHAPED)), verify(parse(QKV_RESHAPED_LIN))
+    res = fwd.results[1:]
+    slices = [fwd.ops[i].results[0] for i in (1, 3, 5)]
+    uses = rp.backward_uses(lin, 1, res)
+    assert all(uses[r] == (1, True) for r in res)
+    traffic = rp.recompute_traffic(fwd, uses)
+    assert all(traffic[r] == 0 for r in res)  # the reshapes: views of their operands
+    assert all(traffic[s] == 2 * 64 for s in slices)  # each slice is a copy made in memory
+    p = rp.plan(fwd, 1, free=fwd.params, uses=uses)
+    # the slices' bytes are saved (as reshaped), not the product with three copies rebuilt
+    assert fwd.ops[0].results[0] not in p.saved and p.saved_bytes == 192
+
+
 def _attention(xp, lax):
     def loss(w, x):
         q, k = x @ w[0], x @ w[1]
