@@ -21,6 +21,8 @@ exactly as it was and the report says why.
 - Target (options): q, k, v share one of `dtypes`, head dims are multiples of 8 and at most
   `max_head_dim`, equal unless `distinct_v_head_dim`; with a bias, T and S are even.
 - The op's result is reshaped and transposed back to the written output's layout.
+- A projection whose output is only sliced into q, k and v becomes one product per part
+  (`split_projection`: the fused op then reads each as its matmul wrote it, with no copies).
 
 What changes: the numbers, within flash attention's rounding (the fused kernel keeps the
 probabilities in its own precision); `compiler_options={"fused_attention": False}` keeps the
@@ -48,6 +50,7 @@ from purejit.passes._attention_match import (
 from purejit.passes._attention_padding import split_pred, zeroed_output
 from purejit.passes.base import PassResult
 from purejit.passes.dce import DCE
+from purejit.passes import split_projection
 
 MASK_FILL_MAX = -1e3  # exp(fill - max) is exactly 0 unless a whole row lies below fill + 88
 
@@ -63,6 +66,8 @@ class FuseAttention:
         distinct_v_head_dim: whether v's head dim may differ from q's (cuDNN >= 9.10).
         window: whether a causal sliding window (keys t - left .. t) may be fused (cuDNN
             >= 9.2).
+        split_projections: whether a projection whose output is only sliced into q, k and v
+            becomes one product per part (`passes/split_projection.py`).
     """
 
     trusted_rules: frozenset = frozenset()
@@ -70,28 +75,39 @@ class FuseAttention:
     max_head_dim: int = 256
     distinct_v_head_dim: bool = False
     window: bool = True
+    split_projections: bool = True
     name: str = "fuse_attention"
 
     def __call__(self, fn: Function) -> PassResult:
-        matched, refused = [], []
-        out = self._rewrite(fn, matched, refused)
+        matched, refused, split = [], [], []
+        out = self._rewrite(fn, matched, refused, split)
         changed = out is not fn
         if changed:
             out = DCE()(out).fn
         report = {"fused": matched, "refused": refused} if matched or refused else {}
+        if split:
+            report["split"] = split
         return PassResult(out, changed, report)
 
-    def _rewrite(self, fn: Function, matched: list, refused: list) -> Function:
+    def _rewrite(self, fn: Function, matched: list, refused: list, split: list) -> Function:
         ops, changed = [], False
         for op in fn.ops:  # control flow first: its regions are programs of their own
             if op.regions and op.has_trait("control_flow"):
-                regions = [self._rewrite(r, matched, refused) for r in op.regions]
+                regions = [self._rewrite(r, matched, refused, split) for r in op.regions]
                 new = op.rebuilt(op.operands, regions)
                 changed |= new is not op
                 op = new
             ops.append(op)
         if changed:
             fn = Function(fn.name, fn.params, ops, fn.results)
+        fn = self._fuse(fn, matched, refused)
+        if self.split_projections:
+            out, entries = split_projection.split_projections(fn)
+            split += entries
+            fn = out
+        return fn
+
+    def _fuse(self, fn: Function, matched: list, refused: list) -> Function:
         original = fn
         if not find_softmaxes(Graph(fn), self.trusted_rules):
             return fn  # (the common case: a program without attention costs one walk)

@@ -72,6 +72,10 @@ class _Config:
             # on NVIDIA GPUs); False keeps the program as written (PUREJIT_FUSED_ATTENTION=0)
             "fused_attention": os.environ.get("PUREJIT_FUSED_ATTENTION", "1")
             not in ("0", "false", "False"),
+            # with fused attention: a projection only sliced into q, k and v becomes one
+            # product per part (passes/split_projection.py); False keeps the one product.
+            # Read when a program compiles, as fused_attention is
+            "attention_split_projections": True,
             # how purejit.vmap lowers: "batched" (JAX's), "loop" (a scan over the examples)
             # or "auto" (the faster, measured once per program within vmap_measure_s seconds;
             # 0 measures nothing and "auto" is "batched")

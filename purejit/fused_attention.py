@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 
+from purejit.config import config
 from purejit.backend import cudnn_fmha
 from purejit.custom_derivatives import _JVPRule
 from purejit.ir import Function
@@ -84,6 +85,7 @@ def make_pass(enabled: bool, options: dict | None = None) -> FuseAttention | Non
     options = target_options() if options is None else options
     if options is None:
         return None
+    options = {"split_projections": bool(config.read("attention_split_projections")), **options}
     return FuseAttention(trusted_rules=softmax_rule_keys(), **options)
 
 

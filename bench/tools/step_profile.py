@@ -18,7 +18,9 @@ import statistics
 import time
 from collections import defaultdict
 
-DEFAULT_FORMS = "purejit,purejit remat off,purejit fused_attention off,jax cudnn attention"
+DEFAULT_FORMS = (
+    "purejit,purejit split off,purejit remat off,purejit remat off split off,jax cudnn attention"
+)
 
 
 def _category(name: str) -> str:
@@ -93,15 +95,26 @@ def category_table(kernels: dict, per: float = 1.0) -> list[str]:
 
 
 def _compiled(name, forms, params, x, y):
-    """(fn, state, optimised HLO) of one form, compiled and warm."""
+    """(fn, state, optimised HLO) of one form, compiled and warm. "<form> split off" is the
+    form compiled with `attention_split_projections` off (read when the program compiles)."""
     from bench.train import _block, _put
 
-    make, kind = forms[name]
+    import purejit
+
+    base = name.removesuffix(" split off")
+    make, kind = forms[base]
     fn = make()
     state = [_put(kind, params), _put(kind, x), _put(kind, y)]
-    for _ in range(3):
-        state[0], loss = fn(state[0], state[1], state[2])
-    _block((state[0], loss))
+    off = base != name
+    if off:
+        purejit.config.update("attention_split_projections", False)
+    try:
+        for _ in range(3):
+            state[0], loss = fn(state[0], state[1], state[2])
+        _block((state[0], loss))
+    finally:
+        if off:
+            purejit.config.update("attention_split_projections", True)
     if kind == "purejit":
         text = list(fn.cache.values())[-1].as_text()
     else:

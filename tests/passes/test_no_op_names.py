@@ -25,6 +25,7 @@ ALLOWED = {
     "roll_layers.py": "the pass rolls chains of call ops into one scan",
     "_outline.py": "cuts repeated stretches of ops into call ops and puts back the unrolled",
     "_attention_padding.py": "finds the position < sequence-length masks of attention",
+    "split_projection.py": "splits a dot_general whose slices feed the attention op",
     "guard_aliased_update.py": "works around XLA's in-place dynamic_update_slice next to "
     "reshapes, transposes and broadcasts that become bitcasts",
 }
