@@ -276,10 +276,10 @@ def recompute_traffic(
     is made in the backward pass alone."""
     uses = dict(uses or {})
     producer = {r: op for op in fwd.ops for r in op.results}
-    # a reshape hands its reader the operand's bytes as they lie: a backward reader that
-    # cannot fuse the reshaped value (a dot, the attention op) needs its operand in memory
+    # a view (reshape) hands its reader the operand's bytes as they lie: a backward reader
+    # that cannot fuse the reshaped value (a dot, the attention op) needs the operand in memory
     for v, (n, hard) in list(uses.items()):
-        while hard and v in producer and producer[v].name == "reshape":
+        while hard and v in producer and producer[v].has_trait("view"):
             v = producer[v].operands[0]
             uses[v] = (max(n, uses.get(v, (0, False))[0]), True)
     primal: set = set()
