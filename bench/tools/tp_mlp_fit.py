@@ -15,6 +15,11 @@ step's. Rows measured before the calibration timed a ring and a plain program (n
 are read as `plain_latency_s = 2 L` and `step_latency_s = L n / (n - 1)`, the same estimates.
 The estimates come from `purejit.passes.collective_matmul.estimate_seconds`, the pass's own
 formulas. A row whose measured on and off differ by under 2% counts as right either way.
+
+With `--rows`, each row also shows the fixed costs' share of the decision, per rewrite:
+`(n - 1) * step_latency - plain_latency` (what the calibration gives), the value below which
+the model takes the ring, and the value at which the model's ring - plain equals the
+measured on - off (what the row itself asks).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import argparse
 import glob
 import json
 import os
+from dataclasses import replace
 
 from purejit.passes.collective_matmul import Calibration, estimate_seconds
 
@@ -77,10 +83,15 @@ def decide(rows: list[dict], step_s=None, plain_s=None, extra_s: float = 0.0) ->
         cal = calibration(r["purejit_auto"]["calibration"], d["devices"], step_s, plain_s, extra_s)
         plain, ring = estimate(d["devices"], d["T"], d["D"], d["F"], cal)
         pick_ring = ring < plain
+        # the fixed costs' share: ring - plain = free + 2 ((n - 1) step - plain latency)
+        free = estimate(d["devices"], d["T"], d["D"], d["F"], replace(cal, step_latency_s=0.0,
+                        plain_latency_s=0.0))  # fmt: skip
         out.append({
             "row": d, "plain": plain, "ring": ring, "pick_ring": pick_ring,
             "on_over_off": on / off, "cal": cal,
             "right": pick_ring == (on < off) or abs(on / off - 1) < 0.02,
+            "break_even": (free[0] - free[1]) / 2,
+            "implied": ((on - off) - (free[1] - free[0])) / 2,
         })  # fmt: skip
     return out
 
@@ -130,6 +141,12 @@ def _report(got: list[dict], step_s, plain_s, extra_s, per_row: bool) -> None:
                 f"{g['plain'] * 1e3:.3f} ms, ring {g['ring'] * 1e3:.3f} ms -> "
                 f"{'on' if g['pick_ring'] else 'off'}; measured on/off {g['on_over_off']:.3f}"
                 + ("" if g["right"] else "  WRONG")
+            )
+            fixed = (d["devices"] - 1) * cal.step_latency_s - cal.plain_latency_s
+            print(
+                f"    (n-1) step - plain latency: {fixed * 1e6:.0f} us; the ring is chosen "
+                f"below {g['break_even'] * 1e6:.0f} us; the measured on - off asks "
+                f"{g['implied'] * 1e6:.0f} us"
             )
 
 
