@@ -31,13 +31,13 @@ import numpy as np
 
 # elements (f32) per device moved by the small and the large ring transfer, matmul side;
 # "ring": the shard (rows x k) and matrix (k x f) of the ring and plain matmul programs. On
-# GPUs, a ring step of the T=8192, D=2048, F=8192 MLP on 2 devices: what a ring costs beyond
-# the model's bytes and flops grows with the step (on 2 H200s, 17-76 us per rewrite from
-# T=2048 to 8192), and the rows whose decision is close at n = 2 lie at T=8192-16384
+# GPUs a ring step moves and multiplies what one of the T=16384, D=2048, F=8192 MLP does on
+# 2 devices (32 MB, 137 GFLOP), where the decision at n = 2 is close, and its matmul is the
+# rate program's own, so XLA autotunes it once for both
 _CPU = {"small": 256, "large": 1 << 18, "dot": 256, "steps": 8, "dot_steps": 4,
         "ring": (64, 256, 256), "ring_steps": 2}  # fmt: skip
 _GPU = {"small": 256, "large": 1 << 23, "dot": 4096, "steps": 20, "dot_steps": 20,
-        "ring": (4096, 2048, 4096), "ring_steps": 20}  # fmt: skip
+        "ring": (4096, 4096, 4096), "ring_steps": 10}  # fmt: skip
 
 
 def _loop_module(name: str, n: int, steps: int, carries, body: str, nexts, read) -> str:
