@@ -24,8 +24,8 @@ pays its collective at the collective's own rate and a fixed cost (`plain_latenc
 the ring wins when transfer and multiply are both large next to the fixed costs and the
 devices really overlap them. The model's inputs are a `Calibration` measured on the
 devices: `purejit.jit` measures them at the first `auto` compile on a device kind
-(`purejit.compiler.calibration`; the fixed costs by timing a ring as this pass emits it and
-the all-gather + matmul it replaces) and hands them to the pass (`calibrated`); run by
+(`purejit.compiler.calibration`; the fixed costs by timing rings as this pass emits them and
+the collectives and matmuls they replace) and hands them to the pass (`calibrated`); run by
 hand, `auto` needs `calibration=`. `mode="on"` rewrites every candidate, `"off"` none.
 
 Guarantees: results are unchanged up to the order of floating-point sums (the ring adds the
@@ -107,8 +107,8 @@ class Calibration:
         flops_per_s: one device's matmul rate.
         step_latency_s: fixed cost of one ring step: what a ring costs beyond its bytes
             at the link rate and its flops at the matmul rate, per step (launches, the
-            update, the loop, the output's zeroing). Measured by timing a ring as the pass
-            emits it.
+            updates, the loops, the output's zeroing). Measured by timing a tensor-parallel
+            MLP's two rings as the pass emits them.
         source: where the figures come from ("measured", "shared", "injected", ...).
         overlap: the share (0 to 1) of the shorter of a step's transfer and multiply that
             runs during the longer one. 1 is the ideal ring; measured on 4 H200s, rings of
@@ -120,11 +120,11 @@ class Calibration:
             `auto` choose rings that lost (1.4x and 1.6x the plain program).
         plain_latency_s: fixed cost of the plain program (the collective, then the
             matmul): what it costs beyond its bytes at the collective's rate and its flops
-            at the matmul rate. Measured by timing an all-gather + matmul. None: two step
-            latencies. On 2 H200s, priced at two bare transfers' fixed cost (about 80 us),
-            the plain program came out 33-58 us above its measured time per collective +
-            matmul on the small shapes while the rings were priced within about 20 us, and
-            `auto` chose rings that lost 1.09-1.12x.
+            at the matmul rate. Measured by timing the MLP's all-gather, matmuls and
+            reduce-scatter. None: two step latencies. On 2 H200s, priced at two bare
+            transfers' fixed cost (about 80 us), the plain program came out 33-58 us above
+            its measured time per collective + matmul on the small shapes while the rings
+            were priced within about 20 us, and `auto` chose rings that lost 1.09-1.12x.
     """
 
     link_bytes_per_s: float

@@ -11,10 +11,12 @@ is spread over many steps:
   link at once, where a ring step uses one);
 - the large ring transfer and the matmul in one step: how much of one hides behind the other
   (a ring step's transfer and multiply only save time where they run at once);
-- an all-gather ring as `collective_matmul` emits it (zeroed output, n - 1 steps of
-  transfer + multiply + dynamic_update_slice, the last multiply): what it costs beyond what
-  the figures above predict is each ring step's fixed cost (launches, the update, the loop),
-  which decides the small shapes.
+- a tensor-parallel MLP's two rings as `collective_matmul` emits them (the all-gather ring
+  into a zeroed output, the reduce-scatter ring from it: n - 1 steps of transfer + multiply
+  + dynamic_update_slice or add each) and the all-gather, matmuls and reduce-scatter they
+  replace: what each costs beyond what the figures above predict is the fixed cost of a
+  ring step (launches, the updates, the loops) and of the plain program, which decide the
+  small shapes.
 
 The programs are per-device (replicas, no partitioner), so they need no inputs: the buffers
 are made inside the program before the loop. With several processes every process must run
@@ -30,10 +32,10 @@ from typing import Sequence
 import numpy as np
 
 # elements (f32) per device moved by the small and the large ring transfer, matmul side;
-# "ring": the shard (rows x k) and matrix (k x f) of the ring and plain matmul programs. On
-# GPUs a ring step moves and multiplies what one of the T=16384, D=2048, F=8192 MLP does on
-# 2 devices (32 MB, 137 GFLOP), where the decision at n = 2 is close, and its matmul is the
-# rate program's own, so XLA autotunes it once for both
+# "ring": the shard (rows x k) and matrices (k x f, f x k) of the MLP programs. On GPUs a ring
+# step moves and multiplies what one of the T=16384, D=2048, F=8192 MLP does on 2 devices
+# (32 MB, 137 GFLOP), where the decision at n = 2 is close, and every ring matmul is the rate
+# program's own, so XLA autotunes it once for all
 _CPU = {"small": 256, "large": 1 << 18, "dot": 256, "steps": 8, "dot_steps": 4,
         "ring": (64, 256, 256), "ring_steps": 2}  # fmt: skip
 _GPU = {"small": 256, "large": 1 << 23, "dot": 4096, "steps": 20, "dot_steps": 20,
@@ -159,74 +161,107 @@ def _both_module(n: int, elems: int, d: int, steps: int, dtype: str) -> str:
     return _loop_module("overlap", n, steps, carries, body, ["p", "q", "v"], [0, 1])
 
 
-def _matmul_ring_module(n: int, rows: int, k: int, f: int, steps: int, dtype: str) -> str:
-    """The all-gather ring that `collective_matmul` emits, `steps` times. Each repetition
-    zeroes an output of n blocks, runs n - 1 steps in an inner loop (pass the held shard on
-    with collective_permute, multiply it, dynamic_update_slice the product into block
-    (p - step) mod n) and multiplies and places the last shard after the loop. What this
-    costs beyond its transfers and multiplies (the zeroing, launches, the loop, the updates)
-    is what a real ring pays on top of bandwidth and matmul rate; with n = 2 the ring is a
-    single step, as in the pass. The programs are replicas, so `replica_id` stands for the
-    pass's position in the replica group."""
-    x, w = f"tensor<{rows}x{k}x{dtype}>", f"tensor<{k}x{f}x{dtype}>"
-    part, out, s32 = f"tensor<{rows}x{f}x{dtype}>", f"tensor<{n * rows}x{f}x{dtype}>", "tensor<i32>"
-    dot = f"contracting_dims = [1] x [0] : ({x}, {w}) -> {part}"
-    dus = f"({out}, {part}, {s32}, {s32}) -> {out}"
-    inner = [s32, x, out, w, s32]
+def _index(pos: str, k: str, base: int, n: int, rows: int, tag: str) -> list[str]:
+    """Lines computing %{tag} = ((pos + base - k) mod n) * rows, as the pass does."""
+    s32 = "tensor<i32>"
+    return [
+        f"%{tag}b = stablehlo.constant dense<{base}> : {s32}",
+        f"%{tag}n = stablehlo.constant dense<{n}> : {s32}",
+        f"%{tag}r = stablehlo.constant dense<{rows}> : {s32}",
+        f"%{tag}s = stablehlo.subtract %{tag}b, %{k} : {s32}",
+        f"%{tag}a = stablehlo.add %{pos}, %{tag}s : {s32}",
+        f"%{tag}m = stablehlo.remainder %{tag}a, %{tag}n : {s32}",
+        f"%{tag} = stablehlo.multiply %{tag}m, %{tag}r : {s32}",
+    ]
+
+
+def _mlp_ring_module(n: int, rows: int, k: int, f: int, steps: int, dtype: str) -> str:
+    """The two rings `collective_matmul` makes of a tensor-parallel MLP, `steps` times.
+
+    The all-gather ring: zero an output of n blocks, run n - 1 steps in a loop (pass the held
+    `rows x k` shard on with collective_permute, multiply it by the `k x f` matrix,
+    dynamic_update_slice the product into block (p - step) mod n), multiply and place the
+    last shard after the loop. The reduce-scatter ring on that output: multiply one block by
+    the `f x k` matrix, then n - 1 steps of collective_permute of the partial sum plus the
+    next block's product. Its result is the next repetition's shard. What this costs beyond
+    its transfers and multiplies (launches, the loops, the updates, the zeroing) is what
+    real rings pay on top of bandwidth and matmul rate; with n = 2 each ring is one step, as
+    in the pass. `replica_id` stands for the pass's position in the replica group."""
+    x, w1, w2 = (f"tensor<{r}x{c}x{dtype}>" for r, c in ((rows, k), (k, f), (f, k)))
+    part, y, s32 = f"tensor<{rows}x{f}x{dtype}>", f"tensor<{n * rows}x{f}x{dtype}>", "tensor<i32>"
+    dot1 = f"contracting_dims = [1] x [0] : ({x}, {w1}) -> {part}"
+    dot2 = f"contracting_dims = [1] x [0] : ({part}, {w2}) -> {x}"
+    dus = f"({y}, {part}, {s32}, {s32}) -> {y}"
+    dsl = f"{{slice_sizes = array<i64: {rows}, {f}>}} : ({y}, {s32}, {s32}) -> {part}"
+    gather_carry, scatter_carry = [s32, x, y, w1, s32], [s32, x, y, w2, s32]
+    lines = [
+        f"%zo = stablehlo.constant dense<0.0> : tensor<{dtype}>",
+        f"%zy = stablehlo.broadcast_in_dim %zo, dims = [] : (tensor<{dtype}>) -> {y}",
+        "%rid = stablehlo.replica_id : tensor<ui32>",
+        f"%pos = stablehlo.convert %rid : (tensor<ui32>) -> {s32}",
+        f"%cz = stablehlo.constant dense<0> : {s32}",
+        f"%cu = stablehlo.constant dense<1> : {s32}",
+        "%gr:5 = stablehlo.while(%gk = %cz, %gx = %b, %go = %zy, %gw = %w1, %gp = %pos) : "
+        + ", ".join(gather_carry),
+        "  cond {",
+        f"    %gl = stablehlo.constant dense<{n - 1}> : {s32}",
+        f"    %gc = stablehlo.compare LT, %gk, %gl : ({s32}, {s32}) -> tensor<i1>",
+        "    stablehlo.return %gc : tensor<i1>",
+        "  } do {",
+        f"    %gj = stablehlo.add %gk, %cu : {s32}",
+        "    " + _permute(n, "gx", x, "gn"),
+        f"    %gd = stablehlo.dot_general %gx, %gw, {dot1}",
+        *("    " + line for line in _index("gp", "gk", n, n, rows, "gi")),
+        f'    %go2 = "stablehlo.dynamic_update_slice"(%go, %gd, %gi, %cz) : {dus}',
+        "    stablehlo.return %gj, %gn, %go2, %gw, %gp : " + ", ".join(gather_carry),
+        "  }",
+        f"%ld = stablehlo.dot_general %gr#1, %w1, {dot1}",
+        f"%lk = stablehlo.constant dense<{n - 1}> : {s32}",
+        *_index("pos", "lk", n, n, rows, "li"),
+        f'%y = "stablehlo.dynamic_update_slice"(%gr#2, %ld, %li, %cz) : {dus}',
+        *_index("pos", "cz", 2 * n - 1, n, rows, "fi"),
+        f'%fp = "stablehlo.dynamic_slice"(%y, %fi, %cz) {dsl}',
+        f"%fa = stablehlo.dot_general %fp, %w2, {dot2}",
+        "%sr:5 = stablehlo.while(%sk = %cu, %sa = %fa, %sy = %y, %sw = %w2, %sp = %pos) : "
+        + ", ".join(scatter_carry),
+        "  cond {",
+        f"    %sl = stablehlo.constant dense<{n}> : {s32}",
+        f"    %sc = stablehlo.compare LT, %sk, %sl : ({s32}, {s32}) -> tensor<i1>",
+        "    stablehlo.return %sc : tensor<i1>",
+        "  } do {",
+        f"    %sj = stablehlo.add %sk, %cu : {s32}",
+        "    " + _permute(n, "sa", x, "sm"),
+        *("    " + line for line in _index("sp", "sk", 2 * n - 1, n, rows, "si")),
+        f'    %spc = "stablehlo.dynamic_slice"(%sy, %si, %cz) {dsl}',
+        f"    %sd = stablehlo.dot_general %spc, %sw, {dot2}",
+        f"    %sa2 = stablehlo.add %sm, %sd : {x}",
+        "    stablehlo.return %sj, %sa2, %sy, %sw, %sp : " + ", ".join(scatter_carry),
+        "  }",
+    ]
+    carries = [("b", 1.0, dtype, x), ("w1", 1.0 / k, dtype, w1), ("w2", 1.0 / (f * n), dtype, w2)]
+    return _loop_module("mlp_ring", n, steps, carries, "\n".join(lines), ["sr#1", "w1", "w2"], [0])
+
+
+def _mlp_plain_module(n: int, rows: int, k: int, f: int, steps: int, dtype: str) -> str:
+    """What the rings replace, `steps` times: all-gather the `rows x k` shards, multiply by
+    the `k x f` matrix, multiply by the `f x k` matrix, reduce-scatter the sum; its result is
+    the next repetition's shard."""
+    x, w1, w2 = (f"tensor<{r}x{c}x{dtype}>" for r, c in ((rows, k), (k, f), (f, k)))
+    g, y = f"tensor<{n * rows}x{k}x{dtype}>", f"tensor<{n * rows}x{f}x{dtype}>"
+    groups = f"replica_groups = dense<[[{', '.join(map(str, range(n)))}]]> : tensor<1x{n}xi64>"
+    e = f"tensor<{dtype}>"
     body = f"""
-%zo = stablehlo.constant dense<0.0> : tensor<{dtype}>
-%zout = stablehlo.broadcast_in_dim %zo, dims = [] : (tensor<{dtype}>) -> {out}
-%qrid = stablehlo.replica_id : tensor<ui32>
-%pos = stablehlo.convert %qrid : (tensor<ui32>) -> {s32}
-%c0 = stablehlo.constant dense<0> : {s32}
-%q:5 = stablehlo.while(%qk = %c0, %qx = %b, %qo = %zout, %qw = %w, %qp = %pos) : {", ".join(inner)}
-  cond {{
-    %ql = stablehlo.constant dense<{n - 1}> : {s32}
-    %qc = stablehlo.compare LT, %qk, %ql : ({s32}, {s32}) -> tensor<i1>
-    stablehlo.return %qc : tensor<i1>
-  }} do {{
-    %q1 = stablehlo.constant dense<1> : {s32}
-    %qj = stablehlo.add %qk, %q1 : {s32}
-    {_permute(n, "qx", x, "qn")}
-    %qd = stablehlo.dot_general %qx, %qw, {dot}
-    %qn2 = stablehlo.constant dense<{n}> : {s32}
-    %qr = stablehlo.constant dense<{rows}> : {s32}
-    %qz = stablehlo.constant dense<0> : {s32}
-    %qs = stablehlo.subtract %qn2, %qk : {s32}
-    %qa = stablehlo.add %qp, %qs : {s32}
-    %qm = stablehlo.remainder %qa, %qn2 : {s32}
-    %qb = stablehlo.multiply %qm, %qr : {s32}
-    %qo2 = "stablehlo.dynamic_update_slice"(%qo, %qd, %qb, %qz) : {dus}
-    stablehlo.return %qj, %qn, %qo2, %qw, %qp : {", ".join(inner)}
-  }}
-%ld = stablehlo.dot_general %q#1, %w, {dot}
-%ln = stablehlo.constant dense<{n}> : {s32}
-%lr = stablehlo.constant dense<{rows}> : {s32}
-%l1 = stablehlo.constant dense<1> : {s32}
-%la = stablehlo.add %pos, %l1 : {s32}
-%lm = stablehlo.remainder %la, %ln : {s32}
-%lb = stablehlo.multiply %lm, %lr : {s32}
-%ring = "stablehlo.dynamic_update_slice"(%q#2, %ld, %lb, %c0) : {dus}
+%a = "stablehlo.all_gather"(%b) {{all_gather_dim = 0 : i64, {groups}}} : ({x}) -> {g}
+%h = stablehlo.dot_general %a, %w1, contracting_dims = [1] x [0] : ({g}, {w1}) -> {y}
+%o = stablehlo.dot_general %h, %w2, contracting_dims = [1] x [0] : ({y}, {w2}) -> {g}
+%z = "stablehlo.reduce_scatter"(%o) ({{
+  ^bb0(%ra: {e}, %rb: {e}):
+    %rs = stablehlo.add %ra, %rb : {e}
+    stablehlo.return %rs : {e}
+}}) {{scatter_dimension = 0 : i64, {groups}}} : ({g}) -> {x}
 """
-    carries = [("b", 1.0, dtype, x), ("w", 1.0 / k, dtype, w), ("acc", 0.0, dtype, out)]
-    return _loop_module("matmul_ring", n, steps, carries, body, ["q#1", "w", "ring"], [0, 2])
-
-
-def _matmul_plain_module(n: int, rows: int, k: int, f: int, steps: int, dtype: str) -> str:
-    """What the ring replaces, `steps` times: all-gather the `rows x k` shards, multiply the
-    gathered operand by the `k x f` matrix. The next shard is the gathered operand's first
-    block, so no step can be hoisted out of the loop."""
-    x, g = f"tensor<{rows}x{k}x{dtype}>", f"tensor<{n * rows}x{k}x{dtype}>"
-    w, y = f"tensor<{k}x{f}x{dtype}>", f"tensor<{n * rows}x{f}x{dtype}>"
-    groups = ", ".join(str(i) for i in range(n))
-    body = (
-        f'%a = "stablehlo.all_gather"(%b) {{all_gather_dim = 0 : i64, '
-        f"replica_groups = dense<[[{groups}]]> : tensor<1x{n}xi64>}} : ({x}) -> {g}\n"
-        f"%y2 = stablehlo.dot_general %a, %w, contracting_dims = [1] x [0] : ({g}, {w}) -> {y}\n"
-        f"%h = stablehlo.slice %a [0:{rows}, 0:{k}] : ({g}) -> {x}"
-    )
-    carries = [("b", 1.0, dtype, x), ("w", 1.0 / k, dtype, w), ("y", 0.0, dtype, y)]
-    return _loop_module("matmul_plain", n, steps, carries, body, ["h", "w", "y2"], [0, 2])
+    carries = [("b", 1.0, dtype, x), ("w1", 1.0 / k, dtype, w1), ("w2", 1.0 / (f * n), dtype, w2)]
+    return _loop_module("mlp_plain", n, steps, carries, body, ["z", "w1", "w2"], [0])
 
 
 def _compile(text: str, devices: Sequence):
@@ -272,9 +307,9 @@ def _programs(devices: list, size: dict, gpu: bool) -> dict:
         **progs,
         "gather": (_gather_module(n, size["large"], steps), devices, steps),
         "overlap": (_both_module(n, size["large"], size["dot"], dsteps, dtype), devices, dsteps),
-        "ring": (_matmul_ring_module(n, rows, k, f, size["ring_steps"], dtype), devices,
+        "ring": (_mlp_ring_module(n, rows, k, f, size["ring_steps"], dtype), devices,
                  size["ring_steps"]),
-        "plain": (_matmul_plain_module(n, rows, k, f, size["ring_steps"], dtype), devices,
+        "plain": (_mlp_plain_module(n, rows, k, f, size["ring_steps"], dtype), devices,
                   size["ring_steps"]),
     }  # fmt: skip
 
@@ -303,10 +338,11 @@ def measure(devices: Sequence) -> dict:
         "seconds"}`: `collective_bytes_per_s` is the rate at which a plain all-gather moves a
         device's (n - 1) / n share of the result; `overlap` (0 to 1) is the share of the
         shorter of a large ring transfer and a matmul that hides behind the longer when one
-        step runs both; `ring_s` and `plain_s` are the times of an all-gather ring as the
-        pass emits it and of the all-gather + matmul it replaces, and `step_latency_s` and
-        `plain_latency_s` what they cost beyond the cost model's terms of bytes and flops
-        (`ring_step_latency`, `plain_latency`); `transfer_latency_s` is one small ring
+        step runs both; `ring_s` and `plain_s` are the times of an MLP's two rings as the
+        pass emits them and of the collectives and matmuls they replace, and
+        `step_latency_s` and `plain_latency_s` what these cost beyond the cost model's terms
+        of bytes and flops (`ring_step_latency`, `plain_latency`); `transfer_latency_s` is
+        one small ring
         transfer's time; `seconds` is how long the measurement took, compiles included.
     """
     t_start = time.perf_counter()
@@ -345,21 +381,24 @@ def measure(devices: Sequence) -> dict:
 
 
 def ring_step_latency(ring_s, n, rows, k, f, itemsize, link, flops, overlap) -> float:
-    """The fixed cost per step that makes the cost model's ring estimate equal `ring_s`, the
-    measured time of an all-gather ring of `rows x k` shards times a `k x f` matrix on `n`
-    devices. The model prices that ring as one shard's multiply and n - 1 steps of
-    `max(a, b) + (1 - overlap) * min(a, b) + step_latency` (a: a shard's transfer at the
+    """The fixed cost per step that makes the cost model's estimate of the MLP's two rings
+    equal `ring_s`, their measured time (`rows x k` shards, `k x f` and `f x k` matrices, `n`
+    devices). Both rings move a `rows x k` block and multiply `rows x k x f` per step; the
+    model prices each as one block's multiply and n - 1 steps of
+    `max(a, b) + (1 - overlap) * min(a, b) + step_latency` (a: the block's transfer at the
     link rate, b: its multiply at the matmul rate)."""
     a = itemsize * rows * k / link
     b = 2 * rows * k * f / flops
-    return (ring_s - b) / (n - 1) - (max(a, b) + (1.0 - overlap) * min(a, b))
+    return (ring_s / 2 - b) / (n - 1) - (max(a, b) + (1.0 - overlap) * min(a, b))
 
 
 def plain_latency(plain_s, n, rows, k, f, itemsize, collective, flops) -> float:
-    """The fixed cost that makes the cost model's plain estimate equal `plain_s`, the
-    measured time of an all-gather of `rows x k` shards then the matmul by a `k x f` matrix:
-    the model prices it as the gathered bytes at the collective's rate plus the matmul."""
-    return plain_s - itemsize * rows * k * (n - 1) / collective - 2 * n * rows * k * f / flops
+    """The fixed cost per collective + matmul that makes the cost model's estimate of the
+    plain MLP (all-gather, two matmuls, reduce-scatter) equal `plain_s`, its measured time:
+    the model prices each collective's `(n - 1) rows x k` received or sent block at the
+    collective's rate and each matmul at the matmul rate."""
+    t_coll = itemsize * rows * k * (n - 1) / collective
+    return plain_s / 2 - t_coll - 2 * n * rows * k * f / flops
 
 
 def device_key(devices: Sequence) -> tuple[str, int]:
