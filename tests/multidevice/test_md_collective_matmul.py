@@ -287,3 +287,25 @@ def test_compiled_on_8_devices_pass_on_and_off():
     results = run_cases(os.path.join(os.path.dirname(__file__), "cases_collective_matmul.py"))
     failed = {k: v for k, v in results.items() if v != "ok"}
     assert not failed, "\n\n".join(f"{k}:\n{v}" for k, v in failed.items())
+
+
+def test_calibration_rings_run_the_ops_the_pass_emits():
+    """The calibration times the pass's rings from its own StableHLO text: each ring loop's
+    body must hold the ops of the pass's loop body (transfer, matmul, index arithmetic,
+    update or add), so a change to the rings shows up here."""
+    import re
+
+    from purejit.backend import calibration as backend
+
+    after = CollectiveMatmul(mode="on")(tp_mlp()).fn
+    want = [sorted({o.name for o in w.regions[1].ops} - {"constant"}) for w in after.ops
+            if w.name == "while"]  # fmt: skip
+    text = backend._mlp_ring_module(4, 2, 8, 6, 1, "f32")
+    got = []
+    for body in text.split("} do {")[2:]:  # [0] the outer loop's condition, [1] its body
+        lines = body[: body.index("stablehlo.return")].splitlines()
+        names = {m for line in lines for m in re.findall(r'(?:= |")stablehlo\.(\w+)', line)}
+        got.append(sorted(names - {"constant"}))
+    assert got == want, (got, want)
+    assert {"collective_permute", "dot_general", "dynamic_update_slice"} <= set(want[0])
+    assert {"collective_permute", "dot_general", "dynamic_slice", "add"} <= set(want[1])
