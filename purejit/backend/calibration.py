@@ -315,17 +315,19 @@ def _programs(devices: list, size: dict, gpu: bool) -> dict:
 
 
 def _compile_all(progs: dict) -> dict:
-    """Every program compiled. The ones without a matmul compile on a helper thread while
-    this one compiles the matmul programs one at a time: compiling releases the GIL, and
-    XLA autotunes a GPU matmul by running candidates on the device, which two matmul
-    compiles at once would disturb."""
-    plain = [name for name, (text, _, _) in progs.items() if "dot_general" not in text]
-    with ThreadPoolExecutor(1) as pool:
-        later = {name: pool.submit(_compile, *progs[name][:2]) for name in plain}
-        exes = {
-            name: _compile(t, devs) for name, (t, devs, _) in progs.items() if name not in later
-        }
-        exes.update({name: fut.result() for name, fut in later.items()})
+    """Every program compiled, on helper threads (compiling releases the GIL). The matmul
+    rate program compiles first, before the other matmul programs start: XLA autotunes a
+    GPU matmul by running candidates on the device, and the rings' matmuls have its shape,
+    so they reuse its result instead of autotuning at the same time."""
+    first = [name for name, (text, _, _) in progs.items() if "dot_general" not in text]
+    with ThreadPoolExecutor(len(progs)) as pool:
+        futures = {name: pool.submit(_compile, *progs[name][:2]) for name in first}
+        exes = {"dot": _compile(*progs["dot"][:2])}
+        futures.update(
+            {name: pool.submit(_compile, *progs[name][:2]) for name in progs
+             if name not in futures and name not in exes}
+        )  # fmt: skip
+        exes.update({name: fut.result() for name, fut in futures.items()})
     return exes
 
 
