@@ -17,14 +17,16 @@ at a time; `unroll=True` emits the steps one after the other instead). It never 
 the gathered operand or the unscattered product, so `temp_size_in_bytes` falls, and each
 step's transfer can run while the step multiplies.
 
-Which candidates are rewritten is decided by a cost model of bytes and flops (`mode="auto"`):
-the ring pays a fixed latency per step and hides the measured share (`overlap`) of each
-step's shorter part behind its longer, so it wins when both are large next to
-`n * step_latency_s` and the devices really overlap them. The model's inputs (link
-bandwidth, matmul rate, cost of one ring step, overlap) are a `Calibration` measured on the
+Which candidates are rewritten is decided by a cost model of bytes and flops (`mode="auto"`,
+`estimate_seconds`): the ring pays a fixed cost per step (`step_latency_s`) and hides the
+measured share (`overlap`) of each step's shorter part behind its longer, the plain program
+pays its collective at the collective's own rate and a fixed cost (`plain_latency_s`), so
+the ring wins when transfer and multiply are both large next to the fixed costs and the
+devices really overlap them. The model's inputs are a `Calibration` measured on the
 devices: `purejit.jit` measures them at the first `auto` compile on a device kind
-(`purejit.compiler.calibration`) and hands them to the pass (`calibrated`); run by hand,
-`auto` needs `calibration=`. `mode="on"` rewrites every candidate, `"off"` none.
+(`purejit.compiler.calibration`; the fixed costs by timing rings as this pass emits them and
+the collectives and matmuls they replace) and hands them to the pass (`calibrated`); run by
+hand, `auto` needs `calibration=`. `mode="on"` rewrites every candidate, `"off"` none.
 
 Guarantees: results are unchanged up to the order of floating-point sums (the ring adds the
 reduce-scatter's terms in ring order). Never touches: collectives whose result has other
@@ -103,7 +105,10 @@ class Calibration:
     Args:
         link_bytes_per_s: bandwidth of one device's link to its ring neighbour.
         flops_per_s: one device's matmul rate.
-        step_latency_s: fixed cost of one ring step (a transfer and a kernel launch).
+        step_latency_s: fixed cost of one ring step: what a ring costs beyond its bytes
+            at the link rate and its flops at the matmul rate, per step (launches, the
+            updates, the loops, the output's zeroing). Measured by timing a tensor-parallel
+            MLP's two rings as the pass emits them.
         source: where the figures come from ("measured", "shared", "injected", ...).
         overlap: the share (0 to 1) of the shorter of a step's transfer and multiply that
             runs during the longer one. 1 is the ideal ring; measured on 4 H200s, rings of
@@ -113,6 +118,13 @@ class Calibration:
             device receives per second); None: `link_bytes_per_s`. Over NVSwitch on 4 H200s
             it was 1.6x a ring link's, and pricing the plain collective at a link's rate made
             `auto` choose rings that lost (1.4x and 1.6x the plain program).
+        plain_latency_s: fixed cost of the plain program (the collective, then the
+            matmul): what it costs beyond its bytes at the collective's rate and its flops
+            at the matmul rate. Measured by timing the MLP's all-gather, matmuls and
+            reduce-scatter. None: two step latencies. On 2 H200s, priced at two bare
+            transfers' fixed cost (about 80 us), the plain program came out 33-58 us above
+            its measured time per collective + matmul on the small shapes while the rings
+            were priced within about 20 us, and `auto` chose rings that lost 1.09-1.12x.
     """
 
     link_bytes_per_s: float
@@ -121,6 +133,7 @@ class Calibration:
     source: str = "injected"
     overlap: float = 1.0
     collective_bytes_per_s: float | None = None
+    plain_latency_s: float | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -130,7 +143,27 @@ class Calibration:
             "source": self.source,
             "overlap": self.overlap,
             "collective_bytes_per_s": self.collective_bytes_per_s,
+            "plain_latency_s": self.plain_latency_s,
         }
+
+
+def estimate_seconds(moved: float, flops: float, n: int, cal: Calibration) -> tuple[float, float]:
+    """The cost model: seconds of the plain program (collective, then the whole matmul) and
+    of the ring, for a collective moving `moved` bytes into (or out of) each device around
+    a matmul of `flops` on each device, over `n` devices.
+
+    plain = moved / collective rate + flops / matmul rate + plain latency
+    ring  = one block's multiply + (n - 1) * (max(a, b) + (1 - overlap) * min(a, b)
+            + step latency), a = one block's transfer at the link rate, b = its multiply
+    """
+    t_comm = moved / cal.link_bytes_per_s
+    t_comp = flops / cal.flops_per_s
+    t_coll = moved / (cal.collective_bytes_per_s or cal.link_bytes_per_s)
+    fixed = 2 * cal.step_latency_s if cal.plain_latency_s is None else cal.plain_latency_s
+    plain = t_coll + t_comp + fixed
+    a, b = t_comm / (n - 1), t_comp / n  # one step's transfer and multiply
+    step = max(a, b) + (1.0 - cal.overlap) * min(a, b) + cal.step_latency_s
+    return plain, t_comp / n + (n - 1) * step
 
 
 @dataclass(frozen=True)
@@ -174,14 +207,7 @@ class CollectiveMatmul:
                     "purejit.jit (which measures them) or pass calibration=Calibration(...)"
                 )
             return est
-        t_comm = moved / cal.link_bytes_per_s
-        t_comp = dot_flops(c.dot) / cal.flops_per_s
-        lat = cal.step_latency_s
-        t_coll = moved / (cal.collective_bytes_per_s or cal.link_bytes_per_s)
-        plain = t_coll + t_comp + 2 * lat
-        a, b = t_comm / (c.n - 1), t_comp / c.n  # one step's transfer and multiply
-        step = max(a, b) + (1.0 - cal.overlap) * min(a, b) + lat
-        ring = t_comp / c.n + (c.n - 1) * step + lat
+        plain, ring = estimate_seconds(moved, dot_flops(c.dot), c.n, cal)
         return {**est, "plain_s": plain, "ring_s": ring}
 
     def chosen(self, c: Candidate) -> bool:

@@ -35,3 +35,24 @@ def test_bench_quick_runs_every_workload(tmp_path):
         assert f"| {name} |" in md, f"{name} missing from the report"
     assert "Errors:" not in md, md
     assert (tmp_path / f"{plat}_quick_steady.png").stat().st_size > 1000
+
+
+def test_tp_mlp_fit_decides_the_session_11_rows_as_documented(monkeypatch):
+    """docs/benchmarks/multigpu_s12.md: the s11 calibrations decide 8 of 11 rows right; with
+    (n - 1) step - plain latency in 42-93 us every row is right, below it the T=8192 D=2048
+    row at n = 2 is not, above it the T=16384 one."""
+    monkeypatch.syspath_prepend(ROOT)
+    from bench.tools import tp_mlp_fit
+
+    rows = tp_mlp_fit.load(os.path.join(ROOT, "docs/benchmarks/gpu_logs/tp_mlp_sweep_s11_final"))
+    assert len(rows) == 11
+
+    def wrong(step_us=None, plain_us=None):
+        us = (None if v is None else v * 1e-6 for v in (step_us, plain_us))
+        got = tp_mlp_fit.decide(rows, *us)
+        return sorted((g["row"]["devices"], g["row"]["T"]) for g in got if not g["right"])
+
+    assert wrong() == [(2, 2048), (2, 4096), (2, 8192)]
+    assert wrong(100, 30) == [] and wrong(45, 0) == []
+    assert wrong(70, 30) == [(2, 8192)]
+    assert wrong(126, 30) == [(2, 16384)]

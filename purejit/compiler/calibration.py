@@ -1,10 +1,11 @@
 """The collective-matmul cost model's inputs, measured once per (device kind, device count).
 
 The first `auto` compile of a shard_map program on a device kind measures, on the program's
-devices, link bandwidth, matmul rate and the cost of one ring step
-(`purejit.backend.calibration.measure`, about 1 s on 8 CPU devices); the result is kept in
-memory and, when `cache_dir` is set, in `cache_dir/calibration-*.json`, so a later process
-loads it instead of measuring.
+devices, link bandwidth, the plain collective's rate, matmul rate, overlap and the fixed
+costs of a ring step and of the plain program (`purejit.backend.calibration.measure`,
+1-2 s on 8 CPU devices of a 2-core machine); the result is kept in memory and, when
+`cache_dir` is set, in `cache_dir/calibration-*.json`, so a later process loads it instead
+of measuring.
 
 Several processes must take the same decision, or their programs' collectives do not match
 and hang. With `purejit.distributed` initialized, process 0 decides: it loads its persisted
@@ -50,8 +51,10 @@ def _load(key) -> Calibration | None:
             rec = json.load(f)
     except (OSError, ValueError):
         return None
-    if rec.get("key") != list(key) or "collective_bytes_per_s" not in rec.get("calibration", {}):
-        return None  # another device set, or figures from before the model measured it all
+    if rec.get("key") != list(key) or "plain_latency_s" not in rec.get("calibration", {}):
+        # another device set, or figures from before the model measured it all (without
+        # `plain_latency_s`, `step_latency_s` was a bare transfer's cost, not a ring step's)
+        return None
     return Calibration(**rec["calibration"])
 
 
@@ -78,6 +81,7 @@ def _measured(devices) -> Calibration:
         "measured",
         m["overlap"],
         m["collective_bytes_per_s"],
+        m["plain_latency_s"],
     )
 
 

@@ -73,7 +73,8 @@ def case_auto_mode_reports_its_estimates():
     # measured at this first auto compile on 8 CPU devices, within its 2 s budget
     cal = rec.report["calibration"]
     assert cal["source"] == "measured" and cal["link_bytes_per_s"] > 0, cal
-    assert cal["flops_per_s"] > 0 and cal["step_latency_s"] > 0, cal
+    assert cal["flops_per_s"] > 0 and cal["step_latency_s"] >= 0, cal
+    assert cal["plain_latency_s"] is not None and cal["plain_latency_s"] >= 0, cal
     assert 0.0 <= cal["overlap"] <= 1.0 and cal["collective_bytes_per_s"] > 0, cal
     assert 0 < low.timings["calibration"] <= low.timings["passes"], low.timings
     print("calibration", cal, f"{low.timings['calibration']:.2f} s")
@@ -86,25 +87,52 @@ def case_auto_mode_reports_its_estimates():
 
 
 def case_calibration_persists_under_cache_dir():
+    import json
     import tempfile
 
+    from purejit.backend import calibration as backend
+
     calibration.forget()
+    raw = []
+    saved = calibration.measure
     with tempfile.TemporaryDirectory() as d:
         os.chmod(d, 0o700)
         purejit.config.update("cache_dir", d)
         try:
+            calibration.measure = lambda devs: raw.append(saved(devs)) or raw[-1]
             first, _ = calibration.calibration()
-            assert [n for n in os.listdir(d) if n.startswith("calibration-")], os.listdir(d)
+            # the fixed costs come from the timed ring and plain programs
+            (m,) = raw
+            assert m["ring_s"] > 0 and m["plain_s"] > 0, m
+            shape = (8, *backend._CPU["ring"], 4)
+            step = backend.ring_step_latency(
+                m["ring_s"], *shape, m["link_bytes_per_s"], m["flops_per_s"], m["overlap"]
+            )
+            plain = backend.plain_latency(
+                m["plain_s"], *shape, m["collective_bytes_per_s"], m["flops_per_s"]
+            )
+            assert first.step_latency_s == max(step, 0.0), (first, m)
+            assert first.plain_latency_s == max(plain, 0.0), (first, m)
+            (path,) = [os.path.join(d, n) for n in os.listdir(d) if n.startswith("calibration-")]
+            with open(path) as f:
+                rec = json.load(f)
+            stored = rec["calibration"]
+            assert stored["plain_latency_s"] == first.plain_latency_s, stored
+            assert stored["step_latency_s"] == first.step_latency_s, stored
             calibration.forget()
-            calls = []
-            saved = calibration.measure
-            calibration.measure = lambda devs: calls.append(devs) or saved(devs)
-            try:
-                again, seconds = calibration.calibration()
-            finally:
-                calibration.measure = saved
-            assert not calls and again == first, (again, first)  # loaded, not measured
+            again, seconds = calibration.calibration()
+            assert len(raw) == 1 and again == first, (again, first)  # loaded, not measured
+            # a file from before the fixed costs were measured is measured again (by a
+            # stand-in that gives the first figures back)
+            calibration.measure = lambda devs: raw.append(m) or m
+            calibration.forget()
+            old = {k: v for k, v in stored.items() if k != "plain_latency_s"}
+            with open(path, "w") as f:
+                json.dump({"key": rec["key"], "calibration": old}, f)
+            remeasured, _ = calibration.calibration()
+            assert len(raw) == 2 and remeasured == first, remeasured
         finally:
+            calibration.measure = saved
             purejit.config.update("cache_dir", None)
             calibration.forget()
 

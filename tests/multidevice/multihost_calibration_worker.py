@@ -2,8 +2,8 @@
 
     python multihost_calibration_worker.py COORDINATOR_ADDRESS PROCESS_ID OUT_DIR
 First both take part in the real measurement and must end with process 0's figures. Then
-each process is given different figures by its (replaced) measurement: process 0's say the
-ring wins, process 1's that it loses. Both must still compile the same program, process 0's
+each process is given different figures by its (replaced) measurement: process 0's plain
+program has a fixed cost that makes the ring win, process 1's one that makes it lose. Both must still compile the same program, process 0's
 choice, taken through the distributed key-value store. Writes the compiled HLO and the
 pass's decisions to OUT_DIR/process-K.json; prints "WORKER OK <process id>".
 """
@@ -24,22 +24,18 @@ from purejit.passes.pipeline import default_passes
 from purejit.sharding import Mesh, NamedSharding
 from purejit.sharding import PartitionSpec as P
 
-# process 0: an instant ring step (the ring wins); process 1: a 1 s step (it loses)
+# the same link, matmul and ring step; process 0's plain program costs 1 s (the ring wins),
+# process 1's nothing (the ring loses)
 FIGURES = [
     {
         "link_bytes_per_s": 1e9,
         "flops_per_s": 1e9,
-        "step_latency_s": 0.0,
+        "step_latency_s": 1e-3,
+        "plain_latency_s": plain,
         "overlap": 1.0,
         "collective_bytes_per_s": None,
-    },
-    {
-        "link_bytes_per_s": 1e9,
-        "flops_per_s": 1e9,
-        "step_latency_s": 1.0,
-        "overlap": 1.0,
-        "collective_bytes_per_s": None,
-    },
+    }
+    for plain in (1.0, 0.0)
 ]
 
 
@@ -80,7 +76,7 @@ def main(address: str, pid: int, out_dir: str):
     assert measured == [8], measured
     want = "measured" if pid == 0 else "shared"
     assert rec.report["calibration"]["source"] == want, rec.report
-    assert rec.report["calibration"]["step_latency_s"] == 0.0, rec.report
+    assert rec.report["calibration"]["plain_latency_s"] == 1.0, rec.report
     with open(os.path.join(out_dir, f"process-{pid}.json"), "w") as fh:
         json.dump({"hlo": hlo, "rewritten": rec.report["rewritten"], "real": real.as_dict()}, fh)
     print(f"WORKER OK {pid}", flush=True)
