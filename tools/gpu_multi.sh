@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The lead's multi-GPU batch (no package index there): install, then the many-GPU benches of
+# issue #31, each writing under $OUT, and one tarball of everything at the end.
+# Usage: tools/gpu_multi.sh train sweep ...
+set -u
+OUT=${OUT:-/tmp/gpu_out}
+mkdir -p "$OUT"
+export XLA_PYTHON_CLIENT_PREALLOCATE=false NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+python3 -m pip install --no-deps --no-build-isolation -q -e . > "$OUT/install.log" 2>&1
+nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
+N=$(nvidia-smi -L | wc -l)
+for step in "$@"; do
+  start=$(date +%s)
+  case "$step" in
+    train) timeout 330 python3 -m bench.tp_train --out "$OUT/train" --devices "$N" --variants jax_cudnn \
+             --steps single,dp,tp,fsdp,fsdp_jit --repeats 3 --hlo --profile > "$OUT/train.log" 2>&1 ;;
+    sweep) timeout 400 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
+             --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
+           python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;
+    *) echo "unknown step $step" ;;
+  esac
+  echo "$step: rc=$? $(( $(date +%s) - start )) s" >> "$OUT/steps.txt"
+done
+cat "$OUT/steps.txt"
+tar czf /tmp/results.tgz -C "$OUT" . && mv /tmp/results.tgz "$OUT/"
