@@ -12,9 +12,9 @@ N=$(nvidia-smi -L | wc -l)
 for step in "$@"; do
   start=$(date +%s)
   case "$step" in
-    train) timeout 330 python3 -m bench.tp_train --out "$OUT/train" --devices "$N" --variants jax_cudnn \
+    train) timeout 300 python3 -m bench.tp_train --out "$OUT/train" --devices "$N" --variants jax_cudnn \
              --steps single,dp,tp,fsdp,fsdp_jit --repeats 3 --hlo --profile > "$OUT/train.log" 2>&1 ;;
-    sweep) timeout 400 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
+    sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;
     *) echo "unknown step $step" ;;
