@@ -71,6 +71,14 @@ def target_options() -> dict | None:
     }
 
 
+def rewrite_may_run() -> bool:
+    """Whether the rewrite runs on the program being traced now: under a `jit` whose
+    `fused_attention` is on, for a target with the fused kernel (what `fuse_for_grad` and
+    `jit_pass` decide)."""
+    s = current_settings()
+    return bool(getattr(s, "fused_attention", False)) and target_options() is not None
+
+
 def make_pass(enabled: bool, options: dict | None = None) -> FuseAttention | None:
     """The pass for this process's target, or None when it must not run.
 
