@@ -163,3 +163,13 @@ def test_outputs_and_gradients_are_bit_identical_to_the_unmarked_program():
     want = jax.nn.dot_product_attention(*a32[:3], implementation="xla", **jkw)
     got = purejit.jit(_by_nn(kw))(*a32)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=2e-6)
+
+
+def test_the_emitted_module_has_no_cudnn_call(monkeypatch):
+    # emission as for a CUDA device (cuDNN's custom calls in the text; nothing is compiled)
+    monkeypatch.setenv("PUREJIT_ATTENTION_INJECT_CUDA", "1")
+    kw, _, kh = CASES["gqa"]
+    _, args = traced(_by_nn(kw), *_shapes(kh, kw))
+    for f, fused in ((_by_nn(kw), False), (_by_hand(kw), True)):
+        for g in (f, purejit.grad(_loss(f), argnums=(0, 1, 2))):
+            assert ("__cudnn$fmhaSoftmax" in purejit.jit(g).lower(*args).as_text()) is fused
