@@ -1,9 +1,19 @@
 """The numerics contract of fused attention, measured over seeds: for each case of the GPU test
-matrix (`tests/nn/test_attention_gpu.py`), the forward and the q/k/v gradients of
-`purejit.nn.dot_product_attention` fused (cuDNN) and unfused (`implementation="xla"`, the
-program as written), each against a float64 reference, as the median over seeds of the max
-and of the mean absolute error. For grouped-query cases it also measures the fused call with
-k and v repeated to every query head (the group sums then happen outside cuDNN).
+matrix (`tests/nn/test_attention_gpu.py`), the forward and the q/k/v gradients of four forms,
+each against a float64 reference, as the median over seeds of the max and of the mean
+absolute error:
+
+    fused    purejit.nn.dot_product_attention (implementation=None: cuDNN where it runs)
+    xla      implementation="xla" (JAX's XLA-path program, which the rewrite never fuses)
+    off      implementation=None under jit(..., compiler_options={"fused_attention": False})
+             (the op's decomposed program, as written)
+    jax      jax.nn.dot_product_attention(implementation="xla") under jax.jit (the reference
+             program of the contract)
+
+and per case how many seeds have the fused error at most the unfused ("xla") one, for the
+max and for the mean. Grouped-query cases also measure the fused call with k and v repeated
+to every query head (the group sums then happen outside cuDNN). Each form's compiled
+gradient is checked for cuDNN attention calls: only "fused" may hold any.
 
     python -m bench.attention_numerics --out DIR [--seeds 8]
 """
@@ -17,16 +27,20 @@ import statistics
 
 import numpy as np
 
+FORMS = ("fused", "xla", "off", "jax")
+OFF = {"fused_attention": False}
+CUDNN = "__cudnn$fmha"  # the custom calls of cuDNN's fused attention (forward and backward)
 
-def _forms(kw, n_heads):
+
+def _forms(kw, n_heads, k_heads):
+    """name -> (library, function of q, k, v, compiler options)."""
+    import jax
+
     import purejit.nn as pnn
     import purejit.numpy as pnp
 
-    def fused(q, k, v):
-        return pnn.dot_product_attention(q, k, v, **kw)
-
-    def xla(q, k, v):
-        return pnn.dot_product_attention(q, k, v, implementation="xla", **kw)
+    def pj(impl):
+        return lambda q, k, v: pnn.dot_product_attention(q, k, v, implementation=impl, **kw)
 
     def expanded(q, k, v):
         g = n_heads // k.shape[2]
@@ -34,59 +48,80 @@ def _forms(kw, n_heads):
             q, pnp.repeat(k, g, axis=2), pnp.repeat(v, g, axis=2), **kw
         )
 
-    forms = {"fused": fused, "xla": xla}
-    return forms, expanded
+    def jx(q, k, v):
+        return jax.nn.dot_product_attention(q, k, v, implementation="xla", **kw)
+
+    forms = {
+        "fused": ("purejit", pj(None), None),
+        "xla": ("purejit", pj("xla"), None),
+        "off": ("purejit", pj(None), OFF),
+        "jax": ("jax", jx, None),
+    }
+    if k_heads != n_heads:
+        forms["fused, k/v repeated"] = ("purejit", expanded, None)
+    return forms
+
+
+def _run(lib, f, opts, q, k, v, d_out):
+    """(output, (dq, dk, dv), cuDNN attention calls in the gradient's emitted module)."""
+    import jax
+
+    import purejit
+
+    def loss(q, k, v):
+        return (f(q, k, v).astype(np.float32) * d_out.astype(np.float32)).sum()
+
+    if lib == "jax":
+        lowered = jax.jit(jax.grad(loss, argnums=(0, 1, 2))).lower(q, k, v)
+        grads = lowered.compile()(q, k, v)
+        return jax.jit(f)(q, k, v), grads, lowered.as_text().count(CUDNN)
+    out = purejit.jit(f, compiler_options=opts)(q, k, v)
+    g = purejit.jit(purejit.grad(loss, argnums=(0, 1, 2)), compiler_options=opts)
+    lowered = g.lower(q, k, v)
+    return out, lowered.compile()(q, k, v), lowered.module.count(CUDNN)
 
 
 def run_case(name, seeds):
-    import purejit
-    from tests.nn.test_attention_gpu import BF16, CASES, _err, _f64_reference, _inputs
+    from tests.nn.test_attention_gpu import BF16, CASES, _err, _f64_reference, _inputs, _valid_rows
 
     n_heads, k_heads = CASES[name][3], CASES[name][4]
     acc: dict = {}
+    cudnn_calls: dict = {}
     for seed in range(seeds):
         q, k, v, kw = _inputs(name, seed)
-        forms, expanded = _forms(kw, n_heads)
-        if k_heads != n_heads:
-            forms["fused, k/v repeated"] = expanded
         shape = (q.shape[0], q.shape[1], q.shape[2], v.shape[3])
         d_out = np.random.default_rng(1000 + seed).normal(size=shape).astype(BF16)
         ref_out, ref_g = _f64_reference(q, k, v, kw, d_out)
-        for form, f in forms.items():
-
-            def loss(q, k, v, f=f):
-                return (f(q, k, v).astype(np.float32) * d_out.astype(np.float32)).sum()
-
-            out = np.asarray(purejit.jit(f)(q, k, v)).astype(np.float64)
-            grads = purejit.jit(purejit.grad(loss, argnums=(0, 1, 2)))(q, k, v)
-            for what, a, ref in [("out", out, ref_out)] + [
-                (f"d{c}", np.asarray(g).astype(np.float64), r)
-                for c, g, r in zip("qkv", grads, ref_g)
-            ]:
-                if "query_seq_lengths" in kw:  # rows the call leaves undefined are not compared
-                    from tests.nn.test_attention_gpu import _valid_rows
-
-                    if what in ("out", "dq"):
-                        a, ref = a[_valid_rows(kw, a.shape)], ref[_valid_rows(kw, ref.shape)]
+        for form, (lib, f, opts) in _forms(kw, n_heads, k_heads).items():
+            out, grads, n_calls = _run(lib, f, opts, q, k, v, d_out)
+            cudnn_calls[form] = n_calls
+            results = [("out", out, ref_out)] + list(zip(("dq", "dk", "dv"), grads, ref_g))
+            for what, a, ref in results:
+                a = np.asarray(a).astype(np.float64)
+                if "query_seq_lengths" in kw and what in ("out", "dq"):
+                    # rows the call leaves undefined are not compared
+                    a, ref = a[_valid_rows(kw, a.shape)], ref[_valid_rows(kw, ref.shape)]
                 e = _err(a, ref)
-                acc.setdefault(what, {}).setdefault(form, {"max": [], "mean": []})
-                acc[what][form]["max"].append(e["max"])
-                acc[what][form]["mean"].append(e["mean"])
-    return {
-        what: {
-            form: {s: statistics.median(v) for s, v in d.items()}
-            for form, d in forms.items()
-        }
-        | {
-            "seeds_fused_max_le_xla": sum(
-                a <= b for a, b in zip(forms["fused"]["max"], forms["xla"]["max"])
-            ),
-            "seeds_fused_mean_le_xla": sum(
-                a <= b for a, b in zip(forms["fused"]["mean"], forms["xla"]["mean"])
-            ),
-        }
-        for what, forms in acc.items()
-    }
+                d = acc.setdefault(what, {}).setdefault(form, {"max": [], "mean": []})
+                d["max"].append(e["max"])
+                d["mean"].append(e["mean"])
+    out = {}
+    for what, forms in acc.items():
+        r = {form: {s: statistics.median(v) for s, v in d.items()} for form, d in forms.items()}
+        for s in ("max", "mean"):
+            pairs = zip(forms["fused"][s], forms["xla"][s])
+            r[f"seeds_fused_{s}_le_xla"] = sum(a <= b for a, b in pairs)
+        out[what] = r
+    out["cudnn_calls_in_grad"] = cudnn_calls
+    return out
+
+
+def _row(name, what, d, seeds):
+    cells = [f"{d[f]['max']:.3e}" for f in FORMS] + [f"{d[f]['mean']:.3e}" for f in FORMS]
+    rep = d.get("fused, k/v repeated")
+    rep_s = f"{rep['max']:.3e} / {rep['mean']:.3e}" if rep else ""
+    counts = [f"{d[f'seeds_fused_{s}_le_xla']}/{seeds}" for s in ("max", "mean")]
+    return f"| {name} | {what} | " + " | ".join(cells + counts + [rep_s]) + " |"
 
 
 def main(argv=None):
@@ -97,31 +132,36 @@ def main(argv=None):
     os.makedirs(a.out, exist_ok=True)
     from tests.nn.test_attention_gpu import CASES
 
-    results = {}
+    head = [f"{f} max" for f in FORMS] + [f"{f} mean" for f in FORMS]
     lines = [
         f"# attention numerics contract, median over {a.seeds} seeds (error vs float64)",
         "",
-        "| case | result | fused max | xla max | fused mean | xla mean | seeds fused max ≤ xla"
-        " | seeds fused mean ≤ xla | k/v repeated max / mean |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        'fused: implementation=None; xla: implementation="xla" (never fused); off: '
+        "implementation=None with fused_attention off; jax: jax.nn.dot_product_attention("
+        'implementation="xla"). Seed counts: fused error ≤ xla error.',
+        "",
+        "| case | result | " + " | ".join(head) + " | seeds fused max ≤ xla | seeds fused mean "
+        "≤ xla | k/v repeated max / mean |",
+        "|---|---|" + "---:|" * (len(head) + 2) + "---|",
     ]
+    results, problems = {}, []
     for name in CASES:
         r = run_case(name, a.seeds)
         results[name] = r
-        for what, d in r.items():
-            rep = d.get("fused, k/v repeated")
-            rep_s = f"{rep['max']:.3e} / {rep['mean']:.3e}" if rep else ""
-            lines.append(
-                f"| {name} | {what} | {d['fused']['max']:.3e} | {d['xla']['max']:.3e} | "
-                f"{d['fused']['mean']:.3e} | {d['xla']['mean']:.3e} | "
-                f"{d['seeds_fused_max_le_xla']}/{a.seeds} | "
-                f"{d['seeds_fused_mean_le_xla']}/{a.seeds} | {rep_s} |"
-            )
-        print("\n".join(lines[-len(r) :]), flush=True)
+        ops = r["cudnn_calls_in_grad"]
+        problems += [f"{name}: {f} has {n} cuDNN attention calls" for f, n in ops.items()
+                     if n and f not in ("fused", "fused, k/v repeated")]  # fmt: skip
+        rows = [
+            _row(name, what, d, a.seeds) for what, d in r.items() if what != "cudnn_calls_in_grad"
+        ]
+        lines += rows
+        print("\n".join(rows), f"\n  cuDNN attention calls in each gradient: {ops}", flush=True)
+    lines += ["", "Unfused forms with cuDNN attention calls: " + ("; ".join(problems) or "none")]
     with open(os.path.join(a.out, "attention_numerics.json"), "w") as f:
         json.dump(results, f, indent=1)
     with open(os.path.join(a.out, "attention_numerics.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    print(lines[-1])
 
 
 if __name__ == "__main__":

@@ -27,8 +27,19 @@ exactly as it was and the report says why.
 What changes: the numbers, within flash attention's rounding (the fused kernel keeps the
 probabilities in its own precision); `compiler_options={"fused_attention": False}` keeps the
 written program. Never touches: a softmax whose rule is a user's, anything inside a
-`custom_jvp`/`custom_vjp` region; regions of control flow (`scan`, `while`, `case`) are
-rewritten like the top level.
+`custom_jvp`/`custom_vjp` region, anything inside a `call` whose callee starts with
+`XLA_PATH` (`purejit.nn.dot_product_attention(implementation="xla")`, which asks for the
+XLA path as JAX's does: each softmax found there is reported refused with that reason);
+regions of control flow (`scan`, `while`, `case`, other calls) are rewritten like the top
+level.
+
+Why a `call` marks the XLA path: it is the one marker every transformation keeps. `jvp`,
+`linearize` (a `_fwd` call of the primal and residuals, a `_lin` call of the linear part),
+transposition (`_t`) and `vmap` each produce another call whose callee extends the name
+(`transforms/autodiff/call.py`, `transforms/batching/call.py`), and the `inline` pass, which
+runs after this one, erases it before emission, so the emitted program is the one written.
+A `custom_jvp` region would not do: differentiation evaluates its rule flat, and under
+`checkpoint` the forward copy of the linearized program is single-use attention again.
 """
 
 from __future__ import annotations
@@ -53,6 +64,10 @@ from purejit.passes.dce import DCE
 from purejit.passes import split_projection
 
 MASK_FILL_MAX = -1e3  # exp(fill - max) is exactly 0 unless a whole row lies below fill + 88
+# the callee of purejit.nn.dot_product_attention(implementation="xla")'s `call`; the calls
+# transformations derive from it extend the name ("_jvp", "_fwd", "_lin", "_t")
+XLA_PATH = "dot_product_attention_xla"
+XLA_PATH_REASON = "implementation='xla' asks for the XLA path"
 
 
 @dataclass(frozen=True)
@@ -92,7 +107,10 @@ class FuseAttention:
     def _rewrite(self, fn: Function, matched: list, refused: list, split: list) -> Function:
         ops, changed = [], False
         for op in fn.ops:  # control flow first: its regions are programs of their own
-            if op.regions and op.has_trait("control_flow"):
+            if _xla_path(op):
+                for r in op.regions:
+                    _refuse_all(r, self.trusted_rules, refused)
+            elif op.regions and op.has_trait("control_flow"):
                 regions = [self._rewrite(r, matched, refused, split) for r in op.regions]
                 new = op.rebuilt(op.operands, regions)
                 changed |= new is not op
@@ -344,6 +362,21 @@ class FuseAttention:
 
 
 # ---- helpers --------------------------------------------------------------------------------
+
+
+def _xla_path(op: Op) -> bool:
+    """Whether `op` is the XLA path's call (or one a transformation made of it)."""
+    return op.name == "call" and str(op.attrs.get("callee", "")).startswith(XLA_PATH)
+
+
+def _refuse_all(fn: Function, trusted_rules, refused: list) -> None:
+    """Report every softmax of `fn` (and of its regions) as refused for the XLA path."""
+    for sm in find_softmaxes(Graph(fn), trusted_rules):
+        refused.append({"reason": XLA_PATH_REASON, "loc": sm.loc or ""})
+    for op in fn.ops:
+        if op.regions and op.has_trait("control_flow"):
+            for r in op.regions:
+                _refuse_all(r, trusted_rules, refused)
 
 
 def _widened_from(g: Graph, v: Value, dt) -> bool:

@@ -72,6 +72,14 @@ def target_options() -> dict | None:
     }
 
 
+def rewrite_may_run() -> bool:
+    """Whether the rewrite runs on the program being traced now: under a `jit` whose
+    `fused_attention` is on, for a target with the fused kernel (what `fuse_for_grad` and
+    `jit_pass` decide)."""
+    s = current_settings()
+    return bool(getattr(s, "fused_attention", False)) and target_options() is not None
+
+
 def make_pass(enabled: bool, options: dict | None = None) -> FuseAttention | None:
     """The pass for this process's target, or None when it must not run.
 
@@ -103,7 +111,8 @@ def collecting():
     try:
         yield out
     finally:
-        context.ctx.attention_reports.remove(out)
+        reports = context.ctx.attention_reports  # by identity (empty lists are equal)
+        del reports[next(i for i, x in enumerate(reports) if x is out)]
 
 
 def fuse_for_grad(fn: Function) -> Function:

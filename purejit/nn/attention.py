@@ -5,8 +5,10 @@
 runs as cuDNN's forward and backward kernels (the T×S probabilities never reach memory); on
 CPU, TPU, in unsupported cases or with `fused_attention` off (compiler option or
 `purejit.config`), it runs as the program JAX's XLA path writes. `"xla"` writes that program
-here, op by op, as `jax.nn.dot_product_attention(implementation="xla")` does; `"cudnn"` binds
-the op after JAX's checks, raising JAX's errors when cuDNN cannot run the call.
+here, op by op, as `jax.nn.dot_product_attention(implementation="xla")` does, and it is never
+fused: where the attention rewrite could run, the ops go in one `call` the rewrite refuses
+(`_xla_call`); `"cudnn"` binds the op after JAX's checks, raising JAX's errors when cuDNN
+cannot run the call.
 
 Fusion changes result bits (online softmax, probabilities rounded inside the kernel): within
 JAX's tolerances of the XLA path (1e-2 in bf16/f16, 2e-2 with masks), bit-identical to
@@ -23,10 +25,12 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import numpy as jnp
 from purejit.backend import cudnn_fmha, pjrt
+from purejit.fused_attention import rewrite_may_run
 from purejit.ir import TensorType
 from purejit.ir.ops.attention import attention_attrs, large_negative
 from purejit.lax import stop_gradient
-from purejit.tracing import bind
+from purejit.passes.fuse_attention import XLA_PATH
+from purejit.tracing import aval_of, bind, trace_to_function
 
 __all__ = ["dot_product_attention"]
 
@@ -92,8 +96,8 @@ def dot_product_attention(
         )
     scale = float(1.0 / np.sqrt(h)) if scale is None else float(scale)
     if implementation == "xla":
-        out = xla_attention(q, k, v, bias, mask, is_causal, scale, qlen, kvlen,
-                            local_window_size, return_residual)  # fmt: skip
+        out = _xla_call(q, k, v, bias, mask, is_causal, scale, qlen, kvlen,
+                        local_window_size, return_residual)  # fmt: skip
     else:
         out = _fused(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, local_window_size,
                      return_residual, implementation == "cudnn")  # fmt: skip
@@ -181,6 +185,32 @@ def _check_cudnn(q, k, v, bias, attrs):
 
 
 # ---- implementation="xla": the program JAX's XLA path writes --------------------------------
+
+
+def _xla_call(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, window, residual):
+    """`xla_attention`, as one `call` named `XLA_PATH` where the attention rewrite runs on
+    the program being traced: the rewrite never fuses inside it (the user asked for the XLA
+    path), every transformation keeps it a call of that name, and the `inline` pass emits
+    its ops as written. Where the rewrite never runs (CPU, TPU, `fused_attention` off,
+    eagerly) the ops are the program's own, exactly as written."""
+    if not rewrite_may_run():
+        return xla_attention(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, window,
+                             residual)  # fmt: skip
+    arrays = [q, k, v, bias, mask, qlen, kvlen]
+    given = [x is not None for x in arrays]
+    leaves = [x for x in arrays if x is not None]
+
+    def flat(*xs):
+        it = iter(xs)
+        a = [next(it) if g else None for g in given]
+        out = xla_attention(*a[:5], is_causal, scale, a[5], a[6], window, residual)
+        return list(out) if residual else [out]
+
+    traced = trace_to_function(flat, [aval_of(x) for x in leaves], name=XLA_PATH)
+    weak = tuple(a.weak_type for a in traced.out_avals)
+    outs = bind("call", *leaves, *traced.captures, regions=[traced.fn], callee=XLA_PATH,
+                weak=weak)  # fmt: skip
+    return tuple(outs) if residual else outs[0]
 
 
 def xla_attention(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, window, residual):

@@ -149,7 +149,8 @@ def _collecting(stack: list):
     try:
         yield out
     finally:
-        stack.remove(out)
+        # by identity: `list.remove` compares by value, and two empty collectors are equal
+        del stack[next(i for i, x in enumerate(stack) if x is out)]
 
 
 def collecting_remat_records():
