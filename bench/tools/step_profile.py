@@ -116,10 +116,10 @@ def _compiled(name, forms, params, x, y):
         if off:
             purejit.config.update("attention_split_projections", True)
     if kind == "purejit":
-        text = list(fn.cache.values())[-1].as_text()
+        compiled = list(fn.cache.values())[-1]
     else:
-        text = fn.lower(*[_put(kind, t) for t in (params, x, y)]).compile().as_text()
-    return fn, state, text
+        compiled = fn.lower(*[_put(kind, t) for t in (params, x, y)]).compile()
+    return fn, state, compiled.as_text(), compiled.memory_analysis().temp_size_in_bytes
 
 
 def _time(fn, state, calls: int) -> float:
@@ -140,21 +140,25 @@ def main(argv=None):
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
     p.add_argument("--calls", type=int, default=20, help="steps per timing round")
+    p.add_argument("--batch", type=int, default=None, help="the model's batch (default 8)")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     import torch
 
     torch.cuda.init()
-    from bench.train import _forms, _workloads
+    from bench.train import _forms, _workloads, transformer_workload
 
     wl = [w for w in _workloads("gpu", False) if w[0].startswith("transformer")][0]
     desc, make_loss, make_layer, params, x, y = wl
+    if a.batch is not None:
+        desc, make_loss, params, x, y = transformer_workload("gpu", False, batch=a.batch)
     forms = _forms(make_loss, make_layer, params, x, y, ())
     wanted = [f.strip() for f in a.forms.split(",")]
-    built = {}
+    built, temps = {}, {}
     for name in wanted:
-        fn, state, text = _compiled(name, forms, params, x, y)
+        fn, state, text, temp = _compiled(name, forms, params, x, y)
         built[name] = (fn, state)
+        temps[name] = temp
         safe = re.sub(r"[^a-z0-9]+", "_", name.lower())
         with open(os.path.join(a.out, f"hlo_{safe}.txt"), "w") as f:
             f.write(text)
@@ -168,18 +172,20 @@ def main(argv=None):
              f"Step time: median of {a.rounds} interleaved rounds of {a.calls} steps; ratios "
              f"against `{wanted[-1]}`. Kernel time: the sum of the step's GPU kernels "
              f"(CUPTI, {a.steps} steps).", "",
-             "| form | step (ms) | ratio | kernels (ms) |", "|---|---:|---:|---:|"]  # fmt: skip
+             "| form | step (ms) | ratio | kernels (ms) | temporaries (MiB) |",
+             "|---|---:|---:|---:|---:|"]  # fmt: skip
     profiles = {}
     for name, (fn, state) in built.items():
         profiles[name] = profile_form(fn, state, a.steps)
     for name in wanted:
         med = statistics.median(times[name])
         lines.append(f"| {name} | {med * 1e3:.3f} | {med / ref:.3f}x | "
-                     f"{profiles[name][1] / 1e3:.3f} |")  # fmt: skip
+                     f"{profiles[name][1] / 1e3:.3f} | {temps[name] / 2**20:.0f} |")  # fmt: skip
     lines.append("")
     for name in wanted:
         kernels, total = profiles[name]
-        report["forms"][name] = {"total_us": total, "kernels": kernels, "times_s": times[name]}
+        report["forms"][name] = {"total_us": total, "kernels": kernels, "times_s": times[name],
+                                 "temp_bytes": temps[name]}  # fmt: skip
         lines.append(f"## {name}: {total / 1e3:.3f} ms of kernels per step")
         lines.append("")
         lines += category_table(kernels)
