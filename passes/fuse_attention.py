@@ -83,6 +83,7 @@ class FuseAttention:
             >= 9.2).
         split_projections: whether a projection whose output is only sliced into q, k and v
             becomes one product per part (`passes/split_projection.py`).
+        split_min_flops: the smallest part's product that is split (flops).
     """
 
     trusted_rules: frozenset = frozenset()
@@ -91,6 +92,7 @@ class FuseAttention:
     distinct_v_head_dim: bool = False
     window: bool = True
     split_projections: bool = True
+    split_min_flops: float = split_projection.MIN_PART_FLOPS
     name: str = "fuse_attention"
 
     def __call__(self, fn: Function) -> PassResult:
@@ -120,7 +122,7 @@ class FuseAttention:
             fn = Function(fn.name, fn.params, ops, fn.results)
         fn = self._fuse(fn, matched, refused)
         if self.split_projections:
-            out, entries = split_projection.split_projections(fn)
+            out, entries = split_projection.split_projections(fn, self.split_min_flops)
             split += entries
             fn = out
         return fn

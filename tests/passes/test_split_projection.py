@@ -48,7 +48,7 @@ def _products(fn):
 
 def _fused_and_split(f):
     fn, args = traced(f, (B, T, D), (D, 3 * D))
-    res = fuse(fn)
+    res = fuse(fn, split_min_flops=0)
     assert len(attention_ops(res.fn)) == 1, res.report
     verify(res.fn)
     return fn, res, args
@@ -73,6 +73,7 @@ def test_a_projection_sliced_into_q_k_v_becomes_three_products(f):
     # the same numbers as the fused program without the split (float32 sums in the
     # interpreter over the same contraction)
     unsplit = fuse(fn, split_projections=False)
+    assert "split" not in fuse(fn).report  # parts far below MIN_PART_FLOPS: one product
     assert "split" not in unsplit.report
     for a, b in zip(interpret(res.fn, *args), interpret(unsplit.fn, *args)):
         np.testing.assert_array_equal(np.asarray(a, np.float32), np.asarray(b, np.float32))
@@ -84,7 +85,7 @@ def test_a_projection_sliced_into_q_k_v_becomes_three_products(f):
 
 def _still_one_product(f, *shapes):
     fn, _ = traced(f, *shapes)
-    res = fuse(fn)
+    res = fuse(fn, split_min_flops=0)
     assert len(attention_ops(res.fn)) == 1, res.report
     assert "split" not in res.report
     wide = [op for op in _products(res.fn) if op.results[0].type.shape[-1] == 3 * D]
@@ -116,7 +117,7 @@ def test_slices_that_feed_no_attention_are_left_alone():
         return qkv[:, :, 0] * qkv[:, :, 1] + qkv[:, :, 2]
 
     fn, _ = traced(f, (B, T, D), (D, 3 * D))
-    res = fuse(fn)
+    res = fuse(fn, split_min_flops=0)
     assert not res.changed and res.fn is fn
 
 
@@ -126,13 +127,13 @@ def test_a_batched_product_is_not_split():
         return _attend(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2])
 
     fn, _ = traced(f, (B, T, D), (B, D, 3 * D))
-    res = fuse(fn)
+    res = fuse(fn, split_min_flops=0)
     assert len(attention_ops(res.fn)) == 1 and "split" not in res.report
 
 
 def test_split_projections_leaves_a_program_without_attention_unchanged():
     fn, _ = traced(lambda x, w: jnp.split(x @ w, 3, axis=-1), (B, T, D), (D, 3 * D))
-    out, report = split_projections(fn)
+    out, report = split_projections(fn, 0)
     assert out is fn and report == []
 
 
@@ -142,7 +143,9 @@ def _loss(x, w):
 
 def test_grad_through_the_split_equals_the_unsplit_program(monkeypatch):
     # the op lowers to its decomposed program off-GPU, so the whole path runs on CPU
-    monkeypatch.setattr(fused_attention, "target_options", lambda: {"max_head_dim": 256})
+    monkeypatch.setattr(
+        fused_attention, "target_options", lambda: {"max_head_dim": 256, "split_min_flops": 0}
+    )
     rng = np.random.default_rng(0)
     x = rng.standard_normal((B, T, D)).astype(BF16)
     w = (rng.standard_normal((D, 3 * D)) / math.sqrt(D)).astype(BF16)
