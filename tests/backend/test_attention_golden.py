@@ -24,6 +24,10 @@ def _golden():
 def test_purejit_emits_the_golden_calls(name):
     want = _golden()[name]
     got = purejit_calls(name)
+    n_heads, k_heads = CASES[name][3], CASES[name][4]
+    if k_heads != n_heads:  # grouped heads: the numerics contract keeps the backward decomposed
+        assert [c for c in want if c["target"].endswith("Backward")], "golden has a backward"
+        want = [c for c in want if not c["target"].endswith("Backward")]
     assert [c["target"] for c in got] == [c["target"] for c in want]
     for g, w in zip(got, want):
         assert g == w, json.dumps({"purejit": g, "golden": w}, indent=1)

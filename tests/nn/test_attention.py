@@ -247,7 +247,7 @@ def test_refused_calls_are_decomposed_remembered_and_said_once(tmp_path, monkeyp
     purejit.config.update("cache_dir", str(tmp_path))
     cudnn_fmha.refusals.clear()
     try:
-        q, k, v = _qkv(t=16, s=16, h=32, dtype=dtypes.bfloat16)
+        q, k, v = _qkv(t=16, s=16, k=N, h=32, dtype=dtypes.bfloat16)
 
         def f(q, k, v):
             return pnn.dot_product_attention(q, k, v, is_causal=True)
@@ -284,7 +284,7 @@ def test_refused_calls_are_decomposed_remembered_and_said_once(tmp_path, monkeyp
 
 def test_deterministic_mode_and_partitioned_programs_keep_the_backward_decomposed(monkeypatch):
     bd = Builder("f")
-    q, k, v = (bd.param(TensorType(x.shape, dtypes.bfloat16)) for x in _qkv(h=64))
+    q, k, v = (bd.param(TensorType(x.shape, dtypes.bfloat16)) for x in _qkv(k=N, h=64))
     op = make_attention_op(q, k, v, scale=1.0, mask="causal", return_stats=True)
 
     class Ctx:
@@ -293,6 +293,13 @@ def test_deterministic_mode_and_partitioned_programs_keep_the_backward_decompose
     bwd = type("Op", (), {"operands": op.operands, "attrs": dict(op.attrs, bias_grad=False),
                           "name": "dot_product_attention_bwd"})()  # fmt: skip
     assert cudnn_fmha.plan(Ctx(), bwd, "cuda", backward=True) is not None
+    # grouped query heads: the forward is fused, the backward decomposed (numerics contract)
+    qg, kg, vg = (bd.param(TensorType(x.shape, dtypes.bfloat16)) for x in _qkv(h=64))
+    gop = make_attention_op(qg, kg, vg, scale=1.0, mask="causal", return_stats=True)
+    gbwd = type("Op", (), {"operands": gop.operands, "attrs": dict(gop.attrs, bias_grad=False),
+                           "name": "dot_product_attention_bwd"})()  # fmt: skip
+    assert cudnn_fmha.plan(Ctx(), gop, "cuda", backward=False) is not None
+    assert cudnn_fmha.plan(Ctx(), gbwd, "cuda", backward=True) is None
     monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_deterministic_ops=true")
     assert cudnn_fmha.plan(Ctx(), bwd, "cuda", backward=True) is None
     assert cudnn_fmha.plan(Ctx(), op, "cuda", backward=False) is not None
@@ -307,7 +314,7 @@ def test_shard_map_bodies_emit_the_fused_call_partitioned_jit_does_not(monkeypat
     monkeypatch.setenv("PUREJIT_ATTENTION_INJECT_CUDA", "1")
     from purejit.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-    q, k, v = _qkv(t=16, s=16, h=32, dtype=dtypes.bfloat16)
+    q, k, v = _qkv(t=16, s=16, k=N, h=32, dtype=dtypes.bfloat16)
     mesh = Mesh(np.array(purejit.devices()[:1]), ("dp",))
 
     def f(q, k, v):
