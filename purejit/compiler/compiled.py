@@ -61,7 +61,8 @@ class Compiled:
         Array (its aval is the key, and the signature kept the very same object, which also
         proves both flattened in the same order), or a NumPy array of a dtype narrower than 64
         bits (never weak, never canonicalised, so its shape and dtype are the key) for a
-        one-device program without donation."""
+        one-device program (with donation too: `call_fast` moves it to the device first, as
+        the signature would, so a donated NumPy argument donates only that copy)."""
         flat = fast_flatten(args)
         if flat is None:
             return None
@@ -73,8 +74,7 @@ class Compiled:
                 if a is not given or a.aval != want:
                     return None
             elif (
-                not self.plain
-                or self.lowered.layout is not None
+                self.lowered.layout is not None
                 or a.dtype.itemsize >= 8
                 or want.weak_type
                 or (a.shape, a.dtype) != (want.shape, want.dtype)
@@ -95,7 +95,14 @@ class Compiled:
             if self.single_output:
                 return Array.from_buffer(outs[0], self.out_avals[0])
             return self.wrap(outs)
-        return self.run_arrays(leaves, [a.aval for a in leaves])  # donation: Arrays only
+        # donation runs on purejit Arrays: a NumPy leaf becomes one at the parameter's type
+        # (`fast_key_for` checked its shape and dtype, and that the parameter is not weak)
+        avals = self.lowered.in_avals
+        arrays = [
+            a if type(a) is Array else Array.from_buffer(pjrt.to_device(a), avals[i])
+            for i, a in enumerate(leaves)
+        ]
+        return self.run_arrays(arrays, [a.aval for a in arrays])
 
     def run(self, leaves: Sequence):
         """Execute on array-likes (converted here)."""
