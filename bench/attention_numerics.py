@@ -73,10 +73,7 @@ def run_case(name, seeds):
                 acc[what][form]["max"].append(e["max"])
                 acc[what][form]["mean"].append(e["mean"])
     return {
-        what: {
-            form: {s: statistics.median(v) for s, v in d.items()}
-            for form, d in forms.items()
-        }
+        what: {form: {s: statistics.median(v) for s, v in d.items()} for form, d in forms.items()}
         | {
             "seeds_fused_max_le_xla": sum(
                 a <= b for a, b in zip(forms["fused"]["max"], forms["xla"]["max"])
