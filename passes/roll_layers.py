@@ -326,17 +326,23 @@ def _unstack(ys, i: int, out: list[Op]) -> Value:
     return row.results[0]
 
 
-def _pack(values: list[Value], keep: set) -> tuple[list[list[Value]], list[Op], dict]:
-    """Groups of at least two of a body's ys `values` (not in `keep`) of one dtype, each
-    returned as one row (`concatenate` of the values flattened: ops to append to the body),
-    and each packed value's (group, offset, size, shape).
+def _pack(values: list[Value], keep: set, max_bytes: int):
+    """Groups of at least two of a body's ys `values` (not in `keep`, at most `max_bytes`
+    each) of one dtype, each returned as one row: a `concatenate` of the values flattened.
 
     A scan writes each ys into its stack with one dynamic-update-slice per trip: one kernel
     per saved value and layer, where the unrolled program keeps the value in its own
-    buffer. Packed, a layer's saved values of one dtype are one row, written at once."""
+    buffer. Packed, a layer's saved values of one dtype are one row, written at once. A
+    large value stays a ys of its own: its write costs its bytes more than a launch, and a
+    back end that does not fuse the row's concatenate into the write would copy it twice.
+
+    Returns:
+        (the groups, the ops to append to the body, each packed value's (group, offset,
+        size, shape)); the body returns each group's row (the `concatenate` ops' results).
+    """
     groups: dict = {}
     for v in values:
-        if v not in keep and v.type.size > 0:
+        if v not in keep and 0 < v.type.nbytes <= max_bytes:
             groups.setdefault(v.type.dtype, []).append(v)
     packs = [vs for vs in groups.values() if len(vs) > 1]
     ops, where = [], {}
@@ -368,11 +374,11 @@ def _direction(per_block: list[list[Value]], unstacked: dict) -> bool:
 
 
 def _emit_run(
-    ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, out: list[Op], pack: bool
+    ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, out: list[Op], pack: int
 ):
     """Append the stacking ops, the scan and the slices of its ys that something reads to
-    `out`; `rep` maps each replaced block result to its new value; with `pack`, the ys of
-    one dtype are packed into one (`_pack`). Returns the report."""
+    `out`; `rep` maps each replaced block result to its new value; the ys of one dtype of
+    at most `pack` bytes each are packed into one (`_pack`). Returns the report."""
     blocks = [ops[i] for i in run.blocks]
     n, first = len(blocks), blocks[0]
     body = first.regions[0]
@@ -467,7 +473,7 @@ def _emit_run(
     # one ys per distinct value (a body may return one value at several places)
     ys_values = list(dict.fromkeys(body.results[r] for r in ys_r))
     carried = [body.results[r] for r in carry_r]
-    packs, pack_ops, packed_at = _pack(ys_values, set(carried)) if pack else ([], [], {})
+    packs, pack_ops, packed_at = _pack(ys_values, set(carried), pack)
     plain = [v for v in ys_values if v not in packed_at]
     rows = [op.results[0] for op in pack_ops if op.name == "concatenate"]
     results = carried + plain + rows
@@ -536,10 +542,11 @@ def _emit_run(
     }
 
 
-def roll(fn: Function, runs: list[Run], pack: bool = True) -> tuple[Function, list[dict]]:
+def roll(fn: Function, runs: list[Run], pack: int = 1 << 20) -> tuple[Function, list[dict]]:
     """`fn` with each of `runs` (from `find_runs`) rewritten as one scan, and a report per
     run. Ops between a run's blocks that read the chain's values move after the scan;
-    with `pack`, each scan's ys of one dtype are packed into one (`_pack`)."""
+    each scan's ys of one dtype of at most `pack` bytes each are packed into one (`_pack`;
+    0: none)."""
     if not runs:
         return fn, []
     ops = fn.ops
@@ -588,6 +595,7 @@ class RollLayers:
         min_block_ops: the fewest ops such a stretch's blocks need.
         pack_ys: whether each scan's stacked outputs of one dtype are packed into one, so
             that a trip writes them with one dynamic-update-slice (`_pack`).
+        pack_max_bytes: the largest value (one block's) that is packed.
     """
 
     name: str = "roll_layers"
@@ -595,6 +603,7 @@ class RollLayers:
     outline: bool = True
     min_block_ops: int = 8
     pack_ys: bool = True
+    pack_max_bytes: int = 1 << 20
 
     def __call__(self, fn: Function) -> PassResult:
         work, made = fn, 0
@@ -603,7 +612,7 @@ class RollLayers:
         if not made and not any(op.name == "call" for op in fn.ops):
             return PassResult(fn, False, {"runs_rolled": 0, "rolled": [], "refused": []})
         runs, refused = find_runs(work, self.min_blocks)
-        new, rolled = roll(work, runs, self.pack_ys)
+        new, rolled = roll(work, runs, self.pack_max_bytes if self.pack_ys else 0)
         if not rolled:
             new = fn
         elif made:  # the outlined blocks that were not rolled go back as they were

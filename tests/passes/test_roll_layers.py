@@ -597,3 +597,8 @@ def test_saved_values_of_one_dtype_are_packed_into_one_ys():
     flat = _leaves((ps, x))
     for a, b in zip(interpret(plain.fn, *flat), interpret(res.fn, *flat)):
         np.testing.assert_array_equal(b, a)
+    # values larger than pack_max_bytes keep a ys of their own (a large write is bytes,
+    # not launches); here the attention probabilities, 2x2x4x4 f32 = 128 bytes per layer
+    big = RollLayers(pack_max_bytes=100)(traced)
+    (run, _) = big.report["rolled"]
+    assert 0 < run["ys_packed"] < res.report["rolled"][0]["ys_packed"]
