@@ -144,6 +144,7 @@ def _roll_child(args):
             block = purejit.jit(block)
         vg, tmap = purejit.value_and_grad, purejit.tree_util.tree_map
         options = {"roll_layers": variant != "purejit unrolled"}
+        options.update(json.loads(args.purejit_options))
 
         def jit(f, **kw):
             return purejit.jit(f, compiler_options=options, **kw)
@@ -232,7 +233,9 @@ def _roll_sweep(args) -> dict:
     print(
         f"\n### Repeated layers, {what}: transformer d={args.d}, heads={args.heads}, batch "
         f"{args.batch} x seq {args.seq}, a Python loop (over a jitted layer unless flat) "
-        f"({dev.platform}: {dev.device_kind}); fresh process and empty cache per row\n"
+        f"({dev.platform}: {dev.device_kind}); fresh process and empty cache per row"
+        f"{'' if args.purejit_options == '{}' else '; purejit options ' + args.purejit_options}"
+        "\n"
     )
     print(
         "| layers | variant | first call (s) | vs jax.jit unrolled | vs jax.jit scan | trace "
@@ -337,7 +340,7 @@ def _spawn(kind: str, cache: str, args, variant: int | None = None) -> dict:
         kind = "purejit" if kind.startswith("purejit") else "jax"
     cmd = [sys.executable, "-m", "bench.cold_start", "--child", kind, "--cache", cache]
     if variant is not None:
-        cmd += ["--variant", str(variant)]
+        cmd += ["--variant", str(variant), "--purejit-options", args.purejit_options]
     for k in ("layers", "d", "heads", "seq", "batch", "dtype"):
         if getattr(args, k) is not None:
             cmd += [f"--{k}", str(getattr(args, k))]
@@ -469,6 +472,12 @@ def main(argv=None):
         "--out", default=None, help="--roll-sweep / --roll-ab: a folder for the table (.md, .json)"
     )
     ap.add_argument("--ab-calls", type=int, default=10, help="--roll-ab: timed calls each")
+    ap.add_argument(
+        "--purejit-options",
+        default="{}",
+        help="--roll-sweep: more compiler_options of the purejit variants, as JSON "
+        "(e.g. '{\"remat\": false}')",
+    )
     ap.add_argument(
         "--roll-unpacked",
         action="store_true",
