@@ -479,10 +479,10 @@ def main(argv=None):
         "(e.g. '{\"remat\": false}')",
     )
     ap.add_argument(
-        "--roll-unpacked",
+        "--pack-ab",
         action="store_true",
-        help="--roll-ab: also the rolled program with one stacked output per saved value "
-        "(RollLayers(pack_ys=False)), interleaved",
+        help="--roll-ab: also the rolled program with the other packing of its saved values "
+        "(RollLayers.pack_ys: on by default on GPU, off on CPU), interleaved",
     )
     ap.add_argument(
         "--workload",

@@ -6,7 +6,6 @@ bytes the rolled program's compiled HLO spends stacking and unstacking per call.
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 
 import numpy as np
@@ -58,13 +57,14 @@ def ab_workload(args, purejit, xp):
 
 
 @contextlib.contextmanager
-def _unpacked_ys():
-    """While open, rolled programs that lower keep one stacked output per saved value
-    (`RollLayers(pack_ys=False)`): the A/B of `--roll-unpacked`."""
+def packing(flag: bool):
+    """While open, rolled programs that lower pack their saved values into one stacked
+    output (`RollLayers(pack_ys=flag)`) whatever the back end's default (on GPU only): the
+    A/B of `--pack-ab` and `bench.tools.roll_profile`."""
     from purejit.passes import pipeline
 
     default = pipeline.RollLayers
-    pipeline.RollLayers = functools.partial(default, pack_ys=False)
+    pipeline.RollLayers = lambda **kw: default(**{**kw, "pack_ys": flag})
     try:
         yield
     finally:
@@ -104,12 +104,13 @@ def roll_ab(args) -> dict:
     for form in args.roll_forms.split(","):
         for what, fun in programs(forms[form]):
             fs = {r: purejit.jit(fun, compiler_options={"roll_layers": r}) for r in (False, True)}
-            if args.roll_unpacked:
-                fs["unpacked"] = purejit.jit(fun, compiler_options={"roll_layers": True})
+            gpu = purejit.devices()[0].platform in ("gpu", "cuda", "rocm")  # packs by default
+            if args.pack_ab:  # the rolled program with the other packing
+                fs["other"] = purejit.jit(fun, compiler_options={"roll_layers": True})
             dev = purejit.tree_util.tree_map(xp.asarray, params)
             temp, moved, kernels = {}, {}, {}
             for r, f in fs.items():
-                with _unpacked_ys() if r == "unpacked" else contextlib.nullcontext():
+                with packing(not gpu) if r == "other" else contextlib.nullcontext():
                     purejit.tree_util.tree_map(np.asarray, f(dev, x))
                 compiled = next(iter(f.cache.values()))
                 temp[r] = compiled.memory_analysis().temp_size_in_bytes
@@ -137,11 +138,12 @@ def roll_ab(args) -> dict:
                 f"{kernels[False]}, rolled {kernels[True]}",
                 flush=True,
             )
-            if "unpacked" in fs:
+            if "other" in fs:
                 print(
-                    f"    rolled with one ys per saved value: {times['unpacked'] * 1e3:.2f} ms "
-                    f"({times['unpacked'] / times[False]:.3f}x unrolled), kernels "
-                    f"{kernels['unpacked']}",
+                    f"    rolled with saved values {'one stack each' if gpu else 'packed'} "
+                    f"(above: {'packed' if gpu else 'one stack each'}): "
+                    f"{times['other'] * 1e3:.2f} ms ({times['other'] / times[False]:.3f}x "
+                    f"unrolled), kernels {kernels['other']}",
                     flush=True,
                 )
     return best

@@ -16,8 +16,9 @@ at least `min_blocks` calls where
 
 and rewrites each run as one `scan` over the stacked per-block values. Results of the calls
 that are not carried become the scan's stacked ys, sliced back out where something reads
-them; those of one dtype are packed into one ys (each block's values flattened into one
-row), since a loop writes each ys with a dynamic-update-slice of its own on every trip: a
+them; with `pack_ys` (the GPU's default), those of one dtype are packed into one ys (each
+block's values flattened into one row), since a loop writes each ys with a
+dynamic-update-slice of its own on every trip: a
 kernel per saved value and layer on a GPU (unrolled, each value stays where it was made).
 A per-block operand that is rows of an earlier rolled scan's stack (its ys, or its
 stacked per-block operands) reads them from that stack: all of it in order as the scan's
@@ -594,7 +595,9 @@ class RollLayers:
             layer) are cut into calls first (`_outline.py`), to be rolled like calls.
         min_block_ops: the fewest ops such a stretch's blocks need.
         pack_ys: whether each scan's stacked outputs of one dtype are packed into one, so
-            that a trip writes them with one dynamic-update-slice (`_pack`).
+            that a trip writes them with one dynamic-update-slice (`_pack`): fewer
+            launches, for a GPU; the compiler turns it off on CPU, where XLA does not fuse
+            the row's concatenate into the write and the step measured 15% slower.
         pack_max_bytes: the largest value (one block's) that is packed.
     """
 

@@ -23,14 +23,14 @@ from collections import defaultdict
 
 import numpy as np
 
-FORMS = ("purejit unrolled", "purejit rolled", "purejit rolled unpacked", "jax.jit")
+FORMS = ("purejit unrolled", "purejit rolled packed", "purejit rolled unpacked", "jax.jit")
 FORMS += ("jax.jit scan",)
 
 
 def make_form(name: str, layers: int, d: int, heads: int, batch: int, seq: int):
     """(step, [parameters, x, None]) of one form: `step(params, x, _)` returns the updated
     parameters and the loss; the first call (the compile) has run."""
-    from bench.cold_start_roll import _unpacked_ys
+    from bench.cold_start_roll import packing
     from bench.models import transformer, transformer_params
 
     params = transformer_params(layers, d, np.random.default_rng(0))
@@ -78,8 +78,8 @@ def make_form(name: str, layers: int, d: int, heads: int, batch: int, seq: int):
         return tmap(lambda p, g: p - 1e-3 * g, ps, grads), value
 
     f = jit(step)
-    unpacked = name == "purejit rolled unpacked"
-    with _unpacked_ys() if unpacked else contextlib.nullcontext():
+    rolled = name.startswith("purejit rolled")
+    with packing(name.endswith(" packed")) if rolled else contextlib.nullcontext():
         state[0], value = f(state[0], x)
         float(np.asarray(value))
     return f, state
