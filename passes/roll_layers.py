@@ -18,14 +18,14 @@ and rewrites each run as one `scan` over the stacked per-block values. Results o
 that are not carried become the scan's stacked ys, sliced back out where something reads
 them; with `pack_ys` (the GPU's default), those of one dtype are packed into one ys (each
 block's values flattened into one row), since a loop writes each ys with a
-dynamic-update-slice of its own on every trip: a
-kernel per saved value and layer on a GPU (unrolled, each value stays where it was made).
-A per-block operand that is rows of an earlier rolled scan's stack (its ys, or its
-stacked per-block operands) reads them from that stack: all of it in order as the scan's
-xs (a reverse scan when the rows come in reverse order), any other rows by passing the
-stack whole as a loop constant and the row of each block as an xs of indices (a slice
-would copy the rows, and XLA turns a slice of a concatenate into a second concatenate); a
-value packed in a ys is read as its columns of that row.
+dynamic-update-slice of its own on every trip: a kernel per saved value and layer on a GPU
+(unrolled, each value stays where it was made). A per-block operand that is rows of an
+earlier rolled scan's stack (its ys, or its stacked per-block operands) reads them from that
+stack: all of it in order as the scan's xs (a reverse scan when the rows come in reverse
+order), any other rows by passing the stack whole as a loop constant and the row of each
+block as an xs of indices (a slice would copy the rows, and XLA turns a slice of a
+concatenate into a second concatenate); a value packed in a ys is read as its columns of
+that row.
 This is what the backward pass of a rolled forward pass looks like under `grad`: it reads
 the forward's saved values and its stacked parameters, stacked once.
 
