@@ -32,13 +32,15 @@ model written as a Python loop over a jitted layer, for each layer count, each v
 its own fresh process with an empty cache: purejit rolled (`compiler_options={"roll_layers":
 True}`), purejit unrolled (the default), `jax.jit` unrolled, `jax.jit` with `lax.scan`
 over stacked parameters, and purejit rolled with the loop traced flat (no jitted layer);
-first call, purejit's trace / passes / emit / XLA compile, steady call, temporaries, and the
-bytes purejit's compiled HLO spends stacking and unstacking per call. The training step is
-`value_and_grad` of the mean square output plus SGD on the donated parameters. `--out DIR`
-also writes the table (.md) and the rows (.json) there. `--roll-ab [--layers N]
-[--workload transformer|mlp|conv|rnn]` times the steady forward and training step of purejit
-rolled and unrolled interleaved in one process (the loop traced flat and over a jitted
-layer), with the same memory and HLO figures (`bench/cold_start_roll.py`).
+first call, purejit's trace / passes / emit / XLA compile, steady call, temporaries, the
+bytes purejit's compiled HLO spends stacking and unstacking per call, the kernels of each
+compiled HLO (entry, and each loop body, paid per trip) and, for the training step, the host
+time until the call returns (its dispatch, where the device runs asynchronously). The
+training step is `value_and_grad` of the mean square output plus SGD on the donated
+parameters. `--out DIR` also writes the table (.md) and the rows (.json) there.
+`--roll-ab [--layers N] [--workload transformer|mlp|conv|rnn]` times the steady forward and
+training step of purejit rolled and unrolled interleaved in one process (the loop traced flat
+and over a jitted layer), with the same memory and HLO figures (`bench/cold_start_roll.py`).
 
 The model is `bench.models.transformer` (pre-LN encoder, written once for purejit.numpy and
 jax.numpy). Prints a Markdown table with the first-call times, the warm/cold ratios (the
@@ -142,6 +144,7 @@ def _roll_child(args):
             block = purejit.jit(block)
         vg, tmap = purejit.value_and_grad, purejit.tree_util.tree_map
         options = {"roll_layers": variant != "purejit unrolled"}
+        options.update(json.loads(args.purejit_options))
 
         def jit(f, **kw):
             return purejit.jit(f, compiler_options=options, **kw)
@@ -190,13 +193,16 @@ def _roll_child(args):
         new, value = f(dev, x)
         float(np.asarray(value))
         out["first_call"] = time.perf_counter() - t0
-        state = [new]
+        state, returns = [new], [float("inf")]
 
         def train_step():  # the parameters of one step are donated to the next
+            t0 = time.perf_counter()
             state[0], value = f(state[0], x)
+            returns[0] = min(returns[0], time.perf_counter() - t0)
             return float(np.asarray(value))
 
         out["steady"] = best_of(train_step, n=10)
+        out["returns"] = returns[0]
         out["checksum"] = float(np.asarray(value))
     else:
         f = jit(model)
@@ -205,14 +211,15 @@ def _roll_child(args):
         out["first_call"] = time.perf_counter() - t0
         out["steady"] = best_of(lambda: np.asarray(f(params, x)), n=10)
         out["checksum"] = float(np.abs(y).sum())
-    if variant.startswith("purejit"):
-        from bench.cold_start_hlo import stacking_bytes
+    from bench.cold_start_hlo import kernel_counts, stacking_bytes
 
+    if variant.startswith("purejit"):
         compiled = next(iter(f.cache.values()))
         out["timings"] = compiled.lowered.timings
         out["hlo_bytes"] = stacking_bytes(compiled.as_text())
     else:
         compiled = f.lower(params, x).compile()
+    out["kernels"] = kernel_counts(compiled.as_text())
     out["temp"] = compiled.memory_analysis().temp_size_in_bytes
     print("RESULT " + json.dumps(out))
 
@@ -226,14 +233,17 @@ def _roll_sweep(args) -> dict:
     print(
         f"\n### Repeated layers, {what}: transformer d={args.d}, heads={args.heads}, batch "
         f"{args.batch} x seq {args.seq}, a Python loop (over a jitted layer unless flat) "
-        f"({dev.platform}: {dev.device_kind}); fresh process and empty cache per row\n"
+        f"({dev.platform}: {dev.device_kind}); fresh process and empty cache per row"
+        f"{'' if args.purejit_options == '{}' else '; purejit options ' + args.purejit_options}"
+        "\n"
     )
     print(
         "| layers | variant | first call (s) | vs jax.jit unrolled | vs jax.jit scan | trace "
         "| passes | emit | XLA compile | steady (ms) | steady vs unrolled | temporaries (MiB) "
-        "| stack / ys zero-fill / unstack per call (MiB) |"
+        "| stack / ys zero-fill / unstack per call (MiB) | kernels: entry + loop bodies "
+        "| call returns (ms) |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|")
     rows = {}
     for layers in [int(n) for n in args.roll_sweep.split(",")]:
         args.layers = layers
@@ -252,12 +262,16 @@ def _roll_sweep(args) -> dict:
             moved = "-"
             if m and m["loops"]:
                 moved = " / ".join(f"{m[k] / 2**20:.2f}" for k in ("stack", "ys_init", "unstack"))
+            k = r["kernels"]
+            kernels = " + ".join(str(n) for n in [k["entry"], *k["loop_bodies"]])
+            ret = f"{r['returns'] * 1e3:.2f}" if "returns" in r else "-"
             print(
                 f"| {layers} | {name} | {r['first_call']:.3f} "
                 f"| {r['first_call'] / ju['first_call']:.2f}x "
                 f"| {r['first_call'] / js['first_call']:.2f}x | {' | '.join(split)} "
                 f"| {'-' if xla is None else f'{xla:.3f}'} | {r['steady'] * 1e3:.2f} "
-                f"| {r['steady'] / base['steady']:.2f}x | {r['temp'] / 2**20:.1f} | {moved} |"
+                f"| {r['steady'] / base['steady']:.2f}x | {r['temp'] / 2**20:.1f} | {moved} "
+                f"| {kernels} | {ret} |"
             )
         sums = [r["checksum"] for r in got.values()]
         spread = (max(sums) - min(sums)) / max(abs(max(sums)), 1e-30)
@@ -326,7 +340,7 @@ def _spawn(kind: str, cache: str, args, variant: int | None = None) -> dict:
         kind = "purejit" if kind.startswith("purejit") else "jax"
     cmd = [sys.executable, "-m", "bench.cold_start", "--child", kind, "--cache", cache]
     if variant is not None:
-        cmd += ["--variant", str(variant)]
+        cmd += ["--variant", str(variant), "--purejit-options", args.purejit_options]
     for k in ("layers", "d", "heads", "seq", "batch", "dtype"):
         if getattr(args, k) is not None:
             cmd += [f"--{k}", str(getattr(args, k))]
@@ -458,6 +472,18 @@ def main(argv=None):
         "--out", default=None, help="--roll-sweep / --roll-ab: a folder for the table (.md, .json)"
     )
     ap.add_argument("--ab-calls", type=int, default=10, help="--roll-ab: timed calls each")
+    ap.add_argument(
+        "--purejit-options",
+        default="{}",
+        help="--roll-sweep: more compiler_options of the purejit variants, as JSON "
+        "(e.g. '{\"remat\": false}')",
+    )
+    ap.add_argument(
+        "--pack-ab",
+        action="store_true",
+        help="--roll-ab: also the rolled program with the other packing of its saved values "
+        "(RollLayers.pack_ys: on by default on GPU, off on CPU), interleaved",
+    )
     ap.add_argument(
         "--workload",
         default="transformer",

@@ -8,7 +8,8 @@ are sliced back out where something outside the loop reads a layer's value. Coun
 entry computation only (the loop bodies' own reads of their slices are the layer's work),
 as bytes written per call:
 
-    stack      instructions that concatenate (a fusion whose computation holds `concatenate`)
+    stack      instructions that concatenate (a fusion whose computation holds `concatenate`,
+               whatever else XLA fused into it)
     ys_init    constant broadcasts that become a loop's operand, and their copies
     unstack    instructions reading a loop's result through a `slice`/`dynamic-slice`
 
@@ -49,6 +50,33 @@ def _computations(text: str) -> dict[str, list[str]]:
     return comps
 
 
+def _ops(text: str) -> set[str]:
+    """The opcodes of the instructions in `text` (a result type may carry a layout:
+    `f32[2,64]{1,0} add(`)."""
+    return set(re.findall(r"= \S+ ([a-z][a-z0-9\-]*)\(", text))
+
+
+_NOT_KERNELS = {"parameter", "constant", "bitcast", "tuple", "get-tuple-element", "while"}
+
+
+def kernel_counts(text: str) -> dict:
+    """`{"entry": n, "loop_bodies": [n, ...]}`: the instructions that launch work in the
+    entry computation and in each of its while loops' bodies (fusions, custom calls such as
+    cuBLAS gemms, copies, unfused ops; not parameters, constants, bitcasts, tuples, nor
+    the while itself). On a GPU each is a kernel launch (a launch-bound step's cost); on a
+    CPU a proxy for it. A loop body's count is paid once per trip."""
+    comps = _computations(text)
+    op = re.compile(r"^\s*(?:ROOT )?%[\w.\-]+ = (?:\(.*\)|\S+) ([a-z][a-z0-9\-]*)\(")
+
+    def count(lines: list[str]) -> int:
+        ops = [m.group(1) for m in map(op.match, lines) if m]
+        return sum(o not in _NOT_KERNELS for o in ops)
+
+    entry = comps.get("ENTRY", [])
+    bodies = re.findall(r" while\(.*body=%([\w.\-]+)", "\n".join(entry))
+    return {"entry": count(entry), "loop_bodies": [count(comps.get(b, [])) for b in bodies]}
+
+
 def stacking_bytes(text: str) -> dict[str, int]:
     """`{"stack": B, "ys_init": B, "unstack": B, "loops": n}` for the compiled HLO `text`."""
     comps = _computations(text)
@@ -74,17 +102,16 @@ def stacking_bytes(text: str) -> dict[str, int]:
         return "\n".join(comps.get(m.group(1), [])) if m else ""
 
     def moves_only(inner: str) -> bool:  # a fusion that computes nothing, only moves data
-        ops = set(re.findall(r"\] ([a-z\-]+)\(", inner))
-        return ops <= _MOVES
+        return _ops(inner) <= _MOVES
 
     for name, dtype, dims, op, rest, line in instrs:
         nbytes = _nbytes(dtype, dims)
         operands = re.findall(r"%([\w.\-]+)", rest.split("),")[0])
         inner = body(line) if op == "fusion" else ""
-        if inner and not moves_only(inner):
-            continue  # arithmetic reading a slice (an update of a layer's parameter) is work
         if op == "concatenate" or " concatenate(" in inner:
-            out["stack"] += nbytes
+            out["stack"] += nbytes  # a stack written, whatever XLA fused into its rows
+        elif inner and not moves_only(inner):
+            continue  # arithmetic reading a slice (an update of a layer's parameter) is work
         elif (
             (op == "broadcast" or " broadcast(" in inner)
             and operands

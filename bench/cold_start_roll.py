@@ -5,6 +5,7 @@ bytes the rolled program's compiled HLO spends stacking and unstacking per call.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -55,6 +56,21 @@ def ab_workload(args, purejit, xp):
     raise SystemExit(f"--workload {args.workload!r}: one of transformer, mlp, conv, rnn")
 
 
+@contextlib.contextmanager
+def packing(flag: bool):
+    """While open, rolled programs that lower pack their saved values into one stacked
+    output (`RollLayers(pack_ys=flag)`) whatever the back end's default (on GPU only): the
+    A/B of `--pack-ab` and `bench.tools.roll_profile`."""
+    from purejit.passes import pipeline
+
+    default = pipeline.RollLayers
+    pipeline.RollLayers = lambda **kw: default(**{**kw, "pack_ys": flag})
+    try:
+        yield
+    finally:
+        pipeline.RollLayers = default
+
+
 def roll_ab(args) -> dict:
     """Steady step of purejit rolled against unrolled, interleaved in this one process (a
     fairer ratio than separate processes on a busy machine), best of `--ab-calls`, for the
@@ -64,7 +80,7 @@ def roll_ab(args) -> dict:
     (`bench/cold_start_hlo.py`)."""
     import purejit
     import purejit.numpy as xp
-    from bench.cold_start_hlo import stacking_bytes
+    from bench.cold_start_hlo import kernel_counts, stacking_bytes
 
     params, x, block = ab_workload(args, purejit, xp)
 
@@ -88,13 +104,19 @@ def roll_ab(args) -> dict:
     for form in args.roll_forms.split(","):
         for what, fun in programs(forms[form]):
             fs = {r: purejit.jit(fun, compiler_options={"roll_layers": r}) for r in (False, True)}
+            gpu = purejit.devices()[0].platform in ("gpu", "cuda", "rocm")  # packs by default
+            if args.pack_ab:  # the rolled program with the other packing
+                fs["other"] = purejit.jit(fun, compiler_options={"roll_layers": True})
             dev = purejit.tree_util.tree_map(xp.asarray, params)
-            temp, moved = {}, {}
+            temp, moved, kernels = {}, {}, {}
             for r, f in fs.items():
-                purejit.tree_util.tree_map(np.asarray, f(dev, x))
+                with packing(not gpu) if r == "other" else contextlib.nullcontext():
+                    purejit.tree_util.tree_map(np.asarray, f(dev, x))
                 compiled = next(iter(f.cache.values()))
                 temp[r] = compiled.memory_analysis().temp_size_in_bytes
                 moved[r] = stacking_bytes(compiled.as_text())
+                k = kernel_counts(compiled.as_text())
+                kernels[r] = " + ".join(str(n) for n in [k["entry"], *k["loop_bodies"]])
             times = {r: float("inf") for r in fs}
             for _ in range(args.ab_calls):
                 for r, f in fs.items():
@@ -103,6 +125,7 @@ def roll_ab(args) -> dict:
                     times[r] = min(times[r], time.perf_counter() - t0)
             m = moved[True]
             best[f"{form}, {what}"] = {"times": times, "temp": temp, "hlo_bytes": m}
+            best[f"{form}, {what}"]["kernels"] = kernels
             ratio = times[True] / times[False]
             print(
                 f"{args.workload}, {args.layers} layers, {form}, {what}: unrolled "
@@ -111,7 +134,16 @@ def roll_ab(args) -> dict:
                 f"{temp[True] / 2**20:.1f} MiB ({temp[True] / max(temp[False], 1):.2f}x); "
                 f"rolled HLO per call: {m['loops']} loops, stack {m['stack'] / 2**20:.2f} MiB, "
                 f"ys zero-fill {m['ys_init'] / 2**20:.2f} MiB, unstack "
-                f"{m['unstack'] / 2**20:.2f} MiB",
+                f"{m['unstack'] / 2**20:.2f} MiB; kernels (entry + loop bodies) unrolled "
+                f"{kernels[False]}, rolled {kernels[True]}",
                 flush=True,
             )
+            if "other" in fs:
+                print(
+                    f"    rolled with saved values {'one stack each' if gpu else 'packed'} "
+                    f"(above: {'packed' if gpu else 'one stack each'}): "
+                    f"{times['other'] * 1e3:.2f} ms ({times['other'] / times[False]:.3f}x "
+                    f"unrolled), kernels {kernels['other']}",
+                    flush=True,
+                )
     return best

@@ -109,6 +109,7 @@ def default_passes(
     layout_options: dict | None = None,
     threefry_options: dict | None = None,
     roll_layers: bool = False,
+    roll_options: dict | None = None,
     **fusion_options,
 ) -> list[Pass]:
     """The standard pipeline: (with `roll_layers`, roll chains of isomorphic calls into
@@ -118,6 +119,7 @@ def default_passes(
 
     Args:
         roll_layers: whether repeated layers become one scan (`passes/roll_layers.py`).
+        roll_options: options of that pass (`pack_ys`: the GPU's choice).
         layout_options: options of the layout pass (`explicit_copies` on GPU).
         threefry_options: options of `expand_threefry` (`rolled_max_size`: the rolled loop
             on CPU) and `merge_threefry` (`merge_barrier`: materialise merged hashes).
@@ -140,7 +142,7 @@ def default_passes(
     guard = GuardAliasedUpdate()
     passes = [Inline(), cleanup, merge, expand, layout, guard, fusion, BufferAssignment()]
     # rolling reads the calls, so it runs before they are inlined
-    return [RollLayers(), *passes] if roll_layers else passes
+    return [RollLayers(**(roll_options or {})), *passes] if roll_layers else passes
 
 
 def pass_names(passes: Sequence[Pass]) -> list[str]:

@@ -61,19 +61,22 @@ class Compiled:
         Array (its aval is the key, and the signature kept the very same object, which also
         proves both flattened in the same order), or a NumPy array of a dtype narrower than 64
         bits (never weak, never canonicalised, so its shape and dtype are the key) for a
-        one-device program without donation."""
+        one-device program, at a parameter it does not donate (a training step's batch: the
+        transfer may share the NumPy array's memory, which a donated parameter would hand to
+        an output; the signature copies such an array first)."""
         flat = fast_flatten(args)
         if flat is None:
             return None
         key, leaves = flat
         if len(leaves) != len(avals):
             return None
-        for a, given, want in zip(leaves, sig_leaves, avals):
+        donated = () if self.plain else self.lowered.donation.aliases
+        for i, (a, given, want) in enumerate(zip(leaves, sig_leaves, avals)):
             if type(a) is Array:
                 if a is not given or a.aval != want:
                     return None
             elif (
-                not self.plain
+                i in donated
                 or self.lowered.layout is not None
                 or a.dtype.itemsize >= 8
                 or want.weak_type
@@ -95,7 +98,15 @@ class Compiled:
             if self.single_output:
                 return Array.from_buffer(outs[0], self.out_avals[0])
             return self.wrap(outs)
-        return self.run_arrays(leaves, [a.aval for a in leaves])  # donation: Arrays only
+        # donation runs on purejit Arrays: a NumPy leaf (never at a donated parameter)
+        # becomes one at the parameter's type (`fast_key_for` checked its shape and dtype,
+        # and that the parameter is not weak)
+        avals = self.lowered.in_avals
+        arrays = [
+            a if type(a) is Array else Array.from_buffer(pjrt.to_device(a), avals[i])
+            for i, a in enumerate(leaves)
+        ]
+        return self.run_arrays(arrays, [a.aval for a in arrays])
 
     def run(self, leaves: Sequence):
         """Execute on array-likes (converted here)."""

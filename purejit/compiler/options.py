@@ -231,6 +231,9 @@ class CompilerOptions:
                     layout_options=layout,
                     threefry_options=threefry,
                     roll_layers=self.roll_layers,
+                    # a rolled loop's saved values packed into one stacked output: fewer
+                    # launches per trip on GPU; on CPU the unfused concatenate costs more
+                    roll_options={"pack_ys": pjrt.is_gpu()},
                     **fusion_options,
                 )
             )

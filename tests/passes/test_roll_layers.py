@@ -453,7 +453,12 @@ def test_a_flat_transformer_gradient_rolls():
     fwd, bwd = res.report["rolled"]
     assert fwd["blocks"] == 4 and fwd["carried_also_stacked"] == 1  # x is saved for grad
     assert bwd["reverse"] and bwd["stacks_reused"] > 0
-    assert res.fn.op_count() < 0.6 * traced.op_count()
+    unpacked = RollLayers(pack_ys=False)(traced).fn.op_count()
+    assert unpacked < 0.6 * traced.op_count()
+    # packing a scan's saved values into one ys adds a reshape and a row offset per value
+    packed = sum(r["ys_packed"] for r in res.report["rolled"])
+    assert fwd["ys"] < 4 and packed > 8
+    assert res.fn.op_count() <= unpacked + 2 * packed + 2
 
 
 def test_flat_layers_with_different_activations_stay_unrolled():
@@ -557,3 +562,48 @@ def test_the_backward_scan_reads_rows_of_the_forward_stacks_in_place():
     got, want = rolled(ps, x), purejit.jit(purejit.grad(loss))(ps, x)
     for a, b in zip(_leaves(got), _leaves(want)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_saved_values_of_one_dtype_are_packed_into_one_ys():
+    # a scan writes each stacked output with a dynamic-update-slice of its own per trip (a
+    # kernel per saved value and layer); packed, a layer's saved values of one dtype are
+    # one row, and the backward scan reads their columns of that stack in place
+    d, heads = 16, 2
+    ps = transformer_params(4, d, np.random.default_rng(14))
+    x = np.random.default_rng(15).standard_normal((2, 4, d)).astype(np.float32)
+
+    def loss(ps, x):
+        return pnp.mean(transformer(pnp, ps, x, heads) ** 2)
+
+    traced, res = _flat_roll(purejit.grad(loss), ps, x)
+    plain = RollLayers(pack_ys=False)(traced)
+    verify(plain.fn)
+    fwd, bwd = [op for op in res.fn.ops if op.name == "scan"]
+    pfwd, _ = [op for op in plain.fn.ops if op.name == "scan"]
+    ys = fwd.results[fwd.attrs["num_carry"] :]
+    plain_ys = pfwd.results[pfwd.attrs["num_carry"] :]
+    assert sum(v.type.nbytes for v in ys) == sum(v.type.nbytes for v in plain_ys)
+    assert len(plain_ys) >= 10 and len(ys) <= 3
+    (packed,) = [v for v in ys if v.type.rank == 2 and v.type.dtype == np.float32]
+    consts = bwd.operands[: bwd.attrs["num_consts"]]
+    assert sum(v is packed for v in consts) == 1  # one loop constant, however many read it
+    reads = [
+        op
+        for op in bwd.regions[0].ops
+        if op.name == "dynamic_slice"
+        and op.operands[0] is bwd.regions[0].params[consts.index(packed)]
+    ]
+    assert len(reads) >= 8 and all(op.attrs["slice_sizes"][0] == 1 for op in reads)
+    flat = _leaves((ps, x))
+    for a, b in zip(interpret(plain.fn, *flat), interpret(res.fn, *flat)):
+        np.testing.assert_array_equal(b, a)
+    # values larger than pack_max_bytes keep a ys of their own (a large write is bytes,
+    # not launches); here the attention probabilities, 2x2x4x4 f32 = 128 bytes per layer
+    big = RollLayers(pack_max_bytes=100)(traced)
+    (run, _) = big.report["rolled"]
+    assert 0 < run["ys_packed"] < res.report["rolled"][0]["ys_packed"]
+    # the compiler packs on GPU only (on CPU the unfused concatenate costs more than the
+    # launches it saves)
+    rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
+    packs = [r["ys_packed"] for r in _roll_report(rolled, ps, x)["rolled"]]
+    assert (sum(packs) > 0) == (purejit.devices()[0].platform in ("gpu", "cuda", "rocm"))
