@@ -14,6 +14,8 @@ for step in "$@"; do
   case "$step" in
     train) timeout 300 python3 -m bench.tp_train --out "$OUT/train" --devices "$N" --variants jax_cudnn \
              --steps single,dp,tp,fsdp,fsdp_jit --repeats 3 --hlo --profile > "$OUT/train.log" 2>&1 ;;
+    train4) timeout 300 python3 -m bench.tp_train --out "$OUT/train4" --devices "$N" --variants jax_cudnn \
+             --steps single,dp,tp,fsdp --repeats 3 > "$OUT/train4.log" 2>&1 ;;
     sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;
