@@ -27,9 +27,11 @@ for step in "$@"; do
     profile) timeout 240 python3 -m bench.tools.step_profile --out "$OUT/profile" > "$OUT/profile.log" 2>&1 ;;
     profile2) timeout 240 python3 -m bench.tools.step_profile --batch 2 --out "$OUT/profile2" > "$OUT/profile2.log" 2>&1 ;;
     numerics) timeout 400 python3 -m bench.attention_numerics --out "$OUT/numerics" > "$OUT/numerics.log" 2>&1 ;;
-    roll) timeout 300 python3 -m bench.cold_start --roll-sweep 12,24 --train --out "$OUT/roll" > "$OUT/roll.log" 2>&1 ;;
+    roll) timeout 200 python3 -m bench.cold_start --roll-sweep 12,24 --train --out "$OUT/roll" > "$OUT/roll.log" 2>&1 ;;
     roll48) timeout 400 python3 -m bench.cold_start --roll-sweep 48 --train --out "$OUT/roll48" > "$OUT/roll48.log" 2>&1 ;;
-    attn_tests) timeout 300 python3 -m pytest -q -p no:cacheprovider tests/nn/test_attention_gpu.py tests/passes/test_fuse_attention_gpu.py tests/passes/test_split_projection.py > "$OUT/attn_tests.log" 2>&1 ;;
+    attn_tests) timeout 120 python3 -m pytest -q -p no:cacheprovider tests/nn/test_attention_gpu.py tests/passes/test_fuse_attention_gpu.py tests/passes/test_split_projection.py > "$OUT/attn_tests.log" 2>&1 ;;
+    rollab) timeout 150 python3 -m bench.cold_start --roll-ab --layers 12 --roll-forms "jitted layer" --pack-ab --ab-calls 30 --out "$OUT/rollab" > "$OUT/rollab.log" 2>&1 ;;
+    attention) timeout 200 python3 -m bench.attention --out "$OUT/attention" --rounds 5 > "$OUT/attention.log" 2>&1 ;;
     *) echo "unknown step $step" ;;
   esac
   echo "$step: rc=$? $(( $(date +%s) - start )) s" >> "$OUT/steps.txt"
