@@ -107,7 +107,7 @@ def bessel_i0e(x):
     """exp(-|x|) I0(x), the scaled modified Bessel function of order 0, by Cephes' Chebyshev
     expansions (as `jax.lax.bessel_i0e`); float16 and bfloat16 are computed in float32."""
     (v,) = _floats("bessel_i0e", x)
-    dt = v.dtype
+    dt, weak = v.dtype, v.weak_type
     if dt != np.float64:
         v = convert(v, np.float32)
     wide = v.dtype == np.float64
@@ -117,4 +117,4 @@ def bessel_i0e(x):
     small = _chebyshev(sub(mul(k(0.5), ax), k(2.0)), a_coef)
     large = div(_chebyshev(sub(div(k(32.0), ax), k(2.0)), b_coef), sqrt(ax))
     out = select(le(ax, k(8.0)), small, large)
-    return convert(out, dt, weak=v.weak_type)
+    return convert(out, dt, weak=weak)
