@@ -115,6 +115,15 @@ def test_float16_and_bfloat16_are_computed_in_float32_as_jax():
             np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(w, np.float32))
 
 
+def test_bessel_i0e_derivative_is_jax_rule():
+    # i1e(x) - sign(x) i0e(x); through the Chebyshev expansions it was NaN at 0
+    x = np.array([0.0, -0.0, 1e-3, -0.5, 7.9, 8.1, 30.0], np.float32)
+    want = jax.jit(jax.vmap(jax.grad(jax.lax.bessel_i0e)))(x)
+    got = purejit.jit(purejit.vmap(purejit.grad(plax.bessel_i0e)))(x)
+    close(got, want, rtol=1e-6, atol=0)
+    assert float(purejit.grad(plax.bessel_i0e)(0.0)) == 0.0
+
+
 def test_derivatives_match_jax():
     a, x = uniform(0.3, 6, 8), uniform(0.1, 10, 8)
     u, b = uniform(0.05, 0.95, 8), uniform(0.5, 5, 8)
