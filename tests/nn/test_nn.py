@@ -110,9 +110,11 @@ def test_softmax_is_stable_and_normalised():
     np.testing.assert_allclose(np.asarray(pnn.logsumexp(x)), 1000 + np.log(2), rtol=1e-6)
 
 
-# (function, keywords): written as jax.nn's (square, x ** 3, erfc, the clipped variance), so
-# values and reverse-mode derivatives round as JAX's
+# (function, keywords): written as jax.nn's (square, x ** 3, erfc, the clipped variance, and
+# logistic as 1 / (1 + exp(-x))), so values and reverse-mode derivatives round as JAX's
 SAME_BITS = {
+    "sigmoid": ("sigmoid", {}),
+    "silu": ("silu", {}),
     "squareplus": ("squareplus", {}),
     "gelu": ("gelu", {}),
     "gelu exact": ("gelu", dict(approximate=False)),
