@@ -110,11 +110,15 @@ def test_softmax_is_stable_and_normalised():
     np.testing.assert_allclose(np.asarray(pnn.logsumexp(x)), 1000 + np.log(2), rtol=1e-6)
 
 
-# (function, keywords): written as jax.nn's (square, x ** 3, erfc, the clipped variance, and
-# logistic as 1 / (1 + exp(-x))), so values and reverse-mode derivatives round as JAX's
+# (function, keywords): written as jax.nn's (square, x ** 3, erfc, the clipped variance,
+# logistic as 1 / (1 + exp(-x)), logaddexp's JVP), so values and reverse-mode derivatives
+# round as JAX's
 SAME_BITS = {
     "sigmoid": ("sigmoid", {}),
     "silu": ("silu", {}),
+    "softplus": ("softplus", {}),  # jnp.logaddexp(x, 0) and its JVP rule
+    "log_sigmoid": ("log_sigmoid", {}),
+    "mish": ("mish", {}),
     "squareplus": ("squareplus", {}),
     "gelu": ("gelu", {}),
     "gelu exact": ("gelu", dict(approximate=False)),
