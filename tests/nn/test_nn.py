@@ -119,6 +119,8 @@ SAME_BITS = {
     "softplus": ("softplus", {}),  # jnp.logaddexp(x, 0) and its JVP rule
     "log_sigmoid": ("log_sigmoid", {}),
     "mish": ("mish", {}),
+    "hard_sigmoid": ("hard_sigmoid", {}),
+    "log_softmax": ("log_softmax", {}),
     "squareplus": ("squareplus", {}),
     "gelu": ("gelu", {}),
     "gelu exact": ("gelu", dict(approximate=False)),
