@@ -1,11 +1,12 @@
 """purejit.scipy.special: `jax.scipy.special`'s most used functions, from IR ops.
 
-erf, erfinv and gammaln are the IR's `erf`, `erf_inv` and `lgamma` ops (XLA's
-approximations, as JAX's). The IR has no erfc or digamma op, so they are computed here:
-erfc as exp(-x^2) erfcx(|x|), erfcx being Weideman's rational approximation of the Faddeeva
-function (relative error about 3e-14; see _error_functions), digamma by the recurrence
-psi(x) = psi(x + 6) - sum 1/(x + k), the asymptotic series at x + 6 and reflection for
-x < 0.5. ndtri is Cephes' piecewise rational approximation, as JAX's (_ndtri).
+As in JAX, erf, erfinv, gammaln, expit, and for real arguments erfc and digamma, are lax's
+`erf`, `erf_inv`, `lgamma`, `logistic`, `erfc` and `digamma` (XLA's approximations), and
+i0e, i1e, i0, i1, gammainc, gammaincc, betainc, zeta and polygamma are lax's bessel_i0e,
+bessel_i1e, igamma, igammac, betainc, zeta and polygamma of the promoted arguments, so their
+bits are JAX's. Complex erfc is exp(-z^2) w(iz) (the Faddeeva function, _error_functions),
+complex digamma a recurrence and asymptotic series (_gamma). ndtr is jax.scipy's
+erf/erfc split; ndtri is Cephes' piecewise rational approximation, as JAX's (_ndtri).
 
 More functions, computed from existing ops:
 
@@ -13,13 +14,6 @@ Closed forms: entr, rel_entr, kl_div, log_softmax, gammasgn, gamma, loggamma, be
 factorial, comb, poch, multigammaln, boxcox, boxcox1p, log_ndtr (the asymptotic series below
 the switch point, as jax.scipy); betaln is gammaln(a) + gammaln(b) - gammaln(a + b), which
 loses relative accuracy when a and b are both large (JAX corrects for that).
-
-As in JAX, i0e, i1e, i0, i1, gammainc, gammaincc and betainc are lax's bessel_i0e,
-bessel_i1e, igamma, igammac and betainc of the promoted arguments (so their bits are JAX's).
-
-Series (each to the dtype's precision):
-- zeta (Hurwitz, q given): Euler-Maclaurin summation with 10 direct terms and 12 Bernoulli
-  corrections; polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1, digamma for n = 0.
 """
 
 from __future__ import annotations
@@ -104,20 +98,27 @@ def erfinv(x):
 
 
 def erfc(x):
-    """The complementary error function 1 - erf(x), accurate in the tails:
-    exp(-x^2) erfcx(|x|) (2 minus it for x < 0), and exp(-z^2) w(iz) for complex z."""
+    """The complementary error function 1 - erf(x): lax.erfc for real x, as JAX's (so the
+    bits are JAX's), and exp(-z^2) w(iz) for complex z."""
     x = _inexact("erfc", x, real=False)
     if x.dtype.kind == "c":
         return exp(-x * x) * wofz(x * _c(x, 1j))
-    z = abs(x)
-    r = exp(-z * z) * erfcx(z)
-    return where(x >= 0, r, 2 - r)
+    return lax.erfc(x)
 
 
 def ndtr(x):
-    """The standard normal CDF: erfc(-x / sqrt(2)) / 2."""
+    """The standard normal CDF, as jax.scipy's for float32 and float64: (1 + erf(w)) / 2
+    near 0, erfc(|w|) / 2 (or 1 minus it) beyond, w = x / sqrt(2); erfc(-w) / 2 for the
+    other inexact dtypes (which JAX refuses)."""
     x = _inexact("ndtr", x, real=False)
-    return _c(x, 0.5) * erfc(-x * _c(x, 1 / math.sqrt(2)))
+    if np.dtype(x.dtype) not in (np.float32, np.float64):
+        return _c(x, 0.5) * erfc(-x * _c(x, 1 / math.sqrt(2)))
+    half_sqrt_2 = _c(x, 0.5) * np.sqrt(2.0, dtype=x.dtype)
+    w = x * half_sqrt_2
+    z = abs(w)
+    y = where(z < half_sqrt_2, _c(x, 1.0) + lax.erf(w),
+              where(w > _c(x, 0.0), _c(x, 2.0) - lax.erfc(z), lax.erfc(z)))  # fmt: skip
+    return _c(x, 0.5) * y
 
 
 def ndtri(p):
@@ -347,58 +348,26 @@ def betainc(a, b, x):
 
 # ---- zeta and polygamma -----------------------------------------------------------------------
 
-# B_2j / (2j)!, j = 1..12
-_BERNOULLI_2J = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
-                 43867 / 798, -174611 / 330, 854513 / 138, -236364091 / 2730)  # fmt: skip
-_ZETA_COEFS = tuple(b / math.factorial(2 * j + 2) for j, b in enumerate(_BERNOULLI_2J))
-_ZETA_DIRECT = 10
-
-
-def _hurwitz(x, q):
-    total = zeros_like(x)
-    for k in range(_ZETA_DIRECT):
-        total = total + c.power(q + k, -x)
-    w = q + _ZETA_DIRECT
-    total = total + c.power(w, 1 - x) / (x - 1) + 0.5 * c.power(w, -x)
-    # sum_j B_2j/(2j)! x (x+1) ... (x+2j-2) w^(-x-2j+1)
-    rising = x
-    wpow = c.power(w, -x - 1)
-    inv_w2 = 1 / (w * w)
-    for j, coef in enumerate(_ZETA_COEFS):
-        if j:
-            rising = rising * (x + (2 * j - 1)) * (x + 2 * j)
-        total = total + coef * rising * wpow
-        wpow = wpow * inv_w2
-    return total
-
 
 def zeta(x, q=None):
-    """The Hurwitz zeta function sum_k (k + q)^-x (q is required, as in jax.scipy)."""
+    """The Hurwitz zeta function sum_k (k + q)^-x (q is required, as in jax.scipy): lax.zeta
+    of the promoted arguments, as JAX's."""
     if q is None:
         raise NotImplementedError(
             "Riemann zeta function not implemented; pass q != None to compute the Hurwitz "
             "zeta function (as in jax.scipy)"
         )
-    x, q = _inexact("zeta", x, q)
-    out = _hurwitz(x, q)
-    q_pole = (q <= 0) & (q == c.floor(q))
-    out = c.where(x == 1, _k(x, np.inf), out)
-    out = c.where(q_pole, _k(x, np.inf), out)
-    bad = (x < 1) | ((q < 0) & (x != c.floor(x)))
-    return c.where(bad | c.isnan(x) | c.isnan(q), _k(x, np.nan), out)
+    return lax.zeta(*_inexact("zeta", x, q))
 
 
 def polygamma(n, x):
-    """The n-th derivative of digamma (n a non-negative integer array or scalar)."""
+    """The n-th derivative of digamma (n a non-negative integer array or scalar): lax.polygamma
+    of the promoted arguments, as JAX's."""
     n0 = c._lift(n)
     if n0.dtype.kind not in "iu":
         raise ValueError(f"Argument `n` to polygamma must be of integer type. Got dtype "
                          f"{n0.dtype}{_here()}")  # fmt: skip
-    nn, xx = _inexact("polygamma", n, x)
-    safe_n = c.where(nn < 1, _k(nn, 1.0), nn)
-    sign = c.where(c.remainder(safe_n, 2) == 0, _k(xx, -1.0), _k(xx, 1.0))
-    higher = sign * c.exp(lax.lgamma(safe_n + 1)) * zeta(safe_n + 1, xx)
-    return c.where(nn == 0, digamma(xx), c.where(nn < 0, _k(xx, np.nan), higher))
+    return lax.polygamma(*_inexact("polygamma", n, x))
 
 
 # ---- the integrals, the Faddeeva family, hypergeometric and recurrence-built functions -------
