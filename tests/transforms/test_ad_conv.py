@@ -82,6 +82,10 @@ def test_complex_convolution_jvp_and_both_transposes_match_jax():
     ref = jax.jit(jax.grad(loss(jax.lax, jjnp), argnums=(0, 1)))(x, w)
     got = purejit.jit(purejit.grad(loss(lax, jnp), argnums=(0, 1)))(x, w)
     assert_tree_close(ref, got, **dot_tol(1e-4, 1e-4), where="grad of |conv|^2")
+    with jax.enable_x64(True), purejit.enable_x64(True):  # complex128, batch groups
+        c128 = [CASES[4]]
+        args = _args(c128, np.complex128)
+        check_ad(_convs(lax, c128), _convs(jax.lax, c128), *args, rtol=1e-10, atol=1e-10)
 
 
 def test_convolution_with_preferred_element_type_and_conv_transpose():
