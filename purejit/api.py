@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import weakref
 from typing import Callable, Sequence
 
 from purejit.compiler import CacheStats, Compiled, Lowered, cpp_dispatch
@@ -165,13 +166,36 @@ class Jitted:
         return self.spec.signature(args, kwargs, shapes_only=shapes_only)
 
     def lower(self, *args, **kwargs) -> Lowered:
-        """Trace and optimise for these arguments (arrays or shape specs), without compiling."""
-        return self.lower_signature(self.signature(args, kwargs, shapes_only=True))
+        """Trace and optimise for these arguments (arrays or shape specs), without compiling.
+        Its `compile()` makes the executable that calls with these arguments then run."""
+        sig = self.signature(args, kwargs, shapes_only=True)
+        lowered = self.lower_signature(sig)
+        lowered.cache_slot = self._cache_slot(sig)
+        return lowered
 
     def trace(self, *args, **kwargs) -> Traced:
         """JAX's first ahead-of-time stage: the traced program for these arguments (arrays
         or shape specs); `.jaxpr` shows its IR, `.lower()` continues to `Lowered`."""
-        return Traced(self.config, self.signature(args, kwargs, shapes_only=True), self.stats)
+        sig = self.signature(args, kwargs, shapes_only=True)
+        return Traced(self.config, sig, self.stats, cache_slot=self._cache_slot(sig))
+
+    def _cache_slot(self, sig: CallSignature) -> "_CacheSlot | None":
+        """Where `compile_signature` keeps the executable of `sig` (None with buckets, whose
+        calls run padded signatures)."""
+        if self._buckets is not None:
+            return None
+        key, device = self._cache_key(sig)
+        return _CacheSlot(self, key, device)
+
+    def _cache_key(self, sig: CallSignature, key=None) -> tuple:
+        """(cache key, device) of a call: as in JAX, a program without shardings runs on the
+        device its arguments are committed to (`device_put(x, device)`), else on the default
+        device (None)."""
+        device = None
+        if self.config.in_shardings is None and self.config.out_shardings is None:
+            device = committed_device(sig, self.__name__)
+        key = sig.key if key is None else key
+        return ((key, device) if device is not None else key), device
 
     def eval_shape(self, *args, **kwargs):
         """The outputs' shapes and dtypes for these arguments, without compiling."""
@@ -187,16 +211,9 @@ class Jitted:
         return trace(self.config, sig)[0].fn
 
     def compile_signature(self, sig: CallSignature, *, key=None, expected=frozenset()):
-        """The cached executable for `sig`, compiling it on a miss (explained in `stats`).
-
-        As in JAX, a program without shardings runs on the device its arguments are
-        committed to (`device_put(x, device)`), else on the default device."""
-        device = None
-        if self.config.in_shardings is None and self.config.out_shardings is None:
-            device = committed_device(sig, self.__name__)
-        key = sig.key if key is None else key
-        if device is not None:
-            key = (key, device)
+        """The cached executable for `sig`, compiling it on a miss (explained in `stats`);
+        it runs on the device `_cache_key` names."""
+        key, device = self._cache_key(sig, key)
         compiled = self.cache.get(key)
         if compiled is None:
             # threads asking for one signature wait for the first to compile it
@@ -333,6 +350,36 @@ class Jitted:
 
     def __repr__(self):
         return f"<purejit.jit {self.__name__}>"
+
+
+class _CacheSlot:
+    """One signature's entry in a jitted function's cache, for `Lowered.compile`: it returns
+    the executable there, or compiles and puts it there, as JAX's ahead-of-time compile
+    fills the cache its calls read. Holds the function weakly (the cache's programs hold
+    their `Lowered`)."""
+
+    def __init__(self, jitted: Jitted, key, device):
+        self._jitted = weakref.ref(jitted)
+        self.key = key
+        self.device = device
+        # what the key was made in: a compile in another context (another default device,
+        # x64) makes another program than the calls in this one run
+        self.context = (config.trace_context, dispatch_key())
+
+    def compile(self, compile_now: Callable, device):
+        """`compile_now(device)`, through the cache when `device` and the context are the
+        ones the calls of this signature run in."""
+        jitted = self._jitted()
+        here = (config.trace_context, dispatch_key())
+        if jitted is None or device != self.device or here != self.context:
+            return compile_now(device)
+        with jitted.stats.compile_lock(self.key):
+            compiled = jitted.cache.get(self.key)
+            if compiled is None:
+                compiled = compile_now(device)
+                jitted.stats.on_compiled(compiled)
+                jitted.cache[self.key] = compiled
+        return compiled
 
 
 def _cpp_class(base: type, dispatcher) -> type:

@@ -8,6 +8,10 @@ rule is linear in the tangents, so reverse mode never has to transpose their whi
                          differentiation of its own series / continued fraction
     betainc(a, b, x):    dI/dx = x^(a-1) (1-x)^(b-1) / B(a, b); d/da and d/db by forward-mode
                          differentiation of the continued fraction
+    bessel_i0e(x):       i1e(x) - sign(x) i0e(x) (differentiating the Chebyshev expansions
+                         instead gives NaN at 0 and a 1e-3 relative error near it)
+    jnp.logaddexp(x, y): t_x exp(x - out) + t_y exp(y - out), +inf read as 0 (and base 2 for
+                         logaddexp2), as JAX's custom JVPs
 
 JAX defines the same first derivatives; it has no derivative of `betainc` in a or b, nor of
 `igamma_grad_a` in a: purejit's come from differentiating the converged iterations (exact
@@ -22,9 +26,13 @@ import numpy as np
 
 from purejit.autodiff import jvp
 from purejit.custom_derivatives import custom_jvp
-from purejit.lax import incomplete
-from purejit.lax.elementwise import add, exp, lgamma, log, log1p, mul, neg, sub
-from purejit.lax.special_functions import digamma
+from purejit.lax import incomplete, special_functions
+from purejit.lax.arithmetic import exp2
+from purejit.lax.elementwise import eq, real
+from purejit.lax.ops import select
+from purejit.numpy import _calculus, _core
+from purejit.lax.elementwise import add, exp, lgamma, log, log1p, mul, neg, sign, sub
+from purejit.lax.special_functions import bessel_i1e, digamma
 
 
 def _one(v):
@@ -108,3 +116,43 @@ for _name, _fn in (
     ("betainc", betainc),
 ):
     incomplete.register(_name, _fn)
+
+
+@custom_jvp
+def bessel_i0e(x):
+    return special_functions.bessel_i0e_value(x)
+
+
+@bessel_i0e.defjvp
+def _bessel_i0e_jvp(primals, tangents):
+    (x,), (tx,) = primals, tangents
+    y = bessel_i0e(x)
+    return y, mul(tx, sub(bessel_i1e(x), mul(sign(x), y)))
+
+
+special_functions.IMPLS["bessel_i0e"] = bessel_i0e
+
+
+def _replace_inf(x):
+    # +inf (in the real part) read as 0, so equal infinities give a finite derivative
+    re = real(x) if np.dtype(x.dtype).kind == "c" else x
+    return select(eq(re, np.array(np.inf, re.dtype)), np.zeros(x.shape, x.dtype), x)
+
+
+def _logaddexp_rule(value, base_exp):
+    @custom_jvp
+    def f(a, b):
+        return value(a, b)
+
+    @f.defjvp
+    def _jvp(primals, tangents):
+        (a, b), (ta, tb) = primals, tangents
+        out = f(a, b)
+        ra, rb, ro = _replace_inf(a), _replace_inf(b), _replace_inf(out)
+        return out, add(mul(ta, base_exp(sub(ra, ro))), mul(tb, base_exp(sub(rb, ro))))
+
+    return f
+
+
+_core.DERIVATIVE_RULES["logaddexp"] = _logaddexp_rule(_core.logaddexp_value, exp)
+_core.DERIVATIVE_RULES["logaddexp2"] = _logaddexp_rule(_calculus.logaddexp2_value, exp2)

@@ -96,6 +96,9 @@ class Lowered:
     tail: Any = None  # the deferred reporting passes (a Pipeline), if any
     residuals: list = field(default_factory=list)  # purejit.passes.remat.Record per grad
     attention: list = field(default_factory=list)  # attention fused/refused under grad
+    # where a call of the jitted function with these arguments keeps its executable (set by
+    # `jit(f).lower`): `compile` fills it, so the first call does not compile again
+    cache_slot: Any = field(default=None, repr=False)
     _done: tuple | None = field(default=None, init=False, repr=False)  # (fn, records)
 
     def _complete(self) -> tuple:
@@ -150,10 +153,19 @@ class Lowered:
     def compile(self, *, device=None) -> Compiled:
         """Compile the module with XLA (through the persistent cache when it is on).
 
+        As in JAX, the executable of `jit(f).lower(*args).compile()` is the one the calls
+        `jit(f)(*args)` of the same signature run (and a second `compile` returns it); one
+        compiled for another device than such a call's is kept out of that cache.
+
         Args:
             device: the device a one-device program runs on (default: the default device);
                 `jit` passes the device its arguments are committed to.
         """
+        if self.cache_slot is not None:
+            return self.cache_slot.compile(self._compile, device)
+        return self._compile(device)
+
+    def _compile(self, device) -> Compiled:
         t0 = time.perf_counter()
         hit = False
         if self.layout is not None:  # SPMD: one program for every device of the mesh

@@ -50,6 +50,7 @@ class Traced:
     config: JitConfig
     signature: CallSignature
     stats: object = None
+    cache_slot: object = field(default=None, repr=False)  # see `Lowered.cache_slot`
     _traced: tuple | None = field(default=None, repr=False)
 
     def _trace(self):
@@ -71,7 +72,9 @@ class Traced:
 
     def lower(self) -> Lowered:
         """Optimise and emit (`jit(f).lower(*args)` for this signature)."""
-        return lower(self.config, self.signature, self.stats)
+        lowered = lower(self.config, self.signature, self.stats)
+        lowered.cache_slot = self.cache_slot
+        return lowered
 
 
 __all__ = ["Jaxpr", "Traced"]

@@ -178,8 +178,10 @@ def conv_general_dilated(
     if preferred_element_type is not None:
         dt = pdt.canonicalize(np.dtype(preferred_element_type))
         if dt != x.dtype:
-            if pdt.is_inexact(x.dtype) and not pdt.is_inexact(dt):
-                _fail(name, f"preferred_element_type {dt.name} for {x.dtype.name} operands",
+            bad_complex = pdt.is_inexact(dt) and (x.dtype.kind == "c") != (dt.kind == "c")
+            if (pdt.is_inexact(x.dtype) and not pdt.is_inexact(dt)) or bad_complex:
+                _fail(name, f"preferred_element_type {dt.name} for {x.dtype.name} operands "
+                      "(complex operands need a complex result, real ones a real result)",
                       errors.PurejitTypeError)  # fmt: skip
             if x.dtype.kind in "iu" and pdt.is_inexact(dt):
                 x, w = convert(x, dt), convert(w, dt)  # XLA wants float operands for floats

@@ -22,11 +22,13 @@ are only differentiable where JAX's loops would be.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Callable
 
 import numpy as np
 
+from purejit import dtypes as pdt
 from purejit.lax._lift import broadcast_arrays_named, convert
 from purejit.lax.control import while_loop
 from purejit.lax.elementwise import (
@@ -177,6 +179,20 @@ def _log_ax(a, x):
     return lax_, lt(lax_, _k(-math.log(float(np.finfo(a.dtype).max)), a))
 
 
+def _narrow_in_float32(fn: Callable) -> Callable:
+    """`fn` computed in float32 for float16 and bfloat16 operands (as JAX does: the loops'
+    tolerances need float32's epsilon), the result converted back."""
+
+    @functools.wraps(fn)
+    def wrapped(*xs):
+        dt = xs[0].dtype
+        if dt not in (np.dtype(np.float16), pdt.bfloat16):
+            return fn(*xs)
+        return convert(fn(*(convert(v, np.float32) for v in xs)), dt)
+
+    return wrapped
+
+
 def _any_of(*preds):
     out = preds[0]
     for p in preds[1:]:
@@ -184,6 +200,7 @@ def _any_of(*preds):
     return out
 
 
+@_narrow_in_float32
 def igamma_value(a, x):
     is_nan = bitwise_or(_is_nan(a), _is_nan(x))
     x_inf = eq(x, _k(np.inf, x))
@@ -201,6 +218,7 @@ def igamma_value(a, x):
     return select(bad, _full(np.nan, a), out)
 
 
+@_narrow_in_float32
 def igammac_value(a, x):
     is_nan = bitwise_or(_is_nan(a), _is_nan(x))
     a_zero, x_zero = eq(a, _k(0, a)), eq(x, _k(0, x))
@@ -232,6 +250,7 @@ def _derivative(a, x, mode: Mode):
     return select(bitwise_or(bad, is_nan), _full(np.nan, a), out)
 
 
+@_narrow_in_float32
 def igamma_grad_a_value(a, x):
     return _derivative(a, x, Mode.DERIVATIVE)
 
@@ -271,6 +290,7 @@ def _lentz(num_terms: int, small: float, numerator: Callable, denominator: Calla
     return vals[4]
 
 
+@_narrow_in_float32
 def betainc_value(a, b, x):
     dt = a.dtype
     one, two = _k(1, a), _k(2, a)
@@ -337,7 +357,11 @@ def register(name: str, impl: Callable) -> None:
 
 def _run(name: str, raw: Callable, *args):
     xs = broadcast_arrays_named(name, *_floats(name, *args))
-    return IMPLS.get(name, raw)(*xs)
+    # weakly typed only when every operand is (JAX's rule for its primitives); the loops
+    # inside carry strong values
+    weak = all(v.weak_type for v in xs)
+    out = IMPLS.get(name, raw)(*xs)
+    return convert(out, out.dtype, weak=weak)
 
 
 def igamma(a, x):

@@ -8,6 +8,8 @@ their derivatives are JAX's (`purejit/transforms/autodiff/elementwise.py`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from purejit import dtypes as pdt
@@ -103,11 +105,21 @@ def _chebyshev(y, coefficients):
     return mul(sub(b0, b2), np.array(0.5, y.dtype))
 
 
+# the differentiable version (JAX's derivative rule), registered by purejit/special_gradients.py
+IMPLS: dict[str, Callable] = {}
+
+
 def bessel_i0e(x):
     """exp(-|x|) I0(x), the scaled modified Bessel function of order 0, by Cephes' Chebyshev
-    expansions (as `jax.lax.bessel_i0e`); float16 and bfloat16 are computed in float32."""
+    expansions (as `jax.lax.bessel_i0e`); float16 and bfloat16 are computed in float32.
+    Its derivative is JAX's, i1e(x) - sign(x) i0e(x), not that of the expansions."""
     (v,) = _floats("bessel_i0e", x)
-    dt = v.dtype
+    return IMPLS.get("bessel_i0e", bessel_i0e_value)(v)
+
+
+def bessel_i0e_value(v):
+    """`bessel_i0e` of a float array, from the expansions."""
+    dt, weak = v.dtype, v.weak_type
     if dt != np.float64:
         v = convert(v, np.float32)
     wide = v.dtype == np.float64
@@ -117,4 +129,4 @@ def bessel_i0e(x):
     small = _chebyshev(sub(mul(k(0.5), ax), k(2.0)), a_coef)
     large = div(_chebyshev(sub(div(k(32.0), ax), k(2.0)), b_coef), sqrt(ax))
     out = select(le(ax, k(8.0)), small, large)
-    return convert(out, dt, weak=v.weak_type)
+    return convert(out, dt, weak=weak)

@@ -15,7 +15,7 @@ from purejit.tracing import bind1
 from purejit.numpy._shape import normalize_axes
 from purejit.custom_derivatives import custom_jvp
 from purejit.fused_attention import trust_softmax
-from purejit.lax import stop_gradient
+from purejit.lax import erfc, stop_gradient
 
 __all__ = [
     "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
@@ -90,32 +90,25 @@ def tanh(x):
 
 
 def gelu(x, approximate: bool = True):
-    """Gaussian error linear unit: tanh approximation by default, exact (erf) otherwise."""
+    """Gaussian error linear unit: tanh approximation by default, exact (erfc) otherwise;
+    written as jax.nn's (x ** 3, erfc), so values and derivatives round as JAX's."""
     x = _inexact(x)
     if approximate:
-        cube = jnp.multiply(jnp.multiply(x, x), x)
-        inner = jnp.multiply(_const(np.sqrt(2 / np.pi), x),
-                             jnp.add(x, jnp.multiply(_const(0.044715, x), cube)))  # fmt: skip
-        cdf = jnp.multiply(_const(0.5, x), jnp.add(_const(1, x), jnp.tanh(inner)))
+        cube = jnp.power(x, 3)  # integer_pow: its derivative is 3 x^2, not a product rule
+        inner = jnp.multiply(np.sqrt(2 / np.pi).astype(x.dtype),
+                             jnp.add(x, jnp.multiply(0.044715, cube)))  # fmt: skip
+        cdf = jnp.multiply(0.5, jnp.add(1.0, jnp.tanh(inner)))
         out = jnp.multiply(x, cdf)
     else:
-        erf = bind1("erf", jnp.multiply(x, _const(1 / np.sqrt(2), x)))
-        out = jnp.true_divide(jnp.multiply(x, jnp.add(erf, _const(1, x))), _const(2, x))
+        sqrt_half = np.sqrt(0.5).astype(x.dtype)
+        out = jnp.multiply(jnp.multiply(0.5, x), erfc(jnp.multiply(jnp.negative(x), sqrt_half)))
     return jnp.convert(out, out.dtype)  # strongly typed, as in JAX
 
 
 def softplus(x):
-    """log(1 + exp(x)), computed stably; its derivative is sigmoid(x) everywhere (JAX's
-    logaddexp JVP; differentiating the stable formula would give 0 at x = 0)."""
-    return _softplus(_inexact(x))
-
-
-@custom_jvp
-def _softplus(x):
-    return jnp.logaddexp(x, _const(0, x))
-
-
-_softplus.defjvps(lambda g, ans, x: jnp.multiply(g, sigmoid(x)))
+    """log(1 + exp(x)) = logaddexp(x, 0), as jax.nn's: stable, and its derivative is JAX's
+    logaddexp rule exp(x - softplus(x)) (sigmoid(x), 1/2 at 0)."""
+    return jnp.logaddexp(x, 0)
 
 
 def log_sigmoid(x):
@@ -186,9 +179,10 @@ def soft_sign(x):
 
 
 def squareplus(x, b=4):
-    """(x + sqrt(x^2 + b)) / 2."""
-    x = _inexact(x)
-    return jnp.true_divide(jnp.add(x, jnp.sqrt(jnp.add(jnp.multiply(x, x), b))), _const(2, x))
+    """(x + sqrt(x^2 + b)) / 2, with x^2 a `square` as in jax.nn (x * x would add its two
+    cotangents to x's separately, rounding derivatives differently)."""
+    x, b = jnp.asarray(x), jnp.asarray(b)
+    return jnp.true_divide(jnp.add(x, jnp.sqrt(jnp.add(jnp.square(x), b))), 2)
 
 
 def glu(x, axis: int = -1):
@@ -338,16 +332,33 @@ def log1mexp(x):
 __all__ += ["log1mexp", "logmeanexp"]
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
-    """(x - mean) / sqrt(variance + epsilon) along `axis` (statistics computed if not given)."""
-    x = _inexact(x)
-    if where is not None:
-        raise NotImplementedError("standardize(where=...) is not supported")
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
+                algorithm: str = "fast"):  # fmt: skip
+    """(x - mean) * rsqrt(variance + epsilon) along `axis`, as jax.nn.standardize.
+
+    Args:
+        x: the input.
+        axis: the axes the statistics run over.
+        mean, variance: the statistics, computed (with keepdims) when not given.
+        epsilon: added to the variance.
+        where: optional mask of the elements the statistics count.
+        algorithm: "fast", E[x^2] - E[x]^2 clipped at 0 (it can round below 0), or "stable",
+            E[(x - E[x])^2].
+    Returns:
+        The standardized array.
+    """
+    x = jnp.asarray(x)
     if mean is None:
-        mean = jnp.mean(x, axis=axis, keepdims=True)
+        mean = jnp.mean(x, axis=axis, keepdims=True, where=where)
     if variance is None:
-        sq = jnp.mean(jnp.multiply(x, x), axis=axis, keepdims=True)
-        variance = jnp.subtract(sq, jnp.multiply(mean, mean))
+        if algorithm == "stable":
+            sq = jnp.square(jnp.subtract(x, mean))
+            variance = jnp.mean(sq, axis=axis, keepdims=True, where=where)
+        elif algorithm == "fast":
+            sq = jnp.mean(jnp.square(x), axis=axis, keepdims=True, where=where)
+            variance = jnp.clip(jnp.subtract(sq, jnp.square(mean)), 0)
+        else:
+            raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
     return jnp.multiply(jnp.subtract(x, mean), jnp.rsqrt(jnp.add(variance, epsilon)))
 
 

@@ -173,8 +173,13 @@ def kron(a, b):
 
 
 def logaddexp2(x1, x2, /):
-    """log2(2**x1 + 2**x2) without overflow."""
+    """log2(2**x1 + 2**x2) without overflow, with JAX's derivative (see `c.logaddexp`)."""
     a, b = c.promote_args("logaddexp2", x1, x2, to_inexact=True)
+    return c.DERIVATIVE_RULES.get("logaddexp2", logaddexp2_value)(a, b)
+
+
+def logaddexp2_value(a, b):
+    """`logaddexp2` of operands of one inexact dtype, by its formula."""
     if a.dtype.kind == "c":
         raise NotImplementedError("logaddexp2 of complex arrays needs the `complex` op")
     amax = c.maximum(a, b)

@@ -800,9 +800,21 @@ def convert_inexact(x):
     return convert(x, pdt.default_float(), weak=x.weak_type)
 
 
+# logaddexp and logaddexp2 with JAX's derivative rules (custom JVPs), installed by
+# purejit/special_gradients.py (custom_jvp sits above purejit.numpy): differentiating their
+# formulas gives 0 instead of 1/2 where both operands are equal, and NaN at equal infinities
+DERIVATIVE_RULES: dict = {}
+
+
 def logaddexp(x, y, /):
-    """log(exp(x) + exp(y)) without overflow; NaN and equal infinities as jax.numpy."""
+    """log(exp(x) + exp(y)) without overflow; NaN and equal infinities as jax.numpy, and
+    JAX's derivative t_x exp(x - out) + t_y exp(y - out)."""
     a, b = promote_args("logaddexp", x, y, to_inexact=True)
+    return DERIVATIVE_RULES.get("logaddexp", logaddexp_value)(a, b)
+
+
+def logaddexp_value(a, b):
+    """`logaddexp` of operands of one inexact dtype, by its formula."""
     m = maximum(a, b)
     delta = subtract(a, b)
     soft = add(m, log1p(exp(negative(abs(delta)))))

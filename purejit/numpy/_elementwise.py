@@ -6,7 +6,6 @@ in a while loop)."""
 
 from __future__ import annotations
 
-import math
 
 import ml_dtypes
 import numpy as np
@@ -14,10 +13,14 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit.lax import control as lax_control
+from purejit.lax._ad import stop_gradient
 from purejit.lax._lift import convert
+from purejit.lax.elementwise import abs as lax_abs
+from purejit.lax.elementwise import exp as lax_exp
+from purejit.lax.elementwise import mul as lax_mul
 from purejit.lax.ops import bitcast_convert_type as lax_bitcast
+from purejit.lax.special_functions import bessel_i0e
 from purejit.numpy import _core as c
-from purejit.numpy._poly import horner
 from purejit.numpy._program import as_program
 from purejit.numpy._reductions import any as _any
 from purejit.numpy._sorting import sort
@@ -293,64 +296,6 @@ def sort_complex(a):
 # ---- the modified Bessel function i0 ------------------------------------------------------
 
 
-def _series_terms(coef, y_max: float, eps: float) -> list[float]:
-    """The power-series coefficients coef(k) needed at 0 <= y <= y_max to relative `eps`
-    (the terms are positive, so the sum at y_max bounds every truncation error)."""
-    out, total, k = [], 0.0, 0
-    while True:
-        ck = coef(k)
-        out.append(ck)
-        total += ck * y_max**k
-        if k > 2 and ck * y_max**k < eps * total:
-            return out
-        k += 1
-
-
-def _asymptotic_terms(nu: int, n: int) -> list[float]:
-    """a_k of I_nu(x) e^-x sqrt(2 pi x) ~ sum_k a_k / x^k (DLMF 10.40.1)."""
-    out, a = [], 1.0
-    for k in range(n):
-        out.append(a)
-        a *= -(4 * nu * nu - (2 * k + 1) ** 2) / ((k + 1) * 8)
-    return out
-
-
-_BESSEL_CUT = 20.0  # the series below, the asymptotic expansion above (error < 1e-17 there)
-
-
-def bessel_ie(x, nu: int):
-    """exp(-|x|) I_nu(x) for nu in (0, 1) and real floating x: the power series
-    sum_k (x^2/4)^k / (k! (k+nu)!) (times x/2 for nu = 1) up to |x| = 20, the asymptotic
-    expansion beyond; float16 and bfloat16 are computed in float32."""
-    dt = x.dtype
-    if dt.itemsize < 4:
-        x = convert(x, np.dtype(np.float32), weak=x.weak_type)
-    eps = float(_finfo(x.dtype).eps) / 4
-    ax = c.abs(x)
-    small = c.less_equal(ax, _BESSEL_CUT)
-    xs = c.where(small, ax, 0.0)
-    y = c.multiply(c.multiply(xs, xs), 0.25)
-
-    def coef(k):
-        return 1.0 / (math.factorial(k) * math.factorial(k + nu))
-
-    # in y / y_max, so the coefficients stay in float32's range
-    y_max = _BESSEL_CUT**2 / 4
-    terms = [ck * y_max**k for k, ck in enumerate(_series_terms(coef, y_max, eps))]
-    series = horner(c.multiply(y, 1 / y_max), terms)
-    if nu == 1:
-        series = c.multiply(series, c.multiply(xs, 0.5))
-    series = c.multiply(series, c.exp(c.negative(xs)))
-    xl = c.where(small, 2 * _BESSEL_CUT, ax)
-    terms = _asymptotic_terms(nu, 40 if x.dtype.itemsize >= 8 else 16)
-    asym = c.true_divide(horner(c.true_divide(1.0, xl), terms),
-                         c.sqrt(c.multiply(xl, 2 * math.pi)))  # fmt: skip
-    out = c.where(small, series, asym)
-    if nu == 1:  # I_1 is odd
-        out = c.where(c.less(x, 0), c.negative(out), out)
-    return convert(out, dt, weak=x.weak_type) if dt != x.dtype else out
-
-
 def _real_float(name: str, x):
     x = _inexact1(x)
     if x.dtype.kind == "c":
@@ -359,6 +304,10 @@ def _real_float(name: str, x):
 
 
 def i0(x):
-    """The modified Bessel function of the first kind of order zero."""
+    """The modified Bessel function of the first kind of order zero: exp(|x|) i0e(|x|), as
+    jax.numpy's (so its bits are JAX's)."""
     x = _real_float("i0", x)
-    return c.multiply(c.exp(c.abs(x)), bessel_ie(x, 0))
+    ax = lax_abs(x)
+    out = lax_mul(lax_exp(ax), bessel_i0e(ax))
+    # I0'(0) = I1(0) = 0, where the chain rule through |x| gives 1: JAX zeroes the tangent
+    return c.where(c.equal(x, 0), stop_gradient(out), out)

@@ -61,8 +61,12 @@ def _digamma_positive(x):
 
 
 def digamma(x):
-    """The digamma function psi(x) = d/dx log Gamma(x); NaN at the poles 0, -1, -2, ..."""
+    """The digamma function psi(x) = d/dx log Gamma(x); NaN at the poles 0, -1, -2, ...
+    Real x: lax.digamma, as JAX's (so the bits are JAX's); complex x: the recurrence and
+    asymptotic series below."""
     x = _inexact("digamma", x, real=False)
+    if x.dtype.kind != "c":
+        return lax.digamma(x)
     reflect = x < _c(x, 0.5)
     y = where(reflect, 1 - x, x)
     psi = _digamma_positive(y)

@@ -1,11 +1,12 @@
 """purejit.scipy.special: `jax.scipy.special`'s most used functions, from IR ops.
 
-erf, erfinv and gammaln are the IR's `erf`, `erf_inv` and `lgamma` ops (XLA's
-approximations, as JAX's). The IR has no erfc or digamma op, so they are computed here:
-erfc as exp(-x^2) erfcx(|x|), erfcx being Weideman's rational approximation of the Faddeeva
-function (relative error about 3e-14; see _error_functions), digamma by the recurrence
-psi(x) = psi(x + 6) - sum 1/(x + k), the asymptotic series at x + 6 and reflection for
-x < 0.5. ndtri is Cephes' piecewise rational approximation, as JAX's (_ndtri).
+As in JAX, erf, erfinv, gammaln, expit, and for real arguments erfc and digamma, are lax's
+`erf`, `erf_inv`, `lgamma`, `logistic`, `erfc` and `digamma` (XLA's approximations), and
+i0e, i1e, i0, i1, gammainc, gammaincc, betainc, zeta and polygamma are lax's bessel_i0e,
+bessel_i1e, igamma, igammac, betainc, zeta and polygamma of the promoted arguments, so their
+bits are JAX's. Complex erfc is exp(-z^2) w(iz) (the Faddeeva function, _error_functions),
+complex digamma a recurrence and asymptotic series (_gamma). ndtr is jax.scipy's
+erf/erfc split; ndtri is Cephes' piecewise rational approximation, as JAX's (_ndtri).
 
 More functions, computed from existing ops:
 
@@ -13,17 +14,6 @@ Closed forms: entr, rel_entr, kl_div, log_softmax, gammasgn, gamma, loggamma, be
 factorial, comb, poch, multigammaln, boxcox, boxcox1p, log_ndtr (the asymptotic series below
 the switch point, as jax.scipy); betaln is gammaln(a) + gammaln(b) - gammaln(a + b), which
 loses relative accuracy when a and b are both large (JAX corrects for that).
-
-Series and continued fractions (each to the dtype's precision):
-- i0e, i1e, i0, i1: the power series to |x| = 20, the asymptotic expansion beyond
-  (purejit.numpy._elementwise.bessel_ie);
-- gammainc, gammaincc: the series of P(a, x) for x < a + 1, Legendre's continued fraction of
-  Q(a, x) otherwise (Numerical Recipes 6.2), evaluated in a while loop until every element
-  has converged;
-- betainc: the continued fraction of I_x(a, b) (Numerical Recipes 6.4, modified Lentz), with
-  the symmetry I_x(a, b) = 1 - I_{1-x}(b, a) where x > (a + 1) / (a + b + 2);
-- zeta (Hurwitz, q given): Euler-Maclaurin summation with 10 direct terms and 12 Bernoulli
-  corrections; polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1, digamma for n = 0.
 """
 
 from __future__ import annotations
@@ -42,14 +32,11 @@ from purejit.numpy._core import (
     log1p,
     where,
 )
-from purejit.lax import control as lax_control
 from purejit.lax._lift import convert
 from purejit.numpy import _core as c
-from purejit.numpy._creation import arange, ones_like, zeros_like
-from purejit.numpy._reductions import all as _all
+from purejit.numpy._creation import arange, zeros_like
 from purejit.numpy._reductions import sum as _sum
 from purejit.numpy._shape import expand_dims
-from purejit.numpy._elementwise import bessel_ie
 from purejit.scipy._error_functions import dawsn, erfcx, owens_t, wofz
 from purejit.scipy._gamma import _c, _here, _inexact
 from purejit.scipy._gamma import digamma, gamma, gammaln, gammasgn
@@ -111,20 +98,27 @@ def erfinv(x):
 
 
 def erfc(x):
-    """The complementary error function 1 - erf(x), accurate in the tails:
-    exp(-x^2) erfcx(|x|) (2 minus it for x < 0), and exp(-z^2) w(iz) for complex z."""
+    """The complementary error function 1 - erf(x): lax.erfc for real x, as JAX's (so the
+    bits are JAX's), and exp(-z^2) w(iz) for complex z."""
     x = _inexact("erfc", x, real=False)
     if x.dtype.kind == "c":
         return exp(-x * x) * wofz(x * _c(x, 1j))
-    z = abs(x)
-    r = exp(-z * z) * erfcx(z)
-    return where(x >= 0, r, 2 - r)
+    return lax.erfc(x)
 
 
 def ndtr(x):
-    """The standard normal CDF: erfc(-x / sqrt(2)) / 2."""
+    """The standard normal CDF, as jax.scipy's for float32 and float64: (1 + erf(w)) / 2
+    near 0, erfc(|w|) / 2 (or 1 minus it) beyond, w = x / sqrt(2); erfc(-w) / 2 for the
+    other inexact dtypes (which JAX refuses)."""
     x = _inexact("ndtr", x, real=False)
-    return _c(x, 0.5) * erfc(-x * _c(x, 1 / math.sqrt(2)))
+    if np.dtype(x.dtype) not in (np.float32, np.float64):
+        return _c(x, 0.5) * erfc(-x * _c(x, 1 / math.sqrt(2)))
+    half_sqrt_2 = _c(x, 0.5) * np.sqrt(2.0, dtype=x.dtype)
+    w = x * half_sqrt_2
+    z = abs(w)
+    y = where(z < half_sqrt_2, _c(x, 1.0) + lax.erf(w),
+              where(w > _c(x, 0.0), _c(x, 2.0) - lax.erfc(z), lax.erfc(z)))  # fmt: skip
+    return _c(x, 0.5) * y
 
 
 def ndtri(p):
@@ -314,221 +308,66 @@ def log_ndtr(x, series_order: int = 3):
 
 def i0e(x):
     """The exponentially scaled modified Bessel function of order 0: exp(-|x|) I0(x)."""
-    return bessel_ie(_inexact("i0e", x), 0)
+    return lax.bessel_i0e(_inexact("i0e", x))
 
 
 def i1e(x):
     """The exponentially scaled modified Bessel function of order 1: exp(-|x|) I1(x)."""
-    return bessel_ie(_inexact("i1e", x), 1)
+    return lax.bessel_i1e(_inexact("i1e", x))
 
 
 def i0(x):
     """The modified Bessel function of order 0."""
     x = _inexact("i0", x)
-    return c.exp(c.abs(x)) * bessel_ie(x, 0)
+    return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i0e(x))
 
 
 def i1(x):
     """The modified Bessel function of order 1."""
     x = _inexact("i1", x)
-    return c.exp(c.abs(x)) * bessel_ie(x, 1)
+    return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i1e(x))
 
 
 # ---- incomplete gamma and beta functions ------------------------------------------------------
 
-_MAX_ITER = 2000
-
-
-def _iterate(step, init, done_of):
-    """Run `step` on the carry until `done_of(carry)` holds everywhere (or _MAX_ITER)."""
-
-    def cond(carry):
-        return (carry[0] < _MAX_ITER) & c.logical_not(_all(done_of(carry[1:])))
-
-    def body(carry):
-        return (carry[0] + 1,) + tuple(step(carry[0], carry[1:]))
-
-    out = lax_control.while_loop(cond, body, (c.asarray(np.int32(0)),) + tuple(init))
-    return out[1:]
-
-
-def _igamma_series(a, x):
-    """P(a, x) = x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a + 1) ... (a + n))."""
-    eps = float(np.finfo(a.dtype).eps)
-
-    def step(i, carry):
-        ap, term, total = carry
-        ap = ap + 1
-        term = term * x / ap
-        return ap, term, total + term
-
-    _, _, total = _iterate(step, (a, ones_like(a), ones_like(a)),
-                           lambda cr: c.abs(cr[1]) <= c.abs(cr[2]) * eps)  # fmt: skip
-    log_pre = a * c.log(x) - x - lax.lgamma(a + 1)
-    return total * c.exp(log_pre)
-
-
-def _lentz_tiny(x):
-    return _k(x, float(np.finfo(x.dtype).tiny) * 1e3)
-
-
-def _igammac_cf(a, x):
-    """Q(a, x) by Legendre's continued fraction (modified Lentz)."""
-    eps = float(np.finfo(a.dtype).eps)
-    tiny = _lentz_tiny(a)
-    b0 = x + 1 - a
-    d0 = 1 / b0
-    init = (b0, zeros_like(a) + 1 / tiny, d0, d0, zeros_like(a) > 0)
-
-    def step(i, carry):
-        b, cc, d, h, _ = carry
-        n = convert(i + 1, a.dtype)
-        an = -n * (n - a)
-        b = b + 2
-        d = an * d + b
-        d = c.where(c.abs(d) < tiny, tiny, d)
-        cc = b + an / cc
-        cc = c.where(c.abs(cc) < tiny, tiny, cc)
-        d = 1 / d
-        delta = d * cc
-        return b, cc, d, h * delta, c.abs(delta - 1) <= eps
-
-    _, _, _, h, _ = _iterate(step, init, lambda cr: cr[4])
-    return c.exp(a * c.log(x) - x - lax.lgamma(a)) * h
-
-
-def _igamma_parts(a, x):
-    use_series = x < a + 1
-    # each branch is evaluated with safe arguments where the other is chosen
-    p = _igamma_series(a, c.where(use_series, x, zeros_like(x)))
-    q = _igammac_cf(a, c.where(use_series, a + 2, x))
-    return use_series, p, q
-
-
-def _igamma_edges(a, x, value, complement: bool):
-    one, zero = _k(a, 1.0), _k(a, 0.0)
-    bad = (a < 0) | (x < 0) | c.isnan(a) | c.isnan(x)
-    out = c.where(x == 0, one if complement else zero, value)
-    out = c.where(c.isinf(x) & (x > 0), zero if complement else one, out)
-    out = c.where(a == 0, c.where(x > 0, zero if complement else one, _k(a, np.nan)), out)
-    return convert(c.where(bad, _k(a, np.nan), out), a.dtype, weak=a.weak_type)
-
 
 def gammainc(a, x):
     """The regularized lower incomplete gamma function P(a, x)."""
-    a, x = _inexact("gammainc", a, x)
-    use_series, p, q = _igamma_parts(a, x)
-    return _igamma_edges(a, x, c.where(use_series, p, 1 - q), False)
+    return lax.igamma(*_inexact("gammainc", a, x))
 
 
 def gammaincc(a, x):
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
-    a, x = _inexact("gammaincc", a, x)
-    use_series, p, q = _igamma_parts(a, x)
-    return _igamma_edges(a, x, c.where(use_series, 1 - p, q), True)
-
-
-def _betacf(a, b, x):
-    """The continued fraction of I_x(a, b) (modified Lentz)."""
-    eps = float(np.finfo(a.dtype).eps)
-    tiny = _lentz_tiny(a)
-    qab, qap, qam = a + b, a + 1, a - 1
-    d = 1 - qab * x / qap
-    d = 1 / c.where(c.abs(d) < tiny, tiny, d)
-    init = (ones_like(a), d, d, zeros_like(a) > 0)
-
-    def step(i, carry):
-        cc, d, h, _ = carry
-        m = convert(i + 1, a.dtype)
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1 + aa * d
-        d = 1 / c.where(c.abs(d) < tiny, tiny, d)
-        cc = 1 + aa / cc
-        cc = c.where(c.abs(cc) < tiny, tiny, cc)
-        h = h * d * cc
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1 + aa * d
-        d = 1 / c.where(c.abs(d) < tiny, tiny, d)
-        cc = 1 + aa / cc
-        cc = c.where(c.abs(cc) < tiny, tiny, cc)
-        delta = d * cc
-        return cc, d, h * delta, c.abs(delta - 1) <= eps
-
-    _, _, h, _ = _iterate(step, init, lambda cr: cr[3])
-    return h
+    return lax.igammac(*_inexact("gammaincc", a, x))
 
 
 def betainc(a, b, x):
     """The regularized incomplete beta function I_x(a, b)."""
-    a, b, x = _inexact("betainc", a, b, x)
-    swap = x > (a + 1) / (a + b + 2)
-    aa, bb = c.where(swap, b, a), c.where(swap, a, b)
-    xx = c.where(swap, 1 - x, x)
-    inner = (x > 0) & (x < 1)
-    xs = c.where(inner, xx, _k(x, 0.5))
-    log_front = (aa * c.log(xs) + bb * c.log1p(-xs) - betaln(aa, bb)) - c.log(aa)
-    val = c.exp(log_front) * _betacf(aa, bb, xs)
-    val = c.where(swap, 1 - val, val)
-    val = c.where(x <= 0, _k(x, 0.0), c.where(x >= 1, _k(x, 1.0), val))
-    bad = (a <= 0) | (b <= 0) | (x < 0) | (x > 1) | c.isnan(a) | c.isnan(b) | c.isnan(x)
-    return convert(c.where(bad, _k(x, np.nan), val), x.dtype, weak=x.weak_type)
+    return lax.betainc(*_inexact("betainc", a, b, x))
 
 
 # ---- zeta and polygamma -----------------------------------------------------------------------
 
-# B_2j / (2j)!, j = 1..12
-_BERNOULLI_2J = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
-                 43867 / 798, -174611 / 330, 854513 / 138, -236364091 / 2730)  # fmt: skip
-_ZETA_COEFS = tuple(b / math.factorial(2 * j + 2) for j, b in enumerate(_BERNOULLI_2J))
-_ZETA_DIRECT = 10
-
-
-def _hurwitz(x, q):
-    total = zeros_like(x)
-    for k in range(_ZETA_DIRECT):
-        total = total + c.power(q + k, -x)
-    w = q + _ZETA_DIRECT
-    total = total + c.power(w, 1 - x) / (x - 1) + 0.5 * c.power(w, -x)
-    # sum_j B_2j/(2j)! x (x+1) ... (x+2j-2) w^(-x-2j+1)
-    rising = x
-    wpow = c.power(w, -x - 1)
-    inv_w2 = 1 / (w * w)
-    for j, coef in enumerate(_ZETA_COEFS):
-        if j:
-            rising = rising * (x + (2 * j - 1)) * (x + 2 * j)
-        total = total + coef * rising * wpow
-        wpow = wpow * inv_w2
-    return total
-
 
 def zeta(x, q=None):
-    """The Hurwitz zeta function sum_k (k + q)^-x (q is required, as in jax.scipy)."""
+    """The Hurwitz zeta function sum_k (k + q)^-x (q is required, as in jax.scipy): lax.zeta
+    of the promoted arguments, as JAX's."""
     if q is None:
         raise NotImplementedError(
             "Riemann zeta function not implemented; pass q != None to compute the Hurwitz "
             "zeta function (as in jax.scipy)"
         )
-    x, q = _inexact("zeta", x, q)
-    out = _hurwitz(x, q)
-    q_pole = (q <= 0) & (q == c.floor(q))
-    out = c.where(x == 1, _k(x, np.inf), out)
-    out = c.where(q_pole, _k(x, np.inf), out)
-    bad = (x < 1) | ((q < 0) & (x != c.floor(x)))
-    return c.where(bad | c.isnan(x) | c.isnan(q), _k(x, np.nan), out)
+    return lax.zeta(*_inexact("zeta", x, q))
 
 
 def polygamma(n, x):
-    """The n-th derivative of digamma (n a non-negative integer array or scalar)."""
+    """The n-th derivative of digamma (n a non-negative integer array or scalar): lax.polygamma
+    of the promoted arguments, as JAX's."""
     n0 = c._lift(n)
     if n0.dtype.kind not in "iu":
         raise ValueError(f"Argument `n` to polygamma must be of integer type. Got dtype "
                          f"{n0.dtype}{_here()}")  # fmt: skip
-    nn, xx = _inexact("polygamma", n, x)
-    safe_n = c.where(nn < 1, _k(nn, 1.0), nn)
-    sign = c.where(c.remainder(safe_n, 2) == 0, _k(xx, -1.0), _k(xx, 1.0))
-    higher = sign * c.exp(lax.lgamma(safe_n + 1)) * zeta(safe_n + 1, xx)
-    return c.where(nn == 0, digamma(xx), c.where(nn < 0, _k(xx, np.nan), higher))
+    return lax.polygamma(*_inexact("polygamma", n, x))
 
 
 # ---- the integrals, the Faddeeva family, hypergeometric and recurrence-built functions -------

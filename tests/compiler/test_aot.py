@@ -125,3 +125,60 @@ def test_executable_checks_dtype_before_execute():
         exe.execute([pjrt.to_device(np.ones(3, np.float32))] * 2)
     (out,) = exe.execute([pjrt.to_device(np.arange(3, dtype=np.float32))])
     np.testing.assert_array_equal(np.asarray(out), [1, 2, 3])
+
+
+# ---- the ahead-of-time executable serves the calls, as JAX's -------------------------------
+
+
+@pytest.fixture
+def backend_compiles(monkeypatch):
+    """How many programs XLA has compiled since the test began (eager ops aside)."""
+    count = [0]
+    real = pjrt.compile
+
+    def counting(*args, **kwargs):
+        count[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pjrt, "compile", counting)
+    return lambda: count[0]
+
+
+def test_compile_ahead_fills_the_cache_calls_read(backend_compiles):
+    f = purejit.jit(lambda x, y: x * 2 + y)
+    x, y = np.arange(3, dtype=np.float32), np.float32(1)
+    compiled = f.lower(x, y).compile()
+    assert backend_compiles() == 1
+    np.testing.assert_array_equal(f(x, y), [1, 3, 5])
+    np.testing.assert_array_equal(f(x + 1, y), [3, 5, 7])  # the fast path too
+    assert backend_compiles() == 1 and f.stats.compiles == 1 and f.stats.hits == 2
+    assert f.lower(x, y).compile() is compiled  # compiling again returns it
+    f.trace(x, y).lower().compile()  # the trace stage's path reads the same entry
+    assert backend_compiles() == 1
+    f(x, 1.0)  # another signature (a weak scalar) compiles its own
+    assert backend_compiles() == 2
+
+
+def test_compile_ahead_for_other_options_or_devices_is_not_reused(backend_compiles):
+    def g(x):
+        return jnp.sin(x) * 2
+
+    x = np.arange(3, dtype=np.float32)
+    purejit.jit(g, compiler_options={"disable_passes": ["cse"]}).lower(x).compile()
+    plain = purejit.jit(g)
+    plain(x)  # its own jit, its own options: compiles
+    assert backend_compiles() == 2
+    h = purejit.jit(g)
+    h.lower(x).compile(device=pjrt.default_device())  # a device the calls do not ask for
+    h(x)
+    assert backend_compiles() == 4
+    k = purejit.jit(g, buckets={"x": {0: [4, 8]}})  # calls run padded signatures: not shared
+    k.lower(x).compile()
+    k(x)
+    assert backend_compiles() == 6
+    m = purejit.jit(g)
+    lowered = m.lower(x)
+    with purejit.enable_x64(True):  # compiled in another context than the calls below
+        lowered.compile()
+    m(x)
+    assert backend_compiles() == 8

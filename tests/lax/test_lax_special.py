@@ -66,6 +66,64 @@ def test_bessel_i0e_and_incomplete_functions_match_jax():
         close(g, w)
 
 
+def _kind(v):
+    return f"{np.asarray(v).dtype}{' weak' if getattr(v, 'weak_type', False) else ''}"
+
+
+WEAK_CASES = {
+    "igamma": lambda lax, x: lax.igamma(2.0, x),
+    "igammac": lambda lax, x: lax.igammac(x, 2.0),
+    "igamma_grad_a": lambda lax, x: lax.igamma_grad_a(2.0, x),
+    "betainc": lambda lax, x: lax.betainc(2.0, 3.0, x),
+    "bessel_i0e": lambda lax, x: lax.bessel_i0e(x),
+    "bessel_i1e": lambda lax, x: lax.bessel_i1e(x),
+}
+
+
+@pytest.mark.parametrize("name", list(WEAK_CASES))
+def test_weak_types_follow_jax(name):
+    # weak only when every operand is: a Python float, a weak tracer, or next to float32
+    f = WEAK_CASES[name]
+    for x in (0.4, np.float32(0.4)):
+        for lax, jit in ((jax.lax, jax.jit), (plax, purejit.jit)):
+            kinds = [
+                _kind(f(lax, x)),
+                _kind(jit(lambda x: f(lax, x))(x)),
+                _kind(jit(lambda: f(lax, x))()),
+                _kind(jit(lambda y: f(lax, x) + y)(np.ones(2, jax.numpy.bfloat16))),
+            ]
+            if lax is jax.lax:
+                want = kinds
+        assert kinds == want, f"{name}({x!r}): {kinds}, JAX {want}"
+
+
+def test_float16_and_bfloat16_are_computed_in_float32_as_jax():
+    a, b, x, u = uniform(0.1, 8), uniform(0.1, 8), uniform(0, 14), uniform(0, 1)
+
+    def make(lax):
+        def f(a, b, x, u):
+            return [lax.igamma(a, x), lax.igammac(a, x), lax.igamma_grad_a(a, x),
+                    lax.betainc(a, b, u), lax.bessel_i0e(x - 7)]  # fmt: skip
+
+        return f
+
+    for dt in (np.float16, jax.numpy.bfloat16):
+        args = [v.astype(dt) for v in (a, b, x, u)]
+        got, want = purejit.jit(make(plax))(*args), jax.jit(make(jax.lax))(*args)
+        for g, w in zip(got, want):
+            assert np.asarray(g).dtype == np.dtype(dt)
+            np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(w, np.float32))
+
+
+def test_bessel_i0e_derivative_is_jax_rule():
+    # i1e(x) - sign(x) i0e(x); through the Chebyshev expansions it was NaN at 0
+    x = np.array([0.0, -0.0, 1e-3, -0.5, 7.9, 8.1, 30.0], np.float32)
+    want = jax.jit(jax.vmap(jax.grad(jax.lax.bessel_i0e)))(x)
+    got = purejit.jit(purejit.vmap(purejit.grad(plax.bessel_i0e)))(x)
+    close(got, want, rtol=1e-6, atol=0)
+    assert float(purejit.grad(plax.bessel_i0e)(0.0)) == 0.0
+
+
 def test_derivatives_match_jax():
     a, x = uniform(0.3, 6, 8), uniform(0.1, 10, 8)
     u, b = uniform(0.05, 0.95, 8), uniform(0.5, 5, 8)

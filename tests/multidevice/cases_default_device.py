@@ -55,3 +55,30 @@ def case_eager_ops_run_where_their_operands_are_committed():
         assert "cpu:3" in str(e) and "cpu:2" in str(e) and "device_put" in str(e), e
     else:
         raise AssertionError("operands committed to two devices were accepted")
+
+
+def case_compile_ahead_serves_calls_on_their_device():
+    # jit(f).lower(x).compile() fills the cache f(x) reads, for the device f(x) runs on only
+    from purejit.backend import pjrt
+
+    count, real = [0], pjrt.compile
+
+    def counting(*args, **kwargs):
+        count[0] += 1
+        return real(*args, **kwargs)
+
+    pjrt.compile = counting
+    try:
+        f = purejit.jit(lambda x: x * 3)
+        x = np.arange(4.0, dtype=np.float32)
+        lowered = f.lower(x)
+        with purejit.default_device(DEVS[3]):
+            lowered.compile()  # for device 3: not what f(x) runs outside the block
+        assert f(x).devices() == {DEVS[0]} and count[0] == 2
+        x3 = purejit.device_put(x, DEVS[3])
+        f.lower(x3).compile(device=DEVS[3])  # the device a call on x3 runs on
+        y = f(x3)
+        assert y.devices() == {DEVS[3]} and count[0] == 3, (y.devices(), count)
+        np.testing.assert_array_equal(np.asarray(y), x * 3)
+    finally:
+        pjrt.compile = real

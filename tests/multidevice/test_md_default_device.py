@@ -11,4 +11,4 @@ def test_default_device_on_8_devices():
     results = run_cases(CASES)
     failed = {k: v for k, v in results.items() if v != "ok"}
     assert not failed, "\n\n".join(f"{k}:\n{v}" for k, v in failed.items())
-    assert len(results) == 2
+    assert len(results) == 3

@@ -108,3 +108,63 @@ def test_softmax_is_stable_and_normalised():
     out = np.asarray(pnn.softmax(x))
     np.testing.assert_allclose(out, [[0.5, 0.5, 0.0]])
     np.testing.assert_allclose(np.asarray(pnn.logsumexp(x)), 1000 + np.log(2), rtol=1e-6)
+
+
+# (function, keywords): written as jax.nn's (square, x ** 3, erfc, the clipped variance,
+# logistic as 1 / (1 + exp(-x)), logaddexp's JVP), so values and reverse-mode derivatives
+# round as JAX's
+SAME_BITS = {
+    "sigmoid": ("sigmoid", {}),
+    "silu": ("silu", {}),
+    "softplus": ("softplus", {}),  # jnp.logaddexp(x, 0) and its JVP rule
+    "log_sigmoid": ("log_sigmoid", {}),
+    "mish": ("mish", {}),
+    "hard_sigmoid": ("hard_sigmoid", {}),
+    "log_softmax": ("log_softmax", {}),
+    "squareplus": ("squareplus", {}),
+    "gelu": ("gelu", {}),
+    "gelu exact": ("gelu", dict(approximate=False)),
+    "standardize": ("standardize", {}),
+    "standardize stable": ("standardize", dict(axis=0, algorithm="stable")),
+    "standardize where": ("standardize", dict(where=MASK)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_values_and_derivatives_are_jax_bits(dtype):
+    from purejit.backend import pjrt
+
+    x = np.where(np.isfinite(X), X, 1.0).astype(dtype)
+    ct = RNG.normal(size=x.shape).astype(dtype)
+
+    def forward(nn):
+        return lambda x: [getattr(nn, f)(x, **kw) for f, kw in SAME_BITS.values()]
+
+    def backward(nn, vjp):
+        def f(x, ct):
+            return [vjp(lambda x: getattr(nn, f)(x, **kw), x)[1](ct)[0]
+                    for f, kw in SAME_BITS.values()]  # fmt: skip
+
+        return f
+
+    pairs = [
+        (jax.jit(forward(jnn))(x), purejit.jit(forward(pnn))(x)),
+        (jax.jit(backward(jnn, jax.vjp))(x, ct), purejit.jit(backward(pnn, purejit.vjp))(x, ct)),
+    ]
+    for kind, (refs, outs) in zip(("value", "vjp"), pairs):
+        for name, r, g in zip(SAME_BITS, refs, outs):
+            r, g = np.asarray(r, np.float32), np.asarray(g, np.float32)
+            if pjrt.is_gpu():
+                np.testing.assert_allclose(g, r, rtol=1e-2, atol=1e-2, err_msg=f"{kind} {name}")
+            else:
+                np.testing.assert_array_equal(g, r, err_msg=f"{kind} {name} ({dtype})")
+
+
+def test_standardize_clips_a_variance_rounded_below_zero():
+    # E[x^2] - E[x]^2 rounds below 0 on a near-constant row: JAX clips it (no NaN)
+    x = np.full((2, 8), 3000.0, np.float32) + np.float32(1e-3) * np.arange(8, dtype=np.float32)
+    ref, got = jnn.standardize(x), pnn.standardize(x)
+    assert np.isfinite(np.asarray(got)).all()
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+    with pytest.raises(ValueError, match="algorithm"):
+        pnn.standardize(x, algorithm="exact")

@@ -309,3 +309,19 @@ def test_error_names_op_and_line():
         jnp.matmul(np.ones((2, 3)), np.ones((4, 2)))
     with pytest.raises(ValueError, match="out of bounds"):
         jnp.sum(np.ones(3), axis=2)
+
+
+def test_logaddexp_derivatives_are_jax_rule():
+    # t_x exp(x - out) + t_y exp(y - out), +inf read as 0: 1/2 where x == y (the formula's
+    # max and |x - y| gave 0 there) and 2 for logaddexp(x, x) at +inf (NaN before)
+    import jax
+    import jax.numpy as jjnp
+
+    x = np.array([0.0, 1.0, -3.0, 30.0, -np.inf, np.inf], np.float32)
+    for name in ("logaddexp", "logaddexp2"):
+        for y in (np.zeros_like(x), x):
+            want = jax.jit(jax.vmap(jax.grad(getattr(jjnp, name), (0, 1))))(x, y)
+            got = purejit.jit(purejit.vmap(purejit.grad(getattr(jnp, name), (0, 1))))(x, y)
+            for w, g in zip(want, got):
+                np.testing.assert_array_equal(np.asarray(g), np.asarray(w), err_msg=name)
+    assert float(purejit.grad(lambda v: jnp.logaddexp(v, 0.0))(0.0)) == 0.5

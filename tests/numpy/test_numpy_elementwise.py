@@ -49,9 +49,21 @@ def test_against_jax():
     check_cases(CASES, X, IS, JS, eager=True, rtol=3e-6)
 
 
+def test_i0_bits_and_derivative_are_jax():
+    # exp(|x|) lax.bessel_i0e(|x|), with the tangent zeroed at 0 (I0'(0) = I1(0) = 0)
+    import jax
+
+    x = np.array([0.0, -0.0, 1e-3, 0.5, 7.9, 8.1, 30.0, -2.0, 3.0], np.float32)
+    for f, g in ((jjnp.i0, jnp.i0), (jax.grad(jjnp.i0), purejit.grad(jnp.i0))):
+        want = np.asarray(jax.jit(jax.vmap(f))(x))
+        got = np.asarray(purejit.jit(purejit.vmap(g))(x))
+        np.testing.assert_allclose(got, want, rtol=3e-6, atol=0)
+    assert float(purejit.grad(jnp.i0)(0.0)) == 0.0
+
+
 def test_i0_float64():
-    """float64 accuracy near the switch from the series to the asymptotic expansion."""
-    x = np.concatenate([np.linspace(-50, 50, 201), [19.99, 20.0, 20.01, 700.0]])
+    """float64 accuracy on both sides of Cephes' switch at |x| = 8 and far out."""
+    x = np.concatenate([np.linspace(-50, 50, 201), [7.99, 8.0, 8.01, 700.0]])
     purejit.config.update("enable_x64", True)
     try:
         got = np.asarray(jnp.i0(jnp.asarray(x)))

@@ -11,6 +11,7 @@ from jnp_compare import _compare
 import purejit
 import purejit.numpy as jnp
 import purejit.scipy.special as psp
+from purejit.backend import pjrt
 
 X = np.array([0.0, 0.3, 1.0, 2.5, 7.0, 15.0, 40.0, -0.5, -1.0, -2.5, np.nan], np.float32)
 A = np.array([0.5, 1.0, 2.0, 3.5, 10.0, 0.1, 30.0], np.float32)
@@ -39,14 +40,21 @@ CASES = {
                                        s.gammainc(1.0, 0.0), s.gammaincc(2.0, np.inf)),
     "betainc": lambda s, x, a, z, u: (s.betainc(a, z + 0.5, u), s.betainc(z, a[::-1], u[::-1]),
                                       s.betainc(2.0, 3.0, 0.4)),
+    "lax based": lambda s, x, a, z, u: (s.digamma(x), s.digamma(a), s.erfc(x), s.ndtr(x * 3),
+                                        s.ndtr(z - 1)),
     "zeta polygamma": lambda s, x, a, z, u: (s.zeta(a + 1.1, z), s.zeta(2.0, 1.0),
                                              s.zeta(3.0, x[:7] + 0.25),
                                              s.polygamma(0, a), s.polygamma(1, a),
                                              s.polygamma(3, z + 1)),
 }  # fmt: skip
 
-TOL = {"gammainc": 3e-5, "betainc": 3e-5, "zeta polygamma": 2e-5, "gamma": 2e-5,
+TOL = {"gammainc": 3e-5, "betainc": 3e-5, "zeta polygamma": 2e-5, "gamma": 2e-5, "lax based": 2e-5,
        "comb poch": 3e-5, "log_ndtr": 3e-5, "bessel": 3e-6, "entropies": 2e-6, "boxcox": 2e-6}  # fmt: skip
+# lax's functions (bessel_i0e/i1e, igamma(c), betainc, zeta, polygamma, digamma, erfc), as
+# JAX's: the same bits under jit on CPU (eagerly, op by op, XLA's fusion rounds a few of them
+# differently)
+_BITS = ("gammainc", "betainc", "bessel", "zeta polygamma", "lax based", "log_ndtr")
+JIT_TOL = TOL if pjrt.is_gpu() else {**TOL, **dict.fromkeys(_BITS, 0.0)}
 
 
 def test_against_jax():
@@ -55,7 +63,7 @@ def test_against_jax():
     refs = jax.jit(lambda *v: [CASES[n](jsp, *v) for n in names])(*args)
     outs = purejit.jit(lambda *v: [CASES[n](psp, *v) for n in names])(*args)
     for n, r, g in zip(names, refs, outs):
-        _compare(r, g, TOL[n], TOL[n] / 10, True, f"jit {n!r}")
+        _compare(r, g, JIT_TOL[n], JIT_TOL[n] / 10, True, f"jit {n!r}")
     for n in ("gammainc", "betainc", "bessel"):  # the while loops and series, eagerly too
         g = CASES[n](psp, *[jnp.asarray(v) for v in args])
         _compare(refs[names.index(n)], g, TOL[n], TOL[n] / 10, True, f"eager {n!r}")

@@ -68,6 +68,26 @@ def test_convolution_jvp_and_both_transposes_match_jax():
     check_ad(_convs(lax, CASES), _convs(jax.lax, CASES), *_args(CASES), rtol=1e-4, atol=1e-4)
 
 
+def test_complex_convolution_jvp_and_both_transposes_match_jax():
+    # emitted as three real convolutions; the derivatives transpose the complex op itself
+    cases = [CASES[k] for k in (1, 3, 4, 8)]  # strides, feature and batch groups, 1-d
+    args = _args(cases, np.complex64)
+    check_ad(_convs(lax, cases), _convs(jax.lax, cases), *args, rtol=1e-4, atol=1e-4)
+
+    def loss(mod, m):
+        # a real loss of both arguments: grad is the conjugate cotangent, as in JAX
+        return lambda x, w: m.sum(m.abs(mod.conv_general_dilated(x, w, **cases[1][2])) ** 2)
+
+    x, w = args[2:4]
+    ref = jax.jit(jax.grad(loss(jax.lax, jjnp), argnums=(0, 1)))(x, w)
+    got = purejit.jit(purejit.grad(loss(lax, jnp), argnums=(0, 1)))(x, w)
+    assert_tree_close(ref, got, **dot_tol(1e-4, 1e-4), where="grad of |conv|^2")
+    with jax.enable_x64(True), purejit.enable_x64(True):  # complex128, batch groups
+        c128 = [CASES[4]]
+        args = _args(c128, np.complex128)
+        check_ad(_convs(lax, c128), _convs(jax.lax, c128), *args, rtol=1e-10, atol=1e-10)
+
+
 def test_convolution_with_preferred_element_type_and_conv_transpose():
     def make(mod):
         def f(x, w, xb, wb):

@@ -11,13 +11,13 @@ import numpy as np
 
 from purejit.backend import pjrt
 from purejit.backend.lowering import _fast_math
-from purejit.backend.lowering._util import emit_op, lowering
+from purejit.backend.lowering._util import dense, emit_op, lowering
 from purejit.ir import TensorType, dtypes
 
 _SAME_NAME = [
     "abs", "negate", "sign", "not", "popcnt", "count_leading_zeros", "floor", "ceil",
     "round_nearest_afz", "round_nearest_even", "is_finite", "real", "imag", "sqrt", "rsqrt",
-    "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh",
+    "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "tanh",
     "add", "subtract", "multiply", "divide", "remainder", "power",
     "atan2", "and", "or", "xor", "shift_left", "shift_right_logical",
     "shift_right_arithmetic", "select", "clamp", "convert", "bitcast_convert", "complex",
@@ -87,6 +87,24 @@ def _minmax(ctx, op, args):
         [pred_t],
     )
     return ctx.op("stablehlo.select", [take_a, *args], [pred_t, t, t], [t])
+
+
+@lowering("logistic")
+def _logistic(ctx, op, args):
+    """1 / (1 + exp(-x)), as JAX lowers `logistic` (it keeps off XLA's LogisticOp, whose
+    expansion rounds differently: bfloat16 results differed by an ulp)."""
+    t = op.results[0].type
+    scalar = TensorType((), t.dtype)
+    (one,) = ctx.op(
+        "stablehlo.constant", [], [], [scalar], f"value = {dense(np.array(1, t.dtype))}"
+    )
+    if t.shape:
+        attrs = "broadcast_dimensions = array<i64>"
+        (one,) = ctx.op("stablehlo.broadcast_in_dim", [one], [scalar], [t], attrs)
+    (neg,) = ctx.op("stablehlo.negate", args, [t], [t])
+    (e,) = ctx.op("stablehlo.exponential", [neg], [t], [t])
+    (den,) = ctx.op("stablehlo.add", [one, e], [t, t], [t])
+    return ctx.op("stablehlo.divide", [one, den], [t, t], [t])
 
 
 @lowering("reduce_precision")

@@ -180,7 +180,8 @@ def _(x, y, t):
 
 @_unary("erfc")
 def _(x, y, t):
-    return mul(t, mul(_c(x, -2 / math.sqrt(math.pi)), op("exponential", neg(mul(x, x)))))
+    # JAX's order of products (as erf's), so the derivative rounds as JAX's
+    return mul(_c(x, -2 / math.sqrt(math.pi)), mul(t, op("exponential", neg(mul(x, x)))))
 
 
 @_unary("digamma")
