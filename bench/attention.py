@@ -275,7 +275,9 @@ def _errors(state, q, k, v, w) -> dict:
     return out
 
 
-def run(quick: bool, rounds: int) -> tuple[list, dict, str]:
+def run(quick: bool, rounds: int, only=None) -> tuple[list, dict, str]:
+    """The table's rows, the errors against float64 (first length) and the device; `only`:
+    the sequence lengths to run (default: all of the platform's)."""
     import jax
 
     gpu = jax.default_backend() == "gpu"
@@ -285,6 +287,8 @@ def run(quick: bool, rounds: int) -> tuple[list, dict, str]:
         import ml_dtypes
 
         b, n, h, lengths, dt = 8, 16, 64, [512, 1024, 2048, 4096], ml_dtypes.bfloat16
+    if only:
+        lengths = list(only)
     rows, errors = [], {}
     for t in lengths:
         r = np.random.default_rng(t)
@@ -343,13 +347,16 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", default="docs/benchmarks")
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--lengths", default=None, help="sequence lengths to run, e.g. 4096")
     a = p.parse_args(argv)
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    rows, errors, device = run(a.quick, a.rounds)
+    only = [int(x) for x in a.lengths.split(",")] if a.lengths else None
+    rows, errors, device = run(a.quick, a.rounds, only)
     text = report(rows, errors, device)
     import jax
 
-    name = f"attention_{jax.default_backend()}{'_quick' if a.quick else ''}.md"
+    tail = "_" + a.lengths.replace(",", "-") if a.lengths else ""
+    name = f"attention_{jax.default_backend()}{'_quick' if a.quick else ''}{tail}.md"
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, name), "w") as f:
         f.write(text)
