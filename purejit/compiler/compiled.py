@@ -70,13 +70,14 @@ class Compiled:
         key, leaves = flat
         if len(leaves) != len(avals):
             return None
-        donated = () if self.plain else self.lowered.donation.aliases
+        # every donated parameter, aliased or not (`donated` is per parameter)
+        donated = () if self.plain else self.lowered.donation.donated
         for i, (a, given, want) in enumerate(zip(leaves, sig_leaves, avals)):
             if type(a) is Array:
                 if a is not given or a.aval != want:
                     return None
             elif (
-                i in donated
+                (i < len(donated) and donated[i])
                 or self.lowered.layout is not None
                 or a.dtype.itemsize >= 8
                 or want.weak_type

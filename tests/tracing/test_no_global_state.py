@@ -46,6 +46,9 @@ ALLOWED = {
     ("purejit/lax/incomplete.py", "IMPLS"): (
         "registry of differentiable implementations, filled at import by special_gradients"
     ),
+    ("purejit/lax/special_functions.py", "IMPLS"): (
+        "registry of differentiable implementations, filled at import by special_gradients"
+    ),
     ("purejit/tracing/primitive.py", "_PRIMITIVES"): (
         "one primitive object per IR op name (bounded by the op registry), made by an atomic "
         "dict.setdefault so each name has one object (libraries compare them by identity)"
