@@ -275,11 +275,14 @@ def _errors(state, q, k, v, w) -> dict:
     return out
 
 
-def run(quick: bool, rounds: int, only=None) -> tuple[list, dict, str]:
+def run(quick: bool, rounds: int, only=None, done=None) -> tuple[list, dict, str]:
     """The table's rows, the errors against float64 (first length) and the device; `only`:
-    the sequence lengths to run (default: all of the platform's)."""
+    the sequence lengths to run (default: all of the platform's); `done(rows, errors,
+    device)` is called after each length (the caller writes what is measured so far)."""
     import jax
 
+    dev = jax.devices()[0]
+    kind = getattr(dev, "device_kind", dev.platform)
     gpu = jax.default_backend() == "gpu"
     if quick or not gpu:
         b, n, h, lengths, dt = 1, 2, 16, [64, 128], np.float32
@@ -308,8 +311,9 @@ def run(quick: bool, rounds: int, only=None) -> tuple[list, dict, str]:
             sec = times[name, mode]
             rows.append((t, name, mode, sec, s[4], flops / sec / 1e12))
         print(f"T={t} done", file=sys.stderr, flush=True)
-    dev = jax.devices()[0]
-    return rows, errors, getattr(dev, "device_kind", dev.platform)
+        if done is not None:
+            done(rows, errors, kind)
+    return rows, errors, kind
 
 
 def report(rows, errors, device: str) -> str:
@@ -351,16 +355,18 @@ def main(argv=None):
     a = p.parse_args(argv)
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     only = [int(x) for x in a.lengths.split(",")] if a.lengths else None
-    rows, errors, device = run(a.quick, a.rounds, only)
-    text = report(rows, errors, device)
     import jax
 
     tail = "_" + a.lengths.replace(",", "-") if a.lengths else ""
     name = f"attention_{jax.default_backend()}{'_quick' if a.quick else ''}{tail}.md"
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, name), "w") as f:
-        f.write(text)
-    print(text)
+
+    def write(rows, errors, device):  # after every length: a time limit keeps what ran
+        with open(os.path.join(a.out, name), "w") as f:
+            f.write(report(rows, errors, device))
+
+    rows, errors, device = run(a.quick, a.rounds, only, write)
+    print(report(rows, errors, device))
 
 
 if __name__ == "__main__":
