@@ -103,6 +103,19 @@ class Op:
         self.regions = list(regions)
         self.loc = loc
 
+    @classmethod
+    def inferred(
+        cls,
+        name: str,
+        operands: Sequence[Value],
+        attrs: dict[str, Any],
+        regions: Sequence["Function"] = (),
+        loc: str | None = None,
+    ) -> "Op":
+        """An op of `name` whose results are fresh values of the types its rule infers."""
+        types = get_op(name).infer([v.type for v in operands], attrs, list(regions))
+        return cls(name, operands, attrs, [Value(t) for t in types], regions, loc)
+
     def rebuilt(self, operands: Sequence[Value], regions: Sequence["Function"]) -> "Op":
         """This op with new operands and regions; `self` when nothing changed, so that
         facts known about an unchanged op (e.g. that it verified) carry over."""
@@ -201,12 +214,9 @@ class Builder:
         regions: Sequence[Function] = (),
         loc: str | None = None,
     ) -> list[Value]:
-        attrs = dict(attrs or {})
-        opdef = get_op(name)
-        types = opdef.infer([v.type for v in operands], attrs, list(regions))
-        results = [Value(t) for t in types]
-        self.ops.append(Op(name, operands, attrs, results, regions, loc))
-        return results
+        op = Op.inferred(name, operands, dict(attrs or {}), regions, loc)
+        self.ops.append(op)
+        return op.results
 
     def finish(self, results: Sequence[Value]) -> Function:
         return Function(self.name, self.params, self.ops, results)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from purejit.ir import Function, Op, Value, dtypes, get_op
+from purejit.ir import Function, Op, Value, dtypes
 from purejit.ir.ops.attention import make_attention_op
 from purejit.passes._attention_match import (
     Graph,
@@ -434,8 +434,7 @@ def _plane(arr: np.ndarray, labels: list, t: str, s: str, T: int, S: int) -> np.
 
 
 def _new(name: str, operands: list, attrs: dict, loc) -> Op:
-    types = get_op(name).infer([x.type for x in operands], attrs, [])
-    return Op(name, operands, attrs, [Value(t) for t in types], (), loc)
+    return Op.inferred(name, operands, attrs, loc=loc)
 
 
 def _arrange(x: Value, labels: list, order: list, shape: tuple, loc, out: list) -> Value:

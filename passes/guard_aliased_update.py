@@ -40,8 +40,7 @@ _VIEWS = ("reshape", "transpose", "broadcast_in_dim")
 
 
 def _new(name: str, operands, attrs: dict, loc, ops: list) -> Value:
-    types = get_op(name).infer([v.type for v in operands], attrs, [])
-    op = Op(name, operands, attrs, [Value(t) for t in types], (), loc)
+    op = Op.inferred(name, operands, attrs, loc=loc)
     ops.append(op)
     return op.results[0]
 

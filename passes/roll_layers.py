@@ -59,7 +59,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from purejit.ir import Function, Op, TensorType, Value, get_op
+from purejit.ir import Function, Op, TensorType, Value
 from purejit.passes._isomorphism import bucket_key, compare
 from purejit.passes._outline import inline_marked, outline_repeats
 from purejit.passes.base import PassResult, has_effect
@@ -69,8 +69,7 @@ _EFFECTS = "the block has effects (an op with `side_effect` or `collective`, or 
 
 
 def _new_op(name: str, operands, attrs: dict, regions=(), loc=None) -> Op:
-    types = get_op(name).infer([v.type for v in operands], attrs, list(regions))
-    return Op(name, operands, attrs, [Value(t) for t in types], regions, loc)
+    return Op.inferred(name, operands, attrs, regions, loc)
 
 
 @dataclass

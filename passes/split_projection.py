@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from purejit.ir import Function, Op, Value, get_op
+from purejit.ir import Function, Op, Value
 
 _MOVES = ("reshape", "transpose")
 
@@ -167,11 +167,6 @@ def _cuts_only(op: Op, axis: int) -> bool:
     return True
 
 
-def _new(name: str, operands: list, attrs: dict, loc) -> Op:
-    types = get_op(name).infer([x.type for x in operands], attrs, [])
-    return Op(name, operands, attrs, [Value(t) for t in types], (), loc)
-
-
 def _product_of_slice(s: Op, dot: Op, axis: int, m: int) -> tuple[list, Value]:
     """The ops computing slice `s` as x times w's matching columns, and its value."""
     x, w = dot.operands
@@ -180,17 +175,16 @@ def _product_of_slice(s: Op, dot: Op, axis: int, m: int) -> tuple[list, Value]:
     start, limit = [0, 0], list(w.type.shape)
     start[free], limit[free] = lo, hi
     loc = s.loc or dot.loc
-    cols = _new("slice", [w], {"start_indices": tuple(start), "limit_indices": tuple(limit),
-                               "strides": (1, 1)}, loc)  # fmt: skip
+    cols = Op.inferred("slice", [w], {"start_indices": tuple(start), "limit_indices": tuple(limit),
+                               "strides": (1, 1)}, loc=loc)  # fmt: skip
     # each product reads x and its columns through a barrier of its own: XLA's dot merger
     # would otherwise concatenate the column slices back and cut the one product again
-    bar = Op("optimization_barrier", [x, cols.results[0]], {}, [Value(x.type),
-             Value(cols.results[0].type)], (), loc)  # fmt: skip
-    prod = _new("dot_general", list(bar.results), dict(dot.attrs), loc)
+    bar = Op.inferred("optimization_barrier", [x, cols.results[0]], {}, loc=loc)
+    prod = Op.inferred("dot_general", list(bar.results), dict(dot.attrs), loc=loc)
     out = [cols, bar, prod]
     value = prod.results[0]
     if tuple(value.type.shape) != tuple(s.results[0].type.shape):
-        rs = _new("reshape", [value], {"shape": tuple(s.results[0].type.shape)}, loc)
+        rs = Op.inferred("reshape", [value], {"shape": tuple(s.results[0].type.shape)}, loc=loc)
         out.append(rs)
         value = rs.results[0]
     return out, value
