@@ -31,6 +31,10 @@ for step in "$@"; do
     roll48) timeout 400 python3 -m bench.cold_start --roll-sweep 48 --train --out "$OUT/roll48" > "$OUT/roll48.log" 2>&1 ;;
     attn_tests) timeout 120 python3 -m pytest -q -p no:cacheprovider tests/nn/test_attention_gpu.py tests/passes/test_fuse_attention_gpu.py tests/passes/test_split_projection.py > "$OUT/attn_tests.log" 2>&1 ;;
     rollab) timeout 150 python3 -m bench.cold_start --roll-ab --layers 12 --roll-forms "jitted layer" --pack-ab --ab-calls 30 --out "$OUT/rollab" > "$OUT/rollab.log" 2>&1 ;;
+    profile8v) timeout 300 python3 -m bench.tools.step_profile --out "$OUT/profile8v" --forms "purejit,purejit remat off,purejit [TRAFFIC_WEIGHT=16.0],jax cudnn attention" > "$OUT/profile8v.log" 2>&1 ;;
+    profile2v) timeout 240 python3 -m bench.tools.step_profile --batch 2 --out "$OUT/profile2v" --forms "purejit,purejit remat off,purejit [TRAFFIC_WEIGHT=16.0],jax cudnn attention" > "$OUT/profile2v.log" 2>&1 ;;
+    profilecb) XLA_FLAGS=--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,WHILE,CONDITIONAL timeout 200 python3 -m bench.tools.step_profile --out "$OUT/profilecb" --forms "purejit,jax cudnn attention" > "$OUT/profilecb.log" 2>&1 ;;
+    rollabcb) XLA_FLAGS=--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,WHILE,CONDITIONAL timeout 150 python3 -m bench.cold_start --roll-ab --layers 12 --roll-forms "jitted layer" --ab-calls 30 --out "$OUT/rollabcb" > "$OUT/rollabcb.log" 2>&1 ;;
     attention4096) timeout 300 python3 -m bench.attention --out "$OUT/attention" --rounds 5 --lengths 4096 > "$OUT/attention.log" 2>&1 ;;
     attention) timeout 200 python3 -m bench.attention --out "$OUT/attention" --rounds 5 > "$OUT/attention.log" 2>&1 ;;
     *) echo "unknown step $step" ;;

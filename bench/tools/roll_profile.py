@@ -130,7 +130,7 @@ def main(argv=None):
         def fn(ps, x, _unused, f=f):
             return f(ps, x)
 
-        kernels, total = profile_form(fn, state, a.steps)
+        kernels, total, _ = profile_form(fn, state, a.steps)
         wall = min(wall_per_step(fn, state, a.steps) for _ in range(3))
         text = hlo_text(name, f, state)
         counts = kernel_counts(text)

@@ -56,16 +56,41 @@ def kernel_profile(run, steps: int, sync) -> tuple[dict, float, dict]:
         torch.cuda.synchronize()
     kernels: dict = defaultdict(lambda: [0.0, 0.0])
     devices: dict = defaultdict(float)
+    spans: dict = defaultdict(list)
     for ev in prof.events():
         if ev.device_type.name != "CUDA":
             continue
+        spans[ev.device_index].append((ev.time_range.start, ev.time_range.end))
         us = (ev.device_time if hasattr(ev, "device_time") else ev.cuda_time) / steps
         k = kernels[ev.name]
         k[0] += 1 / steps
         k[1] += us
         devices[ev.device_index] += us
     total = sum(v[1] for v in kernels.values())
+    gaps.clear()
+    gaps.update({d: _gaps(s, steps) for d, s in spans.items()})
     return {k: tuple(v) for k, v in kernels.items()}, total, dict(devices)
+
+
+# the last `kernel_profile`'s idle time per device (`_gaps`), for the report
+gaps: dict = {}
+
+
+def _gaps(spans: list, steps: int) -> dict:
+    """Per step: the span from the first kernel's start to the last one's end, the time no
+    kernel runs inside it, and that idle time split at 10 µs (launch gaps vs stalls)."""
+    if not spans:
+        return {}
+    spans.sort()
+    idle = small = 0.0
+    end = spans[0][1]
+    for a, b in spans[1:]:
+        if a > end:
+            idle += a - end
+            small += a - end if a - end < 10 else 0
+        end = max(end, b)
+    return {"span_us": (end - spans[0][0]) / steps, "idle_us": idle / steps,
+            "idle_small_us": small / steps, "kernels": len(spans) / steps}  # fmt: skip
 
 
 def profile_form(fn, state, steps: int) -> tuple[dict, float]:
@@ -78,7 +103,7 @@ def profile_form(fn, state, steps: int) -> tuple[dict, float]:
         return (state[0], loss)
 
     kernels, total, _ = kernel_profile(run, steps, _block)
-    return kernels, total
+    return kernels, total, dict(gaps)
 
 
 def category_table(kernels: dict, per: float = 1.0) -> list[str]:
@@ -101,25 +126,47 @@ def _compiled(name, forms, params, x, y):
 
     import purejit
 
-    base = name.removesuffix(" split off")
+    from purejit.passes import remat
+
+    base, patch = _remat_patch(name)
+    off = base.endswith(" split off")
+    base = base.removesuffix(" split off")
     make, kind = forms[base]
     fn = make()
     state = [_put(kind, params), _put(kind, x), _put(kind, y)]
-    off = base != name
     if off:
         purejit.config.update("attention_split_projections", False)
-    try:
+    old = {k: getattr(remat, k) for k in patch}
+    for k, v in patch.items():
+        setattr(remat, k, v)
+    try:  # the step compiles (and plans its remat) at its first call
         for _ in range(3):
             state[0], loss = fn(state[0], state[1], state[2])
         _block((state[0], loss))
     finally:
         if off:
             purejit.config.update("attention_split_projections", True)
+        for k, v in old.items():
+            setattr(remat, k, v)
     if kind == "purejit":
         compiled = list(fn.cache.values())[-1]
     else:
         compiled = fn.lower(*[_put(kind, t) for t in (params, x, y)]).compile()
     return fn, state, compiled.as_text(), compiled.memory_analysis().temp_size_in_bytes
+
+
+def _remat_patch(name: str) -> tuple[str, dict]:
+    """A form's name without its `[NAME=VALUE;...]` suffix, and the module globals of
+    `passes.remat` the suffix sets while the form compiles (a diagnostic of the remat cost
+    model's constants: `purejit [KERNEL_TRAFFIC=8388608;REDUCTIONS_FUSE=0]`)."""
+    if not name.endswith("]") or "[" not in name:
+        return name, {}
+    base, _, spec = name[:-1].partition("[")
+    patch = {}
+    for item in spec.split(";"):
+        k, _, v = item.partition("=")
+        patch[k.strip()] = json.loads(v.strip())
+    return base.strip(), patch
 
 
 def _time(fn, state, calls: int) -> float:
@@ -172,20 +219,24 @@ def main(argv=None):
              f"Step time: median of {a.rounds} interleaved rounds of {a.calls} steps; ratios "
              f"against `{wanted[-1]}`. Kernel time: the sum of the step's GPU kernels "
              f"(CUPTI, {a.steps} steps).", "",
-             "| form | step (ms) | ratio | kernels (ms) | temporaries (MiB) |",
-             "|---|---:|---:|---:|---:|"]  # fmt: skip
+             "| form | step (ms) | ratio | kernels (ms) | kernels/step | idle in step (ms) "
+             "| of it gaps < 10 µs | temporaries (MiB) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     profiles = {}
     for name, (fn, state) in built.items():
         profiles[name] = profile_form(fn, state, a.steps)
     for name in wanted:
         med = statistics.median(times[name])
+        g = next(iter(profiles[name][2].values()), {})
         lines.append(f"| {name} | {med * 1e3:.3f} | {med / ref:.3f}x | "
-                     f"{profiles[name][1] / 1e3:.3f} | {temps[name] / 2**20:.0f} |")  # fmt: skip
+                     f"{profiles[name][1] / 1e3:.3f} | {g.get('kernels', 0):.0f} | "
+                     f"{g.get('idle_us', 0) / 1e3:.3f} | {g.get('idle_small_us', 0) / 1e3:.3f} | "
+                     f"{temps[name] / 2**20:.0f} |")  # fmt: skip
     lines.append("")
     for name in wanted:
-        kernels, total = profiles[name]
+        kernels, total, idle = profiles[name]
         report["forms"][name] = {"total_us": total, "kernels": kernels, "times_s": times[name],
-                                 "temp_bytes": temps[name]}  # fmt: skip
+                                 "temp_bytes": temps[name], "idle": idle}  # fmt: skip
         lines.append(f"## {name}: {total / 1e3:.3f} ms of kernels per step")
         lines.append("")
         lines += category_table(kernels)
