@@ -254,7 +254,6 @@ def is_donated_buffer_on(x, device, shape, dtype) -> bool:
 _DONATION_FAILURES = (
     "has been deleted or donated",
     "has been donated or deleted",
-    "called on deleted or donated buffer",
     "Attempt to donate a buffer which is also used by the same call",
     "Attempt to donate the same buffer twice",
     "Attempt to use a buffer that was previously donated in the same call",
