@@ -105,6 +105,10 @@ class Compiled:
         # donation runs on purejit Arrays: a NumPy leaf (never at a donated parameter)
         # becomes one at the parameter's type (`fast_key_for` checked its shape and dtype,
         # and that the parameter is not weak)
+        if self._placed:  # as above: the program for another device is another Compiled
+            on = [a._buf for a in leaves if type(a) is Array and a._buf is not None]
+            if _off_device(self.exe, on, leaves):
+                return ELSEWHERE
         avals = self.lowered.in_avals
         arrays = [
             a if type(a) is Array else Array.from_buffer(pjrt.to_device(a), avals[i])
