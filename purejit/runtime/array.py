@@ -155,8 +155,10 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
         """This array on `device` (a copy unless it is already there)."""
         if stream is not None:
             raise NotImplementedError("to_device(stream=...) is not supported")
+        if device is None:
+            return self
         self._check_alive()
-        if device is None or (self._buf is not None and device in self._buf.devices()):
+        if self._buf is not None and device in self._buf.devices():
             return self
         return Array.from_buffer(pjrt.to_device(self.buffer, device), self.aval)
 

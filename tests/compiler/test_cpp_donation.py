@@ -105,6 +105,8 @@ def test_donated_array_raises_purejits_error_on_every_use(python_calls):
         lambda: old.host,
         lambda: np.asarray(old),
         lambda: old.tolist(),
+        lambda: old.buffer,
+        lambda: old.to_device(purejit.devices()[0]),
         lambda: f(old, y),  # the same function again (refused by PJRT, then Python)
         lambda: g(old),  # another donating function, in C++
         lambda: purejit.jit(lambda v: v + 1)(old),  # a new function: the Python path
