@@ -147,7 +147,7 @@ class Jitted:
         # this instance's own whose __call__ is the C++ object), and reach Python on a miss
         self._cpp = cpp_dispatch.make(self, self._cpp_cache_miss)
         if self._cpp is not None:
-            self.__class__ = _cpp_class(type(self), self._cpp)
+            self.__class__ = _cpp_class(type(self), cpp_dispatch.entry(self, self._cpp))
 
     static_argnums = property(lambda self: self.spec.static_argnums)
     static_argnames = property(lambda self: self.spec.static_argnames)

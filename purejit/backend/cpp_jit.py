@@ -237,4 +237,33 @@ def jax_x64() -> bool:
 def is_device_buffer_on(x, device) -> bool:
     """Whether `x` is a jax.Array (exactly jaxlib's type, as the C++ path wants) on
     exactly `device`."""
-    return type(x).__name__ == "ArrayImpl" and x.devices() == {device}
+    return type(x).__name__ == "ArrayImpl" and not x.is_deleted() and x.devices() == {device}
+
+
+def is_donated_buffer_on(x, device, shape, dtype) -> bool:
+    """Whether `x` is a jax.Array of `shape` and `dtype` on exactly `device`, deleted or not:
+    a call that donated it deleted it at execute, unless something else holds its memory (on
+    CPU, a NumPy view of it), in which case PJRT copies and leaves it alive."""
+    if type(x).__name__ != "ArrayImpl":
+        return False
+    return x.sharding.device_set == {device} and x.shape == shape and x.dtype == dtype
+
+
+# what PJRT says when it refuses to execute because of a donated buffer, before running
+# anything: a deleted (already donated) buffer, or one buffer both donated and used again
+_DONATION_FAILURES = (
+    "has been deleted or donated",
+    "has been donated or deleted",
+    "Attempt to donate a buffer which is also used by the same call",
+    "Attempt to donate the same buffer twice",
+    "Attempt to use a buffer that was previously donated in the same call",
+)
+
+
+def is_donation_failure(e: BaseException) -> bool:
+    """Whether `e`, raised by a `make` dispatcher's own C++ code, is PJRT refusing to run
+    because of a donated buffer (the program did not run)."""
+    if not isinstance(e, (ValueError, RuntimeError)):
+        return False
+    text = str(e)
+    return any(m in text for m in _DONATION_FAILURES)

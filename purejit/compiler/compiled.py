@@ -92,16 +92,23 @@ class Compiled:
         parameters. `ELSEWHERE` when an argument sits on another device than the program's
         (the signature path then picks the program for that device)."""
         if self.plain:
-            bufs = [a.buffer if type(a) is Array else pjrt.to_device(a) for a in leaves]
-            if self._placed and self.exe.off_device(bufs):
+            # `_buf` read directly: a buffer that C++ dispatch donated fails in `_execute`
+            bufs = [
+                a._buf if type(a) is Array and a._buf is not None else _to_device(a) for a in leaves
+            ]
+            if self._placed and _off_device(self.exe, bufs, leaves):
                 return ELSEWHERE  # an argument on another device: the signature path decides
-            outs = self.exe.execute_unchecked(bufs)
+            outs = _execute(self.exe, bufs, leaves)
             if self.single_output:
                 return Array.from_buffer(outs[0], self.out_avals[0])
             return self.wrap(outs)
         # donation runs on purejit Arrays: a NumPy leaf (never at a donated parameter)
         # becomes one at the parameter's type (`fast_key_for` checked its shape and dtype,
         # and that the parameter is not weak)
+        if self._placed:  # as above: the program for another device is another Compiled
+            on = [a._buf for a in leaves if type(a) is Array and a._buf is not None]
+            if _off_device(self.exe, on, leaves):
+                return ELSEWHERE
         avals = self.lowered.in_avals
         arrays = [
             a if type(a) is Array else Array.from_buffer(pjrt.to_device(a), avals[i])
@@ -126,10 +133,10 @@ class Compiled:
         donation = self.lowered.donation
         if donation is not None and donation.aliases:
             return self._run_donating(arrays, donation)
-        bufs = [a.buffer for a in arrays]
-        if self._placed and self.exe.off_device(bufs):
+        bufs = [a._buf if a._buf is not None else a.buffer for a in arrays]
+        if self._placed and _off_device(self.exe, bufs, arrays):
             bufs = self.exe.on_my_device(bufs)
-        return self.wrap(self.exe.execute_unchecked(bufs))
+        return self.wrap(_execute(self.exe, bufs, arrays))
 
     def wrap(self, outs):
         """purejit Arrays in the output tree, from the executable's output buffers."""
@@ -220,6 +227,39 @@ def _flatten_into(x, key: list, leaves: list) -> bool:
             if not _flatten_into(c, key, leaves):
                 return False
     return True
+
+
+def _to_device(a):
+    """The device buffer of a purejit Array or a NumPy array (transferred)."""
+    return a.buffer if type(a) is Array else pjrt.to_device(a)
+
+
+def _execute(exe, bufs: list, leaves: Sequence):
+    """`exe` run on `bufs` (those of `leaves`): where PJRT refuses a buffer that a call in
+    jaxlib's C++ dispatch donated, purejit's `DeletedArrayError` instead of jaxlib's error."""
+    try:
+        return exe.execute_unchecked(bufs)
+    except Exception:
+        _raise_if_deleted(leaves)
+        raise
+
+
+def _off_device(exe, bufs: list, leaves: Sequence) -> bool:
+    """`exe.off_device(bufs)`, with purejit's error for a buffer that C++ dispatch donated
+    (jaxlib no longer tells its devices)."""
+    try:
+        return exe.off_device(bufs)
+    except Exception:
+        _raise_if_deleted(leaves)
+        raise
+
+
+def _raise_if_deleted(leaves: Sequence):
+    for a in leaves:
+        if type(a) is Array:
+            error = a.deleted_error()
+            if error is not None:
+                raise error from None
 
 
 def _leaf_array(x, path: str, fname: str) -> Array:

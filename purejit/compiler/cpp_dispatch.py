@@ -8,9 +8,11 @@ executable on the arguments' buffers is all the Python path would do:
 
 - the call went through the executable cache (no transformation traced it, jit enabled,
   no buckets), with positional arguments only;
-- the program runs on one device, donates nothing, has no host callbacks and no SPMD
-  layout; its inputs are the executable's parameters in order, each a buffer on that
-  device, a NumPy array or a scalar whose canonical type is the parameter's;
+- the program runs on one device, has no host callbacks and no SPMD layout; its inputs
+  are the executable's parameters in order, each a buffer on that device, a NumPy array or
+  a scalar whose canonical type is the parameter's; a parameter it donates (aliases to an
+  output) took a buffer on that device (never a NumPy array, whose memory the transfer may
+  share and donation would hand to an output);
 - every output is a purejit Array on that device;
 - JAX's x64 flag (by which the C++ path narrows NumPy and Python values) is purejit's.
 
@@ -21,6 +23,18 @@ thread's trace context that changes a traced program (`tracing.context.dispatch_
 axes bound for collectives), as the Python path's cache key does (`sync_thread_state`).
 `stats.hits` stays exact: the first output of each fast call counts the hit as it is
 rebuilt.
+
+A donating program runs in C++ as in JAX: PJRT deletes each buffer the executable aliases
+to an output (unless something else holds its memory, as a NumPy view of a CPU buffer
+does: PJRT then copies and the Array stays valid, where the Python path marks it deleted).
+purejit's `Array` wrapping a deleted buffer is not told (marking it would cost a Python
+walk of the arguments per call); it notices when used (`Array.deleted_error`), and so do
+`Compiled`'s Python paths. Where PJRT refuses to run a donating call (a donated buffer
+passed again, or one buffer donated and used twice), it refuses before running anything,
+and `entry` sends the call through purejit's Python path, whose error names the argument.
+A function that donates nothing keeps no Python frame on its C++ calls, so passing it a
+buffer donated in C++ raises jaxlib's error ("Buffer has been deleted or donated"), as JAX
+does.
 """
 
 from __future__ import annotations
@@ -28,6 +42,7 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
+import weakref
 
 import numpy as np
 
@@ -104,6 +119,29 @@ def make(jitted, cache_miss):
     )
 
 
+def entry(jitted, dispatcher):
+    """What a call of `jitted` runs: `dispatcher` itself, or for a donating function,
+    `dispatcher` with PJRT's donation failures re-dispatched through purejit's Python path
+    (which raises purejit's errors: `DeletedArrayError`, or the ValueError naming the
+    arguments that share a buffer)."""
+    c = jitted.config
+    if not (c.donate_argnums or c.donate_argnames):
+        return dispatcher
+    owner = weakref.ref(jitted)  # the class holding this function belongs to `jitted`
+
+    def call(*args, **kwargs):
+        try:
+            return dispatcher(*args, **kwargs)
+        except (ValueError, RuntimeError) as e:
+            # only PJRT's refusal in C++ itself (no Python frame below this one), which
+            # comes before the program runs; the Python path's own errors pass through
+            if e.__traceback__.tb_next is not None or not cpp_jit.is_donation_failure(e):
+                raise
+        return owner()._dispatch(args, kwargs)[0]
+
+    return call
+
+
 class _Key:
     """Names one jitted function in jaxlib's shared cache (by identity)."""
 
@@ -130,8 +168,7 @@ def fastpath_for(jitted, compiled, ran_on: list, leaves: list, out):
     lowered = compiled.lowered
     exe = compiled.exe
     if (
-        not compiled.plain
-        or lowered.layout is not None
+        lowered.layout is not None
         or callback.callback_keys(lowered.emitted)
         or cpp_jit.jax_x64() != config.enable_x64
         or len(leaves) != len(exe.param_types)
@@ -141,8 +178,16 @@ def fastpath_for(jitted, compiled, ran_on: list, leaves: list, out):
     device = exe.device
     if device is None:
         return None
-    for given, arr, want in zip(leaves, ran_on, exe.param_types):
-        if not _leaf_fits(given, arr, want, device):
+    aliases = () if compiled.plain else lowered.donation.aliases
+    for i, (given, arr, want) in enumerate(zip(leaves, ran_on, exe.param_types)):
+        if i in aliases:
+            # donated: the Python path consumed the Array whose buffer C++ saw (a NumPy
+            # array here would have been copied first, and C++ would donate its transfer)
+            if type(arr) is not Array or arr._deleted_by is None:
+                return None
+            if not cpp_jit.is_donated_buffer_on(given, device, want.shape, want.dtype):
+                return None
+        elif not _leaf_fits(given, arr, want, device):
             return None
     with _outputs.lock:
         _outputs.counting(jitted.stats)

@@ -25,6 +25,14 @@ class DeletedArrayError(RuntimeError):
     pass
 
 
+# why an Array whose buffer PJRT deleted is dead: the call that donated it ran in jaxlib's C++
+# dispatch, which names neither the function nor the argument
+DONATED_IN_CPP = (
+    "it was donated to a jitted function, which may write an output into its buffer; a "
+    "donated array cannot be used after the call: use that function's outputs instead"
+)
+
+
 _new = object.__new__
 
 # the other array values isinstance counts: tracers, and typed keys once purejit.random (a
@@ -84,14 +92,18 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
     @property
     def buffer(self):
         """The device buffer (a jax.Array), transferring host data on first use."""
-        self._check_alive()
-        if self._buf is None:
-            self._buf = pjrt.to_device(self._host)
-        return self._buf
+        buf = self._buf  # `_check_alive` inlined (hot)
+        if self._deleted_by is not None or (buf is not None and buf.is_deleted()):
+            raise self.deleted_error()
+        if buf is None:
+            buf = self._buf = pjrt.to_device(self._host)
+        return buf
 
     @property
     def host(self) -> np.ndarray:
-        self._check_alive()
+        buf = self._buf  # `_check_alive` inlined (hot)
+        if self._deleted_by is not None or (buf is not None and buf.is_deleted()):
+            raise self.deleted_error()
         if self._host is None:
             try:
                 self._host = np.asarray(self._buf)
@@ -101,8 +113,18 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
         return self._host
 
     def _check_alive(self):
+        # jaxlib's C++ dispatch runs donating programs without telling this wrapper: PJRT
+        # deleted the buffer itself
+        if self._deleted_by is not None or (self._buf is not None and self._buf.is_deleted()):
+            raise self.deleted_error()
+
+    def deleted_error(self) -> DeletedArrayError | None:
+        """The error that using this array raises, or None while it is alive."""
         if self._deleted_by is not None:
-            raise DeletedArrayError(f"Array has been deleted ({self._deleted_by})")
+            return DeletedArrayError(f"Array has been deleted ({self._deleted_by})")
+        if self._buf is not None and self._buf.is_deleted():
+            return DeletedArrayError(f"Array has been deleted ({DONATED_IN_CPP})")
+        return None
 
     def delete(self, reason: str = "deleted", *, consumed: bool = False):
         """Free the buffer now; `consumed`: XLA already took it over (a donated argument),
@@ -113,7 +135,7 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
         self._deleted_by = reason
 
     def is_deleted(self) -> bool:
-        return self._deleted_by is not None
+        return self._deleted_by is not None or (self._buf is not None and self._buf.is_deleted())
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
@@ -133,7 +155,10 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
         """This array on `device` (a copy unless it is already there)."""
         if stream is not None:
             raise NotImplementedError("to_device(stream=...) is not supported")
-        if device is None or (self._buf is not None and device in self._buf.devices()):
+        if device is None:
+            return self
+        self._check_alive()
+        if self._buf is not None and device in self._buf.devices():
             return self
         return Array.from_buffer(pjrt.to_device(self.buffer, device), self.aval)
 
@@ -166,6 +191,8 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
             try:
                 self._buf.block_until_ready()
             except Exception as e:  # a failed host callback's own exception, if one failed
+                if self._buf.is_deleted():  # donated: nothing to wait for, as below
+                    return self
                 callback_errors.reraise(e)
                 raise
         return self
@@ -234,7 +261,7 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
         raise TypeError("unhashable type: purejit.Array")
 
     def __repr__(self):
-        if self._deleted_by is not None:
+        if self.is_deleted():
             return "Array(<deleted>)"
         body = np.array2string(self.host, separator=", ", prefix="Array(")
         weak = ", weak_type=True" if self.weak_type else ""
