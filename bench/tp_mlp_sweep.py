@@ -112,6 +112,12 @@ def _calibrations(args, n: int) -> list[dict]:
 
 CAL_COLUMNS = (  # (title, key or function of the record, scale, format)
     ("flops TFLOP/s", "flops_per_s", 1e-12, ".3g"),
+    (
+        "ring / plain flops TFLOP/s",
+        lambda m: f"{m['ring_flops_per_s'] * 1e-12:.3g} / {m['plain_flops_per_s'] * 1e-12:.3g}",
+        None,
+        "",
+    ),  # fmt: skip
     ("link GB/s", "link_bytes_per_s", 1e-9, ".3g"),
     ("collective GB/s", "collective_bytes_per_s", 1e-9, ".3g"),
     ("overlap", "overlap", 1.0, ".2f"),

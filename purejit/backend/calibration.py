@@ -387,14 +387,21 @@ def measure(devices: Sequence) -> dict:
     Returns:
         `{"link_bytes_per_s", "flops_per_s", "collective_bytes_per_s", "overlap",
         "step_latency_s", "plain_latency_s", "transfer_latency_s", "ring_s", "plain_s",
-        "ring_small_s", "plain_small_s", "ring_local_s", "spread", "seconds"}`:
+        "ring_small_s", "plain_small_s", "ring_local_s", "ring_flops_per_s",
+        "plain_flops_per_s", "spread", "seconds"}`:
         `collective_bytes_per_s` is the rate at which a plain all-gather moves a device's
         (n - 1) / n share of the result;
         `overlap` (0 to 1) is the share of the shorter of a ring step's transfer and multiply
         that hides behind the longer (from `ring_s` against `ring_local_s`, the same rings
-        without transfers); `ring_s` and `plain_s` (and `_small_s`) are the times of an MLP's
-        two rings as the pass emits them and of the collectives and matmuls they replace, at
-        the large (small) shard size, and
+        without transfers); `ring_flops_per_s` the matmul rate in those rings and
+        `plain_flops_per_s` in the plain program (beyond its collectives at
+        `collective_bytes_per_s` and its fixed cost), reported, not priced: the model
+        prices every matmul at `flops_per_s` (a 10% error in the rate at which a
+        collective is priced moves the plain program's by 4%, enough to flip the
+        compute-heavy shapes, where the ring and the plain program differ by 2-3%);
+        `ring_s` and `plain_s` (and
+        `_small_s`) are the times of an MLP's two rings as the pass emits them and of the
+        collectives and matmuls they replace, at the large (small) shard size, and
         `step_latency_s` and `plain_latency_s` their fixed costs (`ring_step_latency`,
         `plain_latency`); `transfer_latency_s` is one small ring transfer's time; `spread`
         the largest (slowest - fastest) / median of a program's rounds; `seconds` is how long
@@ -423,25 +430,36 @@ def derive(t: dict, n: int, size: dict, itemsize: int) -> dict:
     out = {"link_bytes_per_s": float("inf"), "flops_per_s": flops, "collective_bytes_per_s":
            float("inf"), "overlap": 1.0, "step_latency_s": 0.0, "plain_latency_s": 0.0,
            "transfer_latency_s": 0.0, "ring_s": 0.0, "plain_s": 0.0, "ring_small_s": 0.0,
-           "plain_small_s": 0.0, "ring_local_s": 0.0}  # fmt: skip
+           "plain_small_s": 0.0, "ring_local_s": 0.0, "ring_flops_per_s": flops,
+           "plain_flops_per_s": flops}  # fmt: skip
     if n > 1:  # one device: no link to measure; a ring never forms on one device anyway
         latency = t["small"]
         link = 4 * (size["large"] - size["small"]) / max(t["large"] - t["small"], 1e-9)
         collective = 4 * size["large"] * (n - 1) / max(t["gather"] - latency, 1e-9)
         rows, k, f = size["ring"]
         few = small_rows(rows, n)
-        # a ring step's transfer (a) and multiply (b) as the model prices them, and what the
-        # rings cost beyond the same rings without transfers, per step: the model's
-        # max(a, b) + (1 - overlap) min(a, b) - b
-        a, b = itemsize * rows * k / link, 2 * rows * k * f / flops
+        step = ring_step_latency(t["ring_small"], t["ring"], n, few, rows)
+        plain = plain_latency(t["plain_small"], t["plain"], few, rows)
+        # the rings without transfers: one block's multiply, n - 1 steps of multiply and
+        # fixed cost, twice; their multiplies give the rings' matmul rate
+        block = 2 * rows * k * f
+        b = max((t["ring_local"] / 2 - (n - 1) * step) / n, 1e-12)
+        # what the rings cost beyond them, per step, is the model's
+        # max(a, b) + (1 - overlap) min(a, b) - b = a - overlap min(a, b)
+        a = itemsize * rows * k / link
         exposed = (t["ring"] - t["ring_local"]) / (2 * (n - 1))
         overlap = min(max((a - exposed) / min(a, b), 0.0), 1.0)
+        # the plain program's half beyond its collective and its fixed cost: its matmul
+        t_coll = itemsize * rows * k * (n - 1) / collective
+        t_mm = max(t["plain"] / 2 - plain - t_coll, 1e-12)
         out.update(
             link_bytes_per_s=link,
             collective_bytes_per_s=collective,
             overlap=overlap,
-            step_latency_s=ring_step_latency(t["ring_small"], t["ring"], n, few, rows),
-            plain_latency_s=plain_latency(t["plain_small"], t["plain"], few, rows),
+            step_latency_s=step,
+            plain_latency_s=plain,
+            ring_flops_per_s=block / b,
+            plain_flops_per_s=n * block / t_mm,
             transfer_latency_s=latency,
             ring_s=t["ring"],
             plain_s=t["plain"],

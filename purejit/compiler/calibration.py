@@ -32,7 +32,8 @@ from purejit.config import config
 from purejit.passes.collective_matmul import Calibration
 
 # the persisted files' format: 2 since the fixed costs are intercepts of two sizes of the
-# ring and plain programs (format 1, unmarked, took them as a remainder of the model's terms)
+# ring and plain programs and the overlap comes from the rings themselves (format 1,
+# unmarked, took the fixed costs as a remainder of the model's terms)
 FORMAT = 2
 _memory: dict[tuple[str, int], Calibration] = {}
 _lock = threading.Lock()

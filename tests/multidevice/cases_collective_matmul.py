@@ -198,7 +198,8 @@ def case_measure_runs_the_same_programs_interleaved():
     assert set(m) == {
         "link_bytes_per_s", "flops_per_s", "collective_bytes_per_s", "overlap", "step_latency_s",
         "plain_latency_s", "transfer_latency_s", "ring_s", "plain_s", "ring_small_s",
-        "plain_small_s", "ring_local_s", "spread", "seconds",
+        "plain_small_s", "ring_local_s", "ring_flops_per_s", "plain_flops_per_s", "spread",
+        "seconds",
     }  # fmt: skip
     rows = size["ring"][0]
     assert backend.small_rows(rows, 2) == rows // 2
