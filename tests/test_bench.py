@@ -73,7 +73,13 @@ def test_tp_mlp_fit_check_decides_the_session_12_rows(monkeypatch):
     inter = tp_mlp_fit.sweep_intercept(rows)
     assert 25e-6 < inter[2] < 45e-6 and inter[4] > 100e-6, inter
     table = tp_mlp_fit.check(rows)
-    assert table.count("\n") == 2 + 11 and "WRONG" not in table, table
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in table.splitlines()[2:]]
+    assert len(cells) == 11
+    # as measured in session 12 (remainders): T=4096 took the ring, T=16384 kept the plain
+    wrong = [(c[0], c[1]) for c in cells if "WRONG" in c[7]]
+    assert wrong == [("2", "4096 x 2048 x 8192"), ("2", "16384 x 2048 x 8192")], wrong
+    # with the D the sweep asks, every row
+    assert not any("WRONG" in c[9] or "WRONG" in c[11] for c in cells), table
 
     # the window at n = 2: below 23 us T=8192 D=2048 takes the ring, above 48 us T=16384
     # D=2048 keeps the plain program

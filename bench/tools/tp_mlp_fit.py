@@ -142,8 +142,8 @@ def check(rows: list[dict]) -> str:
     asked = {n: float(np.median(v)) for n, v in asked.items()}
     lines = [
         "| n | T x D x F | on / off | faster | ring below (own rates) | ring below (median "
-        "rates) | D asked (median) | picks | D intercept | picks |",
-        "|---:|---|---:|---|---:|---:|---:|---|---:|---|",
+        "rates) | D measured | auto picks | D asked (median) | picks | D intercept | picks |",
+        "|---:|---|---:|---|---:|---:|---:|---|---:|---|---:|---|",
     ]
     us = 1e6
     for d in sorted(rows, key=lambda d: (d["devices"], d["D"], d["T"])):
@@ -156,9 +156,13 @@ def check(rows: list[dict]) -> str:
         for c in (cal, replace(cal, **med[n])):
             plain, ring = estimate(n, d["T"], d["D"], d["F"], c)
             evens.append((plain - ring) / 2)
+        own = calibration(r["purejit_auto"]["calibration"], n)
+        measured = (n - 1) * own.step_latency_s - own.plain_latency_s
         cells = []
-        for dd in (asked[n], inter[n]):
+        for k, dd in enumerate((measured, asked[n], inter[n])):
             picks = ["on" if dd < e else "off" for e in evens]
+            if k == 0:  # the row's own calibration: what auto did, own rates only
+                picks = picks[:1]
             right = all(p == faster for p in picks) or faster == "either"
             cells.append(f"{dd * us:.0f} us | {'/'.join(picks)}{'' if right else ' WRONG'}")
         lines.append(
