@@ -111,7 +111,7 @@ def median_rates(rows: list[dict]) -> dict[int, dict]:
             for n, cals in by_n.items()}  # fmt: skip
 
 
-def sweep_intercept(rows: list[dict]) -> dict[int, float]:
+def sweep_intercept(rows: list[dict]) -> dict[int, float | None]:
     """Per mesh size, D from the pass on - pass off of its rows: per (D, F) group a line over
     T, all groups through one intercept, half of it (two rewrites a row). Least squares
     weighted by 1 / the pass-off time: a row's noise grows with its time (a 15 ms row's 1%
@@ -120,6 +120,9 @@ def sweep_intercept(rows: list[dict]) -> dict[int, float]:
     for n in sorted({d["devices"] for d in rows}):
         mine = [d for d in rows if d["devices"] == n]
         groups = sorted({(d["D"], d["F"]) for d in mine})
+        if len({(d["D"], d["F"], d["T"]) for d in mine}) < len(groups) + 1:
+            out[n] = None  # one T per group: no line to take an intercept from
+            continue
         a = np.zeros((len(mine), 1 + len(groups)))
         y = np.zeros(len(mine))
         for i, d in enumerate(mine):
@@ -160,6 +163,9 @@ def check(rows: list[dict]) -> str:
         measured = (n - 1) * own.step_latency_s - own.plain_latency_s
         cells = []
         for k, dd in enumerate((measured, asked[n], inter[n])):
+            if dd is None:
+                cells.append("- | -")
+                continue
             picks = ["on" if dd < e else "off" for e in evens]
             if k == 0:  # the row's own calibration: what auto did, own rates only
                 picks = picks[:1]
