@@ -45,11 +45,11 @@ import numpy as np
 
 # elements (f32) per device moved by the small and the large ring transfer, matmul side;
 # "ring": the shard (rows x k) and matrices (k x f, f x k) of the MLP programs at the large
-# size; the small size has rows / n (at least 1/4 of rows). On GPUs a large ring step moves
-# and multiplies what one of the T=16384, D=2048, F=8192 MLP does on 2 devices (32 MB,
+# size; the small size has rows / 4 (`small_rows`). On GPUs a large ring step moves and
+# multiplies what one of the T=16384, D=2048, F=8192 MLP does on 2 devices (32 MB,
 # 137 GFLOP), where the decision at n = 2 is close; every large ring matmul is the rate
-# program's own and, with rows / n, so is the small plain program's (n * rows / n rows), so
-# XLA autotunes one new shape per size (the small ring's and the large plain program's).
+# program's own, so XLA autotunes it once for all, and at n = 4 so is the small plain
+# program's (4 x 1024 rows); new shapes: the small ring's, the plain programs' at n = 2.
 # "rounds": timed runs of each program, interleaved, after one warm-up run. A run's dispatch
 # is spread over its loop's repetitions; what is left of it in the two MLP programs' fixed
 # costs is the same per repetition in both (same "ring_steps"), so it cancels in what decides,
@@ -331,12 +331,14 @@ def median(times: Sequence[float]) -> float:
     return float(np.median(np.asarray(times, dtype=np.float64)))
 
 
-def small_rows(rows: int, n: int) -> int:
-    """The shard rows of the MLP programs' small size: rows / n (so the small plain program
-    multiplies the large ring's matmul shape), at least rows / 4 (a ring's intercept is
-    extrapolated from the two sizes; the nearer the small size is to zero rows, the less a
-    matmul that runs slower at few rows bends the line)."""
-    return max(rows // n, rows // 4, 1)
+def small_rows(rows: int) -> int:
+    """The shard rows of the MLP programs' small size, rows / 4. The fixed costs are
+    extrapolated from the two sizes, (4 t_small - t_large) / 3: the nearer the small size is
+    to zero rows, the less the noise of the two times is amplified (with 1% noise in each
+    program's time, a model H200 at n = 2 gives D = (n - 1) step - plain latency within
+    4 us; with rows / 2, 11 us); smaller still, matmuls of few rows run below their rate and
+    bend the line."""
+    return max(rows // 4, 1)
 
 
 def _programs(devices: list, size: dict, gpu: bool) -> dict:
@@ -349,7 +351,7 @@ def _programs(devices: list, size: dict, gpu: bool) -> dict:
     if n < 2:
         return progs
     rows, k, f = size["ring"]
-    few, rsteps = small_rows(rows, n), size["ring_steps"]
+    few, rsteps = small_rows(rows), size["ring_steps"]
     return {
         "small": (_ring_module(n, size["small"], steps), devices, steps),
         "large": (_ring_module(n, size["large"], steps), devices, steps),
@@ -437,7 +439,7 @@ def derive(t: dict, n: int, size: dict, itemsize: int) -> dict:
         link = 4 * (size["large"] - size["small"]) / max(t["large"] - t["small"], 1e-9)
         collective = 4 * size["large"] * (n - 1) / max(t["gather"] - latency, 1e-9)
         rows, k, f = size["ring"]
-        few = small_rows(rows, n)
+        few = small_rows(rows)
         step = ring_step_latency(t["ring_small"], t["ring"], n, few, rows)
         plain = plain_latency(t["plain_small"], t["plain"], few, rows)
         # the rings without transfers: one block's multiply, n - 1 steps of multiply and

@@ -46,7 +46,7 @@ class Device:
             "gather": self.latency + 4 * s["large"] * (n - 1) / self.collective,
         }
         rows, k, f = s["ring"]
-        for name, r in (("_small", backend.small_rows(rows, n)), ("", rows)):
+        for name, r in (("_small", backend.small_rows(rows)), ("", rows)):
             a, b = ITEM * r * k / self.link, 2 * r * k * f / self.flops
             step = max(a, b) + (1 - self.overlap) * min(a, b) + self.step
             out["ring" + name] = 2 * (b + (n - 1) * step)
@@ -215,8 +215,8 @@ def test_fixed_costs_are_intercepts_floored_at_zero():
 
 
 def test_small_rows():
-    assert [backend.small_rows(4096, n) for n in (2, 4, 8)] == [2048, 1024, 1024]
-    assert backend.small_rows(64, 8) == 16
+    assert backend.small_rows(4096) == 1024
+    assert backend.small_rows(64) == 16 and backend.small_rows(2) == 1
 
 
 def test_rounds_are_interleaved_and_a_slow_round_does_not_move_the_median():
