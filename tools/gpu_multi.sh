@@ -9,6 +9,16 @@ export XLA_PYTHON_CLIENT_PREALLOCATE=false NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DIS
 python3 -m pip install --no-deps --no-build-isolation -q -e . > "$OUT/install.log" 2>&1
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
 N=$(nvidia-smi -L | wc -l)
+# the device call's own limit is 600 s and a killed call returns nothing: steps stop at
+# DEADLINE seconds after the start (each step's timeout is cut to what is left)
+T0=$(date +%s)
+DEADLINE=${DEADLINE:-540}
+timeout() {
+  local left=$(( DEADLINE - ($(date +%s) - T0) ))
+  local want=$1; shift
+  if (( left < 20 )); then echo "skipped: out of time" >&2; return 124; fi
+  command timeout $(( want < left ? want : left )) "$@"
+}
 for step in "$@"; do
   start=$(date +%s)
   case "$step" in
@@ -19,6 +29,11 @@ for step in "$@"; do
     sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;
+    sweep2s) timeout 200 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep2s" --devices 2 --iters 20 \
+             --repeats 5 --timeout 90 --calibrations 5 --shapes 4096x2048,16384x2048 > "$OUT/sweep2s.log" 2>&1
+           timeout 60 python3 -m bench.tools.tp_mlp_fit "$OUT/sweep2s" --check > "$OUT/fit2s.log" 2>&1 ;;
+    cal4) timeout 150 python3 -m bench.tp_mlp_sweep --out "$OUT/cal4" --devices "$N" --iters 20 \
+             --repeats 5 --timeout 90 --calibrations 5 --shapes none > "$OUT/cal4.log" 2>&1 ;;
     *) echo "unknown step $step" ;;
   esac
   echo "$step: rc=$? $(( $(date +%s) - start )) s" >> "$OUT/steps.txt"
