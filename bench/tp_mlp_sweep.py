@@ -4,7 +4,6 @@ mesh size, each in a fresh process, gathered into one table.
     python -m bench.tp_mlp_sweep --out DIR                       # n = 2 and 4 GPUs
     python -m bench.tp_mlp_sweep --out DIR --devices 2 --shapes 2048x2048
     python -m bench.tp_mlp_sweep --out DIR --cpu-devices 8 --devices 2,4 --shapes 512x256
-    python -m bench.tp_mlp_sweep --out DIR --devices 2,4 --calibrations 5 --shapes none
 
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row measures its
@@ -15,12 +14,6 @@ default (`auto`) within 1.0x of the better JAX variant (`shard_map`, and `jit` w
 windowed einsum on GPUs); and the communication-heavy shape (T=16384, D=2048) at least 1.10x
 faster than JAX's `shard_map`. Writes DIR/tp_mlp_sweep_<platform>.md and .json; a row whose
 process fails records the tail of its output.
-
-`--calibrations K` first measures the calibration alone in K fresh processes per mesh size
-(`purejit.backend.calibration.measure`, every figure and program time it takes) and tables
-how much its figures vary between processes, and (n - 1) * step latency - plain latency,
-what decides a shape with the fixed costs (DIR/tp_mlp_calibrations_<platform>.md and .json).
-`--shapes none` runs only that.
 """
 
 from __future__ import annotations
@@ -54,131 +47,7 @@ def _parse(argv):
     p.add_argument("--iters", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per row")
-    p.add_argument(
-        "--calibrations",
-        type=int,
-        default=0,
-        help="also measure the calibration alone in this many fresh processes per n",
-    )
-    p.add_argument("--measure-calibration", type=int, default=None, help=argparse.SUPPRESS)
-    p.add_argument("--json", default=None, help=argparse.SUPPRESS)
     return p.parse_args(argv)
-
-
-def _measure_child(args) -> None:
-    """In a fresh process: the calibration of the first `--measure-calibration` devices,
-    written to `--json`."""
-    if args.cpu_devices:
-        os.environ["XLA_FLAGS"] = (
-            os.environ.get("XLA_FLAGS", "")
-            + f" --xla_force_host_platform_device_count={args.cpu_devices}"
-        )
-        os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from purejit.backend import calibration, pjrt
-
-    devices = list(pjrt.devices())[: args.measure_calibration]
-    m = calibration.measure(devices)
-    m["device_kind"], m["platform"] = str(devices[0].device_kind), devices[0].platform
-    with open(args.json, "w") as fh:
-        json.dump(m, fh, indent=2)
-
-
-def _calibrations(args, n: int) -> list[dict]:
-    """`args.calibrations` measurements of the calibration on `n` devices, each in a fresh
-    process (as a user's first `auto` compile measures it)."""
-    out = []
-    for k in range(args.calibrations):
-        path = os.path.join(args.out, f"calibration_n{n}_{k}.json")
-        cmd = [sys.executable, "-m", "bench.tp_mlp_sweep", "--out", args.out, "--json", path,
-               "--measure-calibration", str(n)]  # fmt: skip
-        if args.cpu_devices:
-            cmd += ["--cpu-devices", str(args.cpu_devices)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-            ok = proc.returncode == 0 and os.path.exists(path)
-            tail = (proc.stdout + proc.stderr)[-1500:]
-        except subprocess.TimeoutExpired:
-            ok, tail = False, f"timed out after {args.timeout:.0f} s"
-        if ok:
-            with open(path) as fh:
-                rec = json.load(fh)
-            rec["devices"] = n
-            out.append(rec)
-        else:
-            out.append({"devices": n, "error": tail})
-        print(f"calibration n={n} #{k}: {'ok' if ok else 'failed'}", flush=True)
-    return out
-
-
-CAL_COLUMNS = (  # (title, key or function of the record, scale, format)
-    ("flops TFLOP/s", "flops_per_s", 1e-12, ".3g"),
-    (
-        "ring / plain flops TFLOP/s",
-        lambda m: f"{m['ring_flops_per_s'] * 1e-12:.3g} / {m['plain_flops_per_s'] * 1e-12:.3g}",
-        None,
-        "",
-    ),  # fmt: skip
-    ("link GB/s", "link_bytes_per_s", 1e-9, ".3g"),
-    ("collective GB/s", "collective_bytes_per_s", 1e-9, ".3g"),
-    ("overlap", "overlap", 1.0, ".2f"),
-    ("step latency us", "step_latency_s", 1e6, ".1f"),
-    ("plain latency us", "plain_latency_s", 1e6, ".1f"),
-    (
-        "(n-1) step - plain us",
-        lambda m: (m["devices"] - 1) * m["step_latency_s"] - m["plain_latency_s"],
-        1e6,
-        ".1f",
-    ),  # fmt: skip
-    (
-        "ring small / large ms",
-        lambda m: f"{m['ring_small_s'] * 1e3:.3f} / {m['ring_s'] * 1e3:.3f}",
-        None,
-        "",
-    ),  # fmt: skip
-    (
-        "plain small / large ms",
-        lambda m: f"{m['plain_small_s'] * 1e3:.3f} / {m['plain_s'] * 1e3:.3f}",
-        None,
-        "",
-    ),
-    ("ring local ms", "ring_local_s", 1e3, ".3f"),
-    ("spread", "spread", 1.0, ".2f"),
-    ("seconds", "seconds", 1.0, ".2f"),
-)
-
-
-def _cal_table(recs: list[dict]) -> str:
-    lines = [
-        "# Collective-matmul calibration, measured in fresh processes",
-        "",
-        "`python -m bench.tp_mlp_sweep --calibrations K`: each row one process's "
-        "`purejit.backend.calibration.measure` (medians of interleaved rounds); spread is the "
-        "largest (slowest - fastest) / median over its programs' rounds; seconds include "
-        "the compiles (budget 2 s).",
-        "",
-        "| n | " + " | ".join(c[0] for c in CAL_COLUMNS) + " |",
-        "|---:|" + "---:|" * len(CAL_COLUMNS),
-    ]
-    for m in recs:
-        if "error" in m:
-            lines.append(f"| {m['devices']} | failed: {m['error'].strip()[-120:]!r} |")
-            continue
-        cells = []
-        for _, key, scale, fmt in CAL_COLUMNS:
-            v = key(m) if callable(key) else m[key]
-            cells.append(v if scale is None else format(v * scale, fmt))
-        lines.append(f"| {m['devices']} | " + " | ".join(cells) + " |")
-    lines.append("")
-    for n in sorted({m["devices"] for m in recs}):
-        got = [m for m in recs if m["devices"] == n and "error" not in m]
-        if len(got) > 1:
-            d = [((n - 1) * m["step_latency_s"] - m["plain_latency_s"]) * 1e6 for m in got]
-            secs = [m["seconds"] for m in got]
-            lines.append(
-                f"- n={n}: (n-1) step - plain latency {min(d):.1f}-{max(d):.1f} us over "
-                f"{len(got)} processes; calibration {min(secs):.2f}-{max(secs):.2f} s"
-            )
-    return "\n".join(lines) + "\n"
 
 
 def _run_row(args, n: int, shape, path: str) -> dict:
@@ -270,23 +139,7 @@ def _table(rows: list[dict]) -> str:
 
 def main(argv=None):
     args = _parse(argv)
-    if args.measure_calibration:
-        return _measure_child(args)
     os.makedirs(args.out, exist_ok=True)
-    if args.calibrations:
-        recs = [
-            m for n in (int(x) for x in args.devices.split(",")) for m in _calibrations(args, n)
-        ]
-        plat = next((m["platform"] for m in recs if "platform" in m), "unknown")
-        base = os.path.join(args.out, f"tp_mlp_calibrations_{plat}")
-        with open(base + ".json", "w") as fh:
-            json.dump(recs, fh, indent=2)
-        table = _cal_table(recs)
-        with open(base + ".md", "w") as fh:
-            fh.write(table)
-        print(table, flush=True)
-    if args.shapes == "none":
-        return []
     shapes = [_shape(s) for s in args.shapes.split(",")] if args.shapes else SHAPES
     rows = []
     for n in (int(x) for x in args.devices.split(",")):

@@ -104,25 +104,24 @@ class Calibration:
 
     Args:
         link_bytes_per_s: bandwidth of one device's link to its ring neighbour.
-        flops_per_s: one device's matmul rate (of a square matmul).
-        step_latency_s: fixed cost of one ring step (launches, the updates, the loops, the
-            output's zeroing): measured by timing a tensor-parallel MLP's two rings as the
-            pass emits them at two shard sizes; the line through the two times meets zero
-            rows at 2 (n - 1) step latencies. No measured rate enters it.
+        flops_per_s: one device's matmul rate.
+        step_latency_s: fixed cost of one ring step: what a ring costs beyond its bytes
+            at the link rate and its flops at the matmul rate, per step (launches, the
+            updates, the loops, the output's zeroing). Measured by timing a tensor-parallel
+            MLP's two rings as the pass emits them.
         source: where the figures come from ("measured", "shared", "injected", ...).
         overlap: the share (0 to 1) of the shorter of a step's transfer and multiply that
             runs during the longer one. 1 is the ideal ring; measured on 4 H200s, rings of
             NCCL transfers and cuBLAS matmuls hid little, and the ring lost to the plain
-            collective on every shape. Measured as what the MLP's rings cost beyond the same
-            rings without transfers.
+            collective on every shape.
         collective_bytes_per_s: the rate of the plain all-gather / reduce-scatter (bytes a
             device receives per second); None: `link_bytes_per_s`. Over NVSwitch on 4 H200s
             it was 1.6x a ring link's, and pricing the plain collective at a link's rate made
             `auto` choose rings that lost (1.4x and 1.6x the plain program).
         plain_latency_s: fixed cost of the plain program (the collective, then the
-            matmul): measured by timing the MLP's all-gather, matmuls and reduce-scatter at
-            two shard sizes (the line's value at zero rows, shared by its two halves). None:
-            two step latencies. On 2 H200s, priced at two bare
+            matmul): what it costs beyond its bytes at the collective's rate and its flops
+            at the matmul rate. Measured by timing the MLP's all-gather, matmuls and
+            reduce-scatter. None: two step latencies. On 2 H200s, priced at two bare
             transfers' fixed cost (about 80 us), the plain program came out 33-58 us above
             its measured time per collective + matmul on the small shapes while the rings
             were priced within about 20 us, and `auto` chose rings that lost 1.09-1.12x.

@@ -6,7 +6,6 @@ pass-off and pass-on programs.
     python -m bench.tools.tp_mlp_fit DIR                          # as measured
     python -m bench.tools.tp_mlp_fit DIR --step-latency-us 40,60,80 --plain-latency-us 30 --rows
     python -m bench.tools.tp_mlp_fit DIR --extra-us 0,20,40,60
-    python -m bench.tools.tp_mlp_fit DIR --check                  # per row, Markdown
 
 `--step-latency-us` sets the calibration's `step_latency_s` (a ring step's fixed cost),
 `--plain-latency-us` its `plain_latency_s` (the plain program's), `--extra-us` adds to the
@@ -30,8 +29,6 @@ import glob
 import json
 import os
 from dataclasses import replace
-
-import numpy as np
 
 from purejit.passes.collective_matmul import Calibration, estimate_seconds
 
@@ -99,85 +96,6 @@ def decide(rows: list[dict], step_s=None, plain_s=None, extra_s: float = 0.0) ->
     return out
 
 
-RATES = ("link_bytes_per_s", "flops_per_s", "collective_bytes_per_s", "overlap")
-
-
-def median_rates(rows: list[dict]) -> dict[int, dict]:
-    """Per mesh size, the median over its rows' calibrations of every rate and the overlap."""
-    by_n: dict[int, list[dict]] = {}
-    for d in rows:
-        by_n.setdefault(d["devices"], []).append(d["results"]["purejit_auto"]["calibration"])
-    return {n: {k: float(np.median([c[k] for c in cals])) for k in RATES}
-            for n, cals in by_n.items()}  # fmt: skip
-
-
-def sweep_intercept(rows: list[dict]) -> dict[int, float | None]:
-    """Per mesh size, D from the pass on - pass off of its rows: per (D, F) group a line over
-    T, all groups through one intercept, half of it (two rewrites a row). Least squares
-    weighted by 1 / the pass-off time: a row's noise grows with its time (a 15 ms row's 1%
-    is 150 us, many times the fixed costs)."""
-    out = {}
-    for n in sorted({d["devices"] for d in rows}):
-        mine = [d for d in rows if d["devices"] == n]
-        groups = sorted({(d["D"], d["F"]) for d in mine})
-        if len({(d["D"], d["F"], d["T"]) for d in mine}) < len(groups) + 1:
-            out[n] = None  # one T per group: no line to take an intercept from
-            continue
-        a = np.zeros((len(mine), 1 + len(groups)))
-        y = np.zeros(len(mine))
-        for i, d in enumerate(mine):
-            r = d["results"]
-            a[i, 0] = 1.0
-            a[i, 1 + groups.index((d["D"], d["F"]))] = d["T"]
-            y[i] = r["purejit_on"]["step_s"] - r["purejit_off"]["step_s"]
-            a[i], y[i] = a[i] / r["purejit_off"]["step_s"], y[i] / r["purejit_off"]["step_s"]
-        out[n] = float(np.linalg.lstsq(a, y, rcond=None)[0][0]) / 2
-    return out
-
-
-def check(rows: list[dict]) -> str:
-    """The Markdown table of `--check`."""
-    med = median_rates(rows)
-    inter = sweep_intercept(rows)
-    asked: dict[int, float] = {}
-    for g in decide(rows):
-        asked.setdefault(g["row"]["devices"], []).append(g["implied"])
-    asked = {n: float(np.median(v)) for n, v in asked.items()}
-    lines = [
-        "| n | T x D x F | on / off | faster | ring below (own rates) | ring below (median "
-        "rates) | D measured | auto picks | D asked (median) | picks | D intercept | picks |",
-        "|---:|---|---:|---|---:|---:|---:|---|---:|---|---:|---|",
-    ]
-    us = 1e6
-    for d in sorted(rows, key=lambda d: (d["devices"], d["D"], d["T"])):
-        n = d["devices"]
-        r = d["results"]
-        ratio = r["purejit_on"]["step_s"] / r["purejit_off"]["step_s"]
-        faster = "either" if abs(ratio - 1) < 0.02 else ("on" if ratio < 1 else "off")
-        cal = calibration(r["purejit_auto"]["calibration"], n, 0.0, 0.0)
-        evens = []
-        for c in (cal, replace(cal, **med[n])):
-            plain, ring = estimate(n, d["T"], d["D"], d["F"], c)
-            evens.append((plain - ring) / 2)
-        own = calibration(r["purejit_auto"]["calibration"], n)
-        measured = (n - 1) * own.step_latency_s - own.plain_latency_s
-        cells = []
-        for k, dd in enumerate((measured, asked[n], inter[n])):
-            if dd is None:
-                cells.append("- | -")
-                continue
-            picks = ["on" if dd < e else "off" for e in evens]
-            if k == 0:  # the row's own calibration: what auto did, own rates only
-                picks = picks[:1]
-            right = all(p == faster for p in picks) or faster == "either"
-            cells.append(f"{dd * us:.0f} us | {'/'.join(picks)}{'' if right else ' WRONG'}")
-        lines.append(
-            f"| {n} | {d['T']} x {d['D']} x {d['F']} | {ratio:.3f} | {faster} | "
-            f"{evens[0] * us:.0f} us | {evens[1] * us:.0f} us | " + " | ".join(cells) + " |"
-        )
-    return "\n".join(lines) + "\n"
-
-
 def _us(text: str | None) -> list:
     return [None] if not text else [float(x) * 1e-6 for x in text.split(",")]
 
@@ -189,14 +107,10 @@ def main(argv=None):
     p.add_argument("--plain-latency-us", default=None, help="plain program fixed costs to try")
     p.add_argument("--extra-us", default="0", help="added to each ring step's fixed cost")
     p.add_argument("--rows", action="store_true", help="print every row's estimates")
-    p.add_argument("--check", action="store_true", help="the per-row decision check (Markdown)")
     args = p.parse_args(argv)
     rows = load(args.folder)
     if not rows:
         raise SystemExit(f"no tp_mlp_n*.json in {args.folder}")
-    if args.check:
-        print(check(rows), end="")
-        return
     for step_s in _us(args.step_latency_us):
         for plain_s in _us(args.plain_latency_us):
             for extra_s in _us(args.extra_us):

@@ -9,26 +9,14 @@ is spread over many steps:
 - a square matmul on one device: its matmul rate;
 - an all-gather of the large size: the plain collective's rate (over a switch it uses every
   link at once, where a ring step uses one);
+- the large ring transfer and the matmul in one step: how much of one hides behind the other
+  (a ring step's transfer and multiply only save time where they run at once);
 - a tensor-parallel MLP's two rings as `collective_matmul` emits them (the all-gather ring
   into a zeroed output, the reduce-scatter ring from it: n - 1 steps of transfer + multiply
   + dynamic_update_slice or add each) and the all-gather, matmuls and reduce-scatter they
-  replace, each at two shard sizes: both programs' bytes and flops grow with the shard's
-  rows, so the line through the two times meets zero rows at their fixed cost (a ring
-  step's launches, updates and loops; the plain program's), which decides the small shapes.
-  Taken from each program's own two sizes, the fixed costs do not depend on the measured
-  rates: a matmul rate read 10% low leaves them as they are (as a remainder of the model's
-  bytes and flops terms, session 12 saw a ring step's 55 us fall to 4.5 us that way);
-- the same rings without their transfers (each device keeps its blocks), at the large size:
-  what the rings cost beyond it is the part of their transfers the matmuls do not hide, so
-  the overlap (the share of a step's shorter part hidden behind its longer) comes from the
-  real rings, and a matmul rate read 10% off cancels between the two (session 12 timed a
-  transfer and an unrelated matmul in one step; their hidden share, a small difference of
-  three times, read 0.10-0.24 between processes).
-
-Each program runs once to warm up, then `rounds` times with all programs interleaved (one run
-of each per round, in the same order in every process), and its time is the median: drift
-of the host or the devices hits the two sizes of a fit alike, and one slow round does not
-move it.
+  replace: what each costs beyond what the figures above predict is the fixed cost of a
+  ring step (launches, the updates, the loops) and of the plain program, which decide the
+  small shapes.
 
 The programs are per-device (replicas, no partitioner), so they need no inputs: the buffers
 are made inside the program before the loop. With several processes every process must run
@@ -44,20 +32,14 @@ from typing import Sequence
 import numpy as np
 
 # elements (f32) per device moved by the small and the large ring transfer, matmul side;
-# "ring": the shard (rows x k) and matrices (k x f, f x k) of the MLP programs at the large
-# size; the small size has rows / 4 (`small_rows`). On GPUs a large ring step moves and
-# multiplies what one of the T=16384, D=2048, F=8192 MLP does on 2 devices (32 MB,
-# 137 GFLOP), where the decision at n = 2 is close; every large ring matmul is the rate
-# program's own, so XLA autotunes it once for all, and at n = 4 so is the small plain
-# program's (4 x 1024 rows); new shapes: the small ring's, the plain programs' at n = 2.
-# "rounds": timed runs of each program, interleaved, after one warm-up run. A run's dispatch
-# is spread over its loop's repetitions; what is left of it in the two MLP programs' fixed
-# costs is the same per repetition in both (same "ring_steps"), so it cancels in what decides,
-# (n - 1) * step latency - plain latency
-_CPU = {"small": 256, "large": 1 << 16, "dot": 256, "steps": 8, "dot_steps": 4,
-        "ring": (64, 256, 256), "ring_steps": 2, "rounds": 5}  # fmt: skip
+# "ring": the shard (rows x k) and matrices (k x f, f x k) of the MLP programs. On GPUs a ring
+# step moves and multiplies what one of the T=16384, D=2048, F=8192 MLP does on 2 devices
+# (32 MB, 137 GFLOP), where the decision at n = 2 is close, and every ring matmul is the rate
+# program's own, so XLA autotunes it once for all
+_CPU = {"small": 256, "large": 1 << 18, "dot": 256, "steps": 8, "dot_steps": 4,
+        "ring": (64, 256, 256), "ring_steps": 2}  # fmt: skip
 _GPU = {"small": 256, "large": 1 << 23, "dot": 4096, "steps": 20, "dot_steps": 20,
-        "ring": (4096, 4096, 4096), "ring_steps": 5, "rounds": 5}  # fmt: skip
+        "ring": (4096, 4096, 4096), "ring_steps": 10}  # fmt: skip
 
 
 def _loop_module(name: str, n: int, steps: int, carries, body: str, nexts, read) -> str:
@@ -167,6 +149,18 @@ def _gather_module(n: int, elems: int, steps: int) -> str:
     return _loop_module("gather", n, steps, [("b", 1.0, "f32", t)], body, ["h"], [0])
 
 
+def _both_module(n: int, elems: int, d: int, steps: int, dtype: str) -> str:
+    """A ring transfer and a matmul in each step, independent of each other: how much of
+    the shorter one hides behind the longer is what a ring step can overlap. The result
+    reads both chains, so XLA cannot drop the matmul as a loop value nothing reads (with
+    the ring's chain alone returned, 4 H200s measured an overlap of 1.0 while the real
+    rings hid about a third)."""
+    t, m = f"tensor<{elems}xf32>", f"tensor<{d}x{d}x{dtype}>"
+    carries = [("b", 1.0, "f32", t), ("u", 1.0, dtype, m), ("v", 1.0 / d, dtype, m)]
+    body = _permute(n, "b", t, "p") + "\n" + _dot_line("u", "v", m, "q")
+    return _loop_module("overlap", n, steps, carries, body, ["p", "q", "v"], [0, 1])
+
+
 def _index(pos: str, k: str, base: int, n: int, rows: int, tag: str) -> list[str]:
     """Lines computing %{tag} = ((pos + base - k) mod n) * rows, as the pass does."""
     s32 = "tensor<i32>"
@@ -181,9 +175,7 @@ def _index(pos: str, k: str, base: int, n: int, rows: int, tag: str) -> list[str
     ]
 
 
-def _mlp_ring_module(
-    n: int, rows: int, k: int, f: int, steps: int, dtype: str, transfer: bool = True
-) -> str:
+def _mlp_ring_module(n: int, rows: int, k: int, f: int, steps: int, dtype: str) -> str:
     """The two rings `collective_matmul` makes of a tensor-parallel MLP, `steps` times.
 
     The all-gather ring: zero an output of n blocks, run n - 1 steps in a loop (pass the held
@@ -194,17 +186,7 @@ def _mlp_ring_module(
     next block's product. Its result is the next repetition's shard. What this costs beyond
     its transfers and multiplies (launches, the loops, the updates, the zeroing) is what
     real rings pay on top of bandwidth and matmul rate; with n = 2 each ring is one step, as
-    in the pass. `replica_id` stands for the pass's position in the replica group.
-
-    With `transfer=False` the same rings keep their blocks (no collective_permute): the
-    reduce-scatter ring adds to its own partial sum, the all-gather ring writes one row of
-    the step's product into its shard (so the shard changes and XLA cannot hoist the step's
-    matmul out of the loop; the row comes from the product so that the update, in place,
-    follows the matmul that reads the shard, and XLA needs no copy of it; needs f >= k),
-    and what the rings with transfers cost beyond it is the share of their transfers that
-    their matmuls do not hide."""
-    if not transfer and f < k:
-        raise NotImplementedError(f"calibration ring without transfers: f ({f}) < k ({k})")
+    in the pass. `replica_id` stands for the pass's position in the replica group."""
     x, w1, w2 = (f"tensor<{r}x{c}x{dtype}>" for r, c in ((rows, k), (k, f), (f, k)))
     part, y, s32 = f"tensor<{rows}x{f}x{dtype}>", f"tensor<{n * rows}x{f}x{dtype}>", "tensor<i32>"
     dot1 = f"contracting_dims = [1] x [0] : ({x}, {w1}) -> {part}"
@@ -227,17 +209,8 @@ def _mlp_ring_module(
         "    stablehlo.return %gc : tensor<i1>",
         "  } do {",
         f"    %gj = stablehlo.add %gk, %cu : {s32}",
-        *(["    " + _permute(n, "gx", x, "gn")] if transfer else []),
+        "    " + _permute(n, "gx", x, "gn"),
         f"    %gd = stablehlo.dot_general %gx, %gw, {dot1}",
-        *(
-            []
-            if transfer
-            else [
-                f"    %gt = stablehlo.slice %gd [0:1, 0:{k}] : ({part}) -> tensor<1x{k}x{dtype}>",
-                f'    %gn = "stablehlo.dynamic_update_slice"(%gx, %gt, %gk, %cz) : '
-                f"({x}, tensor<1x{k}x{dtype}>, {s32}, {s32}) -> {x}",
-            ]
-        ),
         *("    " + line for line in _index("gp", "gk", n, n, rows, "gi")),
         f'    %go2 = "stablehlo.dynamic_update_slice"(%go, %gd, %gi, %cz) : {dus}',
         "    stablehlo.return %gj, %gn, %go2, %gw, %gp : " + ", ".join(gather_carry),
@@ -257,11 +230,11 @@ def _mlp_ring_module(
         "    stablehlo.return %sc : tensor<i1>",
         "  } do {",
         f"    %sj = stablehlo.add %sk, %cu : {s32}",
-        *(["    " + _permute(n, "sa", x, "sm")] if transfer else []),
+        "    " + _permute(n, "sa", x, "sm"),
         *("    " + line for line in _index("sp", "sk", 2 * n - 1, n, rows, "si")),
         f'    %spc = "stablehlo.dynamic_slice"(%sy, %si, %cz) {dsl}',
         f"    %sd = stablehlo.dot_general %spc, %sw, {dot2}",
-        f"    %sa2 = stablehlo.add {'%sm' if transfer else '%sa'}, %sd : {x}",
+        f"    %sa2 = stablehlo.add %sm, %sd : {x}",
         "    stablehlo.return %sj, %sa2, %sy, %sw, %sp : " + ", ".join(scatter_carry),
         "  }",
     ]
@@ -304,41 +277,18 @@ def _compile(text: str, devices: Sequence):
     return client.compile_and_load(text, xla_client.DeviceList(tuple(devices)), opts)
 
 
-def _run(exe) -> None:
-    outs = exe.execute_sharded([])
-    for a in outs.disassemble_into_single_device_arrays():
-        for b in a:
-            b.block_until_ready()
-
-
-def time_rounds(runs: dict, rounds: int, clock=time.perf_counter) -> dict:
-    """name -> the seconds of each of `rounds` runs of `runs[name]()` (a callable), after one
-    warm-up run of each. The programs are interleaved: each round runs every program once, in
-    the order of `runs` (the same in every process, as collectives need), so drift of the
-    host or the devices during the measurement hits every program alike."""
-    for run in runs.values():
-        run()
-    got = {name: [] for name in runs}
-    for _ in range(rounds):
-        for name, run in runs.items():
-            t0 = clock()
-            run()
-            got[name].append(clock() - t0)
-    return got
-
-
-def median(times: Sequence[float]) -> float:
-    return float(np.median(np.asarray(times, dtype=np.float64)))
-
-
-def small_rows(rows: int) -> int:
-    """The shard rows of the MLP programs' small size, rows / 4. The fixed costs are
-    extrapolated from the two sizes, (4 t_small - t_large) / 3: the nearer the small size is
-    to zero rows, the less the noise of the two times is amplified (with 1% noise in each
-    program's time, a model H200 at n = 2 gives D = (n - 1) step - plain latency within
-    4 us; with rows / 2, 11 us); smaller still, matmuls of few rows run below their rate and
-    bend the line."""
-    return max(rows // 4, 1)
+def _best_seconds(exe, repeats: int) -> float:
+    """The fastest of `repeats` runs (after one warm-up run)."""
+    best = float("inf")
+    for k in range(repeats + 1):
+        t0 = time.perf_counter()
+        outs = exe.execute_sharded([])
+        for a in outs.disassemble_into_single_device_arrays():
+            for b in a:
+                b.block_until_ready()
+        if k:
+            best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def _programs(devices: list, size: dict, gpu: bool) -> dict:
@@ -351,18 +301,16 @@ def _programs(devices: list, size: dict, gpu: bool) -> dict:
     if n < 2:
         return progs
     rows, k, f = size["ring"]
-    few, rsteps = small_rows(rows), size["ring_steps"]
     return {
         "small": (_ring_module(n, size["small"], steps), devices, steps),
         "large": (_ring_module(n, size["large"], steps), devices, steps),
         **progs,
         "gather": (_gather_module(n, size["large"], steps), devices, steps),
-        "ring_small": (_mlp_ring_module(n, few, k, f, rsteps, dtype), devices, rsteps),
-        "ring": (_mlp_ring_module(n, rows, k, f, rsteps, dtype), devices, rsteps),
-        "ring_local": (_mlp_ring_module(n, rows, k, f, rsteps, dtype, transfer=False), devices,
-                       rsteps),
-        "plain_small": (_mlp_plain_module(n, few, k, f, rsteps, dtype), devices, rsteps),
-        "plain": (_mlp_plain_module(n, rows, k, f, rsteps, dtype), devices, rsteps),
+        "overlap": (_both_module(n, size["large"], size["dot"], dsteps, dtype), devices, dsteps),
+        "ring": (_mlp_ring_module(n, rows, k, f, size["ring_steps"], dtype), devices,
+                 size["ring_steps"]),
+        "plain": (_mlp_plain_module(n, rows, k, f, size["ring_steps"], dtype), devices,
+                  size["ring_steps"]),
     }  # fmt: skip
 
 
@@ -389,109 +337,70 @@ def measure(devices: Sequence) -> dict:
     Returns:
         `{"link_bytes_per_s", "flops_per_s", "collective_bytes_per_s", "overlap",
         "step_latency_s", "plain_latency_s", "transfer_latency_s", "ring_s", "plain_s",
-        "ring_small_s", "plain_small_s", "ring_local_s", "ring_flops_per_s",
-        "plain_flops_per_s", "spread", "seconds"}`:
-        `collective_bytes_per_s` is the rate at which a plain all-gather moves a device's
-        (n - 1) / n share of the result;
-        `overlap` (0 to 1) is the share of the shorter of a ring step's transfer and multiply
-        that hides behind the longer (from `ring_s` against `ring_local_s`, the same rings
-        without transfers); `ring_flops_per_s` the matmul rate in those rings and
-        `plain_flops_per_s` in the plain program (beyond its collectives at
-        `collective_bytes_per_s` and its fixed cost), reported, not priced: the model
-        prices every matmul at `flops_per_s` (a 10% error in the rate at which a
-        collective is priced moves the plain program's by 4%, enough to flip the
-        compute-heavy shapes, where the ring and the plain program differ by 2-3%);
-        `ring_s` and `plain_s` (and
-        `_small_s`) are the times of an MLP's two rings as the pass emits them and of the
-        collectives and matmuls they replace, at the large (small) shard size, and
-        `step_latency_s` and `plain_latency_s` their fixed costs (`ring_step_latency`,
-        `plain_latency`); `transfer_latency_s` is one small ring transfer's time; `spread`
-        the largest (slowest - fastest) / median of a program's rounds; `seconds` is how long
-        the measurement took, compiles included. Every time is a median (`time_rounds`).
+        "seconds"}`: `collective_bytes_per_s` is the rate at which a plain all-gather moves a
+        device's (n - 1) / n share of the result; `overlap` (0 to 1) is the share of the
+        shorter of a large ring transfer and a matmul that hides behind the longer when one
+        step runs both; `ring_s` and `plain_s` are the times of an MLP's two rings as the
+        pass emits them and of the collectives and matmuls they replace, and
+        `step_latency_s` and `plain_latency_s` what these cost beyond the cost model's terms
+        of bytes and flops (`ring_step_latency`, `plain_latency`); `transfer_latency_s` is
+        one small ring
+        transfer's time; `seconds` is how long the measurement took, compiles included.
     """
     t_start = time.perf_counter()
     devices = list(devices)
+    n = len(devices)
     gpu = devices[0].platform != "cpu"
     size = _GPU if gpu else _CPU
     progs = _programs(devices, size, gpu)
     exes = _compile_all(progs)
-    runs = {name: (lambda exe=exes[name]: _run(exe)) for name in progs}
-    rounds = time_rounds(runs, size["rounds"])
-    t = {name: median(v) / progs[name][2] for name, v in rounds.items()}
-    out = derive(t, len(devices), size, 2 if gpu else 4)
-    out["spread"] = max((max(v) - min(v)) / median(v) for v in rounds.values())
-    out["seconds"] = time.perf_counter() - t_start
-    return out
-
-
-def derive(t: dict, n: int, size: dict, itemsize: int) -> dict:
-    """The figures `measure` returns (but "spread" and "seconds") from `t`, each program's
-    median seconds per repetition (names as in `_programs`), on `n` devices."""
+    t = {name: _best_seconds(exes[name], 3) / progs[name][2] for name in progs}
     d = size["dot"]
     flops = 2 * d**3 / t["dot"]
     out = {"link_bytes_per_s": float("inf"), "flops_per_s": flops, "collective_bytes_per_s":
            float("inf"), "overlap": 1.0, "step_latency_s": 0.0, "plain_latency_s": 0.0,
-           "transfer_latency_s": 0.0, "ring_s": 0.0, "plain_s": 0.0, "ring_small_s": 0.0,
-           "plain_small_s": 0.0, "ring_local_s": 0.0, "ring_flops_per_s": flops,
-           "plain_flops_per_s": flops}  # fmt: skip
+           "transfer_latency_s": 0.0, "ring_s": 0.0, "plain_s": 0.0}  # fmt: skip
     if n > 1:  # one device: no link to measure; a ring never forms on one device anyway
         latency = t["small"]
         link = 4 * (size["large"] - size["small"]) / max(t["large"] - t["small"], 1e-9)
         collective = 4 * size["large"] * (n - 1) / max(t["gather"] - latency, 1e-9)
-        rows, k, f = size["ring"]
-        few = small_rows(rows)
-        step = ring_step_latency(t["ring_small"], t["ring"], n, few, rows)
-        plain = plain_latency(t["plain_small"], t["plain"], few, rows)
-        # the rings without transfers: one block's multiply, n - 1 steps of multiply and
-        # fixed cost, twice; their multiplies give the rings' matmul rate
-        block = 2 * rows * k * f
-        b = max((t["ring_local"] / 2 - (n - 1) * step) / n, 1e-12)
-        # what the rings cost beyond them, per step, is the model's
-        # max(a, b) + (1 - overlap) min(a, b) - b = a - overlap min(a, b)
-        a = itemsize * rows * k / link
-        exposed = (t["ring"] - t["ring_local"]) / (2 * (n - 1))
-        overlap = min(max((a - exposed) / min(a, b), 0.0), 1.0)
-        # the plain program's half beyond its collective and its fixed cost: its matmul
-        t_coll = itemsize * rows * k * (n - 1) / collective
-        t_mm = max(t["plain"] / 2 - plain - t_coll, 1e-12)
+        hidden = t["large"] + t["dot"] - t["overlap"]
+        overlap = min(max(hidden / min(t["large"], t["dot"]), 0.0), 1.0)
+        shape = (n, *size["ring"], 2 if gpu else 4)
         out.update(
             link_bytes_per_s=link,
             collective_bytes_per_s=collective,
             overlap=overlap,
-            step_latency_s=step,
-            plain_latency_s=plain,
-            ring_flops_per_s=block / b,
-            plain_flops_per_s=n * block / t_mm,
+            step_latency_s=max(ring_step_latency(t["ring"], *shape, link, flops, overlap), 0.0),
+            plain_latency_s=max(plain_latency(t["plain"], *shape, collective, flops), 0.0),
             transfer_latency_s=latency,
             ring_s=t["ring"],
             plain_s=t["plain"],
-            ring_small_s=t["ring_small"],
-            plain_small_s=t["plain_small"],
-            ring_local_s=t["ring_local"],
         )
-    return {key: float(v) for key, v in out.items()}
+    out = {key: float(v) for key, v in out.items()}
+    out["seconds"] = time.perf_counter() - t_start
+    return out
 
 
-def intercept(t_small: float, t_large: float, small: int, large: int) -> float:
-    """Where the line through (small, t_small) and (large, t_large) meets size 0: a
-    program's fixed cost, when what else it does grows in proportion to the size."""
-    return (large * t_small - small * t_large) / (large - small)
+def ring_step_latency(ring_s, n, rows, k, f, itemsize, link, flops, overlap) -> float:
+    """The fixed cost per step that makes the cost model's estimate of the MLP's two rings
+    equal `ring_s`, their measured time (`rows x k` shards, `k x f` and `f x k` matrices, `n`
+    devices). Both rings move a `rows x k` block and multiply `rows x k x f` per step; the
+    model prices each as one block's multiply and n - 1 steps of
+    `max(a, b) + (1 - overlap) * min(a, b) + step_latency` (a: the block's transfer at the
+    link rate, b: its multiply at the matmul rate)."""
+    a = itemsize * rows * k / link
+    b = 2 * rows * k * f / flops
+    return (ring_s / 2 - b) / (n - 1) - (max(a, b) + (1.0 - overlap) * min(a, b))
 
 
-def ring_step_latency(ring_small_s, ring_s, n, small, rows) -> float:
-    """The fixed cost of one ring step: the MLP's two rings (`n - 1` steps each) timed with
-    shards of `small` and of `rows` rows; every step moves a `rows x k` block and multiplies
-    it by a `k x f` matrix, so the ring's time grows in proportion to the rows but for what
-    each step costs anyway (launches, the loop, the update or add). Floored at 0 (a negative
-    intercept is noise)."""
-    return max(intercept(ring_small_s, ring_s, small, rows), 0.0) / (2 * (n - 1))
-
-
-def plain_latency(plain_small_s, plain_s, small, rows) -> float:
-    """The fixed cost of one collective + matmul: the plain MLP (all-gather, two matmuls,
-    reduce-scatter) timed with shards of `small` and of `rows` rows, its line's value at 0
-    rows, shared by its two halves. Floored at 0 (a negative intercept is noise)."""
-    return max(intercept(plain_small_s, plain_s, small, rows), 0.0) / 2
+def plain_latency(plain_s, n, rows, k, f, itemsize, collective, flops) -> float:
+    """The fixed cost per collective + matmul that makes the cost model's estimate of the
+    plain MLP (all-gather, two matmuls, reduce-scatter) equal `plain_s`, its measured time:
+    the model prices each collective's `(n - 1) rows x k` received or sent block at the
+    collective's rate and each matmul at the matmul rate."""
+    t_coll = itemsize * rows * k * (n - 1) / collective
+    return plain_s / 2 - t_coll - 2 * n * rows * k * f / flops
 
 
 def device_key(devices: Sequence) -> tuple[str, int]:

@@ -5,8 +5,7 @@ devices, link bandwidth, the plain collective's rate, matmul rate, overlap and t
 costs of a ring step and of the plain program (`purejit.backend.calibration.measure`,
 1-2 s on 8 CPU devices of a 2-core machine); the result is kept in memory and, when
 `cache_dir` is set, in `cache_dir/calibration-*.json`, so a later process loads it instead
-of measuring. A file whose `format` is not `FORMAT` (figures measured another way) is
-measured again.
+of measuring.
 
 Several processes must take the same decision, or their programs' collectives do not match
 and hang. With `purejit.distributed` initialized, process 0 decides: it loads its persisted
@@ -31,10 +30,6 @@ from purejit.compiler.cache import folder_is_private
 from purejit.config import config
 from purejit.passes.collective_matmul import Calibration
 
-# the persisted files' format: 2 since the fixed costs are intercepts of two sizes of the
-# ring and plain programs and the overlap comes from the rings themselves (format 1,
-# unmarked, took the fixed costs as a remainder of the model's terms)
-FORMAT = 2
 _memory: dict[tuple[str, int], Calibration] = {}
 _lock = threading.Lock()
 _generation = [0]  # bumped by `forget`, so a new decision gets fresh key-value names
@@ -56,9 +51,9 @@ def _load(key) -> Calibration | None:
             rec = json.load(f)
     except (OSError, ValueError):
         return None
-    if rec.get("key") != list(key) or rec.get("format") != FORMAT:
-        # another device set, or figures measured another way (a remainder of the model's
-        # terms before format 2, a bare transfer's cost before `plain_latency_s`)
+    if rec.get("key") != list(key) or "plain_latency_s" not in rec.get("calibration", {}):
+        # another device set, or figures from before the model measured it all (without
+        # `plain_latency_s`, `step_latency_s` was a bare transfer's cost, not a ring step's)
         return None
     return Calibration(**rec["calibration"])
 
@@ -71,7 +66,7 @@ def _store(key, cal: Calibration) -> None:
         os.makedirs(cache_dir, mode=0o700, exist_ok=True)
         tmp = _path(cache_dir, key) + f".{os.getpid()}.tmp"
         with open(tmp, "w") as f:
-            json.dump({"format": FORMAT, "key": list(key), "calibration": cal.as_dict()}, f)
+            json.dump({"key": list(key), "calibration": cal.as_dict()}, f)
         os.replace(tmp, _path(cache_dir, key))
     except OSError:  # an unwritable cache: the figures stay in memory for this process
         pass
