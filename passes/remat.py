@@ -232,13 +232,6 @@ TRAFFIC_WEIGHT = 0.25
 # ops that recompute for free wherever they are read: no arithmetic, XLA fuses or elides them
 _FREE_OPS = frozenset({"broadcast_in_dim", "iota", "reshape"})
 
-# traffic a recomputation made in memory costs beyond the bytes it moves: the kernel of its
-# own it needs (on a GPU its launch and the gap before the next kernel)
-KERNEL_TRAFFIC = 0
-# whether a reduction's kernel computes a recomputed operand in place at no cost (as an
-# elementwise kernel does), or reads it from memory like a dot
-REDUCTIONS_FUSE = True
-
 
 def _fusible_reader(op: Op) -> bool:
     """Whether a kernel of `op` can compute its operands in place (XLA loop or input fusion)
@@ -246,9 +239,7 @@ def _fusible_reader(op: Op) -> bool:
     t = op.opdef.traits
     if op.regions and "reduction" not in t:
         return False
-    fusing = {"elementwise", "shape_only", "view", "reduction"} if REDUCTIONS_FUSE else {
-        "elementwise", "shape_only", "view"}  # fmt: skip
-    return bool(t & fusing) and "contraction" not in t
+    return bool(t & {"elementwise", "shape_only", "view", "reduction"}) and "contraction" not in t
 
 
 def backward_uses(lin: Function, num_tangents: int, residuals: Sequence[Value]) -> dict:
@@ -337,7 +328,7 @@ def recompute_traffic(
                 )
             else:  # data movement reads what it writes
                 reads = v.type.nbytes
-            out[v] = reads + v.type.nbytes + KERNEL_TRAFFIC
+            out[v] = reads + v.type.nbytes
     return out
 
 

@@ -158,7 +158,7 @@ def _compiled(name, forms, params, x, y):
 def _remat_patch(name: str) -> tuple[str, dict]:
     """A form's name without its `[NAME=VALUE;...]` suffix, and the module globals of
     `passes.remat` the suffix sets while the form compiles (a diagnostic of the remat cost
-    model's constants: `purejit [KERNEL_TRAFFIC=8388608;REDUCTIONS_FUSE=0]`)."""
+    model's constants: `purejit [TRAFFIC_WEIGHT=16.0]`)."""
     if not name.endswith("]") or "[" not in name:
         return name, {}
     base, _, spec = name[:-1].partition("[")
