@@ -267,3 +267,14 @@ def is_donation_failure(e: BaseException) -> bool:
         return False
     text = str(e)
     return any(m in text for m in _DONATION_FAILURES)
+
+
+@functools.lru_cache(maxsize=None)
+def _plain_registry():
+    return _api()["registry"]()
+
+
+def array_leaves(tree) -> list:
+    """The leaves of `tree` over builtin containers only (any other object, purejit's Array
+    included, is a leaf), flattened in C++."""
+    return _plain_registry().flatten(tree)[0]

@@ -24,7 +24,7 @@ from purejit.ir import Builder, get_op, print_function
 from purejit.ir.ops.elementwise import convert_array
 from purejit.ir.printer import format_attr
 from purejit.runtime import float_checks
-from purejit.runtime.array import Array, as_array
+from purejit.runtime.array import Array, DeletedArrayError, as_array
 from purejit.tracing import ShapedArray, Trace, Tracer, infer_results, set_base_trace
 
 _new = object.__new__
@@ -202,10 +202,24 @@ class EvalTrace(Trace):
             if prim is None:
                 prim = Primitive(name, attrs, tuple(regions), weak, tuple(flags))
                 self.cache.put(key, prim)
-        outs = prim.cpp(*bufs) if prim.cpp is not None else prim._python(*bufs)
+        try:
+            outs = prim.cpp(*bufs) if prim.cpp is not None else prim._python(*bufs)
+        except Exception:
+            _raise_if_donated(name, args)
+            raise
         if float_checks.STATE[0] or float_checks.STATE[1]:  # debug_nans / debug_infs
             float_checks.check(name, outs)
         return outs
+
+
+def _raise_if_donated(name: str, args) -> None:
+    """purejit's error where an operand's buffer was donated to a jitted call that ran in
+    jaxlib's C++ dispatch (jaxlib's own error names neither the op nor the array)."""
+    for a in args:
+        if a.__class__ is Array:
+            error = a.deleted_error()
+            if error is not None:
+                raise DeletedArrayError(f"{name}: {error}{errors.at(errors.user_location())}")
 
 
 def _from_buffer(buf, aval: ShapedArray) -> Array:
