@@ -180,6 +180,21 @@ class Function:
     def op_count(self) -> int:
         return sum(1 for _ in self.walk())
 
+    def copy(self) -> "Function":
+        """The same function with fresh values and copied regions: equal in every op,
+        attribute and type, sharing no value or region with `self` (a function is closed,
+        so every operand is a parameter or an earlier op's result)."""
+        new: dict[Value, Value] = {p: Value(p.type) for p in self.params}
+        ops = []
+        for op in self.ops:
+            results = [Value(r.type) for r in op.results]
+            new.update(zip(op.results, results))
+            operands = [new[v] for v in op.operands]
+            regions = [r.copy() for r in op.regions]
+            ops.append(Op(op.name, operands, op.attrs, results, regions, op.loc))
+        return Function(self.name, [new[p] for p in self.params], ops,
+                        [new[v] for v in self.results])  # fmt: skip
+
     def __str__(self) -> str:
         return print_function(self)
 

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 from purejit.compiler import CacheStats, Compiled, Lowered, cpp_dispatch
 from purejit.compiler.compiled import ELSEWHERE, fast_flatten
 from purejit.compiler.buckets import Buckets
+from purejit.compiler.callees import Callees
 from purejit.compiler.explain import Explanation, explain_lowered
 from purejit.compiler.donation import normalize_donation
 from purejit.compiler.lower import JitConfig, lower, trace
@@ -137,6 +138,8 @@ class Jitted:
         # signature key -> Compiled, and fast key -> Compiled: shares of the bounded tables
         self._fast: lru.Partition = DISPATCH.partition()
         self.cache: lru.Partition = PROGRAMS.partition(_on_evict(self.stats, self._fast))
+        # this function's traces as a call inside other traces, per signature
+        self.callees = Callees()
         self._fast_context = config.trace_context
         self._fast_ok = not self.spec.has_static
         self._buckets = None
@@ -247,7 +250,9 @@ class Jitted:
             return self.fun(*args, **kwargs), None, None
         if self._fast_context is not config.trace_context:  # x64 or precision changed
             self._fast.clear()
-            self._fast_context = config.trace_context
+            # this function's traces as a call inside other traces, per signature
+        self.callees = Callees()
+        self._fast_context = config.trace_context
         if not kwargs and self._fast_ok and not dispatch_key():
             # fast path: positional purejit Arrays and NumPy arrays (in plain tuples, lists
             # and dicts) whose tree, shapes, dtypes and weak types exactly match a compiled
@@ -301,10 +306,9 @@ class Jitted:
         arguments' abstract values into a function of its own (values it closes over from
         the outer trace become trailing operands), its outputs rebuilt as it returned them."""
         sig = self.spec.signature(args, kwargs)
-        traced, out_tree = trace(self.config, sig)
-        operands = [*sig.leaves, *traced.captures]
-        weak = tuple(a.weak_type for a in traced.out_avals)
-        outs = bind("call", *operands, regions=[traced.fn], callee=self.__name__, weak=weak)
+        fn, captures, weak, out_tree = self.callees.trace(trace, self.config, sig)
+        operands = [*sig.leaves, *captures]
+        outs = bind("call", *operands, regions=[fn], callee=self.__name__, weak=weak)
         return out_tree.unflatten(outs)
 
     def _cpp_cache_miss(self, *args, **kwargs):
@@ -343,6 +347,7 @@ class Jitted:
     def clear_cache(self):
         self.cache.clear()
         self._fast.clear()
+        self.callees.clear()
         for derived in self.__dict__.get("_derived", {}).values():
             derived.clear_cache()
         if self._cpp is not None:

@@ -1,0 +1,110 @@
+"""A jitted function called inside another trace is traced once per signature, and each call
+site gets its own copy of that trace (purejit/compiler/callees.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import purejit
+import purejit.numpy as jnp
+from purejit.ir import interpret, print_function
+
+
+def _layers(n=5):
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal((4, 4)).astype(np.float32) * 0.3 for _ in range(n)]
+
+
+X = np.ones((2, 4), np.float32)
+
+
+def _model(layer):
+    def model(x, ws):
+        for w in ws:
+            x = layer(x, w)
+        return x.sum()
+
+    return model
+
+
+def test_a_layer_called_in_a_loop_is_traced_once_and_each_call_gets_its_own_copy():
+    runs = []
+
+    @purejit.jit
+    def layer(x, w):
+        runs.append(1)
+        return jnp.tanh(x @ w)
+
+    f = purejit.jit(_model(layer))
+    fn = f.lower(X, _layers()).traced
+    calls = [op for op in fn.walk() if op.name == "call"]
+    assert len(runs) == 1 and layer.callees.hits == 4 and len(calls) == 5
+    # no two call ops share a region or a value, and every region prints the same
+    regions = [op.regions[0] for op in calls]
+    assert len({id(r) for r in regions}) == 5
+    values = [v for r in regions for op in r.ops for v in op.results]
+    assert len({id(v) for v in values}) == len(values)
+    names = [[(op.name, [str(v.type) for v in op.results]) for op in r.ops] for r in regions]
+    assert all(n == names[0] for n in names) and names[0]
+    assert print_function(regions[1]).count("\n") == print_function(regions[0]).count("\n")
+    # the same numbers as the program traced without the kept traces, and as NumPy
+    want = X
+    for w in _layers():
+        want = np.tanh(want @ w)
+    np.testing.assert_allclose(float(f(X, _layers())), want.sum(), rtol=1e-5)
+    layer.callees.clear()
+    np.testing.assert_allclose(np.asarray(interpret(fn, X, *_layers())[0]), want.sum(), rtol=1e-5)
+    # grad through the calls reuses the trace too
+    g = purejit.jit(purejit.grad(_model(layer), argnums=1))(X, _layers())
+    assert len(runs) == 2 and len(g) == 5
+
+
+def test_another_signature_traces_again():
+    runs = []
+
+    @purejit.jit
+    def layer(x, w):
+        runs.append(x.shape)
+        return x @ w
+
+    def model(x, y, w):
+        return layer(x, w).sum() + layer(y, w).sum() + layer(x, w).sum()
+
+    purejit.jit(model)(X, np.ones((3, 4), np.float32), np.eye(4, dtype=np.float32))
+    assert runs == [(2, 4), (3, 4)]
+
+
+def test_a_trace_with_an_effect_or_a_captured_value_is_not_kept():
+    runs = []
+
+    @purejit.jit
+    def noisy(x):
+        runs.append(1)
+        purejit.debug.callback(lambda v: None, x)
+        return x + 1
+
+    purejit.jit(lambda x: noisy(noisy(x)))(X)
+    assert len(runs) == 2 and noisy.callees.hits == 0
+
+    def outer(x, s):
+        @purejit.jit
+        def scaled(v):  # reads `s`, a value of the enclosing trace
+            return v * s
+
+        return scaled(scaled(x))
+
+    np.testing.assert_allclose(np.asarray(purejit.jit(outer)(X, np.float32(3))), X * 9)
+
+
+def test_a_trace_that_differentiates_inside_is_not_kept():
+    runs = []
+
+    @purejit.jit
+    def inner(x):
+        runs.append(1)
+        return purejit.grad(lambda v: (v**3).sum())(x)
+
+    out = purejit.jit(lambda x: inner(inner(x)))(X)
+    # the differentiation leaves a record for explain: both calls traced
+    assert len(runs) == 2
+    np.testing.assert_allclose(np.asarray(out), 3 * (3 * X**2) ** 2, rtol=1e-5)
