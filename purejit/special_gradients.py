@@ -30,7 +30,7 @@ from purejit.lax import incomplete, special_functions
 from purejit.lax.arithmetic import exp2
 from purejit.lax.elementwise import eq, real
 from purejit.lax.ops import select
-from purejit.numpy import _calculus, _core
+from purejit.numpy import _arithmetic, _calculus
 from purejit.lax.elementwise import add, exp, lgamma, log, log1p, mul, neg, sign, sub
 from purejit.lax.special_functions import bessel_i1e, digamma
 
@@ -154,5 +154,5 @@ def _logaddexp_rule(value, base_exp):
     return f
 
 
-_core.DERIVATIVE_RULES["logaddexp"] = _logaddexp_rule(_core.logaddexp_value, exp)
-_core.DERIVATIVE_RULES["logaddexp2"] = _logaddexp_rule(_calculus.logaddexp2_value, exp2)
+_arithmetic.DERIVATIVE_RULES["logaddexp"] = _logaddexp_rule(_arithmetic.logaddexp_value, exp)
+_arithmetic.DERIVATIVE_RULES["logaddexp2"] = _logaddexp_rule(_calculus.logaddexp2_value, exp2)

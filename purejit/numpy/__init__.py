@@ -5,7 +5,8 @@ import numpy as _np
 from purejit.numpy._core import *  # noqa: F401,F403
 from purejit.numpy._core import _lift  # noqa: F401
 from purejit.numpy._core import copy_ as copy  # noqa: F401
-from purejit.numpy._core import nextafter  # noqa: F401
+from purejit.numpy._arithmetic import *  # noqa: F401,F403
+from purejit.numpy._arithmetic import nextafter  # noqa: F401
 from purejit.numpy._array_api import (  # noqa: F401
     __array_api_version__,
     __array_namespace_info__,

@@ -16,6 +16,7 @@ from purejit import errors
 from purejit.ir import dtypes as irdt
 from purejit.backend import pjrt
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy._linalg import matmul
 from purejit.numpy._manip import _slice_axis
 from purejit.numpy._reductions import _sum_dtype
@@ -132,7 +133,7 @@ def __array_namespace_info__() -> ArrayNamespaceInfo:
 
 # ---- the standard's names for NumPy's functions -----------------------------------------------
 
-acos, acosh, asin, asinh = c.arccos, c.arccosh, c.arcsin, c.arcsinh
+acos, acosh, asin, asinh = arith.arccos, arith.arccosh, arith.arcsin, arith.arcsinh
 atan, atanh, atan2 = c.arctan, c.arctanh, c.arctan2
 bitwise_invert, bitwise_left_shift, bitwise_right_shift = c.invert, c.left_shift, c.right_shift
 
@@ -171,7 +172,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
         )
     a, b = c.promote_args("vecdot", moveaxis(a, ax1, -1), moveaxis(b, ax2, -1))
     if a.dtype.kind == "c":
-        a = c.conj(a)
+        a = arith.conj(a)
     a, b = a[..., None, :], b[..., :, None]
     out = matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
     return out[..., 0, 0]

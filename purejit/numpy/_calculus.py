@@ -10,6 +10,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy._indexing import take
 from purejit.numpy._manip import _slice_axis
 from purejit.numpy._program import as_program
@@ -131,13 +132,13 @@ def _interp(x, xp, fp, left, right, period):
     x, xp, fp = c.convert(x, dt), c.convert(xp, dt), c.convert(fp, dt)
     if period is not None:
         period = c.abs(c.convert(period, dt))
-        x, xp = c.remainder(x, period), c.remainder(xp, period)
+        x, xp = arith.remainder(x, period), arith.remainder(xp, period)
         order = argsort(xp)
         xp, fp = take(xp, order), take(fp, order)
         xp = concatenate([c.subtract(xp[-1:], period), xp, c.add(xp[:1], period)])
         fp = concatenate([fp[-1:], fp, fp[:1]])
     n = xp.shape[0]
-    i = c.clip(searchsorted(xp, x, side="right"), 1, n - 1)
+    i = arith.clip(searchsorted(xp, x, side="right"), 1, n - 1)
     im1 = c.subtract(i, 1)
     df = c.subtract(take(fp, i), take(fp, im1))
     dx = c.subtract(take(xp, i), take(xp, im1))
@@ -175,7 +176,7 @@ def kron(a, b):
 def logaddexp2(x1, x2, /):
     """log2(2**x1 + 2**x2) without overflow, with JAX's derivative (see `c.logaddexp`)."""
     a, b = c.promote_args("logaddexp2", x1, x2, to_inexact=True)
-    return c.DERIVATIVE_RULES.get("logaddexp2", logaddexp2_value)(a, b)
+    return arith.DERIVATIVE_RULES.get("logaddexp2", logaddexp2_value)(a, b)
 
 
 def logaddexp2_value(a, b):
@@ -186,7 +187,7 @@ def logaddexp2_value(a, b):
     invln2 = c.convert(1 / np.log(2), a.dtype, weak=a.weak_type)
     delta = c.subtract(a, b)
     soft = c.add(amax, c.multiply(invln2, c.log1p(c.exp2(c.negative(c.abs(delta))))))
-    return c.where(c.isnan(delta), c.add(a, b), soft)
+    return c.where(arith.isnan(delta), c.add(a, b), soft)
 
 
 def heaviside(x1, x2, /):
@@ -194,7 +195,7 @@ def heaviside(x1, x2, /):
     a, b = c.promote_args("heaviside", x1, x2, to_inexact=True)
     zero = c.convert(0, a.dtype, weak=a.weak_type)
     one = c.convert(1, a.dtype, weak=a.weak_type)
-    at_zero = c.where(c.isnan(a), a, b)
+    at_zero = c.where(arith.isnan(a), a, b)
     return c.where(c.less(a, zero), zero, c.where(c.greater(a, zero), one, at_zero))
 
 

@@ -7,7 +7,7 @@ from purejit.lax._lift import convert
 from purejit.lax._lift import lift as _lift
 from purejit.lax.conv import conv_general_dilated
 from purejit.lax.ops import rev
-from purejit.numpy._core import conj
+from purejit.numpy._arithmetic import conj
 
 
 def _conv1d(a, v, mode: str, op: str, precision, preferred_element_type):

@@ -18,6 +18,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit.lax._lift import convert
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy._creation import arange, ones, zeros
 from purejit.numpy._manip import _split, tile
 from purejit.numpy._reductions import sum as _sum
@@ -81,7 +82,7 @@ def delete(arr, obj, axis: int | None = None, *, assume_unique_indices: bool = F
     if isinstance(obj, Tracer) and assume_unique_indices and obj.dtype.kind in "iu":
         # unique traced indices: keep position i + (number of deleted indices <= it)
         o = ravel(obj)
-        o = sort(c.clip(c.where(c.less(o, 0), c.add(o, n), o), 0, n))
+        o = sort(arith.clip(c.where(c.less(o, 0), c.add(o, n), o), 0, n))
         o = c.subtract(o, arange(o.shape[0], dtype=o.dtype))
         i = arange(n - o.shape[0], dtype=o.dtype)
         i = c.add(i, _sum(c.greater_equal(i[None, :], o[:, None]), axis=0, dtype=i.dtype))
@@ -133,7 +134,7 @@ def insert(arr, obj, values, axis: int | None = None):
     out_shape = list(a.shape)
     out_shape[axis] += n_insert
     out = zeros(tuple(out_shape), a.dtype)
-    idx = c.clip(c.where(c.less(idx, 0), c.add(idx, n_input), idx), 0, n_input)
+    idx = arith.clip(c.where(c.less(idx, 0), c.add(idx, n_input), idx), 0, n_input)
     idx = c.broadcast_to(idx, (n_insert,))
     values_at = idx.at[argsort(idx)].add(arange(n_insert, dtype=idx.dtype))
     keep = ones((n_input + n_insert,), np.bool_).at[values_at].set(False)
@@ -183,9 +184,9 @@ def choose(a, choices, out=None, mode: str = "raise"):
             raise ValueError("choose: invalid entry in choice array")
         idx = a
     elif mode == "wrap":
-        idx = c.remainder(a, n)
+        idx = arith.remainder(a, n)
     elif mode == "clip":
-        idx = c.clip(a, 0, n - 1)
+        idx = arith.clip(a, 0, n - 1)
     else:
         raise ValueError(f"choose: mode={mode!r} not understood; use 'raise', 'wrap' or 'clip'")
     idx, *chs = c.broadcast_arrays(idx, *chs)
@@ -282,9 +283,9 @@ def put(a, ind, v, mode: str | None = None, *, inplace: bool = True):
     if mode is None:
         scatter_mode = "drop"
     elif mode == "clip":
-        idx, scatter_mode = c.clip(idx, 0, size - 1), None
+        idx, scatter_mode = arith.clip(idx, 0, size - 1), None
     elif mode == "wrap":
-        idx, scatter_mode = c.remainder(idx, size), None
+        idx, scatter_mode = arith.remainder(idx, size), None
     elif mode == "raise":
         raise NotImplementedError("put: mode='raise' is not supported (as in jax.numpy)")
     else:

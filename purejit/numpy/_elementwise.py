@@ -21,6 +21,7 @@ from purejit.lax.elementwise import mul as lax_mul
 from purejit.lax.ops import bitcast_convert_type as lax_bitcast
 from purejit.lax.special_functions import bessel_i0e
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy._program import as_program
 from purejit.numpy._reductions import any as _any
 from purejit.numpy._sorting import sort
@@ -38,14 +39,14 @@ def _inexact1(x):
 def angle(z, deg: bool = False):
     """The angle of complex `z` (arctan2(imag, real)), in degrees with `deg=True`."""
     z = c._lift(z)
-    re, im = c.real(z), c.imag(z)
+    re, im = arith.real(z), arith.imag(z)
     dt = re.dtype
     # as jax.numpy: integer inputs and real 0-d floats go to the default float, strongly typed
     if not pdt.is_inexact(dt) or (z.dtype.kind == "f" and z.ndim == 0):
         dt = pdt.default_float()
         re, im = convert(re, dt), convert(im, dt)
     out = c.arctan2(im, re)
-    return c.rad2deg(out) if deg else out
+    return arith.rad2deg(out) if deg else out
 
 
 def fabs(x, /):
@@ -58,7 +59,7 @@ def fabs(x, /):
 
 def divmod(x1, x2, /):  # noqa: A001
     """(floor_divide(x1, x2), remainder(x1, x2))."""
-    return c.floor_divide(x1, x2), c.remainder(x1, x2)
+    return arith.floor_divide(x1, x2), arith.remainder(x1, x2)
 
 
 def modf(x, /, out=None):
@@ -95,7 +96,7 @@ def _frexp_float(x):
     bits = c.bitwise_and(bits, np.array(~(mask << info.nmant), it))
     bits = c.bitwise_or(bits, np.array((bias - 1) << info.nmant, it))
     m = lax_bitcast(bits, x.dtype)
-    special = c.logical_or(c.logical_or(c.isinf(x), c.isnan(x)), c.equal(x, 0))
+    special = c.logical_or(c.logical_or(arith.isinf(x), arith.isnan(x)), c.equal(x, 0))
     e = c.where(special, np.array(0, it), e)
     return c.where(special, x, m), convert(e, np.dtype(np.int32))
 
@@ -131,7 +132,7 @@ def ldexp(x1, x2, /):
     e = c.where(pos, c.subtract(e, 1), e)
     two = convert(2, m.dtype, weak=False)
     out = c.multiply(m, bind1("power", *c.broadcast_arrays(two, convert(e, m.dtype))))
-    return c.where(c.logical_or(c.isinf(a), c.equal(a, 0)), a, out)
+    return c.where(c.logical_or(arith.isinf(a), c.equal(a, 0)), a, out)
 
 
 def _integer_args(name: str, x1, x2):
@@ -168,7 +169,7 @@ def lcm(x1, x2, /):
     d = _gcd(a, b)
     zero = c.equal(d, 0)
     one = convert(1, d.dtype, weak=d.weak_type)
-    out = c.multiply(a, c.floor_divide(b, c.where(zero, one, d)))
+    out = c.multiply(a, arith.floor_divide(b, c.where(zero, one, d)))
     return c.where(zero, convert(0, d.dtype, weak=d.weak_type), c.abs(out))
 
 
@@ -208,13 +209,13 @@ def bitwise_count(x, /):
 def fmax(x1, x2):
     """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
     a, b = c.promote_args("fmax", x1, x2)
-    return c.where(c.logical_or(c.greater(a, b), c.isnan(b)), a, b)
+    return c.where(c.logical_or(c.greater(a, b), arith.isnan(b)), a, b)
 
 
 def fmin(x1, x2):
     """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
     a, b = c.promote_args("fmin", x1, x2)
-    return c.where(c.logical_or(c.less(a, b), c.isnan(b)), a, b)
+    return c.where(c.logical_or(c.less(a, b), arith.isnan(b)), a, b)
 
 
 def spacing(x, /):
@@ -226,10 +227,10 @@ def spacing(x, /):
     x = convert(x, x.dtype)  # a strongly typed result, as jax.numpy's
     inf = c._strong_const(np.inf, x.dtype)
     if x.dtype == np.float16:
-        return c.subtract(c.nextafter(x, inf), x)
-    out = c.subtract(c.nextafter(x, c.copysign(inf, x)), x)
+        return c.subtract(arith.nextafter(x, inf), x)
+    out = c.subtract(arith.nextafter(x, arith.copysign(inf, x)), x)
     tiny = c._strong_const(float(_finfo(x.dtype).smallest_subnormal), x.dtype)
-    return c.where(c.equal(out, 0), c.copysign(tiny, x), out)
+    return c.where(c.equal(out, 0), arith.copysign(tiny, x), out)
 
 
 def _isposneginf(x, negative: bool):
@@ -258,12 +259,12 @@ def isneginf(x, /, out=None):
 
 def iscomplex(x):
     """Whether each element has a nonzero imaginary part."""
-    return c.not_equal(c.imag(x), 0)
+    return c.not_equal(arith.imag(x), 0)
 
 
 def isreal(x):
     """Whether each element has a zero imaginary part."""
-    return c.equal(c.imag(x), 0)
+    return c.equal(arith.imag(x), 0)
 
 
 def _dtype_of(x) -> np.dtype:

@@ -14,6 +14,7 @@ from purejit import dtypes as pdt
 from purejit import errors
 from purejit.lax._lift import convert
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy._array_api import diff
 from purejit.numpy._creation import arange, linspace, meshgrid
 from purejit.numpy._linalg import matmul
@@ -317,9 +318,9 @@ def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
         return pa
     if discont is None:
         discont = c.true_divide(per, 2)
-    interval = c.floor_divide(per, 2) if dt.kind in "iu" else c.true_divide(per, 2)
+    interval = arith.floor_divide(per, 2) if dt.kind in "iu" else c.true_divide(per, 2)
     dd = diff(pa, axis=axis)
-    ddmod = c.subtract(c.remainder(c.add(dd, interval), per), interval)
+    ddmod = c.subtract(arith.remainder(c.add(dd, interval), per), interval)
     ddmod = c.where(c.logical_and(c.equal(ddmod, c.negative(interval)), c.greater(dd, 0)),
                     interval, ddmod)  # fmt: skip
     correct = c.where(c.less(c.abs(dd), discont), 0, c.subtract(ddmod, dd))
@@ -351,7 +352,7 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype
     cdt = _inexact_dtype(dt)
     a, b = c.astype(start, cdt), c.astype(stop, cdt)
     lin = linspace(a, b, num, endpoint=endpoint, axis=axis)
-    return convert(c.power(base, lin), dt)
+    return convert(arith.power(base, lin), dt)
 
 
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
@@ -399,4 +400,4 @@ def vecmat(x1, x2, /):
     if a.ndim < 1 or b.ndim < 2:
         raise ValueError(f"vecmat: x1 must be at least 1-D and x2 at least 2-D, got "
                          f"{a.shape} and {b.shape}")  # fmt: skip
-    return matmul(expand_dims(c.conj(a), -2), b)[..., 0, :]
+    return matmul(expand_dims(arith.conj(a), -2), b)[..., 0, :]

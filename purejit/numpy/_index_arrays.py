@@ -12,6 +12,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit.lax._lift import convert
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy._creation import arange, ones
 from purejit.numpy._setops import nonzero
 from purejit.numpy._shape import (
@@ -156,7 +157,7 @@ def unravel_index(indices, shape):
         raise ValueError("unravel_index: shape should be a scalar or 1D sequence")
     out = [None] * len(shape)
     for i, s in reversed(list(enumerate(shape))):
-        idx, out[i] = c.floor_divide(idx, s), c.remainder(idx, s)
+        idx, out[i] = arith.floor_divide(idx, s), arith.remainder(idx, s)
     oob_pos = c.greater(idx, 0)
     if idx.dtype.kind == "u":
         return tuple(c.where(oob_pos, s - 1, o) for s, o in zip(shape, out))
@@ -191,9 +192,9 @@ def ravel_multi_index(multi_index, dims, mode: str = "raise", order: str = "C", 
             if np.any((v < 0) | (v >= d)):
                 raise ValueError("ravel_multi_index: invalid entry in coordinates array")
     elif mode == "clip":
-        idxs = [c.clip(i, 0, d - 1) for i, d in zip(idxs, dims)]
+        idxs = [arith.clip(i, 0, d - 1) for i, d in zip(idxs, dims)]
     elif mode == "wrap":
-        idxs = [c.remainder(i, d) for i, d in zip(idxs, dims)]
+        idxs = [arith.remainder(i, d) for i, d in zip(idxs, dims)]
     elif mode != "ignore":
         raise ValueError(f"ravel_multi_index: invalid mode={mode!r}; expected 'raise', 'wrap', "
                          "'clip' or 'ignore'")  # fmt: skip

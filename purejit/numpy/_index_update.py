@@ -15,6 +15,7 @@ from purejit import dtypes as pdt
 from purejit import errors
 from purejit.lax import dslice
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy._indexing import (
     _err,
     _index_columns,
@@ -84,7 +85,7 @@ class _IndexUpdateRef:
         x = c._lift(self.array)
         if not pdt.is_inexact(x.dtype):
             raise TypeError(f"at[].divide() needs an inexact dtype, got {x.dtype}")
-        return self.multiply(c.reciprocal(c.convert(c._lift(values), x.dtype)),
+        return self.multiply(arith.reciprocal(c.convert(c._lift(values), x.dtype)),
                              indices_are_sorted=indices_are_sorted,
                              unique_indices=unique_indices, mode=mode)  # fmt: skip
 

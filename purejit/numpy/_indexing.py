@@ -27,6 +27,7 @@ from purejit import dtypes as pdt
 from purejit import errors
 from purejit.lax import dslice
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy._shape import _axis, concatenate, reshape
 from purejit.runtime.array import Array
 from purejit.tracing import ConcreteArray, Tracer, bind1
@@ -289,7 +290,7 @@ def _index_columns(x, adv, idt, clip: bool):
             cols.append(np.clip(v, 0, max(n - 1, 0)).astype(idt) if clip else v.astype(idt))
         else:
             v = _wrap_dynamic(v, n, idt)
-            cols.append(c.clip(v, 0, np.array(max(n - 1, 0), idt)) if clip else v)
+            cols.append(arith.clip(v, 0, np.array(max(n - 1, 0), idt)) if clip else v)
     shapes = [np.shape(v) for v in cols]
     try:
         batch = tuple(np.broadcast_shapes(*shapes))
@@ -437,9 +438,9 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     axis = _axis(axis, x.ndim, "take")  # out of range raises, as JAX (never wraps)
     indices = _as_index_array(indices)
     if mode == "wrap":  # Python's modulo: always in [0, size)
-        indices, mode = c.remainder(indices, max(x.shape[axis], 1)), "promise_in_bounds"
+        indices, mode = arith.remainder(indices, max(x.shape[axis], 1)), "promise_in_bounds"
     elif mode == "clip" and np.size(indices):  # before indexing would count -k from the end
-        indices = c.clip(indices, 0, max(x.shape[axis] - 1, 0))
+        indices = arith.clip(indices, 0, max(x.shape[axis] - 1, 0))
     idx = (slice(None),) * axis + (indices,)
     return _indexing_getitem(x, idx, mode=mode, fill_value=fill_value)
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from purejit.lax.ops import dot_general as lax_dot_general
 from purejit.numpy._core import _lift, broadcast_to, convert, multiply, result_type
-from purejit.numpy._core import conj as _conj
+from purejit.numpy._arithmetic import conj as _conj
 from purejit.numpy._shape import expand_dims, moveaxis, reshape, squeeze, stack, transpose
 from purejit.runtime.eager_fn import eager_function
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from purejit import errors
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy._creation import eye
 from purejit.numpy._indexing import _indexing_getitem, take
 from purejit.numpy._reductions import sum as _sum
@@ -214,8 +215,8 @@ def _roll1(x, shift, ax: int):
             return x
         return concatenate([_slice_axis(x, n - s, n, ax), _slice_axis(x, 0, n - s, ax)], ax)
     # traced shift: read a window of length n from [x, x] starting at (n - shift) mod n
-    s = c.remainder(c.convert(c._lift(shift), np.int32), n)
-    start = c.remainder(c.subtract(n, s), n)
+    s = arith.remainder(c.convert(c._lift(shift), np.int32), n)
+    start = arith.remainder(c.subtract(n, s), n)
     xx = concatenate([x, x], ax)
     zero = c.convert(0, np.int32)
     starts = [zero] * x.ndim

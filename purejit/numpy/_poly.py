@@ -15,6 +15,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy import linalg
 from purejit.lax._lift import convert
 from purejit.numpy._convolve import convolve
@@ -39,7 +40,7 @@ def vander(x, N=None, increasing: bool = False):
     powers = arange(n, dtype=x.dtype) if n else zeros((0,), x.dtype)
     if not increasing:
         powers = flip(powers)
-    return c.power(x[:, None], expand_dims(powers, 0))
+    return arith.power(x[:, None], expand_dims(powers, 0))
 
 
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):

@@ -11,15 +11,14 @@ from purejit import dtypes as pdt
 from purejit import errors
 from purejit.ir import dtypes as irdt
 from purejit.lax import ops as lax_ops
+from purejit.numpy._arithmetic import imag, real
 from purejit.numpy._core import (
     _lift,
     broadcast_to,
     add,
-    imag,
     convert,
     greater,
     multiply,
-    real,
     sqrt,
     subtract,
     true_divide,

@@ -18,6 +18,7 @@ from purejit import errors
 from purejit.lax import ops as lax
 from purejit.lax.scan import fori_loop
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy._creation import _eager, arange, full, linspace, zeros
 from purejit.numpy._indexing import take
 from purejit.numpy._reductions import any as _any
@@ -90,8 +91,8 @@ def nonzero(a, *, size=None, fill_value=None):
     out, rest = [], flat
     for d in reversed(range(x.ndim)):
         n = x.shape[d]
-        out.append(c.remainder(rest, n) if n else rest)
-        rest = c.floor_divide(rest, n) if n else rest
+        out.append(arith.remainder(rest, n) if n else rest)
+        rest = arith.floor_divide(rest, n) if n else rest
     out = out[::-1]
     if fill_value is not None:
         fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * x.ndim
@@ -126,17 +127,17 @@ def _total_lt(x, y):
     lt = c.less(x, y)
     if pdt.is_inexact(x.dtype):
         if x.dtype.kind == "c":
-            xr, yr, xi, yi = c.real(x), c.real(y), c.imag(x), c.imag(y)
+            xr, yr, xi, yi = arith.real(x), arith.real(y), arith.imag(x), arith.imag(y)
             return c.logical_or(_total_lt(xr, yr),
                                 c.logical_and(_total_eq(xr, yr), _total_lt(xi, yi)))  # fmt: skip
-        lt = c.logical_or(lt, c.logical_and(c.isnan(y), c.logical_not(c.isnan(x))))
+        lt = c.logical_or(lt, c.logical_and(arith.isnan(y), c.logical_not(arith.isnan(x))))
     return lt
 
 
 def _total_eq(x, y):
     eq = c.equal(x, y)
     if pdt.is_inexact(x.dtype) and x.dtype.kind != "c":
-        eq = c.logical_or(eq, c.logical_and(c.isnan(x), c.isnan(y)))
+        eq = c.logical_or(eq, c.logical_and(arith.isnan(x), arith.isnan(y)))
     return eq
 
 
@@ -178,7 +179,7 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
 
     def body(_, state):
         lo, hi = state
-        mid = c.floor_divide(c.add(lo, hi), 2)
+        mid = arith.floor_divide(c.add(lo, hi), 2)
         right = go_right(take(a, c.minimum(mid, n - 1)), v)
         right = c.logical_and(right, c.less(mid, hi))
         return c.where(right, c.add(mid, 1), lo), c.where(right, hi, mid)

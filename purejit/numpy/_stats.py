@@ -12,6 +12,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import lax
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy import _reductions as r
 from purejit.numpy._creation import full
 from purejit.numpy._indexing import take_along_axis
@@ -33,10 +34,10 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     rdt = np.real(np.zeros((), a.dtype)).dtype if a.dtype.kind == "c" else a.dtype
     rtol, atol = c.convert(c._lift(rtol), rdt), c.convert(c._lift(atol), rdt)
     out = c.less_equal(c.abs(c.subtract(a, b)), c.add(atol, c.multiply(rtol, c.abs(b))))
-    a_inf, b_inf = c.isinf(a), c.isinf(b)
+    a_inf, b_inf = arith.isinf(a), arith.isinf(b)
     out = c.logical_and(out, c.logical_not(c.logical_or(a_inf, b_inf)))
     out = c.logical_or(out, c.logical_and(c.logical_and(a_inf, b_inf), c.equal(a, b)))
-    a_nan, b_nan = c.isnan(a), c.isnan(b)
+    a_nan, b_nan = arith.isnan(a), arith.isnan(b)
     out = c.logical_and(out, c.logical_not(c.logical_or(a_nan, b_nan)))
     if equal_nan:
         out = c.logical_or(out, c.logical_and(a_nan, b_nan))
@@ -55,7 +56,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
         return c.asarray(False)
     eq = c.equal(x, y)
     if equal_nan:
-        eq = c.logical_or(eq, c.logical_and(c.isnan(x), c.isnan(y)))
+        eq = c.logical_or(eq, c.logical_and(arith.isnan(x), arith.isnan(y)))
     return r.all(eq)
 
 
@@ -76,17 +77,17 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
     if not pdt.is_inexact(x.dtype):
         return x
     if x.dtype.kind == "c":
-        re = nan_to_num(c.real(x), nan=nan, posinf=posinf, neginf=neginf)
-        im = nan_to_num(c.imag(x), nan=nan, posinf=posinf, neginf=neginf)
+        re = nan_to_num(arith.real(x), nan=nan, posinf=posinf, neginf=neginf)
+        im = nan_to_num(arith.imag(x), nan=nan, posinf=posinf, neginf=neginf)
         return lax.complex(re, im)
     big = ml_dtypes.finfo(x.dtype).max
     posinf = big if posinf is None else posinf
     neginf = -big if neginf is None else neginf
     w = x.weak_type
-    out = c.where(c.isnan(x), c.convert(c._lift(nan), x.dtype, weak=w), x)
-    out = c.where(c.logical_and(c.isinf(out), c.greater(out, 0)),
+    out = c.where(arith.isnan(x), c.convert(c._lift(nan), x.dtype, weak=w), x)
+    out = c.where(c.logical_and(arith.isinf(out), c.greater(out, 0)),
                   c.convert(c._lift(posinf), x.dtype, weak=w), out)  # fmt: skip
-    out = c.where(c.logical_and(c.isinf(out), c.less(out, 0)),
+    out = c.where(c.logical_and(arith.isinf(out), c.less(out, 0)),
                   c.convert(c._lift(neginf), x.dtype, weak=w), out)  # fmt: skip
     return out
 
@@ -98,7 +99,7 @@ def _nan_reduction(a, fn, identity, nan_if_all_nan: bool, axis, keepdims, where,
     x = c._lift(a)
     if not pdt.is_inexact(x.dtype):
         return fn(x, axis=axis, keepdims=keepdims, where=where, **kw)
-    nan = c.isnan(x)
+    nan = arith.isnan(x)
     fill = c.convert(c._lift(identity(x.dtype)), x.dtype)
     out = fn(c.where(nan, fill, x), axis=axis, keepdims=keepdims, where=where, **kw)
     if nan_if_all_nan:
@@ -145,7 +146,7 @@ def _nan_arg(a, axis, keepdims, fn, fill):
     x = c._lift(a)
     if not pdt.is_inexact(x.dtype):
         return fn(x, axis=axis, keepdims=keepdims)
-    nan = c.isnan(x)
+    nan = arith.isnan(x)
     res = fn(c.where(nan, c.convert(fill, x.dtype), x), axis=axis, keepdims=keepdims)
     return c.where(r.all(nan, axis=axis, keepdims=keepdims), c.convert(-1, res.dtype), res)
 
@@ -154,7 +155,7 @@ def nancumsum(a, axis=None, dtype=None, out=None):
     """cumsum, counting NaNs as zero."""
     x = c._lift(a)
     if pdt.is_inexact(x.dtype):
-        x = c.where(c.isnan(x), c.convert(0, x.dtype), x)
+        x = c.where(arith.isnan(x), c.convert(0, x.dtype), x)
     return cumsum(x, axis=axis, dtype=dtype)
 
 
@@ -162,12 +163,12 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     """cumprod, counting NaNs as one."""
     x = c._lift(a)
     if pdt.is_inexact(x.dtype):
-        x = c.where(c.isnan(x), c.convert(1, x.dtype), x)
+        x = c.where(arith.isnan(x), c.convert(1, x.dtype), x)
     return cumprod(x, axis=axis, dtype=dtype)
 
 
 def _nan_count(x, axis, keepdims, where, dt):
-    valid = c.logical_not(c.isnan(x))
+    valid = c.logical_not(arith.isnan(x))
     return r.sum(valid, axis=axis, keepdims=keepdims, where=where, dtype=dt)
 
 
@@ -191,7 +192,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
         m = nanmean(x, axis=axis, dtype=acc, keepdims=True, where=where)
     else:
         m = c.convert(c._lift(mean), acc)
-    nan = c.isnan(x)
+    nan = arith.isnan(x)
     # NaN lanes become 0 before squaring, so their gradient is 0, not 0 * NaN
     d = c.subtract(x, m)
     sq = r._abs2(c.where(nan, c.convert(0, d.dtype), d))
@@ -285,13 +286,13 @@ def _quantile_traced(a, q, axis, method, keepdims, squash_nans, name):
     qdt = q.dtype
     qe = reshape(q, q.shape + (1,) * len(red_shape))
     if squash_nans:
-        x = c.where(c.isnan(x), c.convert(np.nan, x.dtype), x)
+        x = c.where(arith.isnan(x), c.convert(np.nan, x.dtype), x)
         x = lax.sort(x, dimension=-1)
-        counts = r.sum(c.logical_not(c.isnan(x)), axis=-1, dtype=qdt)
+        counts = r.sum(c.logical_not(arith.isnan(x)), axis=-1, dtype=qdt)
         hi_idx = c.subtract(counts, c.convert(1, qdt))
         pos = c.multiply(qe, hi_idx)
     else:
-        x = c.where(r.any(c.isnan(x), axis=-1, keepdims=True), c.convert(np.nan, x.dtype), x)
+        x = c.where(r.any(arith.isnan(x), axis=-1, keepdims=True), c.convert(np.nan, x.dtype), x)
         x = lax.sort(x, dimension=-1)
         hi_idx = c.convert(n - 1, qdt)
         pos = c.multiply(qe, c.convert(n - 1, qdt))
@@ -439,7 +440,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     X = c.subtract(X, avg[:, None])
     XT = transpose(X) if w is None else transpose(c.multiply(X, c.convert(w, X.dtype)[None, :]))
     if XT.dtype.kind == "c":
-        XT = c.conj(XT)
+        XT = arith.conj(XT)
     out = c.true_divide(dot(X, XT), fact)
     return reshape(out, [d for d in out.shape if d != 1])
 
@@ -451,8 +452,8 @@ def corrcoef(x, y=None, rowvar=True):
     if cv.ndim == 0:
         return c.true_divide(cv, cv)
     d = diag(cv)
-    sd = c.convert(c.sqrt(c.real(d)), cv.dtype)
+    sd = c.convert(c.sqrt(arith.real(d)), cv.dtype)
     cv = c.true_divide(c.true_divide(cv, sd[:, None]), sd[None, :])
     if cv.dtype.kind == "c":
-        return lax.complex(c.clip(c.real(cv), -1, 1), c.clip(c.imag(cv), -1, 1))
-    return c.clip(cv, -1, 1)
+        return lax.complex(arith.clip(arith.real(cv), -1, 1), arith.clip(arith.imag(cv), -1, 1))
+    return arith.clip(cv, -1, 1)

@@ -22,7 +22,8 @@ from purejit import dtypes as pdt
 from purejit.lax import linalg as lax_linalg
 from purejit.lax.fourier import FftType
 from purejit.lax.fourier import fft as lax_fft
-from purejit.numpy._core import _lift, astype, multiply, remainder, true_divide
+from purejit.numpy._arithmetic import remainder
+from purejit.numpy._core import _lift, astype, multiply, true_divide
 from purejit.numpy._creation import arange
 from purejit.numpy._manip import pad, roll
 from purejit.numpy._shape import moveaxis

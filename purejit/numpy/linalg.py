@@ -42,6 +42,7 @@ from purejit.lax._lift import convert
 from purejit.tracing import bind1
 from purejit.lax import linalg as lax_linalg
 from purejit.numpy._array_api import vecdot as _vecdot
+from purejit.numpy._arithmetic import isnan, real
 from purejit.numpy._core import (
     _lift,
     abs,
@@ -50,11 +51,9 @@ from purejit.numpy._core import (
     broadcast_to,
     divide,
     exp,
-    isnan,
     log,
     multiply,
     promote_args,
-    real,
     sign,
     sqrt,
     subtract,

@@ -15,6 +15,7 @@ from purejit import errors
 from purejit import lax
 from purejit.lax._lift import convert
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy._core import astype as _astype
 from purejit.numpy._core import log, promote_args, tan, where
 from purejit.numpy._creation import zeros_like
@@ -82,8 +83,8 @@ def gammasgn(x):
     x = _inexact("gammasgn", x)
     fl = c.floor(x)
     neg = x < 0
-    nan_at = (neg & (x == fl)) | c.isnan(x)
-    minus = (neg & (c.remainder(fl, 2) != 0)) | ((x == 0) & c.signbit(x))
+    nan_at = (neg & (x == fl)) | arith.isnan(x)
+    minus = (neg & (arith.remainder(fl, 2) != 0)) | ((x == 0) & arith.signbit(x))
     # strongly typed, as jax.scipy's (NumPy scalars there)
     one = convert(1.0, x.dtype)
     return c.where(nan_at, one * np.nan, c.where(minus, -one, one))

@@ -20,6 +20,7 @@ from purejit import lax
 from purejit.lax import linalg as lax_linalg
 from purejit.lax._lift import convert
 from purejit.numpy import _core as c
+from purejit.numpy import _arithmetic as arith
 from purejit.numpy import linalg as np_linalg
 from purejit.numpy._creation import arange, eye, ones, zeros
 from purejit.numpy._indexing import take
@@ -143,7 +144,7 @@ def toeplitz(c_, r=None):
     """The Toeplitz matrix with first column c and first row r (r defaults to conj(c); r[0]
     is ignored)."""
     col = atleast_1d(c.asarray(c_))
-    row = c.conj(col) if r is None else atleast_1d(c.asarray(r))
+    row = arith.conj(col) if r is None else atleast_1d(c.asarray(r))
     col, row = _promote(col, row)
     m, n = col.shape[-1], row.shape[-1]
     col, row = _batch(col, row)
@@ -309,8 +310,8 @@ def invhilbert(n: int):
     a = arange(n, dtype=pdt.default_float())
     i, j = a[:, None], a[None, :]
     s = i + j
-    return (c.power(-1.0, s) * (s + 1.0) * comb(n + i, n - j - 1) * comb(n + j, n - i - 1)
-            * c.power(comb(s, i), 2))  # fmt: skip
+    return (arith.power(-1.0, s) * (s + 1.0) * comb(n + i, n - j - 1) * comb(n + j, n - i - 1)
+            * arith.power(comb(s, i), 2))  # fmt: skip
 
 
 def _binom(n, k):
@@ -341,7 +342,7 @@ def invpascal(n: int, kind: str | None = None):
                          f"'upper']; got {kind}")  # fmt: skip
     a = arange(n, dtype=pdt.default_float())
     i, j = a[:, None], a[None, :]
-    low = c.power(-1.0, i - j) * _binom(i, j)
+    low = arith.power(-1.0, i - j) * _binom(i, j)
     if kind == "lower":
         return low
     if kind == "upper":

@@ -24,10 +24,10 @@ import numpy as np
 
 from purejit import lax
 from purejit import nn as _nn
+from purejit.numpy._arithmetic import isnan
 from purejit.numpy._core import (
     abs,
     exp,
-    isnan,
     log,
     log1p,
     where,
