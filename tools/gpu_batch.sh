@@ -7,16 +7,7 @@ mkdir -p "$OUT"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 python3 -m pip install --no-deps --no-build-isolation -q -e . > "$OUT/install.log" 2>&1
 nvidia-smi -L > "$OUT/gpu.txt" 2>&1
-# the device call's own limit is 600 s and a killed call returns nothing: steps stop at
-# DEADLINE seconds after the start (each step's timeout is cut to what is left)
-T0=$(date +%s)
-DEADLINE=${DEADLINE:-540}
-timeout() {
-  local left=$(( DEADLINE - ($(date +%s) - T0) ))
-  local want=$1; shift
-  if (( left < 20 )); then echo "skipped: out of time" >&2; return 124; fi
-  command timeout $(( want < left ? want : left )) "$@"
-}
+source "$(dirname "$0")/deadline.sh"
 for step in "$@"; do
   start=$(date +%s)
   case "$step" in

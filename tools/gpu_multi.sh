@@ -9,16 +9,7 @@ export XLA_PYTHON_CLIENT_PREALLOCATE=false NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DIS
 python3 -m pip install --no-deps --no-build-isolation -q -e . > "$OUT/install.log" 2>&1
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
 N=$(nvidia-smi -L | wc -l)
-# the device call's own limit is 600 s and a killed call returns nothing: steps stop at
-# DEADLINE seconds after the start (each step's timeout is cut to what is left)
-T0=$(date +%s)
-DEADLINE=${DEADLINE:-540}
-timeout() {
-  local left=$(( DEADLINE - ($(date +%s) - T0) ))
-  local want=$1; shift
-  if (( left < 20 )); then echo "skipped: out of time" >&2; return 124; fi
-  command timeout $(( want < left ? want : left )) "$@"
-}
+source "$(dirname "$0")/deadline.sh"
 for step in "$@"; do
   start=$(date +%s)
   case "$step" in

@@ -20,20 +20,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def python_calls(monkeypatch):
-    """How many calls reached purejit's Python dispatch."""
-    calls = []
-    real = api.Jitted._dispatch
-
-    def counting(self, args, kwargs):
-        calls.append(self.__name__)
-        return real(self, args, kwargs)
-
-    monkeypatch.setattr(api.Jitted, "_dispatch", counting)
-    return calls
-
-
 def test_seen_signature_skips_python(python_calls):
     f = purejit.jit(lambda x, y: x * y + 1.0)
     x = jnp.arange(4.0) + 0  # on the device

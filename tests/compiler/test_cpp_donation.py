@@ -14,7 +14,6 @@ import pytest
 
 import purejit
 import purejit.numpy as jnp
-from purejit import api
 from purejit.backend import cpp_jit
 from purejit.compiler import cpp_dispatch
 from purejit.runtime.array import DeletedArrayError
@@ -22,20 +21,6 @@ from purejit.runtime.array import DeletedArrayError
 pytestmark = pytest.mark.skipif(
     not cpp_dispatch.available(), reason=f"no C++ dispatch: {cpp_jit.why_unavailable()}"
 )
-
-
-@pytest.fixture
-def python_calls(monkeypatch):
-    """How many calls reached purejit's Python dispatch."""
-    calls = []
-    real = api.Jitted._dispatch
-
-    def counting(self, args, kwargs):
-        calls.append(self.__name__)
-        return real(self, args, kwargs)
-
-    monkeypatch.setattr(api.Jitted, "_dispatch", counting)
-    return calls
 
 
 def step(params, x):
