@@ -18,7 +18,6 @@ identity, including the rules `vmap` derives from it); a user's custom softmax n
 
 from __future__ import annotations
 
-import contextlib
 
 from purejit.config import config
 from purejit.backend import cudnn_fmha
@@ -102,17 +101,10 @@ def jit_pass(compiler_options) -> FuseAttention | None:
     return make_pass(compiler_options.attention_enabled())
 
 
-@contextlib.contextmanager
 def collecting():
     """Collect what the rewrite does inside differentiations traced in this block: one
     entry per fusion or refusal, `{"where": "grad", "fused" or "refused": ..., "loc"}`."""
-    out: list = []
-    context.ctx.attention_reports.append(out)
-    try:
-        yield out
-    finally:
-        reports = context.ctx.attention_reports  # by identity (empty lists are equal)
-        del reports[next(i for i, x in enumerate(reports) if x is out)]
+    return context.collecting_attention_reports()
 
 
 def fuse_for_grad(fn: Function) -> Function:

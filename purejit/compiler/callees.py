@@ -87,13 +87,11 @@ def _key(sig):
 def _traced(trace, jc, sig):
     """`trace(jc, sig)`, and whether tracing left nothing for an enclosing collector (what
     it did leave is passed on to the enclosing collectors as if collected there)."""
-    from purejit import fused_attention
-
     with (
         context.collecting_remat_records() as records,
         context.collecting_pins() as pins,
         context.collecting_notes() as notes,
-        fused_attention.collecting() as reports,
+        context.collecting_attention_reports() as reports,
     ):
         traced, out_tree = trace(jc, sig)
     # pins and notes reached every enclosing collector already; records and reports went

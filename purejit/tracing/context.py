@@ -174,6 +174,12 @@ def pin(values) -> None:
         c.extend(values)
 
 
+def collecting_attention_reports():
+    """Collect what the attention rewrite reports inside differentiations traced in this
+    block (the innermost collector gets each; `purejit.fused_attention`)."""
+    return _collecting(ctx.attention_reports)
+
+
 # ---- concrete inputs of a lowering -----------------------------------------------------------
 
 
@@ -227,6 +233,7 @@ def notes_paused():
 __all__ = [
     "TraceContext",
     "active_remat_settings",
+    "collecting_attention_reports",
     "axis_env",
     "base",
     "binding_axes",
