@@ -108,3 +108,29 @@ def test_a_trace_that_differentiates_inside_is_not_kept():
     # the differentiation leaves a record for explain: both calls traced
     assert len(runs) == 2
     np.testing.assert_allclose(np.asarray(out), 3 * (3 * X**2) ** 2, rtol=1e-5)
+
+
+def test_a_kept_trace_with_a_custom_vjp_differentiates_as_the_flat_program():
+    @purejit.custom_vjp
+    def f(x):
+        return jnp.sin(x)
+
+    def fwd(x):
+        return jnp.sin(x), (jnp.cos(x), x)
+
+    def bwd(res, g):
+        return (g * res[0] * 2.0,)  # not sin's derivative: the rule must be the one used
+
+    f.defvjp(fwd, bwd)
+
+    def body(x, w):
+        return f(x * w) + x
+
+    layer = purejit.jit(body)
+    ws = [np.float32(0.5 + 0.1 * i) * np.ones(3, np.float32) for i in range(4)]
+    x = np.linspace(0.1, 1, 3).astype(np.float32)
+    kept = purejit.jit(purejit.grad(_model(layer), argnums=(0, 1)))(x, ws)
+    assert layer.callees.hits == 3
+    flat = purejit.jit(purejit.grad(_model(body), argnums=(0, 1)))(x, ws)
+    for a, b in zip(purejit.tree_util.tree_leaves(kept), purejit.tree_util.tree_leaves(flat)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
