@@ -400,7 +400,7 @@ def write_profiles(runners: dict, iters: int, n: int, out: str) -> None:
 
     lines = ["# Kernels per step (CUPTI via torch.profiler; µs per step, mean over devices)", ""]
     for key, run in runners.items():
-        kernels, total, per_dev = kernel_profile(run, iters, lambda o: o.block_until_ready())
+        kernels, total, per_dev, _ = kernel_profile(run, iters, lambda o: o.block_until_ready())
         k = 1 if key.endswith("single") or key.endswith("single_local") else n
         devs = ", ".join(f"{d}: {us:.0f}" for d, us in sorted(per_dev.items()))
         lines += [f"## {key}: {total / k / 1e3:.3f} ms of kernels per device (per device: {devs})"]
@@ -495,11 +495,11 @@ def main(argv=None):
             a = placed(lib, meshes, kind)
             compiled = compile_once(lib, f, a)
             mem = compiled.memory_analysis()
-            fused[(name, kind)] = "__cudnn$fmha" in compiled.as_text()
+            text = compiled.as_text()
+            fused[(name, kind)] = "__cudnn$fmha" in text
             if args.hlo and args.out:
                 import gzip
 
-                text = compiled.as_text()
                 os.makedirs(os.path.join(args.out, "hlo"), exist_ok=True)
                 with gzip.open(os.path.join(args.out, "hlo", f"{name}_{kind}.hlo.gz"), "wt") as fh:
                     fh.write(text)

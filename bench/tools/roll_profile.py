@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import time
 from collections import defaultdict
@@ -115,7 +114,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     from bench.cold_start_hlo import kernel_counts
-    from bench.tools.step_profile import _category, profile_form
+    from bench.tools.step_profile import _category, profile_form, write_report
 
     report, lines = {}, []
     lines.append(
@@ -150,11 +149,7 @@ def main(argv=None):
             fh.write(text)
         print(lines[-1], flush=True)
         del f, state
-    with open(os.path.join(a.out, "roll_profile.json"), "w") as fh:
-        json.dump(report, fh, indent=1)
-    with open(os.path.join(a.out, "roll_profile.md"), "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(a.out, "roll_profile", report, lines)
 
 
 if __name__ == "__main__":

@@ -41,9 +41,10 @@ def _category(name: str) -> str:
     return "other fusion"
 
 
-def kernel_profile(run, steps: int, sync) -> tuple[dict, float, dict]:
+def kernel_profile(run, steps: int, sync) -> tuple[dict, float, dict, dict]:
     """Profile `steps` calls of `run()` (then `sync(result)`): {kernel name: (calls per step,
-    µs per step summed over devices)}, the total µs per step, and {device: µs per step}."""
+    µs per step summed over devices)}, the total µs per step, {device: µs per step} and
+    {device: its idle time (`_gaps`)}."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -67,13 +68,8 @@ def kernel_profile(run, steps: int, sync) -> tuple[dict, float, dict]:
         k[1] += us
         devices[ev.device_index] += us
     total = sum(v[1] for v in kernels.values())
-    gaps.clear()
-    gaps.update({d: _gaps(s, steps) for d, s in spans.items()})
-    return {k: tuple(v) for k, v in kernels.items()}, total, dict(devices)
-
-
-# the last `kernel_profile`'s idle time per device (`_gaps`), for the report
-gaps: dict = {}
+    gaps = {d: _gaps(s, steps) for d, s in spans.items()}
+    return {k: tuple(v) for k, v in kernels.items()}, total, dict(devices), gaps
 
 
 def _gaps(spans: list, steps: int) -> dict:
@@ -93,17 +89,17 @@ def _gaps(spans: list, steps: int) -> dict:
             "idle_small_us": small / steps, "kernels": len(spans) / steps}  # fmt: skip
 
 
-def profile_form(fn, state, steps: int) -> tuple[dict, float]:
-    """{kernel name: (calls per step, µs per step)} and the total µs per step of a
-    `bench.train` step form."""
+def profile_form(fn, state, steps: int) -> tuple[dict, float, dict]:
+    """{kernel name: (calls per step, µs per step)}, the total µs per step and the idle time
+    per device (`_gaps`) of a `bench.train` step form."""
     from bench.train import _block
 
     def run():
         state[0], loss = fn(state[0], state[1], state[2])
         return (state[0], loss)
 
-    kernels, total, _ = kernel_profile(run, steps, _block)
-    return kernels, total, dict(gaps)
+    kernels, total, _, gaps = kernel_profile(run, steps, _block)
+    return kernels, total, gaps
 
 
 def category_table(kernels: dict, per: float = 1.0) -> list[str]:
@@ -246,9 +242,14 @@ def main(argv=None):
         for k, (calls, us) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[: a.top]:
             lines.append(f"| `{k[:90]}` | {calls:.0f} | {us:.0f} |")
         lines.append("")
-    with open(os.path.join(a.out, "step_profile.json"), "w") as f:
+    write_report(a.out, "step_profile", report, lines)
+
+
+def write_report(out: str, stem: str, report: dict, lines: list[str]) -> None:
+    """`<stem>.json` (the report) and `<stem>.md` (the lines) in `out`, and the lines printed."""
+    with open(os.path.join(out, stem + ".json"), "w") as f:
         json.dump(report, f, indent=1)
-    with open(os.path.join(a.out, "step_profile.md"), "w") as f:
+    with open(os.path.join(out, stem + ".md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
 
