@@ -306,7 +306,7 @@ class Jitted:
         arguments' abstract values into a function of its own (values it closes over from
         the outer trace become trailing operands), its outputs rebuilt as it returned them."""
         sig = self.spec.signature(args, kwargs)
-        fn, captures, weak, out_tree = self.callees.trace(trace, self.config, sig)
+        fn, captures, weak, out_tree = self.callees.trace(self.config, sig)
         operands = [*sig.leaves, *captures]
         outs = bind("call", *operands, regions=[fn], callee=self.__name__, weak=weak)
         return out_tree.unflatten(outs)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections
 import threading
 
+from purejit.compiler.lower import trace
 from purejit.passes.base import has_effect
 from purejit.runtime.array import Array
 from purejit.tracing import context
@@ -45,9 +46,9 @@ class Callees:
         self._lock = threading.Lock()
         self.hits = 0
 
-    def trace(self, trace, jc, sig):
+    def trace(self, jc, sig):
         """`(fn, captures, weak, out_tree)` of `jc.fun` at `sig`: a kept trace's copy, or
-        `trace(jc, sig)` (`purejit.compiler.lower.trace`) run now and kept when it may be."""
+        `purejit.compiler.lower.trace(jc, sig)` run now and kept when it may be."""
         key = _key(sig)
         if key is not None:
             with self._lock:
@@ -58,7 +59,7 @@ class Callees:
                 self.hits += 1
                 fn, out_tree, weak = hit
                 return fn.copy(), [], weak, out_tree
-        traced, out_tree, clean = _traced(trace, jc, sig)
+        traced, out_tree, clean = _traced(jc, sig)
         weak = tuple(a.weak_type for a in traced.out_avals)
         if key is not None and clean and not traced.captures and _pure(traced.fn):
             with self._lock:
@@ -84,7 +85,7 @@ def _key(sig):
     return key
 
 
-def _traced(trace, jc, sig):
+def _traced(jc, sig):
     """`trace(jc, sig)`, and whether tracing left nothing for an enclosing collector (what
     it did leave is passed on to the enclosing collectors as if collected there)."""
     with (

@@ -8,7 +8,7 @@ import numpy as np
 
 from purejit.backend import pjrt
 from purejit.compiler import donation as dn
-from purejit.runtime.array import Array, as_array
+from purejit.runtime.array import Array, as_array, deleted_error_of
 from purejit.tracing import ShapedArray, Tracer
 from purejit.tree_util import flatten_one_level, tree_flatten, tree_paths, tree_unflatten
 
@@ -255,11 +255,9 @@ def _off_device(exe, bufs: list, leaves: Sequence) -> bool:
 
 
 def _raise_if_deleted(leaves: Sequence):
-    for a in leaves:
-        if type(a) is Array:
-            error = a.deleted_error()
-            if error is not None:
-                raise error from None
+    error = deleted_error_of(leaves)
+    if error is not None:
+        raise error from None
 
 
 def _leaf_array(x, path: str, fname: str) -> Array:

@@ -270,6 +270,18 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
     __str__ = lambda self: str(self.host)  # noqa: E731
 
 
+def deleted_error_of(values) -> DeletedArrayError | None:
+    """The error of the first deleted purejit Array among `values` (others are skipped), or
+    None: what a failed execute raises instead of PJRT's "Buffer has been deleted or
+    donated" when a buffer was donated in jaxlib's C++ dispatch."""
+    for a in values:
+        if type(a) is Array:
+            error = a.deleted_error()
+            if error is not None:
+                return error
+    return None
+
+
 def as_array(x) -> Array:
     """Wrap any concrete array-like as an Array (no transfer yet)."""
     if type(x) is Array:

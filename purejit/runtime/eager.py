@@ -24,7 +24,7 @@ from purejit.ir import Builder, get_op, print_function
 from purejit.ir.ops.elementwise import convert_array
 from purejit.ir.printer import format_attr
 from purejit.runtime import float_checks
-from purejit.runtime.array import Array, DeletedArrayError, as_array
+from purejit.runtime.array import Array, DeletedArrayError, as_array, deleted_error_of
 from purejit.tracing import ShapedArray, Trace, Tracer, infer_results, set_base_trace
 
 _new = object.__new__
@@ -215,11 +215,9 @@ class EvalTrace(Trace):
 def _raise_if_donated(name: str, args) -> None:
     """purejit's error where an operand's buffer was donated to a jitted call that ran in
     jaxlib's C++ dispatch (jaxlib's own error names neither the op nor the array)."""
-    for a in args:
-        if a.__class__ is Array:
-            error = a.deleted_error()
-            if error is not None:
-                raise DeletedArrayError(f"{name}: {error}{errors.at(errors.user_location())}")
+    error = deleted_error_of(args)
+    if error is not None:
+        raise DeletedArrayError(f"{name}: {error}{errors.at(errors.user_location())}")
 
 
 def _from_buffer(buf, aval: ShapedArray) -> Array:
