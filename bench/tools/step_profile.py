@@ -133,8 +133,8 @@ def _compiled(name, forms, params, x, y):
     if off:
         purejit.config.update("attention_split_projections", False)
     old = {k: getattr(remat, k) for k in patch}
-    for k, v in patch.items():  # a set of op names is written "tanh|divide"
-        setattr(remat, k, frozenset(v.split("|")) if isinstance(old[k], frozenset) else v)
+    for k, v in patch.items():
+        setattr(remat, k, v)
     try:  # the step compiles (and plans its remat) at its first call
         for _ in range(3):
             state[0], loss = fn(state[0], state[1], state[2])
@@ -154,7 +154,7 @@ def _compiled(name, forms, params, x, y):
 def _remat_patch(name: str) -> tuple[str, dict]:
     """A form's name without its `[NAME=VALUE;...]` suffix, and the module globals of
     `passes.remat` the suffix sets while the form compiles (a diagnostic of the remat cost
-    model's constants: `purejit [TRAFFIC_WEIGHT=16.0]`, `purejit [ARITH_OPS="tanh|divide"]`)."""
+    model's constants: `purejit [TRAFFIC_WEIGHT=16.0]`)."""
     if not name.endswith("]") or "[" not in name:
         return name, {}
     base, _, spec = name[:-1].partition("[")
