@@ -239,10 +239,12 @@ def _time(state, rounds: int, budget_s: float = 0.05) -> dict:
         reps[key] = max(10, int(budget_s / per_call))
     times = {key: [] for key in ready}
     order = list(ready)
+    shuffle = np.random.default_rng(0)
     for i in range(rounds):
-        # each round starts at another form, and each timing follows an untimed call, so no
-        # form always pays for the previous one's tail or a clock ramp
-        for key in order[i % len(order) :] + order[: i % len(order)]:
+        # each round runs the forms in a new order (a rotation would keep every form behind
+        # the same neighbour, and a heavy neighbour can leave the clocks low), and each
+        # timing follows an untimed call, so no form always pays for the previous one's tail
+        for key in [order[j] for j in shuffle.permutation(len(order))]:
             kind, fn, args, _, _ = ready[key]
             _sync(kind, fn(*args))
             t0 = time.perf_counter()
