@@ -55,7 +55,12 @@ B1, B2, EPS = 0.9, 0.999, 1e-8
 KINDS = ("single", "dp", "tp", "fsdp", "fsdp_jit")
 # rows besides purejit's default: JAX with cuDNN attention (the baseline where purejit fuses
 # attention), JAX as written, purejit with the attention rewrite off
-VARIANTS = ("jax_cudnn", "jax", "purejit_unfused")
+VARIANTS = ("jax_cudnn", "jax", "purejit_unfused", "purejit_remat_off")
+# the compiler options of purejit's variant rows
+VARIANT_OPTIONS = {
+    "purejit_unfused": {"fused_attention": False},
+    "purejit_remat_off": {"remat": False},
+}
 
 
 # ---- the model, written once for purejit and JAX ---------------------------------------------
@@ -471,7 +476,8 @@ def main(argv=None):
         lib = purejit if name.startswith("purejit") else jax
         ndevs = np.array(lib.devices()[:n])
         meshes = {a: lib.sharding.Mesh(ndevs, (a,)) for a in ("dp", "tp", "fsdp")}
-        jit_options = {"compiler_options": {"fused_attention": False}} if "unfused" in name else {}
+        options = VARIANT_OPTIONS.get(name)
+        jit_options = {"compiler_options": options} if options else {}
         attention = cudnn if name == "jax_cudnn" else None
         steps = make_steps(lib, meshes, H, L, attention, jit_options)
         libs[name] = (lib, meshes, steps, jit_options)
@@ -550,7 +556,8 @@ def main(argv=None):
         f"{args.repeats} rounds, medians; Adam, parameters compared after {args.check_steps} "
         f"steps; 'vs JAX' and the parameter difference are against {baseline} (jax_cudnn: "
         "jax.nn.dot_product_attention(implementation='cudnn'); purejit_unfused: "
-        "compiler_options={'fused_attention': False}), except where purejit's program has "
+        "compiler_options={'fused_attention': False}; purejit_remat_off: {'remat': False}), "
+        "except where purejit's program has "
         "no cuDNN attention call and the `jax` row was run: there JAX's hand-written "
         "attention is the baseline (column 'baseline')"
     )
