@@ -40,8 +40,6 @@ for step in "$@"; do
     profile3c) timeout 300 python3 -m bench.tools.step_profile --out "$OUT/profile3c" --calls 60 --rounds 5 --forms "purejit,purejit remat off,jax cudnn attention" > "$OUT/profile3c.log" 2>&1 ;;
     profile_xla) timeout 450 python3 -m bench.tools.step_profile --out "$OUT/profile_xla" --forms 'purejit,purejit {xla_gpu_enable_triton_gemm=false},purejit {xla_gpu_triton_gemm_any=true},purejit {xla_gpu_exhaustive_tiling_search=true},jax cudnn attention' > "$OUT/profile_xla.log" 2>&1 ;;
     profile_split) timeout 300 python3 -m bench.tools.step_profile --out "$OUT/profile_split" --forms 'purejit,purejit split off,jax cudnn attention' > "$OUT/profile_split.log" 2>&1 ;;
-    profile_barrier) timeout 300 python3 -m bench.tools.step_profile --out "$OUT/profile_barrier" --forms 'purejit,purejit [BARRIER="inputs+held"],purejit [BARRIER="inputs+all"],purejit remat off,jax cudnn attention' > "$OUT/profile_barrier.log" 2>&1 ;;
-    profile_barrier2) timeout 300 python3 -m bench.tools.step_profile --batch 2 --out "$OUT/profile_barrier2" --forms 'purejit,purejit [BARRIER="inputs+held"],purejit [BARRIER="inputs+all"],purejit remat off,jax cudnn attention' > "$OUT/profile_barrier2.log" 2>&1 ;;
     numerics16) timeout 500 python3 -m bench.attention_numerics --out "$OUT/numerics16" --seeds 16 > "$OUT/numerics16.log" 2>&1 ;;
     attention4096) timeout 300 python3 -m bench.attention --out "$OUT/attention" --rounds 5 --lengths 4096 > "$OUT/attention.log" 2>&1 ;;
     attention) timeout 200 python3 -m bench.attention --out "$OUT/attention" --rounds 5 > "$OUT/attention.log" 2>&1 ;;

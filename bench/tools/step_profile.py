@@ -136,12 +136,9 @@ def _compiled(name, forms, params, x, y):
     env = os.environ.get("PUREJIT_XLA_OPTIONS")
     if xla:
         os.environ["PUREJIT_XLA_OPTIONS"] = xla
-    from purejit.transforms.autodiff import remat as ad_remat
-
-    mods = {k: ad_remat if k == "BARRIER" else remat for k in patch}
-    old = {k: getattr(mods[k], k) for k in patch}
+    old = {k: getattr(remat, k) for k in patch}
     for k, v in patch.items():
-        setattr(mods[k], k, v)
+        setattr(remat, k, v)
     try:  # the step compiles (and plans its remat) at its first call
         for _ in range(3):
             state[0], loss = fn(state[0], state[1], state[2])
@@ -154,7 +151,7 @@ def _compiled(name, forms, params, x, y):
         if off:
             purejit.config.update("attention_split_projections", True)
         for k, v in old.items():
-            setattr(mods[k], k, v)
+            setattr(remat, k, v)
     if kind == "purejit":
         compiled = list(fn.cache.values())[-1]
     else:
@@ -174,8 +171,8 @@ def _xla_options(name: str) -> tuple[str, str]:
 
 def _remat_patch(name: str) -> tuple[str, dict]:
     """A form's name without its `[NAME=VALUE;...]` suffix, and the module globals of
-    `passes.remat` (`BARRIER`: of `transforms.autodiff.remat`) the suffix sets while the form
-    compiles (a diagnostic of remat's constants: `purejit [TRAFFIC_WEIGHT=16.0]`)."""
+    `passes.remat` the suffix sets while the form compiles (a diagnostic of the remat cost
+    model's constants: `purejit [TRAFFIC_WEIGHT=16.0]`)."""
     if not name.endswith("]") or "[" not in name:
         return name, {}
     base, _, spec = name[:-1].partition("[")

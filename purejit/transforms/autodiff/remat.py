@@ -95,9 +95,7 @@ def _pinned_values(pins, fn: Function) -> set:
 # "cotangent" 20.06 ms (1.043x) at 2,119 MiB of temporaries, "inputs" 19.58 ms (1.018x) at
 # 2,135 MiB, "none" 19.28 ms at 3,940 MiB (XLA merges the recomputation into the forward pass).
 # A cotangent routed through a barrier must be written to memory before it, where its
-# producer would otherwise fuse into the kernels reading it. "inputs+held": "inputs", and a
-# barrier after each recomputed residual that a backward reader cannot fuse; "inputs+all":
-# after every recomputed residual.
+# producer would otherwise fuse into the kernels reading it.
 BARRIER = "inputs"
 
 
@@ -133,31 +131,18 @@ class RematLinear(LinearFunction):
         owner = {r: g for g in range(len(groups)) for op in groups[g].ops for r in op.results}
         made: dict = {}
 
-        def group(k, ct):  # the recomputed values of group k, made once
-            if k not in made:
-                g = groups[k]
-                ins = [saved[u] for u in g.inputs]
-                if ins and BARRIER != "none":
-                    tail = [] if ct is None or BARRIER != "cotangent" else [ct]
-                    outs = bind("optimization_barrier", *ins, *tail)
-                    ins, ct = outs[: len(ins)], (outs[-1] if tail else ct)
-                made[k] = _bind_ops(g.ops, dict(zip(g.inputs, ins)))
-            return made[k], ct
-
-        # "inputs+held": a recomputed residual that a backward reader cannot fuse (a dot)
-        # is written to memory anyway; a barrier after it keeps XLA from merging its
-        # recomputation into the other kernels that read it (a reduction)
-        uses = rp.backward_uses(lin, nt, residuals) if BARRIER == "inputs+held" else {}
-        held: dict = {}
-
         def maker(r):
             def make(ct):
-                made_r, ct = group(owner[r], ct)
-                if BARRIER != "inputs+all" and not uses.get(r, (0, False))[1]:
-                    return made_r[r], ct
-                if r not in held:
-                    (held[r],) = bind("optimization_barrier", made_r[r])
-                return held[r], ct
+                k = owner[r]
+                if k not in made:
+                    g = groups[k]
+                    ins = [saved[u] for u in g.inputs]
+                    if ins and BARRIER != "none":
+                        tail = [] if ct is None or BARRIER == "inputs" else [ct]
+                        outs = bind("optimization_barrier", *ins, *tail)
+                        ins, ct = outs[: len(ins)], (outs[-1] if tail else ct)
+                    made[k] = _bind_ops(g.ops, dict(zip(g.inputs, ins)))
+                return made[k][r], ct
 
             return make
 
