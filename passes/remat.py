@@ -273,7 +273,11 @@ def recompute_traffic(
     pass computes anyway (the first `num_out` results read it) merges with the forward
     pass's and lives until the backward pass reads it: recomputing it holds its bytes as
     saving it would, so its price is those bytes, never less. One only the derivative reads
-    is made in the backward pass alone."""
+    is made in the backward pass alone.
+
+    A value made in memory from sources that live anyway and are wider than it (the bf16
+    copy of f32 attention probabilities that a backward dot reads) is priced above its
+    bytes, barriers or not: it is saved, as JAX saves it (`_made_from_wider`)."""
     uses = dict(uses or {})
     producer = {r: op for op in fwd.ops for r in op.results}
     # a view (reshape) hands its reader the operand's bytes as they lie: a backward reader
@@ -296,6 +300,7 @@ def recompute_traffic(
         for u in dict.fromkeys(op.operands):
             readers.setdefault(u, []).append(op)
     out: dict[Value, int] = {}
+    sources = _sources(fwd)
     for op in fwd.ops:
         if not recomputable(op):
             continue
@@ -320,6 +325,13 @@ def recompute_traffic(
             if not made:
                 out[v] = 0
                 continue
+            if "elementwise" in t and _made_from_wider(v, producer, sources):
+                # made in memory from held sources wider than itself (a narrowing convert
+                # of f32 probabilities, a product of full-size arrays): the rebuilt copy
+                # holds in the backward pass what saving would, next to its sources, and
+                # its kernel moves more than twice the bytes it frees: saved instead
+                out[v] = int((v.type.nbytes + 1) / TRAFFIC_WEIGHT) + 1
+                continue
             if "elementwise" in t:  # reads its full-size operands (broadcasts read little)
                 reads = sum(
                     u.type.nbytes
@@ -330,6 +342,36 @@ def recompute_traffic(
                 reads = v.type.nbytes
             out[v] = reads + v.type.nbytes
     return out
+
+
+def _sources(fwd: Function) -> dict:
+    """`{value: frozenset}`: the values a recomputation of each value of `fwd` reads at the
+    least, walking back through recomputable ops to inputs and results of ops never
+    recomputed, and stopping at any value smaller than what it is made from (the cut can
+    save it instead); broadcasts and constants read little and count nothing."""
+    memo: dict[Value, frozenset] = {}
+    for op in fwd.ops:  # in program order: every operand is known before its reader
+        for u in op.results:
+            if not recomputable(op):
+                memo[u] = frozenset([u])
+            elif op.has_trait("constant") or (op.name in _FREE_OPS and not op.has_trait("view")):
+                memo[u] = frozenset()
+            else:
+                got = frozenset().union(*(memo.get(w, frozenset([w])) for w in op.operands))
+                memo[u] = got if _nbytes(got) <= u.type.nbytes else frozenset([u])
+    return memo
+
+
+def _made_from_wider(v: Value, producer: dict, sources: dict) -> bool:
+    """Whether recomputing `v` reads more bytes than it writes, from `_sources` that live
+    until the backward pass whatever the plan (inputs and results of ops never recomputed)."""
+    got = frozenset().union(*(sources.get(w, frozenset([w])) for w in producer[v].operands))
+    held = all(u not in producer or not recomputable(producer[u]) for u in got)
+    return held and _nbytes(got) > v.type.nbytes
+
+
+def _nbytes(values) -> int:
+    return sum(u.type.nbytes for u in values)
 
 
 def _cut(fwd, residuals, free, pinned, banned_fn, order, traffic=None):

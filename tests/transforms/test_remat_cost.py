@@ -213,6 +213,118 @@ def test_attention_softmax_plan_and_jax_numbers(monkeypatch, keeps_barriers):
     np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), rtol=2e-4, atol=1e-6)
 
 
+# f32 probabilities (a dot's output here) that the backward pass reads in an elementwise
+# product, and their bfloat16 copy that it reads in a dot
+NARROWED = f"""func @fwd(%0: f32[4,8], %1: f32[8,16]) -> (f32[], f32[4,16], bf16[4,16]) {{
+  %2 = dot_general(%0, %1) {_DOT} : (f32[4,16])
+  %3 = convert(%2) {{dtype=bf16}} : (bf16[4,16])
+  %4 = constant() {{value=array<f32[]: [0.0]>}} : (f32[])
+  %5 = reduce(%2, %4) {{dimensions=[0, 1]}} : (f32[]) region(%6: f32[], %7: f32[]) {{
+    %8 = add(%6, %7) : (f32[])
+    return %8
+  }}
+  return %5, %2, %3
+}}"""
+
+NARROWED_LIN = f"""func @lin(%0: bf16[16,4], %1: f32[4,16], %2: bf16[4,16]) -> (bf16[4,4], f32[4,16]) {{
+  %3 = dot_general(%2, %0) {_DOT} : (bf16[4,4])
+  %4 = convert(%0) {{dtype=f32}} : (f32[16,4])
+  %5 = transpose(%4) {{permutation=[1, 0]}} : (f32[4,16])
+  %6 = multiply(%1, %5) : (f32[4,16])
+  return %3, %6
+}}"""
+
+
+WIDENED = f"""func @fwd(%0: bf16[4,8], %1: bf16[8,16]) -> (f32[], bf16[4,16], f32[4,16]) {{
+  %2 = dot_general(%0, %1) {_DOT} : (bf16[4,16])
+  %3 = convert(%2) {{dtype=f32}} : (f32[4,16])
+  %4 = constant() {{value=array<f32[]: [0.0]>}} : (f32[])
+  %5 = reduce(%3, %4) {{dimensions=[0, 1]}} : (f32[]) region(%6: f32[], %7: f32[]) {{
+    %8 = add(%6, %7) : (f32[])
+    return %8
+  }}
+  return %5, %2, %3
+}}"""
+
+WIDENED_LIN = f"""func @lin(%0: f32[16,4], %1: bf16[4,16], %2: f32[4,16]) -> (f32[4,4], bf16[4,16]) {{
+  %3 = dot_general(%2, %0) {_DOT} : (f32[4,4])
+  %4 = convert(%0) {{dtype=bf16}} : (bf16[16,4])
+  %5 = transpose(%4) {{permutation=[1, 0]}} : (bf16[4,16])
+  %6 = multiply(%1, %5) : (bf16[4,16])
+  return %3, %6
+}}"""
+
+
+def test_a_narrowing_copy_a_backward_dot_reads_is_saved_next_to_its_wide_source():
+    fwd, lin = verify(parse(NARROWED)), verify(parse(NARROWED_LIN))
+    wide, narrow = fwd.results[1:]
+    uses = rp.backward_uses(lin, 1, [wide, narrow])
+    assert uses[narrow] == (1, True) and uses[wide] == (1, False)
+    # rebuilding the bf16 copy reads the f32 array (held anyway: the product reads it) and
+    # writes the copy: 3x the bytes it frees, and the copy then sits next to its source in
+    # the backward pass as a saved one would; priced above its bytes, it is saved
+    traffic = rp.recompute_traffic(fwd, uses)
+    assert traffic[narrow] * rp.TRAFFIC_WEIGHT > narrow.type.nbytes
+    p = rp.plan(fwd, 1, free=fwd.params, uses=uses)
+    assert p.saved == [wide, narrow] and not p.recomputed and p.saved_bytes == 256 + 128
+    # must not change: a widening copy (reads 2 bytes, writes 4) is still rebuilt
+    fwd, lin = verify(parse(WIDENED)), verify(parse(WIDENED_LIN))
+    narrow, wide = fwd.results[1:]
+    uses = rp.backward_uses(lin, 1, [narrow, wide])
+    assert uses[wide] == (1, True)
+    assert rp.recompute_traffic(fwd, uses)[wide] == 128 + 256  # reads the bf16, writes itself
+    p = rp.plan(fwd, 1, free=fwd.params, uses=uses)
+    assert p.saved == [narrow] and p.recomputed == [wide]
+
+
+@pytest.mark.parametrize("keeps_barriers", [True, False], ids=["gpu", "cpu"])
+def test_unfused_bf16_attention_saves_what_jax_saves(monkeypatch, keeps_barriers):
+    # bench.attention's hand-written attention (bf16 q, k, v; f32 logits and softmax; the
+    # probabilities cast back to bf16 for the second product). The backward pass reads the
+    # f32 probabilities in the softmax's derivative and their bf16 copy in the dot for dv.
+    # Rebuilding the copy from the f32 probabilities behind a barrier (the GPU plan before)
+    # moved 6 bytes an element more and held 16 GiB against JAX's 12 GiB at T = 4096 on an
+    # H100 (1.33x JAX's step); now both are saved, as JAX saves them, and only broadcasts
+    # (the causal mask, the fill, the scale) are rebuilt, where their readers fuse them.
+    from bench.attention import _loss, hand_written
+
+    plain = CompilerOptions.remat_settings
+    monkeypatch.setattr(
+        CompilerOptions,
+        "remat_settings",
+        lambda self: dataclasses.replace(plain(self), keeps_barriers=keeps_barriers),
+    )
+    b, t, n, h = 1, 16, 2, 8
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((b, t, n, h)).astype(jjnp.bfloat16) for _ in range(3))
+    w = rng.standard_normal((b, t, n, h)).astype(np.float32)
+    loss = _loss(lambda q, k, v: hand_written(jnp, purejit.nn.softmax, q, k, v), w)
+    vg = purejit.jit(
+        purejit.value_and_grad(loss, argnums=(0, 1, 2)),
+        compiler_options={"fused_attention": False},
+    )
+    lowered = vg.lower(q, k, v)
+    (rec,) = lowered.residuals
+    scores = (b, n, t, t)
+    held = sorted(
+        (r.what, str(r.type.dtype)) for r in rec.saved if not r.free and r.type.shape == scores
+    )
+    assert held == [("output of convert", "bfloat16"), ("output of custom_jvp_call", "float32")]
+    assert rec.saved_bytes == 6 * b * n * t * t  # f32 and bf16 probabilities, as JAX
+    rebuilt = {r.what for r in rec.recomputed if r.type.shape == scores}
+    assert rebuilt == {"output of broadcast_in_dim"}
+    assert "optimization_barrier" not in lowered.ir()  # nothing rebuilt from a saved value
+    want = jax.value_and_grad(
+        _loss(lambda q, k, v: hand_written(jjnp, jax.nn.softmax, q, k, v), w), argnums=(0, 1, 2)
+    )(q, k, v)
+    got = vg(q, k, v)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-5)
+    for a, e in zip(got[1], want[1]):
+        np.testing.assert_allclose(
+            np.asarray(a, np.float32), np.asarray(e, np.float32), rtol=2e-2, atol=2e-2
+        )
+
+
 def test_custom_vjp_residuals_stay_saved_even_when_cheap():
     @purejit.custom_vjp
     def f(x):
