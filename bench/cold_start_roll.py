@@ -20,8 +20,12 @@ def ab_workload(args, purejit, xp):
 
     rng, n, d = np.random.default_rng(0), args.layers, args.d
     if args.workload == "transformer":
-        x = rng.standard_normal((args.batch, args.seq, d)).astype(np.float32)
-        return transformer_params(n, d, rng), x, lambda x, p: transformer(xp, [p], x, args.heads)
+        import ml_dtypes  # noqa: F401  (names bfloat16 for numpy)
+
+        dt = np.dtype(getattr(args, "dtype", None) or "float32")
+        x = rng.standard_normal((args.batch, args.seq, d)).astype(dt)
+        params = transformer_params(n, d, rng, dtype=dt)
+        return params, x, lambda x, p: transformer(xp, [p], x, args.heads)
 
     def w(*shape, fan):
         return (rng.standard_normal(shape) / np.sqrt(fan)).astype(np.float32)

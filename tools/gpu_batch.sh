@@ -34,6 +34,7 @@ for step in "$@"; do
     rollab) timeout 150 python3 -m bench.cold_start --roll-ab --layers 12 --roll-forms "jitted layer" --pack-ab --ab-calls 30 --out "$OUT/rollab" > "$OUT/rollab.log" 2>&1 ;;
     profile8v) timeout 300 python3 -m bench.tools.step_profile --out "$OUT/profile8v" --forms "purejit,purejit remat off,purejit [TRAFFIC_WEIGHT=16.0],jax cudnn attention" > "$OUT/profile8v.log" 2>&1 ;;
     profile2v) timeout 240 python3 -m bench.tools.step_profile --batch 2 --out "$OUT/profile2v" --forms "purejit,purejit remat off,purejit [TRAFFIC_WEIGHT=16.0],jax cudnn attention" > "$OUT/profile2v.log" 2>&1 ;;
+    rollab_big) timeout 170 python3 -m bench.cold_start --roll-ab --layers 12 --d 1024 --heads 16 --seq 1024 --batch 8 --dtype bfloat16 --roll-forms "jitted layer" --ab-calls 20 --out "$OUT/rollab_big" > "$OUT/rollab_big.log" 2>&1 ;;
     profilecb) XLA_FLAGS=--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,WHILE,CONDITIONAL timeout 200 python3 -m bench.tools.step_profile --out "$OUT/profilecb" --forms "purejit,jax cudnn attention" > "$OUT/profilecb.log" 2>&1 ;;
     rollabcb) XLA_FLAGS=--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,WHILE,CONDITIONAL timeout 150 python3 -m bench.cold_start --roll-ab --layers 12 --roll-forms "jitted layer" --ab-calls 30 --out "$OUT/rollabcb" > "$OUT/rollabcb.log" 2>&1 ;;
     profile3) timeout 240 python3 -m bench.tools.step_profile --out "$OUT/profile3" --forms "purejit,purejit remat off,jax cudnn attention" > "$OUT/profile3.log" 2>&1 ;;
