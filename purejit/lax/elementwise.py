@@ -4,13 +4,13 @@ without importing the package."""
 
 from purejit.lax._lift import lift as _lift
 from purejit.lax.ops import binary, convert_element_type, integer_pow, unary
+from purejit.lax.ops import pow  # noqa: A004
 
 add = binary("add", "add")
 sub = binary("subtract", "sub")
 mul = binary("multiply", "mul")
 div = binary("divide", "div")
 rem = binary("remainder", "rem")
-pow = binary("power", "pow")
 max = binary("maximum", "max")
 min = binary("minimum", "min")
 atan2 = binary("atan2", "atan2")

@@ -56,6 +56,24 @@ def binary(op: str, name: str, **attrs) -> Callable:
     return f
 
 
+def pow(x, y, /):  # noqa: A001
+    """x ** y elementwise, as `jax.lax.pow`: x floating or complex; y of x's dtype, or of an
+    integer dtype (converted to x's dtype, as JAX lowers it). Integers raised to integers are
+    `purejit.numpy.power` (JAX's repeated squaring) or `integer_pow` (a static exponent)."""
+    a, b = _lift(x), _lift(y)
+    if a.dtype.kind not in "fc" and not irdt.is_float(a.dtype):
+        raise errors.PurejitTypeError(
+            f"lax.pow does not accept dtype {a.dtype.name} at position 0 (floating or "
+            f"complex only, as jax.lax.pow){errors.at(errors.user_location())}; for integers "
+            "use purejit.numpy.power, or lax.integer_pow with a static exponent"
+        )
+    if b.dtype != a.dtype and (b.dtype.kind in "iu" or b.dtype == np.bool_):
+        b = convert(b, a.dtype)
+    _same_dtypes("pow", a, b)
+    a, b = broadcast_arrays_named("pow", a, b)
+    return bind1("power", a, b)
+
+
 def convert_element_type(operand, new_dtype):
     """Convert to `new_dtype` (XLA's conversion: float->int truncates, saturating)."""
     return convert(_lift(operand), pdt.canonicalize(np.dtype(new_dtype)))

@@ -131,7 +131,29 @@ def power(x, y, /):
             )
         return lax_integer_pow(a, n)
     a, b = promote_args("power", x, y, numeric=True)
+    if a.dtype.kind in "iu":
+        return _integer_power(a, b)
     return bind1("power", a, b)
+
+
+# jax.numpy raises integers to integer arrays by six steps of repeated squaring: any base
+# above 1 has overflowed by the 64th power, so the exponent's higher bits are not read
+_INT_POWER_STEPS = 6
+
+
+def _integer_power(a, b):
+    """a ** b for integer arrays as jax.numpy computes it, on every jaxlib: XLA's own integer
+    power changed in jaxlib 0.12 (it reads every bit of the exponent, where jax.numpy reads
+    six), and before that gave 0 ** 64 = 1; 0 ** n is 0 for n != 0 and 1 for n == 0."""
+    zero, one = _strong_const(0, a.dtype), _strong_const(1, a.dtype)
+    acc = where(logical_and(equal(a, zero), not_equal(b, zero)), zero, one)
+    one_b = broadcast_to(one, b.shape)
+    for _ in range(_INT_POWER_STEPS):
+        odd = not_equal(bind1("and", b, one_b), broadcast_to(zero, b.shape))
+        acc = where(odd, multiply(acc, a), acc)
+        a = multiply(a, a)
+        b = bind1("shift_right_logical", b, one_b)
+    return acc
 
 
 pow = power  # noqa: A001

@@ -35,6 +35,29 @@ def test_integer_power_types():
         jnp.power(jnp.arange(3), -1)
 
 
+@pytest.mark.parametrize("dt", [np.int8, np.int32, np.int64, np.uint8, np.uint32])
+def test_integer_array_power_is_jaxs(dt):
+    # jax.numpy's six squarings on every jaxlib (XLA's own integer power reads all the
+    # exponent's bits from jaxlib 0.12 on, and gave 0 ** 64 = 1 before): 0 ** 64, 2 ** 64,
+    # exponents past 64, overflow, eager and under jit
+    big = min(np.iinfo(dt).max, 200)
+    e = np.array([0, 1, 2, 5, 31, 63, 64, 65, 100, big, 7, 64], dt)
+    b = np.array(
+        [0, 0, 2, -2 if np.issubdtype(dt, np.signedinteger) else 250, 3, 2, 2, 3, 0, 5, 36, 0], dt
+    )
+    want = np.asarray(jjnp.power(b, e))
+    np.testing.assert_array_equal(np.asarray(jnp.power(b, e)), want)
+    np.testing.assert_array_equal(np.asarray(purejit.jit(jnp.power)(b, e)), want)
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(b) ** jnp.asarray(e)), want)
+
+
+def test_lax_pow_takes_floats_as_jax_does():
+    x, n = np.array([2.0, 3.0], np.float32), np.array([3, 2], np.int32)
+    np.testing.assert_array_equal(np.asarray(purejit.lax.pow(x, n)), np.asarray(jax.lax.pow(x, n)))
+    with pytest.raises(TypeError, match="lax.pow does not accept dtype int32"):
+        purejit.lax.pow(n, n)
+
+
 LINSPACE = [
     (0.0, 1.0, 1000, {}),
     (-3.3, 7.1, 999, {}),

@@ -18,7 +18,7 @@ _SAME_NAME = [
     "abs", "negate", "sign", "not", "popcnt", "count_leading_zeros", "floor", "ceil",
     "round_nearest_afz", "round_nearest_even", "is_finite", "real", "imag", "sqrt", "rsqrt",
     "cbrt", "exponential", "exponential_minus_one", "log", "log_plus_one", "tanh",
-    "add", "subtract", "multiply", "divide", "remainder", "power",
+    "add", "subtract", "multiply", "divide", "remainder",
     "atan2", "and", "or", "xor", "shift_left", "shift_right_logical",
     "shift_right_arithmetic", "select", "clamp", "convert", "bitcast_convert", "complex",
 ]  # fmt: skip
