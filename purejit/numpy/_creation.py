@@ -14,6 +14,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.backend import versions
 from purejit.numpy import _core as c
 from purejit.numpy._program import as_program
 from purejit.numpy._shape import _axis, concatenate, reshape
@@ -186,8 +187,10 @@ def _arange(start, stop, step, dtype):
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):  # fmt: skip
-    """`num` evenly spaced samples from start to stop, bit for bit as jax.numpy.linspace
-    (start * (1 - t) + stop * t, compiled as one program outside jit, as JAX does)."""
+    """`num` evenly spaced samples from start to stop, bit for bit as jax.numpy.linspace of
+    the installed jax (start * (1 - t) + stop * t up to jax 0.11, start * (1 - t) +
+    (stop / div) * i from 0.12, with t = i / div; compiled as one program outside jit, as
+    JAX does)."""
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace: number of samples {num} must be non-negative")
@@ -218,9 +221,14 @@ def _linspace(a, b, num: int, endpoint: bool, dt, ax: int):
         shape = [1] * len(out_shape)
         shape[ax] = div
         rdt = np.real(np.zeros((), cdt)).dtype if cdt.kind == "c" else cdt
-        t = c.convert(c.true_divide(_iota(rdt, shape, ax), np.array(div, rdt)), cdt)
-        out = c.add(c.multiply(reshape(a, out_shape), c.subtract(np.array(1, cdt), t)),
-                    c.multiply(reshape(b, out_shape), t))  # fmt: skip
+        i = _iota(rdt, shape, ax)
+        t = c.convert(c.true_divide(i, np.array(div, rdt)), cdt)
+        if versions.jax_release(2) >= (0, 12):
+            right = c.multiply(c.true_divide(reshape(b, out_shape), np.array(div, cdt)),
+                               c.convert(i, cdt))  # fmt: skip
+        else:
+            right = c.multiply(reshape(b, out_shape), t)
+        out = c.add(c.multiply(reshape(a, out_shape), c.subtract(np.array(1, cdt), t)), right)
         if endpoint:
             out = concatenate([out, reshape(b, out_shape)], axis=ax)
     elif num == 1:
