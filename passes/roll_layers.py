@@ -25,7 +25,11 @@ stack: all of it in order as the scan's xs (a reverse scan when the rows come in
 order), any other rows by passing the stack whole as a loop constant and the row of each
 block as an xs of indices (a slice would copy the rows, and XLA turns a slice of a
 concatenate into a second concatenate); a value packed in a ys is read as its columns of
-that row.
+that row. When all rows but one come from one such stack (the backward pass reads each
+layer's input: the forward's saved outputs, but the first layer's input comes from before
+the loop), that one value is a loop constant, read where the row index is -1 by a select
+that XLA fuses with the slice into their readers, where stacking it with the rows would copy
+them all on every call.
 This is what the backward pass of a rolled forward pass looks like under `grad`: it reads
 the forward's saved values and its stacked parameters, stacked once.
 
@@ -287,17 +291,26 @@ def _stack(values: list[Value], out: list[Op], unstacked: dict) -> tuple[Value, 
 
 
 def _rows_of(values: list[Value], unstacked: dict):
-    """`(stack, rows, columns)` when `values` are rows of one earlier stack (ys or stacked
-    xs) other than all of it in order (which is read as it is), or the same columns of rows
-    of a packed ys (`columns`: `(offset, size, shape)`, else None); else None."""
+    """`(stack, rows, columns, odd)` when `values` are rows of one earlier stack (ys or
+    stacked xs) other than all of it in order (which is read as it is), or the same columns
+    of rows of a packed ys (`columns`: `(offset, size, shape)`, else None); else None.
+
+    One value of at least three may come from elsewhere (`odd`: its position; its row is
+    -1): the backward pass reads each layer's input, which is the previous layer's saved
+    output except for the first layer, whose input comes from before the loop. Else None.
+    """
     src = [unstacked.get(v) for v in values]
-    if not all(src) or len({(id(s[0]), s[2:]) for s in src}) != 1:
+    keys = [(id(s[0]), s[2:]) if s else None for s in src]
+    common = max(set(keys), key=keys.count)
+    odd = [i for i, key in enumerate(keys) if key != common]
+    if common is None or len(odd) > (1 if len(values) >= 3 else 0):
         return None
-    stack, idx = src[0][0], [s[1] for s in src]
-    cols = src[0][2] if len(src[0]) > 2 else None
-    if cols is None and idx == list(range(stack.type.shape[0])):
+    first = src[keys.index(common)]
+    stack, cols = first[0], first[2] if len(first) > 2 else None
+    idx = [-1 if i in odd else s[1] for i, s in enumerate(src)]
+    if not odd and cols is None and idx == list(range(stack.type.shape[0])):
         return None
-    return stack, idx, cols
+    return stack, idx, cols, odd[0] if odd else None
 
 
 @dataclass(frozen=True)
@@ -324,6 +337,14 @@ def _unstack(ys, i: int, out: list[Op]) -> Value:
     row = _new_op("reshape", sl.results, {"shape": shape})
     out += [sl, row]
     return row.results[0]
+
+
+def _row_key(ys, i: int) -> tuple:
+    """What `unstacked` records for row `i` of `ys` (a stacked value or a `_Packed` ys): the
+    stack and the row, and for a packed value its columns."""
+    if isinstance(ys, _Packed):
+        return ys.ys, i, (ys.offset, ys.size, ys.shape)
+    return ys, i
 
 
 def _pack(values: list[Value], keep: set, max_bytes: int):
@@ -396,6 +417,7 @@ def _emit_run(
     indexed: dict[int, tuple[Value, int, tuple | None]] = {}
     index_of: dict[tuple, tuple[int, Value]] = {}
     x_of: dict[int, Value] = {}  # per-block operand -> its xs
+    odd_of: dict[int, tuple[Value, Value]] = {}  # its one row from elsewhere, and its param
     for j, values in zip(per, mapped):
         rows = [values[k] for k in order]
         src = _rows_of(rows, unstacked)
@@ -404,7 +426,9 @@ def _emit_run(
             # them from that stack (a loop constant) at an index passed as xs, where a slice
             # (which XLA turns into a copy, or a second concatenate of the stacked operands)
             # would copy them
-            stack, idx, cols = src
+            stack, idx, cols, odd = src
+            if odd is not None:  # a loop constant, read at the row whose index is -1
+                odd_of[j] = (rows[odd], Value(rows[odd].type))
             if tuple(idx) not in index_of:  # one index xs per distinct list of rows
                 c = _new_op("constant", [], {"value": np.asarray(idx, np.int32)})
                 out.append(c)
@@ -436,6 +460,7 @@ def _emit_run(
     owners = {k for _, k, _ in indexed.values()}
     index_params = {k: Value(TensorType((), np.dtype(np.int32))) for k in owners}
     params = [body.params[j] for j in shared] + [p for _, p in stack_params.values()]
+    params += [p for _, p in odd_of.values()]
     params += [body.params[j] for j in carry_j]
     # one parameter per xs, in the order of `per`: a stack's slice, or a shared row index
     params += [index_params[j] if j in owners else body.params[j] for j in per if j in x_of]
@@ -456,8 +481,15 @@ def _emit_run(
                 offsets[cols[0]] = c.results[0]
             starts, sizes, shape = [index_params[k], offsets[cols[0]]], [1, cols[1]], cols[2]
         ds = _new_op("dynamic_slice", [stack_params[id(stack)][1], *starts], {"slice_sizes": sizes})
-        row = Op("reshape", ds.results, {"shape": list(shape)}, [body.params[j]])
-        head += [ds, row]
+        if j not in odd_of:
+            head += [ds, Op("reshape", ds.results, {"shape": list(shape)}, [body.params[j]])]
+            continue
+        # row -1 (clamped to 0 by the slice) is the loop constant: a select XLA fuses with
+        # the slice into their readers, where a concatenate of the rows would copy them all
+        row = _new_op("reshape", ds.results, {"shape": list(shape)})
+        neg = _new_op("compare", [index_params[k], zero.results[0]], {"comparison_direction": "LT"})
+        sel = Op("select", [neg.results[0], odd_of[j][1], row.results[0]], {}, [body.params[j]])
+        head += [ds, row, neg, sel]
     # a result that is a parameter needs no ys: it is the stacked (or shared) operand
     passed = {}
     for r, v in enumerate(body.results):
@@ -473,7 +505,10 @@ def _emit_run(
     # one ys per distinct value (a body may return one value at several places)
     ys_values = list(dict.fromkeys(body.results[r] for r in ys_r))
     carried = [body.results[r] for r in carry_r]
-    packs, pack_ops, packed_at = _pack(ys_values, set(carried), pack)
+    # a carried result read outside the chain packs too: the row's write reads the new
+    # carry after it is made (reading the old one instead would make XLA copy the carry
+    # on every trip, since nothing orders that read before the new carry overwrites it)
+    packs, pack_ops, packed_at = _pack(ys_values, set(), pack)
     plain = [v for v in ys_values if v not in packed_at]
     rows = [op.results[0] for op in pack_ops if op.name == "concatenate"]
     results = carried + plain + rows
@@ -481,12 +516,13 @@ def _emit_run(
     new_body = Function(body.name, params, kept, results)
     operands = [rep.get(first.operands[j], first.operands[j]) for j in shared]
     operands += [s for s, _ in stack_params.values()]
+    operands += [v for v, _ in odd_of.values()]
     operands += [rep.get(first.operands[j], first.operands[j]) for j in carry_j]
     attrs = {
         "length": n,
         "reverse": reverse,
         "unroll": 1,
-        "num_consts": len(shared) + len(stack_params),
+        "num_consts": len(shared) + len(stack_params) + len(odd_of),
         "num_carry": len(carry_j),
     }
     scan = _new_op("scan", operands + xs, attrs, [new_body], loc=first.loc)
@@ -504,7 +540,7 @@ def _emit_run(
             stacked[r] = ys_out[plain.index(v)]
     for m, r in enumerate(carry_r):
         if r in stacked:  # the final carry is also the last block's row of its ys
-            unstacked.setdefault(scan.results[m], (stacked[r], 0 if reverse else n - 1))
+            unstacked.setdefault(scan.results[m], _row_key(stacked[r], 0 if reverse else n - 1))
     for r, (kind, value) in passed.items():
         if kind == "shared":
             rep.update((b.results[r], value) for b in blocks)
@@ -520,10 +556,7 @@ def _emit_run(
                 row = _unstack(ys, i, out)
                 unstack_bytes += row.type.nbytes
                 rep[b.results[r]] = row
-                if isinstance(ys, _Packed):
-                    unstacked[row] = (ys.ys, i, (ys.offset, ys.size, ys.shape))
-                else:
-                    unstacked[row] = (ys, i)
+                unstacked[row] = _row_key(ys, i)
     return {
         "callee": _callee(first),
         "blocks": n,
@@ -534,6 +567,7 @@ def _emit_run(
         "carried_also_stacked": len(run.carry_out),
         "reverse": reverse,
         "stacks_reused": reused,
+        "rows_from_outside": len(odd_of),
         "ys_packed": sum(len(vs) for vs in packs),
         "ys": len(plain) + len(packs),
         "stacked_bytes": stack_bytes,

@@ -607,3 +607,87 @@ def test_saved_values_of_one_dtype_are_packed_into_one_ys():
     rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
     packs = [r["ys_packed"] for r in _roll_report(rolled, ps, x)["rolled"]]
     assert (sum(packs) > 0) == (purejit.devices()[0].platform in ("gpu", "cuda", "rocm"))
+
+
+def _reader_chain() -> str:
+    """A chain of three `layer` calls, then a chain of three `reader` calls whose per-block
+    operand is each `layer` call's input: x itself, then the first two calls' outputs."""
+    head = "func @f(%0: f32[4], %1: f32[4], %2: f32[4], %3: f32[4], %4: f32[4]) -> (f32[4]) {\n"
+    body, x = "", "%0"
+    for i in range(3):
+        k = 20 * (i + 1)
+        body += _layer(k, x, f"%{i + 1}")
+        x = f"%{k}"
+    for i, w in enumerate(["%0", "%20", "%40"]):
+        k = 20 * (i + 4)
+        body += _layer(k, x, w, act="logistic").replace('"layer"', '"reader"')
+        x = f"%{k}"
+    return head + body + f"  return {x}\n}}"
+
+
+def test_a_later_run_reads_rows_of_a_stack_and_one_value_from_outside():
+    # the reader's rows are [x, row 0, row 1] of the first scan's stacked outputs: x is a
+    # loop constant read at the index -1, the others are read from the stack in place
+    # (a concatenate of x and the rows would copy them all on every call)
+    out, res = _roll(_reader_chain())
+    _, reader = res.report["rolled"]
+    assert reader["rows_from_outside"] == 1 and reader["stacked_bytes"] == 0
+    assert out.endswith(
+        """  %21 = constant() {value=array<s32[3]: [-1, 0, 1]>} : (s32[3])
+  %22 = scan(%4, %10, %0, %9, %21) {length=3, reverse=false, unroll=1, num_consts=3, num_carry=1} : (f32[4]) region(%23: f32[4], %24: f32[3,4], %25: f32[4], %26: f32[4], %27: s32[]) {
+    %28 = constant() {value=array<s32[]: [0]>} : (s32[])
+    %29 = dynamic_slice(%24, %27, %28) {slice_sizes=[1, 4]} : (f32[1,4])
+    %30 = reshape(%29) {shape=[4]} : (f32[4])
+    %31 = compare(%27, %28) {comparison_direction="LT"} : (pred[])
+    %32 = select(%31, %25, %30) : (f32[4])
+    %33 = multiply(%26, %32) : (f32[4])
+    %34 = add(%33, %23) : (f32[4])
+    %35 = logistic(%34) : (f32[4])
+    return %35
+  }
+  return %22
+}"""
+    )
+    # two rows from outside: stacked as before
+    src = _reader_chain().replace("call(%80, %20, %4)", "call(%80, %1, %4)")
+    out, res = _roll(src)
+    _, reader = res.report["rolled"]
+    assert reader["rows_from_outside"] == 0 and reader["stacked_bytes"] == 3 * 16
+
+
+def test_the_backward_reads_each_layer_input_without_stacking_it_again():
+    # a pre-LN transformer's backward reads each layer's input: the forward scan's saved
+    # outputs but for the first rolled layer, whose input the unrolled first layer made
+    d, heads, layers = 16, 2, 4
+    ps = transformer_params(layers, d, np.random.default_rng(16))
+    x = np.random.default_rng(17).standard_normal((2, 8, d)).astype(np.float32)
+
+    def loss_of(layer):
+        def loss(ps, x):
+            for p in ps:
+                x = layer(x, p)
+            return pnp.mean(x**2)
+
+        return loss
+
+    def block(x, p):
+        return transformer(pnp, [p], x, heads)
+
+    rolled = purejit.jit(purejit.grad(loss_of(purejit.jit(block))), compiler_options=ROLL)
+    fwd, bwd = _roll_report(rolled, ps, x)["rolled"]
+    assert bwd["reverse"] and bwd["rows_from_outside"] == 1
+    lowered = rolled.lower(ps, x)
+    # the only stacks written per call are the rolled layers' parameters (before, the
+    # layers' inputs were stacked again for the backward scan)
+    moved = stacking_bytes(lowered.compile().as_text())
+    assert moved["stack"] == sum(np.asarray(a).nbytes for a in jax.tree.leaves(ps[1:]))
+    got = rolled(ps, x)
+    flat = _leaves((ps, x))
+    interpreted = interpret(lowered.fn, *flat)
+    want = purejit.jit(purejit.grad(loss_of(block)))(ps, x)
+    jloss = jax.grad(lambda ps, x: jnp.mean(transformer(jnp, ps, x, heads) ** 2))
+    jwant = jax.jit(jloss)(ps, x)
+    for a, b, c, j in zip(_leaves(got), interpreted, _leaves(want), _leaves(jwant)):
+        np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b, c, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, j, rtol=1e-4, atol=1e-5)
