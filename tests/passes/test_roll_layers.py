@@ -17,7 +17,7 @@ from purejit.passes.roll_layers import RollLayers
 
 import purejit
 import purejit.numpy as pnp
-from bench.cold_start_hlo import stacking_bytes
+from bench.cold_start_hlo import kernel_counts, stacking_bytes, trip_kernels
 from bench.models import transformer, transformer_params
 from purejit import lax
 
@@ -487,6 +487,12 @@ def test_xla_keeps_the_loop_and_copies_no_stacked_weights():
     assert hlo.count(" while(") == 1  # not unrolled by XLA
     stacked = [line for line in hlo.splitlines() if " copy(" in line and "f32[6," in line]
     assert not stacked, stacked  # the stacked weights are read in place on every trip
+    # what a trip adds to the layer: the weight's row copied for the dot (XLA's CPU dot
+    # takes no strided operand) and the counter; each kernel of the body counted once
+    (trip,) = trip_kernels(hlo)
+    assert sum(trip.values()) == kernel_counts(hlo)["loop_bodies"][0]
+    assert trip["row reads"] == 1 and trip["row writes"] == 0 and trip["counter"] >= 1
+    assert trip["compute"] >= 1
 
 
 @pytest.mark.parametrize("jitted", [True, False], ids=["jitted_layer", "flat_loop"])
