@@ -261,15 +261,30 @@ def find_runs(fn: Function, min_blocks: int = 2) -> tuple[list[Run], list[dict]]
 
 def _stack(values: list[Value], out: list[Op], unstacked: dict) -> tuple[Value, bool]:
     """`values` stacked along a new leading axis (ops appended to `out`), and whether an
-    earlier scan's ys were read as they are (the values are consecutive rows of it, in
-    order: the ys itself or one slice of it)."""
+    earlier scan's ys were read as they are (`_earlier_rows`)."""
+    earlier = _earlier_rows(values, out, unstacked)
+    if earlier is not None:
+        return earlier, True
+    rows = []
+    for v in values:
+        op = _new_op("reshape", [v], {"shape": [1, *v.type.shape]})
+        out.append(op)
+        rows.append(op.results[0])
+    op = _new_op("concatenate", rows, {"dimension": 0})
+    out.append(op)
+    return op.results[0], False
+
+
+def _earlier_rows(values: list[Value], out: list[Op], unstacked: dict) -> Value | None:
+    """An earlier scan's ys when `values` are consecutive rows of it, in order: the ys
+    itself, or one slice of it (appended to `out`); else None."""
     src = [unstacked.get(v) for v in values]
     n = len(values)
     if all(src) and len({id(s[0]) for s in src}) == 1 and all(len(s) == 2 for s in src):
         ys, a = src[0][0], src[0][1]
         if [s[1] for s in src] == list(range(a, a + n)):
             if a == 0 and ys.type.shape[0] == n:
-                return ys, True
+                return ys
             # rows a..a+n-1 of the earlier ys: one slice
             shape = ys.type.shape
             attrs = {
@@ -279,15 +294,36 @@ def _stack(values: list[Value], out: list[Op], unstacked: dict) -> tuple[Value, 
             }
             op = _new_op("slice", [ys], attrs)
             out.append(op)
-            return op.results[0], True
-    rows = []
-    for v in values:
-        op = _new_op("reshape", [v], {"shape": [1, *v.type.shape]})
-        out.append(op)
-        rows.append(op.results[0])
-    op = _new_op("concatenate", rows, {"dimension": 0})
-    out.append(op)
-    return op.results[0], False
+            return op.results[0]
+    return None
+
+
+def _stack_packed(per_block: list[list[Value]], out: list[Op], unstacked: dict):
+    """Per-block operands of one dtype (`per_block[m]`: operand m's value in each block, in
+    scan order) stacked as one: row k holds block k's values flattened, side by side. Each
+    per-layer parameter is copied into a stack on every call (PJRT has no views): one
+    concatenate writes them all, where a stack each would be a kernel each, and the loops
+    take one stack instead of one per parameter. Returns the stack and, per operand, its
+    `(offset, size, shape)` in a row; records each value's row and columns in `unstacked`
+    for the scans that read them later (the backward pass)."""
+    cols, offset = [], 0
+    for values in per_block:
+        t = values[0].type
+        cols.append((offset, t.size, tuple(t.shape)))
+        offset += t.size
+    flat = []
+    for k in range(len(per_block[0])):
+        for values in per_block:
+            op = _new_op("reshape", [values[k]], {"shape": [values[k].type.size]})
+            out.append(op)
+            flat.append(op.results[0])
+    cat = _new_op("concatenate", flat, {"dimension": 0})
+    stack = _new_op("reshape", cat.results, {"shape": [len(per_block[0]), offset]})
+    out += [cat, stack]
+    for values, c in zip(per_block, cols):
+        for k, v in enumerate(values):
+            unstacked.setdefault(v, (stack.results[0], k, c))
+    return stack.results[0], cols
 
 
 def _rows_of(values: list[Value], unstacked: dict):
@@ -395,11 +431,21 @@ def _direction(per_block: list[list[Value]], unstacked: dict) -> bool:
 
 
 def _emit_run(
-    ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, out: list[Op], pack: int
+    ops: list[Op],
+    run: Run,
+    rep: dict,
+    unstacked: dict,
+    used: set,
+    out: list[Op],
+    pack: int,
+    pack_xs: bool = True,
+    args: frozenset = frozenset(),
 ):
     """Append the stacking ops, the scan and the slices of its ys that something reads to
     `out`; `rep` maps each replaced block result to its new value; the ys of one dtype of
-    at most `pack` bytes each are packed into one (`_pack`). Returns the report."""
+    at most `pack` bytes each are packed into one (`_pack`), and with `pack_xs` so are the
+    per-block operands of one dtype stacked from the function's arguments `args`
+    (`_stack_packed`). Returns the report."""
     blocks = [ops[i] for i in run.blocks]
     n, first = len(blocks), blocks[0]
     body = first.regions[0]
@@ -411,13 +457,15 @@ def _emit_run(
     mapped = [[rep.get(b.operands[j], b.operands[j]) for b in blocks] for j in per]
     reverse = _direction(mapped, unstacked)
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
-    xs, reused, stack_bytes = [], 0, 0
+    xs, xs_params, reused, stack_bytes = [], [], 0, 0
     # per-block operand -> (the earlier stack it reads rows of, the operand owning the
     # index, the columns of a packed ys or None)
     indexed: dict[int, tuple[Value, int, tuple | None]] = {}
-    index_of: dict[tuple, tuple[int, Value]] = {}
-    x_of: dict[int, Value] = {}  # per-block operand -> its xs
+    index_of: dict[tuple, int] = {}
+    index_params: dict[int, Value] = {}
+    x_of: dict = {}  # per-block operand -> its xs (a `_Packed` one's columns)
     odd_of: dict[int, tuple[Value, Value]] = {}  # its one row from elsewhere, and its param
+    fresh: dict = {}  # dtype -> the operands stacked from the blocks' values
     for j, values in zip(per, mapped):
         rows = [values[k] for k in order]
         src = _rows_of(rows, unstacked)
@@ -432,18 +480,45 @@ def _emit_run(
             if tuple(idx) not in index_of:  # one index xs per distinct list of rows
                 c = _new_op("constant", [], {"value": np.asarray(idx, np.int32)})
                 out.append(c)
-                index_of[tuple(idx)] = (j, c.results[0])
+                index_of[tuple(idx)] = j
+                index_params[j] = Value(TensorType((), np.dtype(np.int32)))
                 xs.append(c.results[0])
+                xs_params.append(index_params[j])
                 x_of[j] = c.results[0]
-            indexed[j] = (stack, index_of[tuple(idx)][0], cols)
+            indexed[j] = (stack, index_of[tuple(idx)], cols)
             reused += 1
             continue
-        x, same = _stack(rows, out, unstacked)
+        x = _earlier_rows(rows, out, unstacked)
+        if x is None:
+            # the function's arguments (a layer's parameters) are packed; a computed value
+            # is left a stack of its own, for XLA to fold (a constant's broadcasts) or fuse
+            # its producers into
+            key = rows[0].type.dtype if pack_xs and all(v in args for v in rows) else j
+            fresh.setdefault(key, []).append((j, rows))
+            continue
         xs.append(x)
+        xs_params.append(body.params[j])
         x_of[j] = x
-        reused += same
-        stack_bytes += 0 if same else x.type.nbytes
-        if not same:  # a later scan reading the same values (the backward pass) reads x
+        reused += 1
+    packed_xs = {}  # per-block operand -> its `_Packed` columns of a row of the stack
+    for group in fresh.values():
+        if len(group) > 1:
+            x, cols = _stack_packed([rows for _, rows in group], out, unstacked)
+            row = Value(TensorType((x.type.shape[1],), x.type.dtype))
+            xs.append(x)
+            xs_params.append(row)
+            stack_bytes += x.type.nbytes
+            for (j, _), c in zip(group, cols):
+                packed_xs[j] = (row, c)
+                x_of[j] = _Packed(x, *c)
+            continue
+        for j, rows in group:
+            x, _ = _stack(rows, out, unstacked)
+            xs.append(x)
+            xs_params.append(body.params[j])
+            x_of[j] = x
+            stack_bytes += x.type.nbytes
+            # a later scan reading the same values (the backward pass) reads x
             for i, v in enumerate(rows):
                 unstacked.setdefault(v, (x, i))
     for p in run.constants:
@@ -457,15 +532,17 @@ def _emit_run(
     # one loop constant per earlier stack (several operands may read one packed ys; a
     # buffer passed twice into a loop would be copied)
     stack_params = {id(s): (s, Value(s.type)) for s, _, _ in indexed.values()}
-    owners = {k for _, k, _ in indexed.values()}
-    index_params = {k: Value(TensorType((), np.dtype(np.int32))) for k in owners}
     params = [body.params[j] for j in shared] + [p for _, p in stack_params.values()]
     params += [p for _, p in odd_of.values()]
     params += [body.params[j] for j in carry_j]
-    # one parameter per xs, in the order of `per`: a stack's slice, or a shared row index
-    params += [index_params[j] if j in owners else body.params[j] for j in per if j in x_of]
+    # one parameter per xs: a stack's row (a packed one's), or a shared row index
+    params += xs_params
     params += [body.ops[p].results[0] for p in run.constants]
     head = []  # an indexed operand's row: dynamic_slice then reshape, made as the old param
+    for j, (row, (offset, size, shape)) in packed_xs.items():  # its columns of the row
+        attrs = {"start_indices": [offset], "limit_indices": [offset + size], "strides": [1]}
+        sl = _new_op("slice", [row], attrs)
+        head += [sl, Op("reshape", sl.results, {"shape": list(shape)}, [body.params[j]])]
     if indexed:
         zero = _new_op("constant", [], {"value": np.asarray(0, np.int32)})
         head.append(zero)
@@ -567,6 +644,7 @@ def _emit_run(
         "carried_also_stacked": len(run.carry_out),
         "reverse": reverse,
         "stacks_reused": reused,
+        "xs_packed": len(packed_xs),
         "rows_from_outside": len(odd_of),
         "ys_packed": sum(len(vs) for vs in packs),
         "ys": len(plain) + len(packs),
@@ -576,7 +654,9 @@ def _emit_run(
     }
 
 
-def roll(fn: Function, runs: list[Run], pack: int = 1 << 20) -> tuple[Function, list[dict]]:
+def roll(
+    fn: Function, runs: list[Run], pack: int = 1 << 20, pack_xs: bool = True
+) -> tuple[Function, list[dict]]:
     """`fn` with each of `runs` (from `find_runs`) rewritten as one scan, and a report per
     run. Ops between a run's blocks that read the chain's values move after the scan;
     each scan's ys of one dtype of at most `pack` bytes each are packed into one (`_pack`;
@@ -593,6 +673,7 @@ def roll(fn: Function, runs: list[Run], pack: int = 1 << 20) -> tuple[Function, 
                 defer_of[i] = ri
                 tainted.update(ops[i].results)
     used = {v for op in ops for v in op.operands} | set(fn.results)
+    args = frozenset(fn.params)
     rep: dict[Value, Value] = {}
     unstacked: dict[Value, tuple[Value, int]] = {}
     deferred: dict[int, list[Op]] = {ri: [] for ri in range(len(runs))}
@@ -606,7 +687,9 @@ def roll(fn: Function, runs: list[Run], pack: int = 1 << 20) -> tuple[Function, 
         if i in block_of:
             ri, k = block_of[i]
             if k == len(runs[ri].blocks) - 1:
-                reports.append(_emit_run(ops, runs[ri], rep, unstacked, used, out, pack))
+                run = runs[ri]
+                report = _emit_run(ops, run, rep, unstacked, used, out, pack, pack_xs, args)
+                reports.append(report)
                 for d in deferred[ri]:
                     emit(d)
             continue
@@ -632,6 +715,9 @@ class RollLayers:
             launches, for a GPU; the compiler turns it off on CPU, where XLA does not fuse
             the row's concatenate into the write and the step measured 15% slower.
         pack_max_bytes: the largest value (one block's) that is packed.
+        pack_xs: whether the per-block operands of one dtype stacked from the blocks'
+            values (a layer's parameters) are stacked as one (`_stack_packed`): one
+            concatenate per call instead of one per parameter.
     """
 
     name: str = "roll_layers"
@@ -639,6 +725,7 @@ class RollLayers:
     outline: bool = True
     min_block_ops: int = 8
     pack_ys: bool = True
+    pack_xs: bool = True
     pack_max_bytes: int = 1 << 20
 
     def __call__(self, fn: Function) -> PassResult:
@@ -648,7 +735,7 @@ class RollLayers:
         if not made and not any(op.name == "call" for op in fn.ops):
             return PassResult(fn, False, {"runs_rolled": 0, "rolled": [], "refused": []})
         runs, refused = find_runs(work, self.min_blocks)
-        new, rolled = roll(work, runs, self.pack_max_bytes if self.pack_ys else 0)
+        new, rolled = roll(work, runs, self.pack_max_bytes if self.pack_ys else 0, self.pack_xs)
         if not rolled:
             new = fn
         elif made:  # the outlined blocks that were not rolled go back as they were
