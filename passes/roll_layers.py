@@ -66,14 +66,22 @@ import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
 from purejit.passes._isomorphism import bucket_key, compare
 from purejit.passes._outline import inline_marked, outline_repeats
+from purejit.passes._stacking import (
+    Packed,
+    direction,
+    earlier_rows,
+    new_op,
+    pack_values,
+    row_key,
+    rows_of,
+    stack_packed,
+    stack_rows,
+    unstack,
+)
 from purejit.passes.base import PassResult, has_effect
 
 
 _EFFECTS = "the block has effects (an op with `side_effect` or `collective`, or not pure)"
-
-
-def _new_op(name: str, operands, attrs: dict, regions=(), loc=None) -> Op:
-    return Op.inferred(name, operands, attrs, regions, loc)
 
 
 @dataclass
@@ -259,177 +267,6 @@ def find_runs(fn: Function, min_blocks: int = 2) -> tuple[list[Run], list[dict]]
     return runs, refused
 
 
-def _stack(values: list[Value], out: list[Op], unstacked: dict) -> tuple[Value, bool]:
-    """`values` stacked along a new leading axis (ops appended to `out`), and whether an
-    earlier scan's ys were read as they are (`_earlier_rows`)."""
-    earlier = _earlier_rows(values, out, unstacked)
-    if earlier is not None:
-        return earlier, True
-    rows = []
-    for v in values:
-        op = _new_op("reshape", [v], {"shape": [1, *v.type.shape]})
-        out.append(op)
-        rows.append(op.results[0])
-    op = _new_op("concatenate", rows, {"dimension": 0})
-    out.append(op)
-    return op.results[0], False
-
-
-def _earlier_rows(values: list[Value], out: list[Op], unstacked: dict) -> Value | None:
-    """An earlier scan's ys when `values` are consecutive rows of it, in order: the ys
-    itself, or one slice of it (appended to `out`); else None."""
-    src = [unstacked.get(v) for v in values]
-    n = len(values)
-    if all(src) and len({id(s[0]) for s in src}) == 1 and all(len(s) == 2 for s in src):
-        ys, a = src[0][0], src[0][1]
-        if [s[1] for s in src] == list(range(a, a + n)):
-            if a == 0 and ys.type.shape[0] == n:
-                return ys
-            # rows a..a+n-1 of the earlier ys: one slice
-            shape = ys.type.shape
-            attrs = {
-                "start_indices": [a] + [0] * (len(shape) - 1),
-                "limit_indices": [a + n, *shape[1:]],
-                "strides": [1] * len(shape),
-            }
-            op = _new_op("slice", [ys], attrs)
-            out.append(op)
-            return op.results[0]
-    return None
-
-
-def _stack_packed(per_block: list[list[Value]], out: list[Op], unstacked: dict):
-    """Per-block operands of one dtype (`per_block[m]`: operand m's value in each block, in
-    scan order) stacked as one: row k holds block k's values flattened, side by side. Each
-    per-layer parameter is copied into a stack on every call (PJRT has no views): one
-    concatenate writes them all, where a stack each would be a kernel each, and the loops
-    take one stack instead of one per parameter. Returns the stack and, per operand, its
-    `(offset, size, shape)` in a row; records each value's row and columns in `unstacked`
-    for the scans that read them later (the backward pass)."""
-    cols, offset = [], 0
-    for values in per_block:
-        t = values[0].type
-        cols.append((offset, t.size, tuple(t.shape)))
-        offset += t.size
-    flat = []
-    for k in range(len(per_block[0])):
-        for values in per_block:
-            op = _new_op("reshape", [values[k]], {"shape": [values[k].type.size]})
-            out.append(op)
-            flat.append(op.results[0])
-    cat = _new_op("concatenate", flat, {"dimension": 0})
-    stack = _new_op("reshape", cat.results, {"shape": [len(per_block[0]), offset]})
-    out += [cat, stack]
-    for values, c in zip(per_block, cols):
-        for k, v in enumerate(values):
-            unstacked.setdefault(v, (stack.results[0], k, c))
-    return stack.results[0], cols
-
-
-def _rows_of(values: list[Value], unstacked: dict):
-    """`(stack, rows, columns, odd)` when `values` are rows of one earlier stack (ys or
-    stacked xs) other than all of it in order (which is read as it is), or the same columns
-    of rows of a packed ys (`columns`: `(offset, size, shape)`, else None); else None.
-
-    One value of at least three may come from elsewhere (`odd`: its position; its row is
-    -1): the backward pass reads each layer's input, which is the previous layer's saved
-    output except for the first layer, whose input comes from before the loop. Else None.
-    """
-    src = [unstacked.get(v) for v in values]
-    keys = [(id(s[0]), s[2:]) if s else None for s in src]
-    common = max(set(keys), key=keys.count)
-    odd = [i for i, key in enumerate(keys) if key != common]
-    if common is None or len(odd) > (1 if len(values) >= 3 else 0):
-        return None
-    first = src[keys.index(common)]
-    stack, cols = first[0], first[2] if len(first) > 2 else None
-    idx = [-1 if i in odd else s[1] for i, s in enumerate(src)]
-    if not odd and cols is None and idx == list(range(stack.type.shape[0])):
-        return None
-    return stack, idx, cols, odd[0] if odd else None
-
-
-@dataclass(frozen=True)
-class _Packed:
-    """One ys of a scan that packs several: its columns `offset:offset+size` of `ys` hold
-    the values, each a row reshaped to `shape`."""
-
-    ys: Value
-    offset: int
-    size: int
-    shape: tuple
-
-
-def _unstack(ys, i: int, out: list[Op]) -> Value:
-    """Row `i` of `ys`, a stacked value or a `_Packed` ys (ops appended to `out`)."""
-    if isinstance(ys, _Packed):
-        start, limit, shape = [i, ys.offset], [i + 1, ys.offset + ys.size], list(ys.shape)
-        ys = ys.ys
-    else:
-        shape = list(ys.type.shape[1:])
-        start, limit = [i] + [0] * len(shape), [i + 1, *shape]
-    attrs = {"start_indices": start, "limit_indices": limit, "strides": [1] * len(start)}
-    sl = _new_op("slice", [ys], attrs)
-    row = _new_op("reshape", sl.results, {"shape": shape})
-    out += [sl, row]
-    return row.results[0]
-
-
-def _row_key(ys, i: int) -> tuple:
-    """What `unstacked` records for row `i` of `ys` (a stacked value or a `_Packed` ys): the
-    stack and the row, and for a packed value its columns."""
-    if isinstance(ys, _Packed):
-        return ys.ys, i, (ys.offset, ys.size, ys.shape)
-    return ys, i
-
-
-def _pack(values: list[Value], keep: set, max_bytes: int):
-    """Groups of at least two of a body's ys `values` (not in `keep`, at most `max_bytes`
-    each) of one dtype, each returned as one row: a `concatenate` of the values flattened.
-
-    A scan writes each ys into its stack with one dynamic-update-slice per trip: one kernel
-    per saved value and layer, where the unrolled program keeps the value in its own
-    buffer. Packed, a layer's saved values of one dtype are one row, written at once. A
-    large value stays a ys of its own: its write costs its bytes more than a launch, and a
-    back end that does not fuse the row's concatenate into the write would copy it twice.
-
-    Returns:
-        (the groups, the ops to append to the body, each packed value's (group, offset,
-        size, shape)); the body returns each group's row (the `concatenate` ops' results).
-    """
-    groups: dict = {}
-    for v in values:
-        if v not in keep and 0 < v.type.nbytes <= max_bytes:
-            groups.setdefault(v.type.dtype, []).append(v)
-    packs = [vs for vs in groups.values() if len(vs) > 1]
-    ops, where = [], {}
-    for g, vs in enumerate(packs):
-        flat, offset = [], 0
-        for v in vs:
-            size = v.type.size
-            r = _new_op("reshape", [v], {"shape": [size]})
-            ops.append(r)
-            flat.append(r.results[0])
-            where[v] = (g, offset, size, tuple(v.type.shape))
-            offset += size
-        ops.append(_new_op("concatenate", flat, {"dimension": 0}))
-    return packs, ops, where
-
-
-def _direction(per_block: list[list[Value]], unstacked: dict) -> bool:
-    """Whether the scan runs in reverse: when more per-block operands are an earlier scan's
-    ys in reverse order than in order (the backward pass of a rolled forward pass)."""
-    fwd = rev = 0
-    for values in per_block:
-        src = [unstacked.get(v) for v in values]
-        if not all(src) or len({id(s[0]) for s in src}) != 1:
-            continue
-        idx = [s[1] for s in src]
-        fwd += idx == list(range(idx[0], idx[0] + len(idx)))
-        rev += idx == list(range(idx[0], idx[0] - len(idx), -1))
-    return rev > fwd
-
-
 def _emit_run(
     ops: list[Op],
     run: Run,
@@ -443,9 +280,9 @@ def _emit_run(
 ):
     """Append the stacking ops, the scan and the slices of its ys that something reads to
     `out`; `rep` maps each replaced block result to its new value; the ys of one dtype of
-    at most `pack` bytes each are packed into one (`_pack`), and with `pack_xs` so are the
+    at most `pack` bytes each are packed into one (`pack_values`), and with `pack_xs` so are the
     per-block operands of one dtype stacked from the function's arguments `args`
-    (`_stack_packed`). Returns the report."""
+    (`stack_packed`). Returns the report."""
     blocks = [ops[i] for i in run.blocks]
     n, first = len(blocks), blocks[0]
     body = first.regions[0]
@@ -455,7 +292,7 @@ def _emit_run(
     shared = [j for j in others if all(b.operands[j] is first.operands[j] for b in blocks)]
     per = [j for j in others if j not in shared]
     mapped = [[rep.get(b.operands[j], b.operands[j]) for b in blocks] for j in per]
-    reverse = _direction(mapped, unstacked)
+    reverse = direction(mapped, unstacked)
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
     xs, xs_params, reused, stack_bytes = [], [], 0, 0
     # per-block operand -> (the earlier stack it reads rows of, the operand owning the
@@ -463,12 +300,12 @@ def _emit_run(
     indexed: dict[int, tuple[Value, int, tuple | None]] = {}
     index_of: dict[tuple, int] = {}
     index_params: dict[int, Value] = {}
-    x_of: dict = {}  # per-block operand -> its xs (a `_Packed` one's columns)
+    x_of: dict = {}  # per-block operand -> its xs (a `Packed` one's columns)
     odd_of: dict[int, tuple[Value, Value]] = {}  # its one row from elsewhere, and its param
     fresh: dict = {}  # dtype -> the operands stacked from the blocks' values
     for j, values in zip(per, mapped):
         rows = [values[k] for k in order]
-        src = _rows_of(rows, unstacked)
+        src = rows_of(rows, unstacked)
         if src is not None:
             # rows of an earlier stack other than the whole of it in order: the body reads
             # them from that stack (a loop constant) at an index passed as xs, where a slice
@@ -478,7 +315,7 @@ def _emit_run(
             if odd is not None:  # a loop constant, read at the row whose index is -1
                 odd_of[j] = (rows[odd], Value(rows[odd].type))
             if tuple(idx) not in index_of:  # one index xs per distinct list of rows
-                c = _new_op("constant", [], {"value": np.asarray(idx, np.int32)})
+                c = new_op("constant", [], {"value": np.asarray(idx, np.int32)})
                 out.append(c)
                 index_of[tuple(idx)] = j
                 index_params[j] = Value(TensorType((), np.dtype(np.int32)))
@@ -488,7 +325,7 @@ def _emit_run(
             indexed[j] = (stack, index_of[tuple(idx)], cols)
             reused += 1
             continue
-        x = _earlier_rows(rows, out, unstacked)
+        x = earlier_rows(rows, out, unstacked)
         if x is None:
             # the function's arguments (a layer's parameters) are packed; a computed value
             # is left a stack of its own, for XLA to fold (a constant's broadcasts) or fuse
@@ -500,20 +337,20 @@ def _emit_run(
         xs_params.append(body.params[j])
         x_of[j] = x
         reused += 1
-    packed_xs = {}  # per-block operand -> its `_Packed` columns of a row of the stack
+    packed_xs = {}  # per-block operand -> its `Packed` columns of a row of the stack
     for group in fresh.values():
         if len(group) > 1:
-            x, cols = _stack_packed([rows for _, rows in group], out, unstacked)
+            x, cols = stack_packed([rows for _, rows in group], out, unstacked)
             row = Value(TensorType((x.type.shape[1],), x.type.dtype))
             xs.append(x)
             xs_params.append(row)
             stack_bytes += x.type.nbytes
             for (j, _), c in zip(group, cols):
                 packed_xs[j] = (row, c)
-                x_of[j] = _Packed(x, *c)
+                x_of[j] = Packed(x, *c)
             continue
         for j, rows in group:
-            x, _ = _stack(rows, out, unstacked)
+            x, _ = stack_rows(rows, out, unstacked)
             xs.append(x)
             xs_params.append(body.params[j])
             x_of[j] = x
@@ -523,7 +360,7 @@ def _emit_run(
                 unstacked.setdefault(v, (x, i))
     for p in run.constants:
         rows = [blocks[k].regions[0].ops[p].attrs["value"] for k in order]
-        c = _new_op("constant", [], {"value": np.stack(rows)}, loc=body.ops[p].loc)
+        c = new_op("constant", [], {"value": np.stack(rows)}, loc=body.ops[p].loc)
         out.append(c)
         xs.append(c.results[0])
     # the scan's body: the first block's function with its parameters in scan order
@@ -541,10 +378,10 @@ def _emit_run(
     head = []  # an indexed operand's row: dynamic_slice then reshape, made as the old param
     for j, (row, (offset, size, shape)) in packed_xs.items():  # its columns of the row
         attrs = {"start_indices": [offset], "limit_indices": [offset + size], "strides": [1]}
-        sl = _new_op("slice", [row], attrs)
+        sl = new_op("slice", [row], attrs)
         head += [sl, Op("reshape", sl.results, {"shape": list(shape)}, [body.params[j]])]
     if indexed:
-        zero = _new_op("constant", [], {"value": np.asarray(0, np.int32)})
+        zero = new_op("constant", [], {"value": np.asarray(0, np.int32)})
         head.append(zero)
     offsets = {0: zero.results[0]} if indexed else {}
     for j, (stack, k, cols) in indexed.items():
@@ -553,18 +390,18 @@ def _emit_run(
             sizes, shape = [1, *stack.type.shape[1:]], list(stack.type.shape[1:])
         else:  # the columns of a packed ys
             if cols[0] not in offsets:
-                c = _new_op("constant", [], {"value": np.asarray(cols[0], np.int32)})
+                c = new_op("constant", [], {"value": np.asarray(cols[0], np.int32)})
                 head.append(c)
                 offsets[cols[0]] = c.results[0]
             starts, sizes, shape = [index_params[k], offsets[cols[0]]], [1, cols[1]], cols[2]
-        ds = _new_op("dynamic_slice", [stack_params[id(stack)][1], *starts], {"slice_sizes": sizes})
+        ds = new_op("dynamic_slice", [stack_params[id(stack)][1], *starts], {"slice_sizes": sizes})
         if j not in odd_of:
             head += [ds, Op("reshape", ds.results, {"shape": list(shape)}, [body.params[j]])]
             continue
         # row -1 (clamped to 0 by the slice) is the loop constant: a select XLA fuses with
         # the slice into their readers, where a concatenate of the rows would copy them all
-        row = _new_op("reshape", ds.results, {"shape": list(shape)})
-        neg = _new_op("compare", [index_params[k], zero.results[0]], {"comparison_direction": "LT"})
+        row = new_op("reshape", ds.results, {"shape": list(shape)})
+        neg = new_op("compare", [index_params[k], zero.results[0]], {"comparison_direction": "LT"})
         sel = Op("select", [neg.results[0], odd_of[j][1], row.results[0]], {}, [body.params[j]])
         head += [ds, row, neg, sel]
     # a result that is a parameter needs no ys: it is the stacked (or shared) operand
@@ -585,7 +422,7 @@ def _emit_run(
     # a carried result read outside the chain packs too: the row's write reads the new
     # carry after it is made (reading the old one instead would make XLA copy the carry
     # on every trip, since nothing orders that read before the new carry overwrites it)
-    packs, pack_ops, packed_at = _pack(ys_values, set(), pack)
+    packs, pack_ops, packed_at = pack_values(ys_values, set(), pack)
     plain = [v for v in ys_values if v not in packed_at]
     rows = [op.results[0] for op in pack_ops if op.name == "concatenate"]
     results = carried + plain + rows
@@ -602,7 +439,7 @@ def _emit_run(
         "num_consts": len(shared) + len(stack_params) + len(odd_of),
         "num_carry": len(carry_j),
     }
-    scan = _new_op("scan", operands + xs, attrs, [new_body], loc=first.loc)
+    scan = new_op("scan", operands + xs, attrs, [new_body], loc=first.loc)
     out.append(scan)
     for m, r in enumerate(carry_r):
         rep[blocks[-1].results[r]] = scan.results[m]
@@ -612,12 +449,12 @@ def _emit_run(
         v = body.results[r]
         if v in packed_at:
             g, offset, size, shape = packed_at[v]
-            stacked[r] = _Packed(ys_out[len(plain) + g], offset, size, shape)
+            stacked[r] = Packed(ys_out[len(plain) + g], offset, size, shape)
         else:
             stacked[r] = ys_out[plain.index(v)]
     for m, r in enumerate(carry_r):
         if r in stacked:  # the final carry is also the last block's row of its ys
-            unstacked.setdefault(scan.results[m], _row_key(stacked[r], 0 if reverse else n - 1))
+            unstacked.setdefault(scan.results[m], row_key(stacked[r], 0 if reverse else n - 1))
     for r, (kind, value) in passed.items():
         if kind == "shared":
             rep.update((b.results[r], value) for b in blocks)
@@ -630,10 +467,10 @@ def _emit_run(
                 continue  # the last block's carried value is the scan's final carry
             if b.results[r] in used:
                 i = n - 1 - k if reverse else k
-                row = _unstack(ys, i, out)
+                row = unstack(ys, i, out)
                 unstack_bytes += row.type.nbytes
                 rep[b.results[r]] = row
-                unstacked[row] = _row_key(ys, i)
+                unstacked[row] = row_key(ys, i)
     return {
         "callee": _callee(first),
         "blocks": n,
@@ -659,7 +496,7 @@ def roll(
 ) -> tuple[Function, list[dict]]:
     """`fn` with each of `runs` (from `find_runs`) rewritten as one scan, and a report per
     run. Ops between a run's blocks that read the chain's values move after the scan;
-    each scan's ys of one dtype of at most `pack` bytes each are packed into one (`_pack`;
+    each scan's ys of one dtype of at most `pack` bytes each are packed into one (`pack_values`;
     0: none)."""
     if not runs:
         return fn, []
@@ -711,12 +548,12 @@ class RollLayers:
             layer) are cut into calls first (`_outline.py`), to be rolled like calls.
         min_block_ops: the fewest ops such a stretch's blocks need.
         pack_ys: whether each scan's stacked outputs of one dtype are packed into one, so
-            that a trip writes them with one dynamic-update-slice (`_pack`): fewer
+            that a trip writes them with one dynamic-update-slice (`pack_values`): fewer
             launches, for a GPU; the compiler turns it off on CPU, where XLA does not fuse
             the row's concatenate into the write and the step measured 15% slower.
         pack_max_bytes: the largest value (one block's) that is packed.
         pack_xs: whether the per-block operands of one dtype stacked from the blocks'
-            values (a layer's parameters) are stacked as one (`_stack_packed`): one
+            values (a layer's parameters) are stacked as one (`stack_packed`): one
             concatenate per call instead of one per parameter.
     """
 

@@ -697,3 +697,43 @@ def test_the_backward_reads_each_layer_input_without_stacking_it_again():
         np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(b, c, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(a, j, rtol=1e-4, atol=1e-5)
+
+
+def test_the_per_layer_parameters_of_one_dtype_are_stacked_as_one():
+    # each per-layer parameter is copied into a stack on every call: one concatenate writes
+    # the layers' w and b side by side (a row of 8x8 + 8 floats per layer), where a stack
+    # each would be a kernel each; the body reads each as its columns of the row
+    ps = _mlp_params(4)
+    x = np.random.default_rng(18).standard_normal((2, 8)).astype(np.float32)
+    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+    traced, res = _flat_roll(model, ps, x)
+    (run,) = res.report["rolled"]
+    assert run["per_block"] == 2 and run["xs_packed"] == 2
+    (cat,) = [op for op in res.fn.ops if op.name == "concatenate"]
+    assert cat.results[0].type.shape == (4 * (64 + 8),)
+    (scan,) = [op for op in res.fn.ops if op.name == "scan"]
+    assert scan.operands[-1].type.shape == (4, 72)  # the one xs
+    body_head = [op.name for op in scan.regions[0].ops[:4]]
+    assert body_head == ["slice", "reshape", "slice", "reshape"]
+    plain = RollLayers(pack_xs=False)(traced)
+    verify(plain.fn)
+    assert [op.name for op in plain.fn.ops].count("concatenate") == 2
+    flat = _leaves((ps, x))
+    for a, b in zip(interpret(plain.fn, *flat), interpret(res.fn, *flat)):
+        np.testing.assert_array_equal(b, a)
+
+    # under grad the backward scan reads both from the same stack, by a row index
+    def loss(ps, x):
+        return pnp.sum(model(ps, x) ** 2)
+
+    rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
+    report = _roll_report(rolled, ps, x)
+    assert report["rolled"][0]["xs_packed"] == 2
+    moved = stacking_bytes(rolled.lower(ps, x).compile().as_text())
+    assert moved["stack"] <= sum(np.asarray(a).nbytes for a in jax.tree.leaves(ps))
+    jmodel = _mlp(jnp, _dense(jnp))
+    want = jax.jit(jax.grad(lambda ps, x: jnp.sum(jmodel(ps, x) ** 2)))(ps, x)
+    unrolled = purejit.jit(purejit.grad(loss))(ps, x)
+    for a, b, c in zip(_leaves(rolled(ps, x)), _leaves(unrolled), _leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
