@@ -300,9 +300,22 @@ def _emit_run(
     indexed: dict[int, tuple[Value, int, tuple | None]] = {}
     index_of: dict[tuple, int] = {}
     index_params: dict[int, Value] = {}
-    x_of: dict = {}  # per-block operand -> its xs (a `Packed` one's columns)
+    x_of: dict[int, Value] = {}  # per-block operand -> its xs
     odd_of: dict[int, tuple[Value, Value]] = {}  # its one row from elsewhere, and its param
     fresh: dict = {}  # dtype -> the operands stacked from the blocks' values
+
+    def index_xs(idx: list[int], j: int) -> int:
+        """The operand owning the xs of row indices `idx` (one xs per distinct list)."""
+        if tuple(idx) not in index_of:
+            c = new_op("constant", [], {"value": np.asarray(idx, np.int32)})
+            out.append(c)
+            index_of[tuple(idx)] = j
+            index_params[j] = Value(TensorType((), np.dtype(np.int32)))
+            xs.append(c.results[0])
+            xs_params.append(index_params[j])
+            x_of[j] = c.results[0]
+        return index_of[tuple(idx)]
+
     for j, values in zip(per, mapped):
         rows = [values[k] for k in order]
         src = rows_of(rows, unstacked)
@@ -314,15 +327,7 @@ def _emit_run(
             stack, idx, cols, odd = src
             if odd is not None:  # a loop constant, read at the row whose index is -1
                 odd_of[j] = (rows[odd], Value(rows[odd].type))
-            if tuple(idx) not in index_of:  # one index xs per distinct list of rows
-                c = new_op("constant", [], {"value": np.asarray(idx, np.int32)})
-                out.append(c)
-                index_of[tuple(idx)] = j
-                index_params[j] = Value(TensorType((), np.dtype(np.int32)))
-                xs.append(c.results[0])
-                xs_params.append(index_params[j])
-                x_of[j] = c.results[0]
-            indexed[j] = (stack, index_of[tuple(idx)], cols)
+            indexed[j] = (stack, index_xs(idx, j), cols)
             reused += 1
             continue
         x = earlier_rows(rows, out, unstacked)
@@ -337,17 +342,18 @@ def _emit_run(
         xs_params.append(body.params[j])
         x_of[j] = x
         reused += 1
-    packed_xs = {}  # per-block operand -> its `Packed` columns of a row of the stack
+    packed_xs = 0
     for group in fresh.values():
         if len(group) > 1:
+            # one stack, a loop constant; each operand read as its columns of the trip's
+            # row by one dynamic_slice (which XLA can hand a dot in place), where the row
+            # as xs would be sliced twice (the row, then its columns)
             x, cols = stack_packed([rows for _, rows in group], out, unstacked)
-            row = Value(TensorType((x.type.shape[1],), x.type.dtype))
-            xs.append(x)
-            xs_params.append(row)
             stack_bytes += x.type.nbytes
+            owner = index_xs(list(range(n)), group[0][0])
             for (j, _), c in zip(group, cols):
-                packed_xs[j] = (row, c)
-                x_of[j] = Packed(x, *c)
+                indexed[j] = (x, owner, c)
+            packed_xs += len(group)
             continue
         for j, rows in group:
             x, _ = stack_rows(rows, out, unstacked)
@@ -376,10 +382,6 @@ def _emit_run(
     params += xs_params
     params += [body.ops[p].results[0] for p in run.constants]
     head = []  # an indexed operand's row: dynamic_slice then reshape, made as the old param
-    for j, (row, (offset, size, shape)) in packed_xs.items():  # its columns of the row
-        attrs = {"start_indices": [offset], "limit_indices": [offset + size], "strides": [1]}
-        sl = new_op("slice", [row], attrs)
-        head += [sl, Op("reshape", sl.results, {"shape": list(shape)}, [body.params[j]])]
     if indexed:
         zero = new_op("constant", [], {"value": np.asarray(0, np.int32)})
         head.append(zero)
@@ -481,7 +483,7 @@ def _emit_run(
         "carried_also_stacked": len(run.carry_out),
         "reverse": reverse,
         "stacks_reused": reused,
-        "xs_packed": len(packed_xs),
+        "xs_packed": packed_xs,
         "rows_from_outside": len(odd_of),
         "ys_packed": sum(len(vs) for vs in packs),
         "ys": len(plain) + len(packs),

@@ -453,12 +453,15 @@ def test_a_flat_transformer_gradient_rolls():
     fwd, bwd = res.report["rolled"]
     assert fwd["blocks"] == 4 and fwd["carried_also_stacked"] == 1  # x is saved for grad
     assert bwd["reverse"] and bwd["stacks_reused"] > 0
-    unpacked = RollLayers(pack_ys=False)(traced).fn.op_count()
+    unpacked = RollLayers(pack_ys=False, pack_xs=False)(traced).fn.op_count()
     assert unpacked < 0.6 * traced.op_count()
-    # packing a scan's saved values into one ys adds a reshape and a row offset per value
+    # packing a scan's saved values into one ys adds a reshape and a row offset per value;
+    # packing the layers' parameters into one stack, a slice, a reshape and an offset each
+    # (the slices the scan's lowering made of each stacked parameter are made in the body)
     packed = sum(r["ys_packed"] for r in res.report["rolled"])
-    assert fwd["ys"] < 4 and packed > 8
-    assert res.fn.op_count() <= unpacked + 2 * packed + 2
+    packed_xs = sum(r["xs_packed"] for r in res.report["rolled"])
+    assert fwd["ys"] < 4 and packed > 8 and packed_xs == 8
+    assert res.fn.op_count() <= unpacked + 2 * packed + 3 * packed_xs + 2
 
 
 def test_flat_layers_with_different_activations_stay_unrolled():
@@ -703,7 +706,8 @@ def test_the_backward_reads_each_layer_input_without_stacking_it_again():
 def test_the_per_layer_parameters_of_one_dtype_are_stacked_as_one():
     # each per-layer parameter is copied into a stack on every call: one concatenate writes
     # the layers' w and b side by side (a row of 8x8 + 8 floats per layer), where a stack
-    # each would be a kernel each; the body reads each as its columns of the row
+    # each would be a kernel each; the body reads each as its columns of the trip's row,
+    # one dynamic_slice each (which XLA can hand a dot in place)
     ps = _mlp_params(4)
     x = np.random.default_rng(18).standard_normal((2, 8)).astype(np.float32)
     model = _mlp(pnp, purejit.jit(_dense(pnp)))
@@ -713,9 +717,10 @@ def test_the_per_layer_parameters_of_one_dtype_are_stacked_as_one():
     (cat,) = [op for op in res.fn.ops if op.name == "concatenate"]
     assert cat.results[0].type.shape == (4 * (64 + 8),)
     (scan,) = [op for op in res.fn.ops if op.name == "scan"]
-    assert scan.operands[-1].type.shape == (4, 72)  # the one xs
-    body_head = [op.name for op in scan.regions[0].ops[:4]]
-    assert body_head == ["slice", "reshape", "slice", "reshape"]
+    assert scan.attrs["num_consts"] == 1 and scan.operands[0].type.shape == (4, 72)
+    assert scan.operands[-1].type.shape == (4,)  # the one xs: the row of each trip
+    reads = [op for op in scan.regions[0].ops if op.name == "dynamic_slice"]
+    assert sorted(op.attrs["slice_sizes"] for op in reads) == [[1, 8], [1, 64]]
     plain = RollLayers(pack_xs=False)(traced)
     verify(plain.fn)
     assert [op.name for op in plain.fn.ops].count("concatenate") == 2
