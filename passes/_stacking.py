@@ -1,16 +1,14 @@
-"""How `roll_layers` turns per-block values into stacks and reads them back.
+"""How `roll_layers` turns per-block values into stacks.
 
 A scan takes each per-block value as a stack along a new leading axis (its xs) and returns
 what each block makes as a stack too (its ys). PJRT has no sub-buffer views: each stack is
 written on every call, and every row read outside the loop or every column read inside it
 is a copy unless XLA fuses it into its reader. These helpers choose the stacks: an earlier
-scan's stack read as it is or by row index, values of one dtype packed side by side in one
-row (one write or one concatenate instead of one each), and the rows read back.
+scan's stack read as it is or by row index, and values of one dtype packed side by side in
+one row (one write or one concatenate instead of one each).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from purejit.ir import Op, Value
 
@@ -107,40 +105,6 @@ def rows_of(values: list[Value], unstacked: dict):
     if not odd and cols is None and idx == list(range(stack.type.shape[0])):
         return None
     return stack, idx, cols, odd[0] if odd else None
-
-
-@dataclass(frozen=True)
-class Packed:
-    """One ys of a scan that packs several: its columns `offset:offset+size` of `ys` hold
-    the values, each a row reshaped to `shape`."""
-
-    ys: Value
-    offset: int
-    size: int
-    shape: tuple
-
-
-def unstack(ys, i: int, out: list[Op]) -> Value:
-    """Row `i` of `ys`, a stacked value or a `Packed` ys (ops appended to `out`)."""
-    if isinstance(ys, Packed):
-        start, limit, shape = [i, ys.offset], [i + 1, ys.offset + ys.size], list(ys.shape)
-        ys = ys.ys
-    else:
-        shape = list(ys.type.shape[1:])
-        start, limit = [i] + [0] * len(shape), [i + 1, *shape]
-    attrs = {"start_indices": start, "limit_indices": limit, "strides": [1] * len(start)}
-    sl = new_op("slice", [ys], attrs)
-    row = new_op("reshape", sl.results, {"shape": shape})
-    out += [sl, row]
-    return row.results[0]
-
-
-def row_key(ys, i: int) -> tuple:
-    """What `unstacked` records for row `i` of `ys` (a stacked value or a `Packed` ys): the
-    stack and the row, and for a packed value its columns."""
-    if isinstance(ys, Packed):
-        return ys.ys, i, (ys.offset, ys.size, ys.shape)
-    return ys, i
 
 
 def pack_values(values: list[Value], keep: set, max_bytes: int):

@@ -67,21 +67,21 @@ from purejit.ir import Function, Op, TensorType, Value
 from purejit.passes._isomorphism import bucket_key, compare
 from purejit.passes._outline import inline_marked, outline_repeats
 from purejit.passes._stacking import (
-    Packed,
     direction,
     earlier_rows,
-    new_op,
     pack_values,
-    row_key,
     rows_of,
     stack_packed,
     stack_rows,
-    unstack,
 )
 from purejit.passes.base import PassResult, has_effect
 
 
 _EFFECTS = "the block has effects (an op with `side_effect` or `collective`, or not pure)"
+
+
+def _new_op(name: str, operands, attrs: dict, regions=(), loc=None) -> Op:
+    return Op.inferred(name, operands, attrs, regions, loc)
 
 
 @dataclass
@@ -267,6 +267,40 @@ def find_runs(fn: Function, min_blocks: int = 2) -> tuple[list[Run], list[dict]]
     return runs, refused
 
 
+def _row_key(ys, i: int) -> tuple:
+    """What `unstacked` records for row `i` of `ys` (a stacked value or a `_Packed` ys): the
+    stack and the row, and for a packed value its columns."""
+    if isinstance(ys, _Packed):
+        return ys.ys, i, (ys.offset, ys.size, ys.shape)
+    return ys, i
+
+
+@dataclass(frozen=True)
+class _Packed:
+    """One ys of a scan that packs several: its columns `offset:offset+size` of `ys` hold
+    the values, each a row reshaped to `shape`."""
+
+    ys: Value
+    offset: int
+    size: int
+    shape: tuple
+
+
+def _unstack(ys, i: int, out: list[Op]) -> Value:
+    """Row `i` of `ys`, a stacked value or a `_Packed` ys (ops appended to `out`)."""
+    if isinstance(ys, _Packed):
+        start, limit, shape = [i, ys.offset], [i + 1, ys.offset + ys.size], list(ys.shape)
+        ys = ys.ys
+    else:
+        shape = list(ys.type.shape[1:])
+        start, limit = [i] + [0] * len(shape), [i + 1, *shape]
+    attrs = {"start_indices": start, "limit_indices": limit, "strides": [1] * len(start)}
+    sl = _new_op("slice", [ys], attrs)
+    row = _new_op("reshape", sl.results, {"shape": shape})
+    out += [sl, row]
+    return row.results[0]
+
+
 def _emit_run(
     ops: list[Op],
     run: Run,
@@ -307,7 +341,7 @@ def _emit_run(
     def index_xs(idx: list[int], j: int) -> int:
         """The operand owning the xs of row indices `idx` (one xs per distinct list)."""
         if tuple(idx) not in index_of:
-            c = new_op("constant", [], {"value": np.asarray(idx, np.int32)})
+            c = _new_op("constant", [], {"value": np.asarray(idx, np.int32)})
             out.append(c)
             index_of[tuple(idx)] = j
             index_params[j] = Value(TensorType((), np.dtype(np.int32)))
@@ -366,7 +400,7 @@ def _emit_run(
                 unstacked.setdefault(v, (x, i))
     for p in run.constants:
         rows = [blocks[k].regions[0].ops[p].attrs["value"] for k in order]
-        c = new_op("constant", [], {"value": np.stack(rows)}, loc=body.ops[p].loc)
+        c = _new_op("constant", [], {"value": np.stack(rows)}, loc=body.ops[p].loc)
         out.append(c)
         xs.append(c.results[0])
     # the scan's body: the first block's function with its parameters in scan order
@@ -383,7 +417,7 @@ def _emit_run(
     params += [body.ops[p].results[0] for p in run.constants]
     head = []  # an indexed operand's row: dynamic_slice then reshape, made as the old param
     if indexed:
-        zero = new_op("constant", [], {"value": np.asarray(0, np.int32)})
+        zero = _new_op("constant", [], {"value": np.asarray(0, np.int32)})
         head.append(zero)
     offsets = {0: zero.results[0]} if indexed else {}
     for j, (stack, k, cols) in indexed.items():
@@ -392,18 +426,18 @@ def _emit_run(
             sizes, shape = [1, *stack.type.shape[1:]], list(stack.type.shape[1:])
         else:  # the columns of a packed ys
             if cols[0] not in offsets:
-                c = new_op("constant", [], {"value": np.asarray(cols[0], np.int32)})
+                c = _new_op("constant", [], {"value": np.asarray(cols[0], np.int32)})
                 head.append(c)
                 offsets[cols[0]] = c.results[0]
             starts, sizes, shape = [index_params[k], offsets[cols[0]]], [1, cols[1]], cols[2]
-        ds = new_op("dynamic_slice", [stack_params[id(stack)][1], *starts], {"slice_sizes": sizes})
+        ds = _new_op("dynamic_slice", [stack_params[id(stack)][1], *starts], {"slice_sizes": sizes})
         if j not in odd_of:
             head += [ds, Op("reshape", ds.results, {"shape": list(shape)}, [body.params[j]])]
             continue
         # row -1 (clamped to 0 by the slice) is the loop constant: a select XLA fuses with
         # the slice into their readers, where a concatenate of the rows would copy them all
-        row = new_op("reshape", ds.results, {"shape": list(shape)})
-        neg = new_op("compare", [index_params[k], zero.results[0]], {"comparison_direction": "LT"})
+        row = _new_op("reshape", ds.results, {"shape": list(shape)})
+        neg = _new_op("compare", [index_params[k], zero.results[0]], {"comparison_direction": "LT"})
         sel = Op("select", [neg.results[0], odd_of[j][1], row.results[0]], {}, [body.params[j]])
         head += [ds, row, neg, sel]
     # a result that is a parameter needs no ys: it is the stacked (or shared) operand
@@ -441,7 +475,7 @@ def _emit_run(
         "num_consts": len(shared) + len(stack_params) + len(odd_of),
         "num_carry": len(carry_j),
     }
-    scan = new_op("scan", operands + xs, attrs, [new_body], loc=first.loc)
+    scan = _new_op("scan", operands + xs, attrs, [new_body], loc=first.loc)
     out.append(scan)
     for m, r in enumerate(carry_r):
         rep[blocks[-1].results[r]] = scan.results[m]
@@ -451,12 +485,12 @@ def _emit_run(
         v = body.results[r]
         if v in packed_at:
             g, offset, size, shape = packed_at[v]
-            stacked[r] = Packed(ys_out[len(plain) + g], offset, size, shape)
+            stacked[r] = _Packed(ys_out[len(plain) + g], offset, size, shape)
         else:
             stacked[r] = ys_out[plain.index(v)]
     for m, r in enumerate(carry_r):
         if r in stacked:  # the final carry is also the last block's row of its ys
-            unstacked.setdefault(scan.results[m], row_key(stacked[r], 0 if reverse else n - 1))
+            unstacked.setdefault(scan.results[m], _row_key(stacked[r], 0 if reverse else n - 1))
     for r, (kind, value) in passed.items():
         if kind == "shared":
             rep.update((b.results[r], value) for b in blocks)
@@ -469,10 +503,10 @@ def _emit_run(
                 continue  # the last block's carried value is the scan's final carry
             if b.results[r] in used:
                 i = n - 1 - k if reverse else k
-                row = unstack(ys, i, out)
+                row = _unstack(ys, i, out)
                 unstack_bytes += row.type.nbytes
                 rep[b.results[r]] = row
-                unstacked[row] = row_key(ys, i)
+                unstacked[row] = _row_key(ys, i)
     return {
         "callee": _callee(first),
         "blocks": n,
