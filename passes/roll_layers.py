@@ -19,7 +19,10 @@ that are not carried become the scan's stacked ys, sliced back out where somethi
 them; with `pack_ys` (the GPU's default), those of one dtype are packed into one ys (each
 block's values flattened into one row), since a loop writes each ys with a
 dynamic-update-slice of its own on every trip: a kernel per saved value and layer on a GPU
-(unrolled, each value stays where it was made). A per-block operand that is rows of an
+(unrolled, each value stays where it was made). With `pack_xs`, the per-block operands of
+one dtype that are the function's arguments (a layer's parameters, copied into stacks on
+every call) are stacked side by side as one, a loop constant each trip reads its columns of
+with one dynamic_slice per parameter. A per-block operand that is rows of an
 earlier rolled scan's stack (its ys, or its stacked per-block operands) reads them from that
 stack: all of it in order as the scan's xs (a reverse scan when the rows come in reverse
 order), any other rows by passing the stack whole as a loop constant and the row of each
