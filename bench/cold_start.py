@@ -211,7 +211,7 @@ def _roll_child(args):
         out["first_call"] = time.perf_counter() - t0
         out["steady"] = best_of(lambda: np.asarray(f(params, x)), n=10)
         out["checksum"] = float(np.abs(y).sum())
-    from bench.cold_start_hlo import kernel_counts, stacking_bytes
+    from bench.cold_start_hlo import kernel_counts, stacking_bytes, trip_kernels
 
     if variant.startswith("purejit"):
         compiled = next(iter(f.cache.values()))
@@ -220,6 +220,7 @@ def _roll_child(args):
     else:
         compiled = f.lower(params, x).compile()
     out["kernels"] = kernel_counts(compiled.as_text())
+    out["trip_kernels"] = trip_kernels(compiled.as_text())  # in the --out JSON
     out["temp"] = compiled.memory_analysis().temp_size_in_bytes
     print("RESULT " + json.dumps(out))
 

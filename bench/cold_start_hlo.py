@@ -128,3 +128,61 @@ def stacking_bytes(text: str) -> dict[str, int]:
         ):
             out["unstack"] += nbytes
     return out
+
+
+_KINDS = ("row reads", "row writes", "loop copies", "counter", "layout copies", "compute")
+_LINE = re.compile(r"^\s*(?:ROOT )?%[\w.\-]+ = (\(.*\)|\S+) ([a-z][a-z0-9\-]*)\(")
+
+
+def _kind(opcode: str, result: str, inner: list[str]) -> str:
+    """What one launched instruction of a loop body is for (see `trip_kernels`)."""
+    if re.match(r"^[su]\d+\[\]", result):
+        return "counter"
+    if opcode == "copy":
+        return "loop copies"
+    if opcode in ("dynamic-slice", "dynamic-update-slice", "concatenate"):
+        inner = [f"%x = {result} {opcode}("]
+    # the fused computation's array-valued instructions (scalars are index arithmetic)
+    ops = {m.group(2) for m in map(_LINE.match, inner) if m and not m.group(1).endswith("[]")}
+    ops -= {"parameter", "constant"}
+    if "dynamic-update-slice" in ops:  # whatever XLA fused into it: a stack's write
+        return "row writes"
+    if not ops or not ops <= _MOVES | {"dynamic-slice"}:
+        return "compute"
+    if "dynamic-slice" in ops:
+        return "row reads"
+    if "concatenate" in ops:  # a trip's values packed into one row, to be written
+        return "row writes"
+    return "layout copies"
+
+
+def trip_kernels(text: str) -> list[dict[str, int]]:
+    """For each while loop of the entry computation (in the order of `kernel_counts`), its
+    body's launched instructions by what they are for:
+
+        row reads      copies of a row of a stacked array (a layer's weight, a saved value)
+                       that XLA does not fuse into its reader (a dot's operand)
+        row writes     writes of a trip's saved values or gradients into their stacks
+                       (dynamic-update-slices, whatever XLA fused into them) and the
+                       concatenates packing them into one row
+        loop copies    copies XLA inserts to keep a loop-carried value it overwrites
+        counter        the loop counter's arithmetic (scalar integers)
+        layout copies  transposes and other data moves without a dynamic index (the
+                       unrolled layer has these too)
+        compute        everything else: the layer's own kernels
+
+    The first four are what a trip adds to the unrolled layer's kernels."""
+    comps = _computations(text)
+    entry = "\n".join(comps.get("ENTRY", []))
+    out = []
+    for body in re.findall(r" while\(.*body=%([\w.\-]+)", entry):
+        kinds = dict.fromkeys(_KINDS, 0)
+        for line in comps.get(body, []):
+            m = _LINE.match(line)
+            if not m or m.group(2) in _NOT_KERNELS:
+                continue
+            called = re.search(r"calls=%([\w.\-]+)", line)
+            inner = comps.get(called.group(1), []) if called else []
+            kinds[_kind(m.group(2), m.group(1), inner)] += 1
+        out.append(kinds)
+    return out

@@ -84,7 +84,7 @@ def roll_ab(args) -> dict:
     (`bench/cold_start_hlo.py`)."""
     import purejit
     import purejit.numpy as xp
-    from bench.cold_start_hlo import kernel_counts, stacking_bytes
+    from bench.cold_start_hlo import kernel_counts, stacking_bytes, trip_kernels
 
     params, x, block = ab_workload(args, purejit, xp)
 
@@ -121,6 +121,8 @@ def roll_ab(args) -> dict:
                 moved[r] = stacking_bytes(compiled.as_text())
                 k = kernel_counts(compiled.as_text())
                 kernels[r] = " + ".join(str(n) for n in [k["entry"], *k["loop_bodies"]])
+                if r is True:  # what each trip adds to the layer's kernels, per loop
+                    trips = trip_kernels(compiled.as_text())
             times = {r: float("inf") for r in fs}
             for _ in range(args.ab_calls):
                 for r, f in fs.items():
@@ -142,6 +144,13 @@ def roll_ab(args) -> dict:
                 f"{kernels[False]}, rolled {kernels[True]}",
                 flush=True,
             )
+            added = ("row reads", "row writes", "loop copies", "counter")
+            print(
+                "    rolled, per trip of each loop: "
+                + "; ".join(", ".join(f"{trip[a]} {a}" for a in added) for trip in trips),
+                flush=True,
+            )
+            best[f"{form}, {what}"]["trip_kernels"] = trips
             if "other" in fs:
                 print(
                     f"    rolled with saved values {'one stack each' if gpu else 'packed'} "

@@ -19,13 +19,20 @@ that are not carried become the scan's stacked ys, sliced back out where somethi
 them; with `pack_ys` (the GPU's default), those of one dtype are packed into one ys (each
 block's values flattened into one row), since a loop writes each ys with a
 dynamic-update-slice of its own on every trip: a kernel per saved value and layer on a GPU
-(unrolled, each value stays where it was made). A per-block operand that is rows of an
+(unrolled, each value stays where it was made). With `pack_xs`, the per-block operands of
+one dtype that are the function's arguments (a layer's parameters, copied into stacks on
+every call) are stacked side by side as one, a loop constant each trip reads its columns of
+with one dynamic_slice per parameter. A per-block operand that is rows of an
 earlier rolled scan's stack (its ys, or its stacked per-block operands) reads them from that
 stack: all of it in order as the scan's xs (a reverse scan when the rows come in reverse
 order), any other rows by passing the stack whole as a loop constant and the row of each
 block as an xs of indices (a slice would copy the rows, and XLA turns a slice of a
 concatenate into a second concatenate); a value packed in a ys is read as its columns of
-that row.
+that row. When all rows but one come from one such stack (the backward pass reads each
+layer's input: the forward's saved outputs, but the first layer's input comes from before
+the loop), that one value is a loop constant, read where the row index is -1 by a select
+that XLA fuses with the slice into their readers, where stacking it with the rows would copy
+them all on every call.
 This is what the backward pass of a rolled forward pass looks like under `grad`: it reads
 the forward's saved values and its stacked parameters, stacked once.
 
@@ -62,6 +69,14 @@ import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
 from purejit.passes._isomorphism import bucket_key, compare
 from purejit.passes._outline import inline_marked, outline_repeats
+from purejit.passes._stacking import (
+    direction,
+    earlier_rows,
+    pack_values,
+    rows_of,
+    stack_packed,
+    stack_rows,
+)
 from purejit.passes.base import PassResult, has_effect
 
 
@@ -255,49 +270,12 @@ def find_runs(fn: Function, min_blocks: int = 2) -> tuple[list[Run], list[dict]]
     return runs, refused
 
 
-def _stack(values: list[Value], out: list[Op], unstacked: dict) -> tuple[Value, bool]:
-    """`values` stacked along a new leading axis (ops appended to `out`), and whether an
-    earlier scan's ys were read as they are (the values are consecutive rows of it, in
-    order: the ys itself or one slice of it)."""
-    src = [unstacked.get(v) for v in values]
-    n = len(values)
-    if all(src) and len({id(s[0]) for s in src}) == 1 and all(len(s) == 2 for s in src):
-        ys, a = src[0][0], src[0][1]
-        if [s[1] for s in src] == list(range(a, a + n)):
-            if a == 0 and ys.type.shape[0] == n:
-                return ys, True
-            # rows a..a+n-1 of the earlier ys: one slice
-            shape = ys.type.shape
-            attrs = {
-                "start_indices": [a] + [0] * (len(shape) - 1),
-                "limit_indices": [a + n, *shape[1:]],
-                "strides": [1] * len(shape),
-            }
-            op = _new_op("slice", [ys], attrs)
-            out.append(op)
-            return op.results[0], True
-    rows = []
-    for v in values:
-        op = _new_op("reshape", [v], {"shape": [1, *v.type.shape]})
-        out.append(op)
-        rows.append(op.results[0])
-    op = _new_op("concatenate", rows, {"dimension": 0})
-    out.append(op)
-    return op.results[0], False
-
-
-def _rows_of(values: list[Value], unstacked: dict):
-    """`(stack, rows, columns)` when `values` are rows of one earlier stack (ys or stacked
-    xs) other than all of it in order (which is read as it is), or the same columns of rows
-    of a packed ys (`columns`: `(offset, size, shape)`, else None); else None."""
-    src = [unstacked.get(v) for v in values]
-    if not all(src) or len({(id(s[0]), s[2:]) for s in src}) != 1:
-        return None
-    stack, idx = src[0][0], [s[1] for s in src]
-    cols = src[0][2] if len(src[0]) > 2 else None
-    if cols is None and idx == list(range(stack.type.shape[0])):
-        return None
-    return stack, idx, cols
+def _row_key(ys, i: int) -> tuple:
+    """What `unstacked` records for row `i` of `ys` (a stacked value or a `_Packed` ys): the
+    stack and the row, and for a packed value its columns."""
+    if isinstance(ys, _Packed):
+        return ys.ys, i, (ys.offset, ys.size, ys.shape)
+    return ys, i
 
 
 @dataclass(frozen=True)
@@ -326,59 +304,22 @@ def _unstack(ys, i: int, out: list[Op]) -> Value:
     return row.results[0]
 
 
-def _pack(values: list[Value], keep: set, max_bytes: int):
-    """Groups of at least two of a body's ys `values` (not in `keep`, at most `max_bytes`
-    each) of one dtype, each returned as one row: a `concatenate` of the values flattened.
-
-    A scan writes each ys into its stack with one dynamic-update-slice per trip: one kernel
-    per saved value and layer, where the unrolled program keeps the value in its own
-    buffer. Packed, a layer's saved values of one dtype are one row, written at once. A
-    large value stays a ys of its own: its write costs its bytes more than a launch, and a
-    back end that does not fuse the row's concatenate into the write would copy it twice.
-
-    Returns:
-        (the groups, the ops to append to the body, each packed value's (group, offset,
-        size, shape)); the body returns each group's row (the `concatenate` ops' results).
-    """
-    groups: dict = {}
-    for v in values:
-        if v not in keep and 0 < v.type.nbytes <= max_bytes:
-            groups.setdefault(v.type.dtype, []).append(v)
-    packs = [vs for vs in groups.values() if len(vs) > 1]
-    ops, where = [], {}
-    for g, vs in enumerate(packs):
-        flat, offset = [], 0
-        for v in vs:
-            size = v.type.size
-            r = _new_op("reshape", [v], {"shape": [size]})
-            ops.append(r)
-            flat.append(r.results[0])
-            where[v] = (g, offset, size, tuple(v.type.shape))
-            offset += size
-        ops.append(_new_op("concatenate", flat, {"dimension": 0}))
-    return packs, ops, where
-
-
-def _direction(per_block: list[list[Value]], unstacked: dict) -> bool:
-    """Whether the scan runs in reverse: when more per-block operands are an earlier scan's
-    ys in reverse order than in order (the backward pass of a rolled forward pass)."""
-    fwd = rev = 0
-    for values in per_block:
-        src = [unstacked.get(v) for v in values]
-        if not all(src) or len({id(s[0]) for s in src}) != 1:
-            continue
-        idx = [s[1] for s in src]
-        fwd += idx == list(range(idx[0], idx[0] + len(idx)))
-        rev += idx == list(range(idx[0], idx[0] - len(idx), -1))
-    return rev > fwd
-
-
 def _emit_run(
-    ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, out: list[Op], pack: int
+    ops: list[Op],
+    run: Run,
+    rep: dict,
+    unstacked: dict,
+    used: set,
+    out: list[Op],
+    pack: int,
+    pack_xs: bool = True,
+    args: frozenset = frozenset(),
 ):
     """Append the stacking ops, the scan and the slices of its ys that something reads to
     `out`; `rep` maps each replaced block result to its new value; the ys of one dtype of
-    at most `pack` bytes each are packed into one (`_pack`). Returns the report."""
+    at most `pack` bytes each are packed into one (`pack_values`), and with `pack_xs` so are the
+    per-block operands of one dtype stacked from the function's arguments `args`
+    (`stack_packed`). Returns the report."""
     blocks = [ops[i] for i in run.blocks]
     n, first = len(blocks), blocks[0]
     body = first.regions[0]
@@ -388,38 +329,76 @@ def _emit_run(
     shared = [j for j in others if all(b.operands[j] is first.operands[j] for b in blocks)]
     per = [j for j in others if j not in shared]
     mapped = [[rep.get(b.operands[j], b.operands[j]) for b in blocks] for j in per]
-    reverse = _direction(mapped, unstacked)
+    reverse = direction(mapped, unstacked)
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
-    xs, reused, stack_bytes = [], 0, 0
+    xs, xs_params, reused, stack_bytes = [], [], 0, 0
     # per-block operand -> (the earlier stack it reads rows of, the operand owning the
     # index, the columns of a packed ys or None)
     indexed: dict[int, tuple[Value, int, tuple | None]] = {}
-    index_of: dict[tuple, tuple[int, Value]] = {}
+    index_of: dict[tuple, int] = {}
+    index_params: dict[int, Value] = {}
     x_of: dict[int, Value] = {}  # per-block operand -> its xs
+    odd_of: dict[int, tuple[Value, Value]] = {}  # its one row from elsewhere, and its param
+    fresh: dict = {}  # dtype -> the operands stacked from the blocks' values
+
+    def index_xs(idx: list[int], j: int) -> int:
+        """The operand owning the xs of row indices `idx` (one xs per distinct list)."""
+        if tuple(idx) not in index_of:
+            c = _new_op("constant", [], {"value": np.asarray(idx, np.int32)})
+            out.append(c)
+            index_of[tuple(idx)] = j
+            index_params[j] = Value(TensorType((), np.dtype(np.int32)))
+            xs.append(c.results[0])
+            xs_params.append(index_params[j])
+            x_of[j] = c.results[0]
+        return index_of[tuple(idx)]
+
     for j, values in zip(per, mapped):
         rows = [values[k] for k in order]
-        src = _rows_of(rows, unstacked)
+        src = rows_of(rows, unstacked)
         if src is not None:
             # rows of an earlier stack other than the whole of it in order: the body reads
             # them from that stack (a loop constant) at an index passed as xs, where a slice
             # (which XLA turns into a copy, or a second concatenate of the stacked operands)
             # would copy them
-            stack, idx, cols = src
-            if tuple(idx) not in index_of:  # one index xs per distinct list of rows
-                c = _new_op("constant", [], {"value": np.asarray(idx, np.int32)})
-                out.append(c)
-                index_of[tuple(idx)] = (j, c.results[0])
-                xs.append(c.results[0])
-                x_of[j] = c.results[0]
-            indexed[j] = (stack, index_of[tuple(idx)][0], cols)
+            stack, idx, cols, odd = src
+            if odd is not None:  # a loop constant, read at the row whose index is -1
+                odd_of[j] = (rows[odd], Value(rows[odd].type))
+            indexed[j] = (stack, index_xs(idx, j), cols)
             reused += 1
             continue
-        x, same = _stack(rows, out, unstacked)
+        x = earlier_rows(rows, out, unstacked)
+        if x is None:
+            # the function's arguments (a layer's parameters) are packed; a computed value
+            # is left a stack of its own, for XLA to fold (a constant's broadcasts) or fuse
+            # its producers into
+            key = rows[0].type.dtype if pack_xs and all(v in args for v in rows) else j
+            fresh.setdefault(key, []).append((j, rows))
+            continue
         xs.append(x)
+        xs_params.append(body.params[j])
         x_of[j] = x
-        reused += same
-        stack_bytes += 0 if same else x.type.nbytes
-        if not same:  # a later scan reading the same values (the backward pass) reads x
+        reused += 1
+    packed_xs = 0
+    for group in fresh.values():
+        if len(group) > 1:
+            # one stack, a loop constant; each operand read as its columns of the trip's
+            # row by one dynamic_slice (which XLA can hand a dot in place), where the row
+            # as xs would be sliced twice (the row, then its columns)
+            x, cols = stack_packed([rows for _, rows in group], out, unstacked)
+            stack_bytes += x.type.nbytes
+            owner = index_xs(list(range(n)), group[0][0])
+            for (j, _), c in zip(group, cols):
+                indexed[j] = (x, owner, c)
+            packed_xs += len(group)
+            continue
+        for j, rows in group:
+            x, _ = stack_rows(rows, out, unstacked)
+            xs.append(x)
+            xs_params.append(body.params[j])
+            x_of[j] = x
+            stack_bytes += x.type.nbytes
+            # a later scan reading the same values (the backward pass) reads x
             for i, v in enumerate(rows):
                 unstacked.setdefault(v, (x, i))
     for p in run.constants:
@@ -433,12 +412,11 @@ def _emit_run(
     # one loop constant per earlier stack (several operands may read one packed ys; a
     # buffer passed twice into a loop would be copied)
     stack_params = {id(s): (s, Value(s.type)) for s, _, _ in indexed.values()}
-    owners = {k for _, k, _ in indexed.values()}
-    index_params = {k: Value(TensorType((), np.dtype(np.int32))) for k in owners}
     params = [body.params[j] for j in shared] + [p for _, p in stack_params.values()]
+    params += [p for _, p in odd_of.values()]
     params += [body.params[j] for j in carry_j]
-    # one parameter per xs, in the order of `per`: a stack's slice, or a shared row index
-    params += [index_params[j] if j in owners else body.params[j] for j in per if j in x_of]
+    # one parameter per xs: a stack's row (a packed one's), or a shared row index
+    params += xs_params
     params += [body.ops[p].results[0] for p in run.constants]
     head = []  # an indexed operand's row: dynamic_slice then reshape, made as the old param
     if indexed:
@@ -456,8 +434,15 @@ def _emit_run(
                 offsets[cols[0]] = c.results[0]
             starts, sizes, shape = [index_params[k], offsets[cols[0]]], [1, cols[1]], cols[2]
         ds = _new_op("dynamic_slice", [stack_params[id(stack)][1], *starts], {"slice_sizes": sizes})
-        row = Op("reshape", ds.results, {"shape": list(shape)}, [body.params[j]])
-        head += [ds, row]
+        if j not in odd_of:
+            head += [ds, Op("reshape", ds.results, {"shape": list(shape)}, [body.params[j]])]
+            continue
+        # row -1 (clamped to 0 by the slice) is the loop constant: a select XLA fuses with
+        # the slice into their readers, where a concatenate of the rows would copy them all
+        row = _new_op("reshape", ds.results, {"shape": list(shape)})
+        neg = _new_op("compare", [index_params[k], zero.results[0]], {"comparison_direction": "LT"})
+        sel = Op("select", [neg.results[0], odd_of[j][1], row.results[0]], {}, [body.params[j]])
+        head += [ds, row, neg, sel]
     # a result that is a parameter needs no ys: it is the stacked (or shared) operand
     passed = {}
     for r, v in enumerate(body.results):
@@ -473,7 +458,10 @@ def _emit_run(
     # one ys per distinct value (a body may return one value at several places)
     ys_values = list(dict.fromkeys(body.results[r] for r in ys_r))
     carried = [body.results[r] for r in carry_r]
-    packs, pack_ops, packed_at = _pack(ys_values, set(carried), pack)
+    # a carried result read outside the chain packs too: the row's write reads the new
+    # carry after it is made (reading the old one instead would make XLA copy the carry
+    # on every trip, since nothing orders that read before the new carry overwrites it)
+    packs, pack_ops, packed_at = pack_values(ys_values, set(), pack)
     plain = [v for v in ys_values if v not in packed_at]
     rows = [op.results[0] for op in pack_ops if op.name == "concatenate"]
     results = carried + plain + rows
@@ -481,12 +469,13 @@ def _emit_run(
     new_body = Function(body.name, params, kept, results)
     operands = [rep.get(first.operands[j], first.operands[j]) for j in shared]
     operands += [s for s, _ in stack_params.values()]
+    operands += [v for v, _ in odd_of.values()]
     operands += [rep.get(first.operands[j], first.operands[j]) for j in carry_j]
     attrs = {
         "length": n,
         "reverse": reverse,
         "unroll": 1,
-        "num_consts": len(shared) + len(stack_params),
+        "num_consts": len(shared) + len(stack_params) + len(odd_of),
         "num_carry": len(carry_j),
     }
     scan = _new_op("scan", operands + xs, attrs, [new_body], loc=first.loc)
@@ -504,7 +493,7 @@ def _emit_run(
             stacked[r] = ys_out[plain.index(v)]
     for m, r in enumerate(carry_r):
         if r in stacked:  # the final carry is also the last block's row of its ys
-            unstacked.setdefault(scan.results[m], (stacked[r], 0 if reverse else n - 1))
+            unstacked.setdefault(scan.results[m], _row_key(stacked[r], 0 if reverse else n - 1))
     for r, (kind, value) in passed.items():
         if kind == "shared":
             rep.update((b.results[r], value) for b in blocks)
@@ -520,10 +509,7 @@ def _emit_run(
                 row = _unstack(ys, i, out)
                 unstack_bytes += row.type.nbytes
                 rep[b.results[r]] = row
-                if isinstance(ys, _Packed):
-                    unstacked[row] = (ys.ys, i, (ys.offset, ys.size, ys.shape))
-                else:
-                    unstacked[row] = (ys, i)
+                unstacked[row] = _row_key(ys, i)
     return {
         "callee": _callee(first),
         "blocks": n,
@@ -534,6 +520,8 @@ def _emit_run(
         "carried_also_stacked": len(run.carry_out),
         "reverse": reverse,
         "stacks_reused": reused,
+        "xs_packed": packed_xs,
+        "rows_from_outside": len(odd_of),
         "ys_packed": sum(len(vs) for vs in packs),
         "ys": len(plain) + len(packs),
         "stacked_bytes": stack_bytes,
@@ -542,10 +530,12 @@ def _emit_run(
     }
 
 
-def roll(fn: Function, runs: list[Run], pack: int = 1 << 20) -> tuple[Function, list[dict]]:
+def roll(
+    fn: Function, runs: list[Run], pack: int = 1 << 20, pack_xs: bool = True
+) -> tuple[Function, list[dict]]:
     """`fn` with each of `runs` (from `find_runs`) rewritten as one scan, and a report per
     run. Ops between a run's blocks that read the chain's values move after the scan;
-    each scan's ys of one dtype of at most `pack` bytes each are packed into one (`_pack`;
+    each scan's ys of one dtype of at most `pack` bytes each are packed into one (`pack_values`;
     0: none)."""
     if not runs:
         return fn, []
@@ -559,6 +549,7 @@ def roll(fn: Function, runs: list[Run], pack: int = 1 << 20) -> tuple[Function, 
                 defer_of[i] = ri
                 tainted.update(ops[i].results)
     used = {v for op in ops for v in op.operands} | set(fn.results)
+    args = frozenset(fn.params)
     rep: dict[Value, Value] = {}
     unstacked: dict[Value, tuple[Value, int]] = {}
     deferred: dict[int, list[Op]] = {ri: [] for ri in range(len(runs))}
@@ -572,7 +563,9 @@ def roll(fn: Function, runs: list[Run], pack: int = 1 << 20) -> tuple[Function, 
         if i in block_of:
             ri, k = block_of[i]
             if k == len(runs[ri].blocks) - 1:
-                reports.append(_emit_run(ops, runs[ri], rep, unstacked, used, out, pack))
+                run = runs[ri]
+                report = _emit_run(ops, run, rep, unstacked, used, out, pack, pack_xs, args)
+                reports.append(report)
                 for d in deferred[ri]:
                     emit(d)
             continue
@@ -594,10 +587,13 @@ class RollLayers:
             layer) are cut into calls first (`_outline.py`), to be rolled like calls.
         min_block_ops: the fewest ops such a stretch's blocks need.
         pack_ys: whether each scan's stacked outputs of one dtype are packed into one, so
-            that a trip writes them with one dynamic-update-slice (`_pack`): fewer
+            that a trip writes them with one dynamic-update-slice (`pack_values`): fewer
             launches, for a GPU; the compiler turns it off on CPU, where XLA does not fuse
             the row's concatenate into the write and the step measured 15% slower.
         pack_max_bytes: the largest value (one block's) that is packed.
+        pack_xs: whether the per-block operands of one dtype stacked from the blocks'
+            values (a layer's parameters) are stacked as one (`stack_packed`): one
+            concatenate per call instead of one per parameter.
     """
 
     name: str = "roll_layers"
@@ -605,6 +601,7 @@ class RollLayers:
     outline: bool = True
     min_block_ops: int = 8
     pack_ys: bool = True
+    pack_xs: bool = True
     pack_max_bytes: int = 1 << 20
 
     def __call__(self, fn: Function) -> PassResult:
@@ -614,7 +611,7 @@ class RollLayers:
         if not made and not any(op.name == "call" for op in fn.ops):
             return PassResult(fn, False, {"runs_rolled": 0, "rolled": [], "refused": []})
         runs, refused = find_runs(work, self.min_blocks)
-        new, rolled = roll(work, runs, self.pack_max_bytes if self.pack_ys else 0)
+        new, rolled = roll(work, runs, self.pack_max_bytes if self.pack_ys else 0, self.pack_xs)
         if not rolled:
             new = fn
         elif made:  # the outlined blocks that were not rolled go back as they were

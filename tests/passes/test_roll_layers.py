@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 from purejit.ir import interpret, parse, print_function, verify
 from purejit.passes._isomorphism import compare
+from purejit.passes.dce import DCE
 from purejit.passes.roll_layers import RollLayers
 
 import purejit
 import purejit.numpy as pnp
-from bench.cold_start_hlo import stacking_bytes
+from bench.cold_start_hlo import kernel_counts, stacking_bytes, trip_kernels
 from bench.models import transformer, transformer_params
 from purejit import lax
 
@@ -453,12 +454,15 @@ def test_a_flat_transformer_gradient_rolls():
     fwd, bwd = res.report["rolled"]
     assert fwd["blocks"] == 4 and fwd["carried_also_stacked"] == 1  # x is saved for grad
     assert bwd["reverse"] and bwd["stacks_reused"] > 0
-    unpacked = RollLayers(pack_ys=False)(traced).fn.op_count()
+    unpacked = RollLayers(pack_ys=False, pack_xs=False)(traced).fn.op_count()
     assert unpacked < 0.6 * traced.op_count()
-    # packing a scan's saved values into one ys adds a reshape and a row offset per value
+    # packing a scan's saved values into one ys adds a reshape and a row offset per value;
+    # packing the layers' parameters into one stack, a slice, a reshape and an offset each
+    # (the slices the scan's lowering made of each stacked parameter are made in the body)
     packed = sum(r["ys_packed"] for r in res.report["rolled"])
-    assert fwd["ys"] < 4 and packed > 8
-    assert res.fn.op_count() <= unpacked + 2 * packed + 2
+    packed_xs = sum(r["xs_packed"] for r in res.report["rolled"])
+    assert fwd["ys"] < 4 and packed > 8 and packed_xs == 8
+    assert res.fn.op_count() <= unpacked + 2 * packed + 3 * packed_xs + 2
 
 
 def test_flat_layers_with_different_activations_stay_unrolled():
@@ -487,6 +491,12 @@ def test_xla_keeps_the_loop_and_copies_no_stacked_weights():
     assert hlo.count(" while(") == 1  # not unrolled by XLA
     stacked = [line for line in hlo.splitlines() if " copy(" in line and "f32[6," in line]
     assert not stacked, stacked  # the stacked weights are read in place on every trip
+    # what a trip adds to the layer: the weight's row copied for the dot (XLA's CPU dot
+    # takes no strided operand) and the counter; each kernel of the body counted once
+    (trip,) = trip_kernels(hlo)
+    assert sum(trip.values()) == kernel_counts(hlo)["loop_bodies"][0]
+    assert trip["row reads"] == 1 and trip["row writes"] == 0 and trip["counter"] >= 1
+    assert trip["compute"] >= 1
 
 
 @pytest.mark.parametrize("jitted", [True, False], ids=["jitted_layer", "flat_loop"])
@@ -607,3 +617,133 @@ def test_saved_values_of_one_dtype_are_packed_into_one_ys():
     rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
     packs = [r["ys_packed"] for r in _roll_report(rolled, ps, x)["rolled"]]
     assert (sum(packs) > 0) == (purejit.devices()[0].platform in ("gpu", "cuda", "rocm"))
+
+
+def _reader_chain() -> str:
+    """A chain of three `layer` calls, then a chain of three `reader` calls whose per-block
+    operand is each `layer` call's input: x itself, then the first two calls' outputs."""
+    head = "func @f(%0: f32[4], %1: f32[4], %2: f32[4], %3: f32[4], %4: f32[4]) -> (f32[4]) {\n"
+    body, x = "", "%0"
+    for i in range(3):
+        k = 20 * (i + 1)
+        body += _layer(k, x, f"%{i + 1}")
+        x = f"%{k}"
+    for i, w in enumerate(["%0", "%20", "%40"]):
+        k = 20 * (i + 4)
+        body += _layer(k, x, w, act="logistic").replace('"layer"', '"reader"')
+        x = f"%{k}"
+    return head + body + f"  return {x}\n}}"
+
+
+def test_a_later_run_reads_rows_of_a_stack_and_one_value_from_outside():
+    # the reader's rows are [x, row 0, row 1] of the first scan's stacked outputs: x is a
+    # loop constant read at the index -1, the others are read from the stack in place
+    # (a concatenate of x and the rows would copy them all on every call)
+    _, res = _roll(_reader_chain())
+    _, reader = res.report["rolled"]
+    assert reader["rows_from_outside"] == 1 and reader["stacked_bytes"] == 0
+    out = print_function(DCE()(res.fn).fn)  # the rows the reader read before are dead
+    assert out.endswith(
+        """    return %16, %16
+  }
+  %17 = constant() {value=array<s32[3]: [-1, 0, 1]>} : (s32[3])
+  %18 = scan(%4, %10, %0, %9, %17) {length=3, reverse=false, unroll=1, num_consts=3, num_carry=1} : (f32[4]) region(%19: f32[4], %20: f32[3,4], %21: f32[4], %22: f32[4], %23: s32[]) {
+    %24 = constant() {value=array<s32[]: [0]>} : (s32[])
+    %25 = dynamic_slice(%20, %23, %24) {slice_sizes=[1, 4]} : (f32[1,4])
+    %26 = reshape(%25) {shape=[4]} : (f32[4])
+    %27 = compare(%23, %24) {comparison_direction="LT"} : (pred[])
+    %28 = select(%27, %21, %26) : (f32[4])
+    %29 = multiply(%22, %28) : (f32[4])
+    %30 = add(%29, %19) : (f32[4])
+    %31 = logistic(%30) : (f32[4])
+    return %31
+  }
+  return %18
+}"""
+    )
+    # two rows from outside: stacked as before
+    src = _reader_chain().replace("call(%80, %20, %4)", "call(%80, %1, %4)")
+    out, res = _roll(src)
+    _, reader = res.report["rolled"]
+    assert reader["rows_from_outside"] == 0 and reader["stacked_bytes"] == 3 * 16
+
+
+def test_the_backward_reads_each_layer_input_without_stacking_it_again():
+    # a pre-LN transformer's backward reads each layer's input: the forward scan's saved
+    # outputs but for the first rolled layer, whose input the unrolled first layer made
+    d, heads, layers = 16, 2, 4
+    ps = transformer_params(layers, d, np.random.default_rng(16))
+    x = np.random.default_rng(17).standard_normal((2, 8, d)).astype(np.float32)
+
+    def loss_of(layer):
+        def loss(ps, x):
+            for p in ps:
+                x = layer(x, p)
+            return pnp.mean(x**2)
+
+        return loss
+
+    def block(x, p):
+        return transformer(pnp, [p], x, heads)
+
+    rolled = purejit.jit(purejit.grad(loss_of(purejit.jit(block))), compiler_options=ROLL)
+    fwd, bwd = _roll_report(rolled, ps, x)["rolled"]
+    assert bwd["reverse"] and bwd["rows_from_outside"] == 1
+    lowered = rolled.lower(ps, x)
+    # the only stacks written per call are the rolled layers' parameters (before, the
+    # layers' inputs were stacked again for the backward scan)
+    moved = stacking_bytes(lowered.compile().as_text())
+    rolled_layers = ps[layers - fwd["blocks"] :]
+    assert moved["stack"] == sum(np.asarray(a).nbytes for a in jax.tree.leaves(rolled_layers))
+    got = rolled(ps, x)
+    flat = _leaves((ps, x))
+    interpreted = interpret(lowered.fn, *flat)
+    want = purejit.jit(purejit.grad(loss_of(block)))(ps, x)
+    jloss = jax.grad(lambda ps, x: jnp.mean(transformer(jnp, ps, x, heads) ** 2))
+    jwant = jax.jit(jloss)(ps, x)
+    for a, b, c, j in zip(_leaves(got), interpreted, _leaves(want), _leaves(jwant)):
+        np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b, c, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, j, rtol=1e-4, atol=1e-5)
+
+
+def test_the_per_layer_parameters_of_one_dtype_are_stacked_as_one():
+    # each per-layer parameter is copied into a stack on every call: one concatenate writes
+    # the layers' w and b side by side (a row of 8x8 + 8 floats per layer), where a stack
+    # each would be a kernel each; the body reads each as its columns of the trip's row,
+    # one dynamic_slice each (which XLA can hand a dot in place)
+    ps = _mlp_params(4)
+    x = np.random.default_rng(18).standard_normal((2, 8)).astype(np.float32)
+    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+    traced, res = _flat_roll(model, ps, x)
+    (run,) = res.report["rolled"]
+    assert run["per_block"] == 2 and run["xs_packed"] == 2
+    (cat,) = [op for op in res.fn.ops if op.name == "concatenate"]
+    assert cat.results[0].type.shape == (4 * (64 + 8),)
+    (scan,) = [op for op in res.fn.ops if op.name == "scan"]
+    assert scan.attrs["num_consts"] == 1 and scan.operands[0].type.shape == (4, 72)
+    assert scan.operands[-1].type.shape == (4,)  # the one xs: the row of each trip
+    reads = [op for op in scan.regions[0].ops if op.name == "dynamic_slice"]
+    assert sorted(op.attrs["slice_sizes"] for op in reads) == [[1, 8], [1, 64]]
+    plain = RollLayers(pack_xs=False)(traced)
+    verify(plain.fn)
+    assert [op.name for op in plain.fn.ops].count("concatenate") == 2
+    flat = _leaves((ps, x))
+    for a, b in zip(interpret(plain.fn, *flat), interpret(res.fn, *flat)):
+        np.testing.assert_array_equal(b, a)
+
+    # under grad the backward scan reads both from the same stack, by a row index
+    def loss(ps, x):
+        return pnp.sum(model(ps, x) ** 2)
+
+    rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
+    report = _roll_report(rolled, ps, x)
+    assert report["rolled"][0]["xs_packed"] == 2
+    moved = stacking_bytes(rolled.lower(ps, x).compile().as_text())
+    assert moved["stack"] <= sum(np.asarray(a).nbytes for a in jax.tree.leaves(ps))
+    jmodel = _mlp(jnp, _dense(jnp))
+    want = jax.jit(jax.grad(lambda ps, x: jnp.sum(jmodel(ps, x) ** 2)))(ps, x)
+    unrolled = purejit.jit(purejit.grad(loss))(ps, x)
+    for a, b, c in zip(_leaves(rolled(ps, x)), _leaves(unrolled), _leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
