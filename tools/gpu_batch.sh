@@ -41,6 +41,9 @@ for step in "$@"; do
     profile3c) timeout 300 python3 -m bench.tools.step_profile --out "$OUT/profile3c" --calls 60 --rounds 5 --forms "purejit,purejit remat off,jax cudnn attention" > "$OUT/profile3c.log" 2>&1 ;;
     profile_xla) timeout 450 python3 -m bench.tools.step_profile --out "$OUT/profile_xla" --forms 'purejit,purejit {xla_gpu_enable_triton_gemm=false},purejit {xla_gpu_triton_gemm_any=true},purejit {xla_gpu_exhaustive_tiling_search=true},jax cudnn attention' > "$OUT/profile_xla.log" 2>&1 ;;
     profile_split) timeout 300 python3 -m bench.tools.step_profile --out "$OUT/profile_split" --forms 'purejit,purejit split off,jax cudnn attention' > "$OUT/profile_split.log" 2>&1 ;;
+    profile_splitk) timeout 120 python3 -m bench.tools.step_profile --out "$OUT/profile_splitk" --rounds 5 --forms 'purejit,purejit {xla_gpu_enable_split_k_autotuning=false},jax cudnn attention' > "$OUT/profile_splitk.log" 2>&1 ;;
+    rollab2) timeout 90 python3 -m bench.cold_start --roll-ab --layers 12 --roll-forms "jitted layer" --ab-calls 30 --out "$OUT/rollab2" > "$OUT/rollab2.log" 2>&1 ;;
+    rollab2dsf) XLA_FLAGS=--xla_gpu_enable_dynamic_slice_fusion=true timeout 90 python3 -m bench.cold_start --roll-ab --layers 12 --roll-forms "jitted layer" --ab-calls 30 --out "$OUT/rollab2dsf" > "$OUT/rollab2dsf.log" 2>&1 ;;
     numerics16) timeout 500 python3 -m bench.attention_numerics --out "$OUT/numerics16" --seeds 16 > "$OUT/numerics16.log" 2>&1 ;;
     attention4096) timeout 300 python3 -m bench.attention --out "$OUT/attention" --rounds 5 --lengths 4096 > "$OUT/attention.log" 2>&1 ;;
     attention2k) timeout 200 python3 -m bench.attention --out "$OUT/attention2k" --rounds 5 --lengths 2048 > "$OUT/attention2k.log" 2>&1 ;;
