@@ -5,7 +5,8 @@ Layers, lowest first; a module may import its own layer's modules (without cycle
 anything lower, never higher:
 
     0  purejit.ir
-    1  purejit.config, purejit.errors, purejit.dtypes, purejit.tree_util
+    1  purejit.config, purejit.errors, purejit.dtypes, purejit.tree_util (with its private
+       _treedef and _tree_keys)
     2  purejit.passes
     3  purejit.tracing, purejit.backend
     4  purejit.runtime
@@ -26,7 +27,14 @@ FOLDERS = {"purejit": "purejit", "ir": "purejit.ir", "passes": "purejit.passes"}
 
 LAYERS = [
     ("purejit.ir",),
-    ("purejit.config", "purejit.errors", "purejit.dtypes", "purejit.tree_util"),
+    (
+        "purejit.config",
+        "purejit.errors",
+        "purejit.dtypes",
+        "purejit.tree_util",
+        "purejit._treedef",
+        "purejit._tree_keys",
+    ),
     ("purejit.passes",),
     ("purejit.tracing", "purejit.backend"),
     ("purejit.runtime",),

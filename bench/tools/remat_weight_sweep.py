@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from bench import train
-from purejit.passes import remat
+from purejit.passes import _remat_cost, remat
 from purejit.transforms.autodiff import remat as ad_remat
 
 
@@ -48,15 +48,24 @@ class _Weighted:
         return self.fn.cache
 
     def __call__(self, *args):
-        mods = {k: ad_remat if k == "BARRIER" else remat for k in self.patch}
-        old = {k: getattr(mods[k], k) for k in self.patch}
+        # the cost model's names are read in passes/_remat_cost.py and, re-exported, in
+        # passes/remat.py (TRAFFIC_WEIGHT by the cut, recomputable by the plan): set both
+        mods = {
+            k: [ad_remat]
+            if k == "BARRIER"
+            else [m for m in (remat, _remat_cost) if hasattr(m, k)] or [remat]
+            for k in self.patch
+        }
+        old = {k: getattr(mods[k][0], k) for k in self.patch}
         for k, v in self.patch.items():
-            setattr(mods[k], k, v)
+            for m in mods[k]:
+                setattr(m, k, v)
         try:
             return self.fn(*args)
         finally:
             for k, v in old.items():
-                setattr(mods[k], k, v)
+                for m in mods[k]:
+                    setattr(m, k, v)
 
 
 def main(argv=None):

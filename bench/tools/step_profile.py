@@ -122,7 +122,7 @@ def _compiled(name, forms, params, x, y):
 
     import purejit
 
-    from purejit.passes import remat
+    from purejit.passes import _remat_cost, remat
 
     base, xla = _xla_options(name)
     base, patch = _remat_patch(base)
@@ -137,8 +137,12 @@ def _compiled(name, forms, params, x, y):
     if xla:
         os.environ["PUREJIT_XLA_OPTIONS"] = xla
     old = {k: getattr(remat, k) for k in patch}
+    # the cost model's names are read in passes/_remat_cost.py and, re-exported, in
+    # passes/remat.py (TRAFFIC_WEIGHT by the cut, recomputable by the plan): set both
+    holders = {k: [m for m in (remat, _remat_cost) if hasattr(m, k)] for k in patch}
     for k, v in patch.items():
-        setattr(remat, k, v)
+        for m in holders[k]:
+            setattr(m, k, v)
     try:  # the step compiles (and plans its remat) at its first call
         for _ in range(3):
             state[0], loss = fn(state[0], state[1], state[2])
@@ -151,7 +155,8 @@ def _compiled(name, forms, params, x, y):
         if off:
             purejit.config.update("attention_split_projections", True)
         for k, v in old.items():
-            setattr(remat, k, v)
+            for m in holders[k]:
+                setattr(m, k, v)
     if kind == "purejit":
         compiled = list(fn.cache.values())[-1]
     else:
@@ -171,8 +176,9 @@ def _xla_options(name: str) -> tuple[str, str]:
 
 def _remat_patch(name: str) -> tuple[str, dict]:
     """A form's name without its `[NAME=VALUE;...]` suffix, and the module globals of
-    `passes.remat` the suffix sets while the form compiles (a diagnostic of the remat cost
-    model's constants: `purejit [TRAFFIC_WEIGHT=16.0]`)."""
+    `passes.remat` (and `passes._remat_cost`, where the cost model reads them) the suffix sets
+    while the form compiles (a diagnostic of the remat cost model's constants:
+    `purejit [TRAFFIC_WEIGHT=16.0]`)."""
     if not name.endswith("]") or "[" not in name:
         return name, {}
     base, _, spec = name[:-1].partition("[")

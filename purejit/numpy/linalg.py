@@ -32,13 +32,10 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import NamedTuple
 
 import numpy as np
 
-from purejit import dtypes as pdt
 from purejit import errors
-from purejit.lax._lift import convert
 from purejit.tracing import bind1
 from purejit.lax import linalg as lax_linalg
 from purejit.numpy._array_api import vecdot as _vecdot
@@ -55,29 +52,41 @@ from purejit.numpy._core import (
     multiply,
     promote_args,
     sign,
-    sqrt,
     subtract,
     where,
 )
 from purejit.numpy._creation import eye, zeros
 from purejit.numpy._einsum import einsum
-from purejit.numpy._indexing import take_along_axis
 from purejit.numpy._linalg import matmul, tensordot
 from purejit.numpy._manip import diagonal as _diagonal
-from purejit.numpy._manip import flip
 from purejit.numpy._manip import trace as _trace
 from purejit.numpy._reductions import any as _any
 from purejit.numpy._reductions import max as _max
-from purejit.numpy._reductions import min as _min
 from purejit.numpy._reductions import prod, sum
-from purejit.numpy._shape import (
-    concatenate,
-    expand_dims,
-    moveaxis,
-    reshape,
-    swapaxes,
+from purejit.numpy._shape import concatenate, expand_dims, moveaxis, reshape
+
+# the decompositions and norms live in their own modules; their public names are this one's
+from purejit.numpy._linalg_decompositions import (  # noqa: F401 - re-exported
+    EigResult,
+    EighResult,
+    QRResult,
+    SlogdetResult,
+    SVDResult,
+    _eps,
+    _H,
+    _inexact,
+    _matrices,
+    _mT,
+    cholesky,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    qr,
+    svd,
+    svdvals,
 )
-from purejit.numpy._sorting import argsort
+from purejit.numpy._linalg_norms import matrix_norm, norm, vector_norm  # noqa: F401
 
 __all__ = [
     "EigResult",
@@ -117,145 +126,6 @@ __all__ = [
     "vecdot",
     "vector_norm",
 ]
-
-
-class EighResult(NamedTuple):
-    eigenvalues: object
-    eigenvectors: object
-
-
-class EigResult(NamedTuple):
-    eigenvalues: object
-    eigenvectors: object
-
-
-class QRResult(NamedTuple):
-    Q: object
-    R: object
-
-
-class SVDResult(NamedTuple):
-    U: object
-    S: object
-    Vh: object
-
-
-class SlogdetResult(NamedTuple):
-    sign: object
-    logabsdet: object
-
-
-def _inexact(name: str, *xs):
-    """Lift and promote to one inexact dtype (JAX's promote_dtypes_inexact); no broadcast."""
-    arrs = [_lift(x) for x in xs]
-    dt, weak = pdt.result_type_weak(*[(a.dtype, a.weak_type) for a in arrs])
-    if not pdt.is_inexact(dt):
-        dt = pdt.default_float()
-    out = [convert(a, dt, weak=weak) for a in arrs]
-    return out if len(xs) > 1 else out[0]
-
-
-def _matrices(name: str, a, *, square: bool = False):
-    if a.ndim < 2 or (square and a.shape[-1] != a.shape[-2]):
-        kind = "square matrices [..., n, n]" if square else "matrices [..., m, n]"
-        raise ValueError(
-            f"linalg.{name}: expected {kind}, got shape {list(a.shape)}"
-            f"{errors.at(errors.user_location())}"
-        )
-    return a
-
-
-def _mT(x):
-    return swapaxes(x, -1, -2)
-
-
-def _H(x):
-    return lax_linalg.conj(_mT(x))
-
-
-def _eps(dtype) -> float:
-    return float(np.finfo(np.dtype(dtype)).eps)
-
-
-# ---- decompositions ---------------------------------------------------------------------------
-
-
-def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
-    """Cholesky factor of Hermitian positive-definite matrices: L (a = L L^H), or L^H when
-    `upper`; NaN for a matrix that is not positive definite."""
-    a = _matrices("cholesky", _inexact("cholesky", a), square=True)
-    low = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
-    return _H(low) if upper else low
-
-
-def qr(a, mode: str = "reduced"):
-    """QR decomposition: QRResult(Q, R) for mode 'reduced' or 'complete', R for mode 'r',
-    and for mode 'raw' LAPACK's Householder form QRResult(h^T, taus) from `geqrf` (h [..., n,
-    m] transposed, as JAX and NumPy return it; not differentiable, as in JAX)."""
-    a = _matrices("qr", _inexact("qr", a))
-    if mode == "raw":
-        h, taus = lax_linalg.geqrf(a)
-        return QRResult(_mT(h), taus)
-    if mode not in ("reduced", "complete", "r", "full"):
-        raise ValueError(f"linalg.qr: unsupported mode {mode!r}")
-    q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
-    return r if mode == "r" else QRResult(q, r)
-
-
-def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
-        subset_by_index=None):  # fmt: skip
-    """Singular value decomposition: SVDResult(U, S, Vh) with a = U diag(S) Vh, or S alone."""
-    a = _matrices("svd", _inexact("svd", a))
-    if hermitian:
-        v, w = lax_linalg.eigh(a, subset_by_index=subset_by_index)
-        s = abs(w)
-        order = flip(argsort(s, axis=-1), -1)
-        s = take_along_axis(s, order, axis=-1)
-        if not compute_uv:
-            return s
-        sgn = take_along_axis(sign(w), order, axis=-1)
-        u = take_along_axis(v, broadcast_to(expand_dims(order, -2), v.shape), axis=-1)
-        vh = _H(u * astype(expand_dims(sgn, -2), u.dtype))
-        return SVDResult(u, s, vh)
-    if compute_uv:
-        u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices, subset_by_index=subset_by_index)
-        return SVDResult(u, s, vh)
-    return lax_linalg.svd(
-        a, full_matrices=full_matrices, compute_uv=False, subset_by_index=subset_by_index
-    )
-
-
-def svdvals(x, /):
-    """The singular values of each matrix, in descending order."""
-    return svd(x, compute_uv=False)
-
-
-def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
-    """Eigenvalues (ascending) and eigenvectors of Hermitian matrices: EighResult(w, v)."""
-    if UPLO not in (None, "L", "U"):
-        raise ValueError(f"linalg.eigh: UPLO must be one of None, 'L', or 'U', got {UPLO!r}")
-    a = _matrices("eigh", _inexact("eigh", a), square=True)
-    v, w = lax_linalg.eigh(a, lower=UPLO != "U", symmetrize_input=symmetrize_input)
-    return EighResult(w, v)
-
-
-def eigvalsh(a, UPLO: str | None = "L", symmetrize_input: bool = True):
-    """The eigenvalues (ascending) of Hermitian matrices."""
-    return eigh(a, UPLO, symmetrize_input=symmetrize_input).eigenvalues
-
-
-def eig(a):
-    """Eigenvalues and right eigenvectors of general square matrices (complex)."""
-    a = _matrices("eig", _inexact("eig", a), square=True)
-    w, v = lax_linalg.eig(a, compute_left_eigenvectors=False)
-    return EigResult(w, v)
-
-
-def eigvals(a):
-    """The eigenvalues (complex) of general square matrices."""
-    a = _matrices("eigvals", _inexact("eigvals", a), square=True)
-    return lax_linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
-
 
 # ---- solving ----------------------------------------------------------------------------------
 
@@ -482,90 +352,6 @@ def cond(x, p=None):
         r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
     nan_in = _any(isnan(x), axis=(-2, -1))
     return where(isnan(r) & ~nan_in, np.inf, r)
-
-
-# ---- norms ------------------------------------------------------------------------------------
-
-
-def _abs2(x):
-    return real(x * lax_linalg.conj(x)) if x.dtype.kind == "c" else x * x
-
-
-def _axes(axis, ndim: int) -> tuple[int, ...]:
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    out = []
-    for a in axes:
-        a = operator.index(a)
-        if not -ndim <= a < ndim:
-            raise ValueError(f"linalg.norm: axis {a} is out of bounds for rank {ndim}")
-        out.append(a % ndim)
-    return tuple(out)
-
-
-def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
-    """The vector norm of order `ord` over `axis` (all axes by default)."""
-    x = _inexact("vector_norm", x)
-    if ord is None or ord == 2:
-        return sqrt(sum(_abs2(x), axis=axis, keepdims=keepdims))
-    if ord == np.inf:
-        return _max(abs(x), axis=axis, keepdims=keepdims, initial=0)
-    if ord == -np.inf:
-        return _min(abs(x), axis=axis, keepdims=keepdims)
-    if ord == 0:
-        rdt = np.zeros((), x.dtype).real.dtype  # np.finfo knows no bfloat16
-        # counted in the float dtype itself, as jax.numpy (no float32 accumulation)
-        return sum(x != 0, axis=axis, keepdims=keepdims, dtype=rdt)
-    if ord == 1:
-        return sum(abs(x), axis=axis, keepdims=keepdims)
-    if isinstance(ord, str):
-        raise ValueError(f"linalg.vector_norm: invalid order {ord!r}")
-    ax = abs(x)
-    p = astype(ord, ax.dtype)
-    return sum(ax**p, axis=axis, keepdims=keepdims) ** astype(1.0 / ord, ax.dtype)
-
-
-def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
-    """The matrix norm of order `ord` of each matrix (last two axes)."""
-    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
-
-
-def norm(x, ord=None, axis=None, keepdims: bool = False):
-    """Vector norm (one axis) or matrix norm (two axes), as numpy.linalg.norm."""
-    x = _inexact("norm", x)
-    if axis is None:
-        if ord is None:
-            return sqrt(sum(_abs2(x), keepdims=keepdims))
-        axis = tuple(range(x.ndim))
-    axes = _axes(axis, x.ndim)
-    if len(axes) == 1:
-        return vector_norm(x, ord=2 if ord is None else ord, axis=axes, keepdims=keepdims)
-    if len(axes) != 2:
-        raise ValueError(f"linalg.norm: improper number of axes {axis!r} (one or two)")
-    row, col = axes
-    if ord is None or ord in ("f", "fro"):
-        return sqrt(sum(_abs2(x), axis=axes, keepdims=keepdims))
-    if ord in (1, -1):
-        red = _max if ord == 1 else _min
-        if not keepdims and col > row:
-            col -= 1
-        kw = {"initial": 0} if ord == 1 else {}
-        return red(sum(abs(x), axis=row, keepdims=keepdims), axis=col, keepdims=keepdims, **kw)
-    if ord in (np.inf, -np.inf):
-        red = _max if ord == np.inf else _min
-        if not keepdims and row > col:
-            row -= 1
-        kw = {"initial": 0} if ord == np.inf else {}
-        return red(sum(abs(x), axis=col, keepdims=keepdims), axis=row, keepdims=keepdims, **kw)
-    if ord in ("nuc", 2, -2):
-        s = svd(moveaxis(x, axes, (-2, -1)), compute_uv=False)
-        if ord == 2:
-            y = _max(s, axis=-1, initial=0)
-        elif ord == -2:
-            y = _min(s, axis=-1)
-        else:
-            y = sum(s, axis=-1)
-        return expand_dims(y, axes) if keepdims else y
-    raise ValueError(f"linalg.norm: invalid order {ord!r} for a matrix norm")
 
 
 # ---- products and tensors ---------------------------------------------------------------------
