@@ -33,7 +33,9 @@ a jitted function, a loop's constants). Never touches: ops with effects, collect
 control flow (always saved); the order of the linear program's own ops.
 
 The cost model (`recomputable`, `backward_uses`, `recompute_traffic`, `TRAFFIC_WEIGHT`) lives
-in `_remat_cost.py`; this module re-exports it.
+in `_remat_cost.py`; this module re-exports it for readers, and reads it through that module
+(`cost_model.TRAFFIC_WEIGHT`), so a diagnostic that sets a constant sets it in one place:
+`passes._remat_cost`.
 
 The module keeps no state: the differentiation that calls it passes its `Settings` in
 (`plan_with`) and files the `Record` it builds where its caller collects them.
@@ -46,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
 from purejit.ir import Function, Op, TensorType, Value
+from purejit.passes import _remat_cost as cost_model
 from purejit.passes._remat_cost import (  # noqa: F401 - re-exported: the cost model
     _FREE_OPS,
     TRAFFIC_WEIGHT,
@@ -239,7 +242,7 @@ def _cut(fwd, residuals, free, pinned, banned_fn, order, traffic=None):
     n = len(values)
     traffic = traffic or {}
     # the price of recomputing v (its node on the sink side): weighted traffic, whole bytes
-    price = {v: int(TRAFFIC_WEIGHT * traffic.get(v, 0)) for v in values}
+    price = {v: int(cost_model.TRAFFIC_WEIGHT * traffic.get(v, 0)) for v in values}
     big = n * (len(order) + 2) + 1  # bytes dominate; the tie-break only orders equal cuts
     inf = big * (1 + sum(v.type.nbytes for v in values) + sum(price.values())) + 1
     g = _Graph(2 * n + 2)
@@ -294,11 +297,11 @@ def plan(
     if budget is not None and budget >= 1.0:
         return Plan(residuals, [], [], all_bytes, all_bytes)
 
-    traffic = recompute_traffic(fwd, uses, keeps_barriers, num_out)
+    traffic = cost_model.recompute_traffic(fwd, uses, keeps_barriers, num_out)
 
     def cut_with(unbanned: set, traffic=None):
         def banned(op):
-            return not (recomputable(op) or op in unbanned)
+            return not (cost_model.recomputable(op) or op in unbanned)
 
         saved = _cut(fwd, residuals, free, pinned, banned, order, traffic)
         return saved, sum(v.type.nbytes for v in saved if v not in free)
@@ -309,7 +312,7 @@ def plan(
         saved, nbytes = cut_with(set())
     if budget is not None and nbytes > budget * all_bytes:
         # expensive ops become recomputable cheapest-first until the cut fits the budget
-        cands = [op for op in fwd.ops if not recomputable(op) and _may_recompute(op)]
+        cands = [op for op in fwd.ops if not cost_model.recomputable(op) and _may_recompute(op)]
         cands.sort(key=lambda op: (flops(op) or 0) / max(1, op.results[0].type.nbytes))
         lo, hi, best = 1, len(cands), (saved, nbytes)
         while lo <= hi:  # the smallest prefix that fits (bytes fall as more is recomputable)

@@ -48,12 +48,10 @@ class _Weighted:
         return self.fn.cache
 
     def __call__(self, *args):
-        # the cost model's names are read in passes/_remat_cost.py and, re-exported, in
-        # passes/remat.py (TRAFFIC_WEIGHT by the cut, recomputable by the plan): set both
+        # each name is set where it is read: the cost model's in passes/_remat_cost.py
+        # (passes/remat.py reads them through it), the cut's in passes/remat.py
         mods = {
-            k: [ad_remat]
-            if k == "BARRIER"
-            else [m for m in (remat, _remat_cost) if hasattr(m, k)] or [remat]
+            k: [ad_remat] if k == "BARRIER" else [_remat_cost if hasattr(_remat_cost, k) else remat]
             for k in self.patch
         }
         old = {k: getattr(mods[k][0], k) for k in self.patch}

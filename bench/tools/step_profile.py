@@ -136,10 +136,10 @@ def _compiled(name, forms, params, x, y):
     env = os.environ.get("PUREJIT_XLA_OPTIONS")
     if xla:
         os.environ["PUREJIT_XLA_OPTIONS"] = xla
-    old = {k: getattr(remat, k) for k in patch}
-    # the cost model's names are read in passes/_remat_cost.py and, re-exported, in
-    # passes/remat.py (TRAFFIC_WEIGHT by the cut, recomputable by the plan): set both
-    holders = {k: [m for m in (remat, _remat_cost) if hasattr(m, k)] for k in patch}
+    # each name is set where it is read: the cost model's in passes/_remat_cost.py
+    # (passes/remat.py reads them through it), the cut's in passes/remat.py
+    holders = {k: [_remat_cost if hasattr(_remat_cost, k) else remat] for k in patch}
+    old = {k: getattr(holders[k][0], k) for k in patch}
     for k, v in patch.items():
         for m in holders[k]:
             setattr(m, k, v)
