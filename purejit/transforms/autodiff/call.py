@@ -54,9 +54,13 @@ def _out_tangents(outs, touts, nz_out):
 @defjvp("call")
 def _call_jvp(ctx, primals, tangents, attrs, regions):
     (fn,) = regions
+    uniform = ctx.linearizing and remat.current_settings().uniform_calls
+    if uniform:
+        tangents = _uniform(primals, tangents, fn)
     nz_in = _nonzero(tangents)
     if ctx.linearizing:
-        return _call_linearize(list(primals), list(tangents), nz_in, fn, _name(attrs, fn))
+        args, name = list(primals), _name(attrs, fn)
+        return _call_linearize(args, list(tangents), nz_in, fn, name, uniform)
     nz_out = _tangent_pattern(fn, nz_in)
     body = _jvp_region(fn, nz_in, nz_out, _Flat)
     live = [t for t in tangents if not isinstance(t, Zero)]
@@ -65,7 +69,24 @@ def _call_jvp(ctx, primals, tangents, attrs, regions):
     return res[:n], _out_tangents(res[:n], res[n:], nz_out)
 
 
-def _call_linearize(args, targs, nz_in, fn, name):
+def _uniform(primals, tangents, fn):
+    """`tangents` with zeros for the zero tangents of differentiable operands of a type
+    one of `fn`'s results has: the layers of a chain are then linearized alike (the first
+    one's input is often not differentiated), so they roll into one loop. Where rolling
+    does not happen, what the zeros add is read by nothing once the linear part is
+    transposed, and DCE removes it."""
+    out_types = {(r.type.shape, r.type.dtype) for r in fn.results}
+    out = []
+    for p, t in zip(primals, tangents):
+        a = aval(p)
+        if isinstance(t, Zero) and is_differentiable_dtype(a.dtype):
+            if (tuple(a.shape), a.dtype) in out_types:
+                t = instantiate(t, tangent_aval(a))
+        out.append(t)
+    return out
+
+
+def _call_linearize(args, targs, nz_in, fn, name, uniform=False):
     # what the body saves is planned inside it, as for the same ops written inline
     split = remat.rematerialize_call(lambda: RegionSplit(fn, nz_in), name)
     n = len(fn.results)
@@ -92,15 +113,23 @@ def _call_linearize(args, targs, nz_in, fn, name):
     ]
     touts = []
     if any(split.nz_out):
-        touts = bind("call", *live, *residuals, regions=[split.linear], callee=name + "_lin")
+        # under `uniform_calls` the tangents stay linear in the transposition even where
+        # one is a zero made here, so every layer's transposed function is the same
+        more = {"linear": len(live)} if uniform else {}
+        touts = bind(
+            "call", *live, *residuals, regions=[split.linear], callee=name + "_lin", **more
+        )
     return outs, _out_tangents(outs, touts, split.nz_out)
 
 
 @deftranspose("call")
 def _call_t(cts, operands, attrs, regions):
     (fn,) = regions
-    lin = [is_linear(a) for a in operands]
-    known = [a for a in operands if not is_linear(a)]
+    # the first `linear` operands are tangents: transposed as linear even when one is a
+    # known value (a zero tangent made for `uniform_calls`), its cotangent then dropped
+    n_lin = attrs.get("linear", 0)
+    lin = [is_linear(a) or k < n_lin for k, a in enumerate(operands)]
+    known = [a for a, is_l in zip(operands, lin) if not is_l]
     out_avals = [_pav(r) for r in fn.results]
     cts = [instantiate(c, a) for c, a in zip(cts, out_avals)]
     avals = [_pav(p) for p in fn.params]
@@ -117,7 +146,8 @@ def _call_t(cts, operands, attrs, regions):
     traced = trace_to_function(body, kn_avals + out_avals, name=fn.name + "_t")
     fn_t = _closed(traced, "call transpose")
     got = iter(bind("call", *known, *cts, regions=[fn_t], callee=_name(attrs, fn) + "_t"))
-    return [next(got) if is_l else None for is_l in lin]
+    outs = [next(got) if is_l else None for is_l in lin]
+    return [ct if is_linear(a) else None for ct, a in zip(outs, operands)]
 
 
 LINEAR_OPS.add("call")
