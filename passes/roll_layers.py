@@ -62,6 +62,7 @@ import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
 from purejit.passes._isomorphism import bucket_key, compare
 from purejit.passes._outline import inline_marked, outline_repeats
+from purejit.passes._row_index import RowIndices
 from purejit.passes.base import PassResult, has_effect
 
 
@@ -311,16 +312,19 @@ class _Packed:
     shape: tuple
 
 
-def _unstack(ys, i: int, out: list[Op]) -> Value:
-    """Row `i` of `ys`, a stacked value or a `_Packed` ys (ops appended to `out`)."""
+def _unstack(ys, i: int, out: list[Op], index: RowIndices) -> Value:
+    """Row `i` of `ys`, a stacked value or a `_Packed` ys (ops appended to `out`), read at
+    the runtime index `index(i)`: the rows of one shape are then one kernel to XLA, where
+    a slice at a constant offset is one per row (`_row_index.py`)."""
     if isinstance(ys, _Packed):
-        start, limit, shape = [i, ys.offset], [i + 1, ys.offset + ys.size], list(ys.shape)
+        shape, sizes = list(ys.shape), [1, ys.size]
+        starts = [index(i), index.constant(ys.offset)]
         ys = ys.ys
     else:
         shape = list(ys.type.shape[1:])
-        start, limit = [i] + [0] * len(shape), [i + 1, *shape]
-    attrs = {"start_indices": start, "limit_indices": limit, "strides": [1] * len(start)}
-    sl = _new_op("slice", [ys], attrs)
+        sizes = [1, *shape]
+        starts = [index(i)] + [index.constant(0) for _ in shape]
+    sl = _new_op("dynamic_slice", [ys, *starts], {"slice_sizes": sizes})
     row = _new_op("reshape", sl.results, {"shape": shape})
     out += [sl, row]
     return row.results[0]
@@ -374,11 +378,19 @@ def _direction(per_block: list[list[Value]], unstacked: dict) -> bool:
 
 
 def _emit_run(
-    ops: list[Op], run: Run, rep: dict, unstacked: dict, used: set, out: list[Op], pack: int
+    ops: list[Op],
+    run: Run,
+    rep: dict,
+    unstacked: dict,
+    used: set,
+    out: list[Op],
+    pack: int,
+    index: RowIndices,
 ):
     """Append the stacking ops, the scan and the slices of its ys that something reads to
-    `out`; `rep` maps each replaced block result to its new value; the ys of one dtype of
-    at most `pack` bytes each are packed into one (`_pack`). Returns the report."""
+    `out` (at the runtime indices of `index`); `rep` maps each replaced block result to its
+    new value; the ys of one dtype of at most `pack` bytes each are packed into one
+    (`_pack`). Returns the report."""
     blocks = [ops[i] for i in run.blocks]
     n, first = len(blocks), blocks[0]
     body = first.regions[0]
@@ -517,7 +529,7 @@ def _emit_run(
                 continue  # the last block's carried value is the scan's final carry
             if b.results[r] in used:
                 i = n - 1 - k if reverse else k
-                row = _unstack(ys, i, out)
+                row = _unstack(ys, i, out, index)
                 unstack_bytes += row.type.nbytes
                 rep[b.results[r]] = row
                 if isinstance(ys, _Packed):
@@ -563,6 +575,7 @@ def roll(fn: Function, runs: list[Run], pack: int = 1 << 20) -> tuple[Function, 
     unstacked: dict[Value, tuple[Value, int]] = {}
     deferred: dict[int, list[Op]] = {ri: [] for ri in range(len(runs))}
     out: list[Op] = []
+    index = RowIndices(max(len(run.blocks) for run in runs), out)
     reports = []
 
     def emit(op: Op):
@@ -572,7 +585,7 @@ def roll(fn: Function, runs: list[Run], pack: int = 1 << 20) -> tuple[Function, 
         if i in block_of:
             ri, k = block_of[i]
             if k == len(runs[ri].blocks) - 1:
-                reports.append(_emit_run(ops, runs[ri], rep, unstacked, used, out, pack))
+                reports.append(_emit_run(ops, runs[ri], rep, unstacked, used, out, pack, index))
                 for d in deferred[ri]:
                     emit(d)
             continue

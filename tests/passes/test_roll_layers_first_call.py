@@ -9,7 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from purejit.ir import VerifyError, parse, verify
+from purejit.ir import Function, VerifyError, interpret, parse, verify
+from purejit.passes._row_index import RowIndices
+from purejit.passes.constant_fold import ConstantFold
+from purejit.passes.pipeline import FixedPoint
+from purejit.passes.simplify import Simplify
 
 import purejit
 import purejit.numpy as pnp
@@ -93,3 +97,42 @@ def test_a_calls_linear_count_is_checked():
     with pytest.raises(VerifyError, match="linear must be an operand count"):
         verify(parse(src))
     verify(parse(src.replace("linear=2", "linear=1")))
+
+
+def test_the_row_index_loop_returns_the_indices():
+    out = []
+    index = RowIndices(5, out)
+    values = [index(i) for i in (3, 0, 4)]
+    assert index(3) is values[0] and sum(op.name == "while" for op in out) == 1
+    fn = verify(Function("rows", [], out, values))
+    assert [int(a) for a in interpret(fn)] == [3, 0, 4]
+    # purejit's cleanup leaves the loop to XLA (a loop of constants would be folded)
+    kept = FixedPoint([ConstantFold(), Simplify()])(fn).fn
+    assert any(op.name == "while" for op in kept.ops)
+
+
+def test_gradient_rows_are_read_at_runtime_indices():
+    ps, x = _params(6), np.random.default_rng(3).standard_normal((2, 8)).astype(np.float32)
+    loss = _loss(pnp, purejit.jit(_dense(pnp)))
+
+    def step(ps, x):  # what a training step does with each layer's gradient
+        g = purejit.grad(loss)(ps, x)
+        return jax.tree.map(lambda p, g: p - 0.1 * g, ps, g)
+
+    f = purejit.jit(step, compiler_options=ROLL)
+    lowered = f.lower(ps, x)
+    reads = [op for op in lowered.fn.ops if op.name == "dynamic_slice"]
+    # w and b of 6 layers, rows of the backward scan's stacks (and the layer outputs the
+    # backward scan stacks again with x, which no forward stack holds)
+    assert len([r for r in reads if r.results[0].type.shape[1:] in ((8, 8), (8,))]) == 12
+    loops = {op.results[0].type.rank: op for op in lowered.fn.ops if op.name == "while"}
+    (loop,) = loops.values()
+    assert all(r.operands[1] in loop.results for r in reads)
+    # XLA sees no constant row offset: no slice of one row of a stack is left
+    hlo = lowered.compile().as_text()
+    assert not [line for line in hlo.splitlines() if " slice(" in line and "slice={[" in line]
+    got = f(ps, x)
+    jloss = _loss(jnp, _dense(jnp))
+    want = jax.tree.map(lambda p, g: p - 0.1 * g, ps, jax.grad(jloss)(ps, x))
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
