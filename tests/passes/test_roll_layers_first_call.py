@@ -136,3 +136,45 @@ def test_gradient_rows_are_read_at_runtime_indices():
     want = jax.tree.map(lambda p, g: p - 0.1 * g, ps, jax.grad(jloss)(ps, x))
     for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("roll", [True, False])
+def test_identical_layers_are_linearized_once(roll, monkeypatch):
+    from purejit.transforms.autodiff import call as call_rules
+
+    made = []
+    real = call_rules.remat.rematerialize_call
+
+    def counted(make_split, name):
+        made.append(name)
+        return real(make_split, name)
+
+    monkeypatch.setattr(call_rules.remat, "rematerialize_call", counted)
+    ps, x = _params(5), np.random.default_rng(4).standard_normal((2, 8)).astype(np.float32)
+    layer = purejit.jit(_dense(pnp))
+    scaled = purejit.jit(lambda x, p: pnp.tanh(x @ p["w"] + p["b"]) * 0.5)
+
+    def loss(ps, x):  # four layers of one body, then one whose body differs by a constant
+        for p in ps[:4]:
+            x = layer(x, p)
+        return pnp.sum(scaled(x, ps[4]) ** 2)
+
+    f = purejit.jit(purejit.grad(loss), compiler_options=ROLL if roll else {})
+    lowered = f.lower(ps, x)
+    # rolling: the four layers alike, then the other body; unrolled: the first layer (x
+    # not differentiated) is linearized apart too
+    assert len(made) == (2 if roll else 3)
+    # every call still leaves its record for explain
+    assert sum(r.where.startswith("call ") for r in lowered.residuals) == 5
+    # the calls' functions are copies: no two call ops share a region
+    regions = [op.regions[0] for op in lowered.traced.walk() if op.name == "call"]
+    assert len({id(r) for r in regions}) == len(regions)
+
+    def jloss(ps, x):
+        for p in ps[:4]:
+            x = _dense(jnp)(x, p)
+        return jnp.sum((jnp.tanh(x @ ps[4]["w"] + ps[4]["b"]) * 0.5) ** 2)
+
+    got, want = f(ps, x), jax.jit(jax.grad(jloss))(ps, x)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)

@@ -16,8 +16,11 @@ region work is `case`'s with one branch and no index (`control.py`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from purejit.ir import Function
-from purejit.tracing import bind, trace_to_function
+from purejit.passes._isomorphism import bucket_key, compare
+from purejit.tracing import bind, context, trace_to_function
 from purejit.transforms.autodiff import interpreter as interp
 from purejit.transforms.autodiff import remat
 from purejit.transforms.autodiff._core import (
@@ -60,7 +63,8 @@ def _call_jvp(ctx, primals, tangents, attrs, regions):
     nz_in = _nonzero(tangents)
     if ctx.linearizing:
         args, name = list(primals), _name(attrs, fn)
-        return _call_linearize(args, list(tangents), nz_in, fn, name, uniform)
+        split = _split_of(ctx, fn, nz_in, name)
+        return _call_linearize(args, list(tangents), nz_in, split, len(fn.results), name, uniform)
     nz_out = _tangent_pattern(fn, nz_in)
     body = _jvp_region(fn, nz_in, nz_out, _Flat)
     live = [t for t in tangents if not isinstance(t, Zero)]
@@ -86,10 +90,37 @@ def _uniform(primals, tangents, fn):
     return out
 
 
-def _call_linearize(args, targs, nz_in, fn, name, uniform=False):
-    # what the body saves is planned inside it, as for the same ops written inline
-    split = remat.rematerialize_call(lambda: RegionSplit(fn, nz_in), name)
-    n = len(fn.results)
+class _Split(NamedTuple):
+    """What a call's linearization keeps of its body's `RegionSplit`."""
+
+    primal: Function
+    linear: Function
+    res_is_param: list
+    nz_out: list
+
+
+def _split_of(ctx, fn: Function, nz_in, name: str) -> _Split:
+    """The linearized body of a call of `fn`, planned as the same ops written inline would
+    be (`remat.rematerialize_call`). Made once per body in an interpretation: a later call
+    of a body proved isomorphic to an earlier one's (`compare`, constants included: the
+    layers of a chain) gets copies of its functions, and its remat records again."""
+    key = (bucket_key(fn), tuple(nz_in), name)
+    for other, split, records in ctx.calls.get(key, ()):
+        if compare(other, fn, constants_may_differ=False).reason is None:
+            for r in records:
+                context.remat_record(r)
+            return split._replace(primal=split.primal.copy(), linear=split.linear.copy())
+    with context.collecting_remat_records() as records, context.collecting_pins() as pins:
+        made = remat.rematerialize_call(lambda: RegionSplit(fn, nz_in), name)
+    for r in records:
+        context.remat_record(r)
+    split = _Split(made.primal, made.linear, made.res_is_param, made.nz_out)
+    if not pins:  # a body pinning values (a checkpoint) is linearized at each call
+        ctx.calls.setdefault(key, []).append((fn, split, list(records)))
+    return split
+
+
+def _call_linearize(args, targs, nz_in, split, n, name, uniform=False):
     pb = split.primal
     # a residual that is an operand or a result of the call is read from it, not returned
     # again: the enclosing differentiation's plan decides whether it is saved
