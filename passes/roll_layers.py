@@ -16,8 +16,9 @@ at least `min_blocks` calls where
 
 and rewrites each run as one `scan` over the stacked per-block values. Results of the calls
 that are not carried become the scan's stacked ys, sliced back out where something reads
-them; with `pack_ys` (the GPU's default), those of one dtype are packed into one ys (each
-block's values flattened into one row), since a loop writes each ys with a
+them (at runtime indices, so that XLA compiles one kernel per row shape, not one per row:
+`_row_index.py`); with `pack_ys` (the GPU's default), those of one dtype are packed into
+one ys (each block's values flattened into one row), since a loop writes each ys with a
 dynamic-update-slice of its own on every trip: a kernel per saved value and layer on a GPU
 (unrolled, each value stays where it was made). A per-block operand that is rows of an
 earlier rolled scan's stack (its ys, or its stacked per-block operands) reads them from that
