@@ -139,7 +139,7 @@ def test_gradient_rows_are_read_at_runtime_indices():
 
 
 @pytest.mark.parametrize("roll", [True, False])
-def test_identical_layers_are_linearized_once(roll, monkeypatch):
+def test_identical_layers_are_linearized_and_transposed_once(roll, monkeypatch):
     from purejit.transforms.autodiff import call as call_rules
 
     made = []
@@ -150,6 +150,14 @@ def test_identical_layers_are_linearized_once(roll, monkeypatch):
         return real(make_split, name)
 
     monkeypatch.setattr(call_rules.remat, "rematerialize_call", counted)
+    transposed = []
+    real_trace = call_rules.trace_to_function
+
+    def traced(f, avals, name):
+        transposed.append(name)
+        return real_trace(f, avals, name=name)
+
+    monkeypatch.setattr(call_rules, "trace_to_function", traced)
     ps, x = _params(5), np.random.default_rng(4).standard_normal((2, 8)).astype(np.float32)
     layer = purejit.jit(_dense(pnp))
     scaled = purejit.jit(lambda x, p: pnp.tanh(x @ p["w"] + p["b"]) * 0.5)
@@ -164,6 +172,8 @@ def test_identical_layers_are_linearized_once(roll, monkeypatch):
     # rolling: the four layers alike, then the other body; unrolled: the first layer (x
     # not differentiated) is linearized apart too
     assert len(made) == (2 if roll else 3)
+    # and transposed once per body too
+    assert len([n for n in transposed if n.endswith("_t")]) == (2 if roll else 3)
     # every call still leaves its record for explain
     assert sum(r.where.startswith("call ") for r in lowered.residuals) == 5
     # the calls' functions are copies: no two call ops share a region

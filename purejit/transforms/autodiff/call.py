@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from purejit.ir import Function
 from purejit.passes._isomorphism import bucket_key, compare
-from purejit.tracing import bind, context, trace_to_function
+from purejit.tracing import bind, context, current_trace, trace_to_function
 from purejit.transforms.autodiff import interpreter as interp
 from purejit.transforms.autodiff import remat
 from purejit.transforms.autodiff._core import (
@@ -153,6 +153,24 @@ def _call_linearize(args, targs, nz_in, split, n, name, uniform=False):
     return outs, _out_tangents(outs, touts, split.nz_out)
 
 
+def _transposed(fn: Function, lin: list, trace) -> Function:
+    """The transposition of the linear body `fn` (in its `lin` operands) that `trace()`
+    makes, made once per trace being built: a later call whose body is proved isomorphic
+    to an earlier one's (`compare`, constants included: the layers of a chain) gets a copy
+    of the first one's transposed function."""
+    tr = current_trace()
+    if tr is context.base():  # eager: the base trace lives on, its memo would grow forever
+        return _closed(trace(), "call transpose")
+    memo = context.ctx.transposed_calls.setdefault(tr, {})
+    key = (bucket_key(fn), tuple(lin))
+    for other, made in memo.get(key, ()):
+        if compare(other, fn, constants_may_differ=False).reason is None:
+            return made.copy()
+    made = _closed(trace(), "call transpose")
+    memo.setdefault(key, []).append((fn, made))
+    return made
+
+
 @deftranspose("call")
 def _call_t(cts, operands, attrs, regions):
     (fn,) = regions
@@ -174,8 +192,9 @@ def _call_t(cts, operands, attrs, regions):
         got = interp.transpose_function(fn, lin, vals, list(cs))
         return [instantiate(g, a) for g, a in zip(got, lin_avals)]
 
-    traced = trace_to_function(body, kn_avals + out_avals, name=fn.name + "_t")
-    fn_t = _closed(traced, "call transpose")
+    fn_t = _transposed(
+        fn, lin, lambda: trace_to_function(body, kn_avals + out_avals, name=fn.name + "_t")
+    )
     got = iter(bind("call", *known, *cts, regions=[fn_t], callee=_name(attrs, fn) + "_t"))
     outs = [next(got) if is_l else None for is_l in lin]
     return [ct if is_linear(a) else None for ct, a in zip(outs, operands)]
