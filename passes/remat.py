@@ -112,12 +112,17 @@ class Settings:
     automatic plan, else the fraction of the save-everything bytes to keep at most;
     `fused_attention`: attention written by hand is fused before it is differentiated
     (where the target has the kernel); `keeps_barriers`: whether the compiler keeps the
-    `optimization_barrier` in front of a recomputation (XLA's CPU compiler drops it)."""
+    `optimization_barrier` in front of a recomputation (XLA's CPU compiler drops it);
+    `uniform_calls`: a `call` is linearized with a tangent for every differentiable
+    operand of a type one of its results has, even a zero one, so the layers of a chain are
+    linearized alike and roll into one loop (`roll_layers`; the first layer's input is
+    otherwise not differentiated)."""
 
     enabled: bool = True
     budget: float | None = None
     fused_attention: bool = False
     keeps_barriers: bool = True
+    uniform_calls: bool = False
 
     @property
     def mode(self) -> str:

@@ -16,8 +16,9 @@ at least `min_blocks` calls where
 
 and rewrites each run as one `scan` over the stacked per-block values. Results of the calls
 that are not carried become the scan's stacked ys, sliced back out where something reads
-them; with `pack_ys` (the GPU's default), those of one dtype are packed into one ys (each
-block's values flattened into one row), since a loop writes each ys with a
+them (at runtime indices, so that XLA compiles one kernel per row shape, not one per row:
+`_row_index.py`); with `pack_ys` (the GPU's default), those of one dtype are packed into
+one ys (each block's values flattened into one row), since a loop writes each ys with a
 dynamic-update-slice of its own on every trip: a kernel per saved value and layer on a GPU
 (unrolled, each value stays where it was made). With `pack_xs`, the per-block operands of
 one dtype that are the function's arguments (a layer's parameters, copied into stacks on
@@ -77,6 +78,7 @@ from purejit.passes._stacking import (
     stack_packed,
     stack_rows,
 )
+from purejit.passes._row_index import RowIndices
 from purejit.passes.base import PassResult, has_effect
 
 
@@ -289,16 +291,19 @@ class _Packed:
     shape: tuple
 
 
-def _unstack(ys, i: int, out: list[Op]) -> Value:
-    """Row `i` of `ys`, a stacked value or a `_Packed` ys (ops appended to `out`)."""
+def _unstack(ys, i: int, out: list[Op], index: RowIndices) -> Value:
+    """Row `i` of `ys`, a stacked value or a `_Packed` ys (ops appended to `out`), read at
+    the runtime index `index(i)`: the rows of one shape are then one kernel to XLA, where
+    a slice at a constant offset is one per row (`_row_index.py`)."""
     if isinstance(ys, _Packed):
-        start, limit, shape = [i, ys.offset], [i + 1, ys.offset + ys.size], list(ys.shape)
+        shape, sizes = list(ys.shape), [1, ys.size]
+        starts = [index(i), index.constant(ys.offset)]
         ys = ys.ys
     else:
         shape = list(ys.type.shape[1:])
-        start, limit = [i] + [0] * len(shape), [i + 1, *shape]
-    attrs = {"start_indices": start, "limit_indices": limit, "strides": [1] * len(start)}
-    sl = _new_op("slice", [ys], attrs)
+        sizes = [1, *shape]
+        starts = [index(i)] + [index.constant(0) for _ in shape]
+    sl = _new_op("dynamic_slice", [ys, *starts], {"slice_sizes": sizes})
     row = _new_op("reshape", sl.results, {"shape": shape})
     out += [sl, row]
     return row.results[0]
@@ -312,14 +317,15 @@ def _emit_run(
     used: set,
     out: list[Op],
     pack: int,
+    index: RowIndices,
     pack_xs: bool = True,
     args: frozenset = frozenset(),
 ):
     """Append the stacking ops, the scan and the slices of its ys that something reads to
-    `out`; `rep` maps each replaced block result to its new value; the ys of one dtype of
-    at most `pack` bytes each are packed into one (`pack_values`), and with `pack_xs` so are the
-    per-block operands of one dtype stacked from the function's arguments `args`
-    (`stack_packed`). Returns the report."""
+    `out` (at the runtime indices of `index`); `rep` maps each replaced block result to its
+    new value; the ys of one dtype of at most `pack` bytes each are packed into one
+    (`pack_values`), and with `pack_xs` so are the per-block operands of one dtype stacked
+    from the function's arguments `args` (`stack_packed`). Returns the report."""
     blocks = [ops[i] for i in run.blocks]
     n, first = len(blocks), blocks[0]
     body = first.regions[0]
@@ -506,7 +512,7 @@ def _emit_run(
                 continue  # the last block's carried value is the scan's final carry
             if b.results[r] in used:
                 i = n - 1 - k if reverse else k
-                row = _unstack(ys, i, out)
+                row = _unstack(ys, i, out, index)
                 unstack_bytes += row.type.nbytes
                 rep[b.results[r]] = row
                 unstacked[row] = _row_key(ys, i)
@@ -554,6 +560,7 @@ def roll(
     unstacked: dict[Value, tuple[Value, int]] = {}
     deferred: dict[int, list[Op]] = {ri: [] for ri in range(len(runs))}
     out: list[Op] = []
+    index = RowIndices(max(len(run.blocks) for run in runs), out)
     reports = []
 
     def emit(op: Op):
@@ -564,7 +571,7 @@ def roll(
             ri, k = block_of[i]
             if k == len(runs[ri].blocks) - 1:
                 run = runs[ri]
-                report = _emit_run(ops, run, rep, unstacked, used, out, pack, pack_xs, args)
+                report = _emit_run(ops, run, rep, unstacked, used, out, pack, index, pack_xs, args)
                 reports.append(report)
                 for d in deferred[ri]:
                     emit(d)

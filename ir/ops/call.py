@@ -5,9 +5,11 @@
 Runs its one region on its operands and returns the region's results. The region is a
 closed function: every value it reads from outside is an operand. `callee` is the called
 function's name (what `explain` and the emitted module show); it never changes the
-numbers. Under an outer jit the passes decide whether a call stays one (the compile-once
-work keeps repeated layers as calls) or is inlined (`passes/inline.py`, by default: XLA
-inlines `func.call` anyway).
+numbers. `linear` (optional, set by differentiation): the first `linear` operands are
+tangents, so a transposition takes them as linear even where one is a known zero (the
+layers of a chain then transpose alike). Under an outer jit the passes decide whether a
+call stays one (the compile-once work keeps repeated layers as calls) or is inlined
+(`passes/inline.py`, by default: XLA inlines `func.call` anyway).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ def _call_infer(types, attrs, regions):
     name = attrs.get("callee", "")
     if not isinstance(name, str):
         fail("call", f"callee must be a string, got {name!r}")
+    linear = attrs.get("linear", 0)
+    if isinstance(linear, bool) or not isinstance(linear, int) or not 0 <= linear <= len(types):
+        fail("call", f"linear must be an operand count in [0, {len(types)}], got {linear!r}")
     return list(body.result_types)
 
 
@@ -42,7 +47,7 @@ register(
         _call_infer,
         _call_ref,
         frozenset({"pure", "control_flow"}),
-        attrs=("callee",),
+        attrs=("callee", "linear"),
         num_regions=1,
         doc="call(args...) {callee} region(args...): the region applied to the operands",
     )

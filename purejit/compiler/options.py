@@ -199,7 +199,7 @@ class CompilerOptions:
         # cse_barrier_expander pass is switched off)
         flags = os.environ.get("XLA_FLAGS", "")
         barriers = pjrt.platform() != "cpu" or "cse_barrier_expander" in flags
-        return Settings(bool(enabled), budget, self.attention_enabled(), barriers)
+        return Settings(bool(enabled), budget, self.attention_enabled(), barriers, self.roll_layers)
 
     def capability(self):
         """The back end's fusion capability when `fusion="purejit"`, else None."""

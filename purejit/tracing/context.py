@@ -13,6 +13,8 @@ so that one thread tracing a function never sees another thread's trace:
 - `remat_settings`, `remat_records`, `remat_pins`: differentiation options (a jit's remat
   settings), the records each differentiation leaves for `explain`, and the values a
   user's checkpoint saves (`purejit.transforms.autodiff.remat`).
+- `transposed_calls`: per trace, the call bodies transposed into it, reused for isomorphic
+  ones (`purejit.transforms.autodiff.call`).
 - `concrete`: the arrays the input tracers of each lowering in progress stand for
   (`purejit.compiler.lower`).
 - `notes`: the sentences transformations leave for `explain` (`purejit.transforms.batching.
@@ -52,6 +54,7 @@ class TraceContext(threading.local):
         self.remat_settings: list = []
         self.remat_records: list[list] = []
         self.remat_pins: list[list] = []
+        self.transposed_calls = weakref.WeakKeyDictionary()  # trace -> {key: [(fn, fn_t)]}
         self.concrete: list[dict] = []
         self.notes: list[list[str]] = []
         self.attention_reports: list[list[dict]] = []

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -92,6 +92,9 @@ class Context:
 
     linearizing: bool  # tangents are recorded into a linear trace (reverse mode)
     linear_trace: object = None  # that trace, when linearizing
+    # the bodies of the calls linearized in this interpretation, reused for isomorphic ones
+    # (the layers of a chain: `call.py`)
+    calls: dict = field(default_factory=dict)
 
 
 # Python rules that ops name by a string key (custom_jvp_call, custom_vjp_call, checkpoint,
