@@ -11,6 +11,7 @@ import numpy as np
 
 from purejit.backend import pjrt
 from purejit.backend.lowering import _fast_math
+from purejit.backend.lowering._integer_power import integer_power
 from purejit.backend.lowering._util import dense, emit_op, lowering
 from purejit.ir import TensorType, dtypes
 
@@ -24,6 +25,15 @@ _SAME_NAME = [
 ]  # fmt: skip
 for _n in _SAME_NAME:
     lowering(_n)(lambda ctx, op, args, _n=_n: emit_op(ctx, op, args, f"stablehlo.{_n}"))
+
+
+@lowering("power")
+def _power(ctx, op, args):
+    """`stablehlo.power`, but integers spelled out as the op's reference computes them
+    (XLA's integer power changed meaning in jaxlib 0.12: `_integer_power.py`)."""
+    if op.results[0].type.dtype.kind in "iu":
+        return integer_power(ctx, op, args)
+    return emit_op(ctx, op, args, "stablehlo.power")
 
 
 @lowering(*_fast_math.FAST_OPS)
