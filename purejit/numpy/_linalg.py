@@ -5,6 +5,7 @@ from __future__ import annotations
 from purejit import errors
 import numpy as np
 
+from purejit.backend import versions
 from purejit.lax.ops import dot_general as lax_dot_general
 from purejit.numpy._core import _lift, broadcast_to, convert, multiply, result_type
 from purejit.numpy._arithmetic import conj as _conj
@@ -126,7 +127,8 @@ def outer(a, b, out=None):
 def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
     """The cross product of 2- or 3-vectors: along `axisa` of a and `axisb` of b, the result's
     vectors along `axisc` (`axis` sets all three). Two 2-vectors give the z component alone;
-    a 2-vector with a 3-vector is taken with z = 0.
+    a 2-vector with a 3-vector is taken with z = 0. From jax 0.12 on, as jax.numpy there
+    (and NumPy 2, which deprecated them), 2-vectors are an error.
 
     Args:
         a, b: the arrays of vectors (broadcast against each other).
@@ -139,6 +141,11 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
     if axis is not None:
         axisa = axisb = axisc = axis
     a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    if versions.jax_release(2) >= (0, 12) and (a.shape[-1] != 3 or b.shape[-1] != 3):
+        raise ValueError(
+            f"cross: vectors of {a.shape[-1]} and {b.shape[-1]} elements; the dimension must "
+            "be 3 for cross product (jax >= 0.12 and NumPy 2 take 3-vectors only)"
+        )
     if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
         raise ValueError("Dimension must be either 2 or 3 for cross product")
     if a.shape[-1] == 2 and b.shape[-1] == 2:
