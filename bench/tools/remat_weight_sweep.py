@@ -50,20 +50,18 @@ class _Weighted:
     def __call__(self, *args):
         # each name is set where it is read: the cost model's in passes/_remat_cost.py
         # (passes/remat.py reads them through it), the cut's in passes/remat.py
-        mods = {
-            k: [ad_remat] if k == "BARRIER" else [_remat_cost if hasattr(_remat_cost, k) else remat]
+        holder = {
+            k: ad_remat if k == "BARRIER" else _remat_cost if hasattr(_remat_cost, k) else remat
             for k in self.patch
         }
-        old = {k: getattr(mods[k][0], k) for k in self.patch}
+        old = {k: getattr(holder[k], k) for k in self.patch}
         for k, v in self.patch.items():
-            for m in mods[k]:
-                setattr(m, k, v)
+            setattr(holder[k], k, v)
         try:
             return self.fn(*args)
         finally:
             for k, v in old.items():
-                for m in mods[k]:
-                    setattr(m, k, v)
+                setattr(holder[k], k, v)
 
 
 def main(argv=None):

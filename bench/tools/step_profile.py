@@ -138,11 +138,10 @@ def _compiled(name, forms, params, x, y):
         os.environ["PUREJIT_XLA_OPTIONS"] = xla
     # each name is set where it is read: the cost model's in passes/_remat_cost.py
     # (passes/remat.py reads them through it), the cut's in passes/remat.py
-    holders = {k: [_remat_cost if hasattr(_remat_cost, k) else remat] for k in patch}
-    old = {k: getattr(holders[k][0], k) for k in patch}
+    holder = {k: _remat_cost if hasattr(_remat_cost, k) else remat for k in patch}
+    old = {k: getattr(holder[k], k) for k in patch}
     for k, v in patch.items():
-        for m in holders[k]:
-            setattr(m, k, v)
+        setattr(holder[k], k, v)
     try:  # the step compiles (and plans its remat) at its first call
         for _ in range(3):
             state[0], loss = fn(state[0], state[1], state[2])
@@ -155,8 +154,7 @@ def _compiled(name, forms, params, x, y):
         if off:
             purejit.config.update("attention_split_projections", True)
         for k, v in old.items():
-            for m in holders[k]:
-                setattr(m, k, v)
+            setattr(holder[k], k, v)
     if kind == "purejit":
         compiled = list(fn.cache.values())[-1]
     else:

@@ -61,7 +61,7 @@ def pow(x, y, /):  # noqa: A001
     integer dtype (converted to x's dtype, as JAX lowers it). Integers raised to integers are
     `purejit.numpy.power` (JAX's repeated squaring) or `integer_pow` (a static exponent)."""
     a, b = _lift(x), _lift(y)
-    if a.dtype.kind not in "fc" and not irdt.is_float(a.dtype):
+    if not irdt.is_inexact(a.dtype):
         raise errors.PurejitTypeError(
             f"lax.pow does not accept dtype {a.dtype.name} at position 0 (floating or "
             f"complex only, as jax.lax.pow){errors.at(errors.user_location())}; for integers "

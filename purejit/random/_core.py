@@ -20,7 +20,7 @@ from purejit import dtypes as pdt
 from purejit import errors
 from purejit import lax
 from purejit.api import jit
-from purejit.ir.ops.elementwise import _next_after as _host_next_after
+from purejit.ir.ops._xla_refs import _next_after as _host_next_after
 from purejit.random import _threefry
 from purejit.random._keys import (
     IMPL,

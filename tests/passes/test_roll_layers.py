@@ -539,25 +539,35 @@ def test_layers_under_vmap_roll(jitted):
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)
 
 
-def test_rolled_backward_stacks_what_a_layer_saves_inline():
-    d, heads, layers = 16, 2, 4
-    ps = transformer_params(layers, d, np.random.default_rng(12))
-    x = np.random.default_rng(13).standard_normal((2, 8, d)).astype(np.float32)
+def _chain_loss(layer):
+    """The mean square output of `layer` applied once per entry of `ps`, in a Python loop."""
 
-    def loss_of(layer):
-        def loss(ps, x):
-            for p in ps:
-                x = layer(x, p)
-            return pnp.mean(x**2)
+    def loss(ps, x):
+        for p in ps:
+            x = layer(x, p)
+        return pnp.mean(x**2)
 
-        return loss
+    return loss
+
+
+def _transformer_block(heads):
+    """One bench.models transformer layer, as a function of (x, its parameters)."""
 
     def block(x, p):
         return transformer(pnp, [p], x, heads)
 
-    inline = purejit.jit(purejit.grad(loss_of(block))).lower(ps, x)
+    return block
+
+
+def test_rolled_backward_stacks_what_a_layer_saves_inline():
+    d, heads, layers = 16, 2, 4
+    ps = transformer_params(layers, d, np.random.default_rng(12))
+    x = np.random.default_rng(13).standard_normal((2, 8, d)).astype(np.float32)
+    block = _transformer_block(heads)
+
+    inline = purejit.jit(purejit.grad(_chain_loss(block))).lower(ps, x)
     (top,) = inline.residuals
-    rolled = purejit.jit(purejit.grad(loss_of(purejit.jit(block))), compiler_options=ROLL)
+    rolled = purejit.jit(purejit.grad(_chain_loss(purejit.jit(block))), compiler_options=ROLL)
     fn = rolled.lower(ps, x).fn
     fwd = [op for op in fn.ops if op.name == "scan" and not op.attrs["reverse"]]
     (scan,) = fwd
@@ -569,7 +579,7 @@ def test_rolled_backward_stacks_what_a_layer_saves_inline():
     # first layer rolls too, saving what the others save
     assert sum(v.type.nbytes for v in ys) / n <= 1.05 * top.saved_bytes / layers
     got = rolled(ps, x)
-    want = purejit.jit(purejit.grad(loss_of(block)))(ps, x)
+    want = purejit.jit(purejit.grad(_chain_loss(block)))(ps, x)
     for a, b in zip(_leaves(got), _leaves(want)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
@@ -701,19 +711,9 @@ def test_the_backward_reads_each_layer_input_without_stacking_it_again():
     d, heads, layers = 16, 2, 4
     ps = transformer_params(layers, d, np.random.default_rng(16))
     x = np.random.default_rng(17).standard_normal((2, 8, d)).astype(np.float32)
+    block = _transformer_block(heads)
 
-    def loss_of(layer):
-        def loss(ps, x):
-            for p in ps:
-                x = layer(x, p)
-            return pnp.mean(x**2)
-
-        return loss
-
-    def block(x, p):
-        return transformer(pnp, [p], x, heads)
-
-    rolled = purejit.jit(purejit.grad(loss_of(purejit.jit(block))), compiler_options=ROLL)
+    rolled = purejit.jit(purejit.grad(_chain_loss(purejit.jit(block))), compiler_options=ROLL)
     fwd, bwd = _roll_report(rolled, ps, x)["rolled"]
     assert bwd["reverse"] and bwd["rows_from_outside"] == 1
     lowered = rolled.lower(ps, x)
@@ -725,7 +725,7 @@ def test_the_backward_reads_each_layer_input_without_stacking_it_again():
     got = rolled(ps, x)
     flat = _leaves((ps, x))
     interpreted = interpret(lowered.fn, *flat)
-    want = purejit.jit(purejit.grad(loss_of(block)))(ps, x)
+    want = purejit.jit(purejit.grad(_chain_loss(block)))(ps, x)
     jloss = jax.grad(lambda ps, x: jnp.mean(transformer(jnp, ps, x, heads) ** 2))
     jwant = jax.jit(jloss)(ps, x)
     for a, b, c, j in zip(_leaves(got), interpreted, _leaves(want), _leaves(jwant)):

@@ -10,9 +10,7 @@ import numpy as np
 
 from purejit.backend.lowering.powers import _splat
 from purejit.ir import TensorType
-
-# the exponent bits XLA's integer power read up to jaxlib 0.11, which the op's reference keeps
-_POWER_BITS = 6
+from purejit.ir.ops._xla_refs import INT_POWER_BITS
 
 
 def integer_power(ctx, op, args) -> list[str]:
@@ -21,8 +19,8 @@ def integer_power(ctx, op, args) -> list[str]:
     st = TensorType(t.shape, np.dtype(f"int{8 * t.dtype.itemsize}"))
     pt = TensorType(t.shape, np.dtype(bool))
 
-    def ew(name, *xs, ty=t, attrs=""):
-        return ctx.op(f"stablehlo.{name}", list(xs), [ty] * len(xs), [ty], attrs)[0]
+    def ew(name, x, y):
+        return ctx.op(f"stablehlo.{name}", [x, y], [t, t], [t])[0]
 
     def eq(x, y, ty=st, direction="EQ"):
         kind = "SIGNED" if ty.dtype.kind == "i" else "UNSIGNED"
@@ -43,7 +41,7 @@ def integer_power(ctx, op, args) -> list[str]:
     base, e = args
     one = _splat(ctx, 1, t)
     acc, odd0 = one, None
-    for _ in range(_POWER_BITS):  # square and multiply over the exponent's low bits
+    for _ in range(INT_POWER_BITS):  # square and multiply over the exponent's low bits
         odd = eq(ew("and", e, one), one, ty=t)
         odd0 = odd if odd0 is None else odd0
         acc = select(odd, ew("multiply", acc, base), acc, t)
