@@ -55,11 +55,13 @@ B1, B2, EPS = 0.9, 0.999, 1e-8
 KINDS = ("single", "dp", "tp", "fsdp", "fsdp_jit")
 # rows besides purejit's default: JAX with cuDNN attention (the baseline where purejit fuses
 # attention), JAX as written, purejit with the attention rewrite off
-VARIANTS = ("jax_cudnn", "jax", "purejit_unfused", "purejit_remat_off")
+VARIANTS = ("jax_cudnn", "jax", "purejit_unfused", "purejit_remat_off", "purejit_remat_on")
 # the compiler options of purejit's variant rows
 VARIANT_OPTIONS = {
     "purejit_unfused": {"fused_attention": False},
     "purejit_remat_off": {"remat": False},
+    # the automatic plan forced on (programs over several devices save everything by default)
+    "purejit_remat_on": {"remat": True},
 }
 
 
@@ -527,8 +529,6 @@ def main(argv=None):
             results[f"{name}_single_local"] = {}
     for key, (t, h) in time_all(runners, iters, args.repeats).items():
         results[key]["step_s"], results[key]["host_s"] = t, h
-    if args.profile and args.out:
-        write_profiles(runners, iters, n, args.out)
     weak = []
     for name in libs:
         for kind in ("dp", "fsdp", "fsdp_jit"):
@@ -611,6 +611,9 @@ def main(argv=None):
             fh.write(text)
         with open(stem + ".json", "w") as fh:
             json.dump(summary, fh, indent=2)
+    if args.profile and args.out:
+        # after the table is written, so a failed profile costs no timings
+        write_profiles(runners, iters, n, args.out)
     return summary
 
 

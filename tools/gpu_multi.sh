@@ -25,6 +25,14 @@ for step in "$@"; do
           > "$OUT/train4b_$kind.log" 2>&1
         echo "train4b $kind: rc=$?" >> "$OUT/steps.txt"
       done ;;
+    train4c)  # dp, fsdp and tp, one process each, against JAX + cuDNN only (JAX's hand-written
+              # step compiles for minutes on 4 GPUs), with remat off beside the default
+      for kind in dp fsdp tp; do
+        timeout 170 python3 -m bench.tp_train --out "$OUT/train4c_$kind" --devices "$N" \
+          --variants jax_cudnn,purejit_remat_on --steps "$kind" --repeats 3 --profile \
+          > "$OUT/train4c_$kind.log" 2>&1
+        echo "train4c $kind: rc=$?" >> "$OUT/steps.txt"
+      done ;;
     sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;

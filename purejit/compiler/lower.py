@@ -324,7 +324,11 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         # the attention op has no sharding rule: a partitioned program keeps attention as
         # written (no rewrite, no fused kernel); repeated layers stay unrolled until the
         # many-GPU steps are measured no slower rolled
-        jc = replace(jc, options=replace(jc.options, fused_attention=False, roll_layers=False))
+        # (and remat's automatic plan is off unless forced: `passes.remat.over_devices`)
+        jc = replace(
+            jc,
+            options=replace(jc.options, fused_attention=False, roll_layers=False, partitioned=True),
+        )
     # what each differentiation saved and each attention fused or refused, for explain
     attention = jc.attention.collecting() if jc.attention else contextlib.nullcontext([])
     with context.collecting_remat_records() as residuals, attention as fused_reports:

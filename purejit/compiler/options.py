@@ -46,7 +46,7 @@ from purejit.backend.lowering import random as lowering_random
 from purejit.config import config
 from purejit.passes import Pipeline
 from purejit.passes.pipeline import default_passes
-from purejit.passes.remat import Settings, check_budget
+from purejit.passes.remat import over_devices, Settings, check_budget
 
 
 class CompilerEffortLevel(enum.Enum):
@@ -141,6 +141,8 @@ class CompilerOptions:
     remat_budget: float | None = None
     fused_attention: bool | None = None  # None: purejit.config's
     roll_layers: bool = False
+    # set by lowering for a jit with shardings: the program runs over several devices
+    partitioned: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | CompilerOptions | None) -> CompilerOptions:
@@ -199,7 +201,11 @@ class CompilerOptions:
         # cse_barrier_expander pass is switched off)
         flags = os.environ.get("XLA_FLAGS", "")
         barriers = pjrt.platform() != "cpu" or "cse_barrier_expander" in flags
-        return Settings(bool(enabled), budget, self.attention_enabled(), barriers, self.roll_layers)
+        forced = self.remat is True or self.remat_budget is not None
+        s = Settings(
+            bool(enabled), budget, self.attention_enabled(), barriers, self.roll_layers, forced
+        )
+        return over_devices(s) if self.partitioned else s
 
     def capability(self):
         """The back end's fusion capability when `fusion="purejit"`, else None."""

@@ -48,6 +48,8 @@ class ManualAxes:
     """The mesh of a shard_map body being traced, and whether its values are typed by the
     mesh axes they vary over (`check_vma`)."""
 
+    devices_bound = True  # its axes are devices (remat's default reads it)
+
     def __init__(self, mesh, check_vma: bool):
         self.mesh = mesh
         self.axis_names = tuple(mesh.axis_names)

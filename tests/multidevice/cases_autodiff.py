@@ -335,3 +335,46 @@ def case_out_specs_error_is_jaxs():
         assert "pvary" in str(e) and "must not be present" in str(e), e
     else:
         raise AssertionError("no pvary error")
+
+
+def case_remat_saves_everything_over_several_devices_unless_forced():
+    """A program over several devices (a shard_map body over 8 devices, a jit with
+    shardings) saves every residual by default, as JAX does (measured faster on GPUs), and
+    explain says why; remat=True in its compiler options plans it as on one device; the
+    numbers are the same either way and equal JAX's."""
+    from purejit.sharding import NamedSharding
+
+    def loss(params, x, y):
+        return lax.pmean(mlp_loss(jnp, lax.pvary(params, "i"), x, y), "i")
+
+    def step(params, x, y):
+        return purejit.value_and_grad(loss)(params, x, y)
+
+    specs = (P(), P("i"), P("i"))
+    body = smap(step, MESH1, specs, (P(), P()))
+    default = purejit.jit(body)
+    forced = purejit.jit(body, compiler_options={"remat": True})
+    text = str(purejit.explain(default, PARAMS, X, Y))
+    assert "remat off (the program runs over several devices" in text, text
+    assert "remat auto" in str(purejit.explain(forced, PARAMS, X, Y))
+    close(default(PARAMS, X, Y), forced(PARAMS, X, Y))
+    jbody = jsmap(
+        lambda p, x, y: jax.value_and_grad(
+            lambda p, x, y: jax.lax.pmean(
+                mlp_loss(jjnp, jax.lax.pcast(p, "i", to="varying"), x, y), "i"
+            )
+        )(p, x, y),
+        JMESH1,
+        (JP(), JP("i"), JP("i")),
+        (JP(), JP()),
+    )
+    close(default(PARAMS, X, Y), jax.jit(jbody)(PARAMS, X, Y))
+    # a jit with shardings (the partitioned program) too
+    rows = NamedSharding(MESH1, P("i"))
+    whole = NamedSharding(MESH1, P())
+    single = purejit.value_and_grad(lambda p, x, y: mlp_loss(jnp, p, x, y))
+    part = purejit.jit(single, in_shardings=(whole, rows, rows), out_shardings=whole)
+    assert "remat off (the program runs over several devices" in str(
+        purejit.explain(part, PARAMS, X, Y)
+    )
+    close(part(PARAMS, X, Y), purejit.jit(single)(PARAMS, X, Y))

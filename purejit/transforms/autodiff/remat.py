@@ -56,10 +56,20 @@ def current_settings() -> rp.Settings:
     """The remat settings in force: the lowering's (a jit's compiler options, in this
     thread's trace context), else purejit.config."""
     s = context.active_remat_settings()
-    if s is not None:
-        return s
-    budget = rp.check_budget(config.read("remat_budget"), "purejit.config")
-    return rp.Settings(bool(config.read("remat")), budget)
+    if s is None:
+        budget = rp.check_budget(config.read("remat_budget"), "purejit.config")
+        s = rp.Settings(bool(config.read("remat")), budget)
+    # a shard_map body over a mesh of several devices (vmapped axes bind no devices)
+    if any(getattr(f, "devices_bound", False) and _size(f) > 1 for f in context.axis_env()):
+        return rp.over_devices(s)
+    return s
+
+
+def _size(frame) -> int:
+    n = 1
+    for d in frame.mesh_shape:
+        n *= int(d)
+    return n
 
 
 # ---- pinned values: what a user's checkpoint saves -------------------------------------------
