@@ -36,6 +36,9 @@ values with several users are never recomputed (only transposes, broadcasts, res
 constants and iotas are duplicated, which XLA fuses into their users anyway).
 Never touches: parameters and results of the function, ops with side effects, regions'
 signatures (region bodies are rewritten on their own).
+
+The dimension-order helpers it plans with (permutations, a reshape's dimension groups, the
+operand forms of a dot) are in `_dim_orders.py`.
 """
 
 from __future__ import annotations
@@ -45,32 +48,20 @@ from dataclasses import dataclass
 
 import numpy as np
 from purejit.ir import Function, Op, TensorType, Value, get_op
-from purejit.ir.ops.contraction import DOT_ATTRS
+from purejit.passes._dim_orders import (
+    canonical_dot,
+    disorder,
+    dot_options,
+    inverse,
+    is_identity,
+    permuted,
+    reshape_groups,
+    transpose_bytes,
+)
 from purejit.passes.base import PassResult, has_effect
 
 _MAX_DEPTH = 24  # producers a permutation may travel through
 _BUDGET = 256  # plans considered per decision: keeps the pass linear in program size
-
-
-def _inverse(perm):
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return inv
-
-
-def _is_identity(perm) -> bool:
-    return all(i == p for i, p in enumerate(perm))
-
-
-def _moves_data(shape, perm) -> bool:
-    """Whether `transpose(x, perm)` moves bytes: not when it only moves size-1 dims."""
-    big = [p for p in perm if shape[p] != 1]
-    return big != sorted(big)
-
-
-def _transpose_bytes(v: Value, perm) -> int:
-    return v.type.nbytes if _moves_data(v.type.shape, perm) else 0
 
 
 @functools.lru_cache(maxsize=1024)  # one entry per registered op name
@@ -81,10 +72,6 @@ def _traits(name: str) -> frozenset:
 def _has(op: Op, trait: str) -> bool:
     """`op.has_trait(trait)`, with the registry lookup cached (the pass asks often)."""
     return trait in _traits(op.name)
-
-
-def _permuted(t: TensorType, perm) -> TensorType:
-    return TensorType(tuple(t.shape[p] for p in perm), t.dtype)
 
 
 # how a transpose passes through each producer (ops with the `constant` trait and
@@ -110,14 +97,6 @@ class _Plan:
     saved: int = 0
     children: tuple = ()
     data: object = None
-
-
-def _dot_parts(op: Op):
-    lb, rb, lc, rc = (tuple(op.attrs[k]) for k in DOT_ATTRS)
-    lhs, rhs = op.operands
-    lf = [d for d in range(lhs.type.rank) if d not in lb + lc]
-    rf = [d for d in range(rhs.type.rank) if d not in rb + rc]
-    return lhs, rhs, lb, rb, lc, rc, lf, rf
 
 
 class _Rewriter:
@@ -200,18 +179,18 @@ class _Rewriter:
     def plan(self, v: Value, perm, depth: int = 0) -> _Plan:
         """The cheapest way to obtain `transpose(v, perm)`."""
         perm = tuple(perm)
-        if _is_identity(perm):
+        if is_identity(perm):
             return _Plan("same", v, perm)
         key = (v, perm)
         if key not in self.memo:
             self.budget -= 1
             if self.budget < 0:
-                return _Plan("residual", v, perm, cost=_transpose_bytes(v, perm))
+                return _Plan("residual", v, perm, cost=transpose_bytes(v, perm))
             self.memo[key] = self._plan(v, perm, depth)
         return self.memo[key]
 
     def _plan(self, v: Value, perm, depth: int) -> _Plan:
-        residual = _Plan("residual", v, perm, cost=_transpose_bytes(v, perm))
+        residual = _Plan("residual", v, perm, cost=transpose_bytes(v, perm))
         op = self.producer.get(v)
         if op is None or depth > _MAX_DEPTH or not _has(op, "pure") or op.regions:
             return residual
@@ -234,7 +213,7 @@ class _Rewriter:
         # transpose(transpose(x, p), q) -> transpose(x, p∘q); the inner one dies if unshared
         inner = op.attrs["permutation"]
         child = self.plan(op.operands[0], [inner[p] for p in perm], depth + 1)
-        saved = _transpose_bytes(op.operands[0], inner) if self._single_use(v) else 0
+        saved = transpose_bytes(op.operands[0], inner) if self._single_use(v) else 0
         return _Plan("through", v, perm, child.cost, child.saved + saved, (child,))
 
     def _plan_iota(self, op, v, perm, depth):
@@ -255,7 +234,7 @@ class _Rewriter:
     def _plan_broadcast(self, op, v, perm, depth):
         # transpose(broadcast_in_dim(x, dims), p) -> broadcast_in_dim(transpose(x, σ),
         # sorted(p⁻¹[dims])), σ sorting x's dims by where they land
-        inv = _inverse(perm)
+        inv = inverse(perm)
         dims = [inv[d] for d in op.attrs["broadcast_dimensions"]]
         order = sorted(range(len(dims)), key=lambda j: dims[j])
         child = self.plan(op.operands[0], order, depth + 1)
@@ -264,7 +243,7 @@ class _Rewriter:
     def _plan_reshape(self, op, v, perm, depth):
         # transpose(reshape(x), p) -> reshape(transpose(x, p')) when p moves whole groups of
         # dims that the reshape splits or merges
-        groups = _reshape_groups(op.operands[0].type.shape, v.type.shape)
+        groups = reshape_groups(op.operands[0].type.shape, v.type.shape)
         if groups is None:
             return None
         out_of = {}
@@ -285,59 +264,12 @@ class _Rewriter:
         child = self.plan(op.operands[0], in_perm, depth + 1)
         return _Plan("reshape", v, perm, child.cost, child.saved, (child,))
 
-    def _dot_options(self, op: Op, perm):
-        """Every way to compute `transpose(dot, perm)` as one dot_general with operands in a
-        form XLA takes without copies: yields (swap, operand A, target perm of A, operand B,
-        target perm of B, new attrs)."""
-        lhs, rhs, lb, rb, lc, rc, lf, rf = _dot_parts(op)
-        nb, nlf = len(lb), len(lf)
-        if sorted(perm[:nb]) != list(range(nb)):
-            return
-        sigma = perm[:nb]
-        rest = perm[nb:]
-        lf_ids = set(range(nb, nb + nlf))
-        nrf = len(rf)
-        arrangements = []
-        if set(rest[:nlf]) == lf_ids:
-            arrangements.append((False, rest[:nlf], rest[nlf:]))
-        if set(rest[:nrf]) == set(rest) - lf_ids and set(rest[nrf:]) == lf_ids and nlf and nrf:
-            arrangements.append((True, rest[nrf:], rest[:nrf]))
-        for swap, lf_pos, rf_pos in arrangements:
-            l_free = [lf[p - nb] for p in lf_pos]
-            r_free = [rf[p - nb - nlf] for p in rf_pos]
-            lbatch = [lb[s] for s in sigma]
-            rbatch = [rb[s] for s in sigma]
-            pairs = list(zip(lc, rc))
-            if swap:
-                a, b = rhs, lhs
-                a_batch, b_batch, a_free, b_free = rbatch, lbatch, r_free, l_free
-                pairs = [(r, lft) for lft, r in pairs]
-            else:
-                a, b = lhs, rhs
-                a_batch, b_batch, a_free, b_free = lbatch, rbatch, l_free, r_free
-            for key in (0, 1):
-                ps = sorted(pairs, key=lambda pr: pr[key])
-                a_con = [p[0] for p in ps]
-                b_con = [p[1] for p in ps]
-                for a_form in self.lhs_forms:
-                    a_perm, lcon = _form(a_form, a_batch, a_free, a_con)
-                    for b_form in ("FK", "KF"):
-                        b_perm, rcon = _form(b_form, b_batch, b_free, b_con)
-                        attrs = {
-                            **op.attrs,
-                            "lhs_batching_dimensions": tuple(range(nb)),
-                            "rhs_batching_dimensions": tuple(range(nb)),
-                            "lhs_contracting_dimensions": lcon,
-                            "rhs_contracting_dimensions": rcon,
-                        }
-                        yield swap, a, a_perm, b, b_perm, attrs
-
     def implied_cost(self, op: Op) -> int:
         """Bytes XLA moves to put this dot's operands in order (0: already fine)."""
         best = None
         n = op.results[0].type.rank
-        for _, a, ap, b, bp, _ in self._dot_options(op, tuple(range(n))):
-            c = _transpose_bytes(a, ap) + _transpose_bytes(b, bp)
+        for _, a, ap, b, bp, _ in dot_options(op, tuple(range(n)), self.lhs_forms):
+            c = transpose_bytes(a, ap) + transpose_bytes(b, bp)
             best = c if best is None else min(best, c)
         return best or 0
 
@@ -348,7 +280,7 @@ class _Rewriter:
             return None
         best = None
         implied = self.implied_cost(op)  # the old dot's operand copies go away
-        for swap, a, ap, b, bp, attrs in self._dot_options(op, perm):
+        for swap, a, ap, b, bp, attrs in dot_options(op, perm, self.lhs_forms):
             ca = self.plan(a, ap, depth + 1)
             cb = self.plan(b, bp, depth + 1)
             if self._reorders_constant(ca) or self._reorders_constant(cb):
@@ -371,7 +303,7 @@ class _Rewriter:
     def _build(self, plan: _Plan, memo) -> Value:
         v, perm = plan.value, plan.perm
         op = self.producer.get(v)
-        out_type = _permuted(v.type, perm)
+        out_type = permuted(v.type, perm)
         loc = op.loc if op is not None else None
         if plan.kind == "same":
             return v
@@ -385,7 +317,7 @@ class _Rewriter:
             return self._new(op.name, [], {**op.attrs, "value": value}, out_type, loc)
         if plan.kind == "iota":
             attrs = {**op.attrs, "shape": out_type.shape}
-            attrs["dimension"] = _inverse(perm)[op.attrs["dimension"]]
+            attrs["dimension"] = inverse(perm)[op.attrs["dimension"]]
             return self._new("iota", [], attrs, out_type, loc)
         if plan.kind == "broadcast":
             x = self.build(plan.children[0], memo)
@@ -420,8 +352,8 @@ class _Rewriter:
                 continue
             if op.name == "dot_general":
                 op = self._relayout_dot(op)
-                if op.name == "dot_general" and _canonical_dot(op) is not op:
-                    op = _canonical_dot(op)
+                if op.name == "dot_general" and canonical_dot(op) is not op:
+                    op = canonical_dot(op)
                     self.stats["dots_canonicalised"] += 1
             self._emit(op)
         results = [self.subst.get(v, v) for v in self.fn.results]
@@ -432,7 +364,7 @@ class _Rewriter:
         perm = tuple(op.attrs["permutation"])
         self.memo, self.budget = {}, _BUDGET
         plan = self.plan(x, perm)
-        baseline = _transpose_bytes(x, perm)  # this transpose goes away
+        baseline = transpose_bytes(x, perm)  # this transpose goes away
         if plan.kind == "residual" or plan.cost - plan.saved >= max(baseline, 1):
             return False
         new = self.build(plan, {})
@@ -451,7 +383,7 @@ class _Rewriter:
         n = op.results[0].type.rank
         best = None
         self.memo, self.budget = {}, _BUDGET
-        for swap, a, ap, b, bp, attrs in self._dot_options(op, tuple(range(n))):
+        for swap, a, ap, b, bp, attrs in dot_options(op, tuple(range(n)), self.lhs_forms):
             if swap:
                 continue
             ca, cb = self.plan(a, ap), self.plan(b, bp)
@@ -490,79 +422,23 @@ class _Rewriter:
         on batched attention: 6 copies instead of 4)."""
         best = None
         n = op.results[0].type.rank
-        for swap, a, ap, b, bp, attrs in self._dot_options(op, tuple(range(n))):
+        for swap, a, ap, b, bp, attrs in dot_options(op, tuple(range(n)), self.lhs_forms):
             if swap or any(
-                not _is_identity(p) and self._constant_data(v) for v, p in ((a, ap), (b, bp))
+                not is_identity(p) and self._constant_data(v) for v, p in ((a, ap), (b, bp))
             ):
                 continue
-            cost = _transpose_bytes(a, ap) + _transpose_bytes(b, bp)
-            key = (cost, _disorder(ap, attrs, "lhs"), _disorder(bp, attrs, "rhs"))
+            cost = transpose_bytes(a, ap) + transpose_bytes(b, bp)
+            key = (cost, disorder(ap, attrs, "lhs"), disorder(bp, attrs, "rhs"))
             if best is None or key < best[0]:
                 best = (key, a, ap, b, bp, attrs)
         if best is None or best[0][0] != implied:
             return None
         (cost, *_), a, ap, b, bp, attrs = best
         plans = [
-            _Plan("same" if _is_identity(p) else "residual", v, tuple(p), _transpose_bytes(v, p))
+            _Plan("same" if is_identity(p) else "residual", v, tuple(p), transpose_bytes(v, p))
             for v, p in ((a, ap), (b, bp))
         ]
         return (cost, *plans, attrs)
-
-
-def _disorder(perm, attrs, side: str) -> int:
-    """Pairs of an operand's non-batch dims that `perm` puts out of their order."""
-    nb = len(attrs[f"{side}_batching_dimensions"])
-    rest = perm[nb:]
-    return sum(1 for i in range(len(rest)) for j in range(i + 1, len(rest)) if rest[i] > rest[j])
-
-
-def _form(form: str, batch, free, con):
-    """An operand's dimension order for form "FK" (`[batch, free, contracting]`) or "KF"
-    (`[batch, contracting, free]`), and where its contracting dimensions end up."""
-    nb = len(batch)
-    if form == "FK":
-        return tuple(batch + free + con), tuple(range(nb + len(free), nb + len(free) + len(con)))
-    return tuple(batch + con + free), tuple(range(nb, nb + len(con)))
-
-
-def _canonical_dot(op: Op) -> Op:
-    """Contracting pairs in the order of the left operand's dimensions."""
-    lc, rc = op.attrs["lhs_contracting_dimensions"], op.attrs["rhs_contracting_dimensions"]
-    pairs = sorted(zip(lc, rc))
-    attrs = dict(op.attrs)
-    attrs["lhs_contracting_dimensions"] = tuple(p[0] for p in pairs)
-    attrs["rhs_contracting_dimensions"] = tuple(p[1] for p in pairs)
-    if attrs == op.attrs:
-        return op
-    return Op(op.name, op.operands, attrs, op.results, op.regions, op.loc)
-
-
-def _reshape_groups(src, dst):
-    """Split a reshape into aligned groups `(source dims, result dims)` whose sizes multiply
-    to the same number, in order; a group may have no dims on one side (size-1 dims).
-    None when a zero-size dimension makes the split ambiguous."""
-    if 0 in src or 0 in dst:
-        return None
-    groups, i, j = [], 0, 0
-    while i < len(src) or j < len(dst):
-        gi, gj, pi, pj = [], [], 1, 1
-        if i < len(src):
-            pi, i = src[i], i + 1
-            gi.append(i - 1)
-        if j < len(dst):
-            pj, j = dst[j], j + 1
-            gj.append(j - 1)
-        while pi != pj:
-            if pi < pj and i < len(src):
-                pi, i = pi * src[i], i + 1
-                gi.append(i - 1)
-            elif pj < pi and j < len(dst):
-                pj, j = pj * dst[j], j + 1
-                gj.append(j - 1)
-            else:
-                return None
-        groups.append((gi, gj))
-    return groups
 
 
 def _rewrite(fn: Function, stats: dict, lhs_forms=("FK",), explicit_copies=False) -> Function:

@@ -14,6 +14,8 @@ function at a new level (values it closes over become captured inputs with zero 
 then runs one of the interpreters of `purejit.transforms.autodiff` over it, binding the ops
 they produce into the enclosing trace (so `jit(grad(f))` is one program). Both paths apply
 the same JVP and transpose rules. Reverse mode is linearize + transpose.
+
+The checks of the arguments and results, raising JAX's errors, are in `_autodiff_checks`.
 """
 
 from __future__ import annotations
@@ -28,10 +30,19 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit import numpy as jnp
+from purejit._autodiff_checks import (
+    as_leaf,
+    canonical_argnums,
+    check_cotangent,
+    check_input_dtypes,
+    check_output_leaf,
+    check_scalar_output,
+    check_tangent,
+)
 from purejit.api import Jitted, jit
 from purejit.fused_attention import fuse_for_grad
 from purejit.lax.parallel import typed_in_body
-from purejit.tracing import ShapedArray, Tracer, aval_of
+from purejit.tracing import ShapedArray, aval_of
 from purejit.transforms import trace_closed
 from purejit.transforms.autodiff import (
     Context,
@@ -53,17 +64,6 @@ float0 = pdt.float0
 
 
 # ---- tracing the user's function ------------------------------------------------------------
-
-
-def _as_leaf(x, api: str):
-    if isinstance(x, Tracer):
-        return x
-    try:
-        return jnp.asarray(x)
-    except (TypeError, ValueError) as e:
-        raise TypeError(
-            f"{api}: argument of type {type(x).__name__} is not a valid array ({e})"
-        ) from None
 
 
 class _Traced:
@@ -93,7 +93,7 @@ class _Traced:
             out_leaves, self.out_tree = tree_flatten(out)
             self.num_out = len(out_leaves)
             for x in out_leaves:
-                _check_output_leaf(x, api)
+                check_output_leaf(x, api)
             return [*out_leaves, *aux_leaves]
 
         self.flat = flat
@@ -110,15 +110,6 @@ class _Traced:
         return outs[: self.num_out], outs[self.num_out :]
 
 
-def _check_output_leaf(x, api):
-    if isinstance(x, Tracer) or hasattr(x, "dtype") or isinstance(x, (int, float, complex)):
-        return
-    raise TypeError(
-        f"{api}: the function returned a {type(x).__name__}, which is not an array"
-        f"{errors.at(errors.user_location())}"
-    )
-
-
 def _float0_zeros(aval: ShapedArray):
     return np.zeros(aval.shape, dtype=float0)
 
@@ -130,36 +121,7 @@ def _materialize(t, aval: ShapedArray):
     return instantiate(t, ShapedArray(aval.shape, aval.dtype))
 
 
-def _dtype_name(dt) -> str:
-    return np.dtype(dt).name
-
-
 # ---- jvp, linearize -------------------------------------------------------------------------
-
-
-def _check_tangent(api, p, t, path):
-    pa = aval_of(p)
-    expect = tangent_aval(pa).dtype
-    ta_dtype = np.dtype(t.dtype) if hasattr(t, "dtype") else aval_of(t).dtype
-    t_shape = tuple(np.shape(t)) if not isinstance(t, Tracer) else t.shape
-    if t_shape != pa.shape:
-        raise ValueError(
-            f"{api}: primal and tangent arguments must have equal shapes, got primal shape "
-            f"{pa.shape} and tangent shape {t_shape} at {path}"
-        )
-    if ta_dtype != expect:
-        if expect == float0:
-            raise TypeError(
-                f"{api}: primal and tangent arguments do not match; dtypes must be equal, or "
-                f"in case of int/bool primal dtype the tangent dtype must be float0. Got "
-                f"primal dtype {_dtype_name(pa.dtype)} and so expected tangent dtype float0, "
-                f"but got tangent dtype {_dtype_name(ta_dtype)} instead (at {path})."
-            )
-        raise TypeError(
-            f"{api}: primal and tangent arguments do not match; dtypes must be equal. Got "
-            f"primal dtype {_dtype_name(pa.dtype)} and tangent dtype {_dtype_name(ta_dtype)} "
-            f"at {path}."
-        )
 
 
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
@@ -186,9 +148,9 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
             "primal and tangent arguments to jvp must have the same tree structure; primals "
             f"have tree structure {p_tree} whereas tangents have tree structure {t_tree}."
         )
-    p_leaves = [_as_leaf(x, "jvp") for x in p_leaves]
+    p_leaves = [as_leaf(x, "jvp") for x in p_leaves]
     for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
-        _check_tangent("jvp", p, t, f"leaf {k}")
+        check_tangent("jvp", p, t, f"leaf {k}")
     if all(pdt.is_inexact(aval_of(p).dtype) for p in p_leaves):  # (no float0 tangents)
         unit = compiled_derivative(fun, ("jvp", has_aux), functools.partial(_jvp_of, has_aux))
         if unit is not None:  # jvp(jit(f)): primal and tangent outputs as one program
@@ -196,7 +158,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     tans = []
     for p, t in zip(p_leaves, t_leaves):
         a = tangent_aval(aval_of(p))
-        tans.append(Zero(a) if a.dtype == float0 else _as_leaf(t, "jvp"))
+        tans.append(Zero(a) if a.dtype == float0 else as_leaf(t, "jvp"))
     if eager.is_eager():
         tr = _Traced(fun, p_leaves, p_tree, has_aux, "jvp", eager=True)
         outs, touts = eager.jvp(tr.flat, p_leaves, tans, "purejit.jvp", _NumOut(tr))
@@ -231,7 +193,7 @@ def _jvp_of(has_aux, f):
 
 def _linearize(fun, primals, has_aux, api, transform=None):
     p_leaves, p_tree = tree_flatten(tuple(primals))
-    p_leaves = [_as_leaf(x, api) for x in p_leaves]
+    p_leaves = [as_leaf(x, api) for x in p_leaves]
     if eager.is_eager():
         tr = _Traced(fun, p_leaves, p_tree, has_aux, api, eager=True)
         nonzero = [True] * tr.num_in
@@ -263,9 +225,9 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
                 f"linearize: the tangents have tree structure {t_tree}, the primals {p_tree}"
             )
         for k, (p, t) in enumerate(zip(p_leaves, t_leaves)):
-            _check_tangent("linearize", p, t, f"leaf {k}")
+            check_tangent("linearize", p, t, f"leaf {k}")
         ts = [
-            Zero(a) if a.dtype == float0 else _as_leaf(t, "linearize")
+            Zero(a) if a.dtype == float0 else as_leaf(t, "linearize")
             for t, a in zip(t_leaves, lin.in_avals)
         ]
         ts += [Zero(a) for a in lin.in_avals[len(ts) :]]
@@ -279,27 +241,6 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
 
 
 # ---- vjp, grad ----------------------------------------------------------------------------
-
-
-def _check_cotangent(api, ct_leaves, avals, tree, got_tree):
-    if got_tree != tree:
-        raise TypeError(
-            f"{api}: the cotangent has tree structure {got_tree}, but the function's output "
-            f"has {tree}{errors.at(errors.user_location())}"
-        )
-    for k, (c, a) in enumerate(zip(ct_leaves, avals)):
-        ca = aval_of(c) if not isinstance(c, np.ndarray) or c.dtype != float0 else None
-        want = tangent_aval(a)
-        if ca is None:
-            if want.dtype != float0:
-                raise TypeError(f"{api}: float0 cotangent for output {k} of dtype {a.dtype}")
-            continue
-        if ca.shape != a.shape or (ca.dtype != want.dtype and not ca.weak_type):
-            raise ValueError(
-                f"{api}: the cotangent for output {k} has shape and dtype "
-                f"{ca.str_short()}, but the output is {a.str_short()}; they must match"
-                f"{errors.at(errors.user_location())}"
-            )
 
 
 def vjp(fun: Callable, *primals, has_aux: bool = False):
@@ -355,14 +296,14 @@ class _Pullback:
             lin.residuals = residuals
         n, out_avals, in_avals = len(self.out_avals), self.out_avals, self.in_avals
         ct_leaves, ct_tree = tree_flatten(ct)
-        _check_cotangent("vjp", ct_leaves, out_avals, self.out_tree, ct_tree)
+        check_cotangent("vjp", ct_leaves, out_avals, self.out_tree, ct_tree)
         cts = []
         for c, a in zip(ct_leaves, out_avals):
             ta = tangent_aval(a)
             if ta.dtype == float0:
                 cts.append(Zero(ta))
             else:
-                c = _as_leaf(c, "vjp")
+                c = as_leaf(c, "vjp")
                 if c.dtype != ta.dtype:
                     c = jnp.asarray(c, dtype=ta.dtype)
                 cts.append(c)
@@ -389,72 +330,6 @@ def argnums_partial(fun, nums, args, kwargs=None):
         return fun(*full, **kwargs)
 
     return f, tuple(args[i] for i in nums)
-
-
-def _argnums(argnums, nargs, api):
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    for a in nums:
-        operator.index(a)
-        if not -nargs <= a < nargs:
-            raise TypeError(
-                f"{api}: differentiating with respect to argnums={argnums} requires at least "
-                f"{max(a, -a - 1) + 1} positional arguments to be passed by the caller, but "
-                f"got only {nargs} positional arguments."
-            )
-    return tuple(a % nargs for a in nums)
-
-
-def _check_input_dtypes(api, leaves, holomorphic, allow_int):
-    for x in leaves:
-        dt = aval_of(x).dtype
-        if holomorphic:
-            if dt.kind != "c":
-                raise TypeError(
-                    f"{api} with holomorphic=True requires inputs with complex dtype, but got "
-                    f"{_dtype_name(dt)}."
-                )
-        elif not pdt.is_inexact(dt) and not allow_int:
-            raise TypeError(
-                f"{api} requires real- or complex-valued inputs (input dtype that is a "
-                f"sub-dtype of np.inexact), but got {_dtype_name(dt)}. If you want to use "
-                "Boolean- or integer-valued inputs, use vjp or set allow_int to True"
-                f"{errors.at(errors.user_location())}."
-            )
-
-
-def _check_scalar_output(api, out, holomorphic):
-    leaves, tree = tree_flatten(out)
-    if len(leaves) != 1 or tree.kind is not None:
-        raise TypeError(
-            f"{api}: the function must return a scalar array, but it returned {tree} "
-            f"with {len(leaves)} leaves{errors.at(errors.user_location())}"
-        )
-    a = aval_of(leaves[0])
-    if a.shape != ():
-        raise TypeError(
-            f"Gradient only defined for scalar-output functions. Output had shape: {a.shape}"
-            f"{errors.at(errors.user_location())}. Reduce it (e.g. .sum() or .mean()) or use "
-            "vjp with an explicit cotangent."
-        )
-    if holomorphic:
-        if a.dtype.kind != "c":
-            raise TypeError(
-                f"{api} with holomorphic=True requires outputs with complex dtype, but got "
-                f"{_dtype_name(a.dtype)}."
-            )
-    elif not pdt.is_inexact(a.dtype) or a.dtype.kind == "c":
-        if a.dtype.kind == "c":
-            raise TypeError(
-                f"{api} requires real-valued outputs (output dtype that is a sub-dtype of "
-                f"np.floating), but got {_dtype_name(a.dtype)}. For holomorphic "
-                "differentiation, pass holomorphic=True. For differentiation of "
-                "non-holomorphic functions involving complex outputs, use vjp directly."
-            )
-        raise TypeError(
-            f"{api} requires real-valued outputs (output dtype that is a sub-dtype of "
-            f"np.floating), but got {_dtype_name(a.dtype)}."
-        )
-    return leaves[0]
 
 
 def value_and_grad(
@@ -503,13 +378,14 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes, 
         unit = compiled_derivative(fun, key, make)
         if unit is not None:  # grad(jit(f)): value and gradient as one compiled program
             return unit(*args, **kwargs)
-        f_partial, dyn = argnums_partial(fun, _argnums(argnums, len(args), api), args, kwargs)
-        _check_input_dtypes(api, [_as_leaf(x, api) for x in tree_flatten(dyn)[0]],
-                            holomorphic, allow_int)  # fmt: skip
+        positions = canonical_argnums(argnums, len(args), api)
+        f_partial, dyn = argnums_partial(fun, positions, args, kwargs)
+        dyn_leaves = [as_leaf(x, api) for x in tree_flatten(dyn)[0]]
+        check_input_dtypes(api, dyn_leaves, holomorphic, allow_int)
         got = _vjp(f_partial, dyn, has_aux, f"purejit.{api}")
         ans, vjp_fn = got[0], got[1]
         aux = got[2] if has_aux else None
-        leaf = _check_scalar_output(api, ans, holomorphic)
+        leaf = check_scalar_output(api, ans, holomorphic)
         one = jnp.ones((), aval_of(leaf).dtype)
         g = vjp_fn(tree_unflatten(tree_structure(ans), [one]))
         g = g[0] if isinstance(argnums, int) else g
@@ -604,7 +480,7 @@ def fwd_and_bwd(
         argnums = operator.index(argnums)
 
     def fwd(*args, **kwargs):
-        nums = _argnums(argnums, len(args), "fwd_and_bwd")
+        nums = canonical_argnums(argnums, len(args), "fwd_and_bwd")
         f_partial, dyn = argnums_partial(fun, nums, args, kwargs)
         return vjp(f_partial, *dyn, has_aux=has_aux)
 

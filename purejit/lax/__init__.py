@@ -43,8 +43,6 @@ from purejit.lax.parallel import (  # noqa: F401  (collectives, for shard_map bo
 )
 from purejit.lax.scan import fori_loop, map, scan
 from purejit.lax.ops import (
-    argmax,
-    argmin,
     binary,
     bitcast_convert_type,
     broadcast,
@@ -76,12 +74,10 @@ from purejit.lax.ops import (
     round,
     select,
     slice,
-    sort,
-    sort_key_val,
     squeeze,
-    top_k,
     transpose,
 )
+from purejit.lax.sorting import argmax, argmin, sort, sort_key_val, top_k
 
 from purejit.lax.elementwise import (
     add,

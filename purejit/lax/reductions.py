@@ -17,7 +17,8 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit.lax._lift import lift as _lift
-from purejit.lax.ops import _monoid_region, broadcasted_iota, reduction_identity, slice, sort, top_k
+from purejit.lax.ops import _monoid_region, broadcasted_iota, reduction_identity, slice
+from purejit.lax.sorting import sort, top_k
 from purejit.runtime.array import Array
 from purejit.tracing import bind
 

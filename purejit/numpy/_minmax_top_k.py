@@ -11,6 +11,7 @@ import numpy as np
 from purejit.lax import ops as lax
 from purejit.lax._lift import lift as _lift
 from purejit.lax.elementwise import add, bitwise_not, neg
+from purejit.lax.sorting import top_k as lax_top_k
 from purejit.numpy._reductions import max as _max
 from purejit.numpy._reductions import min as _min
 
@@ -34,13 +35,13 @@ def top_k(a, k, /, *, axis=-1, mode="largest", sorted=True):  # noqa: A002
         raise ValueError(f"mode must be 'largest' or 'smallest', got {mode!r}")
     axis = lax.canonical_axis(axis, arr.ndim, "top_k")
     if mode == "largest":
-        return lax.top_k(arr, k, axis=axis)
+        return lax_top_k(arr, k, axis=axis)
     if arr.dtype == np.bool_:
-        vals, idx = lax.top_k(bitwise_not(arr), k, axis=axis)
+        vals, idx = lax_top_k(bitwise_not(arr), k, axis=axis)
         return bitwise_not(vals), idx
     if arr.dtype.kind == "u":
         one = np.ones((), arr.dtype)
-        vals, idx = lax.top_k(neg(add(arr, one)), k, axis=axis)
+        vals, idx = lax_top_k(neg(add(arr, one)), k, axis=axis)
         return neg(add(vals, one)), idx
-    vals, idx = lax.top_k(neg(arr), k, axis=axis)
+    vals, idx = lax_top_k(neg(arr), k, axis=axis)
     return neg(vals), idx

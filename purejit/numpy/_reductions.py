@@ -10,7 +10,7 @@ import numpy as np
 from purejit import dtypes as pdt
 from purejit import errors
 from purejit.ir import dtypes as irdt
-from purejit.lax import ops as lax_ops
+from purejit.lax.sorting import arg_reduce
 from purejit.numpy._arithmetic import imag, real
 from purejit.numpy._core import (
     _lift,
@@ -224,7 +224,7 @@ def _argreduce(a, axis, keepdims, find_max, name):
         ax = 0
     else:
         (ax,) = normalize_axes(axis, x.ndim, name)
-    out = lax_ops.arg_reduce(x, ax, pdt.default_int(), find_max=find_max)
+    out = arg_reduce(x, ax, pdt.default_int(), find_max=find_max)
     if keepdims:
         out = expand_dims(out, ax) if axis is not None else reshape(out, [1] * _lift(a).ndim)
     return out

@@ -17,6 +17,8 @@ from purejit import dtypes as pdt
 from purejit import errors
 from purejit.lax import ops as lax
 from purejit.lax.scan import fori_loop
+from purejit.lax.sorting import sort as lax_sort
+from purejit.lax.sorting import top_k as lax_top_k
 from purejit.numpy import _core as c
 from purejit.numpy import _arithmetic as arith
 from purejit.numpy._creation import _eager, arange, full, linspace, zeros
@@ -230,7 +232,7 @@ def lexsort(keys, axis: int = -1):
         raise TypeError("lexsort: keys must be at least 1-D")
     ax = _axis(axis, ks[0].ndim, "lexsort")
     idx = lax.broadcasted_iota(pdt.default_int(), ks[0].shape, ax)
-    out = lax.sort((*ks[::-1], idx), dimension=ax, is_stable=True, num_keys=len(ks))
+    out = lax_sort((*ks[::-1], idx), dimension=ax, is_stable=True, num_keys=len(ks))
     return out[-1]
 
 
@@ -248,8 +250,8 @@ def partition(a, kth: int, axis: int = -1):
     if x.dtype.kind == "c":
         raise NotImplementedError("partition of complex arrays (as in jax.numpy)")
     # as JAX: the k+1 smallest in ascending order, then the rest in descending order
-    bottom, _ = lax.top_k(_negate_order(x), kth + 1)
-    top, _ = lax.top_k(x, n - kth - 1)
+    bottom, _ = lax_top_k(_negate_order(x), kth + 1)
+    top, _ = lax_top_k(x, n - kth - 1)
     out = concatenate([_negate_order(bottom), top], axis=-1)
     return moveaxis(out, -1, ax)
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit.lax import ops as lax
+from purejit.lax.sorting import sort as lax_sort
 from purejit.numpy._core import _lift, convert
 
 
@@ -32,7 +33,7 @@ def sort(
     x, ax = _flat_axis(_lift(a), axis)
     if x.ndim == 0:
         raise ValueError("sort: cannot sort a 0-d array along an axis")
-    out = lax.sort(x, dimension=ax, is_stable=stable)
+    out = lax_sort(x, dimension=ax, is_stable=stable)
     return lax.rev(out, (ax,)) if descending else out
 
 
@@ -55,7 +56,7 @@ def argsort(
     idx = lax.broadcasted_iota(pdt.default_int(), x.shape, ax)
     if descending:  # sort the reversed array, then reverse back: ties keep their order
         x, idx = lax.rev(x, (ax,)), lax.rev(idx, (ax,))
-    _, out = lax.sort((x, idx), dimension=ax, is_stable=stable, num_keys=1)
+    _, out = lax_sort((x, idx), dimension=ax, is_stable=stable, num_keys=1)
     return lax.rev(out, (ax,)) if descending else out
 
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from purejit.backend import pjrt
 from purejit.ir import interpret, parse, print_function, verify
-from purejit.passes.layout import LayoutAssignment, _reshape_groups
+from purejit.passes._dim_orders import reshape_groups
+from purejit.passes.layout import LayoutAssignment
 from tolerance import dot_tol
 
 
@@ -187,7 +188,7 @@ def test_transpose_through_reshape_moves_whole_groups():
     ],
 )
 def test_reshape_groups(src, dst, groups):
-    assert _reshape_groups(src, dst) == groups
+    assert reshape_groups(src, dst) == groups
 
 
 def _attention(xp, x, wq, wk, wv, wo):
