@@ -99,7 +99,7 @@ def case_calibration_persists_under_cache_dir():
         os.chmod(d, 0o700)
         purejit.config.update("cache_dir", d)
         try:
-            calibration.measure = lambda devs: raw.append(saved(devs)) or raw[-1]
+            calibration.measure = lambda devs, method: raw.append(saved(devs, method)) or raw[-1]
             first, _ = calibration.calibration()
             # the fixed costs come from the timed ring and plain programs
             (m,) = raw
@@ -124,7 +124,7 @@ def case_calibration_persists_under_cache_dir():
             assert len(raw) == 1 and again == first, (again, first)  # loaded, not measured
             # a file from before the fixed costs were measured is measured again (by a
             # stand-in that gives the first figures back)
-            calibration.measure = lambda devs: raw.append(m) or m
+            calibration.measure = lambda devs, method: raw.append(m) or m
             calibration.forget()
             old = {k: v for k, v in stored.items() if k != "plain_latency_s"}
             with open(path, "w") as f:
