@@ -170,3 +170,65 @@ def case_calibration_is_kept_per_device_count_of_the_program():
     assert "calibration" in next(r for r in low.records if r.name == "collective_matmul").report
     assert list(calibration._memory) == [("cpu", 4)], calibration._memory
     calibration.forget()
+
+
+def case_anchor_programs_compute_the_layer():
+    """The anchor method's two SPMD programs run the same layers: tanh applied `reps` times
+    to the fill 1 (x = 1, w1 = 1 / k, w2 = 1 / (f n): each layer gives tanh(x) back)."""
+    from purejit.backend import calibration_mlp
+
+    for n, reps in ((2, 2), (8, 1)):
+        devices = purejit.devices()[:n]
+        want = 1.0
+        for _ in range(reps):
+            want = np.tanh(want)
+        for ring in (True, False):
+            text = calibration_mlp.mlp_module(ring, n, 16, 32, 24, reps, "f32")
+            outs = calibration_mlp.compile_spmd(text, devices).execute_sharded([])
+            got = [float(np.asarray(b)[0]) for a in outs.disassemble_into_single_device_arrays()
+                   for b in a]  # fmt: skip
+            np.testing.assert_allclose(got, [want] * n, rtol=1e-6)
+
+
+def case_anchor_calibration_is_measured_and_kept_apart():
+    """PUREJIT_CALIBRATION_METHOD=anchor: measured on the devices, D kept as the ring and
+    plain programs' remainders say (shifted, not floored), kept under its own key."""
+    import tempfile
+
+    from purejit.backend import calibration as backend
+
+    calibration.forget()
+    raw = []
+    saved = calibration.measure
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o700)
+        purejit.config.update("cache_dir", d)
+        os.environ["PUREJIT_CALIBRATION_METHOD"] = "anchor"
+        try:
+            calibration.measure = lambda devs, method: raw.append(saved(devs, method)) or raw[-1]
+            cal, _ = calibration.calibration()
+            (m,) = raw
+            assert m["method"] == "anchor" and len(m["ring_rounds_s"]) == 3, m
+            shape = (8, *backend._CPU_ANCHOR["ring"], 4)
+            step = backend.ring_step_latency(
+                m["ring_s"], *shape, m["link_bytes_per_s"], m["flops_per_s"], m["overlap"]
+            )
+            plain = backend.plain_latency(
+                m["plain_s"], *shape, m["collective_bytes_per_s"], m["flops_per_s"]
+            )
+            d_fixed = 7 * cal.step_latency_s - cal.plain_latency_s
+            assert abs(d_fixed - (7 * step - plain)) < 1e-12, (cal, step, plain)
+            assert min(cal.step_latency_s, cal.plain_latency_s) >= 0, cal
+            assert list(calibration._memory) == [("cpu", 8, "anchor")], calibration._memory
+            files = [n for n in os.listdir(d) if n.startswith("calibration-")]
+            calibration.forget()
+            os.environ.pop("PUREJIT_CALIBRATION_METHOD")
+            calibration.measure = lambda devs, method: raw.append(method) or m
+            calibration.calibration()  # the default method: its own file, measured anew
+            assert raw[1:] == ["remainder"], raw[1:]
+            assert len([n for n in os.listdir(d) if n.startswith("calibration-")]) == 2, files
+        finally:
+            os.environ.pop("PUREJIT_CALIBRATION_METHOD", None)
+            calibration.measure = saved
+            purejit.config.update("cache_dir", None)
+            calibration.forget()
