@@ -231,6 +231,7 @@ def _run_row(args, n: int, shape, path: str) -> dict:
     with open(path) as fh:
         row = json.load(fh)
     row["wall_s"] = wall
+    row["calibration_method"] = _methods(args)[0] or "default"
     return row
 
 
@@ -265,6 +266,8 @@ def _table(rows: list[dict]) -> str:
         "process; median of interleaved rounds). Step times in ms. Goals: auto ≤ 1.02x the "
         "better of on/off; auto ≤ 1.0x the better JAX variant; T=16384 D=2048 ≥ 1.10x faster "
         "than JAX's shard_map.",
+        "",
+        f"auto's calibration method: {(first or {}).get('calibration_method', 'default')}",
         "",
         "| n | T | D | F | off | on | auto (chose) | jax shard_map | jax jit | "
         "auto / best on-off | auto / best JAX | windowed loop |",

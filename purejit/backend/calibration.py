@@ -21,6 +21,15 @@ is spread over many steps:
 The programs are per-device (replicas, no partitioner), so they need no inputs: the buffers
 are made inside the program before the loop. With several processes every process must run
 `measure` (the ring crosses process boundaries); each gets its own figures.
+
+Two methods (`PUREJIT_CALIBRATION_METHOD`). "remainder" (the default, session 12's) is the
+above, each program's time the best of 3 runs, the fixed costs floored at 0 each. "anchor"
+times the MLP as `calibration_mlp`'s SPMD layers (what a user's shard_map program compiles
+to), every program as the median of interleaved rounds, and keeps the difference of the two
+fixed costs, which is all that decides: with it the model's ring - plain at the measured
+size is the measured one, and the matmul rate drops out of it wherever a ring step's multiply
+outlasts its transfer. On GPUs its layer moves a 25 MB block a ring step, between the blocks
+of the two rows whose decision flips at n = 2 (`docs/benchmarks/multigpu_s12.md`, session 15).
 """
 
 from __future__ import annotations
