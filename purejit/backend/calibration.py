@@ -409,7 +409,8 @@ def measure(devices: Sequence, method: str | None = None) -> dict:
         rings as the pass emits them and of the collectives and matmuls they replace, and
         `step_latency_s` and `plain_latency_s` what these cost beyond the cost model's terms
         of bytes and flops (`fixed_costs`); `transfer_latency_s` is one small ring
-        transfer's time; `seconds` is how long the measurement took, compiles included.
+        transfer's time; `seconds` is how long the measurement took, compiles included
+        (`compile_seconds` of it).
         Method "remainder" (session 12's): each time the best of 3 runs, the MLP programs
         replica loops, both fixed costs floored at 0. Method "anchor": each time the median
         of interleaved rounds, the MLP programs SPMD layers as a user's program runs them
@@ -425,6 +426,7 @@ def measure(devices: Sequence, method: str | None = None) -> dict:
     size = (_GPU_ANCHOR if gpu else _CPU_ANCHOR) if anchor else (_GPU if gpu else _CPU)
     progs = _programs(devices, size, gpu, method)
     exes = _compile_all(progs)
+    t_compiled = time.perf_counter()
     raw: dict = {}
     if anchor:
         got = time_rounds({name: (lambda e=exes[name]: _run(e)) for name in progs},
@@ -437,6 +439,7 @@ def measure(devices: Sequence, method: str | None = None) -> dict:
     out = derive(t, n, size, gpu, method)
     out.update(raw)
     out["method"] = method
+    out["compile_seconds"] = t_compiled - t_start
     out["seconds"] = time.perf_counter() - t_start
     return out
 
