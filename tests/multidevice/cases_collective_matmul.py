@@ -232,3 +232,38 @@ def case_anchor_calibration_is_measured_and_kept_apart():
             calibration.measure = saved
             purejit.config.update("cache_dir", None)
             calibration.forget()
+
+
+def case_anchor_programs_compile_to_the_users_ops():
+    """After XLA's optimizations (CPU), the anchor's SPMD layer holds the collectives,
+    matmuls, slices, updates, loops and tanh that purejit compiles for a user's shard_map
+    layer of the same shapes, with the pass on and off (what differs is the operands' fills
+    and the one element read back)."""
+    import collections
+    import re
+
+    from purejit.backend import calibration_mlp
+
+    n, rows, k, f = 4, 16, 32, 24  # 4 devices: XLA keeps the rings' loops (2 inline)
+    mesh = Mesh(np.array(purejit.devices()[:n]), ("i",))
+    specs = (P("i"), P(None, "i"), P("i"))
+    layer = purejit.shard_map(body, mesh=mesh, in_specs=specs, out_specs=P("i"))
+    args = (X[: n * rows, :k], W1[:k, : n * f], W2[: n * f, :k])
+    kept = ("collective-permute", "all-gather", "reduce-scatter", "dot", "dynamic-slice",
+            "dynamic-update-slice", "while", "tanh")  # fmt: skip
+
+    def ops(text):
+        got = collections.Counter()
+        for line in text.splitlines():  # `%name = TYPE op(...)`, TYPE maybe a tuple
+            m = re.search(r"(?:^|[\s)])([a-z][a-z\-]*)\(", line.partition(" = ")[2])
+            got[m.group(1) if m else None] += 1
+        return {name: got[name] for name in kept}
+
+    for mode in ("on", "off"):
+        f_ = purejit.jit(layer, passes=Pipeline([CollectiveMatmul(mode=mode), *default_passes()]))
+        user = ops(f_.lower(*args).compile().as_text())
+        text = calibration_mlp.mlp_module(mode == "on", n, rows, k, f, 1, "f32")
+        exe = calibration_mlp.compile_spmd(text, purejit.devices()[:n])
+        assert ops(exe.hlo_modules()[0].to_string()) == user, (mode, user)
+        assert user["collective-permute" if mode == "on" else "all-gather"] >= 1, user
+        assert user["while"] == (2 if mode == "on" else 0) and user["tanh"] == 1, user
