@@ -176,14 +176,18 @@ def _remat_patch(name: str) -> tuple[str, dict]:
     """A form's name without its `[NAME=VALUE;...]` suffix, and the module globals of
     `passes.remat` (and `passes._remat_cost`, where the cost model reads them) the suffix sets
     while the form compiles (a diagnostic of the remat cost model's constants:
-    `purejit [TRAFFIC_WEIGHT=16.0]`)."""
+    `purejit [TRAFFIC_WEIGHT=16.0]`). A value is JSON, else the string as written:
+    `purejit [LAYER_NORM_PLAN=recompute]`."""
     if not name.endswith("]") or "[" not in name:
         return name, {}
     base, _, spec = name[:-1].partition("[")
     patch = {}
     for item in spec.split(";"):
         k, _, v = item.partition("=")
-        patch[k.strip()] = json.loads(v.strip())
+        try:
+            patch[k.strip()] = json.loads(v.strip())
+        except json.JSONDecodeError:
+            patch[k.strip()] = v.strip()
     return base.strip(), patch
 
 
