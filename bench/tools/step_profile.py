@@ -122,7 +122,7 @@ def _compiled(name, forms, params, x, y):
 
     import purejit
 
-    from purejit.passes import _remat_cost, remat
+    from purejit.passes import _remat_cost, remat, split_projection
 
     base, xla = _xla_options(name)
     base, patch = _remat_patch(base)
@@ -137,8 +137,10 @@ def _compiled(name, forms, params, x, y):
     if xla:
         os.environ["PUREJIT_XLA_OPTIONS"] = xla
     # each name is set where it is read: the cost model's in passes/_remat_cost.py
-    # (passes/remat.py reads them through it), the cut's in passes/remat.py
-    holder = {k: _remat_cost if hasattr(_remat_cost, k) else remat for k in patch}
+    # (passes/remat.py reads them through it), the projection split's in
+    # passes/split_projection.py, the cut's in passes/remat.py
+    holder = {k: next((m for m in (_remat_cost, split_projection) if hasattr(m, k)), remat)
+              for k in patch}  # fmt: skip
     old = {k: getattr(holder[k], k) for k in patch}
     for k, v in patch.items():
         setattr(holder[k], k, v)
@@ -174,8 +176,9 @@ def _xla_options(name: str) -> tuple[str, str]:
 
 def _remat_patch(name: str) -> tuple[str, dict]:
     """A form's name without its `[NAME=VALUE;...]` suffix, and the module globals of
-    `passes.remat` (and `passes._remat_cost`, where the cost model reads them) the suffix sets
-    while the form compiles (a diagnostic of the remat cost model's constants:
+    `passes.remat` (and `passes._remat_cost`, where the cost model reads them, and
+    `passes.split_projection`) the suffix sets while the form compiles (a diagnostic of the
+    remat cost model's constants:
     `purejit [TRAFFIC_WEIGHT=16.0]`). A value is JSON, else the string as written:
     `purejit [LAYER_NORM_PLAN=recompute]`."""
     if not name.endswith("]") or "[" not in name:
