@@ -48,6 +48,7 @@ for step in "$@"; do
     attention4096) timeout 300 python3 -m bench.attention --out "$OUT/attention" --rounds 5 --lengths 4096 > "$OUT/attention.log" 2>&1 ;;
     attention2k) timeout 200 python3 -m bench.attention --out "$OUT/attention2k" --rounds 5 --lengths 2048 > "$OUT/attention2k.log" 2>&1 ;;
     attention) timeout 200 python3 -m bench.attention --out "$OUT/attention" --rounds 5 > "$OUT/attention.log" 2>&1 ;;
+    profile_s15) timeout 300 python3 -m bench.tools.step_profile --out "$OUT/profile_s15" --forms 'purejit,purejit [LAYER_NORM_PLAN=recompute],purejit [COLUMNS=product],purejit [LAYER_NORM_PLAN=recompute;COLUMNS=product],purejit {xla_disable_hlo_passes=splitk-rewriter},jax cudnn attention' > "$OUT/profile_s15.log" 2>&1 ;;
     *) echo "unknown step $step" ;;
   esac
   echo "$step: rc=$? $(( $(date +%s) - start )) s" >> "$OUT/steps.txt"
