@@ -4,9 +4,6 @@ mesh size, each in a fresh process, gathered into one table.
     python -m bench.tp_mlp_sweep --out DIR                       # n = 2 and 4 GPUs
     python -m bench.tp_mlp_sweep --out DIR --devices 2 --shapes 2048x2048
     python -m bench.tp_mlp_sweep --out DIR --cpu-devices 8 --devices 2,4 --shapes 512x256
-    python -m bench.tp_mlp_sweep --out DIR --devices 2,4 --calibrations 5 --shapes none
-    python -m bench.tp_mlp_sweep --out DIR --devices 2 --calibrations 5 \
-        --calibration-method anchor,remainder        # rows with anchor, both calibrated
 
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row measures its
@@ -17,19 +14,6 @@ default (`auto`) within 1.0x of the better JAX variant (`shard_map`, and `jit` w
 windowed einsum on GPUs); and the communication-heavy shape (T=16384, D=2048) at least 1.10x
 faster than JAX's `shard_map`. Writes DIR/tp_mlp_sweep_<platform>.md and .json; a row whose
 process fails records the tail of its output.
-
-`--calibrations K` first measures the calibration alone in K fresh processes per mesh size
-(`purejit.backend.calibration.measure`, every figure and program time it takes) and tables
-how much its figures vary between processes, and (n - 1) * step latency - plain latency,
-what decides a shape with the fixed costs (DIR/tp_mlp_calibrations_<platform>.md and .json).
-`--shapes none` runs only that.
-
-`--calibration-method M[,M2...]` sets `PUREJIT_CALIBRATION_METHOD` (how `auto` measures its
-figures: "remainder", session 12's default, or "anchor") for every row, which uses the first
-method listed, and measures `--calibrations K` processes of each method listed, the methods
-taking turns, so their figures and seconds compare within one call. `python -m
-bench.tools.tp_mlp_fit DIR --calibrations DIR/tp_mlp_calibrations_<platform>.json` then
-decides every row with each process's figures.
 """
 
 from __future__ import annotations
@@ -63,148 +47,7 @@ def _parse(argv):
     p.add_argument("--iters", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per row")
-    p.add_argument(
-        "--calibrations",
-        type=int,
-        default=0,
-        help="also measure the calibration alone in this many fresh processes per n",
-    )
-    p.add_argument(
-        "--calibration-method",
-        default=None,
-        help="PUREJIT_CALIBRATION_METHOD for the rows (the first) and the calibrations (each)",
-    )
-    p.add_argument("--measure-calibration", type=int, default=None, help=argparse.SUPPRESS)
-    p.add_argument("--json", default=None, help=argparse.SUPPRESS)
     return p.parse_args(argv)
-
-
-def _methods(args) -> list:
-    """The calibration methods asked for ([None]: purejit's default)."""
-    return args.calibration_method.split(",") if args.calibration_method else [None]
-
-
-def _env(method) -> dict:
-    env = dict(os.environ)
-    if method:
-        env["PUREJIT_CALIBRATION_METHOD"] = method
-    return env
-
-
-def _measure_child(args) -> None:
-    """In a fresh process: the calibration of the first `--measure-calibration` devices,
-    written to `--json`."""
-    if args.cpu_devices:
-        os.environ["XLA_FLAGS"] = (
-            os.environ.get("XLA_FLAGS", "")
-            + f" --xla_force_host_platform_device_count={args.cpu_devices}"
-        )
-        os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from purejit.backend import calibration, pjrt
-
-    devices = list(pjrt.devices())[: args.measure_calibration]
-    m = calibration.measure(devices)
-    m["device_kind"], m["platform"] = str(devices[0].device_kind), devices[0].platform
-    with open(args.json, "w") as fh:
-        json.dump(m, fh, indent=2)
-
-
-def _calibrations(args, n: int) -> list[dict]:
-    """`args.calibrations` measurements of the calibration on `n` devices per method, each in
-    a fresh process (as a user's first `auto` compile measures it), the methods in turn."""
-    out = []
-    for k in range(args.calibrations):
-        for method in _methods(args):
-            path = os.path.join(args.out, f"calibration_n{n}_{method or 'default'}_{k}.json")
-            cmd = [sys.executable, "-m", "bench.tp_mlp_sweep", "--out", args.out, "--json",
-                   path, "--measure-calibration", str(n)]  # fmt: skip
-            if args.cpu_devices:
-                cmd += ["--cpu-devices", str(args.cpu_devices)]
-            try:
-                proc = subprocess.run(
-                    cmd, capture_output=True, text=True, timeout=args.timeout, env=_env(method)
-                )
-                ok = proc.returncode == 0 and os.path.exists(path)
-                tail = (proc.stdout + proc.stderr)[-1500:]
-            except subprocess.TimeoutExpired:
-                ok, tail = False, f"timed out after {args.timeout:.0f} s"
-            if ok:
-                with open(path) as fh:
-                    rec = json.load(fh)
-                rec["devices"] = n
-                out.append(rec)
-            else:
-                out.append({"devices": n, "method": method, "error": tail})
-            print(f"calibration n={n} {method or 'default'} #{k}: {'ok' if ok else 'failed'}",
-                  flush=True)  # fmt: skip
-    return out
-
-
-def _spread(m: dict) -> str:
-    """(slowest - fastest) / median of the anchor's ring and plain rounds."""
-    got = []
-    for key in ("ring_rounds_s", "plain_rounds_s"):
-        v = sorted(m.get(key) or [])
-        if v:
-            got.append((v[-1] - v[0]) / v[len(v) // 2])
-    return f"{max(got):.3f}" if got else "-"
-
-
-CAL_COLUMNS = (  # (title, key or function of the record, scale, format)
-    ("method", lambda m: m.get("method", "remainder"), None, ""),
-    ("flops TFLOP/s", "flops_per_s", 1e-12, ".3g"),
-    ("link GB/s", "link_bytes_per_s", 1e-9, ".3g"),
-    ("collective GB/s", "collective_bytes_per_s", 1e-9, ".3g"),
-    ("overlap", "overlap", 1.0, ".2f"),
-    ("step latency us", "step_latency_s", 1e6, ".1f"),
-    ("plain latency us", "plain_latency_s", 1e6, ".1f"),
-    ("(n-1) step - plain us",
-     lambda m: (m["devices"] - 1) * m["step_latency_s"] - m["plain_latency_s"], 1e6, ".1f"),
-    ("ring / plain ms",
-     lambda m: f"{m['ring_s'] * 1e3:.3f} / {m['plain_s'] * 1e3:.3f}", None, ""),
-    ("ring - plain us", lambda m: m["ring_s"] - m["plain_s"], 1e6, ".1f"),
-    ("spread", _spread, None, ""),
-    ("seconds (compiles)",
-     lambda m: f"{m['seconds']:.2f} ({m.get('compile_seconds', float('nan')):.2f})", None, ""),
-)  # fmt: skip
-
-
-def _cal_table(recs: list[dict]) -> str:
-    lines = [
-        "# Collective-matmul calibration, measured in fresh processes",
-        "",
-        "`python -m bench.tp_mlp_sweep --calibrations K`: each row one process's "
-        "`purejit.backend.calibration.measure`. ring / plain: one MLP layer's rings and its "
-        "plain program (per repetition); spread: the largest (slowest - fastest) / median of "
-        "the anchor's ring and plain rounds; seconds include the compiles (budget 2 s).",
-        "",
-        "| n | " + " | ".join(c[0] for c in CAL_COLUMNS) + " |",
-        "|---:|" + "---:|" * len(CAL_COLUMNS),
-    ]
-    for m in recs:
-        if "error" in m:
-            lines.append(f"| {m['devices']} | failed: {m['error'].strip()[-120:]!r} |")
-            continue
-        cells = []
-        for _, key, scale, fmt in CAL_COLUMNS:
-            v = key(m) if callable(key) else m[key]
-            cells.append(v if scale is None else format(v * scale, fmt))
-        lines.append(f"| {m['devices']} | " + " | ".join(cells) + " |")
-    lines.append("")
-    groups = sorted({(m["devices"], m.get("method") or "remainder") for m in recs})
-    for n, method in groups:
-        got = [m for m in recs if m["devices"] == n and "error" not in m
-               and (m.get("method") or "remainder") == method]  # fmt: skip
-        if len(got) > 1:
-            d = [((n - 1) * m["step_latency_s"] - m["plain_latency_s"]) * 1e6 for m in got]
-            rp = [(m["ring_s"] - m["plain_s"]) * 1e6 for m in got]
-            secs = [m["seconds"] for m in got]
-            lines.append(
-                f"- n={n} {method}: (n-1) step - plain latency {min(d):.1f} to {max(d):.1f} us, "
-                f"ring - plain {min(rp):.1f} to {max(rp):.1f} us over {len(got)} processes; "
-                f"calibration {min(secs):.2f}-{max(secs):.2f} s"
-            )
-    return "\n".join(lines) + "\n"
 
 
 def _run_row(args, n: int, shape, path: str) -> dict:
@@ -217,9 +60,7 @@ def _run_row(args, n: int, shape, path: str) -> dict:
         cmd += ["--cpu-devices", str(args.cpu_devices)]
     start = time.perf_counter()
     try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=args.timeout, env=_env(_methods(args)[0])
-        )
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
         log, rc = proc.stdout + proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as e:
         log = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -232,7 +73,6 @@ def _run_row(args, n: int, shape, path: str) -> dict:
     with open(path) as fh:
         row = json.load(fh)
     row["wall_s"] = wall
-    row["calibration_method"] = _methods(args)[0] or "default"
     return row
 
 
@@ -268,8 +108,6 @@ def _table(rows: list[dict]) -> str:
         "better of on/off; auto ≤ 1.0x the better JAX variant; T=16384 D=2048 ≥ 1.10x faster "
         "than JAX's shard_map.",
         "",
-        f"auto's calibration method: {(first or {}).get('calibration_method', 'default')}",
-        "",
         "| n | T | D | F | off | on | auto (chose) | jax shard_map | jax jit | "
         "auto / best on-off | auto / best JAX | windowed loop |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
@@ -301,23 +139,7 @@ def _table(rows: list[dict]) -> str:
 
 def main(argv=None):
     args = _parse(argv)
-    if args.measure_calibration:
-        return _measure_child(args)
     os.makedirs(args.out, exist_ok=True)
-    if args.calibrations:
-        recs = [
-            m for n in (int(x) for x in args.devices.split(",")) for m in _calibrations(args, n)
-        ]
-        plat = next((m["platform"] for m in recs if "platform" in m), "unknown")
-        base = os.path.join(args.out, f"tp_mlp_calibrations_{plat}")
-        with open(base + ".json", "w") as fh:
-            json.dump(recs, fh, indent=2)
-        table = _cal_table(recs)
-        with open(base + ".md", "w") as fh:
-            fh.write(table)
-        print(table, flush=True)
-    if args.shapes == "none":
-        return []
     shapes = [_shape(s) for s in args.shapes.split(",")] if args.shapes else SHAPES
     rows = []
     for n in (int(x) for x in args.devices.split(",")):

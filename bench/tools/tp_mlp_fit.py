@@ -6,9 +6,6 @@ pass-off and pass-on programs.
     python -m bench.tools.tp_mlp_fit DIR                          # as measured
     python -m bench.tools.tp_mlp_fit DIR --step-latency-us 40,60,80 --plain-latency-us 30 --rows
     python -m bench.tools.tp_mlp_fit DIR --extra-us 0,20,40,60
-    python -m bench.tools.tp_mlp_fit DIR --check                  # per row, Markdown
-    python -m bench.tools.tp_mlp_fit DIR --anchor 3072x4096x4096  # what an anchor must read
-    python -m bench.tools.tp_mlp_fit DIR --calibrations CAL.json  # each process's figures
 
 `--step-latency-us` sets the calibration's `step_latency_s` (a ring step's fixed cost),
 `--plain-latency-us` its `plain_latency_s` (the plain program's), `--extra-us` adds to the
@@ -32,8 +29,6 @@ import glob
 import json
 import os
 from dataclasses import replace
-
-import numpy as np
 
 from purejit.passes.collective_matmul import Calibration, estimate_seconds
 
@@ -101,198 +96,6 @@ def decide(rows: list[dict], step_s=None, plain_s=None, extra_s: float = 0.0) ->
     return out
 
 
-RATES = ("link_bytes_per_s", "flops_per_s", "collective_bytes_per_s", "overlap")
-
-
-def median_rates(rows: list[dict]) -> dict[int, dict]:
-    """Per mesh size, the median over its rows' calibrations of every rate and the overlap."""
-    by_n: dict[int, list[dict]] = {}
-    for d in rows:
-        by_n.setdefault(d["devices"], []).append(d["results"]["purejit_auto"]["calibration"])
-    return {n: {k: float(np.median([c[k] for c in cals])) for k in RATES}
-            for n, cals in by_n.items()}  # fmt: skip
-
-
-def sweep_intercept(rows: list[dict]) -> dict[int, float | None]:
-    """Per mesh size, D from the pass on - pass off of its rows: per (D, F) group a line over
-    T, all groups through one intercept, half of it (two rewrites a row). Least squares
-    weighted by 1 / the pass-off time: a row's noise grows with its time (a 15 ms row's 1%
-    is 150 us, many times the fixed costs)."""
-    out = {}
-    for n in sorted({d["devices"] for d in rows}):
-        mine = [d for d in rows if d["devices"] == n]
-        groups = sorted({(d["D"], d["F"]) for d in mine})
-        if len({(d["D"], d["F"], d["T"]) for d in mine}) < len(groups) + 1:
-            out[n] = None  # one T per group: no line to take an intercept from
-            continue
-        a = np.zeros((len(mine), 1 + len(groups)))
-        y = np.zeros(len(mine))
-        for i, d in enumerate(mine):
-            r = d["results"]
-            a[i, 0] = 1.0
-            a[i, 1 + groups.index((d["D"], d["F"]))] = d["T"]
-            y[i] = r["purejit_on"]["step_s"] - r["purejit_off"]["step_s"]
-            a[i], y[i] = a[i] / r["purejit_off"]["step_s"], y[i] / r["purejit_off"]["step_s"]
-        out[n] = float(np.linalg.lstsq(a, y, rcond=None)[0][0]) / 2
-    return out
-
-
-def check(rows: list[dict]) -> str:
-    """The Markdown table of `--check`."""
-    med = median_rates(rows)
-    inter = sweep_intercept(rows)
-    asked: dict[int, float] = {}
-    for g in decide(rows):
-        asked.setdefault(g["row"]["devices"], []).append(g["implied"])
-    asked = {n: float(np.median(v)) for n, v in asked.items()}
-    lines = [
-        "| n | T x D x F | on / off | faster | ring below (own rates) | ring below (median "
-        "rates) | D measured | auto picks | D asked (median) | picks | D intercept | picks |",
-        "|---:|---|---:|---|---:|---:|---:|---|---:|---|---:|---|",
-    ]
-    us = 1e6
-    for d in sorted(rows, key=lambda d: (d["devices"], d["D"], d["T"])):
-        n = d["devices"]
-        r = d["results"]
-        ratio = r["purejit_on"]["step_s"] / r["purejit_off"]["step_s"]
-        faster = "either" if abs(ratio - 1) < 0.02 else ("on" if ratio < 1 else "off")
-        cal = calibration(r["purejit_auto"]["calibration"], n, 0.0, 0.0)
-        evens = []
-        for c in (cal, replace(cal, **med[n])):
-            plain, ring = estimate(n, d["T"], d["D"], d["F"], c)
-            evens.append((plain - ring) / 2)
-        own = calibration(r["purejit_auto"]["calibration"], n)
-        measured = (n - 1) * own.step_latency_s - own.plain_latency_s
-        cells = []
-        for k, dd in enumerate((measured, asked[n], inter[n])):
-            if dd is None:
-                cells.append("- | -")
-                continue
-            picks = ["on" if dd < e else "off" for e in evens]
-            if k == 0:  # the row's own calibration: what auto did, own rates only
-                picks = picks[:1]
-            right = all(p == faster for p in picks) or faster == "either"
-            cells.append(f"{dd * us:.0f} us | {'/'.join(picks)}{'' if right else ' WRONG'}")
-        lines.append(
-            f"| {n} | {d['T']} x {d['D']} x {d['F']} | {ratio:.3f} | {faster} | "
-            f"{evens[0] * us:.0f} us | {evens[1] * us:.0f} us | " + " | ".join(cells) + " |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _be(n: int, moved: float, flops: float, cal: Calibration) -> float:
-    """The model's break-even fixed cost per rewrite: plain - ring with no fixed costs."""
-    free = replace(cal, step_latency_s=0.0, plain_latency_s=0.0)
-    plain, ring = estimate_seconds(moved, flops, n, free)
-    return plain - ring
-
-
-def anchor_be(n: int, anchor, cal: Calibration, itemsize: int = 2) -> float:
-    """`_be` of the anchor program's rewrites (`rows x k` shards, `k x f` per device)."""
-    rows, k, f = anchor
-    return _be(n, itemsize * rows * k * (n - 1), 2 * n * rows * k * f, cal)
-
-
-def anchor_window(rows: list[dict], anchor, itemsize: int = 2) -> dict[int, dict]:
-    """Per mesh size: the (low, high) seconds between which the anchor program's ring -
-    plain per layer decides every row right (rows whose on and off differ by under 2% count
-    either way), with the median rates ("median") and each row's own ("own"); and the rows'
-    own on - off per layer at the anchor's ring block ("rows_at_anchor", None where no two
-    rows of one D bracket it)."""
-    med = median_rates(rows)
-    out = {}
-    for n in sorted({d["devices"] for d in rows}):
-        mine = [d for d in rows if d["devices"] == n]
-        res = {}
-        for label in ("median", "own"):
-            lo, hi = -float("inf"), float("inf")
-            for d in mine:
-                r = d["results"]
-                on, off = r["purejit_on"]["step_s"], r["purejit_off"]["step_s"]
-                if abs(on / off - 1) < 0.02:
-                    continue
-                cal = calibration(r["purejit_auto"]["calibration"], n, 0.0, 0.0)
-                if label == "median":
-                    cal = replace(cal, **med[n])
-                row_be = _be(
-                    n, d["T"] * d["D"] * 2 * (n - 1) / n, 2 * d["T"] * d["D"] * d["F"] / n, cal
-                )
-                edge = 2 * (row_be - anchor_be(n, anchor, cal, itemsize))
-                if on < off:  # the ring must be chosen: ring - plain (anchor) below edge
-                    hi = min(hi, edge)
-                else:
-                    lo = max(lo, edge)
-            res[label] = (lo, hi)
-        res["rows_at_anchor"] = _interpolated(mine, anchor[0] * anchor[1] * itemsize, n)
-        out[n] = res
-    return out
-
-
-def _interpolated(rows: list[dict], block: float, n: int) -> float | None:
-    """The rows' on - off per layer at ring block `block` (bytes per device), linear between
-    the two rows of one (D, F) that bracket it."""
-    for group in sorted({(d["D"], d["F"]) for d in rows}):
-        pts = sorted(
-            (d["T"] * d["D"] * 2 / n, d["results"]["purejit_on"]["step_s"]
-             - d["results"]["purejit_off"]["step_s"])
-            for d in rows if (d["D"], d["F"]) == group
-        )  # fmt: skip
-        for (b0, y0), (b1, y1) in zip(pts, pts[1:]):
-            if b0 <= block <= b1:
-                return y0 + (y1 - y0) * (block - b0) / (b1 - b0)
-    return None
-
-
-def anchor_report(rows: list[dict], anchor) -> str:
-    lines = [
-        f"Anchor {'x'.join(map(str, anchor))}: its measured ring - plain per layer must lie in",
-    ]
-    for n, res in anchor_window(rows, anchor).items():
-        cells = [
-            f"{lab} rates {_fmt_us(res[lab][0])} to {_fmt_us(res[lab][1])}"
-            for lab in ("median", "own")
-        ]
-        at = res["rows_at_anchor"]
-        seen = "-" if at is None else f"{at * 1e6:.0f} us"
-        lines.append(f"  n={n}: {'; '.join(cells)}; the rows' own on - off there: {seen}")
-    return "\n".join(lines) + "\n"
-
-
-def _fmt_us(v: float) -> str:
-    return f"{v * 1e6:.0f} us" if abs(v) != float("inf") else ("-inf" if v < 0 else "+inf")
-
-
-def calibrations_report(rows: list[dict], recs: list[dict]) -> str:
-    """Markdown: per measured calibration, D and which rows of its mesh size it decides
-    wrong."""
-    lines = [
-        "| n | method | D = (n-1) step - plain | seconds | rows right | wrong |",
-        "|---:|---|---:|---:|---:|---|",
-    ]
-    for m in recs:
-        if "error" in m:
-            continue
-        n = m["devices"]
-        mine = [d for d in rows if d["devices"] == n]
-        if not mine:
-            continue
-        cal = {k: m[k] for k in FIELDS}
-        got = decide([_with_calibration(d, cal) for d in mine])
-        wrong = [f"{g['row']['T']}x{g['row']['D']}" for g in got if not g["right"]]
-        dd = (n - 1) * m["step_latency_s"] - m["plain_latency_s"]
-        lines.append(
-            f"| {n} | {m.get('method', 'remainder')} | {dd * 1e6:.1f} us | "
-            f"{m['seconds']:.2f} | {len(got) - len(wrong)} of {len(got)} | "
-            f"{', '.join(wrong) or '-'} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _with_calibration(row: dict, cal: dict) -> dict:
-    auto = dict(row["results"]["purejit_auto"], calibration=cal)
-    return dict(row, results=dict(row["results"], purejit_auto=auto))
-
-
 def _us(text: str | None) -> list:
     return [None] if not text else [float(x) * 1e-6 for x in text.split(",")]
 
@@ -304,22 +107,10 @@ def main(argv=None):
     p.add_argument("--plain-latency-us", default=None, help="plain program fixed costs to try")
     p.add_argument("--extra-us", default="0", help="added to each ring step's fixed cost")
     p.add_argument("--rows", action="store_true", help="print every row's estimates")
-    p.add_argument("--check", action="store_true", help="the per-row decision check (Markdown)")
-    p.add_argument("--anchor", default=None, help="RxKxF: the window an anchor must read")
-    p.add_argument("--calibrations", default=None, help="a tp_mlp_calibrations_*.json to try")
     args = p.parse_args(argv)
     rows = load(args.folder)
     if not rows:
         raise SystemExit(f"no tp_mlp_n*.json in {args.folder}")
-    if args.check or args.anchor or args.calibrations:
-        if args.check:
-            print(check(rows), end="")
-        if args.anchor:
-            print(anchor_report(rows, tuple(int(v) for v in args.anchor.split("x"))), end="")
-        if args.calibrations:
-            with open(args.calibrations) as fh:
-                print(calibrations_report(rows, json.load(fh)), end="")
-        return
     for step_s in _us(args.step_latency_us):
         for plain_s in _us(args.plain_latency_us):
             for extra_s in _us(args.extra_us):

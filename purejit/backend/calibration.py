@@ -21,27 +21,15 @@ is spread over many steps:
 The programs are per-device (replicas, no partitioner), so they need no inputs: the buffers
 are made inside the program before the loop. With several processes every process must run
 `measure` (the ring crosses process boundaries); each gets its own figures.
-
-Two methods (`PUREJIT_CALIBRATION_METHOD`). "remainder" (the default, session 12's) is the
-above, each program's time the best of 3 runs, the fixed costs floored at 0 each. "anchor"
-times the MLP as `calibration_mlp`'s SPMD layers (what a user's shard_map program compiles
-to), every program as the median of interleaved rounds, and keeps the difference of the two
-fixed costs, which is all that decides: with it the model's ring - plain at the measured
-size is the measured one, and the matmul rate drops out of it wherever a ring step's multiply
-outlasts its transfer. On GPUs its layer moves a 25 MB block a ring step, between the blocks
-of the two rows whose decision flips at n = 2 (`docs/benchmarks/multigpu_s12.md`, session 15).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import numpy as np
-
-from purejit.backend import calibration_mlp
 
 # elements (f32) per device moved by the small and the large ring transfer, matmul side;
 # "ring": the shard (rows x k) and matrices (k x f, f x k) of the MLP programs. On GPUs a ring
@@ -52,15 +40,6 @@ _CPU = {"small": 256, "large": 1 << 18, "dot": 256, "steps": 8, "dot_steps": 4,
         "ring": (64, 256, 256), "ring_steps": 2}  # fmt: skip
 _GPU = {"small": 256, "large": 1 << 23, "dot": 4096, "steps": 20, "dot_steps": 20,
         "ring": (4096, 4096, 4096), "ring_steps": 10}  # fmt: skip
-# the "anchor" method's sizes: its MLP programs are SPMD layers written out `reps` times, timed
-# as medians of `rounds` interleaved runs. On GPUs a ring step moves 25 MB (T = 12288 at D =
-# 2048 on 2 devices): the committed 2-device rows ask the ring to win from a block between
-# 16.8 MB (T = 8192, where it lost 1.10-1.12x) and 33.6 MB (T = 16384, where it won 0.92x),
-# and the measured difference decides exactly at the size it is taken. The rate program
-# multiplies the rings' own `rows x k x f` shape, so XLA autotunes it once for all
-_CPU_ANCHOR = {**_CPU, "dot_rows": 64, "ring": (64, 256, 256), "reps": 2, "rounds": 3}
-_GPU_ANCHOR = {**_GPU, "dot_rows": 3072, "ring": (3072, 4096, 4096), "reps": 4, "rounds": 5}
-METHODS = ("remainder", "anchor")
 
 
 def _loop_module(name: str, n: int, steps: int, carries, body: str, nexts, read) -> str:
@@ -146,17 +125,15 @@ def _ring_module(n: int, elems: int, steps: int) -> str:
                         ["m"], [0])  # fmt: skip
 
 
-def _dot_line(a: str, b: str, m: str, w: str, out: str) -> str:
+def _dot_line(a: str, b: str, m: str, out: str) -> str:
     dims = "contracting_dims = [1] x [0]"
-    return f"%{out} = stablehlo.dot_general %{a}, %{b}, {dims} : ({m}, {w}) -> {m}"
+    return f"%{out} = stablehlo.dot_general %{a}, %{b}, {dims} : ({m}, {m}) -> {m}"
 
 
-def _dot_module(d: int, steps: int, dtype: str, rows: int | None = None) -> str:
-    """`steps` products of a `rows x d` block (default square) by a `d x d` matrix."""
-    m, w = f"tensor<{rows or d}x{d}x{dtype}>", f"tensor<{d}x{d}x{dtype}>"
-    carries = [("b", 1.0, dtype, m), ("v", 1.0 / d, dtype, w)]
-    body = _dot_line("b", "v", m, w, "q")
-    return _loop_module("dot", 1, steps, carries, body, ["q", "v"], [0])
+def _dot_module(d: int, steps: int, dtype: str) -> str:
+    m = f"tensor<{d}x{d}x{dtype}>"
+    carries = [("b", 1.0, dtype, m), ("v", 1.0 / d, dtype, m)]
+    return _loop_module("dot", 1, steps, carries, _dot_line("b", "v", m, "q"), ["q", "v"], [0])
 
 
 def _gather_module(n: int, elems: int, steps: int) -> str:
@@ -172,16 +149,15 @@ def _gather_module(n: int, elems: int, steps: int) -> str:
     return _loop_module("gather", n, steps, [("b", 1.0, "f32", t)], body, ["h"], [0])
 
 
-def _both_module(n: int, elems: int, d: int, steps: int, dtype: str, rows=None) -> str:
+def _both_module(n: int, elems: int, d: int, steps: int, dtype: str) -> str:
     """A ring transfer and a matmul in each step, independent of each other: how much of
     the shorter one hides behind the longer is what a ring step can overlap. The result
     reads both chains, so XLA cannot drop the matmul as a loop value nothing reads (with
     the ring's chain alone returned, 4 H200s measured an overlap of 1.0 while the real
     rings hid about a third)."""
-    t, m = f"tensor<{elems}xf32>", f"tensor<{rows or d}x{d}x{dtype}>"
-    w = f"tensor<{d}x{d}x{dtype}>"
-    carries = [("b", 1.0, "f32", t), ("u", 1.0, dtype, m), ("v", 1.0 / d, dtype, w)]
-    body = _permute(n, "b", t, "p") + "\n" + _dot_line("u", "v", m, w, "q")
+    t, m = f"tensor<{elems}xf32>", f"tensor<{d}x{d}x{dtype}>"
+    carries = [("b", 1.0, "f32", t), ("u", 1.0, dtype, m), ("v", 1.0 / d, dtype, m)]
+    body = _permute(n, "b", t, "p") + "\n" + _dot_line("u", "v", m, "q")
     return _loop_module("overlap", n, steps, carries, body, ["p", "q", "v"], [0, 1])
 
 
@@ -291,8 +267,6 @@ def _mlp_plain_module(n: int, rows: int, k: int, f: int, steps: int, dtype: str)
 def _compile(text: str, devices: Sequence):
     from jaxlib import xla_client
 
-    if "sdy.manual_computation" in text:  # the anchor's SPMD programs
-        return calibration_mlp.compile_spmd(text, devices)
     opts = xla_client.CompileOptions()
     opts.num_replicas = len(devices)
     opts.num_partitions = 1
@@ -303,68 +277,41 @@ def _compile(text: str, devices: Sequence):
     return client.compile_and_load(text, xla_client.DeviceList(tuple(devices)), opts)
 
 
-def _run(exe) -> None:
-    outs = exe.execute_sharded([])
-    for a in outs.disassemble_into_single_device_arrays():
-        for b in a:
-            b.block_until_ready()
-
-
 def _best_seconds(exe, repeats: int) -> float:
     """The fastest of `repeats` runs (after one warm-up run)."""
     best = float("inf")
     for k in range(repeats + 1):
         t0 = time.perf_counter()
-        _run(exe)
+        outs = exe.execute_sharded([])
+        for a in outs.disassemble_into_single_device_arrays():
+            for b in a:
+                b.block_until_ready()
         if k:
             best = min(best, time.perf_counter() - t0)
     return best
 
 
-def time_rounds(runs: dict, rounds: int, clock=time.perf_counter) -> dict:
-    """name -> the seconds of each of `rounds` runs of `runs[name]()`, after one warm-up run
-    of each. Each round runs every program once, in the order of `runs` (the same in every
-    process, as collectives need), so drift of the host or the devices hits them alike."""
-    for run in runs.values():
-        run()
-    got: dict = {name: [] for name in runs}
-    for _ in range(rounds):
-        for name, run in runs.items():
-            t0 = clock()
-            run()
-            got[name].append(clock() - t0)
-    return got
-
-
-def _programs(devices: list, size: dict, gpu: bool, method: str = "remainder") -> dict:
+def _programs(devices: list, size: dict, gpu: bool) -> dict:
     """name -> (StableHLO text, devices, steps per run) of every timed program, in the
     order they run (the same in every process: all but "dot" are collectives)."""
     n, steps, dsteps = len(devices), size["steps"], size["dot_steps"]
     dtype = "bf16" if gpu else "f32"
     local = [d for d in devices if d.process_index == devices[0].client.process_index()]
-    dot_rows = size.get("dot_rows")
-    progs = {"dot": (_dot_module(size["dot"], dsteps, dtype, dot_rows), local[:1], dsteps)}
+    progs = {"dot": (_dot_module(size["dot"], dsteps, dtype), local[:1], dsteps)}
     if n < 2:
         return progs
     rows, k, f = size["ring"]
-    both = _both_module(n, size["large"], size["dot"], dsteps, dtype, dot_rows)
-    progs = {
+    return {
         "small": (_ring_module(n, size["small"], steps), devices, steps),
         "large": (_ring_module(n, size["large"], steps), devices, steps),
         **progs,
         "gather": (_gather_module(n, size["large"], steps), devices, steps),
-        "overlap": (both, devices, dsteps),
-    }
-    if method == "anchor":  # the ring and plain layers one after the other in every round
-        reps = size["reps"]
-        for name, ring in (("ring", True), ("plain", False)):
-            text = calibration_mlp.mlp_module(ring, n, rows, k, f, reps, dtype)
-            progs[name] = (text, devices, reps)
-        return progs
-    rsteps = size["ring_steps"]
-    progs["ring"] = (_mlp_ring_module(n, rows, k, f, rsteps, dtype), devices, rsteps)
-    progs["plain"] = (_mlp_plain_module(n, rows, k, f, rsteps, dtype), devices, rsteps)
-    return progs
+        "overlap": (_both_module(n, size["large"], size["dot"], dsteps, dtype), devices, dsteps),
+        "ring": (_mlp_ring_module(n, rows, k, f, size["ring_steps"], dtype), devices,
+                 size["ring_steps"]),
+        "plain": (_mlp_plain_module(n, rows, k, f, size["ring_steps"], dtype), devices,
+                  size["ring_steps"]),
+    }  # fmt: skip
 
 
 def _compile_all(progs: dict) -> dict:
@@ -384,71 +331,32 @@ def _compile_all(progs: dict) -> dict:
     return exes
 
 
-def method_in_use(method: str | None = None) -> str:
-    """The calibration method: `method`, else `PUREJIT_CALIBRATION_METHOD`, else
-    "remainder" (session 12's)."""
-    got = method or os.environ.get("PUREJIT_CALIBRATION_METHOD") or "remainder"
-    if got not in METHODS:
-        raise ValueError(
-            f"calibration method {got!r} (PUREJIT_CALIBRATION_METHOD): use one of {METHODS}"
-        )
-    return got
-
-
-def measure(devices: Sequence, method: str | None = None) -> dict:
-    """Time the rings and the matmul on `devices` (every process of a job must call this,
-    with the same method).
+def measure(devices: Sequence) -> dict:
+    """Time the rings and the matmul on `devices` (every process of a job must call this).
 
     Returns:
         `{"link_bytes_per_s", "flops_per_s", "collective_bytes_per_s", "overlap",
         "step_latency_s", "plain_latency_s", "transfer_latency_s", "ring_s", "plain_s",
-        "method", "seconds"}`: `collective_bytes_per_s` is the rate at which a plain
-        all-gather moves a device's (n - 1) / n share of the result; `overlap` (0 to 1) is
-        the share of the shorter of a large ring transfer and a matmul that hides behind the
-        longer when one step runs both; `ring_s` and `plain_s` are the times of an MLP's two
-        rings as the pass emits them and of the collectives and matmuls they replace, and
+        "seconds"}`: `collective_bytes_per_s` is the rate at which a plain all-gather moves a
+        device's (n - 1) / n share of the result; `overlap` (0 to 1) is the share of the
+        shorter of a large ring transfer and a matmul that hides behind the longer when one
+        step runs both; `ring_s` and `plain_s` are the times of an MLP's two rings as the
+        pass emits them and of the collectives and matmuls they replace, and
         `step_latency_s` and `plain_latency_s` what these cost beyond the cost model's terms
-        of bytes and flops (`fixed_costs`); `transfer_latency_s` is one small ring
-        transfer's time; `seconds` is how long the measurement took, compiles included
-        (`compile_seconds` of it).
-        Method "remainder" (session 12's): each time the best of 3 runs, the MLP programs
-        replica loops, both fixed costs floored at 0. Method "anchor": each time the median
-        of interleaved rounds, the MLP programs SPMD layers as a user's program runs them
-        (`calibration_mlp`), and the fixed costs keep what the two programs' difference says
-        (`fixed_costs`); "anchor" also returns `ring_rounds_s` and `plain_rounds_s`.
+        of bytes and flops (`ring_step_latency`, `plain_latency`); `transfer_latency_s` is
+        one small ring
+        transfer's time; `seconds` is how long the measurement took, compiles included.
     """
     t_start = time.perf_counter()
-    method = method_in_use(method)
     devices = list(devices)
     n = len(devices)
     gpu = devices[0].platform != "cpu"
-    anchor = method == "anchor"
-    size = (_GPU_ANCHOR if gpu else _CPU_ANCHOR) if anchor else (_GPU if gpu else _CPU)
-    progs = _programs(devices, size, gpu, method)
+    size = _GPU if gpu else _CPU
+    progs = _programs(devices, size, gpu)
     exes = _compile_all(progs)
-    t_compiled = time.perf_counter()
-    raw: dict = {}
-    if anchor:
-        got = time_rounds({name: (lambda e=exes[name]: _run(e)) for name in progs},
-                          size["rounds"])  # fmt: skip
-        t = {name: float(np.median(v)) / progs[name][2] for name, v in got.items()}
-        raw = {f"{name}_rounds_s": [v / progs[name][2] for v in got[name]]
-               for name in ("ring", "plain") if name in got}  # fmt: skip
-    else:
-        t = {name: _best_seconds(exes[name], 3) / progs[name][2] for name in progs}
-    out = derive(t, n, size, gpu, method)
-    out.update(raw)
-    out["method"] = method
-    out["compile_seconds"] = t_compiled - t_start
-    out["seconds"] = time.perf_counter() - t_start
-    return out
-
-
-def derive(t: dict, n: int, size: dict, gpu: bool, method: str = "remainder") -> dict:
-    """The calibration from the programs' seconds per step or repetition `t` (tests inject
-    them)."""
+    t = {name: _best_seconds(exes[name], 3) / progs[name][2] for name in progs}
     d = size["dot"]
-    flops = 2 * size.get("dot_rows", d) * d * d / t["dot"]
+    flops = 2 * d**3 / t["dot"]
     out = {"link_bytes_per_s": float("inf"), "flops_per_s": flops, "collective_bytes_per_s":
            float("inf"), "overlap": 1.0, "step_latency_s": 0.0, "plain_latency_s": 0.0,
            "transfer_latency_s": 0.0, "ring_s": 0.0, "plain_s": 0.0}  # fmt: skip
@@ -459,31 +367,19 @@ def derive(t: dict, n: int, size: dict, gpu: bool, method: str = "remainder") ->
         hidden = t["large"] + t["dot"] - t["overlap"]
         overlap = min(max(hidden / min(t["large"], t["dot"]), 0.0), 1.0)
         shape = (n, *size["ring"], 2 if gpu else 4)
-        step = ring_step_latency(t["ring"], *shape, link, flops, overlap)
-        plain = plain_latency(t["plain"], *shape, collective, flops)
-        step, plain = fixed_costs(step, plain, n) if method == "anchor" else (
-            max(step, 0.0), max(plain, 0.0))  # fmt: skip
         out.update(
             link_bytes_per_s=link,
             collective_bytes_per_s=collective,
             overlap=overlap,
-            step_latency_s=step,
-            plain_latency_s=plain,
+            step_latency_s=max(ring_step_latency(t["ring"], *shape, link, flops, overlap), 0.0),
+            plain_latency_s=max(plain_latency(t["plain"], *shape, collective, flops), 0.0),
             transfer_latency_s=latency,
             ring_s=t["ring"],
             plain_s=t["plain"],
         )
-    return {key: float(v) for key, v in out.items()}
-
-
-def fixed_costs(step: float, plain: float, n: int) -> tuple[float, float]:
-    """The remainders `step` (per ring step) and `plain` made non-negative without changing
-    what decides: the model compares the ring's (n - 1) step latencies with the plain
-    program's latency, so both sides lose the same amount. Flooring each at 0 (session 12)
-    moved that difference whenever one came out negative; on 2 H200s the plain program's
-    did in every process."""
-    shift = min((n - 1) * step, plain, 0.0)
-    return step - shift / (n - 1), plain - shift
+    out = {key: float(v) for key, v in out.items()}
+    out["seconds"] = time.perf_counter() - t_start
+    return out
 
 
 def ring_step_latency(ring_s, n, rows, k, f, itemsize, link, flops, overlap) -> float:

@@ -13,10 +13,6 @@ calibration or, when there is none, tells every process to measure with it (the 
 every process); then it publishes its figures in the distributed key-value store and every
 process uses those. Without a distributed runtime, the in-memory or persisted figures are
 used as they are.
-
-`PUREJIT_CALIBRATION_METHOD` picks how the figures are measured: "remainder" (the default,
-session 12's) or "anchor" (`purejit.backend.calibration.measure`); each method's figures are
-kept under their own key, and with several processes process 0's method is the one used.
 """
 
 from __future__ import annotations
@@ -76,15 +72,8 @@ def _store(key, cal: Calibration) -> None:
         pass
 
 
-def _key(devices, method: str) -> tuple:
-    """(device kind, device count), with the method when it is not the default (so files of
-    the default method keep their names)."""
-    key = _measure.device_key(devices)
-    return key if method == "remainder" else (*key, method)
-
-
-def _measured(devices, method: str) -> Calibration:
-    m = measure(devices, method)
+def _measured(devices) -> Calibration:
+    m = measure(devices)
     return Calibration(
         m["link_bytes_per_s"],
         m["flops_per_s"],
@@ -96,42 +85,37 @@ def _measured(devices, method: str) -> Calibration:
     )
 
 
-def _shared(devices, method: str) -> Calibration:
-    """Process 0's calibration, the same in every process of the job. Process 0's method
-    is the one used: the plan names it, so every process runs the same programs."""
-    key = _measure.device_key(devices)
+def _shared(key, devices) -> Calibration:
+    """Process 0's calibration, the same in every process of the job."""
     digest = hashlib.sha256(repr((key, _generation[0])).encode()).hexdigest()[:16]
     name = "purejit/calibration/" + digest
     if distributed.process_index() == 0:
-        cal = _load(_key(devices, method))
-        distributed.kv_set(name + "/plan", f"measure:{method}" if cal is None else "loaded")
+        cal = _load(key)
+        distributed.kv_set(name + "/plan", "measure" if cal is None else "loaded")
         if cal is None:
-            cal = _measured(devices, method)
-            _store(_key(devices, method), cal)
+            cal = _measured(devices)
+            _store(key, cal)
         distributed.kv_set(name, json.dumps(cal.as_dict()))
         return cal
-    plan = distributed.kv_get(name + "/plan")
-    if plan.startswith("measure:"):
-        # take part in the ring; process 0's figures are the ones used
-        measure(devices, plan.partition(":")[2])
+    if distributed.kv_get(name + "/plan") == "measure":
+        measure(devices)  # take part in the ring; process 0's figures are the ones used
     return replace(Calibration(**json.loads(distributed.kv_get(name))), source="shared")
 
 
 def calibration(devices=None) -> tuple[Calibration, float]:
     """The calibration for `devices` (default every device) and the seconds it took now."""
     devices = list(devices or pjrt.devices())
-    method = _measure.method_in_use()
-    key = _key(devices, method)
+    key = _measure.device_key(devices)
     t0 = time.perf_counter()
     with _lock:
         cal = _memory.get(key)
         if cal is None:
             if distributed.is_initialized() and distributed.process_count() > 1:
-                cal = _shared(devices, method)
+                cal = _shared(key, devices)
             else:
                 cal = _load(key)
                 if cal is None:
-                    cal = _measured(devices, method)
+                    cal = _measured(devices)
                     _store(key, cal)
             _memory[key] = cal
     return cal, time.perf_counter() - t0

@@ -99,7 +99,7 @@ def case_calibration_persists_under_cache_dir():
         os.chmod(d, 0o700)
         purejit.config.update("cache_dir", d)
         try:
-            calibration.measure = lambda devs, method: raw.append(saved(devs, method)) or raw[-1]
+            calibration.measure = lambda devs: raw.append(saved(devs)) or raw[-1]
             first, _ = calibration.calibration()
             # the fixed costs come from the timed ring and plain programs
             (m,) = raw
@@ -124,7 +124,7 @@ def case_calibration_persists_under_cache_dir():
             assert len(raw) == 1 and again == first, (again, first)  # loaded, not measured
             # a file from before the fixed costs were measured is measured again (by a
             # stand-in that gives the first figures back)
-            calibration.measure = lambda devs, method: raw.append(m) or m
+            calibration.measure = lambda devs: raw.append(m) or m
             calibration.forget()
             old = {k: v for k, v in stored.items() if k != "plain_latency_s"}
             with open(path, "w") as f:
@@ -170,100 +170,3 @@ def case_calibration_is_kept_per_device_count_of_the_program():
     assert "calibration" in next(r for r in low.records if r.name == "collective_matmul").report
     assert list(calibration._memory) == [("cpu", 4)], calibration._memory
     calibration.forget()
-
-
-def case_anchor_programs_compute_the_layer():
-    """The anchor method's two SPMD programs run the same layers: tanh applied `reps` times
-    to the fill 1 (x = 1, w1 = 1 / k, w2 = 1 / (f n): each layer gives tanh(x) back)."""
-    from purejit.backend import calibration_mlp
-
-    for n, reps in ((2, 2), (8, 1)):
-        devices = purejit.devices()[:n]
-        want = 1.0
-        for _ in range(reps):
-            want = np.tanh(want)
-        for ring in (True, False):
-            text = calibration_mlp.mlp_module(ring, n, 16, 32, 24, reps, "f32")
-            outs = calibration_mlp.compile_spmd(text, devices).execute_sharded([])
-            got = [float(np.asarray(b)[0]) for a in outs.disassemble_into_single_device_arrays()
-                   for b in a]  # fmt: skip
-            np.testing.assert_allclose(got, [want] * n, rtol=1e-6)
-
-
-def case_anchor_calibration_is_measured_and_kept_apart():
-    """PUREJIT_CALIBRATION_METHOD=anchor: measured on the devices, D kept as the ring and
-    plain programs' remainders say (shifted, not floored), kept under its own key."""
-    import tempfile
-
-    from purejit.backend import calibration as backend
-
-    calibration.forget()
-    raw = []
-    saved = calibration.measure
-    with tempfile.TemporaryDirectory() as d:
-        os.chmod(d, 0o700)
-        purejit.config.update("cache_dir", d)
-        os.environ["PUREJIT_CALIBRATION_METHOD"] = "anchor"
-        try:
-            calibration.measure = lambda devs, method: raw.append(saved(devs, method)) or raw[-1]
-            cal, _ = calibration.calibration()
-            (m,) = raw
-            assert m["method"] == "anchor" and len(m["ring_rounds_s"]) == 3, m
-            shape = (8, *backend._CPU_ANCHOR["ring"], 4)
-            step = backend.ring_step_latency(
-                m["ring_s"], *shape, m["link_bytes_per_s"], m["flops_per_s"], m["overlap"]
-            )
-            plain = backend.plain_latency(
-                m["plain_s"], *shape, m["collective_bytes_per_s"], m["flops_per_s"]
-            )
-            d_fixed = 7 * cal.step_latency_s - cal.plain_latency_s
-            assert abs(d_fixed - (7 * step - plain)) < 1e-12, (cal, step, plain)
-            assert min(cal.step_latency_s, cal.plain_latency_s) >= 0, cal
-            assert list(calibration._memory) == [("cpu", 8, "anchor")], calibration._memory
-            files = [n for n in os.listdir(d) if n.startswith("calibration-")]
-            calibration.forget()
-            os.environ.pop("PUREJIT_CALIBRATION_METHOD")
-            calibration.measure = lambda devs, method: raw.append(method) or m
-            calibration.calibration()  # the default method: its own file, measured anew
-            assert raw[1:] == ["remainder"], raw[1:]
-            assert len([n for n in os.listdir(d) if n.startswith("calibration-")]) == 2, files
-        finally:
-            os.environ.pop("PUREJIT_CALIBRATION_METHOD", None)
-            calibration.measure = saved
-            purejit.config.update("cache_dir", None)
-            calibration.forget()
-
-
-def case_anchor_programs_compile_to_the_users_ops():
-    """After XLA's optimizations (CPU), the anchor's SPMD layer holds the collectives,
-    matmuls, slices, updates, loops and tanh that purejit compiles for a user's shard_map
-    layer of the same shapes, with the pass on and off (what differs is the operands' fills
-    and the one element read back)."""
-    import collections
-    import re
-
-    from purejit.backend import calibration_mlp
-
-    n, rows, k, f = 4, 16, 32, 24  # 4 devices: XLA keeps the rings' loops (2 inline)
-    mesh = Mesh(np.array(purejit.devices()[:n]), ("i",))
-    specs = (P("i"), P(None, "i"), P("i"))
-    layer = purejit.shard_map(body, mesh=mesh, in_specs=specs, out_specs=P("i"))
-    args = (X[: n * rows, :k], W1[:k, : n * f], W2[: n * f, :k])
-    kept = ("collective-permute", "all-gather", "reduce-scatter", "dot", "dynamic-slice",
-            "dynamic-update-slice", "while", "tanh")  # fmt: skip
-
-    def ops(text):
-        got = collections.Counter()
-        for line in text.splitlines():  # `%name = TYPE op(...)`, TYPE maybe a tuple
-            m = re.search(r"(?:^|[\s)])([a-z][a-z\-]*)\(", line.partition(" = ")[2])
-            got[m.group(1) if m else None] += 1
-        return {name: got[name] for name in kept}
-
-    for mode in ("on", "off"):
-        f_ = purejit.jit(layer, passes=Pipeline([CollectiveMatmul(mode=mode), *default_passes()]))
-        user = ops(f_.lower(*args).compile().as_text())
-        text = calibration_mlp.mlp_module(mode == "on", n, rows, k, f, 1, "f32")
-        exe = calibration_mlp.compile_spmd(text, purejit.devices()[:n])
-        assert ops(exe.hlo_modules()[0].to_string()) == user, (mode, user)
-        assert user["collective-permute" if mode == "on" else "all-gather"] >= 1, user
-        assert user["while"] == (2 if mode == "on" else 0) and user["tanh"] == 1, user

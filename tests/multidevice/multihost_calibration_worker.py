@@ -45,17 +45,9 @@ def main(address: str, pid: int, out_dir: str):
     real, _ = calibration.calibration()
     assert real.source == ("measured" if pid == 0 else "shared"), real
     calibration.forget()
-    # process 0 asks for the anchor method, process 1 for none: both run process 0's (other
-    # programs in one process would leave the other's collectives waiting)
-    if pid == 0:
-        os.environ["PUREJIT_CALIBRATION_METHOD"] = "anchor"
-    anchor, _ = calibration.calibration()
-    os.environ.pop("PUREJIT_CALIBRATION_METHOD", None)
-    assert anchor.source == ("measured" if pid == 0 else "shared"), anchor
-    calibration.forget()
     measured = []
 
-    def injected(devices, method):
+    def injected(devices):
         measured.append(len(devices))
         return dict(FIGURES[pid], seconds=0.0)
 
@@ -86,8 +78,7 @@ def main(address: str, pid: int, out_dir: str):
     assert rec.report["calibration"]["source"] == want, rec.report
     assert rec.report["calibration"]["plain_latency_s"] == 1.0, rec.report
     with open(os.path.join(out_dir, f"process-{pid}.json"), "w") as fh:
-        rec = {"hlo": hlo, "rewritten": rec.report["rewritten"], "real": real.as_dict()}
-        json.dump({**rec, "anchor": anchor.as_dict()}, fh)
+        json.dump({"hlo": hlo, "rewritten": rec.report["rewritten"], "real": real.as_dict()}, fh)
     print(f"WORKER OK {pid}", flush=True)
     distributed.shutdown()
 

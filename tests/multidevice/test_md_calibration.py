@@ -26,7 +26,3 @@ def test_processes_with_different_calibrations_compile_one_program():
     assert real[0] == real[1] and real[0]["link_bytes_per_s"] > 0, real
     # the measured fixed costs are shared too (the ring and plain programs ran in both)
     assert real[0]["plain_latency_s"] is not None and real[0]["step_latency_s"] >= 0, real
-    # process 0 alone asked for the anchor method: both measured with it, its figures used
-    anchor = [{k: v for k, v in g["anchor"].items() if k != "source"} for g in got]
-    assert anchor[0] == anchor[1] and anchor[0] != real[0], anchor
-    assert anchor[0]["step_latency_s"] >= 0 and anchor[0]["plain_latency_s"] >= 0, anchor

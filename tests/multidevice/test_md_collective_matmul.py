@@ -309,25 +309,3 @@ def test_calibration_rings_run_the_ops_the_pass_emits():
     assert got == want, (got, want)
     assert {"collective_permute", "dot_general", "dynamic_update_slice"} <= set(want[0])
     assert {"collective_permute", "dot_general", "dynamic_slice", "add"} <= set(want[1])
-
-
-def test_anchor_calibration_rings_run_the_ops_the_pass_emits():
-    """The anchor method's SPMD layer: each ring loop's body holds the ops of the pass's
-    loop body, as in session 12's programs above."""
-    import re
-
-    from purejit.backend import calibration_mlp
-
-    after = CollectiveMatmul(mode="on")(tp_mlp()).fn
-    want = [sorted({o.name for o in w.regions[1].ops} - {"constant"}) for w in after.ops
-            if w.name == "while"]  # fmt: skip
-    text = calibration_mlp.mlp_module(True, 4, 2, 8, 6, 1, "f32")
-    got = []
-    for body in text.split("} do {")[1:]:
-        lines = body[: body.index("stablehlo.return")].splitlines()
-        names = {m for line in lines for m in re.findall(r'(?:= |")stablehlo\.(\w+)', line)}
-        got.append(sorted(names - {"constant"}))
-    assert got == want, (got, want)
-    # the program is the user's kind: SPMD over partitions, collectives on channels
-    assert "mhlo.num_partitions = 4" in text and "sdy.manual_computation" in text
-    assert text.count("#stablehlo.channel_handle<") == 2 and "replica_id" not in text
