@@ -1,7 +1,6 @@
 """The cost model of the remat plan (`remat.py`): which ops the automatic plan may recompute
-(`recomputable`), how the backward pass reads each residual (`backward_uses`), the memory
-traffic recomputing a value adds to it (`recompute_traffic`, priced by `TRAFFIC_WEIGHT`), and
-what becomes of per-row statistics (`row_statistics`, chosen by `LAYER_NORM_PLAN`).
+(`recomputable`), how the backward pass reads each residual (`backward_uses`), and the memory
+traffic recomputing a value adds to it (`recompute_traffic`, priced by `TRAFFIC_WEIGHT`).
 
 Apart from `remat.py`, which holds the cut, the plan and the rewrite, because these only price
 values and never change a program. `remat.py` re-exports every name here. Diagnostics that
@@ -153,78 +152,6 @@ def recompute_traffic(
                 reads = v.type.nbytes
             out[v] = reads + v.type.nbytes
     return out
-
-
-# ---- per-row statistics -------------------------------------------------------------------
-#
-# A layer norm sums each row of its input twice (mean, variance) and derives a few values of
-# one element per row from the sums (1 / sqrt(var + eps), the coefficients of their
-# derivatives). What the plan does with them (`LAYER_NORM_PLAN`):
-# - "stats": they are priced like any value: their reductions are never recomputed, so the
-#   small row arrays are saved and the backward pass rebuilds the normalised rows from the
-#   input and them. The forward's normalisation then has the statistics as extra outputs, and
-#   the backward rebuilds each coefficient from them behind a barrier of its own.
-# - "recompute": never saved; the reductions that make them are recomputable, so the backward
-#   pass rebuilds the whole normalisation from its input behind one barrier: the forward's
-#   normalisation writes its output alone, and the backward's recomputation is the same plain
-#   normalisation (two more row reductions over the input, in the backward pass).
-# Softmax's statistics are not row sums of exact arithmetic (a max; a sum of exp) and keep
-# the "stats" plan whatever the setting.
-LAYER_NORM_PLAN = "stats"
-LAYER_NORM_PLANS = ("stats", "recompute")
-
-
-def row_statistics(fwd: Function) -> set:
-    """The per-row statistics of `fwd`: results of sums (a reduction by an associative, not
-    idempotent op: add, multiply) of one input over its last axis that keep at least one
-    axis, where the summed rows are made from values the plan holds by exact arithmetic (no
-    `approximate` op, such as softmax's exp), and the values recomputable ops derive from
-    them with no more elements (reshapes, converts, sqrt, divide by a broadcast constant)."""
-    # values rebuilt from what the plan holds by an approximate op (exp, tanh) somewhere
-    inexact: set = set()
-    stats: set = set()
-    for op in fwd.ops:  # in program order: every operand is classified before its reader
-        if op.has_trait("reduction"):
-            if _row_sum(op) and op.operands[0] not in inexact:
-                stats.add(op.results[0])
-            continue
-        if not recomputable(op):
-            continue
-        if op.has_trait("approximate") or any(u in inexact for u in op.operands):
-            inexact.update(op.results)
-        for v in op.results:
-            if any(u in stats and u.type.size >= v.type.size for u in op.operands):
-                stats.add(v)
-    return stats
-
-
-def _row_sum(op: Op) -> bool:
-    """Whether reduction `op` sums one input along its last axis only, keeping the others."""
-    if len(op.results) != 1 or len(op.operands) != 2 or len(op.regions) != 1:
-        return False
-    x = op.operands[0]
-    if x.type.rank < 2 or x.type.shape[-1] < 2:
-        return False
-    if tuple(op.attrs.get("dimensions", ())) != (x.type.rank - 1,):
-        return False
-    body = op.regions[0].ops
-    return (
-        len(body) == 1 and body[0].has_trait("associative") and not body[0].has_trait("idempotent")
-    )
-
-
-def unsaved_statistics(fwd: Function) -> tuple[set, set]:
-    """`(values, ops)` under `LAYER_NORM_PLAN`: the row statistics the plan must not save
-    and the reductions it may recompute to rebuild them (both empty for "stats")."""
-    if LAYER_NORM_PLAN not in LAYER_NORM_PLANS:
-        raise ValueError(
-            f"LAYER_NORM_PLAN={LAYER_NORM_PLAN!r} must be one of {list(LAYER_NORM_PLANS)}"
-        )
-    if LAYER_NORM_PLAN == "stats":
-        return set(), set()
-    stats = row_statistics(fwd)
-    ops = {op for op in fwd.ops if not recomputable(op) and any(r in stats for r in op.results)}
-    return stats, ops
 
 
 def _sources(fwd: Function) -> dict:

@@ -32,8 +32,7 @@ they are; parameters listed as `free` cost nothing to save (they live anyway: th
 a jitted function, a loop's constants). Never touches: ops with effects, collectives,
 control flow (always saved); the order of the linear program's own ops.
 
-The cost model (`recomputable`, `backward_uses`, `recompute_traffic`, `TRAFFIC_WEIGHT`, and
-`LAYER_NORM_PLAN`: whether a layer norm's row statistics are saved or rebuilt) lives
+The cost model (`recomputable`, `backward_uses`, `recompute_traffic`, `TRAFFIC_WEIGHT`) lives
 in `_remat_cost.py`; this module re-exports it for readers, and reads it through that module
 (`cost_model.TRAFFIC_WEIGHT`), so a diagnostic that sets a constant sets it in one place:
 `passes._remat_cost`.
@@ -251,9 +250,9 @@ class _Graph:
                     cap[e ^ 1] += push
 
 
-def _cut(fwd, residuals, free, pinned, banned_fn, order, traffic=None, unsaved=frozenset()):
+def _cut(fwd, residuals, free, pinned, banned_fn, order, traffic=None):
     """The values to save: a minimum cut (bytes held plus weighted recompute traffic first,
-    then later values first); values in `unsaved` are never saved (recomputed instead)."""
+    then later values first)."""
     producer = {r: op for op in fwd.ops for r in op.results}
     index: dict[Value, int] = {}
     values: list[Value] = []
@@ -278,7 +277,7 @@ def _cut(fwd, residuals, free, pinned, banned_fn, order, traffic=None, unsaved=f
     for v, i in index.items():
         op = producer.get(v)
         cost = 0 if v in free else v.type.nbytes * big + (len(order) - order.get(op, -1))
-        g.edge(2 * i, 2 * i + 1, inf if v in unsaved else cost)
+        g.edge(2 * i, 2 * i + 1, cost)
         if op is None or v in pinned or banned_fn(op):
             g.edge(src, 2 * i, inf)  # made in the forward pass: available only if saved
         else:
@@ -326,15 +325,12 @@ def plan(
         return Plan(residuals, [], [], all_bytes, all_bytes)
 
     traffic = cost_model.recompute_traffic(fwd, uses, keeps_barriers, num_out)
-    # row statistics the layer-norm plan rebuilds in the backward pass (none by default)
-    unsaved, remade = cost_model.unsaved_statistics(fwd)
-    unsaved -= free | pinned
 
     def cut_with(unbanned: set, traffic=None):
         def banned(op):
-            return not (cost_model.recomputable(op) or op in unbanned or op in remade)
+            return not (cost_model.recomputable(op) or op in unbanned)
 
-        saved = _cut(fwd, residuals, free, pinned, banned, order, traffic, unsaved)
+        saved = _cut(fwd, residuals, free, pinned, banned, order, traffic)
         return saved, sum(v.type.nbytes for v in saved if v not in free)
 
     saved, nbytes = cut_with(set(), traffic)

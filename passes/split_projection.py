@@ -12,9 +12,7 @@ another order, as XLA's kernels may for any shape).
 
 Each product reads x and its columns through an `optimization_barrier` of its own (the
 identity, free at run time): XLA's dot merger would otherwise concatenate the columns back into
-one product and slice its output again (measured on an H200). The columns are then a copy of
-their own before the product reads them; `COLUMNS = "product"` lets the product slice the
-weight itself where XLA's dot merger cannot merge the parts (see `COLUMNS`).
+one product and slice its output again (measured on an H200).
 
 Proved for each split, else the program is left as it was:
 - the product is a `dot_general(x, w)` with no batch dimensions and w of rank 2 contracting
@@ -45,29 +43,10 @@ _MOVES = ("reshape", "transpose")
 # small products ran at 55% of the merged product's rate and outweighed the copies saved.
 MIN_PART_FLOPS = 2.0**34
 
-# How each part's product reads its columns of the weight:
-# - "barrier": the columns are sliced off first and pass, with x, through the part's own
-#   barrier, so XLA writes each column block to an array of its own before the GEMM reads it
-#   (a [K, N] copy kernel per part: 36 a step on bench.train's 12-layer transformer).
-# - "product": the product reads the slice of the weight itself, with nothing between them,
-#   so XLA's GEMM fusion may read the strided columns in place (a Triton GEMM fuses an operand
-#   slice; where the autotuner picks cuBLAS instead, the slice is a copy again). Without a
-#   barrier XLA's dot merger merges products that share x into one whenever one of them reads
-#   and writes at most `DOT_MERGER_BYTES` (its threshold, `xla_gpu_dot_merger_threshold_mb`,
-#   32 MiB by default), and it merges identical barriers and drops unused barrier operands,
-#   so no cheaper barrier tells the parts apart: products that small keep the "barrier" form.
-COLUMNS = "barrier"
-COLUMN_FORMS = ("barrier", "product")
-DOT_MERGER_BYTES = 32 << 20
-
 
 def split_projections(fn: Function, min_flops: float = MIN_PART_FLOPS) -> tuple[Function, list]:
     """`fn` with each proved projection split, and one report entry per split; a product
     is split only where each part does at least `min_flops`."""
-    if COLUMNS not in COLUMN_FORMS:
-        raise ValueError(
-            f"split_projection.COLUMNS={COLUMNS!r} must be one of {list(COLUMN_FORMS)}"
-        )
     defs: dict[Value, Op] = {}
     users: dict[Value, list] = {}
     for op in fn.ops:
@@ -198,18 +177,12 @@ def _product_of_slice(s: Op, dot: Op, axis: int, m: int) -> tuple[list, Value]:
     loc = s.loc or dot.loc
     cols = Op.inferred("slice", [w], {"start_indices": tuple(start), "limit_indices": tuple(limit),
                                "strides": (1, 1)}, loc=loc)  # fmt: skip
-    part = Op.inferred("dot_general", [x, cols.results[0]], dict(dot.attrs), loc=loc)
-    moved = x.type.nbytes + cols.results[0].type.nbytes + part.results[0].type.nbytes
-    if COLUMNS == "product" and moved > DOT_MERGER_BYTES:
-        # too large for XLA's dot merger: the product reads the weight's columns as they lie
-        out = [cols, part]
-    else:
-        # each product reads x and its columns through a barrier of its own: XLA's dot merger
-        # would otherwise concatenate the column slices back and cut the one product again
-        bar = Op.inferred("optimization_barrier", [x, cols.results[0]], {}, loc=loc)
-        part = Op.inferred("dot_general", list(bar.results), dict(dot.attrs), loc=loc)
-        out = [cols, bar, part]
-    value = part.results[0]
+    # each product reads x and its columns through a barrier of its own: XLA's dot merger
+    # would otherwise concatenate the column slices back and cut the one product again
+    bar = Op.inferred("optimization_barrier", [x, cols.results[0]], {}, loc=loc)
+    prod = Op.inferred("dot_general", list(bar.results), dict(dot.attrs), loc=loc)
+    out = [cols, bar, prod]
+    value = prod.results[0]
     if tuple(value.type.shape) != tuple(s.results[0].type.shape):
         rs = Op.inferred("reshape", [value], {"shape": tuple(s.results[0].type.shape)}, loc=loc)
         out.append(rs)

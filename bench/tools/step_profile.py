@@ -11,7 +11,6 @@ XLA's included), so it needs torch with CUDA. It also writes each form's optimis
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -123,7 +122,7 @@ def _compiled(name, forms, params, x, y):
 
     import purejit
 
-    from purejit.passes import _remat_cost, remat, split_projection
+    from purejit.passes import _remat_cost, remat
 
     base, xla = _xla_options(name)
     base, patch = _remat_patch(base)
@@ -134,20 +133,24 @@ def _compiled(name, forms, params, x, y):
     state = [_put(kind, params), _put(kind, x), _put(kind, y)]
     if off:
         purejit.config.update("attention_split_projections", False)
+    env = os.environ.get("PUREJIT_XLA_OPTIONS")
+    if xla:
+        os.environ["PUREJIT_XLA_OPTIONS"] = xla
     # each name is set where it is read: the cost model's in passes/_remat_cost.py
-    # (passes/remat.py reads them through it), the projection split's in
-    # passes/split_projection.py, the cut's in passes/remat.py
-    holder = {k: next((m for m in (_remat_cost, split_projection) if hasattr(m, k)), remat)
-              for k in patch}  # fmt: skip
+    # (passes/remat.py reads them through it), the cut's in passes/remat.py
+    holder = {k: _remat_cost if hasattr(_remat_cost, k) else remat for k in patch}
     old = {k: getattr(holder[k], k) for k in patch}
     for k, v in patch.items():
         setattr(holder[k], k, v)
     try:  # the step compiles (and plans its remat) at its first call
-        with xla_env(xla):
-            for _ in range(3):
-                state[0], loss = fn(state[0], state[1], state[2])
-            _block((state[0], loss))
+        for _ in range(3):
+            state[0], loss = fn(state[0], state[1], state[2])
+        _block((state[0], loss))
     finally:
+        if xla:
+            os.environ.pop("PUREJIT_XLA_OPTIONS")
+            if env is not None:
+                os.environ["PUREJIT_XLA_OPTIONS"] = env
         if off:
             purejit.config.update("attention_split_projections", True)
         for k, v in old.items():
@@ -157,28 +160,6 @@ def _compiled(name, forms, params, x, y):
     else:
         compiled = fn.lower(*[_put(kind, t) for t in (params, x, y)]).compile()
     return fn, state, compiled.as_text(), compiled.memory_analysis().temp_size_in_bytes
-
-
-@contextlib.contextmanager
-def xla_env(xla: str):
-    """`PUREJIT_XLA_OPTIONS` set to `xla` (when not empty) inside the block, restored after.
-    purejit reads the variable once per process (`pjrt.xla_option_overrides` is cached), so
-    the cache is cleared on the way in and out: without that a form compiled after another
-    purejit compile would silently get the first compile's options."""
-    from purejit.backend import pjrt
-
-    env = os.environ.get("PUREJIT_XLA_OPTIONS")
-    if xla:
-        os.environ["PUREJIT_XLA_OPTIONS"] = xla
-    pjrt.xla_option_overrides.cache_clear()
-    try:
-        yield
-    finally:
-        if xla:
-            os.environ.pop("PUREJIT_XLA_OPTIONS")
-            if env is not None:
-                os.environ["PUREJIT_XLA_OPTIONS"] = env
-        pjrt.xla_option_overrides.cache_clear()
 
 
 def _xla_options(name: str) -> tuple[str, str]:
@@ -193,21 +174,16 @@ def _xla_options(name: str) -> tuple[str, str]:
 
 def _remat_patch(name: str) -> tuple[str, dict]:
     """A form's name without its `[NAME=VALUE;...]` suffix, and the module globals of
-    `passes.remat` (and `passes._remat_cost`, where the cost model reads them, and
-    `passes.split_projection`) the suffix sets while the form compiles (a diagnostic of the
-    remat cost model's constants:
-    `purejit [TRAFFIC_WEIGHT=16.0]`). A value is JSON, else the string as written:
-    `purejit [LAYER_NORM_PLAN=recompute]`."""
+    `passes.remat` (and `passes._remat_cost`, where the cost model reads them) the suffix sets
+    while the form compiles (a diagnostic of the remat cost model's constants:
+    `purejit [TRAFFIC_WEIGHT=16.0]`)."""
     if not name.endswith("]") or "[" not in name:
         return name, {}
     base, _, spec = name[:-1].partition("[")
     patch = {}
     for item in spec.split(";"):
         k, _, v = item.partition("=")
-        try:
-            patch[k.strip()] = json.loads(v.strip())
-        except json.JSONDecodeError:
-            patch[k.strip()] = v.strip()
+        patch[k.strip()] = json.loads(v.strip())
     return base.strip(), patch
 
 
