@@ -56,3 +56,24 @@ def test_tp_mlp_fit_decides_the_session_11_rows_as_documented(monkeypatch):
     assert wrong(100, 30) == [] and wrong(45, 0) == []
     assert wrong(70, 30) == [(2, 8192)]
     assert wrong(126, 30) == [(2, 16384)]
+
+
+def test_step_profile_xla_options_reach_a_compile_after_another(monkeypatch):
+    """purejit reads PUREJIT_XLA_OPTIONS once per process; a step_profile form with an
+    `{xla_option=value}` suffix compiled after another form must still get its options."""
+    import numpy as np
+
+    import purejit
+    from purejit.backend import pjrt
+
+    monkeypatch.syspath_prepend(ROOT)
+    monkeypatch.delenv("PUREJIT_XLA_OPTIONS", raising=False)
+    from bench.tools.step_profile import xla_env
+
+    purejit.jit(lambda x: x + 1)(np.ones(3, np.float32))  # an earlier form's compile
+    assert pjrt.xla_option_overrides() == ()
+    with xla_env("xla_cpu_enable_fast_math=false"):
+        assert pjrt.xla_option_overrides() == (("xla_cpu_enable_fast_math", False),)
+        assert float(purejit.jit(lambda x: x * 3)(np.ones(3, np.float32))[0]) == 3.0
+    assert pjrt.xla_option_overrides() == ()
+    assert "PUREJIT_XLA_OPTIONS" not in os.environ

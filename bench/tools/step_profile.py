@@ -11,6 +11,7 @@ XLA's included), so it needs torch with CUDA. It also writes each form's optimis
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -133,9 +134,6 @@ def _compiled(name, forms, params, x, y):
     state = [_put(kind, params), _put(kind, x), _put(kind, y)]
     if off:
         purejit.config.update("attention_split_projections", False)
-    env = os.environ.get("PUREJIT_XLA_OPTIONS")
-    if xla:
-        os.environ["PUREJIT_XLA_OPTIONS"] = xla
     # each name is set where it is read: the cost model's in passes/_remat_cost.py
     # (passes/remat.py reads them through it), the cut's in passes/remat.py
     holder = {k: _remat_cost if hasattr(_remat_cost, k) else remat for k in patch}
@@ -143,14 +141,11 @@ def _compiled(name, forms, params, x, y):
     for k, v in patch.items():
         setattr(holder[k], k, v)
     try:  # the step compiles (and plans its remat) at its first call
-        for _ in range(3):
-            state[0], loss = fn(state[0], state[1], state[2])
-        _block((state[0], loss))
+        with xla_env(xla):
+            for _ in range(3):
+                state[0], loss = fn(state[0], state[1], state[2])
+            _block((state[0], loss))
     finally:
-        if xla:
-            os.environ.pop("PUREJIT_XLA_OPTIONS")
-            if env is not None:
-                os.environ["PUREJIT_XLA_OPTIONS"] = env
         if off:
             purejit.config.update("attention_split_projections", True)
         for k, v in old.items():
@@ -160,6 +155,28 @@ def _compiled(name, forms, params, x, y):
     else:
         compiled = fn.lower(*[_put(kind, t) for t in (params, x, y)]).compile()
     return fn, state, compiled.as_text(), compiled.memory_analysis().temp_size_in_bytes
+
+
+@contextlib.contextmanager
+def xla_env(xla: str):
+    """`PUREJIT_XLA_OPTIONS` set to `xla` (when not empty) inside the block, restored after.
+    purejit reads the variable once per process (`pjrt.xla_option_overrides` is cached), so
+    the cache is cleared on the way in and out: without that a form compiled after another
+    purejit compile would silently get the first compile's options."""
+    from purejit.backend import pjrt
+
+    env = os.environ.get("PUREJIT_XLA_OPTIONS")
+    if xla:
+        os.environ["PUREJIT_XLA_OPTIONS"] = xla
+    pjrt.xla_option_overrides.cache_clear()
+    try:
+        yield
+    finally:
+        if xla:
+            os.environ.pop("PUREJIT_XLA_OPTIONS")
+            if env is not None:
+                os.environ["PUREJIT_XLA_OPTIONS"] = env
+        pjrt.xla_option_overrides.cache_clear()
 
 
 def _xla_options(name: str) -> tuple[str, str]:
