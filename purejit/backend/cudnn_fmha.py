@@ -440,6 +440,18 @@ def _probe(name, types, attrs, em: Emission, emit_fn, compile_fn) -> Exception |
     return None
 
 
+def _control_fails(types, emit_fn, compile_fn) -> bool:
+    """Whether `compile_fn` refuses a module of a probe's operand types with no cuDNN call."""
+    b = Builder("fused_attention_control")
+    params = [b.param(t) for t in types]
+    fn = b.finish(b.op("negate", [params[0]]))
+    try:
+        compile_fn(emit_fn(fn), fn.param_types, fn.result_types)
+    except Exception:  # noqa: BLE001 - whatever XLA raised, it was not about attention
+        return True
+    return False
+
+
 def recover(em: Emission, error: Exception, emit_fn, compile_fn) -> set[str]:
     """After XLA refused a module holding cuDNN calls: compile each kind of call alone, and
     remember the kinds it refuses (this process and `cache_dir`), so that emitting the module
@@ -453,6 +465,10 @@ def recover(em: Emission, error: Exception, emit_fn, compile_fn) -> set[str]:
     Returns:
         The refused keys (empty: no attention call is to blame, re-raise `error`).
     """
+    if em.calls and _control_fails(next(iter(em.calls.values()))[1], emit_fn, compile_fn):
+        # the same compile refuses a module with no cuDNN call (a bad XLA option, a broken
+        # device): attention is not to blame, and remembering a refusal would be wrong
+        return set()
     bad = {}
     for key, (name, types, attrs) in em.calls.items():
         why = _probe(name, types, attrs, em, emit_fn, compile_fn)

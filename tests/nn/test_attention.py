@@ -282,6 +282,33 @@ def test_refused_calls_are_decomposed_remembered_and_said_once(tmp_path, monkeyp
         cudnn_fmha.refusals.clear()
 
 
+def test_a_compile_failing_for_another_reason_is_not_taken_for_a_refusal(tmp_path, monkeypatch):
+    """A compile that fails without any cuDNN call too (here a compile option XLA does not
+    know) raises XLA's error as it is and records no refusal (it once persisted one)."""
+    from purejit.backend import pjrt
+
+    monkeypatch.setenv("PUREJIT_ATTENTION_INJECT_CUDA", "1")
+    monkeypatch.setenv("PUREJIT_XLA_OPTIONS", "xla_no_such_option_for_this_test=false")
+    pjrt.xla_option_overrides.cache_clear()
+    purejit.config.update("cache_dir", str(tmp_path))
+    cudnn_fmha.refusals.clear()
+    try:
+        q, k, v = _qkv(t=16, s=16, k=N, h=32, dtype=dtypes.bfloat16)
+        jf = purejit.jit(lambda q, k, v: pnn.dot_product_attention(q, k, v, is_causal=True))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with pytest.raises(Exception, match="xla_no_such_option_for_this_test"):
+                jf(q, k, v)
+        assert not [x for x in w if "refused fused attention" in str(x.message)]
+        assert not (tmp_path / cudnn_fmha.Refusals.FILE).exists()
+        assert not cudnn_fmha.refusals._keys
+    finally:
+        monkeypatch.delenv("PUREJIT_XLA_OPTIONS")
+        pjrt.xla_option_overrides.cache_clear()
+        purejit.config.update("cache_dir", None)
+        cudnn_fmha.refusals.clear()
+
+
 def test_deterministic_mode_and_partitioned_programs_keep_the_backward_decomposed(monkeypatch):
     bd = Builder("f")
     q, k, v = (bd.param(TensorType(x.shape, dtypes.bfloat16)) for x in _qkv(k=N, h=64))
