@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from bench import tp_train
+from bench import tp_train, tp_train_model
 
 KINDS = ("dp", "fsdp")
 PROBE_SIZE = 1024
@@ -141,8 +141,8 @@ def main(argv=None):
     dtype = np.dtype(purejit.numpy.bfloat16 if dtype_name == "bfloat16" else dtype_name)
     kinds = [k for k in args.steps.split(",") if k]
     meshes = {a: Mesh(np.array(devs), (a,)) for a in kinds}
-    steps = tp_train.make_steps(purejit, meshes, H, L)
-    state, x, y = tp_train.make_inputs(L, B, S, D, F, dtype)
+    steps = tp_train_model.make_steps(purejit, meshes, H, L)
+    state, x, y = tp_train_model.make_inputs(L, B, S, D, F, dtype)
     tree_map = purejit.tree_util.tree_map
 
     record = {
@@ -160,7 +160,7 @@ def main(argv=None):
     record["psum_probe"] = _psum_probe(purejit, meshes[kinds[0]])
     runners = {}
     for kind in kinds:
-        sh = tp_train.shardings(purejit, meshes[kind], tp_train.state_specs(P, kind, L))
+        sh = tp_train_model.shardings(purejit, meshes[kind], tp_train_model.state_specs(P, kind, L))
         placed = [tree_map(purejit.device_put, a, s) for a, s in zip((state, x, y), sh)]
         f = purejit.jit(steps[kind], donate_argnums=0)
         t0 = time.perf_counter()

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 
 import purejit
-from bench import tp_train
+from bench import tp_train_model
 
 DEVS = purejit.devices()
 assert len(DEVS) == 8, DEVS
@@ -26,12 +26,12 @@ def _close(a, b, tol):
 
 def case_dp_tp_fsdp_steps_equal_single_device_and_jax():
     rng = np.random.default_rng(0)
-    params = tp_train.init_params(LAYERS, WIDTH, MLP, rng)
-    state = tp_train.init_state(params)
+    params = tp_train_model.init_params(LAYERS, WIDTH, MLP, rng)
+    state = tp_train_model.init_state(params)
     x = rng.standard_normal((BATCH, SEQ, WIDTH)).astype(np.float32)
     y = rng.standard_normal((BATCH, SEQ, WIDTH)).astype(np.float32)
-    ours = tp_train.make_steps(purejit, _meshes(purejit), HEADS, LAYERS)
-    theirs = tp_train.make_steps(jax, _meshes(jax), HEADS, LAYERS)
+    ours = tp_train_model.make_steps(purejit, _meshes(purejit), HEADS, LAYERS)
+    theirs = tp_train_model.make_steps(jax, _meshes(jax), HEADS, LAYERS)
     want_state, want_loss = purejit.jit(ours["single"])(state, x, y)
     j_state, j_loss = jax.jit(theirs["single"])(state, x, y)
     _close((want_state, want_loss), (j_state, j_loss), 1e-4)

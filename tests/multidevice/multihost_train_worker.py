@@ -20,14 +20,14 @@ from purejit import distributed
 from purejit.sharding import Mesh
 from purejit.sharding import PartitionSpec as P
 
-from bench import tp_train
+from bench import tp_train_model
 
 LAYERS, BATCH, SEQ, WIDTH, HEADS, MLP = 1, 8, 8, 32, 8, 64
 
 
 def inputs():
     rng = np.random.default_rng(0)
-    params = tp_train.init_params(LAYERS, WIDTH, MLP, rng)
+    params = tp_train_model.init_params(LAYERS, WIDTH, MLP, rng)
     x = rng.standard_normal((BATCH, SEQ, WIDTH)).astype(np.float32)
     y = rng.standard_normal((BATCH, SEQ, WIDTH)).astype(np.float32)
     return params, x, y
@@ -38,16 +38,16 @@ def main(address: str, pid: int, out_dir: str):
     devs = purejit.devices()
     assert len(devs) == 8 and len(distributed.local_devices()) == 4, devs
     meshes = {a: Mesh(np.array(devs), (a,)) for a in ("dp", "fsdp")}
-    steps = tp_train.make_steps(purejit, meshes, HEADS, LAYERS)
+    steps = tp_train_model.make_steps(purejit, meshes, HEADS, LAYERS)
     params, x, y = inputs()
     out = {}
     local = {d.id for d in distributed.local_devices()}
     for kind in ("dp", "fsdp"):
-        specs = tp_train.state_specs(P, kind, LAYERS)
-        sh = tp_train.shardings(purejit, meshes[kind], specs)
+        specs = tp_train_model.state_specs(P, kind, LAYERS)
+        sh = tp_train_model.shardings(purejit, meshes[kind], specs)
         put = purejit.tree_util.tree_map
         state, xs, ys = (put(purejit.device_put, a, s) for a, s in zip(
-            (tp_train.init_state(params), x, y), sh))  # fmt: skip
+            (tp_train_model.init_state(params), x, y), sh))  # fmt: skip
         assert {s.device.id for s in xs.buffer.addressable_shards} == local
         step = purejit.jit(steps[kind], donate_argnums=0)
         losses = []

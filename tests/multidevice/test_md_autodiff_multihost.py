@@ -9,7 +9,7 @@ import numpy as np
 
 import purejit
 from _harness import run_processes
-from bench import tp_train
+from bench import tp_train_model
 
 WORKER = os.path.join(os.path.dirname(__file__), "multihost_train_worker.py")
 sys.path.insert(0, os.path.dirname(__file__))
@@ -21,9 +21,9 @@ def test_data_parallel_and_fsdp_steps_across_two_processes(tmp_path):
 
     # the same two steps on one device, here
     params, x, y = worker.inputs()
-    steps = tp_train.make_steps(purejit, {}, worker.HEADS, worker.LAYERS)
+    steps = tp_train_model.make_steps(purejit, {}, worker.HEADS, worker.LAYERS)
     single = purejit.jit(steps["single"])
-    state, losses = tp_train.init_state(params), []
+    state, losses = tp_train_model.init_state(params), []
     for _ in range(2):
         state, loss = single(state, x, y)
         losses.append(float(loss))

@@ -370,7 +370,7 @@ def test_attention_written_by_hand_fuses_in_a_shard_map_training_step(monkeypatc
     # under shard_map, constants that meet per-device values are typed by `pvary` (the mask,
     # the fill, the reductions' inits): the rewrite looks through it, as through a
     # broadcast, so bench.tp_train's data-parallel step gets the fused forward and backward
-    from bench import tp_train
+    from bench import tp_train_model
 
     from purejit import fused_attention
 
@@ -379,11 +379,11 @@ def test_attention_written_by_hand_fuses_in_a_shard_map_training_step(monkeypatc
     monkeypatch.setattr(fused_attention, "target_options", lambda: hopper)
     rng = np.random.default_rng(0)
     bf = dtypes.bfloat16
-    state = tp_train.init_state(tp_train.init_params(1, 64, 128, rng, bf))
+    state = tp_train_model.init_state(tp_train_model.init_params(1, 64, 128, rng, bf))
     x = rng.standard_normal((2, 32, 64)).astype(bf)
     devs = np.array(purejit.devices()[:1])
     meshes = {a: purejit.sharding.Mesh(devs, (a,)) for a in ("dp", "tp", "fsdp")}
-    steps = tp_train.make_steps(purejit, meshes, 4, 1)
+    steps = tp_train_model.make_steps(purejit, meshes, 4, 1)
     for kind in ("dp", "fsdp"):
         lowered = purejit.jit(steps[kind]).lower(state, x, x)
         assert any(op.name == "pvary" for op in lowered.traced.walk()), kind
