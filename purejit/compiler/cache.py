@@ -59,6 +59,7 @@ logger = logging.getLogger("purejit")
 
 _MAGIC = b"PUREJIT-XLA-CACHE\n"
 _FORMAT = 2
+_IR_FORMAT = 2  # the pass cache's entries (1: every stage written, the traced input too)
 _EXE = "xla-executable"
 _IR = "purejit-ir-json"
 _SUFFIX = ".pjx"
@@ -395,7 +396,7 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
         return pipeline.run(fn)
 
     text = print_function(fn)
-    h = hashlib.sha256(b"purejit-pass-cache/%d\0" % _FORMAT)
+    h = hashlib.sha256(b"purejit-pass-cache/%d/%d\0" % (_FORMAT, _IR_FORMAT))
     for part in (_code_fingerprint(), fingerprint, text):
         h.update(part.encode() + b"\0")
     key = h.hexdigest()
@@ -405,7 +406,7 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
         try:
             # no verify(): the pipeline verified it before writing, the checksum and the
             # code hash in the key guard it since; decoding checks that it is IR at all
-            opt, records = decode_ir_entry(blob)
+            opt, records = decode_ir_entry(blob, fn)
         except ValueError as e:  # damaged, or written by other code: data, never run
             counters.bad_files += 1
             logger.warning("purejit cache: ignoring %s, it does not decode (%s)", path, e)
@@ -416,7 +417,7 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     counters.pass_misses += 1
     opt, records = pipeline.run(fn)
     try:
-        payload = encode_ir_entry(opt, records)
+        payload = encode_ir_entry(opt, records, fn)
     except (TypeError, ValueError) as e:  # an attribute the encoding cannot hold
         logger.warning("purejit cache: this program's IR cannot be cached (%s)", e)
         return opt, records
@@ -427,15 +428,20 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     return opt, records
 
 
-def encode_ir_entry(fn, records) -> bytes:
+def encode_ir_entry(fn, records, source=None) -> bytes:
     """The payload of a pass-cache entry: two JSON lines, the optimised function and the
-    pass records (every distinct stage's IR encoded once), read lazily."""
+    pass records (every distinct stage's IR encoded once), read lazily. A stage that is
+    `source`, the traced function the entry is keyed by, is written as null: whoever reads
+    the entry has just traced it (and it is often most of the bytes: a deep model's traced
+    program holds every layer's call)."""
     stages: dict[int, int] = {}
     encoded_stages, recs = [], []
     for r in records:
         src = r.ir_source
         if isinstance(src, str):
             stage = src
+        elif src is source:
+            stage = None
         else:
             if id(src) not in stages:
                 stages[id(src)] = len(encoded_stages)
@@ -450,13 +456,14 @@ def encode_ir_entry(fn, records) -> bytes:
     return head + b"\n" + dumps({"stages": encoded_stages, "records": recs}).encode()
 
 
-def decode_ir_entry(payload: bytes):
-    """`(function, records)` from `encode_ir_entry`'s bytes. Raises ValueError when the
+def decode_ir_entry(payload: bytes, source=None):
+    """`(function, records)` from `encode_ir_entry`'s bytes (`source`: the traced function
+    the entry was written for, the stage written as null). Raises ValueError when the
     payload is not that (only `json` and `purejit.ir.encoding` read it: no code runs)."""
     nl = payload.find(b"\n")
     if nl < 0:
         raise ValueError("no records line")
-    return decode_function(json.loads(payload[:nl])), LazyRecords(payload[nl + 1 :])
+    return decode_function(json.loads(payload[:nl])), LazyRecords(payload[nl + 1 :], source)
 
 
 def _jsonable(v):
@@ -501,14 +508,14 @@ class LazyRecords(collections.abc.Sequence):
     hold every stage's IR, which costs more to load than the program itself. A damaged
     records line gives no records (and a log line), never an error."""
 
-    def __init__(self, blob: bytes):
-        self._blob, self._items = blob, None
+    def __init__(self, blob: bytes, source=None):
+        self._blob, self._items, self._source = blob, None, source
 
     def _load(self) -> list:
         if self._items is None:
             blob, self._blob = self._blob, None
             try:
-                self._items = _decode_records(json.loads(blob))
+                self._items = _decode_records(json.loads(blob), self._source)
             except (ValueError, TypeError, KeyError, IndexError) as e:
                 logger.warning("purejit cache: the cached pass records do not decode (%s)", e)
                 self._items = []
@@ -530,11 +537,14 @@ class LazyRecords(collections.abc.Sequence):
         return repr(self._load())
 
 
-def _decode_records(data) -> list:
+def _decode_records(data, source=None) -> list:
     stages = [decode_function(s) for s in data["stages"]]
     out = []
     for name, before, after, seconds, changed, report, stage, iteration, group in data["records"]:
-        src = stage if isinstance(stage, str) else stages[stage]
+        if stage is None:  # the traced function the entry was read for
+            src = source if source is not None else ""
+        else:
+            src = stage if isinstance(stage, str) else stages[stage]
         rec = purejit.passes.PassRecord(
             str(name), int(before), int(after), float(seconds), bool(changed), dict(report), src
         )

@@ -238,6 +238,9 @@ def test_pass_cache_skips_the_passes_and_gives_the_same_program(tmp_path):
     assert print_function(opt2) == print_function(opt1)
     assert stablehlo.emit(opt2) == stablehlo.emit(opt1)
     assert [r.name for r in rec2] == [r.name for r in rec1]  # explain still sees every pass
+    # every stage too; the traced input is not written (the reader has just traced it)
+    assert rec2[0].ir_source is traced
+    assert [r.ir for r in rec2] == [r.ir for r in rec1]
     ids = [v.id for v in opt2.params]
     assert ids == sorted(ids) and min(ids) > max(v.id for v in opt1.params)
     # another pipeline (a pass disabled) is another key
