@@ -59,7 +59,7 @@ logger = logging.getLogger("purejit")
 
 _MAGIC = b"PUREJIT-XLA-CACHE\n"
 _FORMAT = 2
-_IR_FORMAT = 2  # the pass cache's entries (1: every stage written, the traced input too)
+_IR_FORMAT = 3  # the pass cache's entries (1, 2: the passes' outputs written too)
 _EXE = "xla-executable"
 _IR = "purejit-ir-json"
 _SUFFIX = ".pjx"
@@ -406,7 +406,7 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
         try:
             # no verify(): the pipeline verified it before writing, the checksum and the
             # code hash in the key guard it since; decoding checks that it is IR at all
-            opt, records = decode_ir_entry(blob, fn)
+            opt, records = decode_ir_entry(blob, fn, pipeline)
         except ValueError as e:  # damaged, or written by other code: data, never run
             counters.bad_files += 1
             logger.warning("purejit cache: ignoring %s, it does not decode (%s)", path, e)
@@ -430,40 +430,39 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
 
 def encode_ir_entry(fn, records, source=None) -> bytes:
     """The payload of a pass-cache entry: two JSON lines, the optimised function and the
-    pass records (every distinct stage's IR encoded once), read lazily. A stage that is
-    `source`, the traced function the entry is keyed by, is written as null: whoever reads
-    the entry has just traced it (and it is often most of the bytes: a deep model's traced
-    program holds every layer's call)."""
-    stages: dict[int, int] = {}
-    encoded_stages, recs = [], []
+    pass records, read lazily. The records' IR is not written: a stage that is `source`,
+    the traced function the entry is keyed by, is null (whoever reads the entry has just
+    traced it), and another pass's output is `true`, made again by running the pipeline
+    over `source` when someone reads a record (`explain`, dumps). Encoding every stage cost
+    more than the passes on the first call of a deep model (its traced program holds every
+    layer's call; a rolled program's loop reads its layers' parameters by a case whose
+    branches each take all of them); text already printed is kept as it is."""
+    recs = []
     for r in records:
         src = r.ir_source
         if isinstance(src, str):
             stage = src
-        elif src is source:
-            stage = None
         else:
-            if id(src) not in stages:
-                stages[id(src)] = len(encoded_stages)
-                encoded_stages.append(encode_function(src))
-            stage = stages[id(src)]
+            stage = None if src is source else True
         recs.append(
             [r.name, r.ops_before, r.ops_after, r.seconds, r.changed, _jsonable(r.report)]
             + [stage, r.iteration, r.group]
         )
     dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=True).encode
     head = dumps(encode_function(fn)).encode()
-    return head + b"\n" + dumps({"stages": encoded_stages, "records": recs}).encode()
+    return head + b"\n" + dumps({"stages": [], "records": recs}).encode()
 
 
-def decode_ir_entry(payload: bytes, source=None):
+def decode_ir_entry(payload: bytes, source=None, pipeline=None):
     """`(function, records)` from `encode_ir_entry`'s bytes (`source`: the traced function
-    the entry was written for, the stage written as null). Raises ValueError when the
-    payload is not that (only `json` and `purejit.ir.encoding` read it: no code runs)."""
+    the entry was written for; `pipeline`: the pipeline that made it, run again over
+    `source` for the records' IR when they are read). Raises ValueError when the payload
+    is not that (only `json` and `purejit.ir.encoding` read it: no code runs)."""
     nl = payload.find(b"\n")
     if nl < 0:
         raise ValueError("no records line")
-    return decode_function(json.loads(payload[:nl])), LazyRecords(payload[nl + 1 :], source)
+    records = LazyRecords(payload[nl + 1 :], source, pipeline)
+    return decode_function(json.loads(payload[:nl])), records
 
 
 def _jsonable(v):
@@ -504,18 +503,20 @@ def _code_fingerprint() -> str:
 
 
 class LazyRecords(collections.abc.Sequence):
-    """Pass records read from the pass cache, decoded on first use (`explain`, dumps): they
-    hold every stage's IR, which costs more to load than the program itself. A damaged
-    records line gives no records (and a log line), never an error."""
+    """Pass records read from the pass cache, decoded on first use (`explain`, dumps); the
+    passes' outputs are not in the entry, so reading them runs the pipeline again over the
+    traced function (`source`). A damaged records line gives no records (and a log line),
+    never an error."""
 
-    def __init__(self, blob: bytes, source=None):
-        self._blob, self._items, self._source = blob, None, source
+    def __init__(self, blob: bytes, source=None, pipeline=None):
+        self._blob, self._items = blob, None
+        self._source, self._pipeline = source, pipeline
 
     def _load(self) -> list:
         if self._items is None:
             blob, self._blob = self._blob, None
             try:
-                self._items = _decode_records(json.loads(blob), self._source)
+                self._items = _decode_records(json.loads(blob), self._source, self._pipeline)
             except (ValueError, TypeError, KeyError, IndexError) as e:
                 logger.warning("purejit cache: the cached pass records do not decode (%s)", e)
                 self._items = []
@@ -537,12 +538,19 @@ class LazyRecords(collections.abc.Sequence):
         return repr(self._load())
 
 
-def _decode_records(data, source=None) -> list:
+def _decode_records(data, source=None, pipeline=None) -> list:
     stages = [decode_function(s) for s in data["stages"]]
+    rows = data["records"]
+    if any(row[6] is True for row in rows) and source is not None and pipeline is not None:
+        # the passes' outputs were not written: the records of running them again (the
+        # same passes over the same function, timed again)
+        return list(pipeline.run(source)[1])
     out = []
-    for name, before, after, seconds, changed, report, stage, iteration, group in data["records"]:
+    for name, before, after, seconds, changed, report, stage, iteration, group in rows:
         if stage is None:  # the traced function the entry was read for
             src = source if source is not None else ""
+        elif stage is True:  # a pass's output, not written (no pipeline to make it again)
+            src = ""
         else:
             src = stage if isinstance(stage, str) else stages[stage]
         rec = purejit.passes.PassRecord(
