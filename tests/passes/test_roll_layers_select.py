@@ -119,13 +119,18 @@ def _leaves(t):
     return [np.asarray(a) for a in jax.tree.leaves(t)]
 
 
-@pytest.fixture
-def selected_xs(monkeypatch):
-    """The compiler's roll pass with `select_xs` on, whatever this back end's default."""
+def _roll_pass(monkeypatch, **options):
+    """The compiler's roll pass with `options`, whatever this back end's defaults."""
     from purejit.passes import pipeline
 
     default = pipeline.RollLayers
-    monkeypatch.setattr(pipeline, "RollLayers", lambda **kw: default(**{**kw, "select_xs": True}))
+    monkeypatch.setattr(pipeline, "RollLayers", lambda **kw: default(**{**kw, **options}))
+
+
+@pytest.fixture
+def selected_xs(monkeypatch):
+    """`select_xs` on for every argument, however small and whoever else reads it."""
+    _roll_pass(monkeypatch, select_xs=True, select_min_bytes=0)
 
 
 @pytest.mark.usefixtures("selected_xs")
@@ -171,3 +176,32 @@ def test_the_cpu_compiler_selects_and_a_transformer_forward_matches_jax():
     assert (run["xs_selected"] == 0) == on_gpu and (run["stacked_bytes"] > 0) == on_gpu
     want = jax.jit(lambda ps, x: transformer(jnp, ps, x, heads))(ps, x)
     np.testing.assert_allclose(np.asarray(rolled(ps, x)), np.asarray(want), rtol=1e-4, atol=1e-5)
+
+
+def test_parameters_both_loops_read_stay_one_stack_when_small(monkeypatch):
+    # a training step's backward reads the forward's parameters: below select_min_bytes
+    # they are stacked once for both loops (the buffer is reused from call to call), above
+    # it each loop reads them by its own case
+    ps, x = _mlp_params(5), np.random.default_rng(4).standard_normal((2, 8)).astype(np.float32)
+    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+
+    def loss(ps, x):
+        return pnp.sum(model(ps, x) ** 2)
+
+    def roll(**options):
+        _roll_pass(monkeypatch, select_xs=True, **options)
+        rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
+        return rolled, _report(rolled, ps, x)["rolled"]
+
+    rolled, (fwd, bwd) = roll()
+    assert fwd["xs_selected"] == bwd["xs_selected"] == 0
+    assert fwd["xs_packed"] == 2 and bwd["stacks_reused"] >= 1
+    want = rolled(ps, x)
+    rolled, (fwd, bwd) = roll(select_min_bytes=1)  # every stack is this large: selected
+    assert fwd["xs_selected"] == 2 and bwd["xs_selected"] == 1
+    for a, b in zip(_leaves(rolled(ps, x)), _leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    # a forward pass alone (no other loop reads them) selects them however small
+    _roll_pass(monkeypatch, select_xs=True)
+    (run,) = _report(purejit.jit(model, compiler_options=ROLL), ps, x)["rolled"]
+    assert run["xs_selected"] == 2
