@@ -205,3 +205,27 @@ def test_parameters_both_loops_read_stay_one_stack_when_small(monkeypatch):
     _roll_pass(monkeypatch, select_xs=True)
     (run,) = _report(purejit.jit(model, compiler_options=ROLL), ps, x)["rolled"]
     assert run["xs_selected"] == 2
+
+
+@pytest.mark.usefixtures("selected_xs")
+def test_a_donated_training_step_reads_its_parameters_by_case():
+    # the parameters the loops read by their cases are donated and overwritten by the
+    # update after both loops: the same numbers as the unrolled step's, step after step
+    ps, x = _mlp_params(4), np.random.default_rng(5).standard_normal((2, 8)).astype(np.float32)
+    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+
+    def step(ps, x):
+        value, grads = purejit.value_and_grad(lambda ps, x: pnp.sum(model(ps, x) ** 2))(ps, x)
+        return purejit.tree_util.tree_map(lambda p, g: p - 0.1 * g, ps, grads), value
+
+    rolled = purejit.jit(step, donate_argnums=0, compiler_options=ROLL)
+    unrolled = purejit.jit(step, donate_argnums=0)
+    fwd, _ = _report(rolled, ps, x)["rolled"]
+    assert fwd["xs_selected"] == 2
+    a = purejit.tree_util.tree_map(lambda v: pnp.asarray(v) + 0, ps)
+    b = purejit.tree_util.tree_map(lambda v: pnp.asarray(v) + 0, ps)
+    for _ in range(3):
+        (a, va), (b, vb) = rolled(a, x), unrolled(b, x)
+        np.testing.assert_allclose(float(va), float(vb), rtol=1e-5)
+    for p, q in zip(_leaves(a), _leaves(b)):
+        np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
