@@ -5,7 +5,8 @@
 
 Each round runs, each in a fresh process with an empty cache (`bench.cold_start`'s
 `--roll-sweep` children): purejit rolled from `--base`, purejit rolled from this checkout,
-`jax.jit` unrolled and `jax.jit` with `lax.scan` (`--variants` picks some). Prints the
+`jax.jit` unrolled and `jax.jit` with `lax.scan` (`--variants` picks others: the purejit
+unrolled programs of both checkouts too). Prints the
 median of each column: first call (wall, and the process's CPU time, which moves less with
 a shared machine's load), purejit's trace / passes / emit / XLA compile, steady call,
 temporaries, and the ratios of the first calls to JAX's. Every child runs this checkout's
@@ -29,6 +30,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 VARIANTS = {  # name -> (checkout, bench.cold_start's ROLL_VARIANTS index)
     "base rolled": ("base", 0),
     "purejit rolled": ("here", 0),
+    "base unrolled": ("base", 1),
+    "purejit unrolled": ("here", 1),
     "jax.jit unrolled": ("here", 2),
     "jax.jit scan": ("here", 3),
 }
@@ -68,7 +71,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--layers", type=int, default=48)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--train", action="store_true", help="the training step, not the forward")
-    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated names")
+    default = "base rolled,purejit rolled,jax.jit unrolled,jax.jit scan"
+    ap.add_argument("--variants", default=default, help=f"comma-separated, of {list(VARIANTS)}")
     for k, v in dict(d=128, heads=4, seq=64, batch=2).items():
         ap.add_argument(f"--{k}", type=int, default=v)
     args = ap.parse_args(argv)
