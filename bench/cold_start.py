@@ -37,7 +37,9 @@ bytes purejit's compiled HLO spends stacking and unstacking per call, the kernel
 compiled HLO (entry, and each loop body, paid per trip) and, for the training step, the host
 time until the call returns (its dispatch, where the device runs asynchronously). The
 training step is `value_and_grad` of the mean square output plus SGD on the donated
-parameters. `--out DIR` also writes the table (.md) and the rows (.json) there.
+parameters. `--out DIR` also writes the table (.md) and the rows (.json) there. With
+`--repeats N`, N interleaved rounds of every variant: the row of the median first call, with
+the median of each part of purejit's time split (a shared machine's load moves single runs).
 `--roll-ab [--layers N] [--workload transformer|mlp|conv|rnn]` times the steady forward and
 training step of purejit rolled and unrolled interleaved in one process (the loop traced flat
 and over a jitted layer), with the same memory and HLO figures (`bench/cold_start_roll.py`).
@@ -189,10 +191,11 @@ def _roll_child(args):
     if args.train:
         f = jit(step, donate_argnums=0)
         dev = put(params)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         new, value = f(dev, x)
         float(np.asarray(value))
         out["first_call"] = time.perf_counter() - t0
+        out["first_call_cpu"] = time.process_time() - c0
         state, returns = [new], [float("inf")]
 
         def train_step():  # the parameters of one step are donated to the next
@@ -206,9 +209,11 @@ def _roll_child(args):
         out["checksum"] = float(np.asarray(value))
     else:
         f = jit(model)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         y = np.asarray(f(params, x))
         out["first_call"] = time.perf_counter() - t0
+        # the process's CPU time (all its threads): moves less with a shared machine's load
+        out["first_call_cpu"] = time.process_time() - c0
         out["steady"] = best_of(lambda: np.asarray(f(params, x)), n=10)
         out["checksum"] = float(np.abs(y).sum())
     from bench.cold_start_hlo import kernel_counts, stacking_bytes, trip_kernels
@@ -236,6 +241,7 @@ def _roll_sweep(args) -> dict:
         f"{args.batch} x seq {args.seq}, a Python loop (over a jitted layer unless flat) "
         f"({dev.platform}: {dev.device_kind}); fresh process and empty cache per row"
         f"{'' if args.purejit_options == '{}' else '; purejit options ' + args.purejit_options}"
+        f"{f'; median of {args.repeats} interleaved rounds' if args.repeats > 1 else ''}"
         "\n"
     )
     print(
@@ -248,10 +254,12 @@ def _roll_sweep(args) -> dict:
     rows = {}
     for layers in [int(n) for n in args.roll_sweep.split(",")]:
         args.layers = layers
-        got = {}
-        for k, name in enumerate(ROLL_VARIANTS):
-            with tempfile.TemporaryDirectory() as cache:
-                got[name] = _spawn(name, cache, args, variant=k)
+        runs: dict = {name: [] for name in ROLL_VARIANTS}
+        for _ in range(max(args.repeats, 1)):  # interleaved: each round runs every variant
+            for k, name in enumerate(ROLL_VARIANTS):
+                with tempfile.TemporaryDirectory() as cache:
+                    runs[name].append(_spawn(name, cache, args, variant=k))
+        got = {name: _median_run(rs) for name, rs in runs.items()}
         rows[layers] = got
         ju, js = got["jax.jit unrolled"], got["jax.jit scan"]
         for name, r in got.items():
@@ -279,6 +287,21 @@ def _roll_sweep(args) -> dict:
         if spread > 1e-3:
             raise AssertionError(f"{layers} layers: the variants disagree ({sums})")
     return rows
+
+
+def _median_run(runs: list[dict]) -> dict:
+    """The run of median first call, its purejit time split replaced by each part's median
+    over the runs, and every run's first call (`first_calls`)."""
+    ordered = sorted(runs, key=lambda r: r["first_call"])
+    out = dict(ordered[(len(ordered) - 1) // 2])
+    out["first_calls"] = [r["first_call"] for r in runs]
+    if "timings" in out:
+        keys = set().union(*(r.get("timings", {}) for r in runs))
+        out["timings"] = {
+            k: float(np.median([r["timings"][k] for r in runs if k in r.get("timings", {})]))
+            for k in keys
+        }
+    return out
 
 
 def _child(args):
@@ -493,7 +516,12 @@ def main(argv=None):
     ap.add_argument("--variant", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=("purejit", "jax"), help=argparse.SUPPRESS)
     ap.add_argument("--cache", help=argparse.SUPPRESS)
-    ap.add_argument("--repeats", type=int, default=0, help="cold-only protocol, N each")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=0,
+        help="cold-only protocol, N each; with --roll-sweep: N interleaved rounds, medians",
+    )
     args = ap.parse_args(argv)
     if args.child:
         return _child(args)

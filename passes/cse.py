@@ -41,22 +41,28 @@ def _attr_key(v):
     return (type(v).__name__, v)
 
 
-def op_key(op: Op, operands: list[Value], texts: dict | None = None):
+def op_key(op: Op, operands: list[Value], texts: dict | None = None, regions: bool = True):
     """A hashable key that is equal for ops computing the same values. `texts` caches the
-    printed form of regions by identity (regions are often shared between ops)."""
+    printed form of regions by identity (regions are often shared between ops); with
+    `regions=False` the key leaves the regions out (equal keys then still need
+    `_region_texts` compared)."""
     ins = tuple(operands)
     if op.has_trait("commutative") and len(ins) == 2 and ins[1].id < ins[0].id:
         ins = (ins[1], ins[0])
     attrs = tuple(sorted((k, _attr_key(v)) for k, v in op.attrs.items()))
     texts = {} if texts is None else texts
-    regions = []
+    printed = _region_texts(op, texts) if regions else ()
+    types = tuple(r.type for r in op.results)
+    return (op.name, ins, attrs, printed, types)
+
+
+def _region_texts(op: Op, texts: dict) -> tuple:
+    out = []
     for r in op.regions:
         if id(r) not in texts:
             texts[id(r)] = (r, print_function(r))  # keep r alive: ids stay unique
-        regions.append(texts[id(r)][1])
-    regions = tuple(regions)
-    types = tuple(r.type for r in op.results)
-    return (op.name, ins, attrs, regions, types)
+        out.append(texts[id(r)][1])
+    return tuple(out)
 
 
 # XLA rewrites that count users (one rule per op): op -> (operand, that operand's producer)
@@ -100,13 +106,20 @@ def _cse(fn: Function, texts: dict, done: dict) -> tuple[Function, int]:
             regions.append(new_r if n else r)
         new = op.rebuilt(operands, regions)
         if mergeable(op) and not any(r in keep_apart for r in op.results):
-            key = op_key(op, operands, texts)  # original regions: shared, printed once
-            first = seen.get(key)
+            # regions are printed only for ops alike in all else (a large region, such as
+            # a case's many branches, is printed only when it may merge); the original
+            # regions: shared, printed once
+            key = op_key(op, operands, texts, regions=False)
+            alike = seen.setdefault(key, [])
+            first = None
+            if alike:
+                mine = _region_texts(op, texts)
+                first = next((res for o, res in alike if _region_texts(o, texts) == mine), None)
             if first is not None:
                 replace.update(zip(op.results, first))
                 merged += 1
                 continue
-            seen[key] = op.results
+            alike.append((op, op.results))
         ops.append(new)
     results = [replace.get(v, v) for v in fn.results]
     return Function(fn.name, fn.params, ops, results), merged

@@ -23,7 +23,9 @@ dynamic-update-slice of its own on every trip: a kernel per saved value and laye
 (unrolled, each value stays where it was made). With `pack_xs`, the per-block operands of
 one dtype that are the function's arguments (a layer's parameters, copied into stacks on
 every call) are stacked side by side as one, a loop constant each trip reads its columns of
-with one dynamic_slice per parameter. A per-block operand that is rows of an
+with one dynamic_slice per parameter. With `select_xs` (the compiler's choice on CPU) those
+arguments are not stacked at all: each is a loop constant and a `case` on the trip's row
+returns the trip's block's values (`select_rows`). A per-block operand that is rows of an
 earlier rolled scan's stack (its ys, or its stacked per-block operands) reads them from that
 stack: all of it in order as the scan's xs (a reverse scan when the rows come in reverse
 order), any other rows by passing the stack whole as a loop constant and the row of each
@@ -56,220 +58,35 @@ outside a run; the calls it leaves are inlined by `inline` as before.
 When it runs: only with `compiler_options={"roll_layers": True}`, never in a partitioned
 program. It is off by default because rolling costs memory traffic the unrolled program
 does not have: the per-layer parameters are copied into stacks on every call (PJRT has no
-sub-buffer views; each run's `stacked_bytes` says how much), and the loop's stacked
-outputs are buffers XLA zero-fills. The rule for turning it on by itself (unpartitioned,
+sub-buffer views; each run's `stacked_bytes` says how much), or on CPU each trip's into
+the case's buffers, and the loop's stacked outputs are buffers XLA zero-fills. The rule for turning it on by itself (unpartitioned,
 runs of at least 8 blocks, the stacking bytes under 2% of the step's traffic) and the CPU
 figures that keep it off are in docs/benchmarks/roll_layers_cpu.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
-from purejit.passes._isomorphism import bucket_key, compare
 from purejit.passes._outline import inline_marked, outline_repeats
+from purejit.passes._roll_runs import Run, callee, find_runs
 from purejit.passes._stacking import (
     direction,
     earlier_rows,
     pack_values,
     rows_of,
+    select_rows,
     stack_packed,
     stack_rows,
 )
 from purejit.passes._row_index import RowIndices
-from purejit.passes.base import PassResult, has_effect
-
-
-_EFFECTS = "the block has effects (an op with `side_effect` or `collective`, or not pure)"
+from purejit.passes.base import PassResult
 
 
 def _new_op(name: str, operands, attrs: dict, regions=(), loc=None) -> Op:
     return Op.inferred(name, operands, attrs, regions, loc)
-
-
-@dataclass
-class Run:
-    """A run of isomorphic calls: their indices in the function's ops, in chain order, the
-    carry as (operand position, result position) pairs, the stacked constants (indices of
-    `constant` ops in the first call's function) and the carried results that something
-    outside the chain reads too (stacked as ys as well)."""
-
-    blocks: list[int]
-    carry: list[tuple[int, int]]
-    constants: list[int] = field(default_factory=list)
-    carry_out: list[int] = field(default_factory=list)  # carried results also read outside
-
-
-def _callee(op: Op) -> str:
-    return str(op.attrs.get("callee", ""))
-
-
-def _links(prev: Op, nxt: Op, producer: dict) -> list[tuple[int, int]]:
-    """(operand position of `nxt`, result position of `prev`) for each value passed on."""
-    out = []
-    for j, v in enumerate(nxt.operands):
-        src = producer.get(v)
-        if src is not None and src[0] is prev:
-            out.append((j, src[1]))
-    return out
-
-
-def _grow(fn: Function, start: int, taken: set, producer, users, refused) -> Run | None:
-    """The longest chain from call `start`: extended one successor at a time while the
-    successor's function is isomorphic to the first and the links stay the same."""
-    ops = fn.ops
-    first = ops[start]
-    body = first.regions[0]
-    key = bucket_key(body)
-    run = Run([start], [])
-    constants: set[int] = set()
-    while True:
-        cur = ops[run.blocks[-1]]
-        succ = sorted(
-            {
-                k
-                for r in cur.results
-                for k, _ in users.get(r, ())
-                if k not in taken and ops[k].name == "call"
-            }
-        )
-        nxt = found = None
-        for k in succ:
-            cand = ops[k]
-            if _callee(cand) != _callee(first) and bucket_key(cand.regions[0]) != key:
-                continue  # a different function: not a candidate
-            cmp = compare(body, cand.regions[0])
-            if cmp.reason is None:
-                nxt, found = k, cmp
-                break
-            if _callee(cand) == _callee(first):
-                refused.append(
-                    {
-                        "callee": _callee(first),
-                        "blocks": len(run.blocks) + 1,
-                        "reason": f"block {len(run.blocks)} differs from block 0: {cmp.reason}",
-                        "loc": cand.loc,
-                    }
-                )
-        if nxt is None:
-            break
-        links = _links(cur, ops[nxt], producer)
-        if run.carry and links != run.carry:
-            refused.append(
-                {
-                    "callee": _callee(first),
-                    "blocks": len(run.blocks) + 1,
-                    "reason": f"block {len(run.blocks)} reads the previous block's results at "
-                    f"other positions ({links} vs {run.carry})",
-                    "loc": ops[nxt].loc,
-                }
-            )
-            break
-        run.carry = links
-        constants.update(found.constants)
-        run.blocks.append(nxt)
-    run.constants = sorted(constants)
-    return run if len(run.blocks) >= 2 else None
-
-
-def _check(fn: Function, run: Run, users, outputs: set) -> str | None:
-    """Why `run` cannot be rolled, or None."""
-    ops = fn.ops
-    rs = [r for _, r in run.carry]
-    if len(set(rs)) != len(rs):
-        return "one result of a block feeds two operands of the next block"
-    # a carried value that something outside the chain also reads is stacked as a ys too
-    run.carry_out = sorted(
-        {
-            r
-            for a, b in zip(run.blocks, run.blocks[1:])
-            for j, r in run.carry
-            if ops[a].results[r] in outputs
-            or any(u != (b, j) for u in users.get(ops[a].results[r], ()))
-        }
-    )
-    # values computed from the chain between its first and last block
-    inside = set(run.blocks)
-    tainted: set[Value] = set()
-    for i in run.blocks:
-        tainted.update(ops[i].results)
-    carry_pos = {j for j, _ in run.carry}
-    for i in range(run.blocks[0] + 1, run.blocks[-1] + 1):  # the last block too
-        op = ops[i]
-        if i in inside:
-            bad = [j for j, v in enumerate(op.operands) if j not in carry_pos and v in tainted]
-            if bad:
-                return (
-                    f"operand {bad[0]} of block {run.blocks.index(i)} is computed from an "
-                    "earlier block (a skip connection)"
-                )
-            continue
-        if has_effect(op):
-            return f"an op with effects (`{op.name}`) sits between the blocks"
-        if any(v in tainted for v in op.operands):
-            tainted.update(op.results)
-    return None
-
-
-def _span(run: Run):
-    return [(k, run.blocks[0], run.blocks[-1]) for k in run.blocks]
-
-
-def find_runs(fn: Function, min_blocks: int = 2) -> tuple[list[Run], list[dict]]:
-    """The runs of `fn`'s top-level calls that `roll` can rewrite, and the refusals."""
-    producer, users = {}, {}
-    for i, op in enumerate(fn.ops):
-        for r, v in enumerate(op.results):
-            producer[v] = (op, r)
-        for j, v in enumerate(op.operands):
-            users.setdefault(v, []).append((i, j))
-    outputs = set(fn.results)
-    taken: set[int] = set()
-    runs, refused = [], []
-    counts: dict[str, int] = {}
-    for op in fn.ops:
-        if op.name == "call":
-            counts[_callee(op)] = counts.get(_callee(op), 0) + 1
-    effectful: set[str] = set()
-    for i, op in enumerate(fn.ops):
-        if op.name != "call" or i in taken:
-            continue
-        if has_effect(op):
-            if counts[_callee(op)] > 1 and _callee(op) not in effectful:
-                effectful.add(_callee(op))
-                refused.append(
-                    {"callee": _callee(op), "blocks": counts[_callee(op)], "reason": _EFFECTS}
-                )
-            continue
-        run = _grow(fn, i, taken, producer, users, refused)
-        if run is None:
-            continue
-        if len(run.blocks) < min_blocks:
-            taken.update(run.blocks)  # a suffix of this run is no longer
-            continue
-        reason = _check(fn, run, users, outputs)
-        if reason is not None:
-            refused.append(
-                {"callee": _callee(op), "blocks": len(run.blocks), "reason": reason, "loc": op.loc}
-            )
-            taken.update(run.blocks)
-            continue
-        lo, hi = run.blocks[0], run.blocks[-1]
-        if any(lo <= k <= hi or a <= lo <= b for r in runs for k, a, b in _span(r)):
-            refused.append(
-                {
-                    "callee": _callee(op),
-                    "blocks": len(run.blocks),
-                    "reason": "the run interleaves with another rolled run",
-                    "loc": op.loc,
-                }
-            )
-            continue
-        taken.update(run.blocks)
-        runs.append(run)
-    return runs, refused
 
 
 def _row_key(ys, i: int) -> tuple:
@@ -320,12 +137,17 @@ def _emit_run(
     index: RowIndices,
     pack_xs: bool = True,
     args: frozenset = frozenset(),
+    select_xs: bool = False,
+    select_min_bytes: int = 0,
+    reread: frozenset = frozenset(),
 ):
     """Append the stacking ops, the scan and the slices of its ys that something reads to
     `out` (at the runtime indices of `index`); `rep` maps each replaced block result to its
     new value; the ys of one dtype of at most `pack` bytes each are packed into one
     (`pack_values`), and with `pack_xs` so are the per-block operands of one dtype stacked
-    from the function's arguments `args` (`stack_packed`). Returns the report."""
+    from the function's arguments `args` (`stack_packed`); with `select_xs` those are not
+    stacked at all but read per trip by a `case` (`select_rows`), unless another run reads
+    them too (`reread`) and their stack is under `select_min_bytes`. Returns the report."""
     blocks = [ops[i] for i in run.blocks]
     n, first = len(blocks), blocks[0]
     body = first.regions[0]
@@ -346,6 +168,7 @@ def _emit_run(
     x_of: dict[int, Value] = {}  # per-block operand -> its xs
     odd_of: dict[int, tuple[Value, Value]] = {}  # its one row from elsewhere, and its param
     fresh: dict = {}  # dtype -> the operands stacked from the blocks' values
+    selected: list = []  # (operand, its values): the function's arguments, read by a case
 
     def index_xs(idx: list[int], j: int) -> int:
         """The operand owning the xs of row indices `idx` (one xs per distinct list)."""
@@ -374,6 +197,9 @@ def _emit_run(
             reused += 1
             continue
         x = earlier_rows(rows, out, unstacked)
+        if x is None and select_xs and all(v in args for v in rows):
+            selected.append((j, rows))
+            continue
         if x is None:
             # the function's arguments (a layer's parameters) are packed; a computed value
             # is left a stack of its own, for XLA to fold (a constant's broadcasts) or fuse
@@ -385,6 +211,12 @@ def _emit_run(
         xs_params.append(body.params[j])
         x_of[j] = x
         reused += 1
+    size = sum(v.type.nbytes for _, rows in selected for v in rows)
+    if any(v in reread for _, rows in selected for v in rows) and size < select_min_bytes:
+        # stacked once for this loop and the later one that reads them (the backward)
+        for j, rows in selected:
+            fresh.setdefault(rows[0].type.dtype if pack_xs else j, []).append((j, rows))
+        selected = []
     packed_xs = 0
     for group in fresh.values():
         if len(group) > 1:
@@ -407,6 +239,12 @@ def _emit_run(
             # a later scan reading the same values (the backward pass) reads x
             for i, v in enumerate(rows):
                 unstacked.setdefault(v, (x, i))
+    case, select_consts, select_params = None, [], []
+    if selected:
+        owner = index_xs(list(range(n)), selected[0][0])
+        per_values = [rows for _, rows in selected]
+        made = [body.params[j] for j, _ in selected]
+        select_consts, select_params, case = select_rows(per_values, index_params[owner], made)
     for p in run.constants:
         rows = [blocks[k].regions[0].ops[p].attrs["value"] for k in order]
         c = _new_op("constant", [], {"value": np.stack(rows)}, loc=body.ops[p].loc)
@@ -419,12 +257,14 @@ def _emit_run(
     # buffer passed twice into a loop would be copied)
     stack_params = {id(s): (s, Value(s.type)) for s, _, _ in indexed.values()}
     params = [body.params[j] for j in shared] + [p for _, p in stack_params.values()]
-    params += [p for _, p in odd_of.values()]
+    params += [p for _, p in odd_of.values()] + select_params
     params += [body.params[j] for j in carry_j]
     # one parameter per xs: a stack's row (a packed one's), or a shared row index
     params += xs_params
     params += [body.ops[p].results[0] for p in run.constants]
-    head = []  # an indexed operand's row: dynamic_slice then reshape, made as the old param
+    # an indexed operand's row: dynamic_slice then reshape, made as the old param; the
+    # selected operands: the case's results
+    head = [case] if case is not None else []
     if indexed:
         zero = _new_op("constant", [], {"value": np.asarray(0, np.int32)})
         head.append(zero)
@@ -450,12 +290,13 @@ def _emit_run(
         sel = Op("select", [neg.results[0], odd_of[j][1], row.results[0]], {}, [body.params[j]])
         head += [ds, row, neg, sel]
     # a result that is a parameter needs no ys: it is the stacked (or shared) operand
+    made_by_case = {j for j, _ in selected}
     passed = {}
     for r, v in enumerate(body.results):
         if r in carry_r or v not in body.params:
             continue
         j = body.params.index(v)
-        if j in per and j not in indexed:
+        if j in per and j not in indexed and j not in made_by_case:
             passed[r] = ("per", x_of[j])
         elif j in shared:
             passed[r] = ("shared", rep.get(first.operands[j], first.operands[j]))
@@ -475,13 +316,13 @@ def _emit_run(
     new_body = Function(body.name, params, kept, results)
     operands = [rep.get(first.operands[j], first.operands[j]) for j in shared]
     operands += [s for s, _ in stack_params.values()]
-    operands += [v for v, _ in odd_of.values()]
+    operands += [v for v, _ in odd_of.values()] + select_consts
     operands += [rep.get(first.operands[j], first.operands[j]) for j in carry_j]
     attrs = {
         "length": n,
         "reverse": reverse,
         "unroll": 1,
-        "num_consts": len(shared) + len(stack_params) + len(odd_of),
+        "num_consts": len(shared) + len(stack_params) + len(odd_of) + len(select_consts),
         "num_carry": len(carry_j),
     }
     scan = _new_op("scan", operands + xs, attrs, [new_body], loc=first.loc)
@@ -517,7 +358,7 @@ def _emit_run(
                 rep[b.results[r]] = row
                 unstacked[row] = _row_key(ys, i)
     return {
-        "callee": _callee(first),
+        "callee": callee(first),
         "blocks": n,
         "shared": len(shared),
         "carried": len(carry_j),
@@ -527,6 +368,7 @@ def _emit_run(
         "reverse": reverse,
         "stacks_reused": reused,
         "xs_packed": packed_xs,
+        "xs_selected": len(selected),
         "rows_from_outside": len(odd_of),
         "ys_packed": sum(len(vs) for vs in packs),
         "ys": len(plain) + len(packs),
@@ -537,12 +379,17 @@ def _emit_run(
 
 
 def roll(
-    fn: Function, runs: list[Run], pack: int = 1 << 20, pack_xs: bool = True
+    fn: Function,
+    runs: list[Run],
+    pack: int = 1 << 20,
+    pack_xs: bool = True,
+    select_xs: bool = False,
+    select_min_bytes: int = 0,
 ) -> tuple[Function, list[dict]]:
     """`fn` with each of `runs` (from `find_runs`) rewritten as one scan, and a report per
     run. Ops between a run's blocks that read the chain's values move after the scan;
     each scan's ys of one dtype of at most `pack` bytes each are packed into one (`pack_values`;
-    0: none)."""
+    0: none); `pack_xs`, `select_xs` and `select_min_bytes` as `RollLayers`'s."""
     if not runs:
         return fn, []
     ops = fn.ops
@@ -556,6 +403,11 @@ def roll(
                 tainted.update(ops[i].results)
     used = {v for op in ops for v in op.operands} | set(fn.results)
     args = frozenset(fn.params)
+    readers: dict[Value, set[int]] = {}
+    for ri, run in enumerate(runs):
+        for v in (v for i in run.blocks for v in ops[i].operands if v in args):
+            readers.setdefault(v, set()).add(ri)
+    reread = frozenset(v for v, rs in readers.items() if len(rs) > 1)
     rep: dict[Value, Value] = {}
     unstacked: dict[Value, tuple[Value, int]] = {}
     deferred: dict[int, list[Op]] = {ri: [] for ri in range(len(runs))}
@@ -571,7 +423,10 @@ def roll(
             ri, k = block_of[i]
             if k == len(runs[ri].blocks) - 1:
                 run = runs[ri]
-                report = _emit_run(ops, run, rep, unstacked, used, out, pack, index, pack_xs, args)
+                report = _emit_run(
+                    ops, run, rep, unstacked, used, out, pack, index, pack_xs, args,
+                    select_xs, select_min_bytes, reread,
+                )  # fmt: skip
                 reports.append(report)
                 for d in deferred[ri]:
                     emit(d)
@@ -601,6 +456,17 @@ class RollLayers:
         pack_xs: whether the per-block operands of one dtype stacked from the blocks'
             values (a layer's parameters) are stacked as one (`stack_packed`): one
             concatenate per call instead of one per parameter.
+        select_xs: whether the per-block operands that are the function's arguments are
+            not stacked at all: each is a loop constant, and a `case` on the trip's row
+            returns the trip's block's values (`select_rows`); the compiler turns it on on
+            CPU, where the stack's concatenate is most of XLA's compile of a rolled forward
+            pass (0.1 s at 48 layers) and a fresh buffer to write on every call.
+        select_min_bytes: with `select_xs`, arguments a later rolled loop reads too (a
+            training step's backward reads the forward's parameters) are still stacked,
+            once for both loops, when their stack is smaller than this: on CPU a buffer
+            under glibc's largest mmap threshold (32 MiB) is reused from call to call, and
+            the 12-layer bench step measured 1-3% faster stacked; a larger one is mapped
+            afresh on every call, and the 48-layer step measured 15% faster selected.
     """
 
     name: str = "roll_layers"
@@ -610,6 +476,8 @@ class RollLayers:
     pack_ys: bool = True
     pack_xs: bool = True
     pack_max_bytes: int = 1 << 20
+    select_xs: bool = False
+    select_min_bytes: int = 32 << 20
 
     def __call__(self, fn: Function) -> PassResult:
         work, made = fn, 0
@@ -618,7 +486,8 @@ class RollLayers:
         if not made and not any(op.name == "call" for op in fn.ops):
             return PassResult(fn, False, {"runs_rolled": 0, "rolled": [], "refused": []})
         runs, refused = find_runs(work, self.min_blocks)
-        new, rolled = roll(work, runs, self.pack_max_bytes if self.pack_ys else 0, self.pack_xs)
+        pack = self.pack_max_bytes if self.pack_ys else 0
+        new, rolled = roll(work, runs, pack, self.pack_xs, self.select_xs, self.select_min_bytes)
         if not rolled:
             new = fn
         elif made:  # the outlined blocks that were not rolled go back as they were

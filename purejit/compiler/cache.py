@@ -52,13 +52,15 @@ import purejit.passes
 from purejit import errors
 from purejit.backend import pjrt
 from purejit.config import config
-from purejit.ir import TensorType, print_function
+from purejit.ir import Function, Op, TensorType, print_function
 from purejit.ir.encoding import decode_function, encode_function
+from purejit.passes._isomorphism import bucket_key, compare
 
 logger = logging.getLogger("purejit")
 
 _MAGIC = b"PUREJIT-XLA-CACHE\n"
 _FORMAT = 2
+_IR_FORMAT = 3  # the pass cache's entries (1, 2: the passes' outputs written too)
 _EXE = "xla-executable"
 _IR = "purejit-ir-json"
 _SUFFIX = ".pjx"
@@ -394,8 +396,8 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     if fingerprint is None or not folder_is_private(os.fspath(cache_dir)):
         return pipeline.run(fn)
 
-    text = print_function(fn)
-    h = hashlib.sha256(b"purejit-pass-cache/%d\0" % _FORMAT)
+    text = key_text(fn)
+    h = hashlib.sha256(b"purejit-pass-cache/%d/%d\0" % (_FORMAT, _IR_FORMAT))
     for part in (_code_fingerprint(), fingerprint, text):
         h.update(part.encode() + b"\0")
     key = h.hexdigest()
@@ -405,7 +407,7 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
         try:
             # no verify(): the pipeline verified it before writing, the checksum and the
             # code hash in the key guard it since; decoding checks that it is IR at all
-            opt, records = decode_ir_entry(blob)
+            opt, records = decode_ir_entry(blob, fn, pipeline)
         except ValueError as e:  # damaged, or written by other code: data, never run
             counters.bad_files += 1
             logger.warning("purejit cache: ignoring %s, it does not decode (%s)", path, e)
@@ -416,7 +418,7 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     counters.pass_misses += 1
     opt, records = pipeline.run(fn)
     try:
-        payload = encode_ir_entry(opt, records)
+        payload = encode_ir_entry(opt, records, fn)
     except (TypeError, ValueError) as e:  # an attribute the encoding cannot hold
         logger.warning("purejit cache: this program's IR cannot be cached (%s)", e)
         return opt, records
@@ -427,36 +429,73 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     return opt, records
 
 
-def encode_ir_entry(fn, records) -> bytes:
+def key_text(fn: Function) -> str:
+    """The text the pass cache's key hashes: `fn` printed, with each distinct function of
+    its top-level `call` ops printed once.
+
+    A deep model traced as a Python loop over a jitted layer holds one copy of the layer per
+    call (5568 of the 48-layer bench transformer's ops; printing them cost a third of its
+    passes' time). Calls whose functions are proved isomorphic, constants included
+    (`_isomorphism.compare`, what `roll_layers` relies on), print identically on their own,
+    so the program is printed with each call's function named by its class (an attribute
+    no call has), followed by each class's function: one text per program, and programs
+    with the same text are the same up to value names.
+    """
+    classes: list[Function] = []
+    buckets: dict = {}
+    ops = []
+    for op in fn.ops:
+        if op.name == "call" and len(op.regions) == 1:
+            (body,) = op.regions
+            alike = buckets.setdefault(bucket_key(body), [])
+            k = next((k for k in alike if compare(classes[k], body).same), None)
+            if k is None:
+                k = len(classes)
+                classes.append(body)
+                alike.append(k)
+            op = Op(op.name, op.operands, {**op.attrs, "key_text_class": k}, op.results)
+        ops.append(op)
+    if not classes:
+        return print_function(fn)
+    top = print_function(Function(fn.name, fn.params, ops, fn.results))
+    return "\n".join([top, *(print_function(c) for c in classes)])
+
+
+def encode_ir_entry(fn, records, source=None) -> bytes:
     """The payload of a pass-cache entry: two JSON lines, the optimised function and the
-    pass records (every distinct stage's IR encoded once), read lazily."""
-    stages: dict[int, int] = {}
-    encoded_stages, recs = [], []
+    pass records, read lazily. The records' IR is not written: a stage that is `source`,
+    the traced function the entry is keyed by, is null (whoever reads the entry has just
+    traced it), and another pass's output is `true`, made again by running the pipeline
+    over `source` when someone reads a record (`explain`, dumps). Encoding every stage cost
+    more than the passes on the first call of a deep model (its traced program holds every
+    layer's call; a rolled program's loop reads its layers' parameters by a case whose
+    branches each take all of them); text already printed is kept as it is."""
+    recs = []
     for r in records:
         src = r.ir_source
         if isinstance(src, str):
             stage = src
         else:
-            if id(src) not in stages:
-                stages[id(src)] = len(encoded_stages)
-                encoded_stages.append(encode_function(src))
-            stage = stages[id(src)]
+            stage = None if src is source else True
         recs.append(
             [r.name, r.ops_before, r.ops_after, r.seconds, r.changed, _jsonable(r.report)]
             + [stage, r.iteration, r.group]
         )
     dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=True).encode
     head = dumps(encode_function(fn)).encode()
-    return head + b"\n" + dumps({"stages": encoded_stages, "records": recs}).encode()
+    return head + b"\n" + dumps({"stages": [], "records": recs}).encode()
 
 
-def decode_ir_entry(payload: bytes):
-    """`(function, records)` from `encode_ir_entry`'s bytes. Raises ValueError when the
-    payload is not that (only `json` and `purejit.ir.encoding` read it: no code runs)."""
+def decode_ir_entry(payload: bytes, source=None, pipeline=None):
+    """`(function, records)` from `encode_ir_entry`'s bytes (`source`: the traced function
+    the entry was written for; `pipeline`: the pipeline that made it, run again over
+    `source` for the records' IR when they are read). Raises ValueError when the payload
+    is not that (only `json` and `purejit.ir.encoding` read it: no code runs)."""
     nl = payload.find(b"\n")
     if nl < 0:
         raise ValueError("no records line")
-    return decode_function(json.loads(payload[:nl])), LazyRecords(payload[nl + 1 :])
+    records = LazyRecords(payload[nl + 1 :], source, pipeline)
+    return decode_function(json.loads(payload[:nl])), records
 
 
 def _jsonable(v):
@@ -497,18 +536,20 @@ def _code_fingerprint() -> str:
 
 
 class LazyRecords(collections.abc.Sequence):
-    """Pass records read from the pass cache, decoded on first use (`explain`, dumps): they
-    hold every stage's IR, which costs more to load than the program itself. A damaged
-    records line gives no records (and a log line), never an error."""
+    """Pass records read from the pass cache, decoded on first use (`explain`, dumps); the
+    passes' outputs are not in the entry, so reading them runs the pipeline again over the
+    traced function (`source`). A damaged records line gives no records (and a log line),
+    never an error."""
 
-    def __init__(self, blob: bytes):
+    def __init__(self, blob: bytes, source=None, pipeline=None):
         self._blob, self._items = blob, None
+        self._source, self._pipeline = source, pipeline
 
     def _load(self) -> list:
         if self._items is None:
             blob, self._blob = self._blob, None
             try:
-                self._items = _decode_records(json.loads(blob))
+                self._items = _decode_records(json.loads(blob), self._source, self._pipeline)
             except (ValueError, TypeError, KeyError, IndexError) as e:
                 logger.warning("purejit cache: the cached pass records do not decode (%s)", e)
                 self._items = []
@@ -530,11 +571,21 @@ class LazyRecords(collections.abc.Sequence):
         return repr(self._load())
 
 
-def _decode_records(data) -> list:
+def _decode_records(data, source=None, pipeline=None) -> list:
     stages = [decode_function(s) for s in data["stages"]]
+    rows = data["records"]
+    if any(row[6] is True for row in rows) and source is not None and pipeline is not None:
+        # the passes' outputs were not written: the records of running them again (the
+        # same passes over the same function, timed again)
+        return list(pipeline.run(source)[1])
     out = []
-    for name, before, after, seconds, changed, report, stage, iteration, group in data["records"]:
-        src = stage if isinstance(stage, str) else stages[stage]
+    for name, before, after, seconds, changed, report, stage, iteration, group in rows:
+        if stage is None:  # the traced function the entry was read for
+            src = source if source is not None else ""
+        elif stage is True:  # a pass's output, not written (no pipeline to make it again)
+            src = ""
+        else:
+            src = stage if isinstance(stage, str) else stages[stage]
         rec = purejit.passes.PassRecord(
             str(name), int(before), int(after), float(seconds), bool(changed), dict(report), src
         )

@@ -214,6 +214,8 @@ def _layer_lines(report: dict) -> list[str]:
             extra += f", {r['stacks_reused']} stacks read from an earlier scan as they are"
         if r.get("stacked_bytes"):
             extra += f"; copies {_size(r['stacked_bytes'])} per call to stack parameters"
+        if r.get("xs_selected"):
+            extra += f"; {r['xs_selected']} per-block parameters read per trip by a case, unstacked"
         out.append(
             f"  rolled   {r['callee']} at {r.get('loc') or '-'}: {r['blocks']} blocks -> one scan "
             f"({r['carried']} carried, {r['per_block']} per-block stacked, {r['shared']} "

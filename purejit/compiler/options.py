@@ -238,8 +238,9 @@ class CompilerOptions:
                     threefry_options=threefry,
                     roll_layers=self.roll_layers,
                     # a rolled loop's saved values packed into one stacked output: fewer
-                    # launches per trip on GPU; on CPU the unfused concatenate costs more
-                    roll_options={"pack_ys": pjrt.is_gpu()},
+                    # launches per trip on GPU; on CPU the unfused concatenate costs more,
+                    # and the layers' parameters are read per trip by a case, unstacked
+                    roll_options={"pack_ys": pjrt.is_gpu(), "select_xs": not pjrt.is_gpu()},
                     **fusion_options,
                 )
             )

@@ -219,6 +219,29 @@ def test_unwritable_cache_dir_does_not_fail_the_compile(tmp_path, lowered):
     _check_runs(exe)
 
 
+def test_the_pass_cache_key_prints_each_distinct_layer_once():
+    from purejit.ir import print_function
+
+    def model(c3):
+        layer = purejit.jit(lambda x, w, c: jnp.tanh(x @ w) + c, static_argnums=2)
+
+        def f(x, ws):
+            for i, w in enumerate(ws):
+                x = layer(x, w, c3 if i == 2 else 1.0)
+            return x
+
+        x, ws = np.ones((2, 4), np.float32), [np.eye(4, dtype=np.float32)] * 4
+        return purejit.jit(f).lower(x, ws).traced
+
+    a, b, c = model(1.0), model(1.0), model(2.0)  # c: the third layer adds another constant
+    text = cc.key_text(a)
+    assert text == cc.key_text(b) and text != cc.key_text(c)
+    # one class of layer function in a (printed once), two in c, each call naming its class
+    assert text.count("func @") == 2 and cc.key_text(c).count("func @") == 3
+    assert text.count("key_text_class=0") == 4 and len(text) < len(print_function(a)) / 2
+    assert cc.key_text(c).count("key_text_class=1") == 1
+
+
 def test_pass_cache_skips_the_passes_and_gives_the_same_program(tmp_path):
     from purejit.ir import print_function
     from purejit.passes import Pipeline
@@ -238,6 +261,9 @@ def test_pass_cache_skips_the_passes_and_gives_the_same_program(tmp_path):
     assert print_function(opt2) == print_function(opt1)
     assert stablehlo.emit(opt2) == stablehlo.emit(opt1)
     assert [r.name for r in rec2] == [r.name for r in rec1]  # explain still sees every pass
+    # every stage too; the traced input is not written (the reader has just traced it)
+    assert rec2[0].ir_source is traced
+    assert [r.ir for r in rec2] == [r.ir for r in rec1]
     ids = [v.id for v in opt2.params]
     assert ids == sorted(ids) and min(ids) > max(v.id for v in opt1.params)
     # another pipeline (a pass disabled) is another key

@@ -23,6 +23,7 @@ ALLOWED = {
     "_attention_match.py": "finds the dots, softmax and masks of attention written by hand",
     "inline.py": "the pass replaces call ops by their functions",
     "roll_layers.py": "the pass rolls chains of call ops into one scan",
+    "_roll_runs.py": "finds the chains of call ops roll_layers rolls",
     "_outline.py": "cuts repeated stretches of ops into call ops and puts back the unrolled",
     "_attention_padding.py": "finds the position < sequence-length masks of attention",
     "split_projection.py": "splits a dot_general whose slices feed the attention op",

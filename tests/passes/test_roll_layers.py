@@ -25,6 +25,16 @@ from purejit import lax
 ROLL = {"roll_layers": True}
 
 
+@pytest.fixture
+def stacked_xs(monkeypatch):
+    """The compiler's roll pass with the layers' parameters stacked, the GPU's route (on CPU
+    they are read per trip by a case, unstacked: test_roll_layers_select.py)."""
+    from purejit.passes import pipeline
+
+    default = pipeline.RollLayers
+    monkeypatch.setattr(pipeline, "RollLayers", lambda **kw: default(**{**kw, "select_xs": False}))
+
+
 def _layer(k: int, x: str, w: str, act: str = "tanh", wt: str = "f32[4]", c: str = "") -> str:
     """The text of one call of a layer `act(x * w + b [+ c])` (values numbered from `k`)."""
     lines = [
@@ -385,6 +395,7 @@ def test_the_option_is_checked_and_off_by_default():
         purejit.jit(model, compiler_options={"roll_layers": 1}).lower(ps, x)
 
 
+@pytest.mark.usefixtures("stacked_xs")
 def test_explain_reports_what_was_rolled_and_refused():
     ps, x = _mlp_params(5), np.ones((2, 8), np.float32)
     ps[4]["b"] = ps[4]["b"][:1]  # the last layer's bias broadcasts: another signature
@@ -511,6 +522,7 @@ def test_flat_layers_with_different_activations_stay_unrolled():
     assert run["blocks"] == 2 and run["per_block"] == 4  # two layers' w and b per block
 
 
+@pytest.mark.usefixtures("stacked_xs")
 def test_xla_keeps_the_loop_and_copies_no_stacked_weights():
     ps, x = _mlp_params(6, d=16), np.ones((4, 16), np.float32)
     rolled = purejit.jit(_mlp(pnp, purejit.jit(_dense(pnp))), compiler_options=ROLL)
@@ -584,6 +596,7 @@ def test_rolled_backward_stacks_what_a_layer_saves_inline():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.usefixtures("stacked_xs")
 def test_the_backward_scan_reads_rows_of_the_forward_stacks_in_place():
     ps, x = _mlp_params(6, d=16), np.ones((4, 16), np.float32)
     model = _mlp(pnp, _residual(pnp))  # a flat loop: its first backward block differs
@@ -705,6 +718,7 @@ def test_a_later_run_reads_rows_of_a_stack_and_one_value_from_outside():
     assert reader["rows_from_outside"] == 0 and reader["stacked_bytes"] == 3 * 16
 
 
+@pytest.mark.usefixtures("stacked_xs")
 def test_the_backward_reads_each_layer_input_without_stacking_it_again():
     # a pre-LN transformer's backward reads each layer's input: the forward scan's saved
     # outputs but for the first rolled layer, whose input the unrolled first layer made
@@ -734,6 +748,7 @@ def test_the_backward_reads_each_layer_input_without_stacking_it_again():
         np.testing.assert_allclose(a, j, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.usefixtures("stacked_xs")
 def test_the_per_layer_parameters_of_one_dtype_are_stacked_as_one():
     # each per-layer parameter is copied into a stack on every call: one concatenate writes
     # the layers' w and b side by side (a row of 8x8 + 8 floats per layer), where a stack
