@@ -59,9 +59,10 @@ When it runs: only with `compiler_options={"roll_layers": True}`, never in a par
 program. It is off by default because rolling costs memory traffic the unrolled program
 does not have: the per-layer parameters are copied into stacks on every call (PJRT has no
 sub-buffer views; each run's `stacked_bytes` says how much), or on CPU each trip's into
-the case's buffers, and the loop's stacked outputs are buffers XLA zero-fills. The rule for turning it on by itself (unpartitioned,
-runs of at least 8 blocks, the stacking bytes under 2% of the step's traffic) and the CPU
-figures that keep it off are in docs/benchmarks/roll_layers_cpu.md.
+the case's buffers, and the loop's stacked outputs are buffers XLA zero-fills. The rule
+for turning it on by itself (unpartitioned, runs of at least 8 blocks, the stacking bytes
+under 2% of the step's traffic) and the CPU figures that keep it off are in
+docs/benchmarks/roll_layers_cpu.md.
 """
 
 from __future__ import annotations
