@@ -6,9 +6,10 @@ returns (before the final synchronisation) measures what dispatch costs the host
 
 purejit and `jax.jit` run the same step in one process, interleaved, median of `--repeats`
 rounds of `--iters` calls each; "step" is the same loop timed until its last result is
-ready. On CPU devices part of each program's execution runs in the calling thread (hundreds
-of small kernels per device), so host time there includes execution: compare the two
-libraries, not the absolute figures. With `--profile`, cProfile's top entries of purejit's
+ready. Forced CPU devices execute on the same cores as the dispatching thread (hundreds of
+small kernels per device and call), so the figures are noisy on a busy machine: compare the
+two libraries of one run, not runs. purejit's pacing of calls on CPU devices is lifted to
+the loop's length, as JAX does not pace. With `--profile`, cProfile's top entries of purejit's
 loop follow each step (per-call times then include the profiler's overhead).
 
     python -m bench.tools.sharded_dispatch [--devices 4] [--steps dp,fsdp,tp] [--profile]
@@ -97,6 +98,25 @@ def measure(loops: dict, iters: int, repeats: int) -> dict:
     }
 
 
+def python_work(loop, reps: int = 200) -> float | None:
+    """Seconds of Python that purejit's C++ dispatch of a donating SPMD step adds to each
+    call (`cpp_dispatch.entry`: the check that no buffer comes twice, then the marking of
+    the donated Arrays), timed on the loop's live arguments; None where this purejit has no
+    such path."""
+    from purejit.compiler import cpp_dispatch
+
+    shares = getattr(cpp_dispatch, "_shares_a_buffer", None)
+    if shares is None:
+        return None
+    args = (loop.state, loop.x, loop.y)
+    mark = cpp_dispatch.mark_donated
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        shares(args)
+        mark(args[0], 0, "step")
+    return (time.perf_counter() - t0) / reps
+
+
 def profile(loop, iters: int, top: int = 25) -> str:
     import cProfile
     import io
@@ -124,6 +144,12 @@ def main(argv=None):
     if len(jax.devices()) < n:
         sys.exit(f"{n} devices wanted, {len(jax.devices())} present")
     kinds = [k for k in args.steps.split(",") if k]
+    # purejit paces SPMD calls on CPU devices (at most 4 in flight: jaxlib's CPU client can
+    # deadlock with 32 per device), so its loop would wait for execution where JAX's runs
+    # ahead: lifted to the loop's length here, well under 32, so both measure dispatch
+    from purejit.backend import spmd as backend_spmd
+
+    backend_spmd.CPU_MAX_IN_FLIGHT = max(backend_spmd.CPU_MAX_IN_FLIGHT, args.iters + 2)
     ls = loops(n, kinds, args.layers)
     res = measure(ls, args.iters, args.repeats)
     print(
@@ -132,14 +158,15 @@ def main(argv=None):
     )
     print(
         "| step | purejit host µs | jax.jit host µs | purejit / jax | purejit step µs "
-        "| jax step µs |"
+        "| jax step µs | purejit's Python in host µs |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for kind in kinds:
         (p, ps), (j, js) = res[("purejit", kind)], res[("jax", kind)]
+        py = python_work(ls[("purejit", kind)])
         print(
             f"| {kind} | {p * 1e6:.0f} | {j * 1e6:.0f} | {p / j:.2f} | {ps * 1e6:.0f} | "
-            f"{js * 1e6:.0f} |"
+            f"{js * 1e6:.0f} | {'-' if py is None else f'{py * 1e6:.0f}'} |"
         )
     if args.profile:
         for kind in kinds:
