@@ -108,12 +108,15 @@ def python_work(loop, reps: int = 200) -> float | None:
     shares = getattr(cpp_dispatch, "_shares_a_buffer", None)
     if shares is None:
         return None
+    from purejit.backend import cpp_jit
+
     args = (loop.state, loop.x, loop.y)
-    mark = cpp_dispatch.mark_donated
+    mark = cpp_dispatch.mark_donated_leaves
     t0 = time.perf_counter()
     for _ in range(reps):
-        shares(args)
-        mark(args[0], 0, "step")
+        per = [cpp_jit.array_leaves(a) for a in args]
+        shares(per)
+        mark(per[0], 0, "step")
     return (time.perf_counter() - t0) / reps
 
 

@@ -153,11 +153,14 @@ def entry(jitted, dispatcher):
     checks = jitted._cpp_spmd_donates = [False]
 
     def call(*args, **kwargs):
-        if checks[0] and _shares_a_buffer(args):
+        per = None
+        if checks[0]:
             # jaxlib crashes (jaxlib 0.10.2, CPU: a segfault, as `jax.jit` does) where an
             # SPMD program is given a donated buffer twice, instead of refusing it as for
             # one device: purejit's Python path raises its error naming the arguments
-            return owner()._dispatch(args, kwargs)[0]
+            per = [cpp_jit.array_leaves(a) for a in args]
+            if _shares_a_buffer(per):
+                return owner()._dispatch(args, kwargs)[0]
         try:
             out = dispatcher(*args, **kwargs)
         except (ValueError, RuntimeError) as e:
@@ -168,16 +171,19 @@ def entry(jitted, dispatcher):
             return owner()._dispatch(args, kwargs)[0]
         for i in donated:
             if i < len(args):
-                mark_donated(args[i], i, name)
+                mark_donated_leaves(
+                    cpp_jit.array_leaves(args[i]) if per is None else per[i], i, name
+                )
         return out
 
     return call
 
 
-def _shares_a_buffer(args: tuple) -> bool:
-    """Whether two Arrays among `args` hold one buffer (or none: deleted, on the host)."""
-    bufs = [a._buf for a in cpp_jit.array_leaves(args) if a.__class__ is Array]
-    return len({id(b) for b in bufs}) != len(bufs)
+def _shares_a_buffer(per_argument: list) -> bool:
+    """Whether two Arrays among the arguments' leaves (`array_leaves` of each) hold one
+    buffer (or none: deleted, on the host)."""
+    bufs = [a._buf for leaves in per_argument for a in leaves if a.__class__ is Array]
+    return len(set(map(id, bufs))) != len(bufs)
 
 
 def mark_donated(tree, position: int, fname: str) -> None:
@@ -185,7 +191,12 @@ def mark_donated(tree, position: int, fname: str) -> None:
     `consume_donated` does: every later use (a jitted call in C++ included, which then
     misses to Python) raises `DeletedArrayError` naming the function. C++ saw only builtin
     containers and Arrays in a call it ran, so a plain flatten finds them all."""
-    for a in cpp_jit.array_leaves(tree):
+    mark_donated_leaves(cpp_jit.array_leaves(tree), position, fname)
+
+
+def mark_donated_leaves(leaves: list, position: int, fname: str) -> None:
+    """`mark_donated` of a donated argument's leaves (`cpp_jit.array_leaves`)."""
+    for a in leaves:
         if a.__class__ is Array:
             buf = a._buf
             if buf is not None and buf.is_deleted():
