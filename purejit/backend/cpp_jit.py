@@ -227,6 +227,55 @@ def fastpath_data(
     )
 
 
+def spmd_fastpath_data(
+    exe,
+    in_shardings: Sequence,
+    out_shardings: Sequence,
+    out_treedef,
+    out_buffers: Sequence,
+    out_avals: Sequence,
+) -> FastpathData | None:
+    """The C++ fast path's data for an SPMD executable (one program over a mesh), or None
+    when some output is not a committed jax.Array laid out as its result sharding says.
+
+    Args:
+        exe: the jaxlib LoadedExecutable compiled for every device of the mesh.
+        in_shardings, out_shardings: the jax shardings of its parameters and results.
+        out_treedef: from `output_treedef`.
+        out_buffers: the outputs of the call that missed, in the treedef's leaf order.
+        out_avals: (shape, dtype, weak_type) per output.
+    """
+    for b, s, (shape, dtype, _) in zip(out_buffers, out_shardings, out_avals):
+        if not is_sharded_buffer(b, s, shape, dtype) or b.is_deleted():
+            return None
+    api = _api()
+    shaped = api["ShapedArray"]
+    avals = [shaped(tuple(s), np.dtype(d), weak_type=bool(w)) for s, d, w in out_avals]
+    n = len(in_shardings)
+    return FastpathData(
+        xla_executable=exe,
+        out_pytree_def=out_treedef,
+        in_shardings=list(in_shardings),
+        out_shardings=list(out_shardings),
+        out_avals=avals,
+        out_committed=[True] * len(out_buffers),
+        kept_var_bitvec=[True] * n,
+        in_device_local_layouts=[None] * n,
+        const_args=[],
+    )
+
+
+def is_sharded_buffer(x, sharding, shape, dtype) -> bool:
+    """Whether `x` is a committed jax.Array (exactly jaxlib's type) of `shape` and `dtype`
+    whose sharding equals `sharding`, deleted or not: what C++ dispatch hands an SPMD
+    executable as is, on every later call whose argument has an equal sharding (the
+    sharding is part of its cache key; it never compares it with the parameter's)."""
+    if type(x).__name__ != "ArrayImpl" or not x._committed:
+        return False
+    sh = x.sharding
+    return (sh is sharding or sh == sharding) and x.shape == shape and x.dtype == dtype
+
+
 def jax_x64() -> bool:
     """JAX's own x64 flag (the C++ path narrows NumPy and Python values by it)."""
     import jax

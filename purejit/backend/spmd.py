@@ -201,6 +201,13 @@ def _pace(platform: str):
                 a.block_until_ready()
 
 
+def _launched_on_cpu(out) -> None:
+    """A call that jaxlib's C++ dispatch ran on CPU devices (`out`: one of its outputs):
+    tracked and paced as `_execute` does its own."""
+    _in_flight.append([out])
+    _pace("cpu")
+
+
 # ---- compile and execute ------------------------------------------------------------------
 
 
@@ -254,6 +261,21 @@ class SpmdExecutable:
         _check_program(
             exe, "result", self.out_shardings, self.result_types, exe.get_output_shardings
         )
+
+    @property
+    def jax_in_shardings(self) -> list:
+        """The jax sharding of each parameter (outputs fed back share these objects)."""
+        return self._jax_in
+
+    @property
+    def jax_out_shardings(self) -> list:
+        return self._jax_out
+
+    @property
+    def cpu_launch_hook(self):
+        """What jaxlib's C++ dispatch calls with an output of each call it runs of this
+        program, to pace calls on the CPU backend as `execute` does; None elsewhere."""
+        return _launched_on_cpu if self.devices[0].platform == "cpu" else None
 
     def _validate(self, i: int, b, same: bool) -> None:
         """Check argument `i`; `same`: its sharding is the parameter's (shapes follow)."""

@@ -8,12 +8,18 @@ executable on the arguments' buffers is all the Python path would do:
 
 - the call went through the executable cache (no transformation traced it, jit enabled,
   no buckets), with positional arguments only;
-- the program runs on one device, has no host callbacks and no SPMD layout; its inputs
-  are the executable's parameters in order, each a buffer on that device, a NumPy array or
-  a scalar whose canonical type is the parameter's; a parameter it donates (aliases to an
-  output) took a buffer on that device (never a NumPy array, whose memory the transfer may
-  share and donation would hand to an output);
-- every output is a purejit Array on that device;
+- the program has no host callbacks, and either
+  - runs on one device; its inputs are the executable's parameters in order, each a buffer
+    on that device, a NumPy array or a scalar whose canonical type is the parameter's; a
+    parameter it donates (aliases to an output) took a buffer on that device (never a
+    NumPy array, whose memory the transfer may share and donation would hand to an
+    output); every output is a purejit Array on that device; or
+  - is an SPMD program over a mesh (`shard_map` inside jit, jit with shardings); every
+    input is a purejit Array whose committed buffer has the parameter's global shape,
+    dtype and a sharding equal to the parameter's, which the Python path ran on as is
+    (C++ keys a call on its arguments' shardings and hands their buffers to the program
+    unchecked, so any other layout, NumPy array or scalar misses to the Python path,
+    which reshards or raises); every output is a purejit Array laid out as its result;
 - JAX's x64 flag (by which the C++ path narrows NumPy and Python values) is purejit's.
 
 Everything else returns None and keeps that signature on the Python path. The C++ key
@@ -35,7 +41,15 @@ in C++), raises purejit's `DeletedArrayError` naming the function; `Array` also 
 deleted buffer itself (`Array.deleted_error`). Where PJRT refuses to run a donating call
 (a donated buffer passed again, or one buffer donated and used twice), it refuses before
 running anything, and `entry` sends the call through purejit's Python path, whose error
-names the argument.
+names the argument. An SPMD program given one donated buffer twice crashes jaxlib instead
+(a segfault on CPU, for `jax.jit` too), so once C++ runs a donating SPMD signature of a
+function, `entry` first checks that no two Arrays of the call share a buffer (a C++ flatten
+and a set of ids, tens of µs for a training step's 290 arrays) and sends a call where two do
+through the Python path.
+
+On the CPU backend an SPMD call in C++ is paced as the Python path paces its own
+(`backend.spmd`: at most a few calls in flight, or jaxlib's CPU client can deadlock): the
+first output that C++ rebuilds of each call reports it (`SpmdExecutable.cpu_launch_hook`).
 """
 
 from __future__ import annotations
@@ -66,22 +80,25 @@ class _Outputs:
     `counting(stats)` carries `stats`, so that rebuilding it counts one hit."""
 
     def __init__(self):
-        self._stats = None
+        self._stats = self._hook = None
         self.lock = threading.Lock()
 
-    def counting(self, stats):
-        self._stats = stats
+    def counting(self, stats, launched=None):
+        self._stats, self._hook = stats, launched
 
     def to_parts(self, a: Array):
         stats, self._stats = self._stats, None
-        return (a._buf,), (a.aval, stats)
+        hook, self._hook = self._hook, None
+        return (a._buf,), (a.aval, stats, hook)
 
     @staticmethod
     def from_parts(aux, children):
         # Array.from_buffer inlined: this runs once per output of every fast call
-        aval, stats = aux
+        aval, stats, launched = aux
         if stats is not None:
             stats.hits += 1
+            if launched is not None:  # an SPMD call on CPU devices: paced (backend.spmd)
+                launched(children[0])
         a = _new(Array)
         a._buf = children[0]
         a._host = a._deleted_by = None
@@ -132,8 +149,18 @@ def entry(jitted, dispatcher):
     # positions (the C++ path takes positional arguments only; names map to positions)
     donated = tuple(sorted(c.donate_argnums))
     name = getattr(jitted, "__name__", "f")
+    # set once C++ runs an SPMD signature of this function (`_spmd_fastpath`)
+    checks = jitted._cpp_spmd_donates = [False]
 
     def call(*args, **kwargs):
+        per = None
+        if checks[0]:
+            # jaxlib crashes (jaxlib 0.10.2, CPU: a segfault, as `jax.jit` does) where an
+            # SPMD program is given a donated buffer twice, instead of refusing it as for
+            # one device: purejit's Python path raises its error naming the arguments
+            per = [cpp_jit.array_leaves(a) for a in args]
+            if _shares_a_buffer(per):
+                return owner()._dispatch(args, kwargs)[0]
         try:
             out = dispatcher(*args, **kwargs)
         except (ValueError, RuntimeError) as e:
@@ -144,10 +171,19 @@ def entry(jitted, dispatcher):
             return owner()._dispatch(args, kwargs)[0]
         for i in donated:
             if i < len(args):
-                mark_donated(args[i], i, name)
+                mark_donated_leaves(
+                    cpp_jit.array_leaves(args[i]) if per is None else per[i], i, name
+                )
         return out
 
     return call
+
+
+def _shares_a_buffer(per_argument: list) -> bool:
+    """Whether two Arrays among the arguments' leaves (`array_leaves` of each) hold one
+    buffer (or none: deleted, on the host)."""
+    bufs = [a._buf for leaves in per_argument for a in leaves if a.__class__ is Array]
+    return len(set(map(id, bufs))) != len(bufs)
 
 
 def mark_donated(tree, position: int, fname: str) -> None:
@@ -155,7 +191,12 @@ def mark_donated(tree, position: int, fname: str) -> None:
     `consume_donated` does: every later use (a jitted call in C++ included, which then
     misses to Python) raises `DeletedArrayError` naming the function. C++ saw only builtin
     containers and Arrays in a call it ran, so a plain flatten finds them all."""
-    for a in cpp_jit.array_leaves(tree):
+    mark_donated_leaves(cpp_jit.array_leaves(tree), position, fname)
+
+
+def mark_donated_leaves(leaves: list, position: int, fname: str) -> None:
+    """`mark_donated` of a donated argument's leaves (`cpp_jit.array_leaves`)."""
+    for a in leaves:
         if a.__class__ is Array:
             buf = a._buf
             if buf is not None and buf.is_deleted():
@@ -192,13 +233,14 @@ def fastpath_for(jitted, compiled, ran_on: list, leaves: list, out):
     lowered = compiled.lowered
     exe = compiled.exe
     if (
-        lowered.layout is not None
-        or callback.callback_keys(lowered.emitted)
+        callback.callback_keys(lowered.emitted)
         or cpp_jit.jax_x64() != config.enable_x64
         or len(leaves) != len(exe.param_types)
         or len(ran_on) != len(leaves)
     ):
         return None
+    if lowered.layout is not None:
+        return _spmd_fastpath(jitted, compiled, ran_on, leaves, out)
     device = exe.device
     if device is None:
         return None
@@ -232,6 +274,48 @@ def fastpath_for(jitted, compiled, ran_on: list, leaves: list, out):
         bufs,
         [(a.shape, a.dtype, a.weak_type) for a in avals],
         len(leaves),
+    )
+
+
+def _spmd_fastpath(jitted, compiled, ran_on: list, leaves: list, out):
+    """`fastpath_for` of an SPMD program: every argument C++ saw is a committed jax.Array
+    whose sharding equals its parameter's, which the Python path ran on as is (donated:
+    consumed). C++ keys each call on its arguments' shardings and runs them unchecked, so a
+    later call with any other layout misses to the Python path, which reshards or raises."""
+    exe = compiled.exe
+    aliases = () if compiled.plain else compiled.lowered.donation.aliases
+    js_in, js_out = exe.jax_in_shardings, exe.jax_out_shardings
+    for i, (given, arr, want) in enumerate(zip(leaves, ran_on, exe.param_types)):
+        if type(arr) is not Array or not cpp_jit.is_sharded_buffer(
+            given, js_in[i], want.shape, want.dtype
+        ):
+            return None
+        if i in aliases:
+            if arr._deleted_by is None:  # the Python path consumed what it donated
+                return None
+        elif arr._buf is not given or given.is_deleted():
+            return None
+    with _outputs.lock:
+        _outputs.counting(jitted.stats, exe.cpu_launch_hook)
+        try:
+            bufs, treedef = cpp_jit.output_treedef(registries(), out)
+        finally:
+            _outputs.counting(None)
+    avals = compiled.out_avals
+    if len(bufs) != len(avals) or len(bufs) != len(js_out) or not bufs:
+        return None
+    if aliases:
+        checks = getattr(jitted, "_cpp_spmd_donates", None)
+        if checks is None:
+            return None
+        checks[0] = True  # `entry` checks that no donated buffer comes twice
+    return cpp_jit.spmd_fastpath_data(
+        exe._exe,
+        js_in,
+        js_out,
+        treedef,
+        bufs,
+        [(a.shape, a.dtype, a.weak_type) for a in avals],
     )
 
 

@@ -1,6 +1,6 @@
 """Donating programs on 8 CPU devices: a one-device donating step runs where its arguments
-are committed and, after its first call there, in jaxlib's C++ dispatch; an SPMD program
-keeps purejit's Python dispatch (and still donates)."""
+are committed and, after its first call there, in jaxlib's C++ dispatch; so does a donating
+SPMD program (cases_cpp_spmd.py tests that path further)."""
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def case_donating_step_runs_on_the_committed_device_in_cpp():
             raise AssertionError("a donated array was accepted")
 
 
-def case_spmd_donating_program_keeps_the_python_path():
+def case_spmd_donating_program_runs_in_cpp():
     mesh = Mesh(np.array(DEVS).reshape(8), ("x",))
     sharded = NamedSharding(mesh, P("x"))
     f = purejit.jit(lambda p: p * 3, donate_argnums=0, in_shardings=sharded, out_shardings=sharded)
@@ -58,5 +58,11 @@ def case_spmd_donating_program_keeps_the_python_path():
         old = p
         p = f(p)
         assert old.is_deleted() and len(p.devices()) == 8
-    assert CALLS == ["<lambda>"] * 3, CALLS
+    assert CALLS == ["<lambda>"], CALLS  # the first call; then C++
     np.testing.assert_array_equal(np.asarray(p), np.arange(16) * 27.0)
+    try:
+        f(old)
+    except DeletedArrayError as e:
+        assert "donated" in str(e), e
+    else:
+        raise AssertionError("a donated array was accepted")
