@@ -51,6 +51,12 @@ for step in "$@"; do
     cala4) timeout 120 python3 -m bench.tp_mlp_sweep --out "$OUT/cala4" --devices "$N" --iters 20 \
              --repeats 5 --timeout 90 --calibrations 3 --calibration-method anchor,remainder \
              --shapes none > "$OUT/cala4.log" 2>&1 ;;
+    train4e)  # after the C++ dispatch of SPMD programs: the default against JAX + cuDNN
+      for kind in dp fsdp tp; do
+        timeout 100 python3 -m bench.tp_train --out "$OUT/train4e_$kind" --devices "$N" \
+          --variants jax_cudnn --steps "$kind" --repeats 3 > "$OUT/train4e_$kind.log" 2>&1
+        echo "train4e $kind: rc=$?" >> "$OUT/steps.txt"
+      done ;;
     sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;
