@@ -1,18 +1,22 @@
 """Host µs per call of the sharded training steps of `bench.tp_train` (data, fully sharded and
 tensor parallel, `shard_map` inside a donating `jit`) at tiny widths on forced CPU devices:
 the steps keep the full model's pytree (12 layers of 8 parameters, Adam's state: 289 arrays
-in, 290 out) with arrays a few elements wide, so a loop of calls timed until the last call
-returns (before the final synchronisation) measures what dispatch costs the host.
+in, 290 out) with arrays a few elements wide; a loop of calls is timed until the last call
+returns, before the final synchronisation. On forced CPU devices the launching call itself
+waits for much of each device's share of the program (jaxlib's CPU client; hundreds of small
+kernels per device), so those rows' host time includes execution, and the programs of the
+two libraries differ. The `trivial` row runs dp's tree through a step that only adds 1 to
+each array: its host time is dispatch, nearly all.
 
-purejit and `jax.jit` run the same step in one process, interleaved, median of `--repeats`
-rounds of `--iters` calls each; "step" is the same loop timed until its last result is
-ready. Forced CPU devices execute on the same cores as the dispatching thread (hundreds of
-small kernels per device and call), so the figures are noisy on a busy machine: compare the
-two libraries of one run, not runs. purejit's pacing of calls on CPU devices is lifted to
-the loop's length, as JAX does not pace. With `--profile`, cProfile's top entries of purejit's
-loop follow each step (per-call times then include the profiler's overhead).
+purejit and `jax.jit` run in one process, interleaved, median of `--repeats` rounds of
+`--iters` calls each; "step" is the same loop timed until its last result is ready. The
+figures are noisy on a busy machine: compare the two libraries of one run, not runs.
+purejit's pacing of calls on CPU devices is lifted to the loop's length, as JAX does not
+pace. The last column times the Python that purejit's C++ path adds to a donating call
+(`cpp_dispatch.entry`). With `--profile`, cProfile's top entries of purejit's loop follow
+each step (per-call times then include the profiler's overhead).
 
-    python -m bench.tools.sharded_dispatch [--devices 4] [--steps dp,fsdp,tp] [--profile]
+    python -m bench.tools.sharded_dispatch [--devices 4] [--steps dp,fsdp,tp,trivial] [--profile]
 
 It forces `--cpu-devices` CPU devices (default 8) before JAX starts: run it in its own
 process.
@@ -35,7 +39,11 @@ def _parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cpu-devices", type=int, default=8)
     p.add_argument("--devices", type=int, default=4, help="mesh size")
-    p.add_argument("--steps", default="dp,fsdp,tp")
+    p.add_argument(
+        "--steps",
+        default="dp,fsdp,tp,trivial",
+        help="of dp, fsdp, tp and trivial (see trivial_step)",
+    )
     p.add_argument("--layers", type=int, default=TINY[0])
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--repeats", type=int, default=15)
@@ -61,6 +69,20 @@ class _Loop:
         return host / iters, (time.perf_counter() - t0) / iters
 
 
+def trivial_step(lib, mesh, layers: int):
+    """dp's state, batch and specs around a step whose execution is next to nothing (each
+    array + 1, the batch's psum): what dispatch alone costs, execution aside."""
+    from bench.tp_train import state_specs
+
+    P = lib.sharding.PartitionSpec
+    specs = state_specs(P, "dp", layers)
+
+    def body(state, x, y):
+        return lib.tree_util.tree_map(lambda a: a + 1, state), lib.lax.psum(x.sum(), "dp")
+
+    return lib.shard_map(body, mesh=mesh, in_specs=specs, out_specs=(specs[0], P()))
+
+
 def loops(n: int, kinds: list[str], layers: int) -> dict:
     """{(library, kind): _Loop}, each step compiled and run once."""
     import jax
@@ -73,10 +95,13 @@ def loops(n: int, kinds: list[str], layers: int) -> dict:
     out = {}
     for lib in (purejit, jax):
         devs = np.array(lib.devices()[:n])
-        meshes = {a: lib.sharding.Mesh(devs, (a,)) for a in kinds}
-        steps = make_steps(lib, meshes, H, layers)
+        axis = {k: "dp" if k == "trivial" else k for k in kinds}
+        meshes = {k: lib.sharding.Mesh(devs, (axis[k],)) for k in kinds}
+        steps = make_steps(lib, {axis[k]: meshes[k] for k in kinds if k != "trivial"}, H, layers)
+        if "trivial" in kinds:
+            steps["trivial"] = trivial_step(lib, meshes["trivial"], layers)
         for kind in kinds:
-            specs = state_specs(lib.sharding.PartitionSpec, kind, layers)
+            specs = state_specs(lib.sharding.PartitionSpec, axis[kind], layers)
             sh = shardings(lib, meshes[kind], specs)
             args = [lib.tree_util.tree_map(lib.device_put, a, s) for a, s in zip((state, x, y), sh)]
             loop = _Loop(lib.jit(steps[kind], donate_argnums=0), *args)

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import threading
 import weakref
 
@@ -182,8 +183,15 @@ def entry(jitted, dispatcher):
 def _shares_a_buffer(per_argument: list) -> bool:
     """Whether two Arrays among the arguments' leaves (`array_leaves` of each) hold one
     buffer (or none: deleted, on the host)."""
-    bufs = [a._buf for leaves in per_argument for a in leaves if a.__class__ is Array]
-    return len(set(map(id, bufs))) != len(bufs)
+    leaves = itertools.chain.from_iterable(per_argument)
+    try:  # all Arrays (a training step's state and batch): the loop runs in C
+        return len(set(map(id, map(_buffer_of, leaves)))) != sum(map(len, per_argument))
+    except AttributeError:  # a NumPy array or a scalar among them
+        bufs = [a._buf for leaves in per_argument for a in leaves if a.__class__ is Array]
+        return len(set(map(id, bufs))) != len(bufs)
+
+
+_buffer_of = operator.attrgetter("_buf")
 
 
 def mark_donated(tree, position: int, fname: str) -> None:
@@ -196,15 +204,18 @@ def mark_donated(tree, position: int, fname: str) -> None:
 
 def mark_donated_leaves(leaves: list, position: int, fname: str) -> None:
     """`mark_donated` of a donated argument's leaves (`cpp_jit.array_leaves`)."""
+    reason = None
     for a in leaves:
         if a.__class__ is Array:
             buf = a._buf
             if buf is not None and buf.is_deleted():
+                if reason is None:
+                    reason = (
+                        f"it was donated as (part of) argument {position} of the jitted "
+                        f"function {fname}; a donated array cannot be used after the call"
+                    )
                 a._buf = a._host = None
-                a._deleted_by = (
-                    f"it was donated as (part of) argument {position} of the jitted function "
-                    f"{fname}; a donated array cannot be used after the call"
-                )
+                a._deleted_by = reason
 
 
 class _Key:

@@ -126,6 +126,10 @@ def case_a_donated_buffer_passed_twice_names_the_arguments():
     else:
         raise AssertionError("a donated buffer passed twice was accepted")
     np.testing.assert_array_equal(np.asarray(p), np.full(8, 4.0))
+    # a NumPy argument beside them (the check's other path; the Python path places it)
+    old, p = p, f(p, np.ones(8, np.float32))
+    assert old.is_deleted()
+    np.testing.assert_array_equal(np.asarray(p), np.full(8, 5.0))
 
 
 def case_many_unsynchronised_calls_stay_paced_on_cpu():
