@@ -18,6 +18,7 @@ import pytest
 import purejit
 import purejit.numpy as jnp
 from purejit.compiler import cache as cc
+from purejit.compiler import cache_files
 from purejit.ir import print_function
 from purejit.ir.encoding import DecodeError, decode_function, encode_function
 
@@ -46,12 +47,12 @@ def cache_dir(tmp_path):
     d = tmp_path / "cache"
     old = purejit.config.read("cache_dir")
     purejit.config.update(cache_dir=str(d))
-    cc._refused.clear()
+    cache_files._refused.clear()
     try:
         yield d
     finally:
         purejit.config.update(cache_dir=old)
-        cc._refused.clear()
+        cache_files._refused.clear()
 
 
 def _run():
@@ -200,9 +201,9 @@ def test_folder_writable_by_others_is_refused_with_one_warning(cache_dir):
 def _become_someone_else(monkeypatch):
     """Files made here are foreign: really (chown, when running as root) or by pretending
     to be another user."""
-    if cc._euid() == 0:
+    if cache_files._euid() == 0:
         return lambda p: os.chown(p, 65534, 65534)
-    monkeypatch.setattr(cc, "_euid", lambda: os.geteuid() + 1)
+    monkeypatch.setattr(cache_files, "_euid", lambda: os.geteuid() + 1)
     return lambda p: None
 
 
@@ -226,7 +227,7 @@ def test_entries_writable_or_owned_by_others_are_refused(cache_dir, tmp_path, pr
         for e in entries:
             os.chmod(e, 0o666)
     elif problem == "foreign":
-        if cc._euid() != 0:
+        if cache_files._euid() != 0:
             pytest.skip("making a file someone else's needs root")
         for e in entries:
             os.chown(e, 65534, 65534)

@@ -81,7 +81,7 @@ ALLOWED = {
     ("purejit/transforms/autodiff/_core.py", "_INTERNED"): (
         "the key of each rule interned by value (as CUSTOM_RULES), written under a lock"
     ),
-    ("purejit/compiler/cache.py", "_refused"): (
+    ("purejit/compiler/cache_files.py", "_refused"): (
         "cache folders already warned about (one warning each; as many as the user configured),"
         " written under a lock"
     ),
