@@ -39,7 +39,8 @@ time until the call returns (its dispatch, where the device runs asynchronously)
 training step is `value_and_grad` of the mean square output plus SGD on the donated
 parameters. `--out DIR` also writes the table (.md) and the rows (.json) there. With
 `--repeats N`, N interleaved rounds of every variant: the row of the median first call, with
-the median of each part of purejit's time split (a shared machine's load moves single runs).
+the median of each part of purejit's time split (a shared machine's load moves single runs)
+(`bench/cold_start_roll_sweep.py`).
 `--roll-ab [--layers N] [--workload transformer|mlp|conv|rnn]` times the steady forward and
 training step of purejit rolled and unrolled interleaved in one process (the loop traced flat
 and over a jitted layer), with the same memory and HLO figures (`bench/cold_start_roll.py`).
@@ -57,14 +58,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
 
+from bench.cold_start_process import best_of, spawn
 from bench.cold_start_roll import roll_ab
+from bench.cold_start_roll_sweep import roll_child, roll_sweep
 
 
 def _train_child(args):
@@ -115,198 +117,9 @@ def _train_child(args):
     print("RESULT " + json.dumps(out))
 
 
-ROLL_VARIANTS = (
-    "purejit rolled",
-    "purejit unrolled",
-    "jax.jit unrolled",
-    "jax.jit scan",
-    "purejit rolled, flat loop",
-)
-
-
-def _roll_child(args):
-    """One cold first call of a roll-sweep variant, in this fresh process."""
-    from bench.models import transformer, transformer_params
-
-    params = transformer_params(args.layers, args.d, np.random.default_rng(0))
-    x = np.random.default_rng(1).standard_normal((args.batch, args.seq, args.d)).astype(np.float32)
-    heads, variant = args.heads, ROLL_VARIANTS[args.variant]
-    out = {"variant": variant}
-    if variant.startswith("purejit"):
-        import purejit
-        import purejit.numpy as xp
-
-        purejit.config.update(cache_dir=args.cache)
-        np.asarray(purejit.jit(lambda a: a + 1)(np.ones(3, np.float32)))  # start the backend
-
-        def block(x, p):
-            return transformer(xp, [p], x, heads)
-
-        if variant != "purejit rolled, flat loop":  # else the loop is traced flat
-            block = purejit.jit(block)
-        vg, tmap = purejit.value_and_grad, purejit.tree_util.tree_map
-        options = {"roll_layers": variant != "purejit unrolled"}
-        options.update(json.loads(args.purejit_options))
-
-        def jit(f, **kw):
-            return purejit.jit(f, compiler_options=options, **kw)
-
-        def put(t):
-            return tmap(lambda a: xp.asarray(a) + 0, t)
-    else:
-        import jax
-        import jax.numpy as xp
-
-        jax.config.update("jax_compilation_cache_dir", args.cache)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-        jax.jit(lambda a: a + 1)(np.ones(3, np.float32)).block_until_ready()
-        vg, tmap = jax.value_and_grad, jax.tree_util.tree_map
-        jit, put = jax.jit, lambda t: tmap(jax.device_put, t)
-
-        def block(x, p):
-            return transformer(xp, [p], x, heads)
-
-        if variant == "jax.jit scan":
-            params = tmap(lambda *a: np.stack(a), *params)
-
-    if variant == "jax.jit scan":
-
-        def model(ps, x):
-            return jax.lax.scan(lambda h, p: (block(h, p), None), x, ps)[0]
-    else:
-
-        def model(ps, x):
-            for p in ps:
-                x = block(x, p)
-            return x
-
-    def loss(ps, x):
-        return xp.mean(model(ps, x) ** 2)
-
-    def step(ps, x):
-        value, grads = vg(loss)(ps, x)
-        return tmap(lambda p, g: p - 1e-3 * g, ps, grads), value
-
-    if args.train:
-        f = jit(step, donate_argnums=0)
-        dev = put(params)
-        t0, c0 = time.perf_counter(), time.process_time()
-        new, value = f(dev, x)
-        float(np.asarray(value))
-        out["first_call"] = time.perf_counter() - t0
-        out["first_call_cpu"] = time.process_time() - c0
-        state, returns = [new], [float("inf")]
-
-        def train_step():  # the parameters of one step are donated to the next
-            t0 = time.perf_counter()
-            state[0], value = f(state[0], x)
-            returns[0] = min(returns[0], time.perf_counter() - t0)
-            return float(np.asarray(value))
-
-        out["steady"] = best_of(train_step, n=10)
-        out["returns"] = returns[0]
-        out["checksum"] = float(np.asarray(value))
-    else:
-        f = jit(model)
-        t0, c0 = time.perf_counter(), time.process_time()
-        y = np.asarray(f(params, x))
-        out["first_call"] = time.perf_counter() - t0
-        # the process's CPU time (all its threads): moves less with a shared machine's load
-        out["first_call_cpu"] = time.process_time() - c0
-        out["steady"] = best_of(lambda: np.asarray(f(params, x)), n=10)
-        out["checksum"] = float(np.abs(y).sum())
-    from bench.cold_start_hlo import kernel_counts, stacking_bytes, trip_kernels
-
-    if variant.startswith("purejit"):
-        compiled = next(iter(f.cache.values()))
-        out["timings"] = compiled.lowered.timings
-        out["hlo_bytes"] = stacking_bytes(compiled.as_text())
-    else:
-        compiled = f.lower(params, x).compile()
-    out["kernels"] = kernel_counts(compiled.as_text())
-    out["trip_kernels"] = trip_kernels(compiled.as_text())  # in the --out JSON
-    out["temp"] = compiled.memory_analysis().temp_size_in_bytes
-    print("RESULT " + json.dumps(out))
-
-
-def _roll_sweep(args) -> dict:
-    """Every variant at every layer count, each in a fresh process; prints the table."""
-    import jax
-
-    dev = jax.devices()[0]
-    what = "training step (value_and_grad + SGD, donated)" if args.train else "forward"
-    print(
-        f"\n### Repeated layers, {what}: transformer d={args.d}, heads={args.heads}, batch "
-        f"{args.batch} x seq {args.seq}, a Python loop (over a jitted layer unless flat) "
-        f"({dev.platform}: {dev.device_kind}); fresh process and empty cache per row"
-        f"{'' if args.purejit_options == '{}' else '; purejit options ' + args.purejit_options}"
-        f"{f'; median of {args.repeats} interleaved rounds' if args.repeats > 1 else ''}"
-        "\n"
-    )
-    print(
-        "| layers | variant | first call (s) | vs jax.jit unrolled | vs jax.jit scan | trace "
-        "| passes | emit | XLA compile | steady (ms) | steady vs unrolled | temporaries (MiB) "
-        "| stack / ys zero-fill / unstack per call (MiB) | kernels: entry + loop bodies "
-        "| call returns (ms) |"
-    )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|")
-    rows = {}
-    for layers in [int(n) for n in args.roll_sweep.split(",")]:
-        args.layers = layers
-        runs: dict = {name: [] for name in ROLL_VARIANTS}
-        for _ in range(max(args.repeats, 1)):  # interleaved: each round runs every variant
-            for k, name in enumerate(ROLL_VARIANTS):
-                with tempfile.TemporaryDirectory() as cache:
-                    runs[name].append(_spawn(name, cache, args, variant=k))
-        got = {name: _median_run(rs) for name, rs in runs.items()}
-        rows[layers] = got
-        ju, js = got["jax.jit unrolled"], got["jax.jit scan"]
-        for name, r in got.items():
-            t = r.get("timings", {})
-            split = [f"{t[k]:.3f}" if k in t else "-" for k in ("trace", "passes", "emit")]
-            xla = t.get("xla_compile")
-            base = got["purejit unrolled"] if name.startswith("purejit") else ju
-            m = r.get("hlo_bytes")
-            moved = "-"
-            if m and m["loops"]:
-                moved = " / ".join(f"{m[k] / 2**20:.2f}" for k in ("stack", "ys_init", "unstack"))
-            k = r["kernels"]
-            kernels = " + ".join(str(n) for n in [k["entry"], *k["loop_bodies"]])
-            ret = f"{r['returns'] * 1e3:.2f}" if "returns" in r else "-"
-            print(
-                f"| {layers} | {name} | {r['first_call']:.3f} "
-                f"| {r['first_call'] / ju['first_call']:.2f}x "
-                f"| {r['first_call'] / js['first_call']:.2f}x | {' | '.join(split)} "
-                f"| {'-' if xla is None else f'{xla:.3f}'} | {r['steady'] * 1e3:.2f} "
-                f"| {r['steady'] / base['steady']:.2f}x | {r['temp'] / 2**20:.1f} | {moved} "
-                f"| {kernels} | {ret} |"
-            )
-        sums = [r["checksum"] for r in got.values()]
-        spread = (max(sums) - min(sums)) / max(abs(max(sums)), 1e-30)
-        if spread > 1e-3:
-            raise AssertionError(f"{layers} layers: the variants disagree ({sums})")
-    return rows
-
-
-def _median_run(runs: list[dict]) -> dict:
-    """The run of median first call, its purejit time split replaced by each part's median
-    over the runs, and every run's first call (`first_calls`)."""
-    ordered = sorted(runs, key=lambda r: r["first_call"])
-    out = dict(ordered[(len(ordered) - 1) // 2])
-    out["first_calls"] = [r["first_call"] for r in runs]
-    if "timings" in out:
-        keys = set().union(*(r.get("timings", {}) for r in runs))
-        out["timings"] = {
-            k: float(np.median([r["timings"][k] for r in runs if k in r.get("timings", {})]))
-            for k in keys
-        }
-    return out
-
-
 def _child(args):
     if args.variant is not None:
-        return _roll_child(args)
+        return roll_child(args)
     if args.train:
         return _train_child(args)
     from bench.models import transformer, transformer_params
@@ -349,39 +162,6 @@ def _child(args):
     print("RESULT " + json.dumps(out))
 
 
-def best_of(call, n: int = 3) -> float:
-    """The best of `n` timed calls (after warm-up): what running a program costs."""
-    best = float("inf")
-    for _ in range(n):
-        t0 = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def _spawn(kind: str, cache: str, args, variant: int | None = None) -> dict:
-    if variant is not None:  # a roll-sweep variant (its kind is only the row's name)
-        kind = "purejit" if kind.startswith("purejit") else "jax"
-    cmd = [sys.executable, "-m", "bench.cold_start", "--child", kind, "--cache", cache]
-    if variant is not None:
-        cmd += ["--variant", str(variant), "--purejit-options", args.purejit_options]
-    for k in ("layers", "d", "heads", "seq", "batch", "dtype"):
-        if getattr(args, k) is not None:
-            cmd += [f"--{k}", str(getattr(args, k))]
-    if args.train:
-        cmd += ["--train"] + (["--quick"] if args.quick and variant is None else [])
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("PUREJIT_CACHE_DIR", None)
-    proc = subprocess.run(
-        cmd, check=False, capture_output=True, text=True, env=env, cwd=root, timeout=1800
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"{kind} child failed:\n{proc.stderr[-3000:]}")
-    line = next(s for s in proc.stdout.splitlines() if s.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])
-
-
 def _repeated_cold(args) -> dict:
     times = {"purejit": [], "jax": []}
     losses: dict = {}
@@ -389,7 +169,7 @@ def _repeated_cold(args) -> dict:
     for _ in range(args.repeats):
         for kind in times:
             with tempfile.TemporaryDirectory() as cache:
-                r = _spawn(kind, cache, args)
+                r = spawn(kind, cache, args)
                 times[kind].append(r["first_call"])
                 model = r.get("model", model)
                 if "loss" in r:
@@ -534,8 +314,8 @@ def main(argv=None):
             if getattr(args, k) is None:
                 setattr(args, k, v)
         if not args.out:
-            return roll_ab(args) if args.roll_ab else _roll_sweep(args)
-        return _written(args, roll_ab if args.roll_ab else _roll_sweep)
+            return roll_ab(args) if args.roll_ab else roll_sweep(args)
+        return _written(args, roll_ab if args.roll_ab else roll_sweep)
     if args.train:
         if not args.repeats:
             raise SystemExit("--train runs the cold-only protocol: give --repeats N (N >= 1)")
@@ -551,10 +331,10 @@ def main(argv=None):
 
     rows = {}
     with tempfile.TemporaryDirectory() as pj, tempfile.TemporaryDirectory() as jx:
-        rows["purejit cold"] = _spawn("purejit", pj, args)
-        rows["purejit warm"] = _spawn("purejit", pj, args)
-        rows["jax.jit cold"] = _spawn("jax", jx, args)
-        rows["jax.jit warm"] = _spawn("jax", jx, args)
+        rows["purejit cold"] = spawn("purejit", pj, args)
+        rows["purejit warm"] = spawn("purejit", pj, args)
+        rows["jax.jit cold"] = spawn("jax", jx, args)
+        rows["jax.jit warm"] = spawn("jax", jx, args)
     sums = {r["checksum"] for r in rows.values()}
     spread = (max(sums) - min(sums)) / max(max(sums), 1e-30)
 
