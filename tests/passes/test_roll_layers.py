@@ -1,9 +1,9 @@
-"""roll_layers: IR text in -> IR text out for chains of isomorphic calls (rolled into one
-scan) and for the chains it must leave alone (different shapes, different activations, a
-carried value used outside the chain, a skip connection, effects), the interpreter gives
-the same numbers before and after, and jitted models (an MLP stack, a tiny transformer,
-their gradients, a layer holding a scan, a donated training step) compile with
-`roll_layers` to the numbers of the unrolled program and of JAX."""
+"""roll_layers on the IR: IR text in -> IR text out for chains of isomorphic calls (rolled into
+one scan) and for the chains it must leave alone (different shapes, different activations, a
+carried value used outside the chain, a skip connection); Python loops traced flat, outlined
+and rolled, forward and backward; the packing of a scan's saved values and of the layers'
+parameters into one stack each. The interpreter gives the same numbers before and after.
+Jitted models compiled with `roll_layers`: test_roll_layers_compiled.py."""
 
 from __future__ import annotations
 
@@ -18,21 +18,17 @@ from purejit.passes.roll_layers import RollLayers
 
 import purejit
 import purejit.numpy as pnp
-from bench.cold_start_hlo import kernel_counts, stacking_bytes, trip_kernels
+from bench.cold_start_hlo import stacking_bytes
 from bench.models import transformer, transformer_params
-from purejit import lax
-
-ROLL = {"roll_layers": True}
-
-
-@pytest.fixture
-def stacked_xs(monkeypatch):
-    """The compiler's roll pass with the layers' parameters stacked, the GPU's route (on CPU
-    they are read per trip by a case, unstacked: test_roll_layers_select.py)."""
-    from purejit.passes import pipeline
-
-    default = pipeline.RollLayers
-    monkeypatch.setattr(pipeline, "RollLayers", lambda **kw: default(**{**kw, "select_xs": False}))
+from tests.passes.roll_layers_util import (
+    ROLL,
+    dense,
+    leaves,
+    mlp,
+    mlp_params,
+    residual,
+    roll_report,
+)
 
 
 def _layer(k: int, x: str, w: str, act: str = "tanh", wt: str = "f32[4]", c: str = "") -> str:
@@ -214,461 +210,6 @@ def test_a_skip_connection_is_left_alone():
     assert not res.changed
 
 
-# jitted models, compiled ------------------------------------------------------------------
-
-
-def _mlp(xp, layer_fn):
-    def model(ps, x):
-        for p in ps:
-            x = layer_fn(x, p)
-        return x
-
-    return model
-
-
-def _dense(xp):
-    def f(x, p):
-        return xp.tanh(x @ p["w"] + p["b"])
-
-    return f
-
-
-def _mlp_params(layers: int, d: int = 8, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    return [
-        {
-            "w": (rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32),
-            "b": rng.standard_normal(d).astype(np.float32),
-        }
-        for _ in range(layers)
-    ]
-
-
-def _leaves(t):
-    return [np.asarray(v) for v in jax.tree.leaves(t)]
-
-
-def _roll_report(jitted, *args) -> dict:
-    (rec,) = [r for r in jitted.lower(*args).records if r.name == "roll_layers"]
-    return rec.report
-
-
-@pytest.mark.parametrize("layers", [4, 8])
-def test_mlp_stack_rolls_and_matches_unrolled_and_jax(layers):
-    ps, x = _mlp_params(layers), np.random.default_rng(1).standard_normal((2, 8), np.float32)
-    model = _mlp(pnp, purejit.jit(_dense(pnp)))
-    rolled = purejit.jit(model, compiler_options=ROLL)
-    report = _roll_report(rolled, ps, x)
-    assert report["blocks_rolled"] == layers and not report["refused"]
-    lowered = rolled.lower(ps, x)
-    assert lowered.module.count("stablehlo.while") == 1
-    # the traced program and the rolled one agree in the interpreter, bit for bit
-    args = _leaves((ps, x))
-    before = interpret(lowered.traced, *args)
-    after = interpret(RollLayers()(lowered.traced).fn, *args)
-    np.testing.assert_array_equal(after[0], before[0])
-    want = jax.jit(_mlp(jnp, _dense(jnp)))(ps, x)
-    got, unrolled = rolled(ps, x), purejit.jit(model)(ps, x)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(unrolled), rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, jnp.bfloat16])
-def test_mlp_gradient_rolls_forward_and_backward(dtype):
-    ps, x = _mlp_params(6), np.random.default_rng(2).standard_normal((2, 8), np.float32)
-    ps, x = jax.tree.map(lambda a: np.asarray(a, dtype), (ps, x))
-    model = _mlp(pnp, purejit.jit(_dense(pnp)))
-
-    def loss(ps, x):
-        return pnp.sum(model(ps, x) ** 2)
-
-    def jloss(ps, x):
-        return jnp.sum(_mlp(jnp, _dense(jnp))(ps, x) ** 2)
-
-    rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
-    report = _roll_report(rolled, ps, x)
-    # every layer rolls, the first too: rolling linearizes each call with a tangent for its
-    # input, so the first layer (whose input x is not differentiated) is linearized alike
-    assert report["runs_rolled"] == 2 and not report["refused"]
-    fwd, bwd = report["rolled"]
-    assert fwd["blocks"] == bwd["blocks"] == 6
-    assert not fwd["reverse"] and bwd["reverse"] and bwd["stacks_reused"] >= 2
-    got, unrolled = rolled(ps, x), purejit.jit(purejit.grad(loss))(ps, x)
-    want = jax.jit(jax.grad(jloss))(ps, x)
-    # float32 to rounding; bfloat16 within JAX's bf16 tolerance (2 bf16 ulps at 1)
-    tol = 1e-5 if dtype == np.float32 else 2e-2
-    for g, u, w in zip(_leaves(got), _leaves(unrolled), _leaves(want)):
-        g, u, w = (np.asarray(a, np.float32) for a in (g, u, w))
-        np.testing.assert_allclose(g, u, rtol=tol, atol=tol)
-        np.testing.assert_allclose(g, w, rtol=10 * tol, atol=10 * tol)
-
-
-def test_tiny_transformer_forward_and_gradient():
-    d, heads, layers = 16, 2, 3
-    ps = transformer_params(layers, d, np.random.default_rng(3))
-    x = np.random.default_rng(4).standard_normal((2, 8, d)).astype(np.float32)
-    block = purejit.jit(lambda x, p: transformer(pnp, [p], x, heads))
-
-    def model(ps, x):
-        for p in ps:
-            x = block(x, p)
-        return x
-
-    def loss(ps, x):
-        return pnp.mean(model(ps, x) ** 2)
-
-    rolled = purejit.jit(model, compiler_options=ROLL)
-    assert _roll_report(rolled, ps, x)["blocks_rolled"] == layers
-    want = jax.jit(lambda ps, x: transformer(jnp, ps, x, heads))(ps, x)
-    np.testing.assert_allclose(np.asarray(rolled(ps, x)), np.asarray(want), rtol=1e-4, atol=1e-4)
-    g = purejit.jit(purejit.grad(loss), compiler_options=ROLL)(ps, x)
-    gu = purejit.jit(purejit.grad(loss))(ps, x)
-    for a, b in zip(_leaves(g), _leaves(gu)):  # (the unrolled gradient is JAX's: tests/nn)
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-
-
-def test_a_layer_holding_a_scan_rolls():
-    @purejit.jit
-    def layer(x, p):
-        def step(h, w):
-            return pnp.tanh(h * w), h.sum()
-
-        h, ys = lax.scan(step, x, p["ws"])
-        return h + ys.mean()
-
-    def jlayer(x, p):
-        def step(h, w):
-            return jnp.tanh(h * w), h.sum()
-
-        h, ys = jax.lax.scan(step, x, p["ws"])
-        return h + ys.mean()
-
-    rng = np.random.default_rng(5)
-    ps = [{"ws": rng.standard_normal((3, 4)).astype(np.float32)} for _ in range(4)]
-    x = rng.standard_normal(4).astype(np.float32)
-    rolled = purejit.jit(_mlp(pnp, layer), compiler_options=ROLL)
-    assert _roll_report(rolled, ps, x)["blocks_rolled"] == 4
-    want = jax.jit(_mlp(jnp, jlayer))(ps, x)
-    np.testing.assert_allclose(np.asarray(rolled(ps, x)), np.asarray(want), rtol=1e-5, atol=1e-5)
-
-
-def test_a_layer_with_effects_is_left_alone():
-    @purejit.jit
-    def layer(x, p):
-        purejit.debug.print("layer {}", x.sum())
-        return pnp.tanh(x @ p["w"] + p["b"])
-
-    ps, x = _mlp_params(3), np.ones((2, 8), np.float32)
-    report = _roll_report(purejit.jit(_mlp(pnp, layer), compiler_options=ROLL), ps, x)
-    assert report["runs_rolled"] == 0
-    assert "effects" in report["refused"][0]["reason"]
-
-
-def test_donated_training_step_rolls():
-    model = _mlp(pnp, purejit.jit(_dense(pnp)))
-
-    def step(ps, x):
-        g = purejit.grad(lambda ps: pnp.sum(model(ps, x) ** 2))(ps)
-        return jax.tree.map(lambda p, g: p - 0.1 * g, ps, g)
-
-    def jstep(ps, x):
-        g = jax.grad(lambda ps: jnp.sum(_mlp(jnp, _dense(jnp))(ps, x) ** 2))(ps)
-        return jax.tree.map(lambda p, g: p - 0.1 * g, ps, g)
-
-    ps, x = _mlp_params(5), np.random.default_rng(6).standard_normal((2, 8), np.float32)
-    want = jax.jit(jstep)(ps, x)
-    rolled = purejit.jit(step, donate_argnums=0, compiler_options=ROLL)
-    assert _roll_report(rolled, ps, x)["runs_rolled"] == 2
-    donated = jax.tree.map(purejit.numpy.asarray, ps)
-    got = rolled(donated, x)
-    assert all(a.is_deleted() for a in jax.tree.leaves(donated))
-    for a, b in zip(_leaves(got), _leaves(want)):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-
-
-def test_the_option_is_checked_and_off_by_default():
-    ps, x = _mlp_params(3), np.ones((2, 8), np.float32)
-    model = _mlp(pnp, purejit.jit(_dense(pnp)))
-    names = [r.name for r in purejit.jit(model).lower(ps, x).records]
-    assert "roll_layers" not in names
-    with pytest.raises(ValueError, match="roll_layers=1 must be True or False"):
-        purejit.jit(model, compiler_options={"roll_layers": 1}).lower(ps, x)
-
-
-@pytest.mark.usefixtures("stacked_xs")
-def test_explain_reports_what_was_rolled_and_refused():
-    ps, x = _mlp_params(5), np.ones((2, 8), np.float32)
-    ps[4]["b"] = ps[4]["b"][:1]  # the last layer's bias broadcasts: another signature
-    model = _mlp(pnp, purejit.jit(_dense(pnp)))
-
-    def loss(ps, x):
-        return pnp.sum(model(ps, x))
-
-    text = str(purejit.explain(purejit.jit(purejit.grad(loss), compiler_options=ROLL), ps, x))
-    lines = text.split("repeated layers")[1].split("\n\n")[0].splitlines()
-    rolled = [line for line in lines if line.startswith("  rolled")]
-    refused = [line for line in lines if line.startswith("  refused")]
-    assert len(rolled) == 2 and "4 blocks -> one scan" in rolled[0]
-    assert "reverse" in rolled[1] and "3 stacks read from an earlier scan" in rolled[1]
-    # the 4 layers' w (8x8) and b (8) of float32 are stacked once, for the forward scan; the
-    # backward scan reads them, the saved layer outputs and the layer inputs from the
-    # forward's stacks (the first input, the program's x, a loop constant read at row -1)
-    assert "copies 1.1 KB per call to stack parameters" in rolled[0]
-    assert "copies" not in rolled[1]
-    assert len(refused) == 2 and all("differs from block 0" in line for line in refused)
-    assert "(off by default: stacking copies 1.1 KB per call" in text
-
-
-def test_per_layer_random_keys_become_per_block_inputs():
-    @purejit.jit
-    def layer(x, p, key):
-        keep = purejit.random.bernoulli(key, 0.8, x.shape)
-        return pnp.where(keep, pnp.tanh(x @ p["w"] + p["b"]), 0.0)
-
-    def model(ps, x, keys):
-        for p, k in zip(ps, keys):
-            x = layer(x, p, k)
-        return x
-
-    ps, x = _mlp_params(4), np.random.default_rng(7).standard_normal((2, 8), np.float32)
-    keys = list(purejit.random.split(purejit.random.key(0), 4))
-    rolled = purejit.jit(model, compiler_options=ROLL)
-    (run,) = _roll_report(rolled, ps, x, keys)["rolled"]
-    assert run["blocks"] == 4 and run["per_block"] == 3  # w, b and the key
-    got, want = rolled(ps, x, keys), purejit.jit(model)(ps, x, keys)
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-
-
-# a Python loop traced flat (no jitted layer): repeated stretches are outlined, then rolled
-
-
-def _flat_roll(f, *args):
-    traced = purejit.jit(f).lower(*args).traced
-    res = RollLayers()(traced)
-    verify(res.fn)
-    flat = _leaves(args)
-    for a, b in zip(interpret(traced, *flat), interpret(res.fn, *flat)):
-        np.testing.assert_array_equal(b, a)
-    return traced, res
-
-
-def _residual(xp):
-    def f(x, p):  # enough ops for a block (RollLayers.min_block_ops)
-        return x * 0.5 + xp.tanh(x @ p["w"] + p["b"]) * 0.25
-
-    return f
-
-
-def test_a_flat_loop_rolls_forward_and_backward():
-    ps, x = _mlp_params(5), np.random.default_rng(8).standard_normal((2, 8), np.float32)
-    model = _mlp(pnp, _residual(pnp))
-    _, res = _flat_roll(model, ps, x)
-    (run,) = res.report["rolled"]
-    assert run["blocks"] == 5 and not any(op.name == "call" for op in res.fn.walk())
-
-    def loss(ps, x):
-        return pnp.sum(model(ps, x) ** 2)
-
-    _, res = _flat_roll(purejit.grad(loss), ps, x)
-    assert res.report["runs_rolled"] == 2 and res.report["rolled"][1]["reverse"]
-    assert not any(op.name == "call" for op in res.fn.walk())  # unrolled blocks put back
-    got = purejit.jit(purejit.grad(loss), compiler_options=ROLL)(ps, x)
-    jmodel = _mlp(jnp, _residual(jnp))
-    want = jax.jit(jax.grad(lambda ps, x: jnp.sum(jmodel(ps, x) ** 2)))(ps, x)
-    for a, b in zip(_leaves(got), _leaves(want)):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-
-
-def test_a_flat_transformer_gradient_rolls():
-    d, heads = 16, 2
-    ps = transformer_params(4, d, np.random.default_rng(9))
-    x = np.random.default_rng(10).standard_normal((2, 4, d)).astype(np.float32)
-
-    def loss(ps, x):
-        return pnp.mean(transformer(pnp, ps, x, heads) ** 2)
-
-    traced, res = _flat_roll(purejit.grad(loss), ps, x)
-    fwd, bwd = res.report["rolled"]
-    assert fwd["blocks"] == 4 and fwd["carried_also_stacked"] == 1  # x is saved for grad
-    assert bwd["reverse"] and bwd["stacks_reused"] > 0
-    unpacked = RollLayers(pack_ys=False, pack_xs=False)(traced).fn.op_count()
-    assert unpacked < 0.6 * traced.op_count()
-    # packing a scan's saved values into one ys adds a reshape and a row offset per value,
-    # and the constant column where its rows are read; packing the layers' parameters into
-    # one stack, a slice, a reshape and an offset each (the slices the scan's lowering made
-    # of each stacked parameter are made in the body)
-    packed = sum(r["ys_packed"] for r in res.report["rolled"])
-    packed_xs = sum(r["xs_packed"] for r in res.report["rolled"])
-    assert fwd["ys"] < 4 and packed > 8 and packed_xs == 8
-    assert res.fn.op_count() <= unpacked + 3 * packed + 3 * packed_xs + 2
-
-
-def test_flat_layers_with_different_activations_stay_unrolled():
-    ps, x = _mlp_params(4), np.ones((2, 8), np.float32)
-
-    def model(acts):
-        def f(ps, x):
-            for act, p in zip(acts, ps):
-                x = x * 0.5 + act(x @ p["w"] + p["b"]) * 0.25
-            return x
-
-        return f
-
-    traced, res = _flat_roll(model([pnp.sin, pnp.tanh, pnp.cos, pnp.exp]), ps, x)
-    assert not res.changed and res.fn is traced
-    # alternating activations repeat with a period of two layers: pairs of layers roll
-    _, res = _flat_roll(model([pnp.sin, pnp.tanh] * 2), ps, x)
-    (run,) = res.report["rolled"]
-    assert run["blocks"] == 2 and run["per_block"] == 4  # two layers' w and b per block
-
-
-@pytest.mark.usefixtures("stacked_xs")
-def test_xla_keeps_the_loop_and_copies_no_stacked_weights():
-    ps, x = _mlp_params(6, d=16), np.ones((4, 16), np.float32)
-    rolled = purejit.jit(_mlp(pnp, purejit.jit(_dense(pnp))), compiler_options=ROLL)
-    hlo = rolled.lower(ps, x).compile().as_text()
-    assert hlo.count(" while(") == 1  # not unrolled by XLA
-    stacked = [line for line in hlo.splitlines() if " copy(" in line and "f32[6," in line]
-    assert not stacked, stacked  # the stacked weights are read in place on every trip
-    # what a trip adds to the layer: the weight's row copied for the dot (XLA's CPU dot
-    # takes no strided operand) and the counter; each kernel of the body counted once
-    (trip,) = trip_kernels(hlo)
-    assert sum(trip.values()) == kernel_counts(hlo)["loop_bodies"][0]
-    assert trip["row reads"] == 1 and trip["row writes"] == 0 and trip["counter"] >= 1
-    assert trip["compute"] >= 1
-
-
-@pytest.mark.parametrize("jitted", [True, False], ids=["jitted_layer", "flat_loop"])
-def test_layers_under_vmap_roll(jitted):
-    ps = _mlp_params(4)
-    x = np.random.default_rng(11).standard_normal((3, 2, 8)).astype(np.float32)
-    layer = purejit.jit(_dense(pnp)) if jitted else _residual(pnp)
-    model = purejit.vmap(_mlp(pnp, layer), in_axes=(None, 0))
-    rolled = purejit.jit(model, compiler_options=ROLL)
-    (run,) = _roll_report(rolled, ps, x)["rolled"]
-    assert run["blocks"] == 4
-    got, want = rolled(ps, x), purejit.jit(model)(ps, x)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)
-
-
-def _chain_loss(layer):
-    """The mean square output of `layer` applied once per entry of `ps`, in a Python loop."""
-
-    def loss(ps, x):
-        for p in ps:
-            x = layer(x, p)
-        return pnp.mean(x**2)
-
-    return loss
-
-
-def _transformer_block(heads):
-    """One bench.models transformer layer, as a function of (x, its parameters)."""
-
-    def block(x, p):
-        return transformer(pnp, [p], x, heads)
-
-    return block
-
-
-def test_rolled_backward_stacks_what_a_layer_saves_inline():
-    d, heads, layers = 16, 2, 4
-    ps = transformer_params(layers, d, np.random.default_rng(12))
-    x = np.random.default_rng(13).standard_normal((2, 8, d)).astype(np.float32)
-    block = _transformer_block(heads)
-
-    inline = purejit.jit(purejit.grad(_chain_loss(block))).lower(ps, x)
-    (top,) = inline.residuals
-    rolled = purejit.jit(purejit.grad(_chain_loss(purejit.jit(block))), compiler_options=ROLL)
-    fn = rolled.lower(ps, x).fn
-    fwd = [op for op in fn.ops if op.name == "scan" and not op.attrs["reverse"]]
-    (scan,) = fwd
-    n = scan.attrs["length"]
-    assert n == layers
-    ys = scan.results[scan.attrs["num_carry"] :]
-    # per layer, the forward scan stacks what the inline program saves per layer (the
-    # jitted layer's forward call used to return 3x as many residuals, 6x the bytes); the
-    # first layer rolls too, saving what the others save
-    assert sum(v.type.nbytes for v in ys) / n <= 1.05 * top.saved_bytes / layers
-    got = rolled(ps, x)
-    want = purejit.jit(purejit.grad(_chain_loss(block)))(ps, x)
-    for a, b in zip(_leaves(got), _leaves(want)):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-
-
-@pytest.mark.usefixtures("stacked_xs")
-def test_the_backward_scan_reads_rows_of_the_forward_stacks_in_place():
-    ps, x = _mlp_params(6, d=16), np.ones((4, 16), np.float32)
-    model = _mlp(pnp, _residual(pnp))  # a flat loop: its first backward block differs
-
-    def loss(ps, x):
-        return pnp.sum(model(ps, x) ** 2)
-
-    rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
-    lowered = rolled.lower(ps, x)
-    fwd, bwd = [op for op in lowered.fn.ops if op.name == "scan"]
-    # the backward scan (5 blocks) takes the forward's stacks of 6 rows whole, as loop
-    # constants, and reads its rows by an index passed as xs
-    assert bwd.attrs["length"] == 5 and bwd.attrs["num_consts"] >= 2
-    consts = bwd.operands[: bwd.attrs["num_consts"]]
-    assert all(v.type.shape[0] == 6 for v in consts)
-    assert "dynamic_slice" in [op.name for op in bwd.regions[0].ops]
-    # XLA stacks each per-layer parameter once (a slice of the stack would become a second
-    # concatenate of the same parameters); the one other stack is the backward's layer
-    # inputs (x itself, then 4 rows of the forward's carried outputs)
-    moved = stacking_bytes(lowered.compile().as_text())
-    assert moved["loops"] == 2
-    assert moved["stack"] == sum(np.asarray(a).nbytes for a in jax.tree.leaves(ps)) + 5 * x.nbytes
-    got, want = rolled(ps, x), purejit.jit(purejit.grad(loss))(ps, x)
-    for a, b in zip(_leaves(got), _leaves(want)):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-
-
-def test_saved_values_of_one_dtype_are_packed_into_one_ys():
-    # a scan writes each stacked output with a dynamic-update-slice of its own per trip (a
-    # kernel per saved value and layer); packed, a layer's saved values of one dtype are
-    # one row, and the backward scan reads their columns of that stack in place
-    d, heads = 16, 2
-    ps = transformer_params(4, d, np.random.default_rng(14))
-    x = np.random.default_rng(15).standard_normal((2, 4, d)).astype(np.float32)
-
-    def loss(ps, x):
-        return pnp.mean(transformer(pnp, ps, x, heads) ** 2)
-
-    traced, res = _flat_roll(purejit.grad(loss), ps, x)
-    plain = RollLayers(pack_ys=False)(traced)
-    verify(plain.fn)
-    fwd, bwd = [op for op in res.fn.ops if op.name == "scan"]
-    pfwd, _ = [op for op in plain.fn.ops if op.name == "scan"]
-    ys = fwd.results[fwd.attrs["num_carry"] :]
-    plain_ys = pfwd.results[pfwd.attrs["num_carry"] :]
-    assert sum(v.type.nbytes for v in ys) == sum(v.type.nbytes for v in plain_ys)
-    assert len(plain_ys) >= 10 and len(ys) <= 3
-    (packed,) = [v for v in ys if v.type.rank == 2 and v.type.dtype == np.float32]
-    consts = bwd.operands[: bwd.attrs["num_consts"]]
-    assert sum(v is packed for v in consts) == 1  # one loop constant, however many read it
-    reads = [
-        op
-        for op in bwd.regions[0].ops
-        if op.name == "dynamic_slice"
-        and op.operands[0] is bwd.regions[0].params[consts.index(packed)]
-    ]
-    assert len(reads) >= 8 and all(op.attrs["slice_sizes"][0] == 1 for op in reads)
-    flat = _leaves((ps, x))
-    for a, b in zip(interpret(plain.fn, *flat), interpret(res.fn, *flat)):
-        np.testing.assert_array_equal(b, a)
-    # values larger than pack_max_bytes keep a ys of their own (a large write is bytes,
-    # not launches); here the attention probabilities, 2x2x4x4 f32 = 128 bytes per layer
-    big = RollLayers(pack_max_bytes=100)(traced)
-    (run, _) = big.report["rolled"]
-    assert 0 < run["ys_packed"] < res.report["rolled"][0]["ys_packed"]
-    # the compiler packs on GPU only (on CPU the unfused concatenate costs more than the
-    # launches it saves)
-    rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
-    packs = [r["ys_packed"] for r in _roll_report(rolled, ps, x)["rolled"]]
-    assert (sum(packs) > 0) == (purejit.devices()[0].platform in ("gpu", "cuda", "rocm"))
-
-
 def _reader_chain() -> str:
     """A chain of three `layer` calls, then a chain of three `reader` calls whose per-block
     operand is each `layer` call's input: x itself, then the first two calls' outputs."""
@@ -718,34 +259,125 @@ def test_a_later_run_reads_rows_of_a_stack_and_one_value_from_outside():
     assert reader["rows_from_outside"] == 0 and reader["stacked_bytes"] == 3 * 16
 
 
-@pytest.mark.usefixtures("stacked_xs")
-def test_the_backward_reads_each_layer_input_without_stacking_it_again():
-    # a pre-LN transformer's backward reads each layer's input: the forward scan's saved
-    # outputs but for the first rolled layer, whose input the unrolled first layer made
-    d, heads, layers = 16, 2, 4
-    ps = transformer_params(layers, d, np.random.default_rng(16))
-    x = np.random.default_rng(17).standard_normal((2, 8, d)).astype(np.float32)
-    block = _transformer_block(heads)
+# a Python loop traced flat (no jitted layer): repeated stretches are outlined, then rolled
 
-    rolled = purejit.jit(purejit.grad(_chain_loss(purejit.jit(block))), compiler_options=ROLL)
-    fwd, bwd = _roll_report(rolled, ps, x)["rolled"]
-    assert bwd["reverse"] and bwd["rows_from_outside"] == 1
-    lowered = rolled.lower(ps, x)
-    # the only stacks written per call are the rolled layers' parameters (before, the
-    # layers' inputs were stacked again for the backward scan)
-    moved = stacking_bytes(lowered.compile().as_text())
-    rolled_layers = ps[layers - fwd["blocks"] :]
-    assert moved["stack"] == sum(np.asarray(a).nbytes for a in jax.tree.leaves(rolled_layers))
-    got = rolled(ps, x)
-    flat = _leaves((ps, x))
-    interpreted = interpret(lowered.fn, *flat)
-    want = purejit.jit(purejit.grad(_chain_loss(block)))(ps, x)
-    jloss = jax.grad(lambda ps, x: jnp.mean(transformer(jnp, ps, x, heads) ** 2))
-    jwant = jax.jit(jloss)(ps, x)
-    for a, b, c, j in zip(_leaves(got), interpreted, _leaves(want), _leaves(jwant)):
-        np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(b, c, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(a, j, rtol=1e-4, atol=1e-5)
+
+def _flat_roll(f, *args):
+    traced = purejit.jit(f).lower(*args).traced
+    res = RollLayers()(traced)
+    verify(res.fn)
+    flat = leaves(args)
+    for a, b in zip(interpret(traced, *flat), interpret(res.fn, *flat)):
+        np.testing.assert_array_equal(b, a)
+    return traced, res
+
+
+def test_a_flat_loop_rolls_forward_and_backward():
+    ps, x = mlp_params(5), np.random.default_rng(8).standard_normal((2, 8), np.float32)
+    model = mlp(pnp, residual(pnp))
+    _, res = _flat_roll(model, ps, x)
+    (run,) = res.report["rolled"]
+    assert run["blocks"] == 5 and not any(op.name == "call" for op in res.fn.walk())
+
+    def loss(ps, x):
+        return pnp.sum(model(ps, x) ** 2)
+
+    _, res = _flat_roll(purejit.grad(loss), ps, x)
+    assert res.report["runs_rolled"] == 2 and res.report["rolled"][1]["reverse"]
+    assert not any(op.name == "call" for op in res.fn.walk())  # unrolled blocks put back
+    got = purejit.jit(purejit.grad(loss), compiler_options=ROLL)(ps, x)
+    jmodel = mlp(jnp, residual(jnp))
+    want = jax.jit(jax.grad(lambda ps, x: jnp.sum(jmodel(ps, x) ** 2)))(ps, x)
+    for a, b in zip(leaves(got), leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_flat_transformer_gradient_rolls():
+    d, heads = 16, 2
+    ps = transformer_params(4, d, np.random.default_rng(9))
+    x = np.random.default_rng(10).standard_normal((2, 4, d)).astype(np.float32)
+
+    def loss(ps, x):
+        return pnp.mean(transformer(pnp, ps, x, heads) ** 2)
+
+    traced, res = _flat_roll(purejit.grad(loss), ps, x)
+    fwd, bwd = res.report["rolled"]
+    assert fwd["blocks"] == 4 and fwd["carried_also_stacked"] == 1  # x is saved for grad
+    assert bwd["reverse"] and bwd["stacks_reused"] > 0
+    unpacked = RollLayers(pack_ys=False, pack_xs=False)(traced).fn.op_count()
+    assert unpacked < 0.6 * traced.op_count()
+    # packing a scan's saved values into one ys adds a reshape and a row offset per value,
+    # and the constant column where its rows are read; packing the layers' parameters into
+    # one stack, a slice, a reshape and an offset each (the slices the scan's lowering made
+    # of each stacked parameter are made in the body)
+    packed = sum(r["ys_packed"] for r in res.report["rolled"])
+    packed_xs = sum(r["xs_packed"] for r in res.report["rolled"])
+    assert fwd["ys"] < 4 and packed > 8 and packed_xs == 8
+    assert res.fn.op_count() <= unpacked + 3 * packed + 3 * packed_xs + 2
+
+
+def test_flat_layers_with_different_activations_stay_unrolled():
+    ps, x = mlp_params(4), np.ones((2, 8), np.float32)
+
+    def model(acts):
+        def f(ps, x):
+            for act, p in zip(acts, ps):
+                x = x * 0.5 + act(x @ p["w"] + p["b"]) * 0.25
+            return x
+
+        return f
+
+    traced, res = _flat_roll(model([pnp.sin, pnp.tanh, pnp.cos, pnp.exp]), ps, x)
+    assert not res.changed and res.fn is traced
+    # alternating activations repeat with a period of two layers: pairs of layers roll
+    _, res = _flat_roll(model([pnp.sin, pnp.tanh] * 2), ps, x)
+    (run,) = res.report["rolled"]
+    assert run["blocks"] == 2 and run["per_block"] == 4  # two layers' w and b per block
+
+
+def test_saved_values_of_one_dtype_are_packed_into_one_ys():
+    # a scan writes each stacked output with a dynamic-update-slice of its own per trip (a
+    # kernel per saved value and layer); packed, a layer's saved values of one dtype are
+    # one row, and the backward scan reads their columns of that stack in place
+    d, heads = 16, 2
+    ps = transformer_params(4, d, np.random.default_rng(14))
+    x = np.random.default_rng(15).standard_normal((2, 4, d)).astype(np.float32)
+
+    def loss(ps, x):
+        return pnp.mean(transformer(pnp, ps, x, heads) ** 2)
+
+    traced, res = _flat_roll(purejit.grad(loss), ps, x)
+    plain = RollLayers(pack_ys=False)(traced)
+    verify(plain.fn)
+    fwd, bwd = [op for op in res.fn.ops if op.name == "scan"]
+    pfwd, _ = [op for op in plain.fn.ops if op.name == "scan"]
+    ys = fwd.results[fwd.attrs["num_carry"] :]
+    plain_ys = pfwd.results[pfwd.attrs["num_carry"] :]
+    assert sum(v.type.nbytes for v in ys) == sum(v.type.nbytes for v in plain_ys)
+    assert len(plain_ys) >= 10 and len(ys) <= 3
+    (packed,) = [v for v in ys if v.type.rank == 2 and v.type.dtype == np.float32]
+    consts = bwd.operands[: bwd.attrs["num_consts"]]
+    assert sum(v is packed for v in consts) == 1  # one loop constant, however many read it
+    reads = [
+        op
+        for op in bwd.regions[0].ops
+        if op.name == "dynamic_slice"
+        and op.operands[0] is bwd.regions[0].params[consts.index(packed)]
+    ]
+    assert len(reads) >= 8 and all(op.attrs["slice_sizes"][0] == 1 for op in reads)
+    flat = leaves((ps, x))
+    for a, b in zip(interpret(plain.fn, *flat), interpret(res.fn, *flat)):
+        np.testing.assert_array_equal(b, a)
+    # values larger than pack_max_bytes keep a ys of their own (a large write is bytes,
+    # not launches); here the attention probabilities, 2x2x4x4 f32 = 128 bytes per layer
+    big = RollLayers(pack_max_bytes=100)(traced)
+    (run, _) = big.report["rolled"]
+    assert 0 < run["ys_packed"] < res.report["rolled"][0]["ys_packed"]
+    # the compiler packs on GPU only (on CPU the unfused concatenate costs more than the
+    # launches it saves)
+    rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
+    packs = [r["ys_packed"] for r in roll_report(rolled, ps, x)["rolled"]]
+    assert (sum(packs) > 0) == (purejit.devices()[0].platform in ("gpu", "cuda", "rocm"))
 
 
 @pytest.mark.usefixtures("stacked_xs")
@@ -754,9 +386,9 @@ def test_the_per_layer_parameters_of_one_dtype_are_stacked_as_one():
     # the layers' w and b side by side (a row of 8x8 + 8 floats per layer), where a stack
     # each would be a kernel each; the body reads each as its columns of the trip's row,
     # one dynamic_slice each (which XLA can hand a dot in place)
-    ps = _mlp_params(4)
+    ps = mlp_params(4)
     x = np.random.default_rng(18).standard_normal((2, 8)).astype(np.float32)
-    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+    model = mlp(pnp, purejit.jit(dense(pnp)))
     traced, res = _flat_roll(model, ps, x)
     (run,) = res.report["rolled"]
     assert run["per_block"] == 2 and run["xs_packed"] == 2
@@ -770,7 +402,7 @@ def test_the_per_layer_parameters_of_one_dtype_are_stacked_as_one():
     plain = RollLayers(pack_xs=False)(traced)
     verify(plain.fn)
     assert [op.name for op in plain.fn.ops].count("concatenate") == 2
-    flat = _leaves((ps, x))
+    flat = leaves((ps, x))
     for a, b in zip(interpret(plain.fn, *flat), interpret(res.fn, *flat)):
         np.testing.assert_array_equal(b, a)
 
@@ -779,13 +411,13 @@ def test_the_per_layer_parameters_of_one_dtype_are_stacked_as_one():
         return pnp.sum(model(ps, x) ** 2)
 
     rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
-    report = _roll_report(rolled, ps, x)
+    report = roll_report(rolled, ps, x)
     assert report["rolled"][0]["xs_packed"] == 2
     moved = stacking_bytes(rolled.lower(ps, x).compile().as_text())
     assert moved["stack"] <= sum(np.asarray(a).nbytes for a in jax.tree.leaves(ps))
-    jmodel = _mlp(jnp, _dense(jnp))
+    jmodel = mlp(jnp, dense(jnp))
     want = jax.jit(jax.grad(lambda ps, x: jnp.sum(jmodel(ps, x) ** 2)))(ps, x)
     unrolled = purejit.jit(purejit.grad(loss))(ps, x)
-    for a, b, c in zip(_leaves(rolled(ps, x)), _leaves(unrolled), _leaves(want)):
+    for a, b, c in zip(leaves(rolled(ps, x)), leaves(unrolled), leaves(want)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
