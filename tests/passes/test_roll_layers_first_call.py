@@ -17,19 +17,7 @@ from purejit.passes.simplify import Simplify
 
 import purejit
 import purejit.numpy as pnp
-
-ROLL = {"roll_layers": True}
-
-
-def _params(layers: int, d: int = 8):
-    rng = np.random.default_rng(0)
-    return [
-        {
-            "w": (rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32),
-            "b": rng.standard_normal(d).astype(np.float32),
-        }
-        for _ in range(layers)
-    ]
+from tests.passes.roll_layers_util import ROLL, dense, mlp_params
 
 
 def _loss(xp, layer):
@@ -41,19 +29,15 @@ def _loss(xp, layer):
     return loss
 
 
-def _dense(xp):
-    return lambda x, p: xp.tanh(x @ p["w"] + p["b"])
-
-
 def _calls(fn, suffix: str):
     return [op for op in fn.ops if op.name == "call" and op.attrs["callee"].endswith(suffix)]
 
 
 @pytest.mark.parametrize("roll", [True, False])
 def test_every_layer_is_linearized_alike_when_rolling(roll):
-    ps, x = _params(4), np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
+    ps, x = mlp_params(4), np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
     options = ROLL if roll else {}
-    f = purejit.jit(purejit.grad(_loss(pnp, purejit.jit(_dense(pnp)))), compiler_options=options)
+    f = purejit.jit(purejit.grad(_loss(pnp, purejit.jit(dense(pnp)))), compiler_options=options)
     traced = f.lower(ps, x).traced
     fwd, lin_t = _calls(traced, "_fwd"), _calls(traced, "_lin_t")
     assert len(fwd) == len(lin_t) == 4
@@ -68,20 +52,20 @@ def test_every_layer_is_linearized_alike_when_rolling(roll):
         assert len(n_params) == 2
         assert not any("linear" in op.attrs for op in traced.walk() if op.name == "call")
     got = f(ps, x)
-    want = jax.jit(jax.grad(_loss(jnp, _dense(jnp))))(ps, x)
+    want = jax.jit(jax.grad(_loss(jnp, dense(jnp))))(ps, x)
     for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
 
 
 def test_the_first_layer_rolls_in_a_gradient_wrt_the_input_too():
     # x differentiated as well: nothing is instantiated, every layer already alike
-    ps, x = _params(3), np.random.default_rng(2).standard_normal((2, 8)).astype(np.float32)
-    loss = _loss(pnp, purejit.jit(_dense(pnp)))
+    ps, x = mlp_params(3), np.random.default_rng(2).standard_normal((2, 8)).astype(np.float32)
+    loss = _loss(pnp, purejit.jit(dense(pnp)))
     f = purejit.jit(purejit.grad(loss, argnums=(0, 1)), compiler_options=ROLL)
     (rec,) = [r for r in f.lower(ps, x).records if r.name == "roll_layers"]
     assert [r["blocks"] for r in rec.report["rolled"]] == [3, 3]
     got = f(ps, x)
-    want = jax.jit(jax.grad(_loss(jnp, _dense(jnp)), argnums=(0, 1)))(ps, x)
+    want = jax.jit(jax.grad(_loss(jnp, dense(jnp)), argnums=(0, 1)))(ps, x)
     for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
 
@@ -112,8 +96,8 @@ def test_the_row_index_loop_returns_the_indices():
 
 
 def test_gradient_rows_are_read_at_runtime_indices():
-    ps, x = _params(6), np.random.default_rng(3).standard_normal((2, 8)).astype(np.float32)
-    loss = _loss(pnp, purejit.jit(_dense(pnp)))
+    ps, x = mlp_params(6), np.random.default_rng(3).standard_normal((2, 8)).astype(np.float32)
+    loss = _loss(pnp, purejit.jit(dense(pnp)))
 
     def step(ps, x):  # what a training step does with each layer's gradient
         g = purejit.grad(loss)(ps, x)
@@ -132,7 +116,7 @@ def test_gradient_rows_are_read_at_runtime_indices():
     hlo = lowered.compile().as_text()
     assert not [line for line in hlo.splitlines() if " slice(" in line and "slice={[" in line]
     got = f(ps, x)
-    jloss = _loss(jnp, _dense(jnp))
+    jloss = _loss(jnp, dense(jnp))
     want = jax.tree.map(lambda p, g: p - 0.1 * g, ps, jax.grad(jloss)(ps, x))
     for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
@@ -158,8 +142,8 @@ def test_identical_layers_are_linearized_and_transposed_once(roll, monkeypatch):
         return real_trace(f, avals, name=name)
 
     monkeypatch.setattr(call_rules, "trace_to_function", traced)
-    ps, x = _params(5), np.random.default_rng(4).standard_normal((2, 8)).astype(np.float32)
-    layer = purejit.jit(_dense(pnp))
+    ps, x = mlp_params(5), np.random.default_rng(4).standard_normal((2, 8)).astype(np.float32)
+    layer = purejit.jit(dense(pnp))
     scaled = purejit.jit(lambda x, p: pnp.tanh(x @ p["w"] + p["b"]) * 0.5)
 
     def loss(ps, x):  # four layers of one body, then one whose body differs by a constant
@@ -182,7 +166,7 @@ def test_identical_layers_are_linearized_and_transposed_once(roll, monkeypatch):
 
     def jloss(ps, x):
         for p in ps[:4]:
-            x = _dense(jnp)(x, p)
+            x = dense(jnp)(x, p)
         return jnp.sum((jnp.tanh(x @ ps[4]["w"] + ps[4]["b"]) * 0.5) ** 2)
 
     got, want = f(ps, x), jax.jit(jax.grad(jloss))(ps, x)

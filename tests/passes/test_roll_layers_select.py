@@ -15,10 +15,10 @@ from purejit.passes.roll_layers import RollLayers
 
 import purejit
 import purejit.numpy as pnp
+from tests.passes.roll_layers_util import ROLL, dense, leaves, mlp, mlp_params, roll_report
 from bench.cold_start_hlo import stacking_bytes
 from bench.models import transformer, transformer_params
 
-ROLL = {"roll_layers": True}
 
 CHAIN = """func @f(%0: f32[4], %1: f32[4], %2: f32[4], %3: f32[4], %4: f32[4]) -> (f32[4]) {
   %5 = call(%0, %1, %4) {callee="layer"} : (f32[4]) region(%6: f32[4], %7: f32[4], %8: f32[4]) {
@@ -86,39 +86,6 @@ def test_the_layers_arguments_are_read_by_a_case_not_stacked():
     assert res.report["rolled"][0]["stacked_bytes"] == 3 * 2 * 16
 
 
-def _mlp_params(layers: int, d: int = 8):
-    rng = np.random.default_rng(0)
-    return [
-        {
-            "w": (rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32),
-            "b": rng.standard_normal(d).astype(np.float32),
-        }
-        for _ in range(layers)
-    ]
-
-
-def _mlp(xp, layer):
-    def f(ps, x):
-        for p in ps:
-            x = layer(x, p)
-        return x
-
-    return f
-
-
-def _dense(xp):
-    return lambda x, p: xp.tanh(x @ p["w"] + p["b"])
-
-
-def _report(f, *args) -> dict:
-    (rec,) = [r for r in f.lower(*args).records if r.name == "roll_layers"]
-    return rec.report
-
-
-def _leaves(t):
-    return [np.asarray(a) for a in jax.tree.leaves(t)]
-
-
 def _roll_pass(monkeypatch, **options):
     """The compiler's roll pass with `options`, whatever this back end's defaults."""
     from purejit.passes import pipeline
@@ -135,14 +102,14 @@ def selected_xs(monkeypatch):
 
 @pytest.mark.usefixtures("selected_xs")
 def test_a_rolled_gradient_reads_the_parameters_by_case_in_both_loops():
-    ps, x = _mlp_params(5), np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
-    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+    ps, x = mlp_params(5), np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
+    model = mlp(pnp, purejit.jit(dense(pnp)))
 
     def loss(ps, x):
         return pnp.sum(model(ps, x) ** 2)
 
     rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
-    fwd, bwd = _report(rolled, ps, x)["rolled"]
+    fwd, bwd = roll_report(rolled, ps, x)["rolled"]
     # the backward reads w, not b (a bias's gradient needs no bias)
     assert fwd["xs_selected"] == 2 and bwd["xs_selected"] == 1 and bwd["reverse"]
     lowered = rolled.lower(ps, x)
@@ -154,11 +121,11 @@ def test_a_rolled_gradient_reads_the_parameters_by_case_in_both_loops():
     assert hlo.count(" conditional(") == 2
     assert "per-block parameters read per trip by a case" in str(lowered.explain())
     got = rolled(ps, x)
-    interpreted = interpret(lowered.fn, *_leaves((ps, x)))
+    interpreted = interpret(lowered.fn, *leaves((ps, x)))
     unrolled = purejit.jit(purejit.grad(loss))(ps, x)
-    jmodel = _mlp(jnp, _dense(jnp))
+    jmodel = mlp(jnp, dense(jnp))
     want = jax.jit(jax.grad(lambda ps, x: jnp.sum(jmodel(ps, x) ** 2)))(ps, x)
-    for a, b, c, j in zip(_leaves(got), interpreted, _leaves(unrolled), _leaves(want)):
+    for a, b, c, j in zip(leaves(got), interpreted, leaves(unrolled), leaves(want)):
         np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(b, c, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(a, j, rtol=1e-4, atol=1e-5)
@@ -169,8 +136,8 @@ def test_the_cpu_compiler_selects_and_a_transformer_forward_matches_jax():
     ps = transformer_params(layers, d, np.random.default_rng(2))
     x = np.random.default_rng(3).standard_normal((2, 8, d)).astype(np.float32)
     block = purejit.jit(lambda x, p: transformer(pnp, [p], x, heads))
-    rolled = purejit.jit(_mlp(pnp, block), compiler_options=ROLL)
-    (run,) = _report(rolled, ps, x)["rolled"]
+    rolled = purejit.jit(mlp(pnp, block), compiler_options=ROLL)
+    (run,) = roll_report(rolled, ps, x)["rolled"]
     on_gpu = purejit.devices()[0].platform in ("gpu", "cuda", "rocm")
     # the back end's choice: stacked on GPU, read by a case on CPU
     assert (run["xs_selected"] == 0) == on_gpu and (run["stacked_bytes"] > 0) == on_gpu
@@ -182,8 +149,8 @@ def test_parameters_both_loops_read_stay_one_stack_when_small(monkeypatch):
     # a training step's backward reads the forward's parameters: below select_min_bytes
     # they are stacked once for both loops (the buffer is reused from call to call), above
     # it each loop reads them by its own case
-    ps, x = _mlp_params(5), np.random.default_rng(4).standard_normal((2, 8)).astype(np.float32)
-    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+    ps, x = mlp_params(5), np.random.default_rng(4).standard_normal((2, 8)).astype(np.float32)
+    model = mlp(pnp, purejit.jit(dense(pnp)))
 
     def loss(ps, x):
         return pnp.sum(model(ps, x) ** 2)
@@ -191,7 +158,7 @@ def test_parameters_both_loops_read_stay_one_stack_when_small(monkeypatch):
     def roll(**options):
         _roll_pass(monkeypatch, select_xs=True, **options)
         rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
-        return rolled, _report(rolled, ps, x)["rolled"]
+        return rolled, roll_report(rolled, ps, x)["rolled"]
 
     rolled, (fwd, bwd) = roll()
     assert fwd["xs_selected"] == bwd["xs_selected"] == 0
@@ -199,11 +166,11 @@ def test_parameters_both_loops_read_stay_one_stack_when_small(monkeypatch):
     want = rolled(ps, x)
     rolled, (fwd, bwd) = roll(select_min_bytes=1)  # every stack is this large: selected
     assert fwd["xs_selected"] == 2 and bwd["xs_selected"] == 1
-    for a, b in zip(_leaves(rolled(ps, x)), _leaves(want)):
+    for a, b in zip(leaves(rolled(ps, x)), leaves(want)):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
     # a forward pass alone (no other loop reads them) selects them however small
     _roll_pass(monkeypatch, select_xs=True)
-    (run,) = _report(purejit.jit(model, compiler_options=ROLL), ps, x)["rolled"]
+    (run,) = roll_report(purejit.jit(model, compiler_options=ROLL), ps, x)["rolled"]
     assert run["xs_selected"] == 2
 
 
@@ -211,8 +178,8 @@ def test_parameters_both_loops_read_stay_one_stack_when_small(monkeypatch):
 def test_a_donated_training_step_reads_its_parameters_by_case():
     # the parameters the loops read by their cases are donated and overwritten by the
     # update after both loops: the same numbers as the unrolled step's, step after step
-    ps, x = _mlp_params(4), np.random.default_rng(5).standard_normal((2, 8)).astype(np.float32)
-    model = _mlp(pnp, purejit.jit(_dense(pnp)))
+    ps, x = mlp_params(4), np.random.default_rng(5).standard_normal((2, 8)).astype(np.float32)
+    model = mlp(pnp, purejit.jit(dense(pnp)))
 
     def step(ps, x):
         value, grads = purejit.value_and_grad(lambda ps, x: pnp.sum(model(ps, x) ** 2))(ps, x)
@@ -220,12 +187,12 @@ def test_a_donated_training_step_reads_its_parameters_by_case():
 
     rolled = purejit.jit(step, donate_argnums=0, compiler_options=ROLL)
     unrolled = purejit.jit(step, donate_argnums=0)
-    fwd, _ = _report(rolled, ps, x)["rolled"]
+    fwd, _ = roll_report(rolled, ps, x)["rolled"]
     assert fwd["xs_selected"] == 2
     a = purejit.tree_util.tree_map(lambda v: pnp.asarray(v) + 0, ps)
     b = purejit.tree_util.tree_map(lambda v: pnp.asarray(v) + 0, ps)
     for _ in range(3):
         (a, va), (b, vb) = rolled(a, x), unrolled(b, x)
         np.testing.assert_allclose(float(va), float(vb), rtol=1e-5)
-    for p, q in zip(_leaves(a), _leaves(b)):
+    for p, q in zip(leaves(a), leaves(b)):
         np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
