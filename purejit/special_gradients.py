@@ -31,7 +31,7 @@ from purejit.lax.arithmetic import exp2
 from purejit.lax.elementwise import eq, real
 from purejit.lax.ops import select
 from purejit.numpy import _arithmetic, _calculus
-from purejit.lax.elementwise import add, exp, lgamma, log, log1p, mul, neg, sign, sub
+from purejit.lax.elementwise import add, div, exp, lgamma, log, log1p, mul, neg, sign, sub
 from purejit.lax.special_functions import bessel_i1e, digamma
 
 
@@ -156,3 +156,21 @@ def _logaddexp_rule(value, base_exp):
 
 _arithmetic.DERIVATIVE_RULES["logaddexp"] = _logaddexp_rule(_arithmetic.logaddexp_value, exp)
 _arithmetic.DERIVATIVE_RULES["logaddexp2"] = _logaddexp_rule(_calculus.logaddexp2_value, exp2)
+
+
+@custom_jvp
+def _hypot(x1, x2):
+    return _arithmetic.hypot_scaled(x1, x2)
+
+
+@_hypot.defjvp
+def _hypot_jvp(primals, tangents):
+    # in _hypot's outputs only, as JAX's rule: derivatives of any order recurse through this
+    # rule and never differentiate the power-of-two scale (whose powers overflow)
+    (x1, x2), (t1, t2) = primals, tangents
+    r, u1, u2 = _hypot(x1, x2)
+    dr = add(mul(u1, t1), mul(u2, t2))
+    return (r, u1, u2), (dr, div(sub(t1, mul(u1, dr)), r), div(sub(t2, mul(u2, dr)), r))
+
+
+_arithmetic.DERIVATIVE_RULES["hypot"] = _hypot
