@@ -12,6 +12,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.backend import versions
 from purejit.lax import control as lax_control
 from purejit.lax._ad import stop_gradient
 from purejit.lax._lift import convert
@@ -111,7 +112,17 @@ def frexp(x, /):
     if x.dtype.kind == "c":
         raise TypeError(f"frexp does not support complex-valued inputs ({x.dtype}){_here()}")
     # one program outside jit too: op by op, XLA's CPU kernels flush subnormals to zero
-    return tuple(as_program("frexp", lambda v: list(_frexp_float(v)), [x]))
+    return tuple(as_program("frexp", lambda v: list(_frexp_float(_flush_if_jax12(v))), [x]))
+
+
+def _flush_if_jax12(x):
+    """jax >= 0.12's frexp reads subnormals as zeros of their sign (giving (+-0, 0)), where
+    jax 0.10/0.11's scales them into the normal range (giving 2**-149 = 0.5 * 2**-148)."""
+    if versions.jax_release(2) < (0, 12):
+        return x
+    it = _int_type(x.dtype)
+    sign = lax_bitcast(c.bitwise_and(lax_bitcast(x, it), np.array(np.iinfo(it).min, it)), x.dtype)
+    return c.where(c.less(c.abs(x), float(_finfo(x.dtype).tiny)), sign, x)
 
 
 def ldexp(x1, x2, /):

@@ -56,3 +56,22 @@ def test_hypot_derivatives(x, y):
 def test_hypot_vmap():
     a, b = np.meshgrid(LEGS, LEGS)
     _same_bits(purejit.vmap(pnp.hypot)(a, b), jax.vmap(jnp.hypot)(a, b))
+
+
+SUBNORMALS = np.array(
+    [0, -0.0, 1e-45, -1e-45, 1e-40, -7e-39, 1.1754944e-38, 3, -2.5, np.inf, -np.inf, np.nan],
+    F32,
+)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_frexp_subnormals(compiled):
+    """jax 0.12 reads subnormals as signed zeros, (+-0, 0); 0.10/0.11 give (0.5, -149) for
+    the smallest."""
+    ours, theirs = (
+        (purejit.jit(pnp.frexp), jax.jit(jnp.frexp)) if compiled else (pnp.frexp, jnp.frexp)
+    )
+    (m, e), (jm, je) = ours(SUBNORMALS), theirs(SUBNORMALS)
+    _same_bits(m, jm)
+    _same_bits(e, je)
+    assert m.weak_type == jm.weak_type
