@@ -22,13 +22,18 @@ every derivative of the other operands too.
 
 from __future__ import annotations
 
+import functools
+import math
+
+import ml_dtypes
 import numpy as np
 
 from purejit.autodiff import jvp
 from purejit.custom_derivatives import custom_jvp
 from purejit.lax import incomplete, special_functions
 from purejit.lax.arithmetic import exp2
-from purejit.lax.elementwise import eq, real
+from purejit.lax.elementwise import abs as abs_
+from purejit.lax.elementwise import eq, le, real
 from purejit.lax.ops import select
 from purejit.numpy import _arithmetic, _calculus
 from purejit.lax.elementwise import add, div, exp, lgamma, log, log1p, mul, neg, sign, sub
@@ -174,3 +179,56 @@ def _hypot_jvp(primals, tangents):
 
 
 _arithmetic.DERIVATIVE_RULES["hypot"] = _hypot
+
+
+# jax >= 0.12's i0 and i1 (jnp.i0, jax.scipy.special.i0/i1): I0' = I1 by a custom JVP, and
+# I1's derivatives near 0 from its Maclaurin series, where differentiating exp(|x|) i1e(x)
+# meets |x|'s cusp and cancellation
+
+
+def _i1_value(x):
+    return mul(exp(abs_(x)), bessel_i1e(x))
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(0,))
+def _i1_maclaurin(k, x):
+    # the k-th derivative of I1 near 0 from the series' first two terms
+    if k % 2 == 0:
+        return mul(np.array(math.comb(k + 1, (k + 1) // 2) / 2 ** (k + 1), x.dtype), x)
+    return np.full(x.shape, math.comb(k, k // 2) / 2**k, x.dtype)
+
+
+@_i1_maclaurin.defjvp
+def _i1_maclaurin_jvp(k, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _i1_maclaurin(k, x), mul(_i1_maclaurin(k + 1, x), t)
+
+
+@custom_jvp
+def _i1(x):
+    return _i1_value(x)
+
+
+@_i1.defjvp
+def _i1_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    out, t_out = jvp(_i1_value, (x,), (t,))
+    cutoff = np.array(math.sqrt(float(ml_dtypes.finfo(x.dtype).eps)), x.dtype)
+    series = le(abs_(x), cutoff)
+    return out, select(series, mul(_i1_maclaurin(1, x), t), t_out)
+
+
+@custom_jvp
+def _i0(x):
+    ax = abs_(x)
+    return mul(exp(ax), bessel_i0e(ax))
+
+
+@_i0.defjvp
+def _i0_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _i0(x), mul(t, _i1(x))
+
+
+_arithmetic.DERIVATIVE_RULES["i0"] = _i0
+_arithmetic.DERIVATIVE_RULES["i1"] = _i1
