@@ -35,7 +35,7 @@ from purejit.lax.arithmetic import exp2
 from purejit.lax.elementwise import abs as abs_
 from purejit.lax.elementwise import eq, le, real
 from purejit.lax.ops import select
-from purejit.numpy import _arithmetic, _calculus
+from purejit.numpy import _arithmetic, _calculus, _elementwise
 from purejit.lax.elementwise import add, div, exp, lgamma, log, log1p, mul, neg, sign, sub
 from purejit.lax.special_functions import bessel_i1e, digamma
 
@@ -232,3 +232,19 @@ def _i0_jvp(primals, tangents):
 
 _arithmetic.DERIVATIVE_RULES["i0"] = _i0
 _arithmetic.DERIVATIVE_RULES["i1"] = _i1
+
+
+# jax >= 0.12's ldexp works on the exponent bits; its derivative in x is ldexp(t, n), here
+# t * ldexp(1, n) so reverse mode can transpose it (equal bits wherever t * 2**n is normal)
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _ldexp(x, n):
+    return _elementwise.ldexp_bits(x, n)
+
+
+@_ldexp.defjvp
+def _ldexp_jvp(n, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _ldexp(x, n), mul(t, _elementwise.ldexp_bits(np.ones(x.shape, x.dtype), n))
+
+
+_arithmetic.DERIVATIVE_RULES["ldexp"] = _ldexp

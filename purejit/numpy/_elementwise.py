@@ -134,6 +134,11 @@ def ldexp(x1, x2, /):
             "exponent must be an integer array"
         )
     a = _inexact1(a)
+    if versions.jax_release(2) >= (0, 12):
+        if b.dtype == np.bool_:
+            b = convert(b, np.dtype(np.int32))
+        a, b = c.broadcast_arrays(convert(a, a.dtype, weak=False), convert(b, b.dtype, weak=False))
+        return arith.DERIVATIVE_RULES.get("ldexp", ldexp_bits)(a, b)
     b = convert(b, a.dtype)
     m, e = _frexp_float(a)
     e = convert(c.add(convert(e, b.dtype), b), a.dtype)
@@ -144,6 +149,38 @@ def ldexp(x1, x2, /):
     two = convert(2, m.dtype, weak=False)
     out = c.multiply(m, bind1("power", *c.broadcast_arrays(two, convert(e, m.dtype))))
     return c.where(c.logical_or(arith.isinf(a), c.equal(a, 0)), a, out)
+
+
+def ldexp_bits(x, n):
+    """jax 0.12's ldexp, x * 2**n on the exponent field: subnormal inputs read as zeros of
+    their sign, results below the normal range flushed to them, above it +-inf."""
+    info = _finfo(x.dtype)
+    it = _int_type(x.dtype)
+    x = _flush_if_jax12(x)
+    u = lax_bitcast(x, it)
+    mask = (1 << info.nexp) - 1
+    sign = c.bitwise_and(u, np.array(np.iinfo(it).min, it))
+    exp = c.bitwise_and(c.right_shift(u, np.array(info.nmant, it)), np.array(mask, it))
+    mant = c.bitwise_and(u, np.array((1 << info.nmant) - 1, it))
+    if np.dtype(n.dtype).itemsize < 4:
+        n = convert(n, np.dtype(np.int32 if n.dtype.kind == "i" else np.uint32))
+    bound = 1 << (info.nexp + 1)
+    low = np.array(-bound if n.dtype.kind == "i" else 0, n.dtype)
+    n = convert(c.minimum(c.maximum(n, low), np.array(bound, n.dtype)), np.dtype(np.int32))
+    new_exp = c.add(convert(exp, np.dtype(np.int32)), n)
+    shifted = c.left_shift(convert(new_exp, it), np.array(info.nmant, it))
+    inf_bits = c.bitwise_or(sign, np.array(mask << info.nmant, it))
+    res = c.where(
+        c.less_equal(new_exp, 0),
+        sign,
+        c.where(
+            c.greater_equal(new_exp, mask),
+            inf_bits,
+            c.bitwise_or(c.bitwise_or(sign, shifted), mant),
+        ),
+    )
+    out = c.where(c.equal(exp, mask), u, c.where(c.equal(exp, 0), sign, res))
+    return lax_bitcast(out, x.dtype)
 
 
 def _integer_args(name: str, x1, x2):

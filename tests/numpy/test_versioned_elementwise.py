@@ -125,3 +125,25 @@ def test_tanh_and_mish_derivatives(name, order):
     if name == "tanh":
         _same_bits(purejit.vmap(_derivatives(purejit.grad, ours, order))(TANH_X),
                    jax.vmap(_derivatives(jax.grad, theirs, order))(TANH_X))  # fmt: skip
+
+
+LDEXP_X = np.array([0, -0.0, 1e-45, -1e-40, 1e-38, 3, -2.5, np.inf, np.nan, 3e38, 1.5, 1], F32)
+LDEXP_N = np.array([1, 3, 100, -3, 2, -150, 1, 5, 0, 1, -130, 127], np.int32)
+
+
+@pytest.mark.parametrize("n_dtype", [np.int32, np.int8, np.uint16])
+def test_ldexp_subnormals_and_range(n_dtype):
+    n = np.abs(LDEXP_N).astype(n_dtype) if n_dtype == np.uint16 else LDEXP_N.astype(n_dtype)
+    _same_bits(pnp.ldexp(LDEXP_X, n), jnp.ldexp(LDEXP_X, n))
+    _same_bits(purejit.jit(pnp.ldexp)(LDEXP_X, n), jax.jit(jnp.ldexp)(LDEXP_X, n))
+    with np.errstate(over="ignore"):
+        half = LDEXP_X.astype(np.float16)
+    _same_bits(pnp.ldexp(half, n), jnp.ldexp(half, n))
+
+
+def test_ldexp_derivative():
+    if versions.jax_release(2) < (0, 12):
+        pytest.skip("before jax 0.12 purejit's ldexp has a zero derivative (jax's is 2**n)")
+    x, n = np.array([3.0, -0.5, 1e30], F32), np.array([2, -3, 100], np.int32)
+    got = purejit.jit(purejit.vmap(purejit.grad(pnp.ldexp)))(x, n)
+    _same_bits(got, jax.jit(jax.vmap(jax.grad(jnp.ldexp)))(x, n))
