@@ -248,3 +248,19 @@ def _ldexp_jvp(n, primals, tangents):
 
 
 _arithmetic.DERIVATIVE_RULES["ldexp"] = _ldexp
+
+
+@custom_jvp
+def _frexp(x):
+    return _elementwise.frexp_program(x)
+
+
+@_frexp.defjvp
+def _frexp_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    m, e = _frexp(x)
+    scale = _elementwise.ldexp_bits(np.ones(x.shape, x.dtype), neg(e))
+    return (m, e), (mul(t, scale), np.zeros(e.shape, e.dtype))
+
+
+_arithmetic.DERIVATIVE_RULES["frexp"] = _frexp

@@ -111,7 +111,15 @@ def frexp(x, /):
     x = _inexact1(x)
     if x.dtype.kind == "c":
         raise TypeError(f"frexp does not support complex-valued inputs ({x.dtype}){_here()}")
-    # one program outside jit too: op by op, XLA's CPU kernels flush subnormals to zero
+    if versions.jax_release(2) >= (0, 12) and "frexp" in arith.DERIVATIVE_RULES:
+        # jax 0.12's derivative of the mantissa, ldexp(t, -e)
+        return tuple(arith.DERIVATIVE_RULES["frexp"](x))
+    return frexp_program(x)
+
+
+def frexp_program(x):
+    """frexp of a real floating x as one program (outside jit XLA's CPU kernels, op by op,
+    flush subnormals to zero)."""
     return tuple(as_program("frexp", lambda v: list(_frexp_float(_flush_if_jax12(v))), [x]))
 
 

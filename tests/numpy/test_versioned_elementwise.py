@@ -147,3 +147,20 @@ def test_ldexp_derivative():
     x, n = np.array([3.0, -0.5, 1e30], F32), np.array([2, -3, 100], np.int32)
     got = purejit.jit(purejit.vmap(purejit.grad(pnp.ldexp)))(x, n)
     _same_bits(got, jax.jit(jax.vmap(jax.grad(jnp.ldexp)))(x, n))
+
+
+def test_frexp_derivative():
+    if versions.jax_release(2) < (0, 12):
+        pytest.skip("before jax 0.12 purejit's frexp mantissa has a zero derivative")
+    x = np.array([3.0, 0.75, -1e30, 0.0, 1e-40, 2e-38], F32)
+
+    def ours(v):
+        return pnp.frexp(v)[0]
+
+    def theirs(v):
+        return jnp.frexp(v)[0]
+
+    _same_bits(purejit.vmap(purejit.grad(ours))(x), jax.vmap(jax.grad(theirs))(x))
+    _same_bits(
+        purejit.jit(purejit.vmap(purejit.grad(ours)))(x), jax.jit(jax.vmap(jax.grad(theirs)))(x)
+    )
