@@ -181,7 +181,7 @@ def _hypot_jvp(primals, tangents):
 _arithmetic.DERIVATIVE_RULES["hypot"] = _hypot
 
 
-# jax >= 0.12's i0 and i1 (jnp.i0, jax.scipy.special.i0/i1): I0' = I1 by a custom JVP, and
+# jax >= 0.11.2's i0 and i1 (jnp.i0, jax.scipy.special.i0/i1): I0' = I1 by a custom JVP, and
 # I1's derivatives near 0 from its Maclaurin series, where differentiating exp(|x|) i1e(x)
 # meets |x|'s cusp and cancellation
 

@@ -364,8 +364,8 @@ def i0(x):
     """The modified Bessel function of the first kind of order zero: exp(|x|) i0e(|x|), as
     jax.numpy's (so its bits are JAX's)."""
     x = _real_float("i0", x)
-    if versions.jax_release(2) >= (0, 12):
-        # jax 0.12's custom JVP, I0' = I1 (purejit/special_gradients.py)
+    if versions.jax_release() >= (0, 11, 2):
+        # jax >= 0.11.2's custom JVP, I0' = I1 (purejit/special_gradients.py)
         return arith.DERIVATIVE_RULES["i0"](x)
     ax = lax_abs(x)
     out = lax_mul(lax_exp(ax), bessel_i0e(ax))
