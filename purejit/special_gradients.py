@@ -22,16 +22,21 @@ every derivative of the other operands too.
 
 from __future__ import annotations
 
+import functools
+import math
+
+import ml_dtypes
 import numpy as np
 
 from purejit.autodiff import jvp
 from purejit.custom_derivatives import custom_jvp
 from purejit.lax import incomplete, special_functions
 from purejit.lax.arithmetic import exp2
-from purejit.lax.elementwise import eq, real
+from purejit.lax.elementwise import abs as abs_
+from purejit.lax.elementwise import eq, le, real
 from purejit.lax.ops import select
-from purejit.numpy import _arithmetic, _calculus
-from purejit.lax.elementwise import add, exp, lgamma, log, log1p, mul, neg, sign, sub
+from purejit.numpy import _arithmetic, _calculus, _elementwise
+from purejit.lax.elementwise import add, div, exp, lgamma, log, log1p, mul, neg, sign, sub
 from purejit.lax.special_functions import bessel_i1e, digamma
 
 
@@ -156,3 +161,106 @@ def _logaddexp_rule(value, base_exp):
 
 _arithmetic.DERIVATIVE_RULES["logaddexp"] = _logaddexp_rule(_arithmetic.logaddexp_value, exp)
 _arithmetic.DERIVATIVE_RULES["logaddexp2"] = _logaddexp_rule(_calculus.logaddexp2_value, exp2)
+
+
+@custom_jvp
+def _hypot(x1, x2):
+    return _arithmetic.hypot_scaled(x1, x2)
+
+
+@_hypot.defjvp
+def _hypot_jvp(primals, tangents):
+    # in _hypot's outputs only, as JAX's rule: derivatives of any order recurse through this
+    # rule and never differentiate the power-of-two scale (whose powers overflow)
+    (x1, x2), (t1, t2) = primals, tangents
+    r, u1, u2 = _hypot(x1, x2)
+    dr = add(mul(u1, t1), mul(u2, t2))
+    return (r, u1, u2), (dr, div(sub(t1, mul(u1, dr)), r), div(sub(t2, mul(u2, dr)), r))
+
+
+_arithmetic.DERIVATIVE_RULES["hypot"] = _hypot
+
+
+# jax >= 0.11.2's i0 and i1 (jnp.i0, jax.scipy.special.i0/i1): I0' = I1 by a custom JVP, and
+# I1's derivatives near 0 from its Maclaurin series, where differentiating exp(|x|) i1e(x)
+# meets |x|'s cusp and cancellation
+
+
+def _i1_value(x):
+    return mul(exp(abs_(x)), bessel_i1e(x))
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(0,))
+def _i1_maclaurin(k, x):
+    # the k-th derivative of I1 near 0 from the series' first two terms
+    if k % 2 == 0:
+        return mul(np.array(math.comb(k + 1, (k + 1) // 2) / 2 ** (k + 1), x.dtype), x)
+    return np.full(x.shape, math.comb(k, k // 2) / 2**k, x.dtype)
+
+
+@_i1_maclaurin.defjvp
+def _i1_maclaurin_jvp(k, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _i1_maclaurin(k, x), mul(_i1_maclaurin(k + 1, x), t)
+
+
+@custom_jvp
+def _i1(x):
+    return _i1_value(x)
+
+
+@_i1.defjvp
+def _i1_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    out, t_out = jvp(_i1_value, (x,), (t,))
+    cutoff = np.array(math.sqrt(float(ml_dtypes.finfo(x.dtype).eps)), x.dtype)
+    series = le(abs_(x), cutoff)
+    return out, select(series, mul(_i1_maclaurin(1, x), t), t_out)
+
+
+@custom_jvp
+def _i0(x):
+    ax = abs_(x)
+    return mul(exp(ax), bessel_i0e(ax))
+
+
+@_i0.defjvp
+def _i0_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _i0(x), mul(t, _i1(x))
+
+
+_arithmetic.DERIVATIVE_RULES["i0"] = _i0
+_arithmetic.DERIVATIVE_RULES["i1"] = _i1
+
+
+# jax >= 0.12's ldexp works on the exponent bits; its derivative in x is ldexp(t, n), here
+# t * ldexp(1, n) so reverse mode can transpose it (equal bits wherever t * 2**n is normal)
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _ldexp(x, n):
+    return _elementwise.ldexp_bits(x, n)
+
+
+@_ldexp.defjvp
+def _ldexp_jvp(n, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _ldexp(x, n), mul(t, _elementwise.ldexp_bits(np.ones(x.shape, x.dtype), n))
+
+
+_arithmetic.DERIVATIVE_RULES["ldexp"] = _ldexp
+
+
+@custom_jvp
+def _frexp(x):
+    return _elementwise.frexp_program(x)
+
+
+@_frexp.defjvp
+def _frexp_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    m, e = _frexp(x)
+    scale = _elementwise.ldexp_bits(np.ones(x.shape, x.dtype), neg(e))
+    return (m, e), (mul(t, scale), np.zeros(e.shape, e.dtype))
+
+
+_arithmetic.DERIVATIVE_RULES["frexp"] = _frexp

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import operator
 
+import ml_dtypes
 import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.backend import versions
 from purejit.lax._lift import convert
 from purejit.lax.ops import bitcast_convert_type as lax_bitcast
 from purejit.lax.ops import integer_pow as lax_integer_pow
@@ -21,12 +23,15 @@ from purejit.numpy._core import (
     _unary,
     abs,
     add,
+    broadcast_arrays,
     broadcast_to,
     convert_inexact,
     equal,
     exp,
     full_like_bool,
+    greater_equal,
     less,
+    less_equal,
     log1p,
     logical_and,
     logical_not,
@@ -285,8 +290,17 @@ def signbit(x, /):
 
 
 def hypot(x, y, /):
-    """sqrt(x**2 + y**2) without overflow: big * sqrt(1 + (small / big)**2)."""
+    """sqrt(x**2 + y**2) without overflow: under jax >= 0.12 scaled by a power of two with
+    JAX's custom derivative (`hypot_scaled`), before it big * sqrt(1 + (small / big)**2)."""
     a, b = promote_args("hypot", x, y, to_inexact=True)
+    if versions.jax_release(2) >= (0, 12):
+        if a.dtype.kind == "c":
+            raise ValueError(
+                f"hypot is not well defined for complex-valued inputs ({a.dtype}); convert "
+                "to real values first, such as with abs(x)"
+            )
+        a, b = broadcast_arrays(a, b)
+        return DERIVATIVE_RULES.get("hypot", hypot_scaled)(a, b)[0]
     a, b = abs(a), abs(b)
     big, small = maximum(a, b), minimum(a, b)
     zero = equal(big, 0)
@@ -295,6 +309,39 @@ def hypot(x, y, /):
     r = where(zero, big, multiply(big, sqrt(add(one, multiply(ratio, ratio)))))
     inf = logical_or(isinf(a), isinf(b))
     return where(inf, _strong_const(np.inf, r.dtype), r)
+
+
+def hypot_scaled(x1, x2):
+    """(r, x1 / r, x2 / r) with r = hypot(x1, x2), as jax 0.12's lax.hypot: both legs scaled
+    by 2**-k or 2**k (k from the dtype) so their squares neither overflow nor underflow, and
+    the unit vector taken from the scaled legs so it stays accurate where 1 / r does not."""
+    info = ml_dtypes.finfo(x1.dtype)
+    k = (info.nmant - info.minexp + 1) // 2
+    e_hi = (info.maxexp - 1) // 2
+
+    def const(v):
+        return convert(v, x1.dtype, weak=x1.weak_type)
+
+    a1, a2 = abs(x1), abs(x2)
+    m = maximum(a1, a2)
+    hi = greater_equal(m, const(2.0**e_hi))
+    lo = less_equal(m, const(2.0 ** (e_hi - k)))
+    down, up, one = const(2.0**-k), const(2.0**k), const(1.0)
+    # each leg is multiplied by its scale in its own select arm: XLA's simplifier may turn
+    # (x * scale)**2 into scale**2 * x**2, which overflows for a constant x (NaN at x = 0)
+    y1 = where(hi, multiply(x1, down), where(lo, multiply(x1, up), x1))
+    y2 = where(hi, multiply(x2, down), where(lo, multiply(x2, up), x2))
+    inv_scale = where(hi, up, where(lo, down, one))
+    r_scaled = sqrt(add(multiply(y1, y1), multiply(y2, y2)))
+    r = multiply(r_scaled, inv_scale)
+    if _supports_inf(x1.dtype):
+        inf = const(np.inf)
+        r = where(logical_or(equal(a1, inf), equal(a2, inf)), inf, r)
+    return r, true_divide(y1, r_scaled), true_divide(y2, r_scaled)
+
+
+def _supports_inf(dt) -> bool:
+    return bool(np.isinf(np.array(np.inf, np.float32).astype(dt).astype(np.float32)))
 
 
 def deg2rad(x, /):

@@ -12,6 +12,7 @@ import numpy as np
 
 from purejit import dtypes as pdt
 from purejit import errors
+from purejit.backend import versions
 from purejit.lax import control as lax_control
 from purejit.lax._ad import stop_gradient
 from purejit.lax._lift import convert
@@ -110,8 +111,26 @@ def frexp(x, /):
     x = _inexact1(x)
     if x.dtype.kind == "c":
         raise TypeError(f"frexp does not support complex-valued inputs ({x.dtype}){_here()}")
-    # one program outside jit too: op by op, XLA's CPU kernels flush subnormals to zero
-    return tuple(as_program("frexp", lambda v: list(_frexp_float(v)), [x]))
+    if versions.jax_release(2) >= (0, 12) and "frexp" in arith.DERIVATIVE_RULES:
+        # jax 0.12's derivative of the mantissa, ldexp(t, -e)
+        return tuple(arith.DERIVATIVE_RULES["frexp"](x))
+    return frexp_program(x)
+
+
+def frexp_program(x):
+    """frexp of a real floating x as one program (outside jit XLA's CPU kernels, op by op,
+    flush subnormals to zero)."""
+    return tuple(as_program("frexp", lambda v: list(_frexp_float(_flush_if_jax12(v))), [x]))
+
+
+def _flush_if_jax12(x):
+    """jax >= 0.12's frexp reads subnormals as zeros of their sign (giving (+-0, 0)), where
+    jax 0.10/0.11's scales them into the normal range (giving 2**-149 = 0.5 * 2**-148)."""
+    if versions.jax_release(2) < (0, 12):
+        return x
+    it = _int_type(x.dtype)
+    sign = lax_bitcast(c.bitwise_and(lax_bitcast(x, it), np.array(np.iinfo(it).min, it)), x.dtype)
+    return c.where(c.less(c.abs(x), float(_finfo(x.dtype).tiny)), sign, x)
 
 
 def ldexp(x1, x2, /):
@@ -123,6 +142,11 @@ def ldexp(x1, x2, /):
             "exponent must be an integer array"
         )
     a = _inexact1(a)
+    if versions.jax_release(2) >= (0, 12):
+        if b.dtype == np.bool_:
+            b = convert(b, np.dtype(np.int32))
+        a, b = c.broadcast_arrays(convert(a, a.dtype, weak=False), convert(b, b.dtype, weak=False))
+        return arith.DERIVATIVE_RULES.get("ldexp", ldexp_bits)(a, b)
     b = convert(b, a.dtype)
     m, e = _frexp_float(a)
     e = convert(c.add(convert(e, b.dtype), b), a.dtype)
@@ -133,6 +157,38 @@ def ldexp(x1, x2, /):
     two = convert(2, m.dtype, weak=False)
     out = c.multiply(m, bind1("power", *c.broadcast_arrays(two, convert(e, m.dtype))))
     return c.where(c.logical_or(arith.isinf(a), c.equal(a, 0)), a, out)
+
+
+def ldexp_bits(x, n):
+    """jax 0.12's ldexp, x * 2**n on the exponent field: subnormal inputs read as zeros of
+    their sign, results below the normal range flushed to them, above it +-inf."""
+    info = _finfo(x.dtype)
+    it = _int_type(x.dtype)
+    x = _flush_if_jax12(x)
+    u = lax_bitcast(x, it)
+    mask = (1 << info.nexp) - 1
+    sign = c.bitwise_and(u, np.array(np.iinfo(it).min, it))
+    exp = c.bitwise_and(c.right_shift(u, np.array(info.nmant, it)), np.array(mask, it))
+    mant = c.bitwise_and(u, np.array((1 << info.nmant) - 1, it))
+    if np.dtype(n.dtype).itemsize < 4:
+        n = convert(n, np.dtype(np.int32 if n.dtype.kind == "i" else np.uint32))
+    bound = 1 << (info.nexp + 1)
+    low = np.array(-bound if n.dtype.kind == "i" else 0, n.dtype)
+    n = convert(c.minimum(c.maximum(n, low), np.array(bound, n.dtype)), np.dtype(np.int32))
+    new_exp = c.add(convert(exp, np.dtype(np.int32)), n)
+    shifted = c.left_shift(convert(new_exp, it), np.array(info.nmant, it))
+    inf_bits = c.bitwise_or(sign, np.array(mask << info.nmant, it))
+    res = c.where(
+        c.less_equal(new_exp, 0),
+        sign,
+        c.where(
+            c.greater_equal(new_exp, mask),
+            inf_bits,
+            c.bitwise_or(c.bitwise_or(sign, shifted), mant),
+        ),
+    )
+    out = c.where(c.equal(exp, mask), u, c.where(c.equal(exp, 0), sign, res))
+    return lax_bitcast(out, x.dtype)
 
 
 def _integer_args(name: str, x1, x2):
@@ -308,6 +364,9 @@ def i0(x):
     """The modified Bessel function of the first kind of order zero: exp(|x|) i0e(|x|), as
     jax.numpy's (so its bits are JAX's)."""
     x = _real_float("i0", x)
+    if versions.jax_release() >= (0, 11, 2):
+        # jax >= 0.11.2's custom JVP, I0' = I1 (purejit/special_gradients.py)
+        return arith.DERIVATIVE_RULES["i0"](x)
     ax = lax_abs(x)
     out = lax_mul(lax_exp(ax), bessel_i0e(ax))
     # I0'(0) = I1(0) = 0, where the chain rule through |x| gives 1: JAX zeroes the tangent

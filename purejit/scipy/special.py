@@ -24,7 +24,8 @@ import numpy as np
 
 from purejit import lax
 from purejit import nn as _nn
-from purejit.numpy._arithmetic import isnan
+from purejit.backend import versions
+from purejit.numpy._arithmetic import DERIVATIVE_RULES, isnan
 from purejit.numpy._core import (
     abs,
     exp,
@@ -317,14 +318,20 @@ def i1e(x):
 
 
 def i0(x):
-    """The modified Bessel function of order 0."""
+    """The modified Bessel function of order 0 (under jax >= 0.11.2 with its custom JVP,
+    I0' = I1, as jax.numpy.i0)."""
     x = _inexact("i0", x)
+    if versions.jax_release() >= (0, 11, 2):
+        return DERIVATIVE_RULES["i0"](x)
     return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i0e(x))
 
 
 def i1(x):
-    """The modified Bessel function of order 1."""
+    """The modified Bessel function of order 1 (under jax >= 0.11.2 with its custom JVP, whose
+    derivatives near 0 come from I1's Maclaurin series)."""
     x = _inexact("i1", x)
+    if versions.jax_release() >= (0, 11, 2):
+        return DERIVATIVE_RULES["i1"](x)
     return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i1e(x))
 
 

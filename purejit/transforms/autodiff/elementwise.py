@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from purejit.backend import versions
 from purejit.lax.special_functions import bessel_i0e
 from purejit.transforms.autodiff.interpreter import NonDifferentiableError
 from purejit.transforms.autodiff._core import (
@@ -116,8 +117,19 @@ def _(x, y, t):
 @_unary("tanh")
 def _(x, y, t):
     # (t + t*y) * (1 - y), as JAX: 1 - y*y cancels where |y| is near 1 (a float16 acos(tanh)
-    # chain on a GPU lost 10x JAX's accuracy with it)
+    # chain on a GPU lost 10x JAX's accuracy with it); jax >= 0.11.2: t * ((1 + y) * (1 - y))
+    if versions.jax_release() >= (0, 11, 2):
+        return mul(t, _one_minus_square(x, y))
     return mul(add(t, mul(t, y)), sub(_c(x, 1), y))
+
+
+def _one_minus_square(x, y):
+    """(1 + y) (1 - y), differentiated as -2 y dy (jax >= 0.11.2's one_minus_square): the product's
+    own derivative (1 - y) - (1 + y) cancels near y = 0. The value's bits are the product's,
+    as (v) + (w - w) with both w = -y*y finite (|y| <= 1 for tanh) adds an exact zero."""
+    v = mul(add(_c(x, 1), y), sub(_c(x, 1), y))
+    w = neg(mul(y, y))
+    return add(op("stop_gradient", v), sub(w, op("stop_gradient", w)))
 
 
 @_unary("asin")
