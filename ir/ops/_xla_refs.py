@@ -124,21 +124,21 @@ def _power(a, b):
     return np.where(_signed(b) < 0, small.view(a.dtype), acc.view(a.dtype)).astype(a.dtype)
 
 
-def _shift_left(a, b):
+def _logical_shift(shift, a, b):
     # the shift amount is read as unsigned: negative or >= bit width gives 0
     bits = a.dtype.itemsize * 8
     sh = _unsigned(b)
     ok = sh < bits
-    out = np.left_shift(_unsigned(a), np.where(ok, sh, 0).astype(sh.dtype))
+    out = shift(_unsigned(a), np.where(ok, sh, 0).astype(sh.dtype))
     return np.where(ok, out, 0).astype(sh.dtype).view(a.dtype)
+
+
+def _shift_left(a, b):
+    return _logical_shift(np.left_shift, a, b)
 
 
 def _shift_right_logical(a, b):
-    bits = a.dtype.itemsize * 8
-    sh = _unsigned(b)
-    ok = sh < bits
-    out = np.right_shift(_unsigned(a), np.where(ok, sh, 0).astype(sh.dtype))
-    return np.where(ok, out, 0).astype(sh.dtype).view(a.dtype)
+    return _logical_shift(np.right_shift, a, b)
 
 
 def _shift_right_arithmetic(a, b):

@@ -564,36 +564,6 @@ def _select_t(cts, operands, attrs, regions):
     return [None, ca, cb]
 
 
-# ---- digamma, for lgamma's derivative ----------------------------------------------------------
-
-
-def digamma(x):
-    """psi(x) from IR ops: reflection for x < 1/2, six recurrence steps, then the asymptotic
-    series (float32 accuracy; computed in float32 or float64)."""
-    dt = aval(x).dtype
-    wide = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
-    x = convert(x, wide)
-    half = _c(x, 0.5)
-    reflect = _cmp(x, half, "LT")
-    xr = select(reflect, sub(_c(x, 1), x), x)  # psi(x) = psi(1 - x) - pi / tan(pi x)
-    acc = _c(x, 0)
-    z = xr
-    for _ in range(6):
-        acc = add(acc, div(_c(z, 1), z))
-        z = add(z, _c(z, 1))
-    inv = div(_c(z, 1), z)
-    inv2 = mul(inv, inv)
-    # ln z - 1/(2z) - 1/(12 z^2) + 1/(120 z^4) - 1/(252 z^6) + 1/(240 z^8) - 5/(660 z^10)
-    series = _c(z, -5 / 660)
-    for c in (1 / 240, -1 / 252, 1 / 120, -1 / 12):
-        series = add(mul(series, inv2), _c(z, c))
-    series = mul(series, inv2)
-    psi = sub(sub(add(op("log", z), series), mul(half, inv)), acc)
-    pi = _c(x, math.pi)
-    refl = sub(psi, div(pi, op("tan", mul(pi, x))))
-    return convert(select(reflect, refl, psi), dt)
-
-
 LINEAR_OPS.update(
     {
         "add",
