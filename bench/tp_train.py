@@ -178,13 +178,16 @@ def time_all(runs: dict, iters: int, repeats: int) -> dict:
 
 def write_profiles(runners: dict, iters: int, n: int, out: str) -> None:
     """profile.md: for each runner, kernel µs per step and device, by category, per device,
-    and its 20 largest kernels (summed over devices)."""
+    and its 20 largest kernels (summed over devices); profile_kernels.json: every kernel's calls
+    and µs per step and device, to compare two programs' fusions with their HLO (`--hlo`)."""
     from bench.tools.step_profile import category_table, kernel_profile
 
     lines = ["# Kernels per step (CUPTI via torch.profiler; µs per step, mean over devices)", ""]
+    every = {}
     for key, run in runners.items():
         kernels, total, per_dev, _ = kernel_profile(run, iters, lambda o: o.block_until_ready())
         k = 1 if key.endswith("single") or key.endswith("single_local") else n
+        every[key] = {name: [calls / k, us / k] for name, (calls, us) in kernels.items()}
         devs = ", ".join(f"{d}: {us:.0f}" for d, us in sorted(per_dev.items()))
         lines += [f"## {key}: {total / k / 1e3:.3f} ms of kernels per device (per device: {devs})"]
         lines += ["", *category_table(kernels, k), ""]
@@ -194,6 +197,8 @@ def write_profiles(runners: dict, iters: int, n: int, out: str) -> None:
         lines.append("")
     with open(os.path.join(out, "profile.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    with open(os.path.join(out, "profile_kernels.json"), "w") as f:
+        json.dump(every, f, indent=1)
 
 
 def _max_diff(a, b, tree_leaves) -> float:

@@ -57,6 +57,27 @@ for step in "$@"; do
           --variants jax_cudnn --steps "$kind" --repeats 3 > "$OUT/train4e_$kind.log" 2>&1
         echo "train4e $kind: rc=$?" >> "$OUT/steps.txt"
       done ;;
+    weak4)  # weak scaling at n = 4 under XLA scheduling flags (JAX and purejit alike): the
+            # latency-hiding scheduler, then with it smaller combined collectives
+      i=0
+      for flags in "--xla_gpu_enable_latency_hiding_scheduler=true" \
+          "--xla_gpu_enable_latency_hiding_scheduler=true --xla_gpu_all_reduce_combine_threshold_bytes=16777216 --xla_gpu_all_gather_combine_threshold_bytes=16777216 --xla_gpu_reduce_scatter_combine_threshold_bytes=16777216"; do
+        i=$((i+1))
+        echo "weak4_$i: $flags" >> "$OUT/steps.txt"
+        XLA_FLAGS="$flags" timeout 150 python3 -m bench.tp_train --out "$OUT/weak4_$i" --devices "$N" \
+          --variants jax_cudnn --steps dp,fsdp --repeats 3 > "$OUT/weak4_$i.log" 2>&1
+        echo "weak4_$i: rc=$?" >> "$OUT/steps.txt"
+      done ;;
+    tp4h)  # the tensor-parallel step with its compiled HLO and every kernel, to match fusions
+      timeout 150 python3 -m bench.tp_train --out "$OUT/tp4h" --devices "$N" --variants jax_cudnn \
+        --steps tp --repeats 3 --hlo --profile > "$OUT/tp4h.log" 2>&1 ;;
+    cb4)  # collectives inside XLA's command buffers (CUDA graphs), both libraries: host time
+      for kind in tp dp; do
+        XLA_FLAGS="--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,COLLECTIVES" \
+          timeout 120 python3 -m bench.tp_train --out "$OUT/cb4_$kind" --devices "$N" \
+          --variants jax_cudnn --steps "$kind" --repeats 3 > "$OUT/cb4_$kind.log" 2>&1
+        echo "cb4 $kind: rc=$?" >> "$OUT/steps.txt"
+      done ;;
     sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;
