@@ -78,6 +78,13 @@ for step in "$@"; do
           --variants jax_cudnn --steps "$kind" --repeats 3 > "$OUT/cb4_$kind.log" 2>&1
         echo "cb4 $kind: rc=$?" >> "$OUT/steps.txt"
       done ;;
+    cb4p)  # collectives inside XLA's command buffers for purejit's programs alone
+      for kind in tp dp; do
+        PUREJIT_XLA_OPTIONS="xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,COLLECTIVES;" \
+          timeout 120 python3 -m bench.tp_train --out "$OUT/cb4p_$kind" --devices "$N" \
+          --variants jax_cudnn --steps "$kind" --repeats 3 > "$OUT/cb4p_$kind.log" 2>&1
+        echo "cb4p $kind: rc=$?" >> "$OUT/steps.txt"
+      done ;;
     sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;

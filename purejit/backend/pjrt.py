@@ -152,10 +152,12 @@ def buffer_type(buf) -> TensorType:
 @functools.lru_cache(maxsize=None)
 def xla_option_overrides() -> tuple[tuple[str, object], ...]:
     """XLA options set on every compile purejit makes, from `PUREJIT_XLA_OPTIONS`
-    (`name=value,name=value`; values `true`/`false`, integers, or text), as
+    (`name=value,name=value`, or `;` between them where a value holds commas, as a list
+    option's does; values `true`/`false`, integers, or text), as
     `jax.jit(...).lower(...).compile(compiler_options=...)` sets them for one program."""
     out = []
-    for item in os.environ.get("PUREJIT_XLA_OPTIONS", "").split(","):
+    text = os.environ.get("PUREJIT_XLA_OPTIONS", "")
+    for item in text.split(";" if ";" in text else ","):
         if not item.strip():
             continue
         name, sep, value = item.partition("=")

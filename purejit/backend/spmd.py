@@ -226,6 +226,9 @@ def compile_options(devices: Sequence, *, disable_passes: Sequence[str] = ()):
     opts.device_assignment = xla_client.DeviceAssignment.create(
         np.array([[d.id for d in devices]], dtype=np.int64)
     )
+    overrides = pjrt.xla_option_overrides()  # `PUREJIT_XLA_OPTIONS`, as for one device
+    if overrides:
+        opts.env_option_overrides = list(overrides)
     if disable_passes:
         build.debug_options.xla_disable_hlo_passes = ",".join(disable_passes)
     return opts
