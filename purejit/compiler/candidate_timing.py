@@ -14,7 +14,8 @@ it is faster by more than `MARGIN`; otherwise the program stays as written.
 Cost: the runs of one program take about `BUDGET_S` (2 s) at most, spread over its
 candidates: each round of calls lasts a tenth of a candidate's share, so a candidate whose
 calls are tiny runs many of them and a slow one fewer rounds (at least `MIN_ROUNDS` of one
-call each). Compiling the two programs of each candidate (on two threads) comes on top.
+call each). Compiling the two programs of each candidate comes on top (on two threads on
+CPU; one after the other on GPUs, where compiling autotunes the matmuls on the device).
 Everything counts in the first call's figures (`timings["calibration"]`, inside "passes").
 Decisions are kept per (device kind, device count, signature) in memory and, when
 `cache_dir` is set, in `cache_dir/collective-matmul-*.json`, so a later compile or process
@@ -184,8 +185,15 @@ def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
     t0 = time.perf_counter()
     out = {}
     for i, (key, c, mc) in enumerate(todo):
-        with ThreadPoolExecutor(2) as pool:  # compiling releases the GIL
-            runners = list(pool.map(_Runner, programs(c, mc, unroll, tail)))
+        progs = programs(c, mc, unroll, tail)
+        if backend_spmd.device_by_id(int(mc.attrs["device_ids"][0])).platform == "cpu":
+            with ThreadPoolExecutor(2) as pool:  # compiling releases the GIL
+                runners = list(pool.map(_Runner, progs))
+        else:
+            # one at a time: XLA autotunes a GPU matmul by timing kernels on the device, keeps
+            # the winner for the process (the user's program reuses it), and a second compile
+            # running beside it would skew that choice
+            runners = [_Runner(f) for f in progs]
         left = BUDGET_S - (time.perf_counter() - t0)
         budget = max(left / (len(todo) - i), 0.05)
         plain_s, ring_s = time_pair(*runners, budget, lambda v, i=i: agree(f"calls/{i}", v))
