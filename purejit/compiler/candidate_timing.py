@@ -11,11 +11,12 @@ calls between two synchronisations, plain and ring interleaved (alternating whic
 first, so drift hits both alike); the median round decides. The ring is taken only when
 it is faster by more than `MARGIN`; otherwise the program stays as written.
 
-Cost: the runs of one program take about `BUDGET_S` (2 s) at most, spread over its
-candidates: each round of calls lasts a tenth of a candidate's share, so a candidate whose
-calls are tiny runs many of them and a slow one fewer rounds (at least `MIN_ROUNDS` of one
-call each). Compiling the two programs of each candidate comes on top (on two threads on
-CPU; one after the other on GPUs, where compiling autotunes the matmuls on the device).
+Cost: one program's timing takes about `BUDGET_S` (2 s), compiles included, unless its
+compiles alone take longer. Every timing program is compiled first (on two threads on CPU;
+one after the other on GPUs, where compiling autotunes the matmuls on the device); the runs
+share what is left, at least `MIN_BUDGET_S` per candidate. Each round of calls lasts a tenth
+of a candidate's share, so a candidate whose calls are tiny runs many of them
+(`MAX_CALLS` at most) and a slow one fewer rounds (at least `MIN_ROUNDS` of one call each).
 Everything counts in the first call's figures (`timings["calibration"]`, inside "passes").
 Decisions are kept per (device kind, device count, signature) in memory and, when
 `cache_dir` is set, in `cache_dir/collective-matmul-*.json`, so a later compile or process
@@ -60,7 +61,8 @@ from purejit.passes.collective_matmul import (
 from purejit.passes.pipeline import pass_names
 
 MARGIN = 0.02  # the ring must be this much faster than the plain program to be taken
-BUDGET_S = 2.0  # the runs of one program's timing, all candidates together
+BUDGET_S = 2.0  # one program's timing, compiles and runs, all candidates together
+MIN_BUDGET_S = 0.05  # the runs of one candidate when compiling used up the budget
 ROUNDS = 5  # interleaved rounds of calls per program and candidate
 MIN_ROUNDS = 3
 MAX_CALLS = 200  # calls per round
@@ -181,22 +183,27 @@ def _store(key, d: TimedDecision) -> None:
 
 
 def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
-    """{key: TimedDecision} for every (key, candidate, manual op) of `todo`, timed now."""
+    """{key: TimedDecision} for every (key, candidate, manual op) of `todo`, timed now: every
+    program compiled first, then the runs share what is left of `BUDGET_S`."""
+    if not todo:
+        return {}
     t0 = time.perf_counter()
+    progs = [f for _, c, mc in todo for f in programs(c, mc, unroll, tail)]
+    mc = todo[0][2]
+    if backend_spmd.device_by_id(int(mc.attrs["device_ids"][0])).platform == "cpu":
+        with ThreadPoolExecutor(2) as pool:  # compiling releases the GIL
+            runners = list(pool.map(_Runner, progs))
+    else:
+        # one at a time: XLA autotunes a GPU matmul by timing kernels on the device and keeps
+        # the winner for the process (the user's program reuses it); a second compile
+        # running beside it would skew that choice
+        runners = [_Runner(f) for f in progs]
     out = {}
-    for i, (key, c, mc) in enumerate(todo):
-        progs = programs(c, mc, unroll, tail)
-        if backend_spmd.device_by_id(int(mc.attrs["device_ids"][0])).platform == "cpu":
-            with ThreadPoolExecutor(2) as pool:  # compiling releases the GIL
-                runners = list(pool.map(_Runner, progs))
-        else:
-            # one at a time: XLA autotunes a GPU matmul by timing kernels on the device, keeps
-            # the winner for the process (the user's program reuses it), and a second compile
-            # running beside it would skew that choice
-            runners = [_Runner(f) for f in progs]
+    for i, (key, _, _) in enumerate(todo):
         left = BUDGET_S - (time.perf_counter() - t0)
-        budget = max(left / (len(todo) - i), 0.05)
-        plain_s, ring_s = time_pair(*runners, budget, lambda v, i=i: agree(f"calls/{i}", v))
+        budget = max(left / (len(todo) - i), MIN_BUDGET_S)
+        pair = runners[2 * i : 2 * i + 2]
+        plain_s, ring_s = time_pair(*pair, budget, lambda v, i=i: agree(f"calls/{i}", v))
         out[key] = TimedDecision(plain_s, ring_s, ring_s < (1.0 - MARGIN) * plain_s)
     return out
 
