@@ -165,6 +165,19 @@ def _table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write(out: str, rows: list[dict]) -> str:
+    """The table and JSON of the rows so far (written after every row, so a sweep cut short
+    by a timeout keeps what it measured); returns the table."""
+    first = next((r for r in rows if "results" in r), {"platform": "unknown"})
+    base = os.path.join(out, f"tp_mlp_sweep_{first['platform']}")
+    with open(base + ".json", "w") as fh:
+        json.dump(rows, fh, indent=2)
+    table = _table(rows)
+    with open(base + ".md", "w") as fh:
+        fh.write(table)
+    return table
+
+
 def main(argv=None):
     args = _parse(argv)
     os.makedirs(args.out, exist_ok=True)
@@ -177,16 +190,10 @@ def main(argv=None):
             if "results" in row:
                 row["goals"] = _goals(row)
             rows.append(row)
+            _write(args.out, rows)
             print(f"n={n} shape={shape}: {'failed' if 'error' in row else 'ok'} "
                   f"({row['wall_s']:.0f} s)", flush=True)  # fmt: skip
-    first = next((r for r in rows if "results" in r), {"platform": "unknown"})
-    base = os.path.join(args.out, f"tp_mlp_sweep_{first['platform']}")
-    with open(base + ".json", "w") as fh:
-        json.dump(rows, fh, indent=2)
-    table = _table(rows)
-    with open(base + ".md", "w") as fh:
-        fh.write(table)
-    print(table)
+    print(_write(args.out, rows))
     return rows
 
 
