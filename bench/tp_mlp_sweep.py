@@ -111,7 +111,10 @@ def _chose(r: dict) -> str:
     """ "on" (every candidate a ring), "off" (none) or "k of m rings"."""
     rings = r["purejit_auto"]["rings"]
     total = r["purejit_on"]["rings"]
-    return "off" if rings == 0 else "on" if rings == total else f"{rings} of {total} rings"
+    chose = "off" if rings == 0 else "on" if rings == total else f"{rings} of {total} rings"
+    # the very program of pass off or on: a step time apart from that one's is the run's noise
+    same = r["purejit_auto"].get("same_program_as")
+    return chose + (", same HLO" if same == chose else "")
 
 
 def _timed(auto: dict) -> str:

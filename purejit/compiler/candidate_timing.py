@@ -12,7 +12,8 @@ first, so drift hits both alike); the median round decides. The ring is taken on
 it is faster by more than `MARGIN`; otherwise the program stays as written.
 
 Cost: one program's timing takes about `BUDGET_S` (2 s), compiles included, unless its
-compiles alone take longer. Every timing program is compiled first (on two threads on CPU;
+compiles alone take most of it: then it takes the compiles and `MIN_BUDGET_S` (0.2 s) of
+runs per candidate. Every timing program is compiled first (on two threads on CPU;
 one after the other on GPUs, where compiling autotunes the matmuls on the device); the runs
 share what is left, at least `MIN_BUDGET_S` per candidate. Each round of calls lasts a tenth
 of a candidate's share, so a candidate whose calls are tiny runs many of them
@@ -62,7 +63,7 @@ from purejit.passes.pipeline import pass_names
 
 MARGIN = 0.02  # the ring must be this much faster than the plain program to be taken
 BUDGET_S = 2.0  # one program's timing, compiles and runs, all candidates together
-MIN_BUDGET_S = 0.05  # the runs of one candidate when compiling used up the budget
+MIN_BUDGET_S = 0.2  # the runs of one candidate at least, even when compiling used the budget
 ROUNDS = 5  # interleaved rounds of calls per program and candidate
 MIN_ROUNDS = 3
 MAX_CALLS = 200  # calls per round
