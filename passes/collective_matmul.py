@@ -264,6 +264,10 @@ class CollectiveMatmul:
     def _decide(self, c: Candidate, mesh_size: int | None, est: dict) -> dict:
         if self.mode not in ("auto", "on", "off"):
             raise ValueError(f"collective_matmul: mode must be auto, on or off, not {self.mode!r}")
+        if self.decide not in ("timed", "model"):
+            raise ValueError(
+                f"collective_matmul: decide must be timed or model, not {self.decide!r}"
+            )
         if self.mode != "auto":
             return {**est, "rewritten": self.mode == "on"}
         if self.decisions is not None:

@@ -134,6 +134,8 @@ def test_must_not_change():
     assert len(off.report["candidates"]) == 2
     with pytest.raises(ValueError, match="mode"):
         CollectiveMatmul(mode="always")(tp_mlp())
+    with pytest.raises(ValueError, match="decide"):
+        CollectiveMatmul(decide="guess", calibration=GPU_LIKE)(tp_mlp())
 
 
 def big_gather_dot(t=1024, d=8192, f=4096, n=8):
