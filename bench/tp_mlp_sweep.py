@@ -4,6 +4,10 @@ and mesh size, each in a fresh process, gathered into one table.
     python -m bench.tp_mlp_sweep --out DIR                       # n = 2 and 4 GPUs
     python -m bench.tp_mlp_sweep --out DIR --devices 2 --shapes 2048x2048
     python -m bench.tp_mlp_sweep --out DIR --cpu-devices 8 --devices 2,4 --shapes 512x256
+    # the rows that decide, n = 2 and 4, in about 4 minutes on H100s/H200s (rows took 12-17 s
+    # at D = 2048 and about 32 s at 8192 x 8192 before auto timed its candidates, 2-3 s more)
+    python -m bench.tp_mlp_sweep --out DIR --devices 2,4 --iters 50 --repeats 5 --timeout 60 \
+        --shapes 2048x2048,4096x2048,8192x2048,16384x2048,8192x8192
 
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
@@ -16,7 +20,8 @@ three goals of issue #31: `auto` within 1.02x of the better of pass on and off; 
 default (`auto`) within 1.0x of the better JAX variant (`shard_map`, and `jit` with XLA's
 windowed einsum on GPUs); and the communication-heavy shape (T=16384, D=2048) at least 1.10x
 faster than JAX's `shard_map`. Writes DIR/tp_mlp_sweep_<platform>.md and .json; a row whose
-process fails records the tail of its output.
+process fails records the tail of its output. `python -m bench.tools.tp_mlp_fit DIR` sets
+what auto timed against the measured on - off per row.
 """
 
 from __future__ import annotations
