@@ -11,8 +11,9 @@ The layer is the sequence-parallel Megatron MLP over one mesh axis of n devices:
       --reduce_scatter--> [T/n, D]
 
 Variants: purejit with the pass off, on (rings of collective_permute as while loops), on with
-the rings unrolled, auto (the pass's cost model decides, from figures measured on the
-devices at its first compile), jax.jit(jax.shard_map(...)), and JAX's auto-partitioned
+the rings unrolled, auto (at its first compile the pass times each candidate's plain and ring
+programs on the devices and keeps the faster; `--auto-decide model`: its cost model decides,
+from figures measured on the devices), jax.jit(jax.shard_map(...)), and JAX's auto-partitioned
 jax.jit with shardings (on GPUs with XLA's windowed einsum switched on for that compile:
 `jax_jit_windowed`, whose compiled HLO is checked for the windowed loop).
 Each is warmed up, then `--iters` calls are timed between two synchronisations, `--repeats`
@@ -58,6 +59,12 @@ def _parse(argv):
     p.add_argument("--iters", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--json", default=None, help="also write the results to this file")
+    p.add_argument(
+        "--auto-decide",
+        choices=("timed", "model"),
+        default="timed",
+        help="how auto decides: time the candidates (default) or the cost model",
+    )
     return p.parse_args(argv)
 
 
@@ -129,12 +136,12 @@ def main(argv=None):
 
     layer = purejit.shard_map(body, mesh=mesh, in_specs=specs, out_specs=P("tp"))
     args_pj = [purejit.device_put(a, NamedSharding(mesh, s)) for a, s in zip((x, w1, w2), specs)]
-    results, outputs, calls = {}, {}, {}
+    results, outputs, calls, texts = {}, {}, {}, {}
     variants = {
         "off": CollectiveMatmul(mode="off"),
         "on": CollectiveMatmul(mode="on"),
         "on_unrolled": CollectiveMatmul(mode="on", unroll=True),
-        "auto": CollectiveMatmul(mode="auto"),
+        "auto": CollectiveMatmul(mode="auto", decide=args.auto_decide),
     }
     for mode, cm in variants.items():
         f = purejit.jit(layer, passes=Pipeline([cm, *default_passes()]))
@@ -150,6 +157,19 @@ def main(argv=None):
         if "calibration" in rec.report:  # auto: the measured inputs and what measuring took
             results[f"purejit_{mode}"]["calibration"] = rec.report["calibration"]
             results[f"purejit_{mode}"]["calibration_s"] = low.timings.get("calibration", 0.0)
+        if "timed" in rec.report:  # auto: each candidate's timed programs, what timing took
+            results[f"purejit_{mode}"]["timed"] = [
+                {k: c[k] for k in ("kind", "plain_s", "ring_s", "rewritten", "timed")}
+                for c in rec.report["candidates"]
+                if "ring_s" in c
+            ]
+            results[f"purejit_{mode}"]["calibration_s"] = low.timings.get("calibration", 0.0)
+        texts[mode] = compiled.as_text()
+
+    # whether auto compiled exactly the pass-off or pass-on program: a step time apart from
+    # that program's is then the run's noise, not the decision
+    same = [m for m in ("off", "on") if texts[m] == texts["auto"]]
+    results["purejit_auto"]["same_program_as"] = same[0] if same else None
 
     # ---- JAX -------------------------------------------------------------------------------
     from jax.sharding import Mesh as JMesh

@@ -1,19 +1,27 @@
-"""The collective-matmul cost model over issue #31's shapes: `bench.tp_mlp` once per shape and
-mesh size, each in a fresh process, gathered into one table.
+"""The collective-matmul pass's `auto` over issue #31's shapes: `bench.tp_mlp` once per shape
+and mesh size, each in a fresh process, gathered into one table.
 
     python -m bench.tp_mlp_sweep --out DIR                       # n = 2 and 4 GPUs
     python -m bench.tp_mlp_sweep --out DIR --devices 2 --shapes 2048x2048
     python -m bench.tp_mlp_sweep --out DIR --cpu-devices 8 --devices 2,4 --shapes 512x256
+    # the rows that decide, n = 2 and 4, in about 4 minutes on H100s/H200s (rows took 12-17 s
+    # at D = 2048 and about 32 s at 8192 x 8192 before auto timed its candidates, 2-3 s more)
+    python -m bench.tp_mlp_sweep --out DIR --devices 2,4 --iters 50 --repeats 5 --timeout 60 \
+        --shapes 2048x2048,4096x2048,8192x2048,16384x2048,8192x8192
 
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
-shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row measures its
-calibration again (at most once per device kind and count), as a user's first compile does.
+shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
+as a user's first compile does: it times each candidate's plain and ring programs on the
+devices (`--auto-decide model`: the cost model over a calibration measured once per device
+kind and count). The table shows what auto timed per candidate (plain / ring, µs; `*` marks
+a ring taken) and the seconds deciding took inside the first compile.
 Per row: the step time of each variant (median of `--repeats` interleaved rounds), and the
 three goals of issue #31: `auto` within 1.02x of the better of pass on and off; purejit's
 default (`auto`) within 1.0x of the better JAX variant (`shard_map`, and `jit` with XLA's
 windowed einsum on GPUs); and the communication-heavy shape (T=16384, D=2048) at least 1.10x
 faster than JAX's `shard_map`. Writes DIR/tp_mlp_sweep_<platform>.md and .json; a row whose
-process fails records the tail of its output.
+process fails records the tail of its output. `python -m bench.tools.tp_mlp_fit DIR` sets
+what auto timed against the measured on - off per row.
 """
 
 from __future__ import annotations
@@ -47,6 +55,12 @@ def _parse(argv):
     p.add_argument("--iters", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per row")
+    p.add_argument(
+        "--auto-decide",
+        choices=("timed", "model"),
+        default="timed",
+        help="how auto decides: time the candidates (default) or the cost model",
+    )
     return p.parse_args(argv)
 
 
@@ -54,6 +68,7 @@ def _run_row(args, n: int, shape, path: str) -> dict:
     t, d, f = shape
     cmd = [sys.executable, "-m", "bench.tp_mlp", "--devices", str(n), "--tokens", str(t)]
     cmd += ["--dmodel", str(d), "--dff", str(f), "--repeats", str(args.repeats), "--json", path]
+    cmd += ["--auto-decide", args.auto_decide]
     if args.iters:
         cmd += ["--iters", str(args.iters)]
     if args.cpu_devices:
@@ -86,7 +101,7 @@ def _goals(row: dict) -> dict:
         "ms": ms,
         "auto_over_best_onoff": ms["purejit_auto"] / best_onoff,
         "auto_over_best_jax": ms["purejit_auto"] / best_jax,
-        "auto_chose": "on" if r["purejit_auto"]["rings"] else "off",
+        "auto_chose": _chose(r),
         "better": "on" if ms["purejit_on"] < ms["purejit_off"] else "off",
         "windowed_loop": next(
             (r[k].get("windowed_loop") for k in jax_names if "windowed_loop" in r[k]), None
@@ -97,11 +112,32 @@ def _goals(row: dict) -> dict:
     return out
 
 
+def _chose(r: dict) -> str:
+    """ "on" (every candidate a ring), "off" (none) or "k of m rings"."""
+    rings = r["purejit_auto"]["rings"]
+    total = r["purejit_on"]["rings"]
+    chose = "off" if rings == 0 else "on" if rings == total else f"{rings} of {total} rings"
+    # the very program of pass off or on: a step time apart from that one's is the run's noise
+    same = r["purejit_auto"].get("same_program_as")
+    return chose + (", same HLO" if same == chose else "")
+
+
+def _timed(auto: dict) -> str:
+    """What auto timed: plain / ring µs per candidate, `*` on each ring it took, and the
+    seconds deciding took in the first compile."""
+    parts = [
+        f"{c['plain_s'] * 1e6:.0f}/{c['ring_s'] * 1e6:.0f}{'*' if c['rewritten'] else ''}"
+        for c in auto.get("timed", [])
+    ]
+    secs = auto.get("calibration_s")
+    return " ".join(parts) + (f" ({secs:.1f} s)" if secs is not None else "")
+
+
 def _table(rows: list[dict]) -> str:
     first = next((r for r in rows if "results" in r), None)
     kind = f"{first['device_kind']} ({first['platform']}), {first['dtype']}" if first else "?"
     lines = [
-        f"# Collective-matmul cost model: issue #31's shapes on {kind}",
+        f"# Collective-matmul auto: issue #31's shapes on {kind}",
         "",
         "`python -m bench.tp_mlp_sweep --out DIR` (each row `python -m bench.tp_mlp` in a fresh "
         "process; median of interleaved rounds). Step times in ms. Goals: auto ≤ 1.02x the "
@@ -109,14 +145,14 @@ def _table(rows: list[dict]) -> str:
         "than JAX's shard_map.",
         "",
         "| n | T | D | F | off | on | auto (chose) | jax shard_map | jax jit | "
-        "auto / best on-off | auto / best JAX | windowed loop |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "auto / best on-off | auto / best JAX | windowed loop | auto timed plain/ring µs |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for row in rows:
         head = f"| {row['devices']} | {row['T']} | {row['D']} | {row['F']} |"
         if "error" in row:
             err = row["error"].strip().splitlines()[-1:] or ["?"]
-            lines.append(f"{head} failed: {err[0][:120]} |" + " |" * 8)
+            lines.append(f"{head} failed: {err[0][:120]} |" + " |" * 9)
             continue
         g, ms = row["goals"], row["goals"]["ms"]
         jit = next((v for k, v in ms.items() if k.startswith("jax_jit")), float("nan"))
@@ -124,7 +160,7 @@ def _table(rows: list[dict]) -> str:
             f"{head} {ms['purejit_off']:.3f} | {ms['purejit_on']:.3f} | "
             f"{ms['purejit_auto']:.3f} ({g['auto_chose']}) | {ms['jax']:.3f} | {jit:.3f} | "
             f"{g['auto_over_best_onoff']:.3f} | {g['auto_over_best_jax']:.3f} | "
-            f"{g['windowed_loop']} |"
+            f"{g['windowed_loop']} | {_timed(row['results']['purejit_auto'])} |"
         )
     heavy = [r for r in rows if "goals" in r and "jax_shard_map_over_auto" in r["goals"]]
     if heavy:
@@ -135,6 +171,19 @@ def _table(rows: list[dict]) -> str:
                 f"{r['goals']['jax_shard_map_over_auto']:.3f}x (goal ≥ 1.10x)"
             )
     return "\n".join(lines) + "\n"
+
+
+def _write(out: str, rows: list[dict]) -> str:
+    """The table and JSON of the rows so far (written after every row, so a sweep cut short
+    by a timeout keeps what it measured); returns the table."""
+    first = next((r for r in rows if "results" in r), {"platform": "unknown"})
+    base = os.path.join(out, f"tp_mlp_sweep_{first['platform']}")
+    with open(base + ".json", "w") as fh:
+        json.dump(rows, fh, indent=2)
+    table = _table(rows)
+    with open(base + ".md", "w") as fh:
+        fh.write(table)
+    return table
 
 
 def main(argv=None):
@@ -149,16 +198,10 @@ def main(argv=None):
             if "results" in row:
                 row["goals"] = _goals(row)
             rows.append(row)
+            _write(args.out, rows)
             print(f"n={n} shape={shape}: {'failed' if 'error' in row else 'ok'} "
                   f"({row['wall_s']:.0f} s)", flush=True)  # fmt: skip
-    first = next((r for r in rows if "results" in r), {"platform": "unknown"})
-    base = os.path.join(args.out, f"tp_mlp_sweep_{first['platform']}")
-    with open(base + ".json", "w") as fh:
-        json.dump(rows, fh, indent=2)
-    table = _table(rows)
-    with open(base + ".md", "w") as fh:
-        fh.write(table)
-    print(table)
+    print(_write(args.out, rows))
     return rows
 
 

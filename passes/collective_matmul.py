@@ -17,16 +17,15 @@ at a time; `unroll=True` emits the steps one after the other instead). It never 
 the gathered operand or the unscattered product, so `temp_size_in_bytes` falls, and each
 step's transfer can run while the step multiplies.
 
-Which candidates are rewritten is decided by a cost model of bytes and flops (`mode="auto"`,
-`estimate_seconds`): the ring pays a fixed cost per step (`step_latency_s`) and hides the
-measured share (`overlap`) of each step's shorter part behind its longer, the plain program
-pays its collective at the collective's own rate and a fixed cost (`plain_latency_s`), so
-the ring wins when transfer and multiply are both large next to the fixed costs and the
-devices really overlap them. The model's inputs are a `Calibration` measured on the
-devices: `purejit.jit` measures them at the first `auto` compile on a device kind
-(`purejit.compiler.calibration`; the fixed costs by timing rings as this pass emits them and
-the collectives and matmuls they replace) and hands them to the pass (`calibrated`); run by
-hand, `auto` needs `calibration=`. `mode="on"` rewrites every candidate, `"off"` none.
+Which candidates are rewritten (`mode="auto"`) is decided by timing them: `purejit.jit`
+builds, for each distinct candidate of a shard_map body (`signature`), two small programs
+over the body's devices, the plain pattern (`candidate_function`) and the ring this pass
+makes of it, times both and hands the pass the outcome (`timed`, `TimedDecision`;
+`purejit.compiler.candidate_timing`). A candidate without a timed decision (outside a
+shard_map body) stays as written. The older cost model of bytes and flops
+(`estimate_seconds`, a measured `Calibration`) is still there: `decide="model"` makes
+`purejit.jit` measure a calibration instead, and a pass run by hand with `calibration=`
+uses it. `mode="on"` rewrites every candidate, `"off"` none.
 
 Guarantees: results are unchanged up to the order of floating-point sums (the ring adds the
 reduce-scatter's terms in ring order). Never touches: collectives whose result has other
@@ -40,7 +39,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from purejit.ir import Function, Op, Value
+from purejit.ir import Function, Op, Value, print_function
 from purejit.passes import _rings
 from purejit.passes.base import PassResult
 
@@ -167,12 +166,44 @@ def estimate_seconds(moved: float, flops: float, n: int, cal: Calibration) -> tu
 
 
 @dataclass(frozen=True)
+class TimedDecision:
+    """What timing one candidate's two programs found (`purejit.compiler.candidate_timing`).
+
+    Args:
+        plain_s: seconds per call of the plain pattern (collective, then the matmul).
+        ring_s: seconds per call of the ring this pass makes of it.
+        ring: whether the ring is taken (faster by more than the timing's margin).
+        source: "timed" (measured now), "loaded" (a persisted decision), "shared"
+            (process 0's, through the distributed key-value store), "injected" ...
+    """
+
+    plain_s: float
+    ring_s: float
+    ring: bool
+    source: str = "timed"
+
+    def as_dict(self) -> dict:
+        return {
+            "plain_s": self.plain_s,
+            "ring_s": self.ring_s,
+            "ring": self.ring,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
 class CollectiveMatmul:
     """The pass. Options are its fields.
 
     Args:
-        mode: "auto" (cost model), "on" (every candidate) or "off".
-        calibration: the cost model's measured inputs; `purejit.jit` fills it in for "auto".
+        mode: "auto" (each candidate as decided), "on" (every candidate) or "off".
+        decide: how `purejit.jit` decides for "auto": "timed" (time each candidate's plain
+            and ring programs on the devices) or "model" (the cost model over a measured
+            `Calibration`).
+        decisions: the timed decisions, `(signature, TimedDecision)` pairs; `purejit.jit`
+            fills them in for "auto" (`timed`).
+        calibration: the cost model's measured inputs, used for "auto" when no decisions
+            are given; `purejit.jit` fills it in for `decide="model"`.
         unroll: emit the ring's steps one after the other instead of as a `while` loop (the
             loop keeps one step's buffers live; unrolled, XLA may schedule steps freely).
     """
@@ -181,17 +212,37 @@ class CollectiveMatmul:
     mode: str = "auto"
     calibration: Calibration | None = None
     unroll: bool = False
+    decide: str = "timed"
+    decisions: tuple | None = None
 
     @property
     def needs_calibration(self) -> bool:
-        return self.mode == "auto" and self.calibration is None
+        return (
+            self.mode == "auto"
+            and self.decide == "model"
+            and self.calibration is None
+            and self.decisions is None
+        )
+
+    @property
+    def needs_timing(self) -> bool:
+        return (
+            self.mode == "auto"
+            and self.decide == "timed"
+            and self.decisions is None
+            and self.calibration is None
+        )
 
     def calibrated(self, cal: Calibration) -> "CollectiveMatmul":
         return replace(self, calibration=cal)
 
+    def timed(self, decisions: dict) -> "CollectiveMatmul":
+        """This pass with timed decisions, `{signature: TimedDecision}`."""
+        return replace(self, decisions=tuple(sorted(decisions.items())))
+
     def estimate(self, c: Candidate) -> dict:
         """Estimated seconds with and without the ring (the cost model); without a
-        calibration (modes "on" and "off" run by hand), only the bytes and flops."""
+        calibration, only the bytes and flops."""
         full = (
             c.collective.results[0].type
             if c.kind.startswith("all_gather")
@@ -201,42 +252,63 @@ class CollectiveMatmul:
         est = {"kind": c.kind, "devices": c.n, "bytes": int(moved), "flops": dot_flops(c.dot)}
         cal = self.calibration
         if cal is None:
-            if self.mode == "auto":
-                raise ValueError(
-                    "collective_matmul: mode='auto' needs the devices' figures; run it through "
-                    "purejit.jit (which measures them) or pass calibration=Calibration(...)"
-                )
             return est
         plain, ring = estimate_seconds(moved, dot_flops(c.dot), c.n, cal)
         return {**est, "plain_s": plain, "ring_s": ring}
 
-    def chosen(self, c: Candidate) -> bool:
+    def chosen(self, c: Candidate, mesh_size: int | None = None) -> bool:
+        """Whether candidate `c` (of a shard_map body over `mesh_size` devices; None: of a
+        top-level body) is rewritten."""
+        return self._decide(c, mesh_size, self.estimate(c))["rewritten"]
+
+    def _decide(self, c: Candidate, mesh_size: int | None, est: dict) -> dict:
         if self.mode not in ("auto", "on", "off"):
             raise ValueError(f"collective_matmul: mode must be auto, on or off, not {self.mode!r}")
+        if self.decide not in ("timed", "model"):
+            raise ValueError(
+                f"collective_matmul: decide must be timed or model, not {self.decide!r}"
+            )
         if self.mode != "auto":
-            return self.mode == "on"
-        est = self.estimate(c)
-        return est["ring_s"] < est["plain_s"]
+            return {**est, "rewritten": self.mode == "on"}
+        if self.decisions is not None:
+            got = dict(self.decisions).get(signature(c, mesh_size, self.unroll))
+            if got is None:  # outside a shard_map body: no devices to time it on
+                return {**est, "rewritten": False, "timed": "no timing (outside shard_map)"}
+            return {**est, **got.as_dict(), "timed": got.source, "rewritten": got.ring}
+        if self.calibration is None:
+            raise ValueError(
+                "collective_matmul: mode='auto' needs timed decisions or the devices' figures; "
+                "run it through purejit.jit (which times the candidates) or pass "
+                "calibration=Calibration(...)"
+            )
+        return {**est, "rewritten": est["ring_s"] < est["plain_s"]}
 
     def __call__(self, fn: Function) -> PassResult:
         report = {"candidates": [], "rewritten": 0}
         if self.calibration is not None:
             report["calibration"] = self.calibration.as_dict()
-        new = self._function(fn, report)
+        new = self._function(fn, report, None)
+        timed = [c for c in report["candidates"] if "ring_s" in c and "timed" in c]
+        if timed:  # explain prints scalar report entries: one line for every decision
+            report["timed"] = "; ".join(
+                f"{c['kind']} timed plain {c['plain_s'] * 1e6:.1f} us, ring "
+                f"{c['ring_s'] * 1e6:.1f} us, chose {'ring' if c['rewritten'] else 'plain'}"
+                f" ({c['timed']})"
+                for c in timed
+            )
         return PassResult(new, report["rewritten"] > 0, report)
 
-    def _function(self, fn: Function, report) -> Function:
+    def _function(self, fn: Function, report, mesh_size: int | None) -> Function:
         ops = []
         for op in fn.ops:
             if op.name == "manual_computation":
-                body = self._function(op.regions[0], report)
+                body = self._function(op.regions[0], report, len(op.attrs["device_ids"]))
                 op = Op(op.name, op.operands, op.attrs, op.results, [body], op.loc)
             ops.append(op)
         body = Function(fn.name, fn.params, ops, fn.results)
         chosen = []
         for c in find_candidates(body):
-            est = self.estimate(c)
-            est["rewritten"] = self.chosen(c)
+            est = self._decide(c, mesh_size, self.estimate(c))
             report["candidates"].append(est)
             if est["rewritten"]:
                 chosen.append(c)
@@ -244,6 +316,50 @@ class CollectiveMatmul:
             return body
         report["rewritten"] += len(chosen)
         return apply(body, chosen, unroll=self.unroll)
+
+
+def shard_map_candidates(fn: Function) -> list[tuple[Op, Candidate]]:
+    """Every candidate of `fn`'s shard_map bodies with the `manual_computation` op it is in
+    (the devices it runs on), in the order the pass visits them."""
+    out = []
+    for op in fn.ops:
+        if op.name == "manual_computation":
+            body = op.regions[0]
+            out += shard_map_candidates(body)
+            out += [(op, c) for c in find_candidates(body)]
+    return out
+
+
+def candidate_function(c: Candidate) -> Function:
+    """The candidate alone: a function of the collective's and the matmul's other inputs
+    that runs the collective and the matmul as written (what timing runs as the plain
+    program; `apply` on it gives the ring)."""
+    fresh: dict[Value, Value] = {}
+
+    def new(v: Value) -> Value:
+        if v not in fresh:
+            fresh[v] = Value(v.type)
+        return fresh[v]
+
+    first, second = (
+        (c.collective, c.dot) if c.kind.startswith("all_gather") else (c.dot, c.collective)
+    )
+    params = [new(v) for v in first.operands]
+    params += [new(v) for v in second.operands if v is not first.results[0] and v not in fresh]
+    ops = [
+        Op(op.name, [new(v) for v in op.operands], op.attrs, [new(r) for r in op.results],
+           op.regions, op.loc)
+        for op in (first, second)
+    ]  # fmt: skip
+    return Function(c.kind.replace("->", "_"), params, ops, [new(second.results[0])])
+
+
+def signature(c: Candidate, mesh_size: int | None, unroll: bool = False) -> str:
+    """What a timed decision is kept under: the candidate alone as text (the collective, its
+    replica groups and gathered or scattered dimension, the matmul's dimension numbers, the
+    types and dtypes), the size of the mesh it runs on and the ring's form."""
+    head = f"mesh {mesh_size} unroll {unroll}\n"
+    return head + print_function(candidate_function(c))
 
 
 def find_candidates(fn: Function) -> list[Candidate]:

@@ -16,6 +16,11 @@ are read as `plain_latency_s = 2 L` and `step_latency_s = L n / (n - 1)`, the sa
 The estimates come from `purejit.passes.collective_matmul.estimate_seconds`, the pass's own
 formulas. A row whose measured on and off differ by under 2% counts as right either way.
 
+Rows whose `auto` timed its candidates (the default since `auto` times them; no calibration
+in the row) are listed apart: what the timed programs gave (ring - plain, summed over the
+candidates) against the measured on - off, and whether auto's program came within 2% of the
+better of on and off.
+
 With `--rows`, each row also shows the fixed costs' share of the decision, per rewrite:
 `(n - 1) * step_latency - plain_latency` (what the calibration gives), the value below which
 the model takes the ring, and the value at which the model's ring - plain equals the
@@ -75,10 +80,13 @@ def load(folder: str) -> list[dict]:
 
 
 def decide(rows: list[dict], step_s=None, plain_s=None, extra_s: float = 0.0) -> list[dict]:
-    """Per row: the estimates, what the model picks and whether that is the faster."""
+    """Per row with a calibration: the estimates, what the model picks and whether that is
+    the faster."""
     out = []
     for d in rows:
         r = d["results"]
+        if "calibration" not in r["purejit_auto"]:
+            continue
         off, on = r["purejit_off"]["step_s"], r["purejit_on"]["step_s"]
         cal = calibration(r["purejit_auto"]["calibration"], d["devices"], step_s, plain_s, extra_s)
         plain, ring = estimate(d["devices"], d["T"], d["D"], d["F"], cal)
@@ -96,6 +104,42 @@ def decide(rows: list[dict], step_s=None, plain_s=None, extra_s: float = 0.0) ->
     return out
 
 
+def timed(rows: list[dict]) -> list[dict]:
+    """Per row whose auto timed its candidates: the timed and the measured on - off, and
+    whether auto came within 2% of the better of on and off."""
+    out = []
+    for d in rows:
+        r = d["results"]
+        auto = r["purejit_auto"]
+        if "timed" not in auto:
+            continue
+        off, on = r["purejit_off"]["step_s"], r["purejit_on"]["step_s"]
+        out.append({
+            "row": d,
+            "timed_on_minus_off": sum(c["ring_s"] - c["plain_s"] for c in auto["timed"]),
+            "measured_on_minus_off": on - off,
+            "rings": auto["rings"],
+            "auto_over_best": auto["step_s"] / min(on, off),
+            "same_program_as": auto.get("same_program_as"),
+            "seconds": auto.get("calibration_s"),
+        })  # fmt: skip
+    return out
+
+
+def _timed_report(got: list[dict]) -> None:
+    right = [g for g in got if g["auto_over_best"] <= 1.02]
+    print(f"timed auto: within 1.02x of the better of on and off on {len(right)} of {len(got)}")
+    for g in got:
+        d = g["row"]
+        print(
+            f"  n={d['devices']} {d['T']}x{d['D']}x{d['F']}: timed on - off "
+            f"{g['timed_on_minus_off'] * 1e6:.0f} us, measured "
+            f"{g['measured_on_minus_off'] * 1e6:.0f} us; {g['rings']} rings (program of "
+            f"{g['same_program_as'] or 'neither'}), auto / "
+            f"best {g['auto_over_best']:.3f}; deciding took {g['seconds'] or 0:.2f} s"
+        )
+
+
 def _us(text: str | None) -> list:
     return [None] if not text else [float(x) * 1e-6 for x in text.split(",")]
 
@@ -111,6 +155,10 @@ def main(argv=None):
     rows = load(args.folder)
     if not rows:
         raise SystemExit(f"no tp_mlp_n*.json in {args.folder}")
+    if timed(rows):
+        _timed_report(timed(rows))
+    if not decide(rows):
+        return
     for step_s in _us(args.step_latency_us):
         for plain_s in _us(args.plain_latency_us):
             for extra_s in _us(args.extra_us):

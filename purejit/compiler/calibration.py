@@ -1,18 +1,21 @@
-"""The collective-matmul cost model's inputs, measured once per (device kind, device count).
+"""What the collective-matmul pass's `auto` mode decides with, found on the devices.
 
-The first `auto` compile of a shard_map program on a device kind measures, on the program's
-devices, link bandwidth, the plain collective's rate, matmul rate, overlap and the fixed
-costs of a ring step and of the plain program (`purejit.backend.calibration.measure`,
-1-2 s on 8 CPU devices of a 2-core machine); the result is kept in memory and, when
-`cache_dir` is set, in `cache_dir/calibration-*.json`, so a later process loads it instead
-of measuring.
+`calibrate` runs before the passes of a compile. A collective-matmul pass in `auto` mode
+with `decide="timed"` (the default) gets timed decisions: each candidate's plain and ring
+programs timed on the program's devices (`purejit.compiler.candidate_timing`). One with
+`decide="model"` gets the cost model's inputs instead, measured once per (device kind,
+device count) on the program's devices: link bandwidth, the plain collective's rate, matmul
+rate, overlap and the fixed costs of a ring step and of the plain program
+(`purejit.backend.calibration.measure`, 1-2 s on 8 CPU devices of a 2-core machine); the
+result is kept in memory and, when `cache_dir` is set, in `cache_dir/calibration-*.json`,
+so a later process loads it instead of measuring.
 
 Several processes must take the same decision, or their programs' collectives do not match
 and hang. With `purejit.distributed` initialized, process 0 decides: it loads its persisted
-calibration or, when there is none, tells every process to measure with it (the ring spans
-every process); then it publishes its figures in the distributed key-value store and every
-process uses those. Without a distributed runtime, the in-memory or persisted figures are
-used as they are.
+calibration (or decisions) or, when there is none, tells every process to measure with it
+(the programs span every process); then it publishes its figures in the distributed
+key-value store and every process uses those. Without a distributed runtime, the in-memory
+or persisted figures are used as they are.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataclasses import replace
 
 from purejit.backend import calibration as _measure
 from purejit.backend import distributed, pjrt, spmd
+from purejit.compiler import candidate_timing
 from purejit.compiler.cache import folder_is_private
 from purejit.config import config
 from purejit.passes.collective_matmul import Calibration
@@ -133,8 +137,11 @@ def program_devices(fn) -> list:
 
 def calibrate(pipeline, timings: dict, fn):
     """`pipeline` with every pass that asks for a calibration given the one of the devices
-    `fn` runs on; the seconds spent go to `timings["calibration"]` (about 0 when the figures
-    were known). A program without shard_map bodies has nothing to decide: left as is."""
+    `fn` runs on, and every one that asks for timed decisions given them
+    (`candidate_timing.decide`); the seconds spent go to `timings["calibration"]` (about 0
+    when the figures were known). A program without shard_map bodies has nothing to decide:
+    left as is."""
+    pipeline = candidate_timing.decide(pipeline, timings, fn)
     passes = list(pipeline.passes)
     if not any(getattr(p, "needs_calibration", False) for p in passes):
         return pipeline
@@ -142,14 +149,15 @@ def calibrate(pipeline, timings: dict, fn):
     if len(devices) < 2:
         return pipeline
     cal, seconds = calibration(devices)
-    timings["calibration"] = seconds
+    timings["calibration"] = timings.get("calibration", 0.0) + seconds
     new = [p.calibrated(cal) if getattr(p, "needs_calibration", False) else p for p in passes]
     return replace(pipeline, passes=new)
 
 
 def forget() -> None:
-    """Drop the in-memory calibrations (tests; with several processes, every process must
-    call it at the same point)."""
+    """Drop the in-memory calibrations and timed decisions (tests; with several processes,
+    every process must call it at the same point)."""
+    candidate_timing.forget()
     with _lock:
         _memory.clear()
         _generation[0] += 1

@@ -65,7 +65,8 @@ def case_unrolled_rings_same_results():
 
 def case_auto_mode_reports_its_estimates():
     calibration.forget()
-    f = purejit.jit(MLP, passes=Pipeline([CollectiveMatmul(), *default_passes()]))
+    model = CollectiveMatmul(decide="model")
+    f = purejit.jit(MLP, passes=Pipeline([model, *default_passes()]))
     low = f.lower(X, W1, W2)
     rec = next(r for r in low.records if r.name == "collective_matmul")
     kinds = sorted(c["kind"] for c in rec.report["candidates"])
@@ -79,9 +80,7 @@ def case_auto_mode_reports_its_estimates():
     assert 0 < low.timings["calibration"] <= low.timings["passes"], low.timings
     print("calibration", cal, f"{low.timings['calibration']:.2f} s")
     # known now: the next compile does not measure again
-    low2 = purejit.jit(MLP, passes=Pipeline([CollectiveMatmul(), *default_passes()])).lower(
-        X, W1, W2
-    )
+    low2 = purejit.jit(MLP, passes=Pipeline([model, *default_passes()])).lower(X, W1, W2)
     assert low2.timings["calibration"] < 0.01, low2.timings
     np.testing.assert_allclose(np.asarray(f(X, W1, W2)), np.tanh(X @ W1) @ W2, rtol=1e-4, atol=1e-4)
 
@@ -164,9 +163,8 @@ def case_calibration_is_kept_per_device_count_of_the_program():
     half = Mesh(np.array(purejit.devices()[:4]), ("i",))
     mlp4 = purejit.shard_map(body, mesh=half, in_specs=(P("i"), P(None, "i"), P("i")),
                              out_specs=P("i"))  # fmt: skip
-    low = purejit.jit(mlp4, passes=Pipeline([CollectiveMatmul(), *default_passes()])).lower(
-        X, W1, W2
-    )
+    model = CollectiveMatmul(decide="model")
+    low = purejit.jit(mlp4, passes=Pipeline([model, *default_passes()])).lower(X, W1, W2)
     assert "calibration" in next(r for r in low.records if r.name == "collective_matmul").report
     assert list(calibration._memory) == [("cpu", 4)], calibration._memory
     calibration.forget()

@@ -62,7 +62,7 @@ def main(address: str, pid: int, out_dir: str):
 
     f = purejit.jit(
         purejit.shard_map(body, mesh=mesh, in_specs=(P("i"), P()), out_specs=P(), check_vma=False),
-        passes=Pipeline([CollectiveMatmul(), *default_passes()]),
+        passes=Pipeline([CollectiveMatmul(decide="model"), *default_passes()]),
     )
     # every process passes the same global values, placed on its own devices
     xs = purejit.device_put(x, NamedSharding(mesh, P("i")))

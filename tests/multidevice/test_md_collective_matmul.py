@@ -11,7 +11,15 @@ import pytest
 
 from purejit.ir import Builder, TensorType, interpret, parse, print_function, verify
 from purejit.ir.spmd import interpret_spmd, replica_groups
-from purejit.passes.collective_matmul import Calibration, CollectiveMatmul, find_candidates
+from purejit.passes.collective_matmul import (
+    Calibration,
+    CollectiveMatmul,
+    TimedDecision,
+    apply,
+    candidate_function,
+    find_candidates,
+    signature,
+)
 
 F32 = np.float32
 MM = dict(
@@ -126,6 +134,8 @@ def test_must_not_change():
     assert len(off.report["candidates"]) == 2
     with pytest.raises(ValueError, match="mode"):
         CollectiveMatmul(mode="always")(tp_mlp())
+    with pytest.raises(ValueError, match="decide"):
+        CollectiveMatmul(decide="guess", calibration=GPU_LIKE)(tp_mlp())
 
 
 def big_gather_dot(t=1024, d=8192, f=4096, n=8):
@@ -309,3 +319,51 @@ def test_calibration_rings_run_the_ops_the_pass_emits():
     assert got == want, (got, want)
     assert {"collective_permute", "dot_general", "dynamic_update_slice"} <= set(want[0])
     assert {"collective_permute", "dot_general", "dynamic_slice", "add"} <= set(want[1])
+
+
+def test_candidate_function_is_the_candidate_alone():
+    """What timing runs: the collective and the matmul as written, inputs as parameters; the
+    pass's `apply` on it gives the ring, with the same numbers."""
+    gather, scatter = find_candidates(tp_mlp())
+    plain = verify(candidate_function(gather))
+    assert print_function(plain) == (
+        "func @all_gather_dot(%0: f32[2,8], %1: f32[8,6]) -> (f32[8,6]) {\n"
+        "  %2 = all_gather(%0) {replica_groups=[[0, 1, 2, 3]], all_gather_dim=0} : (f32[8,8])\n"
+        "  %3 = dot_general(%2, %1) {lhs_batching_dimensions=[], rhs_batching_dimensions=[], "
+        "lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0]} : (f32[8,6])\n"
+        "  return %3\n}"
+    )
+    for c in (gather, scatter):
+        plain = verify(candidate_function(c))
+        (one,) = find_candidates(plain)
+        ring = verify(apply(plain, [one]))
+        assert "collective_permute" in ops(ring) and c.collective.name not in ops(ring)
+        same_numbers(plain, ring, 4)
+
+
+def test_timed_decisions_decide_auto():
+    fn = tp_mlp()
+    gather, scatter = find_candidates(fn)
+    faster = TimedDecision(2e-3, 1e-3, True, "injected")
+    slower = TimedDecision(1e-3, 2e-3, False, "injected")
+    sig = [signature(c, None) for c in (gather, scatter)]
+    res = CollectiveMatmul().timed({sig[0]: faster, sig[1]: slower})(fn)
+    assert res.report["rewritten"] == 1 and "all_gather" not in ops(res.fn)
+    assert "reduce_scatter" in ops(res.fn)
+    assert res.report["timed"] == (
+        "all_gather->dot timed plain 2000.0 us, ring 1000.0 us, chose ring (injected); "
+        "dot->reduce_scatter timed plain 1000.0 us, ring 2000.0 us, chose plain (injected)"
+    )
+    same_numbers(fn, verify(res.fn), 4)
+    # a candidate without a decision (here: none for the gather) stays as written
+    only = CollectiveMatmul().timed({sig[1]: faster})(fn)
+    assert only.report["rewritten"] == 1 and "all_gather" in ops(only.fn)
+    assert only.report["candidates"][0]["timed"].startswith("no timing")
+    # decisions are kept per mesh size, ring form and types
+    assert len({signature(gather, 4), signature(gather, 8), signature(gather, 4, True)}) == 3
+    assert signature(gather, 4) != signature(find_candidates(tp_mlp(n=2))[0], 4)
+    # on and off never ask; auto asks for timing unless decided or given a calibration
+    assert CollectiveMatmul().needs_timing and not CollectiveMatmul(mode="on").needs_timing
+    assert not CollectiveMatmul(calibration=GPU_LIKE).needs_timing
+    assert CollectiveMatmul(decide="model").needs_calibration
+    assert not CollectiveMatmul(decide="model").needs_timing

@@ -43,6 +43,13 @@ ALLOWED = {
     ("purejit/compiler/calibration.py", "_generation"): (
         "one counter (bumped by forget, under the lock) naming fresh key-value entries"
     ),
+    ("purejit/compiler/candidate_timing.py", "_memory"): (
+        "timed collective-matmul decisions per (device kind, device count, candidate): at most "
+        "MAX_KEPT entries, written under the module's lock"
+    ),
+    ("purejit/compiler/candidate_timing.py", "_generation"): (
+        "one counter (bumped by forget, under the lock) naming fresh key-value entries"
+    ),
     ("purejit/lax/incomplete.py", "IMPLS"): (
         "registry of differentiable implementations, filled at import by special_gradients"
     ),
