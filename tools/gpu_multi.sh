@@ -85,6 +85,12 @@ for step in "$@"; do
           --variants jax_cudnn --steps "$kind" --repeats 3 > "$OUT/cb4p_$kind.log" 2>&1
         echo "cb4p $kind: rc=$?" >> "$OUT/steps.txt"
       done ;;
+    sweept)  # auto by timing the candidates: every shape of issue #31, n = 4 first
+      timeout 520 python3 -m bench.tp_mlp_sweep --out "$OUT/sweept" --devices "$N",2 --iters 50 \
+        --repeats 5 --timeout 90 \
+        --shapes 16384x2048,4096x2048,2048x2048,8192x2048,8192x8192,2048x8192,16384x8192 \
+        > "$OUT/sweept.log" 2>&1
+      python3 -m bench.tools.tp_mlp_fit "$OUT/sweept" > "$OUT/fitt.log" 2>&1 ;;
     sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;
