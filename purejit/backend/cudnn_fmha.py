@@ -97,6 +97,15 @@ def target(ctx) -> Target | None:
     return _detect(pjrt.default_device())
 
 
+def may_emit(platform: str | None = None, tgt: Target | None = None) -> bool:
+    """Whether modules emitted in this process may hold cuDNN's attention calls: the default
+    device is a CUDA GPU with cuDNN, or the fault-injection `platform` ("cuda") and `tgt`
+    say so (`compiler/lower.py`'s `PUREJIT_ATTENTION_INJECT_CUDA`)."""
+    if platform is not None:
+        return platform == "cuda" and tgt is not None
+    return target(None) is not None
+
+
 # ---- what cuDNN's flash attention takes (JAX's check_is_flash_attention and check_layout) ---
 
 
