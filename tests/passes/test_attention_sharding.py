@@ -171,3 +171,15 @@ def test_k_and_v_must_follow_q(axes):
     fn = parse(BEFORE)
     (p,) = prove(fn, axes, {"x": 2, "y": 2})
     assert p.axes is None
+
+
+def test_explain_lists_each_decision():
+    from purejit.compiler.explain import _attention_lines
+
+    fn = _training(_attention_loss, W, X)
+    res = ShardAttention(("fsdp",), (2,), (0, 1), ((), ("fsdp",)))(fn)
+    entries = [{"where": "shardings", "fused": True, **e} for e in res.report["sharded"]]
+    lines = _attention_lines(entries)
+    assert "per device" in lines[0] and "batch split over ['fsdp']" in lines[0], lines
+    refused = {"where": "shardings", "fused": False, "loc": "m.py:3", "reason": "no split"}
+    assert "refused  m.py:3 (jit): no split" in _attention_lines([refused])[0]
