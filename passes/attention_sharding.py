@@ -74,9 +74,8 @@ class _Rows(_Ctx):
 
     def fail(self, op: Op, v: Value, axis: int, why: str):
         label = self.find(self.state[v][axis][1])
-        self.pending.setdefault(
-            label, f"`{op.name}`{_at(self.loc(op))} {why} axis {axis} of {v.type}"
-        )
+        if label not in self.pending:
+            self.pending[label] = f"`{op.name}`{_at(self.loc(op))} {why} axis {axis} of {v.type}"
 
     def fail_op(self, op: Op, why: str):
         for v in op.operands:
@@ -96,9 +95,11 @@ def _walk(ctx: _Rows, fn: Function):
         for v in op.operands:
             if v not in ctx.state:  # a value from outside this region
                 ctx.state[v] = [None] * v.type.rank
-        mix: dict[int, str] = {}
-        for v in op.operands:
-            for k, why in ctx.mix_of(v).items():
+        # what the operands mix, shared (never mutated) when one operand brings it all
+        found = {id(m): m for m in map(ctx.mix_of, op.operands) if m}
+        mix = next(iter(found.values())) if len(found) == 1 else {}
+        for m in found.values() if len(found) > 1 else ():
+            for k, why in m.items():
                 mix.setdefault(k, why)
         rule = _RULES.get(op.name)
         if rule is None:
@@ -114,14 +115,16 @@ def _walk(ctx: _Rows, fn: Function):
             inside = ctx.inside.pop()
         if outs is None:  # the rule gave up on the op (a loop that does not settle)
             outs = [[None] * r.type.rank for r in op.results]
-        for k, why in (*mine.items(), *inside.items()):
-            mix.setdefault(k, why)
+        new = {k: why for k, why in (*inside.items(), *mine.items()) if k not in mix}
+        if new:
+            mix = {**mix, **new}
         for r, s in zip(op.results, outs):
             ctx.state[r] = list(s)
             if mix:
                 ctx.mixed[r] = mix
-        for k, why in mix.items():
-            ctx.inside[-1].setdefault(k, why)
+        if len(ctx.inside) > 1:  # inside a region: its op's results carry what it mixes
+            for k, why in mix.items():
+                ctx.inside[-1].setdefault(k, why)
 
 
 def _batched(op: Op) -> list[tuple[str, Value]]:

@@ -437,6 +437,7 @@ def _attention_per_device(jc: JitConfig, sig: CallSignature, stats, layout, fron
     shard = ShardAttention(mesh.axis_names, tuple(mesh.mesh_shape), tuple(mesh.device_ids), axes)
     new, more = Pipeline([shard], verify_each=False).run(fn)
     report = more[-1].report
+    rest[3]["passes"] += more[-1].seconds  # timings
     notes = [_sharding_note(e, True) for e in report.get("sharded", [])]
     notes += [_sharding_note(e, False) for e in report.get("refused", [])]
     rewrote = any(e.get("fused") for e in rest[-1][1]) or any(
