@@ -190,7 +190,8 @@ def prove(fn: Function, param_axes, sizes: dict[str, int]) -> list[Proof]:
             not split).
         sizes: mesh axis name -> size.
     Returns:
-        One `Proof` per attention op, in program order (nested ones refused).
+        One `Proof` per attention op, in program order (nested ones refused; those in
+        shard_map bodies left out: they run per device already).
     """
     labelled = [i for i, ax in enumerate(param_axes) if ax and fn.params[i].type.rank]
     names = [f"argument {i} ({fn.params[i].type}) dimension 0" for i in labelled]
@@ -202,11 +203,18 @@ def prove(fn: Function, param_axes, sizes: dict[str, int]) -> list[Proof]:
     _walk(ctx, fn)
     axes_of = [tuple(param_axes[i]) for i in labelled]
     top = {id(op) for op in fn.ops}
-    return [
-        _prove_one(ctx, op, axes_of, names, sizes, id(op) in top)
-        for op in fn.walk()
-        if op.name in ATTENTION_OPS
-    ]
+    return [_prove_one(ctx, op, axes_of, names, sizes, id(op) in top) for op in _attention_ops(fn)]
+
+
+def _attention_ops(fn: Function):
+    """The attention ops of `fn` and its regions, except those in shard_map bodies
+    (`manual_computation` regions), which already run per device."""
+    for op in fn.ops:
+        if op.name in ATTENTION_OPS:
+            yield op
+        if op.name != "manual_computation":
+            for r in op.regions:
+                yield from _attention_ops(r)
 
 
 def _prove_one(ctx: _Rows, op: Op, axes_of, names, sizes, top: bool) -> Proof:

@@ -183,3 +183,21 @@ def test_explain_lists_each_decision():
     assert "per device" in lines[0] and "batch split over ['fsdp']" in lines[0], lines
     refused = {"where": "shardings", "fused": False, "loc": "m.py:3", "reason": "no split"}
     assert "refused  m.py:3 (jit): no split" in _attention_lines([refused])[0]
+
+
+def test_shard_map_bodies_are_left_alone():
+    # their attention already runs per device: neither proved nor refused
+    from purejit.sharding import Mesh, PartitionSpec as P
+
+    mesh = Mesh(np.array(purejit.devices()[:1]), ("dp",))
+    body = purejit.shard_map(
+        lambda q, k, v: pnn.dot_product_attention(q, k, v, is_causal=True),
+        mesh=mesh,
+        in_specs=(P("dp"),) * 3,
+        out_specs=P("dp"),
+    )
+    q = RNG.standard_normal((B, T, N, H)).astype(BF)
+    fn = purejit.jit(body).lower(q, q, q).fn
+    assert any(op.name == "dot_product_attention" for op in fn.walk())
+    assert prove(fn, (("dp",),) * 3, {"dp": 1}) == []
+    assert not ShardAttention(("dp",), (1,), (0,), (("dp",),) * 3)(fn).changed
