@@ -427,30 +427,35 @@ def _attention_per_device(jc: JitConfig, sig: CallSignature, stats, layout, fron
     """`front` (what `_optimise` returned) with each attention op proved to follow a batch
     split run per device (`passes/attention_sharding.py`). When an op is refused and the
     rewrite fused hand-written attention, the program is traced again with the rewrite off,
-    so attention the proof does not cover stays exactly as written; explain says why."""
-    fn, records, *rest = front
+    so attention the proof does not cover stays exactly as written (attention the user
+    called explicitly is still run per device where proved); explain says why."""
     mesh = layout.mesh
     axes = tuple(
         tuple(ns.dims(p.type.rank)[0]) if p.type.rank else ()
-        for ns, p in zip(layout.in_shardings, fn.params)
+        for ns, p in zip(layout.in_shardings, front[0].params)
     )
     shard = ShardAttention(mesh.axis_names, tuple(mesh.mesh_shape), tuple(mesh.device_ids), axes)
-    new, more = Pipeline([shard], verify_each=False).run(fn)
-    report = more[-1].report
-    rest[3]["passes"] += more[-1].seconds  # timings
-    notes = [_sharding_note(e, True) for e in report.get("sharded", [])]
-    notes += [_sharding_note(e, False) for e in report.get("refused", [])]
-    rewrote = any(e.get("fused") for e in rest[-1][1]) or any(
-        r.name == "fuse_attention" and r.report.get("fused") for r in records
+
+    def run(front):
+        fn, records, *rest = front
+        new, more = Pipeline([shard], verify_each=False).run(fn)
+        rest[3]["passes"] += more[-1].seconds  # timings
+        return (new, records + more[1:], *rest), more[-1].report
+
+    out, report = run(front)
+    rewrote = any(e.get("fused") for e in front[-1][1]) or any(
+        r.name == "fuse_attention" and r.report.get("fused") for r in front[1]
     )
+    notes = []
     if report.get("refused") and rewrote:
         notes = [_sharding_note(e, False) for e in report["refused"]]
-        notes[0]["reason"] += "; attention in this program is left as written"
+        notes[0]["reason"] += "; hand-written attention in this program is left as written"
         jc = replace(jc, options=replace(jc.options, fused_attention=False))
-        fn, records, *rest = _optimise(jc, sig, stats, time.perf_counter())
-        new, more = fn, [None]
-    rest[-1][1].extend(notes)
-    return (new, records + more[1:], *rest)
+        out, report = run(_optimise(jc, sig, stats, time.perf_counter()))
+    notes += [_sharding_note(e, True) for e in report.get("sharded", [])]
+    notes += [_sharding_note(e, False) for e in report.get("refused", [])]
+    out[-1][1].extend(notes)
+    return out
 
 
 def _sharding_note(entry: dict, split: bool) -> dict:

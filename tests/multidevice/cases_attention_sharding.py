@@ -143,3 +143,32 @@ def case_per_device_attention_keeps_the_results():
         assert any("refused fused attention" in str(m.message) for m in w)
         for got, want in zip(purejit.tree_util.tree_leaves(out), wants):
             np.testing.assert_allclose(np.float32(got), np.float32(want), atol=2e-2, rtol=2e-2)
+
+
+def case_undoing_the_rewrite_keeps_explicit_attention_per_device():
+    # the hand-written attention reads a replicated argument (refused), the explicit call a
+    # split one (proved): the program is traced again without the rewrite, and the explicit
+    # call still runs per device
+    import purejit.numpy as jnp
+    from purejit import nn as pnn
+    from purejit.sharding import NamedSharding, PartitionSpec as P
+
+    bf = dtypes.bfloat16
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((BATCH, SEQ, 2, 16)).astype(bf)
+    m = rng.standard_normal((BATCH, SEQ, 3, 2, 16)).astype(bf)
+    causal = np.tril(np.ones((SEQ, SEQ), bool))
+
+    def loss(x, m):
+        a = pnn.dot_product_attention(x, x, x, is_causal=True)
+        b = model._attention_by_hand(jnp, m, causal)
+        return (a.astype(np.float32) ** 2).sum() + (b.astype(np.float32) ** 2).sum()
+
+    sh = (NamedSharding(MESH, P("fsdp")), NamedSharding(MESH, P()))
+    with cuda_target():
+        lowered = purejit.jit(purejit.grad(loss, argnums=(0, 1)), in_shardings=sh).lower(x, m)
+        ops = [op.name for op in lowered.fn.walk()]
+        assert ops.count("dot_product_attention") == 1 and ops.count("manual_computation") == 2
+        notes = [e for e in lowered.attention if e["where"] == "shardings"]
+        assert [e["fused"] for e in notes] == [False, False, True, True], notes
+        assert "left as written" in notes[0]["reason"], notes
