@@ -115,6 +115,8 @@ def _walk(ctx: _Rows, fn: Function):
             inside = ctx.inside.pop()
         if outs is None:  # the rule gave up on the op (a loop that does not settle)
             outs = [[None] * r.type.rank for r in op.results]
+        for r, st in zip(op.results, outs):
+            _two_axes(ctx, op, r, st, mine)
         new = {k: why for k, why in (*inside.items(), *mine.items()) if k not in mix}
         if new:
             mix = {**mix, **new}
@@ -125,6 +127,21 @@ def _walk(ctx: _Rows, fn: Function):
         if len(ctx.inside) > 1:  # inside a region: its op's results carry what it mixes
             for k, why in mix.items():
                 ctx.inside[-1].setdefault(k, why)
+
+
+def _two_axes(ctx: _Rows, op: Op, r: Value, st: list, into: dict):
+    """Rows of one label along two axes of a value (x + xᵀ, an outer product of x with
+    itself): element (i, j) reads rows i and j, so neither axis follows the rows alone."""
+    seen = set()
+    for a, s in enumerate(st):
+        if isinstance(s, tuple):
+            root = ctx.find(s[1])
+            if root in seen and root not in into:
+                into[root] = (
+                    f"`{op.name}`{_at(ctx.loc(op))} gives {r.type} the same rows along two "
+                    f"axes (axis {a} and an earlier one)"
+                )
+            seen.add(root)
 
 
 def _batched(op: Op) -> list[tuple[str, Value]]:
@@ -238,6 +255,9 @@ def _prove_one(ctx: _Rows, op: Op, axes_of, names, sizes, top: bool) -> Proof:
                 op, reason=f"the batch of {name} follows arguments split differently: {which}"
             )
         mixed = {ctx.find(k): why for k, why in ctx.mix_of(x).items()}
+        for a, t in enumerate(ctx.state[x][1:], 1):  # labels joined after x was made
+            if isinstance(t, tuple) and ctx.find(t[1]) == root:
+                mixed.setdefault(root, f"axis {a} of {name} carries the same rows")
         if root in mixed:
             return Proof(
                 op,

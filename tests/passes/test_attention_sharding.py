@@ -70,6 +70,15 @@ def test_batch_mixed_across_rows_is_refused():
     assert fwd[1] is None and "mixed across the batch" in fwd[2] and "reduce" in fwd[2], fwd
 
 
+def test_batch_mixed_by_a_transpose_across_rows_is_refused():
+    def symmetrised(w, x):  # row i of x + xᵀ reads rows i and j of x
+        return _attention_loss(w, x + jnp.swapaxes(x, 0, 1))
+
+    sq = RNG.standard_normal((T, T, D)).astype(np.float32)
+    fwd, _ = _proved(_training(symmetrised, W, sq), ((), ("fsdp",)), {"fsdp": 2})
+    assert fwd[1] is None and "same rows along two axes" in fwd[2], fwd
+
+
 def test_batch_from_a_transposed_argument_is_refused():
     def swapped(w, xt):  # xt is [T, B, D], split along T: the batch follows no split axis
         return _attention_loss(w, jnp.swapaxes(xt, 0, 1))
