@@ -14,11 +14,14 @@ Analysis (`prove`): one forward walk with the batch-axis rules of `_batch_axes_r
 rules behind `jit(buckets=...)`), on one trace and without bucket probes. Axis 0 of every
 parameter sharded along it is labelled; the state B(label) of an axis says element i depends
 only on row i of that parameter (and on values that do not depend on it); F and N are as in
-`batch_axes`. Where a rule would refuse a bucket (a contraction, reduction, transpose merge,
-partial slice ... across labelled rows), the labels it reads are instead *mixed* into its
-results and into every value computed from them (every element may read every row). The
-attention ops have their own rule: their results' batch axis joins their operands' (attention
-mixes along the sequences, never across the batch).
+`batch_axes`. Where a rule would refuse a bucket (a contraction, reduction, reshape merge,
+partial slice, reversal, gather ... across labelled rows), the labels it reads are instead
+*mixed* into its results and into every value computed from them (every element may read
+every row); so are the rows of one label along two axes of a value (x + xᵀ). Sharing the
+bucket rules, B joined with N stays B: the N operand is data that, unless mixed, reads no
+other row. The attention ops have their own rule: their results' batch axis joins their
+operands' (attention mixes along the sequences, never across the batch); shard_map bodies
+are left out (their attention runs per device already) and read as mixing.
 
 An op is proved when axis 0 of every operand with a batch dimension (q, k, v, the sequence
 lengths, a bias not broadcast over the batch; for the backward also out, the statistics and
@@ -38,8 +41,8 @@ whose results are the op's own values, so its users are untouched; heads stay wh
 sharding under jit is not done here). The forward's statistics and output leave one
 manual computation split as the backward's take them in, so nothing is resharded between
 them. The op's meaning is unchanged whatever the backend; only a CUDA emission turns it into
-cuDNN's call (`purejit/backend/cudnn_fmha.py`). Never touches: any other op, ops inside
-regions, refused ops.
+cuDNN's call, with the per-device batch (`purejit/backend/cudnn_fmha.py`). Never touches:
+any other op, ops inside regions, refused ops.
 """
 
 from __future__ import annotations
