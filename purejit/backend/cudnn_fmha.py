@@ -14,9 +14,11 @@ operands q, k, v, stats, d_out, [bias], out, [lens]; results dq, dk, dv (same la
 [dbias], workspace.
 
 `plan` decides per call: the platform is CUDA, `fused_attention` is on (compiler option or
-`purejit.config`; partitioned programs turn it off, having no sharding rule for the call,
-except inside a shard_map body, where every mesh axis is manual and the call runs on each
-device's shard as it does in one device's program),
+`purejit.config`; a partitioned program emits the call only inside manual computations, as
+XLA's partitioner has no sharding rule for it: shard_map bodies, and the per-device attention
+of `passes/attention_sharding.py`, where every mesh axis is manual, the batch is split over
+the axes its rows provably follow and the call runs on each device's shard with the local
+batch as in one device's program),
 JAX's flash-attention checks pass (`unsupported_reason`), no row can lose every key by its
 static shape (the XLA path gives such rows uniform weights, cuDNN zeros), XLA has not refused
 this kind of call before (`refusals`), and for the backward, XLA is not in deterministic mode
@@ -95,6 +97,15 @@ def target(ctx) -> Target | None:
     if not pjrt.is_gpu():
         return None
     return _detect(pjrt.default_device())
+
+
+def may_emit(platform: str | None = None, tgt: Target | None = None) -> bool:
+    """Whether modules emitted in this process may hold cuDNN's attention calls: the default
+    device is a CUDA GPU with cuDNN, or the fault-injection `platform` ("cuda") and `tgt`
+    say so (`compiler/lower.py`'s `PUREJIT_ATTENTION_INJECT_CUDA`)."""
+    if platform is not None:
+        return platform == "cuda" and tgt is not None
+    return target(None) is not None
 
 
 # ---- what cuDNN's flash attention takes (JAX's check_is_flash_attention and check_layout) ---
@@ -314,9 +325,9 @@ class Emission:
     refusal key -> (op name, operand types, attributes), for `recover`."""
 
     enabled: bool | None = None  # None: purejit.config.fused_attention
-    # inside shard_map bodies (every mesh axis manual), when it differs from `enabled`:
-    # a partitioned program has no sharding rule for the call outside them, none is needed
-    # within (None: as `enabled`)
+    # inside manual computations (shard_map bodies, per-device attention; every mesh axis
+    # manual), when it differs from `enabled`: a partitioned program has no sharding rule
+    # for the call outside them, none is needed within (None: as `enabled`)
     manual: bool | None = None
     platform: str | None = None  # fault injection: emit for this platform instead
     target: Target | None = None  # fault injection: this cuDNN target instead

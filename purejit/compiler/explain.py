@@ -191,7 +191,12 @@ def _attention_lines(entries) -> list[str]:
     out = []
     for e in entries:
         at = f"{e.get('loc') or '-'} ({'under grad' if e['where'] == 'grad' else 'jit'})"
-        if e["fused"]:
+        if e["where"] == "shardings" and e["fused"]:  # passes/attention_sharding.py
+            out.append(
+                f"  per device {e.get('loc') or '-'}: {e['op']} in a manual computation, "
+                f"batch split over {list(e['batch_axes'])}"
+            )
+        elif e["fused"]:
             extra = ", bias" if e.get("bias") else ""
             extra += ", grouped-query heads" if e.get("grouped") else ""
             out.append(f"  fused    {at}: mask {e['mask']}, scale {e['scale']:.6g}{extra}")

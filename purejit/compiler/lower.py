@@ -31,6 +31,8 @@ from purejit.compiler.options import CompilerOptions
 from purejit.compiler.signature import CallSignature
 from purejit.config import config
 from purejit.ir import Function, print_function
+from purejit.passes import Pipeline
+from purejit.passes.attention_sharding import ShardAttention
 from purejit.runtime.array import Array
 from purejit.tracing import ConcreteArray, ShapedArray, Tracer, context, trace_to_function
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
@@ -174,7 +176,7 @@ class Lowered:
                     f"{self.name}: debug.print / debug.callback / pure_callback in a program "
                     "over several devices (in_shardings, out_shardings) are not supported yet"
                 )
-            exe = self.layout.compile(self.module, self.emitted)
+            exe = self._recovering(lambda: self.layout.compile(self.module, self.emitted), None)
         elif self.xla_disable_passes:  # purejit's fusion groups as kernels
             exe, hit = fusion.compile_realised(self, compile_cache.compile)
         else:
@@ -200,6 +202,11 @@ class Lowered:
                 host_callbacks=callback.host_callbacks(self.emitted),
             )
 
+        return self._recovering(compile_module, device)
+
+    def _recovering(self, compile_module, device):
+        """`compile_module()`; when XLA refuses a module with cuDNN attention, the kinds of
+        call it refuses alone are decomposed and the module emitted and compiled again."""
         calls = getattr(self, "attention_calls", None)
         try:
             return compile_module()
@@ -320,15 +327,79 @@ def lower(jc: JitConfig, sig: CallSignature, stats=None) -> Lowered:
 
 def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     t0 = time.perf_counter()
+    # fused attention follows the compiler option (purejit.config's when not given)
+    fused = jc.options.attention_enabled()
+    per_device = False
     if jc.in_shardings is not None or jc.out_shardings is not None:
-        # the attention op has no sharding rule: a partitioned program keeps attention as
-        # written (no rewrite, no fused kernel); repeated layers stay unrolled until the
-        # many-GPU steps are measured no slower rolled
-        # (and remat's automatic plan is off unless forced: `passes.remat.over_devices`)
-        jc = replace(
-            jc,
-            options=replace(jc.options, fused_attention=False, roll_layers=False, partitioned=True),
+        # XLA cannot partition cuDNN's attention call: a partitioned program fuses attention
+        # only where each op is proved to run per device on a split of its batch
+        # (`passes/attention_sharding.py`), so the rewrite runs only where that call can be
+        # emitted; repeated layers stay unrolled until the many-GPU steps are measured no
+        # slower rolled (and remat's automatic plan is off unless forced:
+        # `passes.remat.over_devices`)
+        inject = _attention_injection()
+        per_device = fused and cudnn_fmha.may_emit(inject.get("platform"), inject.get("target"))
+        options = replace(jc.options, roll_layers=False, partitioned=True)
+        jc = replace(jc, options=options if per_device else replace(options, fused_attention=False))
+    fn, records, traced, out_tree, tail, timings, extras = _optimise(jc, sig, stats, t0)
+    t2 = time.perf_counter()
+    paths = sig.paths
+    layout = _layout(jc, sig, fn, out_tree)
+    if layout is not None and per_device:
+        fn, records, traced, out_tree, tail, timings, extras = _attention_per_device(
+            jc, sig, stats, layout, (fn, records, traced, out_tree, tail, timings, extras)
         )
+        t2 = time.perf_counter()
+        layout = _layout(jc, sig, fn, out_tree)
+    residuals, fused_reports = extras
+    donation = _donation(jc, sig, fn, paths)
+    if layout is not None and tail is not None:  # SPMD programs take every pass now
+        fn, more = tail.run(fn)
+        records, tail = records + more[1:], None
+    arg_attrs = donation.arg_attrs() if donation else None
+    xla_off = ()
+    # a partitioned program emits cuDNN's call only inside manual computations (shard_map
+    # bodies and the per-device attention above), which run per device
+    manual = None
+    if layout is not None:
+        manual, fused = fused, False
+    injection = _attention_injection()
+    with cudnn_fmha.emission(enabled=fused, manual=manual, **injection) as attention_calls:
+        if layout is not None:
+            module = layout.emit(fn, arg_attrs=arg_attrs)
+        else:  # the compiler options decide how fusion groups reach XLA
+            module, xla_off = jc.options.emit(fn, arg_attrs=arg_attrs)
+    t3 = time.perf_counter()
+    lowered = Lowered(
+        jc.name,
+        traced.fn,
+        fn,
+        records,
+        module,
+        sig.tree,
+        list(sig.avals),
+        out_tree,
+        traced.out_avals,
+        {**timings, "emit": t3 - t2},
+        paths,
+        donation,
+        layout,
+        xla_off,
+        tail,
+    )
+    lowered.residuals = residuals
+    lowered.attention = list(fused_reports)
+    lowered.attention_calls = attention_calls
+    if layout is not None:
+        lowered.reemit = lambda: layout.emit(fn, arg_attrs=arg_attrs)
+    else:
+        lowered.reemit = lambda: jc.options.emit(fn, arg_attrs=arg_attrs)[0]
+    return lowered
+
+
+def _optimise(jc: JitConfig, sig: CallSignature, stats, t0: float):
+    """Trace and run the pipeline: `(fn, records, traced, out_tree, tail, timings,
+    (residuals, attention reports))`."""
     # what each differentiation saved and each attention fused or refused, for explain
     attention = jc.attention.collecting() if jc.attention else contextlib.nullcontext([])
     with context.collecting_remat_records() as residuals, attention as fused_reports:
@@ -348,52 +419,53 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     timings = {"trace": t1 - t0}
     pipeline = calibration.calibrate(pipeline, timings, traced.fn)
     fn, records = compile_cache.run_pipeline(pipeline, traced.fn)
-    t2 = time.perf_counter()
-    paths = sig.paths
-    donation = _donation(jc, sig, fn, paths)
-    layout = _layout(jc, sig, fn, out_tree)
-    if layout is not None and tail is not None:  # SPMD programs take every pass now
-        fn, more = tail.run(fn)
-        records, tail = records + more[1:], None
-    arg_attrs = donation.arg_attrs() if donation else None
-    xla_off = ()
-    # fused attention follows the compiler option (purejit.config's when not given); a
-    # partitioned program keeps attention decomposed (no sharding rule for cuDNN's call)
-    # except inside shard_map bodies, which run per device
-    fused = getattr(jc.options, "fused_attention", None)
-    manual = None
-    if layout is not None:
-        manual = bool(config.read("fused_attention") if fused is None else fused)
-        fused = False
-    injection = _attention_injection()
-    with cudnn_fmha.emission(enabled=fused, manual=manual, **injection) as attention_calls:
-        if layout is not None:
-            module = layout.emit(fn, arg_attrs=arg_attrs)
-        else:  # the compiler options decide how fusion groups reach XLA
-            module, xla_off = jc.options.emit(fn, arg_attrs=arg_attrs)
-    t3 = time.perf_counter()
-    lowered = Lowered(
-        jc.name,
-        traced.fn,
-        fn,
-        records,
-        module,
-        sig.tree,
-        list(sig.avals),
-        out_tree,
-        traced.out_avals,
-        {**timings, "passes": t2 - t1, "emit": t3 - t2},
-        paths,
-        donation,
-        layout,
-        xla_off,
-        tail,
+    timings["passes"] = time.perf_counter() - t1
+    return fn, records, traced, out_tree, tail, timings, (residuals, list(fused_reports))
+
+
+def _attention_per_device(jc: JitConfig, sig: CallSignature, stats, layout, front):
+    """`front` (what `_optimise` returned) with each attention op proved to follow a batch
+    split run per device (`passes/attention_sharding.py`). When an op is refused and the
+    rewrite fused hand-written attention, the program is traced again with the rewrite off,
+    so attention the proof does not cover stays exactly as written (attention the user
+    called explicitly is still run per device where proved); explain says why."""
+    mesh = layout.mesh
+    axes = tuple(
+        tuple(ns.dims(p.type.rank)[0]) if p.type.rank else ()
+        for ns, p in zip(layout.in_shardings, front[0].params)
     )
-    lowered.residuals = residuals
-    lowered.attention = list(fused_reports)
-    lowered.attention_calls = attention_calls
-    lowered.reemit = lambda: jc.options.emit(fn, arg_attrs=arg_attrs)[0]
-    return lowered
+    shard = ShardAttention(mesh.axis_names, tuple(mesh.mesh_shape), tuple(mesh.device_ids), axes)
+
+    def run(front):
+        fn, records, *rest = front
+        new, more = Pipeline([shard], verify_each=False).run(fn)
+        rest[3]["passes"] += more[-1].seconds  # timings
+        return (new, records + more[1:], *rest), more[-1].report
+
+    out, report = run(front)
+    rewrote = any(e.get("fused") for e in front[-1][1]) or any(
+        r.name == "fuse_attention" and r.report.get("fused") for r in front[1]
+    )
+    notes = []
+    if report.get("refused") and rewrote:
+        notes = [_sharding_note(e, False) for e in report["refused"]]
+        notes[0]["reason"] += "; hand-written attention in this program is left as written"
+        jc = replace(jc, options=replace(jc.options, fused_attention=False))
+        out, report = run(_optimise(jc, sig, stats, time.perf_counter()))
+    notes += [_sharding_note(e, True) for e in report.get("sharded", [])]
+    notes += [_sharding_note(e, False) for e in report.get("refused", [])]
+    out[-1][1].extend(notes)
+    return out
+
+
+def _sharding_note(entry: dict, split: bool) -> dict:
+    """An `explain` attention entry for one op of a partitioned program."""
+    note = {"where": "shardings", "fused": split, **entry}
+    if not split:
+        note["reason"] = (
+            f"partitioned program: {entry['op']} does not run per device: " + (entry["reason"])
+        )
+    return note
 
 
 def _layout(jc: JitConfig, sig: CallSignature, fn: Function, out_tree):

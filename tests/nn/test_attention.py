@@ -334,10 +334,11 @@ def test_deterministic_mode_and_partitioned_programs_keep_the_backward_decompose
         assert cudnn_fmha.plan(Ctx(), op, "cuda", backward=False) is None
 
 
-def test_shard_map_bodies_emit_the_fused_call_partitioned_jit_does_not(monkeypatch):
+def test_shard_map_bodies_and_proved_partitioned_jit_emit_the_fused_call(monkeypatch):
     # a shard_map body runs per device over manual mesh axes, so cuDNN's call needs no
     # sharding rule there (as JAX's cuDNN attention under shard_map); jit with shardings
-    # has none to give XLA's partitioner, so its attention stays decomposed
+    # has none to give XLA's partitioner, so its attention runs per device in a manual
+    # computation where its batch provably follows a split argument, else decomposed
     monkeypatch.setenv("PUREJIT_ATTENTION_INJECT_CUDA", "1")
     from purejit.sharding import Mesh, NamedSharding, PartitionSpec as P
 
@@ -363,7 +364,11 @@ def test_shard_map_bodies_emit_the_fused_call_partitioned_jit_does_not(monkeypat
     assert "__cudnn" not in off.lower(q, k, v).as_text()
     sh = NamedSharding(mesh, P("dp"))
     partitioned = purejit.jit(f, in_shardings=(sh,) * 3, out_shardings=sh)
-    assert "__cudnn" not in partitioned.lower(q, k, v).as_text()
+    text = partitioned.lower(q, k, v).as_text()
+    assert "__cudnn$fmhaSoftmax" in text[text.index("sdy.manual_computation") :]
+    rep = NamedSharding(mesh, P())
+    replicated = purejit.jit(f, in_shardings=(rep,) * 3, out_shardings=rep)
+    assert "__cudnn" not in replicated.lower(q, k, v).as_text()
 
 
 def test_attention_written_by_hand_fuses_in_a_shard_map_training_step(monkeypatch):

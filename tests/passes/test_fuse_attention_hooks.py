@@ -135,7 +135,9 @@ def test_grad_of_attention_inside_scan_fuses_in_the_loop_body(monkeypatch):
 
 
 def test_partitioned_programs_keep_attention_as_written(monkeypatch):
-    # the op has no sharding rule, so jit with in_shardings/out_shardings never fuses
+    # jit with in_shardings/out_shardings fuses only where cuDNN's call can be emitted (not
+    # on this CPU host) and runs per device over a proved batch split (here none: the
+    # arguments are replicated); tests/multidevice/cases_attention_sharding.py covers both
     from purejit.sharding import Mesh, NamedSharding, PartitionSpec
 
     monkeypatch.setattr(fused_attention, "target_options", lambda: {"max_head_dim": 256})

@@ -27,6 +27,7 @@ ALLOWED = {
     "_outline.py": "cuts repeated stretches of ops into call ops and puts back the unrolled",
     "_attention_padding.py": "finds the position < sequence-length masks of attention",
     "split_projection.py": "splits a dot_general whose slices feed the attention op",
+    "attention_sharding.py": "runs the attention ops per device, leaving shard_map bodies be",
     "guard_aliased_update.py": "works around XLA's in-place dynamic_update_slice next to "
     "reshapes, transposes and broadcasts that become bitcasts",
 }
