@@ -13,8 +13,10 @@ Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
 as a user's first compile does: it times each candidate's plain and ring programs on the
 devices (`--auto-decide model`: the cost model over a calibration measured once per device
-kind and count). The table shows what auto timed per candidate (plain / ring, µs; `*` marks
-a ring taken) and the seconds deciding took inside the first compile.
+kind and count). The table shows what auto timed (the body whole, off / on µs, or each
+candidate alone, plain / ring µs; `*` marks rings taken) and the seconds deciding took inside
+the first compile; where auto's program is byte for byte pass off's or on's, the ratio of
+that program is given beside the measured one ("by identity").
 Per row: the step time of each variant (median of `--repeats` interleaved rounds), and the
 three goals of issue #31: `auto` within 1.02x of the better of pass on and off; purejit's
 default (`auto`) within 1.0x of the better JAX variant (`shard_map`, and `jit` with XLA's
@@ -97,9 +99,13 @@ def _goals(row: dict) -> dict:
     best_onoff = min(ms["purejit_on"], ms["purejit_off"])
     jax_names = [k for k in ms if k.startswith("jax")]
     best_jax = min(ms[k] for k in jax_names)
+    same = r["purejit_auto"].get("same_program_as")
     out = {
         "ms": ms,
         "auto_over_best_onoff": ms["purejit_auto"] / best_onoff,
+        # auto's program byte for byte that of pass off or on: the ratio of that program (two
+        # timings of one program differ by the run's noise, not by the decision)
+        "auto_over_best_onoff_by_identity": ms[f"purejit_{same}"] / best_onoff if same else None,
         "auto_over_best_jax": ms["purejit_auto"] / best_jax,
         "auto_chose": _chose(r),
         "better": "on" if ms["purejit_on"] < ms["purejit_off"] else "off",
@@ -123,10 +129,12 @@ def _chose(r: dict) -> str:
 
 
 def _timed(auto: dict) -> str:
-    """What auto timed: plain / ring µs per candidate, `*` on each ring it took, and the
+    """What auto timed: per shard_map body timed whole ("body"), off / on µs, or per
+    candidate timed alone ("cand"), plain / ring µs; `*` on each choice of rings; and the
     seconds deciding took in the first compile."""
     parts = [
-        f"{c['plain_s'] * 1e6:.0f}/{c['ring_s'] * 1e6:.0f}{'*' if c['rewritten'] else ''}"
+        f"{'body' if c.get('route') == 'body' else 'cand'} {c['plain_s'] * 1e6:.0f}/"
+        f"{c['ring_s'] * 1e6:.0f}{'*' if c['rewritten'] else ''}"
         for c in auto.get("timed", [])
     ]
     secs = auto.get("calibration_s")
@@ -142,10 +150,14 @@ def _table(rows: list[dict]) -> str:
         "`python -m bench.tp_mlp_sweep --out DIR` (each row `python -m bench.tp_mlp` in a fresh "
         "process; median of interleaved rounds). Step times in ms. Goals: auto ≤ 1.02x the "
         "better of on/off; auto ≤ 1.0x the better JAX variant; T=16384 D=2048 ≥ 1.10x faster "
-        "than JAX's shard_map.",
+        "than JAX's shard_map. Where auto compiled byte for byte the program of pass off or "
+        "on (same HLO), its ratio is also given as that program's (by identity): the goal "
+        "compares programs, and two timings of one program differ by the run's noise. Auto "
+        "timed: `body` = the shard_map body timed whole, off/on; `cand` = one candidate "
+        "timed alone, plain/ring (the body unfit to time whole); `*` = rings taken.",
         "",
         "| n | T | D | F | off | on | auto (chose) | jax shard_map | jax jit | "
-        "auto / best on-off | auto / best JAX | windowed loop | auto timed plain/ring µs |",
+        "auto / best on-off | auto / best JAX | windowed loop | auto timed off/on µs |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for row in rows:
@@ -156,10 +168,12 @@ def _table(rows: list[dict]) -> str:
             continue
         g, ms = row["goals"], row["goals"]["ms"]
         jit = next((v for k, v in ms.items() if k.startswith("jax_jit")), float("nan"))
+        ident = g.get("auto_over_best_onoff_by_identity")
+        ident = f" ({ident:.2f} by identity)" if ident is not None else ""
         lines.append(
             f"{head} {ms['purejit_off']:.3f} | {ms['purejit_on']:.3f} | "
             f"{ms['purejit_auto']:.3f} ({g['auto_chose']}) | {ms['jax']:.3f} | {jit:.3f} | "
-            f"{g['auto_over_best_onoff']:.3f} | {g['auto_over_best_jax']:.3f} | "
+            f"{g['auto_over_best_onoff']:.3f}{ident} | {g['auto_over_best_jax']:.3f} | "
             f"{g['windowed_loop']} | {_timed(row['results']['purejit_auto'])} |"
         )
     heavy = [r for r in rows if "goals" in r and "jax_shard_map_over_auto" in r["goals"]]
