@@ -4,16 +4,18 @@ and mesh size, each in a fresh process, gathered into one table.
     python -m bench.tp_mlp_sweep --out DIR                       # n = 2 and 4 GPUs
     python -m bench.tp_mlp_sweep --out DIR --devices 2 --shapes 2048x2048
     python -m bench.tp_mlp_sweep --out DIR --cpu-devices 8 --devices 2,4 --shapes 512x256
-    # the rows that decide, n = 2 and 4, in about 4 minutes on H100s/H200s (rows took 12-17 s
-    # at D = 2048 and about 32 s at 8192 x 8192 before auto timed its candidates, 2-3 s more)
-    python -m bench.tp_mlp_sweep --out DIR --devices 2,4 --iters 50 --repeats 5 --timeout 60 \
-        --shapes 2048x2048,4096x2048,8192x2048,16384x2048,8192x8192
+    # the rows that decide, n = 4 and 2, in about 4 minutes on H200s (rows took 13-18 s at
+    # D = 2048, 34-41 s at 8192 x 8192 and 44-58 s at 16384 x 8192 with auto timing each
+    # candidate alone, deciding included)
+    python -m bench.tp_mlp_sweep --out DIR --devices 4,2 --iters 50 --repeats 5 --timeout 90 \
+        --shapes 16384x2048,2048x2048,8192x8192,16384x8192
 
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
-as a user's first compile does: it times each candidate's plain and ring programs on the
-devices (`--auto-decide model`: the cost model over a calibration measured once per device
-kind and count). The table shows what auto timed (the body whole, off / on µs, or each
+as a user's first compile does: it times the shard_map body whole, pass off and on, on the
+devices, or each candidate's plain and ring programs where the body is unfit for that
+(`--auto-decide model`: the cost model over a calibration measured once per device kind and
+count). The table shows what auto timed (the body whole, off / on µs, or each
 candidate alone, plain / ring µs; `*` marks rings taken) and the seconds deciding took inside
 the first compile; where auto's program is byte for byte pass off's or on's, the ratio of
 that program is given beside the measured one ("by identity").
