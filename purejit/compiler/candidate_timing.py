@@ -242,7 +242,7 @@ def unfit_body(mc: Op) -> str:
     nbytes = sum(v.type.nbytes for v in [*body.params, *body.results])
     cap = _bytes_cap(mc)
     if nbytes > cap:
-        mib = f"{nbytes / 2**20:.0f} MiB per device, over {cap / 2**20:.0f}"
+        mib = f"{nbytes / 2**20:.3g} MiB per device, over {cap / 2**20:.3g}"
         return f"inputs and outputs take {mib}"
     return ""
 
