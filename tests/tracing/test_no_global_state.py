@@ -165,6 +165,8 @@ def _read_only(node: ast.expr, parent: ast.AST) -> bool:
         return getattr(parent.func, "id", None) in _READING_CALLS
     if isinstance(parent, ast.Starred):
         return True
+    if isinstance(parent, ast.Dict):  # `{**rules, ...}` copies it
+        return any(k is None and v is node for k, v in zip(parent.keys, parent.values))
     return False
 
 
