@@ -91,6 +91,17 @@ for step in "$@"; do
         --shapes 16384x2048,4096x2048,2048x2048,8192x2048,8192x8192,2048x8192,16384x8192 \
         > "$OUT/sweept.log" 2>&1
       python3 -m bench.tools.tp_mlp_fit "$OUT/sweept" > "$OUT/fitt.log" 2>&1 ;;
+    fsdpjit)  # FSDP through jit with shardings, attention per device (passes/attention_sharding.py)
+      timeout 150 python3 -m bench.tp_train --out "$OUT/fsdpjit" --devices "$N" \
+        --variants jax_cudnn,purejit_unfused --steps fsdp_jit --repeats 3 --hlo > "$OUT/fsdpjit.log" 2>&1 ;;
+    sweepb)  # auto by timing whole shard_map bodies: the rows the candidate timing missed
+      timeout 290 python3 -m bench.tp_mlp_sweep --out "$OUT/sweepb" --devices "$N",2 --iters 50 \
+        --repeats 5 --timeout 90 --shapes 16384x2048,2048x2048,8192x8192,16384x8192 \
+        > "$OUT/sweepb.log" 2>&1
+      python3 -m bench.tools.tp_mlp_fit "$OUT/sweepb" > "$OUT/fitb.log" 2>&1 ;;
+    cold48g)  # issue #32 on one GPU: the 48-layer forward's first call, fresh processes
+      CUDA_VISIBLE_DEVICES=0 timeout 130 python3 -m bench.cold_start --roll-sweep 48 --repeats 1 \
+        --out "$OUT/cold48g" > "$OUT/cold48g.log" 2>&1 ;;
     sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;
