@@ -11,10 +11,9 @@ The layer is the sequence-parallel Megatron MLP over one mesh axis of n devices:
       --reduce_scatter--> [T/n, D]
 
 Variants: purejit with the pass off, on (rings of collective_permute as while loops), on with
-the rings unrolled, auto (at its first compile the pass times the shard_map body whole, as
-written and with its rings, on the devices and keeps the faster, or each candidate alone
-where the body is unfit for that; `--auto-decide model`: its cost model decides, from
-figures measured on the devices), jax.jit(jax.shard_map(...)), and JAX's auto-partitioned
+the rings unrolled, auto (at its first compile the pass times each candidate's plain and ring
+programs on the devices and keeps the faster; `--auto-decide model`: its cost model decides,
+from figures measured on the devices), jax.jit(jax.shard_map(...)), and JAX's auto-partitioned
 jax.jit with shardings (on GPUs with XLA's windowed einsum switched on for that compile:
 `jax_jit_windowed`, whose compiled HLO is checked for the windowed loop).
 Each is warmed up, then `--iters` calls are timed between two synchronisations, `--repeats`
@@ -158,16 +157,12 @@ def main(argv=None):
         if "calibration" in rec.report:  # auto: the measured inputs and what measuring took
             results[f"purejit_{mode}"]["calibration"] = rec.report["calibration"]
             results[f"purejit_{mode}"]["calibration_s"] = low.timings.get("calibration", 0.0)
-        if "timed" in rec.report:  # auto: each timed body or candidate, what timing took
-            keys = ("kind", "plain_s", "ring_s", "rewritten", "timed", "route", "reason")
-            timed = [{**b, "kind": "body"} for b in rec.report.get("bodies", [])] + [
-                c for c in rec.report["candidates"] if "ring_s" in c and c.get("route") != "body"
-            ]
+        if "timed" in rec.report:  # auto: each candidate's timed programs, what timing took
             results[f"purejit_{mode}"]["timed"] = [
-                {k: c[k] for k in keys if k in c} for c in timed
-            ]  # fmt: skip
-            routes = sorted({c.get("route", "candidates") for c in timed})
-            results[f"purejit_{mode}"]["route"] = "+".join(routes)
+                {k: c[k] for k in ("kind", "plain_s", "ring_s", "rewritten", "timed")}
+                for c in rec.report["candidates"]
+                if "ring_s" in c
+            ]
             results[f"purejit_{mode}"]["calibration_s"] = low.timings.get("calibration", 0.0)
         texts[mode] = compiled.as_text()
 

@@ -4,21 +4,17 @@ and mesh size, each in a fresh process, gathered into one table.
     python -m bench.tp_mlp_sweep --out DIR                       # n = 2 and 4 GPUs
     python -m bench.tp_mlp_sweep --out DIR --devices 2 --shapes 2048x2048
     python -m bench.tp_mlp_sweep --out DIR --cpu-devices 8 --devices 2,4 --shapes 512x256
-    # the rows that decide, n = 4 and 2, in about 4 minutes on H200s (rows took 13-18 s at
-    # D = 2048, 34-41 s at 8192 x 8192 and 44-58 s at 16384 x 8192 with auto timing each
-    # candidate alone, deciding included)
-    python -m bench.tp_mlp_sweep --out DIR --devices 4,2 --iters 50 --repeats 5 --timeout 90 \
-        --shapes 16384x2048,2048x2048,8192x8192,16384x8192
+    # the rows that decide, n = 2 and 4, in about 4 minutes on H100s/H200s (rows took 12-17 s
+    # at D = 2048 and about 32 s at 8192 x 8192 before auto timed its candidates, 2-3 s more)
+    python -m bench.tp_mlp_sweep --out DIR --devices 2,4 --iters 50 --repeats 5 --timeout 60 \
+        --shapes 2048x2048,4096x2048,8192x2048,16384x2048,8192x8192
 
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
-as a user's first compile does: it times the shard_map body whole, pass off and on, on the
-devices, or each candidate's plain and ring programs where the body is unfit for that
-(`--auto-decide model`: the cost model over a calibration measured once per device kind and
-count). The table shows what auto timed (the body whole, off / on µs, or each
-candidate alone, plain / ring µs; `*` marks rings taken) and the seconds deciding took inside
-the first compile; where auto's program is byte for byte pass off's or on's, the ratio of
-that program is given beside the measured one ("by identity").
+as a user's first compile does: it times each candidate's plain and ring programs on the
+devices (`--auto-decide model`: the cost model over a calibration measured once per device
+kind and count). The table shows what auto timed per candidate (plain / ring, µs; `*` marks
+a ring taken) and the seconds deciding took inside the first compile.
 Per row: the step time of each variant (median of `--repeats` interleaved rounds), and the
 three goals of issue #31: `auto` within 1.02x of the better of pass on and off; purejit's
 default (`auto`) within 1.0x of the better JAX variant (`shard_map`, and `jit` with XLA's
@@ -101,13 +97,9 @@ def _goals(row: dict) -> dict:
     best_onoff = min(ms["purejit_on"], ms["purejit_off"])
     jax_names = [k for k in ms if k.startswith("jax")]
     best_jax = min(ms[k] for k in jax_names)
-    same = r["purejit_auto"].get("same_program_as")
     out = {
         "ms": ms,
         "auto_over_best_onoff": ms["purejit_auto"] / best_onoff,
-        # auto's program byte for byte that of pass off or on: the ratio of that program (two
-        # timings of one program differ by the run's noise, not by the decision)
-        "auto_over_best_onoff_by_identity": ms[f"purejit_{same}"] / best_onoff if same else None,
         "auto_over_best_jax": ms["purejit_auto"] / best_jax,
         "auto_chose": _chose(r),
         "better": "on" if ms["purejit_on"] < ms["purejit_off"] else "off",
@@ -131,12 +123,10 @@ def _chose(r: dict) -> str:
 
 
 def _timed(auto: dict) -> str:
-    """What auto timed: per shard_map body timed whole ("body"), off / on µs, or per
-    candidate timed alone ("cand"), plain / ring µs; `*` on each choice of rings; and the
+    """What auto timed: plain / ring µs per candidate, `*` on each ring it took, and the
     seconds deciding took in the first compile."""
     parts = [
-        f"{'body' if c.get('route') == 'body' else 'cand'} {c['plain_s'] * 1e6:.0f}/"
-        f"{c['ring_s'] * 1e6:.0f}{'*' if c['rewritten'] else ''}"
+        f"{c['plain_s'] * 1e6:.0f}/{c['ring_s'] * 1e6:.0f}{'*' if c['rewritten'] else ''}"
         for c in auto.get("timed", [])
     ]
     secs = auto.get("calibration_s")
@@ -152,14 +142,10 @@ def _table(rows: list[dict]) -> str:
         "`python -m bench.tp_mlp_sweep --out DIR` (each row `python -m bench.tp_mlp` in a fresh "
         "process; median of interleaved rounds). Step times in ms. Goals: auto ≤ 1.02x the "
         "better of on/off; auto ≤ 1.0x the better JAX variant; T=16384 D=2048 ≥ 1.10x faster "
-        "than JAX's shard_map. Where auto compiled byte for byte the program of pass off or "
-        "on (same HLO), its ratio is also given as that program's (by identity): the goal "
-        "compares programs, and two timings of one program differ by the run's noise. Auto "
-        "timed: `body` = the shard_map body timed whole, off/on; `cand` = one candidate "
-        "timed alone, plain/ring (the body unfit to time whole); `*` = rings taken.",
+        "than JAX's shard_map.",
         "",
         "| n | T | D | F | off | on | auto (chose) | jax shard_map | jax jit | "
-        "auto / best on-off | auto / best JAX | windowed loop | auto timed off/on µs |",
+        "auto / best on-off | auto / best JAX | windowed loop | auto timed plain/ring µs |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for row in rows:
@@ -170,12 +156,10 @@ def _table(rows: list[dict]) -> str:
             continue
         g, ms = row["goals"], row["goals"]["ms"]
         jit = next((v for k, v in ms.items() if k.startswith("jax_jit")), float("nan"))
-        ident = g.get("auto_over_best_onoff_by_identity")
-        ident = f" ({ident:.2f} by identity)" if ident is not None else ""
         lines.append(
             f"{head} {ms['purejit_off']:.3f} | {ms['purejit_on']:.3f} | "
             f"{ms['purejit_auto']:.3f} ({g['auto_chose']}) | {ms['jax']:.3f} | {jit:.3f} | "
-            f"{g['auto_over_best_onoff']:.3f}{ident} | {g['auto_over_best_jax']:.3f} | "
+            f"{g['auto_over_best_onoff']:.3f} | {g['auto_over_best_jax']:.3f} | "
             f"{g['windowed_loop']} | {_timed(row['results']['purejit_auto'])} |"
         )
     heavy = [r for r in rows if "goals" in r and "jax_shard_map_over_auto" in r["goals"]]

@@ -17,14 +17,10 @@ at a time; `unroll=True` emits the steps one after the other instead). It never 
 the gathered operand or the unscattered product, so `temp_size_in_bytes` falls, and each
 step's transfer can run while the step multiplies.
 
-Which candidates are rewritten (`mode="auto"`) is decided by timing: `purejit.jit` times
-each distinct shard_map body (`body_signature`) as a whole program over its devices, as
-written and with every candidate of the body a ring, and hands the pass the outcome
-(`timed`, `TimedDecision` with `route="body"`: all of the body's candidates or none). A
-body unfit for that (a shard_map inside it, effects or callbacks, inputs and outputs over a
-memory cap, one call too slow for the budget) is decided candidate by candidate instead:
-two small programs per distinct candidate (`signature`), the plain pattern
-(`candidate_function`) and the ring this pass makes of it (`route="candidates"`;
+Which candidates are rewritten (`mode="auto"`) is decided by timing them: `purejit.jit`
+builds, for each distinct candidate of a shard_map body (`signature`), two small programs
+over the body's devices, the plain pattern (`candidate_function`) and the ring this pass
+makes of it, times both and hands the pass the outcome (`timed`, `TimedDecision`;
 `purejit.compiler.candidate_timing`). A candidate without a timed decision (outside a
 shard_map body) stays as written. The older cost model of bytes and flops
 (`estimate_seconds`, a measured `Calibration`) is still there: `decide="model"` makes
@@ -39,7 +35,6 @@ regions of control flow (only top-level bodies and manual computation bodies are
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -172,30 +167,20 @@ def estimate_seconds(moved: float, flops: float, n: int, cal: Calibration) -> tu
 
 @dataclass(frozen=True)
 class TimedDecision:
-    """What timing found (`purejit.compiler.candidate_timing`), for one shard_map body or
-    one candidate.
+    """What timing one candidate's two programs found (`purejit.compiler.candidate_timing`).
 
     Args:
-        plain_s: seconds per call of the plain program: the whole body as written
-            (`route="body"`), or the candidate's collective, then its matmul.
-        ring_s: seconds per call of the same with the pass's rings: every candidate of the
-            body, or the one candidate.
-        ring: whether the rings are taken (faster by more than the timing's margin).
+        plain_s: seconds per call of the plain pattern (collective, then the matmul).
+        ring_s: seconds per call of the ring this pass makes of it.
+        ring: whether the ring is taken (faster by more than the timing's margin).
         source: "timed" (measured now), "loaded" (a persisted decision), "shared"
             (process 0's, through the distributed key-value store), "injected" ...
-        route: "body" (the whole body timed; the decision holds for all its candidates) or
-            "candidates" (each candidate timed alone). A body's decision with route
-            "candidates" says only that the body was unfit to time whole (`reason`); its
-            candidates' own decisions apply.
-        reason: why a body was decided by its candidates ("" otherwise).
     """
 
     plain_s: float
     ring_s: float
     ring: bool
     source: str = "timed"
-    route: str = "candidates"
-    reason: str = ""
 
     def as_dict(self) -> dict:
         return {
@@ -203,8 +188,6 @@ class TimedDecision:
             "ring_s": self.ring_s,
             "ring": self.ring,
             "source": self.source,
-            "route": self.route,
-            "reason": self.reason,
         }
 
 
@@ -217,8 +200,8 @@ class CollectiveMatmul:
         decide: how `purejit.jit` decides for "auto": "timed" (time each candidate's plain
             and ring programs on the devices) or "model" (the cost model over a measured
             `Calibration`).
-        decisions: the timed decisions, `(signature or body_signature, TimedDecision)`
-            pairs; `purejit.jit` fills them in for "auto" (`timed`).
+        decisions: the timed decisions, `(signature, TimedDecision)` pairs; `purejit.jit`
+            fills them in for "auto" (`timed`).
         calibration: the cost model's measured inputs, used for "auto" when no decisions
             are given; `purejit.jit` fills it in for `decide="model"`.
         unroll: emit the ring's steps one after the other instead of as a `while` loop (the
@@ -254,7 +237,7 @@ class CollectiveMatmul:
         return replace(self, calibration=cal)
 
     def timed(self, decisions: dict) -> "CollectiveMatmul":
-        """This pass with timed decisions, `{signature or body_signature: TimedDecision}`."""
+        """This pass with timed decisions, `{signature: TimedDecision}`."""
         return replace(self, decisions=tuple(sorted(decisions.items())))
 
     def estimate(self, c: Candidate) -> dict:
@@ -276,16 +259,9 @@ class CollectiveMatmul:
     def chosen(self, c: Candidate, mesh_size: int | None = None) -> bool:
         """Whether candidate `c` (of a shard_map body over `mesh_size` devices; None: of a
         top-level body) is rewritten."""
-        return self._decide(c, mesh_size, self.estimate(c), None)["rewritten"]
+        return self._decide(c, mesh_size, self.estimate(c))["rewritten"]
 
-    def _body_decision(self, mc: Op) -> TimedDecision | None:
-        """The timed decision of shard_map op `mc`'s whole body (route "candidates": the
-        body was unfit to time whole, and says why)."""
-        if self.mode != "auto" or self.decisions is None:
-            return None
-        return dict(self.decisions).get(body_signature(mc, self.unroll))
-
-    def _decide(self, c: Candidate, mesh_size: int | None, est: dict, body) -> dict:
+    def _decide(self, c: Candidate, mesh_size: int | None, est: dict) -> dict:
         if self.mode not in ("auto", "on", "off"):
             raise ValueError(f"collective_matmul: mode must be auto, on or off, not {self.mode!r}")
         if self.decide not in ("timed", "model"):
@@ -294,14 +270,11 @@ class CollectiveMatmul:
             )
         if self.mode != "auto":
             return {**est, "rewritten": self.mode == "on"}
-        if body is not None and body.route == "body":  # timed whole: it holds for all
-            return {**est, **body.as_dict(), "timed": body.source, "rewritten": body.ring}
         if self.decisions is not None:
             got = dict(self.decisions).get(signature(c, mesh_size, self.unroll))
             if got is None:  # outside a shard_map body: no devices to time it on
                 return {**est, "rewritten": False, "timed": "no timing (outside shard_map)"}
-            why = {"reason": "body not timed whole: " + body.reason} if body is not None else {}
-            return {**est, **got.as_dict(), **why, "timed": got.source, "rewritten": got.ring}
+            return {**est, **got.as_dict(), "timed": got.source, "rewritten": got.ring}
         if self.calibration is None:
             raise ValueError(
                 "collective_matmul: mode='auto' needs timed decisions or the devices' figures; "
@@ -311,43 +284,31 @@ class CollectiveMatmul:
         return {**est, "rewritten": est["ring_s"] < est["plain_s"]}
 
     def __call__(self, fn: Function) -> PassResult:
-        report = {"candidates": [], "rewritten": 0, "bodies": []}
+        report = {"candidates": [], "rewritten": 0}
         if self.calibration is not None:
             report["calibration"] = self.calibration.as_dict()
-        new = self._function(fn, report, None, None)
-        lines = [  # explain prints scalar report entries: one line for every decision
-            f"shard_map body of {b['candidates']} candidate(s) timed whole: off "
-            f"{b['plain_s'] * 1e6:.1f} us, on {b['ring_s'] * 1e6:.1f} us, chose "
-            f"{'on' if b['rewritten'] else 'off'} ({b['timed']})"
-            for b in report["bodies"]
-        ]
-        lines += [
-            f"{c['kind']} timed plain {c['plain_s'] * 1e6:.1f} us, ring "
-            f"{c['ring_s'] * 1e6:.1f} us, chose {'ring' if c['rewritten'] else 'plain'}"
-            f" ({c['timed']}{'; ' + c['reason'] if c.get('reason') else ''})"
-            for c in report["candidates"]
-            if "ring_s" in c and "timed" in c and c.get("route") != "body"
-        ]
-        if lines:
-            report["timed"] = "; ".join(lines)
+        new = self._function(fn, report, None)
+        timed = [c for c in report["candidates"] if "ring_s" in c and "timed" in c]
+        if timed:  # explain prints scalar report entries: one line for every decision
+            report["timed"] = "; ".join(
+                f"{c['kind']} timed plain {c['plain_s'] * 1e6:.1f} us, ring "
+                f"{c['ring_s'] * 1e6:.1f} us, chose {'ring' if c['rewritten'] else 'plain'}"
+                f" ({c['timed']})"
+                for c in timed
+            )
         return PassResult(new, report["rewritten"] > 0, report)
 
-    def _function(self, fn: Function, report, mesh_size: int | None, body_d) -> Function:
+    def _function(self, fn: Function, report, mesh_size: int | None) -> Function:
         ops = []
         for op in fn.ops:
             if op.name == "manual_computation":
-                n = len(op.attrs["device_ids"])
-                body = self._function(op.regions[0], report, n, self._body_decision(op))
+                body = self._function(op.regions[0], report, len(op.attrs["device_ids"]))
                 op = Op(op.name, op.operands, op.attrs, op.results, [body], op.loc)
             ops.append(op)
         body = Function(fn.name, fn.params, ops, fn.results)
         chosen = []
-        found = find_candidates(body)
-        if body_d is not None and body_d.route == "body" and found:
-            got = {"timed": body_d.source, "rewritten": body_d.ring, "candidates": len(found)}
-            report["bodies"].append({**body_d.as_dict(), **got})
-        for c in found:
-            est = self._decide(c, mesh_size, self.estimate(c), body_d)
+        for c in find_candidates(body):
+            est = self._decide(c, mesh_size, self.estimate(c))
             report["candidates"].append(est)
             if est["rewritten"]:
                 chosen.append(c)
@@ -399,14 +360,6 @@ def signature(c: Candidate, mesh_size: int | None, unroll: bool = False) -> str:
     types and dtypes), the size of the mesh it runs on and the ring's form."""
     head = f"mesh {mesh_size} unroll {unroll}\n"
     return head + print_function(candidate_function(c))
-
-
-def body_signature(mc: Op, unroll: bool = False) -> str:
-    """What a whole-body timed decision is kept under: shard_map op `mc` as text (its body,
-    in and out specs, mesh and devices), hashed, and the ring's form."""
-    text = print_function(Function("shard_map", list(mc.operands), [mc], list(mc.results)))
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    return f"body mesh {len(mc.attrs['device_ids'])} unroll {unroll} sha256 {digest}"
 
 
 def find_candidates(fn: Function) -> list[Candidate]:

@@ -16,11 +16,10 @@ are read as `plain_latency_s = 2 L` and `step_latency_s = L n / (n - 1)`, the sa
 The estimates come from `purejit.passes.collective_matmul.estimate_seconds`, the pass's own
 formulas. A row whose measured on and off differ by under 2% counts as right either way.
 
-Rows whose `auto` timed (the default; no calibration in the row) are listed apart: what the
-timed programs gave (on - off of the shard_map body timed whole, or ring - plain summed over
-the candidates timed alone: the route) against the measured on - off, and whether auto's
-program came within 2% of the better of on and off, as measured and, where auto's program
-is byte for byte pass off's or on's, as that program's ratio (by identity).
+Rows whose `auto` timed its candidates (the default since `auto` times them; no calibration
+in the row) are listed apart: what the timed programs gave (ring - plain, summed over the
+candidates) against the measured on - off, and whether auto's program came within 2% of the
+better of on and off.
 
 With `--rows`, each row also shows the fixed costs' share of the decision, per rewrite:
 `(n - 1) * step_latency - plain_latency` (what the calibration gives), the value below which
@@ -121,11 +120,6 @@ def timed(rows: list[dict]) -> list[dict]:
             "measured_on_minus_off": on - off,
             "rings": auto["rings"],
             "auto_over_best": auto["step_s"] / min(on, off),
-            "by_identity": (
-                r[f"purejit_{auto['same_program_as']}"]["step_s"] / min(on, off)
-                if auto.get("same_program_as") else None
-            ),
-            "route": auto.get("route", "candidates"),
             "same_program_as": auto.get("same_program_as"),
             "seconds": auto.get("calibration_s"),
         })  # fmt: skip
@@ -134,20 +128,15 @@ def timed(rows: list[dict]) -> list[dict]:
 
 def _timed_report(got: list[dict]) -> None:
     right = [g for g in got if g["auto_over_best"] <= 1.02]
-    ident = [g for g in got if (g["by_identity"] or g["auto_over_best"]) <= 1.02]
-    print(
-        f"timed auto: within 1.02x of the better of on and off on {len(right)} of {len(got)} "
-        f"as measured, {len(ident)} of {len(got)} by identity"
-    )
+    print(f"timed auto: within 1.02x of the better of on and off on {len(right)} of {len(got)}")
     for g in got:
         d = g["row"]
-        same = f" ({g['by_identity']:.2f} by identity)" if g["by_identity"] is not None else ""
         print(
-            f"  n={d['devices']} {d['T']}x{d['D']}x{d['F']}: timed ({g['route']}) on - off "
+            f"  n={d['devices']} {d['T']}x{d['D']}x{d['F']}: timed on - off "
             f"{g['timed_on_minus_off'] * 1e6:.0f} us, measured "
             f"{g['measured_on_minus_off'] * 1e6:.0f} us; {g['rings']} rings (program of "
-            f"{g['same_program_as'] or 'neither'}), auto / best {g['auto_over_best']:.3f}"
-            f"{same}; deciding took {g['seconds'] or 0:.2f} s"
+            f"{g['same_program_as'] or 'neither'}), auto / "
+            f"best {g['auto_over_best']:.3f}; deciding took {g['seconds'] or 0:.2f} s"
         )
 
 

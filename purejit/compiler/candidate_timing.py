@@ -1,47 +1,34 @@
 """Timed decisions for the collective-matmul pass's `auto` mode.
 
-At the first `auto` compile of a program with candidates, each distinct shard_map body
-holding candidates (`collective_matmul.body_signature`: the `manual_computation` op as
-text, its body, specs and devices) not decided before is timed whole on its devices: two
-SPMD programs whose parameters are the op's operands (with their in_specs' shardings) and
-whose results are its results, the body as written (pass off) and with every candidate of
-the body the pass's ring (pass on), each through the passes that follow the
-collective-matmul pass and the same emission as the real program, so what is timed is what
-would run. Timing the body, not each candidate alone, catches what only the whole shows: a
-ring's steps taking in the elementwise ops between two matmuls (the plain program pays them
-as a kernel of their own), or a ring that wins alone and loses beside the body's other
-collectives. Both run a few warm-up calls, then rounds of calls between two
-synchronisations, off and on interleaved (alternating which goes first, so drift hits both
-alike); the median round decides. The rings are taken only when faster by more than
-`MARGIN`; otherwise the body stays as written.
-
-A body unfit to time whole is decided candidate by candidate instead (route "candidates"):
-one with a shard_map inside, effects or callbacks (timing would run them), inputs and
-outputs over `BODY_BYTES_CAP` per device (1 GiB; a quarter of the device's memory where the
-device reports it and that is less), or one call over `PROBE_SHARE` of the budget. Then each
-distinct candidate of it (`collective_matmul.signature`: the collective, its replica groups
-and dimension, the matmul's dimension numbers, the types, the mesh size) is timed as two
-small programs, the plain pattern as the user wrote it (`candidate_function`) and the ring
-the pass makes of it, in the same way. The body's decision keeps the reason, so a later
-compile does not try again.
+At the first `auto` compile of a program with candidates, every distinct candidate of its
+shard_map bodies (`collective_matmul.signature`: the collective, its replica groups and
+dimension, the matmul's dimension numbers, the types, the mesh size) not decided before is
+timed on the body's devices: two small SPMD programs, the plain pattern as the user wrote it
+(`candidate_function`) and the ring the pass makes of it (the pass's own `apply`), each
+through the passes that follow the collective-matmul pass and the same emission as the real
+program, so what is timed is what would run. Both run a few warm-up calls, then rounds of
+calls between two synchronisations, plain and ring interleaved (alternating which goes
+first, so drift hits both alike); the median round decides. The ring is taken only when
+it is faster by more than `MARGIN`; otherwise the program stays as written.
 
 Cost: one program's timing takes about `BUDGET_S` (2 s), compiles included, unless its
 compiles alone take most of it: then it takes the compiles and `MIN_BUDGET_S` (0.2 s) of
-runs per body or candidate. Every timing program is compiled first (on two threads on CPU;
+runs per candidate. Every timing program is compiled first (on two threads on CPU;
 one after the other on GPUs, where compiling autotunes the matmuls on the device); the runs
-share what is left, at least `MIN_BUDGET_S` each. Each round of calls lasts a tenth of a
-share, so a program whose calls are tiny runs many of them (`MAX_CALLS` at most) and a slow
-one fewer rounds (at least `MIN_ROUNDS` of one call each). Everything counts in the first
-call's figures (`timings["calibration"]`, inside "passes"). Decisions are kept per (device
-kind, device count, body or candidate signature) in memory and, when `cache_dir` is set, in
-`cache_dir/collective-matmul-*.json`, so a later compile or process times nothing.
+share what is left, at least `MIN_BUDGET_S` per candidate. Each round of calls lasts a tenth
+of a candidate's share, so a candidate whose calls are tiny runs many of them
+(`MAX_CALLS` at most) and a slow one fewer rounds (at least `MIN_ROUNDS` of one call each).
+Everything counts in the first call's figures (`timings["calibration"]`, inside "passes").
+Decisions are kept per (device kind, device count, signature) in memory and, when
+`cache_dir` is set, in `cache_dir/collective-matmul-*.json`, so a later compile or process
+times nothing.
 
 Several processes must take the same decisions, or their programs' collectives do not
 match and hang. With `purejit.distributed` initialized, process 0 decides: it loads its
-persisted decisions and tells every process which bodies (then which candidates) are still
-to time; all time those together (the programs span every process; process 0 also fixes
-whether a body is fit to time whole and the number of calls), then process 0 publishes its
-decisions in the distributed key-value store and every process uses those.
+persisted decisions and tells every process which candidates are still to time; all time
+those together (the programs span every process; process 0 also fixes the number of calls),
+then process 0 publishes its decisions in the distributed key-value store and every process
+uses those.
 """
 
 from __future__ import annotations
@@ -67,7 +54,6 @@ from purejit.passes import Pipeline
 from purejit.passes.collective_matmul import (
     TimedDecision,
     apply,
-    body_signature,
     candidate_function,
     find_candidates,
     shard_map_candidates,
@@ -81,10 +67,7 @@ MIN_BUDGET_S = 0.2  # the runs of one candidate at least, even when compiling us
 ROUNDS = 5  # interleaved rounds of calls per program and candidate
 MIN_ROUNDS = 3
 MAX_CALLS = 200  # calls per round
-PROBE_SHARE = 1 / 8  # a body whose one call takes more of BUDGET_S is timed by candidates
-BODY_BYTES_CAP = 1 << 30  # a whole-body program's inputs and outputs per device, at most
 MAX_KEPT = 1024  # decisions kept in memory (the oldest go first; persisted ones stay)
-_BLOCK = 65521  # timing inputs repeat random values of this period
 
 _memory: dict[tuple, TimedDecision] = {}
 _lock = threading.Lock()
@@ -124,15 +107,12 @@ class _Runner:
     def __init__(self, fn: Function):
         layout = spmd.plan_layout(fn)
         self.exe = layout.compile(layout.emit(fn), fn)
-        # random normal floats, repeated from one block of a prime length: drawing a whole
-        # large operand (a 8192 x 32768 weight) would take seconds of the budget, and a
-        # matmul's speed does not depend on its values repeating
-        block = np.random.default_rng(0).standard_normal(_BLOCK)
-        self.args, self.shardings = [], list(layout.in_shardings)
+        rng = np.random.default_rng(0)
+        self.args = []
         for p, ns in zip(fn.params, layout.in_shardings):
             t = p.type
-            fill = block.astype(t.dtype) if t.dtype.kind in "fc" else np.ones(1, t.dtype)
-            self.args.append(backend_spmd.put_sharded(np.resize(fill, t.shape), ns))
+            host = rng.standard_normal(t.shape) if t.dtype.kind in "fc" else np.ones(t.shape)
+            self.args.append(backend_spmd.put_sharded(host.astype(t.dtype), ns))
 
     def __call__(self, k: int) -> float:
         t0 = time.perf_counter()
@@ -203,73 +183,14 @@ def _store(key, d: TimedDecision) -> None:
         pass
 
 
-def _body_program(body: Function, mc: Op) -> Function:
-    """`mc` with region `body` as a whole program: its operands are the parameters (with
-    their in_specs' shardings, `spmd.plan_layout`), its results the results."""
-    params = [Value(v.type) for v in mc.operands]
-    results = [Value(r.type) for r in mc.results]
-    op = Op("manual_computation", params, mc.attrs, results, [body], mc.loc)
-    return verify(Function("collective_matmul_body", params, [op], results))
-
-
-def body_programs(mc: Op, unroll: bool, tail: Pipeline) -> tuple[Function, Function]:
-    """The two whole-body timing programs of shard_map op `mc`: its body as written and with
-    every candidate of the body a ring, after the passes `tail`."""
-    body = mc.regions[0]
-    on = apply(body, find_candidates(body), unroll=unroll)
-    return tuple(tail.run(_body_program(b, mc))[0] for b in (body, on))
-
-
-def _bytes_cap(mc: Op) -> int:
-    """The most bytes per device a whole-body timing program's inputs and outputs may take:
-    `BODY_BYTES_CAP`, or less where the device reports its memory (a quarter of it)."""
-    dev = backend_spmd.device_by_id(int(mc.attrs["device_ids"][0]))
-    try:
-        limit = (dev.memory_stats() or {}).get("bytes_limit")
-    except (RuntimeError, NotImplementedError, AttributeError):
-        limit = None
-    return min(BODY_BYTES_CAP, int(limit) // 4) if limit else BODY_BYTES_CAP
-
-
-def unfit_body(mc: Op) -> str:
-    """Why shard_map op `mc`'s body cannot be timed as a whole ("" when it can)."""
-    body = mc.regions[0]
-    ops = list(body.walk())
-    if any(op.name == "manual_computation" for op in ops):
-        return "a shard_map inside the body"
-    if any(op.has_trait("side_effect") or "callback" in op.attrs for op in ops):
-        return "effects or callbacks in the body (timing would run them)"
-    nbytes = sum(v.type.nbytes for v in [*body.params, *body.results])
-    cap = _bytes_cap(mc)
-    if nbytes > cap:
-        mib = f"{nbytes / 2**20:.3g} MiB per device, over {cap / 2**20:.3g}"
-        return f"inputs and outputs take {mib}"
-    return ""
-
-
-def _time_all(todo: list, unroll: bool, tail: Pipeline, agree, start: float) -> dict:
-    """{key: TimedDecision} for every (key, candidate, manual op) of `todo`, timed now
-    (candidate None: the manual op's whole body): every program compiled first, then the
-    runs share what is left of `BUDGET_S` counted from `start`. A body found unfit here
-    gets a decision with route "candidates" and its reason; every process takes process 0's
-    view of that (`agree`), so all time the same programs."""
+def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
+    """{key: TimedDecision} for every (key, candidate, manual op) of `todo`, timed now: every
+    program compiled first, then the runs share what is left of `BUDGET_S`."""
     if not todo:
         return {}
-    out, live = {}, []
-    for i, (key, c, mc) in enumerate(todo):
-        why = agree(f"unfit/{i}", unfit_body(mc)) if c is None else ""
-        if why:
-            out[key] = TimedDecision(0.0, 0.0, False, route="candidates", reason=why)
-        else:
-            live.append((i, key, c, mc))
-    progs = [
-        f
-        for _, _, c, mc in live
-        for f in (body_programs(mc, unroll, tail) if c is None else programs(c, mc, unroll, tail))
-    ]
-    if not progs:
-        return out
-    mc = live[0][3]
+    t0 = time.perf_counter()
+    progs = [f for _, c, mc in todo for f in programs(c, mc, unroll, tail)]
+    mc = todo[0][2]
     if backend_spmd.device_by_id(int(mc.attrs["device_ids"][0])).platform == "cpu":
         with ThreadPoolExecutor(2) as pool:  # compiling releases the GIL
             runners = list(pool.map(_Runner, progs))
@@ -278,31 +199,17 @@ def _time_all(todo: list, unroll: bool, tail: Pipeline, agree, start: float) -> 
         # the winner for the process (the user's program reuses it); a second compile
         # running beside it would skew that choice
         runners = [_Runner(f) for f in progs]
-    for j, (_, _, c, _) in enumerate(live):  # a body's two programs share its inputs
-        off, on = runners[2 * j : 2 * j + 2]
-        if c is None and off.shardings == on.shardings:
-            on.args = off.args
-    for j, (i, key, c, _) in enumerate(live):
-        left = BUDGET_S - (time.perf_counter() - start)
-        budget = max(left / (len(live) - j), MIN_BUDGET_S)
-        pair = runners[2 * j : 2 * j + 2]
-        if c is None:
-            # the first calls (they also warm up): only when they look too slow, the next
-            # ones decide, since first calls also allocate buffers and load kernels
-            probe = agree(f"probe/{i}", max(pair[0](1), pair[1](1)))
-            if probe > PROBE_SHARE * BUDGET_S:
-                probe = agree(f"probe/{i}/again", max(pair[0](1), pair[1](1)))
-            if probe > PROBE_SHARE * BUDGET_S:
-                why = f"one call takes {probe:.2f} s, over {PROBE_SHARE:.3g} of the budget"
-                out[key] = TimedDecision(probe, probe, False, route="candidates", reason=why)
-                continue
+    out = {}
+    for i, (key, _, _) in enumerate(todo):
+        left = BUDGET_S - (time.perf_counter() - t0)
+        budget = max(left / (len(todo) - i), MIN_BUDGET_S)
+        pair = runners[2 * i : 2 * i + 2]
         plain_s, ring_s = time_pair(*pair, budget, lambda v, i=i: agree(f"calls/{i}", v))
-        route = "body" if c is None else "candidates"
-        out[key] = TimedDecision(plain_s, ring_s, ring_s < (1.0 - MARGIN) * plain_s, route=route)
+        out[key] = TimedDecision(plain_s, ring_s, ring_s < (1.0 - MARGIN) * plain_s)
     return out
 
 
-def _shared(todo: list, unroll: bool, tail: Pipeline, start: float) -> dict:
+def _shared(todo: list, unroll: bool, tail: Pipeline) -> dict:
     """Process 0's decisions for `todo`, the same in every process of the job."""
     keys = [key for key, _, _ in todo]
     digest = hashlib.sha256(repr((keys, _generation[0])).encode()).hexdigest()[:16]
@@ -316,7 +223,7 @@ def _shared(todo: list, unroll: bool, tail: Pipeline, start: float) -> dict:
         known = {key: _load(key) for key in keys}
         left = [t for t in todo if known[t[0]] is None]
         distributed.kv_set(name + "/plan", json.dumps([keys.index(t[0]) for t in left]))
-        timed = _time_all(left, unroll, tail, agree, start)
+        timed = _time_all(left, unroll, tail, agree)
         for key, d in timed.items():
             _store(key, d)
         got = {**{k: d for k, d in known.items() if d is not None}, **timed}
@@ -327,71 +234,39 @@ def _shared(todo: list, unroll: bool, tail: Pipeline, start: float) -> dict:
     _time_all(
         [todo[k] for k in plan], unroll, tail, lambda what, _: json.loads(
             distributed.kv_get(f"{name}/{what}")
-        ), start
+        )
     )  # fmt: skip
     shared = json.loads(distributed.kv_get(name))
     return {key: TimedDecision(**{**d, "source": "shared"}) for key, d in zip(keys, shared)}
 
 
-def _settle(todo: list, unroll: bool, tail: Pipeline, start: float) -> None:
-    """Put a decision for every (key, candidate or None, manual op) of `todo` into `_memory`:
-    kept, loaded or timed now (with several processes, process 0's)."""
-    missing = [t for t in todo if t[0] not in _memory]
-    if not missing:
-        return
-    if distributed.is_initialized() and distributed.process_count() > 1:
-        got = _shared(missing, unroll, tail, start)
-    else:
-        got = {key: _load(key) for key, _, _ in missing}
-        left = [t for t in missing if got[t[0]] is None]
-        timed = _time_all(left, unroll, tail, lambda what, v: v, start)
-        for key, d in timed.items():
-            _store(key, d)
-        got.update(timed)
-    _memory.update(got)
-
-
-def _key(mc: Op, sig: str) -> tuple:
-    dev = backend_spmd.device_by_id(int(mc.attrs["device_ids"][0]))
-    return (str(dev.device_kind), len(mc.attrs["device_ids"]), sig)
-
-
 def _decisions(fn: Function, unroll: bool, tail: Pipeline) -> dict:
-    """{body_signature or signature: TimedDecision} for `fn`'s shard_map bodies: each
-    top-level body with candidates timed whole, and where a body is unfit for that (or is
-    nested), every distinct candidate of it timed alone."""
-    start = time.perf_counter()
-    bodies, sigs, of = [], {}, {}
-    for mc in fn.ops:
-        if mc.name == "manual_computation" and _all_candidates(mc):
-            sig = of[id(mc)] = body_signature(mc, unroll)
-            if sig not in sigs:
-                sigs[sig] = _key(mc, sig)
-                bodies.append((sigs[sig], None, mc))
+    """{signature: TimedDecision} for every candidate of `fn`'s shard_map bodies."""
+    todo, sigs = [], {}
+    for mc, c in shard_map_candidates(fn):
+        sig = signature(c, len(mc.attrs["device_ids"]), unroll)
+        dev = backend_spmd.device_by_id(int(mc.attrs["device_ids"][0]))
+        key = (str(dev.device_kind), len(mc.attrs["device_ids"]), sig)
+        if sig not in sigs:
+            sigs[sig] = key
+            todo.append((key, c, mc))
     with _lock:
-        _settle(bodies, unroll, tail, start)
-        # the candidates of the bodies decided by their candidates (every process sees the
-        # same body decisions here, so all time the same candidates)
-        todo = []
-        for mc in fn.ops:
-            if id(mc) not in of or _memory[sigs[of[id(mc)]]].route == "body":
-                continue
-            for inner, c in _all_candidates(mc):
-                sig = signature(c, len(inner.attrs["device_ids"]), unroll)
-                if sig not in sigs:
-                    sigs[sig] = _key(inner, sig)
-                    todo.append((sigs[sig], c, inner))
-        _settle(todo, unroll, tail, start)
+        missing = [t for t in todo if t[0] not in _memory]
+        if missing:
+            if distributed.is_initialized() and distributed.process_count() > 1:
+                got = _shared(missing, unroll, tail)
+            else:
+                got = {key: _load(key) for key, _, _ in missing}
+                left = [t for t in missing if got[t[0]] is None]
+                timed = _time_all(left, unroll, tail, lambda what, v: v)
+                for key, d in timed.items():
+                    _store(key, d)
+                got.update(timed)
+            _memory.update(got)
         out = {sig: _memory[key] for sig, key in sigs.items()}
         for key in list(_memory)[: max(len(_memory) - MAX_KEPT, 0)]:
             del _memory[key]
         return out
-
-
-def _all_candidates(mc: Op) -> list:
-    """(manual op, candidate) for every candidate of `mc`'s body and of shard_maps in it."""
-    body = mc.regions[0]
-    return shard_map_candidates(body) + [(mc, c) for c in find_candidates(body)]
 
 
 def decide(pipeline: Pipeline, timings: dict, fn: Function) -> Pipeline:
