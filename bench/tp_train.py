@@ -120,6 +120,16 @@ def hlo_summary(text: str) -> dict:
     }
 
 
+def attention_notes(compiled) -> list[str]:
+    """purejit's record of each attention it fused or refused in `compiled` (explain's
+    entries, one line each); [] for JAX."""
+    lowered = getattr(compiled, "lowered", None)
+    return [
+        " ".join(f"{k}={e[k]}" for k in ("where", "fused", "op", "batch_axes", "reason") if k in e)
+        for e in getattr(lowered, "attention", None) or []
+    ]
+
+
 def compile_once(lib, f, args):
     """The compiled program of the jitted `f` at `args`, which the calls of `f` then reuse.
 
@@ -297,8 +307,12 @@ def main(argv=None):
             for _ in range(args.check_steps):  # the same Adam steps for both libraries
                 st, loss = f(st, *a[1:])
             first[(name, kind)] = (lib.tree_util.tree_leaves(st[0]), float(loss))
+            notes = attention_notes(compiled)
+            if notes and not fused[(name, kind)]:
+                print(f"{name} {kind}: no cuDNN attention; explain: {notes}", file=sys.stderr)
             results[f"{name}_{kind}"] = {
                 "cudnn_attention": fused[(name, kind)],
+                "attention_notes": notes,
                 "temp_bytes": int(mem.temp_size_in_bytes),
                 "argument_bytes": int(mem.argument_size_in_bytes),
             }
