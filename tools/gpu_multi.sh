@@ -40,17 +40,6 @@ for step in "$@"; do
           > "$OUT/train4d_$kind.log" 2>&1
         echo "train4d $kind: rc=$?" >> "$OUT/steps.txt"
       done ;;
-    sweepa2)  # the anchor calibration against session 12's, on the rows whose decision flips
-      timeout 200 python3 -m bench.tp_mlp_sweep --out "$OUT/sweepa2" --devices 2 --iters 20 \
-        --repeats 5 --timeout 90 --calibrations 3 --calibration-method anchor,remainder \
-        --shapes 4096x2048,8192x2048,12288x2048,16384x2048 > "$OUT/sweepa2.log" 2>&1
-      for a in --check "--anchor 3072x4096x4096" \
-               "--calibrations $OUT/sweepa2/tp_mlp_calibrations_gpu.json"; do
-        timeout 60 python3 -m bench.tools.tp_mlp_fit "$OUT/sweepa2" $a >> "$OUT/fita2.log" 2>&1
-      done ;;
-    cala4) timeout 120 python3 -m bench.tp_mlp_sweep --out "$OUT/cala4" --devices "$N" --iters 20 \
-             --repeats 5 --timeout 90 --calibrations 3 --calibration-method anchor,remainder \
-             --shapes none > "$OUT/cala4.log" 2>&1 ;;
     train4e)  # after the C++ dispatch of SPMD programs: the default against JAX + cuDNN
       for kind in dp fsdp tp; do
         timeout 100 python3 -m bench.tp_train --out "$OUT/train4e_$kind" --devices "$N" \
@@ -105,11 +94,6 @@ for step in "$@"; do
     sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;
-    sweep2s) timeout 200 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep2s" --devices 2 --iters 20 \
-             --repeats 5 --timeout 90 --calibrations 5 --shapes 4096x2048,16384x2048 > "$OUT/sweep2s.log" 2>&1
-           timeout 60 python3 -m bench.tools.tp_mlp_fit "$OUT/sweep2s" --check > "$OUT/fit2s.log" 2>&1 ;;
-    cal4) timeout 150 python3 -m bench.tp_mlp_sweep --out "$OUT/cal4" --devices "$N" --iters 20 \
-             --repeats 5 --timeout 90 --calibrations 5 --shapes none > "$OUT/cal4.log" 2>&1 ;;
     *) echo "unknown step $step" ;;
   esac
   echo "$step: rc=$? $(( $(date +%s) - start )) s" >> "$OUT/steps.txt"
