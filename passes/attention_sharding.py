@@ -123,10 +123,15 @@ def _walk(ctx: _Rows, fn: Function):
         new = {k: why for k, why in (*inside.items(), *mine.items()) if k not in mix}
         if new:
             mix = {**mix, **new}
-        for r, s in zip(op.results, outs):
+        # an identity op of several values (an optimization_barrier) passes each operand's
+        # mix to its own result only: the split projection's barriers hold x with weight
+        # columns, and the gradients' barriers hold values of unrelated layers
+        apart = rule is _identity and len(op.results) == len(op.operands) > 1 and not new
+        for i, (r, s) in enumerate(zip(op.results, outs)):
             ctx.state[r] = list(s)
-            if mix:
-                ctx.mixed[r] = mix
+            each = ctx.mix_of(op.operands[i]) if apart else mix
+            if each:
+                ctx.mixed[r] = each
         if len(ctx.inside) > 1:  # inside a region: its op's results carry what it mixes
             for k, why in mix.items():
                 ctx.inside[-1].setdefault(k, why)

@@ -210,3 +210,15 @@ def test_shard_map_bodies_are_left_alone():
     assert any(op.name == "dot_product_attention" for op in fn.walk())
     assert prove(fn, (("dp",),) * 3, {"dp": 1}) == []
     assert not ShardAttention(("dp",), (1,), (0,), (("dp",),) * 3)(fn).changed
+
+
+def test_a_barrier_holding_a_batch_mixed_value_leaves_its_other_values_unmixed():
+    # GPU programs hold several values behind one optimization_barrier (the projection
+    # split's x with weight columns, gradients of unrelated layers): each result follows
+    # its own operand, so a mean over the batch beside x does not mix x's rows
+    def held(w, x):
+        xb, mb = purejit.lax.optimization_barrier((x, jnp.mean(x, axis=0)))
+        return _attention_loss(w, xb) + jnp.mean(mb)
+
+    got = _proved(_training(held, W, X), ((), ("fsdp",)), {"fsdp": 2})
+    assert [a for _, a, _ in got] == [("fsdp",)] * 2, got
