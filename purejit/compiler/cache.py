@@ -41,9 +41,12 @@ from purejit.compiler.cache_files import (
     counters,
     encode_entry,
     evict,
+    flush,
     folder_is_private,
     logger,
     parse_entry,
+    release_writes,
+    write_behind,
     write_entry,
 )
 from purejit.compiler.pass_cache import (
@@ -68,10 +71,13 @@ __all__ = [
     "encode_entry",
     "encode_ir_entry",
     "evict",
+    "flush",
     "folder_is_private",
     "key_text",
     "parse_entry",
+    "release_writes",
     "run_pipeline",
+    "write_behind",
     "write_entry",
 ]
 
@@ -118,6 +124,7 @@ def compile(
     """
 
     cache_dir = config.read("cache_dir") if cache_dir is None else cache_dir
+    release_writes()  # the pass cache's entry is encoded while XLA compiles
     kw = {"device": device, "disable_xla_passes": disable_xla_passes}
     if host_callbacks:
         kw["host_callbacks"] = host_callbacks

@@ -347,7 +347,8 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     # device kind, so they count in this call's figures ("calibration", inside "passes")
     timings = {"trace": t1 - t0}
     pipeline = calibration.calibrate(pipeline, timings, traced.fn)
-    fn, records = compile_cache.run_pipeline(pipeline, traced.fn)
+    # the entry is encoded while XLA compiles (`write_behind`)
+    fn, records = compile_cache.run_pipeline(pipeline, traced.fn, write_behind=True)
     t2 = time.perf_counter()
     paths = sig.paths
     donation = _donation(jc, sig, fn, paths)

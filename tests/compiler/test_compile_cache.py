@@ -281,3 +281,57 @@ def test_pass_cache_skips_the_passes_and_gives_the_same_program(tmp_path):
     cc.run_pipeline(Pipeline(disable=("cse",)), traced, cache_dir=str(tmp_path))
     assert cc.counters.bad_files == bad + 1
     assert data  # the entry existed before it was damaged
+
+
+def test_pass_cache_entry_is_written_behind_the_call_once_xla_compiles(tmp_path):
+    from purejit.passes import Pipeline
+
+    traced = purejit.jit(lambda x: jnp.tanh(x) * 3).lower(np.ones(5, np.float32)).traced
+    before = cc.counters.pass_hits
+    opt1, _ = cc.run_pipeline(Pipeline(), traced, cache_dir=str(tmp_path), write_behind=True)
+    # the write waits for an XLA compile (up to 2 s): nothing is on disk yet
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".pjir")]
+    # a reader in this process waits for the write: a hit, the same program
+    opt2, _ = cc.run_pipeline(Pipeline(), traced, cache_dir=str(tmp_path))
+    assert cc.counters.pass_hits == before + 1
+    assert stablehlo_of(opt2) == stablehlo_of(opt1)
+    # a compile releases the writes waiting for it; flush waits for them
+    cc.run_pipeline(Pipeline(disable=("cse",)), traced, cache_dir=str(tmp_path), write_behind=True)
+    cc.release_writes()
+    cc.flush()
+    assert len([n for n in os.listdir(tmp_path) if n.endswith(".pjir")]) == 2
+
+
+def stablehlo_of(fn):
+    from purejit.backend import stablehlo
+
+    return stablehlo.emit(fn)
+
+
+def test_a_write_behind_finishes_at_exit_and_never_fails_the_program(tmp_path, caplog):
+    # a process that only lowers (no compile releases the write) still leaves the entry
+    code = textwrap.dedent(
+        """
+        import sys
+        import numpy as np
+        import purejit, purejit.numpy as jnp
+        purejit.config.update(cache_dir=sys.argv[1])
+        purejit.jit(lambda x: jnp.sin(x) * 2).lower(np.ones(3, np.float32))
+        """
+    )
+    env = dict(os.environ)
+    env.pop("PUREJIT_CACHE_DIR", None)
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, timeout=120)
+    assert proc.returncode == 0
+    (name,) = [n for n in os.listdir(tmp_path) if n.endswith(".pjir")]
+    key = name[: -len(".pjir")]
+    assert cc.parse_entry((tmp_path / name).read_bytes(), key, "purejit-ir-json")[0]
+
+    # a job that fails is logged, not raised into the caller
+    def job():
+        raise ValueError("cannot encode")
+
+    with caplog.at_level("WARNING", logger="purejit"):
+        cc.write_behind(str(tmp_path / "x.pjir"), job, "the test's entry")
+        cc.flush()
+    assert any("the test's entry was not written" in r.getMessage() for r in caplog.records)
