@@ -8,7 +8,8 @@ SHA-256) and the payload. A file that is truncated, corrupt, written by another 
 another key is ignored (logged) and rewritten by the caller, never a crash. Writers write a
 temporary file in the same folder and `os.replace` it, so concurrent writers never expose half
 a file. `evict` keeps the folder under a size by deleting the least recently used entries
-(file mtime, refreshed on every hit by `_touch`).
+(file mtime, refreshed on every hit by `_touch`). `write_behind` writes an entry from a
+thread of its own (the pass cache's, while XLA compiles); `flush` waits for such writes.
 
 Loading an executable runs native code from the file, so, as ssh does with its keys, a cache
 folder is used only when it belongs to the current user and no one else can write to it (it

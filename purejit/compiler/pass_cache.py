@@ -6,6 +6,9 @@ function and the pass records (what `explain` shows) as JSON data (`purejit.ir.e
 reading it is about 6x faster than parsing the IR's text form and runs no code, unlike a
 pickle), so a warm process skips the passes too and only traces, emits and loads. Entries are
 `<key>.pjir` files of `purejit.compiler.cache_files`, under its folder checks and format.
+`lower` has a new entry encoded and written while XLA compiles the program
+(`cache_files.write_behind`), and the key's isomorphism proofs are the ones `roll_layers`
+reads (`_isomorphism.remembering`).
 """
 
 from __future__ import annotations
