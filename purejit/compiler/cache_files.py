@@ -9,7 +9,8 @@ another key is ignored (logged) and rewritten by the caller, never a crash. Writ
 temporary file in the same folder and `os.replace` it, so concurrent writers never expose half
 a file. `evict` keeps the folder under a size by deleting the least recently used entries
 (file mtime, refreshed on every hit by `_touch`). `write_behind` writes an entry from a
-thread of its own (the pass cache's, while XLA compiles); `flush` waits for such writes.
+thread of its own (the pass cache's while XLA compiles, the executable's after the first
+call); `flush` waits for such writes.
 
 Loading an executable runs native code from the file, so, as ssh does with its keys, a cache
 folder is used only when it belongs to the current user and no one else can write to it (it
@@ -168,15 +169,17 @@ _GATE_SECONDS = 2.0  # the longest a write waits for a compile to start (`releas
 
 def write_behind(path: str, job, what: str = "the cache entry") -> None:
     """Run `job()`, which makes and writes the entry at `path`, in a thread of its own, once
-    XLA's compile of the program starts (`release_writes`) or after `_GATE_SECONDS`.
+    an XLA compile in this process starts (`release_writes`), after `_GATE_SECONDS`, or at
+    exit, whichever comes first.
 
-    Encoding the pass cache's entry is Python, which holds the GIL: run before returning,
-    it cost the first call of a rolled 48-layer forward 15 ms; run while XLA compiles
-    (which releases the GIL, on a processor XLA leaves), it costs the call nothing. A
-    reader of `path` in this process waits for the write (`flush`), and so does the
-    interpreter at exit (the thread is not a daemon), so a later process finds the entry
-    as before. `job`'s OSError is logged as a failed write, any other error too (naming
-    `what`), never raised into the caller."""
+    The first call of a program waits for XLA's compile, not for what only a later process
+    reads. Encoding the pass cache's entry is Python (15 ms for a rolled 48-layer forward):
+    it runs while XLA compiles, which releases the GIL. Serialising the executable (25 ms
+    there) holds the GIL: it waits for the next compile, the clock or the exit. A reader
+    of `path` in this process waits for the write (`flush`), and so does the interpreter
+    at exit (the thread is not a daemon), so a later process finds the entry as before.
+    `job`'s OSError is logged as a failed write, any other error too (naming `what`),
+    never raised into the caller."""
     gate = threading.Event()
 
     def run():

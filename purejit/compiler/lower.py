@@ -198,6 +198,7 @@ class Lowered:
                 self.emitted.result_types,
                 device=device,
                 host_callbacks=callback.host_callbacks(self.emitted),
+                write_behind=True,  # the first call does not wait for serialising
             )
 
         calls = getattr(self, "attention_calls", None)

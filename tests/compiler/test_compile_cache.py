@@ -13,6 +13,7 @@ import pytest
 import purejit
 import purejit.numpy as jnp
 from purejit.compiler import cache as cc
+from purejit.compiler import cache_files
 
 # a child process: run one jitted program with the cache folder given as argv[1]; with
 # argv[2] == "forbid", XLA compilation raises, so only a cache hit can succeed
@@ -107,6 +108,34 @@ def test_hit_in_process_and_key_sensitivity(tmp_path, lowered):
     assert cc.cache_key(lowered.module) != cc.cache_key(
         lowered.module, disable_xla_passes=("fusion",)
     )
+
+
+def test_an_executable_written_behind_waits_for_the_next_compile(tmp_path, lowered, monkeypatch):
+    monkeypatch.setattr(cache_files, "_GATE_SECONDS", 60.0)  # no write by the clock here
+    exe, hit = cc.compile(
+        lowered.module,
+        lowered.fn.param_types,
+        lowered.fn.result_types,
+        cache_dir=str(tmp_path),
+        write_behind=True,
+    )
+    assert not hit
+    _check_runs(exe)  # the call does not wait for serialising: nothing on disk yet
+    assert not os.path.exists(_entry(lowered, tmp_path))
+    # a reader in this process waits for the write: a hit, and the entry is on disk
+    exe2, hit2 = _compile(lowered, tmp_path)
+    assert hit2 and os.path.exists(_entry(lowered, tmp_path))
+    _check_runs(exe2)
+    # through jit: the next compile (here a flush) lets the write go
+    old = purejit.config.read("cache_dir")
+    purejit.config.update("cache_dir", str(tmp_path / "jit"))
+    try:
+        np.asarray(purejit.jit(lambda x: jnp.cos(x) * 2)(np.ones(3, np.float32)))
+        cc.release_writes()
+        cc.flush()
+    finally:
+        purejit.config.update(cache_dir=old)
+    assert [n for n in os.listdir(tmp_path / "jit") if n.endswith(".pjx")]
 
 
 @pytest.mark.parametrize(
@@ -283,13 +312,15 @@ def test_pass_cache_skips_the_passes_and_gives_the_same_program(tmp_path):
     assert data  # the entry existed before it was damaged
 
 
-def test_pass_cache_entry_is_written_behind_the_call_once_xla_compiles(tmp_path):
+def test_pass_cache_entry_is_written_behind_the_call_once_xla_compiles(tmp_path, monkeypatch):
     from purejit.passes import Pipeline
+
+    monkeypatch.setattr(cache_files, "_GATE_SECONDS", 60.0)  # no write by the clock here
 
     traced = purejit.jit(lambda x: jnp.tanh(x) * 3).lower(np.ones(5, np.float32)).traced
     before = cc.counters.pass_hits
     opt1, _ = cc.run_pipeline(Pipeline(), traced, cache_dir=str(tmp_path), write_behind=True)
-    # the write waits for an XLA compile (up to 2 s): nothing is on disk yet
+    # the write waits for an XLA compile: nothing is on disk yet
     assert not [n for n in os.listdir(tmp_path) if n.endswith(".pjir")]
     # a reader in this process waits for the write: a hit, the same program
     opt2, _ = cc.run_pipeline(Pipeline(), traced, cache_dir=str(tmp_path))
