@@ -14,6 +14,8 @@ candidates, `compare` proves each pair.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from dataclasses import dataclass, field
 
@@ -78,6 +80,26 @@ def _where(op, k: int) -> str:
     return f"op {k} `{op.name}`" + (f" ({op.loc})" if op.loc else "")
 
 
+# (id(a), id(b), constants_may_differ) -> (a, b, Comparison) inside `remembering`
+_remembered: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "purejit_isomorphism_answers", default=None
+)
+
+
+@contextlib.contextmanager
+def remembering():
+    """`compare` keeps its answers while inside (for this thread): the pass cache's key
+    (`pass_cache.key_text`) proves each layer's function isomorphic to the first, and
+    `roll_layers` proves the same pairs again just after (47 proofs, 20 ms, for the 48-layer
+    bench transformer). Only for functions nothing changes meanwhile: an answer is kept
+    for the two objects compared, and passes make new functions rather than change them."""
+    token = _remembered.set({})
+    try:
+        yield
+    finally:
+        _remembered.reset(token)
+
+
 def compare(a: Function, b: Function, *, constants_may_differ: bool = True) -> Comparison:
     """Prove `a` and `b` isomorphic (see the module docstring), or say where they differ.
 
@@ -88,7 +110,14 @@ def compare(a: Function, b: Function, *, constants_may_differ: bool = True) -> C
     Returns:
         A `Comparison`: `reason` names the first difference (op index, names, types).
     """
-    return _compare(a, b, constants_may_differ)
+    memo = _remembered.get()
+    if memo is None:
+        return _compare(a, b, constants_may_differ)
+    key = (id(a), id(b), constants_may_differ)
+    kept = memo.get(key)
+    if kept is None or kept[0] is not a or kept[1] is not b:
+        kept = memo[key] = (a, b, _compare(a, b, constants_may_differ))
+    return kept[2]
 
 
 def _compare(a: Function, b: Function, constants_ok: bool) -> Comparison:

@@ -41,11 +41,15 @@ from purejit.compiler.cache_files import (
     counters,
     encode_entry,
     evict,
+    flush,
     folder_is_private,
     logger,
     parse_entry,
+    release_writes,
+    write_behind,
     write_entry,
 )
+from purejit.compiler.cache_files import write_behind as cache_write_behind
 from purejit.compiler.pass_cache import (
     LazyRecords,
     decode_ir_entry,
@@ -68,10 +72,13 @@ __all__ = [
     "encode_entry",
     "encode_ir_entry",
     "evict",
+    "flush",
     "folder_is_private",
     "key_text",
     "parse_entry",
+    "release_writes",
     "run_pipeline",
+    "write_behind",
     "write_entry",
 ]
 
@@ -98,6 +105,7 @@ def compile(
     cache_dir: str | None = None,
     host_callbacks: Sequence = (),
     min_compile_time_s: float = 0.0,
+    write_behind: bool = False,
 ):
     """Compile `module`, or load it from the persistent cache when `cache_dir` is set.
 
@@ -113,11 +121,17 @@ def compile(
         min_compile_time_s: a compile faster than this is not written to the cache (JAX's
             `persistent_cache_min_compile_time_secs`: reading costs a file, and writing a
             program that compiles in milliseconds saves nothing).
+        write_behind: serialise and write the executable in a thread of its own
+            (`cache_files.write_behind`), when the next compile in this process starts,
+            after 2 s, or at exit, whichever comes first: XLA's serialiser holds the GIL
+            (25 ms for a rolled 48-layer forward's executable), so the first call does not
+            wait for it. Readers of the entry in this process wait for the write.
     Returns:
         `(executable, hit)`: a `pjrt.Executable` and whether it came from the cache.
     """
 
     cache_dir = config.read("cache_dir") if cache_dir is None else cache_dir
+    release_writes()  # the pass cache's entry is encoded while XLA compiles
     kw = {"device": device, "disable_xla_passes": disable_xla_passes}
     if host_callbacks:
         kw["host_callbacks"] = host_callbacks
@@ -141,14 +155,22 @@ def compile(
     exe = pjrt.compile(module, param_types, result_types, **kw)
     if time.perf_counter() - start < min_compile_time_s:
         return exe, False
-    try:
-        payload = pjrt.serialize_executable(exe, device)
-    except Exception as e:  # noqa: BLE001 - a runtime that cannot serialise: just don't cache
-        logger.warning("purejit cache: this executable cannot be serialised (%s)", e)
+    folder = os.fspath(cache_dir)
+
+    def store():
+        try:
+            payload = pjrt.serialize_executable(exe, device)
+        except Exception as e:  # noqa: BLE001 - a runtime that cannot serialise: don't cache
+            logger.warning("purejit cache: this executable cannot be serialised (%s)", e)
+            return
+        write_entry(folder, key, payload)
+        evict(folder, int(config.read("cache_max_bytes")), keep=key + _SUFFIX)
+
+    if write_behind:
+        cache_write_behind(path, store, "the compiled executable")
         return exe, False
     try:
-        write_entry(os.fspath(cache_dir), key, payload)
-        evict(os.fspath(cache_dir), int(config.read("cache_max_bytes")), keep=key + _SUFFIX)
+        store()
     except OSError as e:  # a read-only or full disk must not fail the compile
         logger.warning("purejit cache: could not write to %s (%s)", cache_dir, e)
     return exe, False

@@ -8,7 +8,9 @@ SHA-256) and the payload. A file that is truncated, corrupt, written by another 
 another key is ignored (logged) and rewritten by the caller, never a crash. Writers write a
 temporary file in the same folder and `os.replace` it, so concurrent writers never expose half
 a file. `evict` keeps the folder under a size by deleting the least recently used entries
-(file mtime, refreshed on every hit by `_touch`).
+(file mtime, refreshed on every hit by `_touch`). `write_behind` writes an entry from a
+thread of its own (the pass cache's while XLA compiles, the executable's after the first
+call); `flush` waits for such writes.
 
 Loading an executable runs native code from the file, so, as ssh does with its keys, a cache
 folder is used only when it belongs to the current user and no one else can write to it (it
@@ -67,7 +69,9 @@ counters = CacheCounters()
 
 
 def _read(path: str, key: str, kind: str) -> bytes | None:
-    """The payload of a valid entry for `key`, or None (missing, refused, or bad and logged)."""
+    """The payload of a valid entry for `key`, or None (missing, refused, or bad and logged).
+    A write of `path` still under way in this process (`write_behind`) is waited for."""
+    flush(path)
     try:
         # not through a symbolic link; the owner and mode are checked on the open file, so
         # the file cannot be swapped between the check and the read
@@ -153,6 +157,71 @@ def write_entry(cache_dir: str, key: str, payload: bytes, suffix: str = _SUFFIX)
         raise
     counters.writes += 1
     return final
+
+
+# --- writes behind the caller -------------------------------------------------------------
+
+# entry path -> (the thread writing it, the event it waits for), under `_behind_lock`
+_behind: dict[str, tuple[threading.Thread, threading.Event]] = {}
+_behind_lock = threading.Lock()
+_GATE_SECONDS = 2.0  # the longest a write waits for a compile to start (`release_writes`)
+
+
+def write_behind(path: str, job, what: str = "the cache entry") -> None:
+    """Run `job()`, which makes and writes the entry at `path`, in a thread of its own, once
+    an XLA compile in this process starts (`release_writes`), after `_GATE_SECONDS`, or at
+    exit, whichever comes first.
+
+    The first call of a program waits for XLA's compile, not for what only a later process
+    reads. Encoding the pass cache's entry is Python (15 ms for a rolled 48-layer forward):
+    it runs while XLA compiles, which releases the GIL. Serialising the executable (25 ms
+    there) holds the GIL: it waits for the next compile, the clock or the exit. A reader
+    of `path` in this process waits for the write (`flush`), and so does the interpreter
+    at exit (the thread is not a daemon), so a later process finds the entry as before.
+    `job`'s OSError is logged as a failed write, any other error too (naming `what`),
+    never raised into the caller."""
+    gate = threading.Event()
+
+    def run():
+        try:
+            gate.wait(_GATE_SECONDS)
+            job()
+        except OSError as e:
+            logger.warning("purejit cache: could not write %s (%s)", path, e)
+        except Exception as e:  # noqa: BLE001 - a cache write must never fail a program
+            logger.warning("purejit cache: %s was not written (%s)", what, e)
+        finally:
+            with _behind_lock:
+                if _behind.get(path, (None,))[0] is threading.current_thread():
+                    del _behind[path]
+
+    flush(path)  # one writer of a path at a time: the latest entry is the one left
+    thread = threading.Thread(target=run, name="purejit-cache-write")
+    with _behind_lock:  # registered and started at once: `flush` joins only started threads
+        _behind[path] = (thread, gate)
+        thread.start()
+
+
+def release_writes() -> None:
+    """Let the writes waiting in `write_behind` run: XLA is about to compile."""
+    with _behind_lock:
+        for _, gate in _behind.values():
+            gate.set()
+
+
+# at exit, before the interpreter joins its threads, the writes waiting for a compile run
+# at once (`threading._register_atexit`, which concurrent.futures uses too)
+getattr(threading, "_register_atexit", lambda f: None)(release_writes)
+
+
+def flush(path: str | None = None) -> None:
+    """Finish the writes under way in this process (`write_behind`): of `path`, or all."""
+    with _behind_lock:
+        pending = list(_behind.values()) if path is None else [_behind.get(path)]
+    for item in pending:
+        if item is not None and item[0] is not threading.current_thread():
+            item[1].set()
+            item[0].join()
 
 
 def _touch(path: str):

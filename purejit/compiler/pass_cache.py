@@ -6,6 +6,9 @@ function and the pass records (what `explain` shows) as JSON data (`purejit.ir.e
 reading it is about 6x faster than parsing the IR's text form and runs no code, unlike a
 pickle), so a warm process skips the passes too and only traces, emits and loads. Entries are
 `<key>.pjir` files of `purejit.compiler.cache_files`, under its folder checks and format.
+`lower` has a new entry encoded and written while XLA compiles the program
+(`cache_files.write_behind`), and the key's isomorphism proofs are the ones `roll_layers`
+reads (`_isomorphism.remembering`).
 """
 
 from __future__ import annotations
@@ -29,21 +32,26 @@ from purejit.compiler.cache_files import (
     logger,
     write_entry,
 )
+from purejit.compiler.cache_files import write_behind as cache_write_behind
 from purejit.config import config
 from purejit.ir import Function, Op, print_function
 from purejit.ir.encoding import decode_function, encode_function
-from purejit.passes._isomorphism import bucket_key, compare
+from purejit.passes._isomorphism import bucket_key, compare, remembering
 
 _IR_FORMAT = 3  # the pass cache's entries (1, 2: the passes' outputs written too)
 
 
-def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
+def run_pipeline(pipeline, fn, *, cache_dir: str | None = None, write_behind: bool = False):
     """`pipeline.run(fn)`, or its result from the persistent cache when `cache_dir` is set.
 
     Args:
         pipeline: a `purejit.passes.Pipeline`.
         fn: the traced function.
         cache_dir: default `purejit.config.read("cache_dir")`; None or "" runs the passes.
+        write_behind: encode and write a new entry in a thread of its own
+            (`cache_files.write_behind`), which runs while XLA compiles the program; readers
+            of the entry in this process wait for it. The optimised function and records
+            are read, never changed, by the writer (passes make new functions).
     Returns:
         `(optimised function, pass records)`, as `Pipeline.run` returns them.
     """
@@ -51,7 +59,12 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
     fingerprint = _pipeline_fingerprint(pipeline) if cache_dir else None
     if fingerprint is None or not folder_is_private(os.fspath(cache_dir)):
         return pipeline.run(fn)
+    # the key's isomorphism proofs are the ones `roll_layers` makes first
+    with remembering():
+        return _run_cached(pipeline, fn, cache_dir, fingerprint, write_behind)
 
+
+def _run_cached(pipeline, fn, cache_dir, fingerprint: str, write_behind: bool):
     text = key_text(fn)
     h = hashlib.sha256(b"purejit-pass-cache/%d/%d\0" % (_FORMAT, _IR_FORMAT))
     for part in (_code_fingerprint(), fingerprint, text):
@@ -73,13 +86,21 @@ def run_pipeline(pipeline, fn, *, cache_dir: str | None = None):
             return opt, records
     counters.pass_misses += 1
     opt, records = pipeline.run(fn)
-    try:
-        payload = encode_ir_entry(opt, records, fn)
-    except (TypeError, ValueError) as e:  # an attribute the encoding cannot hold
-        logger.warning("purejit cache: this program's IR cannot be cached (%s)", e)
+    folder = os.fspath(cache_dir)
+
+    def store():
+        try:
+            payload = encode_ir_entry(opt, records, fn)
+        except (TypeError, ValueError) as e:  # an attribute the encoding cannot hold
+            logger.warning("purejit cache: this program's IR cannot be cached (%s)", e)
+            return
+        write_entry(folder, key, payload, _IR_SUFFIX)
+
+    if write_behind:
+        cache_write_behind(path, store, "the pass cache's entry")
         return opt, records
     try:
-        write_entry(os.fspath(cache_dir), key, payload, _IR_SUFFIX)
+        store()
     except OSError as e:
         logger.warning("purejit cache: could not write the pass cache to %s (%s)", cache_dir, e)
     return opt, records

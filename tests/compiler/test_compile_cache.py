@@ -13,6 +13,7 @@ import pytest
 import purejit
 import purejit.numpy as jnp
 from purejit.compiler import cache as cc
+from purejit.compiler import cache_files
 
 # a child process: run one jitted program with the cache folder given as argv[1]; with
 # argv[2] == "forbid", XLA compilation raises, so only a cache hit can succeed
@@ -107,6 +108,34 @@ def test_hit_in_process_and_key_sensitivity(tmp_path, lowered):
     assert cc.cache_key(lowered.module) != cc.cache_key(
         lowered.module, disable_xla_passes=("fusion",)
     )
+
+
+def test_an_executable_written_behind_waits_for_the_next_compile(tmp_path, lowered, monkeypatch):
+    monkeypatch.setattr(cache_files, "_GATE_SECONDS", 60.0)  # no write by the clock here
+    exe, hit = cc.compile(
+        lowered.module,
+        lowered.fn.param_types,
+        lowered.fn.result_types,
+        cache_dir=str(tmp_path),
+        write_behind=True,
+    )
+    assert not hit
+    _check_runs(exe)  # the call does not wait for serialising: nothing on disk yet
+    assert not os.path.exists(_entry(lowered, tmp_path))
+    # a reader in this process waits for the write: a hit, and the entry is on disk
+    exe2, hit2 = _compile(lowered, tmp_path)
+    assert hit2 and os.path.exists(_entry(lowered, tmp_path))
+    _check_runs(exe2)
+    # through jit: the next compile (here a flush) lets the write go
+    old = purejit.config.read("cache_dir")
+    purejit.config.update("cache_dir", str(tmp_path / "jit"))
+    try:
+        np.asarray(purejit.jit(lambda x: jnp.cos(x) * 2)(np.ones(3, np.float32)))
+        cc.release_writes()
+        cc.flush()
+    finally:
+        purejit.config.update(cache_dir=old)
+    assert [n for n in os.listdir(tmp_path / "jit") if n.endswith(".pjx")]
 
 
 @pytest.mark.parametrize(
@@ -281,3 +310,59 @@ def test_pass_cache_skips_the_passes_and_gives_the_same_program(tmp_path):
     cc.run_pipeline(Pipeline(disable=("cse",)), traced, cache_dir=str(tmp_path))
     assert cc.counters.bad_files == bad + 1
     assert data  # the entry existed before it was damaged
+
+
+def test_pass_cache_entry_is_written_behind_the_call_once_xla_compiles(tmp_path, monkeypatch):
+    from purejit.passes import Pipeline
+
+    monkeypatch.setattr(cache_files, "_GATE_SECONDS", 60.0)  # no write by the clock here
+
+    traced = purejit.jit(lambda x: jnp.tanh(x) * 3).lower(np.ones(5, np.float32)).traced
+    before = cc.counters.pass_hits
+    opt1, _ = cc.run_pipeline(Pipeline(), traced, cache_dir=str(tmp_path), write_behind=True)
+    # the write waits for an XLA compile: nothing is on disk yet
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".pjir")]
+    # a reader in this process waits for the write: a hit, the same program
+    opt2, _ = cc.run_pipeline(Pipeline(), traced, cache_dir=str(tmp_path))
+    assert cc.counters.pass_hits == before + 1
+    assert stablehlo_of(opt2) == stablehlo_of(opt1)
+    # a compile releases the writes waiting for it; flush waits for them
+    cc.run_pipeline(Pipeline(disable=("cse",)), traced, cache_dir=str(tmp_path), write_behind=True)
+    cc.release_writes()
+    cc.flush()
+    assert len([n for n in os.listdir(tmp_path) if n.endswith(".pjir")]) == 2
+
+
+def stablehlo_of(fn):
+    from purejit.backend import stablehlo
+
+    return stablehlo.emit(fn)
+
+
+def test_a_write_behind_finishes_at_exit_and_never_fails_the_program(tmp_path, caplog):
+    # a process that only lowers (no compile releases the write) still leaves the entry
+    code = textwrap.dedent(
+        """
+        import sys
+        import numpy as np
+        import purejit, purejit.numpy as jnp
+        purejit.config.update(cache_dir=sys.argv[1])
+        purejit.jit(lambda x: jnp.sin(x) * 2).lower(np.ones(3, np.float32))
+        """
+    )
+    env = dict(os.environ)
+    env.pop("PUREJIT_CACHE_DIR", None)
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, timeout=120)
+    assert proc.returncode == 0
+    (name,) = [n for n in os.listdir(tmp_path) if n.endswith(".pjir")]
+    key = name[: -len(".pjir")]
+    assert cc.parse_entry((tmp_path / name).read_bytes(), key, "purejit-ir-json")[0]
+
+    # a job that fails is logged, not raised into the caller
+    def job():
+        raise ValueError("cannot encode")
+
+    with caplog.at_level("WARNING", logger="purejit"):
+        cc.write_behind(str(tmp_path / "x.pjir"), job, "the test's entry")
+        cc.flush()
+    assert any("the test's entry was not written" in r.getMessage() for r in caplog.records)

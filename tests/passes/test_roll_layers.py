@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from purejit.ir import interpret, parse, print_function, verify
-from purejit.passes._isomorphism import compare
+from purejit.passes._isomorphism import compare, remembering
 from purejit.passes.dce import DCE
 from purejit.passes.roll_layers import RollLayers
 
@@ -140,6 +140,19 @@ def test_isomorphism_names_shapes_and_ops():
     assert compare(a, b).reason == "parameter 1 is f32[4] vs f32[] (different shapes)"
     c = parse(_chain(acts=("logistic",) * 3)).ops[0].regions[0]
     assert compare(a, c).reason == "op 2 is `tanh` vs `logistic`"
+
+
+def test_remembered_proofs_are_for_the_same_two_functions():
+    a = parse(_chain()).ops[0].regions[0]
+    b = parse(_chain()).ops[0].regions[0]
+    c = parse(_chain(acts=("logistic",) * 3)).ops[0].regions[0]
+    with remembering():
+        first = compare(a, b)
+        assert first.same and compare(a, b) is first  # the pass cache's key, then roll_layers
+        assert compare(a, c).reason == "op 2 is `tanh` vs `logistic`"
+        assert compare(b, a) is not first and compare(b, a).same  # another pair: proved
+        assert compare(a, b, constants_may_differ=False) is not first
+    assert compare(a, b) is not first  # outside, nothing is kept
 
 
 def test_a_differing_constant_is_stacked():
