@@ -88,6 +88,10 @@ ALLOWED = {
     ("purejit/transforms/autodiff/_core.py", "_INTERNED"): (
         "the key of each rule interned by value (as CUSTOM_RULES), written under a lock"
     ),
+    ("purejit/compiler/cache_files.py", "_behind"): (
+        "cache writes under way in this process's threads (one per entry path, removed when "
+        "written), written under a lock"
+    ),
     ("purejit/compiler/cache_files.py", "_refused"): (
         "cache folders already warned about (one warning each; as many as the user configured),"
         " written under a lock"
