@@ -341,3 +341,41 @@ def folder_is_private(cache_dir: str) -> bool:
         _refuse(cache_dir, problem)
         return False
     return True
+
+
+# --- small JSON records beside the entries (measured figures, timed decisions) -------------
+
+
+def _record_path(cache_dir, prefix: str, key) -> str:
+    h = hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:16]
+    return os.path.join(os.fspath(cache_dir), f"{prefix}-{h}.json")
+
+
+def read_record(cache_dir, prefix: str, key) -> dict | None:
+    """The JSON record `write_record` left for `key` under `prefix` in `cache_dir`, or None
+    (no folder set, a folder others can write to, missing, unreadable, or another key's)."""
+    if not cache_dir or not folder_is_private(os.fspath(cache_dir)):
+        return None
+    try:
+        with open(_record_path(cache_dir, prefix, key)) as f:
+            rec = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and rec.get("key") == list(key) else None
+
+
+def write_record(cache_dir, prefix: str, key, fields: dict) -> None:
+    """Write `{"key": key, **fields}` as `prefix`'s record for `key` (through a temporary file
+    and a rename); a folder others can write to, or one that cannot be written, is left
+    alone (the caller keeps its figures in memory)."""
+    if not cache_dir or not folder_is_private(os.fspath(cache_dir)):
+        return  # the persistent compile cache's rule: a folder only this user can write
+    path = _record_path(cache_dir, prefix, key)
+    try:
+        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+        tmp = path + f".{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump({"key": list(key), **fields}, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import time
 from dataclasses import replace
@@ -30,7 +29,7 @@ from dataclasses import replace
 from purejit.backend import calibration as _measure
 from purejit.backend import distributed, pjrt, spmd
 from purejit.compiler import candidate_timing
-from purejit.compiler.cache import folder_is_private
+from purejit.compiler.cache_files import read_record, write_record
 from purejit.config import config
 from purejit.passes.collective_matmul import Calibration
 
@@ -41,39 +40,17 @@ _generation = [0]  # bumped by `forget`, so a new decision gets fresh key-value 
 measure = _measure.measure
 
 
-def _path(cache_dir: str, key) -> str:
-    h = hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:16]
-    return os.path.join(os.fspath(cache_dir), f"calibration-{h}.json")
-
-
 def _load(key) -> Calibration | None:
-    cache_dir = config.read("cache_dir")
-    if not cache_dir or not folder_is_private(os.fspath(cache_dir)):
-        return None
-    try:
-        with open(_path(cache_dir, key)) as f:
-            rec = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if rec.get("key") != list(key) or "plain_latency_s" not in rec.get("calibration", {}):
-        # another device set, or figures from before the model measured it all (without
-        # `plain_latency_s`, `step_latency_s` was a bare transfer's cost, not a ring step's)
+    rec = read_record(config.read("cache_dir"), "calibration", key)
+    if rec is None or "plain_latency_s" not in rec.get("calibration", {}):
+        # none, or figures from before the model measured it all (without `plain_latency_s`,
+        # `step_latency_s` was a bare transfer's cost, not a ring step's)
         return None
     return Calibration(**rec["calibration"])
 
 
 def _store(key, cal: Calibration) -> None:
-    cache_dir = config.read("cache_dir")
-    if not cache_dir or not folder_is_private(os.fspath(cache_dir)):
-        return  # the persistent compile cache's rule: a folder only this user can write
-    try:
-        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-        tmp = _path(cache_dir, key) + f".{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump({"key": list(key), "calibration": cal.as_dict()}, f)
-        os.replace(tmp, _path(cache_dir, key))
-    except OSError:  # an unwritable cache: the figures stay in memory for this process
-        pass
+    write_record(config.read("cache_dir"), "calibration", key, {"calibration": cal.as_dict()})
 
 
 def _measured(devices) -> Calibration:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import statistics
 import threading
 import time
@@ -47,7 +46,7 @@ import numpy as np
 from purejit.backend import distributed
 from purejit.backend import spmd as backend_spmd
 from purejit.compiler import spmd
-from purejit.compiler.cache_files import folder_is_private
+from purejit.compiler.cache_files import read_record, write_record
 from purejit.config import config
 from purejit.ir import Function, Op, TensorType, Value, verify
 from purejit.passes import Pipeline
@@ -154,37 +153,16 @@ def programs(c, mc: Op, unroll: bool, tail: Pipeline) -> tuple[Function, Functio
     return tuple(tail.run(_whole(b, mc))[0] for b in (plain, ring))
 
 
-def _path(cache_dir: str, key) -> str:
-    h = hashlib.sha256(json.dumps(list(key)).encode()).hexdigest()[:16]
-    return os.path.join(os.fspath(cache_dir), f"collective-matmul-{h}.json")
-
-
 def _load(key) -> TimedDecision | None:
-    cache_dir = config.read("cache_dir")
-    if not cache_dir or not folder_is_private(os.fspath(cache_dir)):
-        return None
+    rec = read_record(config.read("cache_dir"), "collective-matmul", key)
     try:
-        with open(_path(cache_dir, key)) as f:
-            rec = json.load(f)
-        if rec.get("key") != list(key):
-            return None
-        return TimedDecision(**{**rec["decision"], "source": "loaded"})
-    except (OSError, ValueError, TypeError, KeyError):
+        return None if rec is None else TimedDecision(**{**rec["decision"], "source": "loaded"})
+    except (TypeError, KeyError):
         return None
 
 
 def _store(key, d: TimedDecision) -> None:
-    cache_dir = config.read("cache_dir")
-    if not cache_dir or not folder_is_private(os.fspath(cache_dir)):
-        return  # the persistent compile cache's rule: a folder only this user can write
-    try:
-        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-        tmp = _path(cache_dir, key) + f".{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump({"key": list(key), "decision": d.as_dict()}, f)
-        os.replace(tmp, _path(cache_dir, key))
-    except OSError:  # an unwritable cache: the decision stays in memory for this process
-        pass
+    write_record(config.read("cache_dir"), "collective-matmul", key, {"decision": d.as_dict()})
 
 
 def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
