@@ -126,7 +126,7 @@ def _walk(ctx: _Rows, fn: Function):
         # an identity op of several values (an optimization_barrier) passes each operand's
         # mix to its own result only: the split projection's barriers hold x with weight
         # columns, and the gradients' barriers hold values of unrelated layers
-        apart = rule is _identity and len(op.results) == len(op.operands) > 1 and not new
+        apart = rule is _identity and len(op.results) == len(op.operands) > 1
         for i, (r, s) in enumerate(zip(op.results, outs)):
             ctx.state[r] = list(s)
             each = ctx.mix_of(op.operands[i]) if apart else mix

@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -330,6 +330,7 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     t0 = time.perf_counter()
     # fused attention follows the compiler option (purejit.config's when not given)
     fused = jc.options.attention_enabled()
+    injection = _attention_injection()
     per_device = False
     if jc.in_shardings is not None or jc.out_shardings is not None:
         # XLA cannot partition cuDNN's attention call: a partitioned program fuses attention
@@ -338,21 +339,20 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         # emitted; repeated layers stay unrolled until the many-GPU steps are measured no
         # slower rolled (and remat's automatic plan is off unless forced:
         # `passes.remat.over_devices`)
-        inject = _attention_injection()
-        per_device = fused and cudnn_fmha.may_emit(inject.get("platform"), inject.get("target"))
+        per_device = fused and cudnn_fmha.may_emit(
+            injection.get("platform"), injection.get("target")
+        )
         options = replace(jc.options, roll_layers=False, partitioned=True)
         jc = replace(jc, options=options if per_device else replace(options, fused_attention=False))
-    fn, records, traced, out_tree, tail, timings, extras = _optimise(jc, sig, stats, t0)
+    opt = _optimise(jc, sig, stats, t0)
     t2 = time.perf_counter()
-    paths = sig.paths
-    layout = _layout(jc, sig, fn, out_tree)
+    layout = _layout(jc, sig, opt.fn, opt.out_tree)
     if layout is not None and per_device:
-        fn, records, traced, out_tree, tail, timings, extras = _attention_per_device(
-            jc, sig, stats, layout, (fn, records, traced, out_tree, tail, timings, extras)
-        )
+        opt = _attention_per_device(jc, sig, stats, layout, opt)
         t2 = time.perf_counter()
-        layout = _layout(jc, sig, fn, out_tree)
-    residuals, fused_reports = extras
+        layout = _layout(jc, sig, opt.fn, opt.out_tree)
+    fn, records, traced, out_tree, tail = opt.fn, opt.records, opt.traced, opt.out_tree, opt.tail
+    paths = sig.paths
     donation = _donation(jc, sig, fn, paths)
     if layout is not None and tail is not None:  # SPMD programs take every pass now
         fn, more = tail.run(fn)
@@ -364,7 +364,6 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     manual = None
     if layout is not None:
         manual, fused = fused, False
-    injection = _attention_injection()
     with cudnn_fmha.emission(enabled=fused, manual=manual, **injection) as attention_calls:
         if layout is not None:
             module = layout.emit(fn, arg_attrs=arg_attrs)
@@ -381,15 +380,15 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         list(sig.avals),
         out_tree,
         traced.out_avals,
-        {**timings, "emit": t3 - t2},
+        {**opt.timings, "emit": t3 - t2},
         paths,
         donation,
         layout,
         xla_off,
         tail,
     )
-    lowered.residuals = residuals
-    lowered.attention = list(fused_reports)
+    lowered.residuals = opt.residuals
+    lowered.attention = opt.reports
     lowered.attention_calls = attention_calls
     if layout is not None:
         lowered.reemit = lambda: layout.emit(fn, arg_attrs=arg_attrs)
@@ -398,9 +397,21 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     return lowered
 
 
-def _optimise(jc: JitConfig, sig: CallSignature, stats, t0: float):
-    """Trace and run the pipeline: `(fn, records, traced, out_tree, tail, timings,
-    (residuals, attention reports))`."""
+class _Optimised(NamedTuple):
+    """A traced program after the pipeline (`_optimise`)."""
+
+    fn: Function  # the optimised program
+    records: list  # what each pass did
+    traced: object  # the trace (`traced.fn`: the program as traced)
+    out_tree: PyTreeDef
+    tail: object  # the passes left for later (purejit's fusion and buffer plans), or None
+    timings: dict  # seconds: "trace", "passes", "calibration"
+    residuals: list  # what each differentiation saved
+    reports: list  # each attention fused or refused, for explain
+
+
+def _optimise(jc: JitConfig, sig: CallSignature, stats, t0: float) -> _Optimised:
+    """Trace `jc.fun` for `sig` and run the pipeline."""
     # what each differentiation saved and each attention fused or refused, for explain
     attention = jc.attention.collecting() if jc.attention else contextlib.nullcontext([])
     with context.collecting_remat_records() as residuals, attention as fused_reports:
@@ -422,11 +433,13 @@ def _optimise(jc: JitConfig, sig: CallSignature, stats, t0: float):
     # the entry is encoded while XLA compiles (`write_behind`)
     fn, records = compile_cache.run_pipeline(pipeline, traced.fn, write_behind=True)
     timings["passes"] = time.perf_counter() - t1
-    return fn, records, traced, out_tree, tail, timings, (residuals, list(fused_reports))
+    return _Optimised(fn, records, traced, out_tree, tail, timings, residuals, list(fused_reports))
 
 
-def _attention_per_device(jc: JitConfig, sig: CallSignature, stats, layout, front):
-    """`front` (what `_optimise` returned) with each attention op proved to follow a batch
+def _attention_per_device(
+    jc: JitConfig, sig: CallSignature, stats, layout, front: _Optimised
+) -> _Optimised:
+    """`front` with each attention op proved to follow a batch
     split run per device (`passes/attention_sharding.py`). When an op is refused and the
     rewrite fused hand-written attention, the program is traced again with the rewrite off,
     so attention the proof does not cover stays exactly as written (attention the user
@@ -434,19 +447,18 @@ def _attention_per_device(jc: JitConfig, sig: CallSignature, stats, layout, fron
     mesh = layout.mesh
     axes = tuple(
         tuple(ns.dims(p.type.rank)[0]) if p.type.rank else ()
-        for ns, p in zip(layout.in_shardings, front[0].params)
+        for ns, p in zip(layout.in_shardings, front.fn.params)
     )
     shard = ShardAttention(mesh.axis_names, tuple(mesh.mesh_shape), tuple(mesh.device_ids), axes)
 
-    def run(front):
-        fn, records, *rest = front
-        new, more = Pipeline([shard], verify_each=False).run(fn)
-        rest[3]["passes"] += more[-1].seconds  # timings
-        return (new, records + more[1:], *rest), more[-1].report
+    def run(opt: _Optimised):
+        new, more = Pipeline([shard], verify_each=False).run(opt.fn)
+        opt.timings["passes"] += more[-1].seconds
+        return opt._replace(fn=new, records=opt.records + more[1:]), more[-1].report
 
     out, report = run(front)
-    rewrote = any(e.get("fused") for e in front[-1][1]) or any(
-        r.name == "fuse_attention" and r.report.get("fused") for r in front[1]
+    rewrote = any(e.get("fused") for e in front.reports) or any(
+        r.name == "fuse_attention" and r.report.get("fused") for r in front.records
     )
     notes = []
     if report.get("refused") and rewrote:
@@ -456,7 +468,7 @@ def _attention_per_device(jc: JitConfig, sig: CallSignature, stats, layout, fron
         out, report = run(_optimise(jc, sig, stats, time.perf_counter()))
     notes += [_sharding_note(e, True) for e in report.get("sharded", [])]
     notes += [_sharding_note(e, False) for e in report.get("refused", [])]
-    out[-1][1].extend(notes)
+    out.reports.extend(notes)
     return out
 
 
