@@ -128,6 +128,7 @@ class Settings:
     uniform_calls: bool = False
     forced: bool = False
     why_off: str = ""
+    partitioned: bool = False
 
     @property
     def mode(self) -> str:

@@ -79,13 +79,21 @@ def rewrite_may_run() -> bool:
     return bool(getattr(s, "fused_attention", False)) and target_options() is not None
 
 
-def make_pass(enabled: bool, options: dict | None = None) -> FuseAttention | None:
+def make_pass(
+    enabled: bool, options: dict | None = None, partitioned: bool = False
+) -> FuseAttention | None:
     """The pass for this process's target, or None when it must not run.
 
     Args:
         enabled: the `fused_attention` option in force (compiler option, else config).
         options: the target's limits (default: `target_options()`); tests pass them to run
             the pass as a GPU compile would.
+        partitioned: the program is a `jit` with shardings. Its projections are not split
+            (`passes/split_projection.py`): the split's barrier holds each weight's columns
+            with the layer's input, so the all-gather XLA's partitioner puts behind it waits
+            for the layer and overlaps nothing (2 H200s, FSDP: 1 of 13 all-gathers
+            asynchronous, 1.06x `jax.jit`'s step), and the split's size threshold would read
+            the program's global shapes, not a device's.
     """
     if not enabled:
         return None
@@ -93,12 +101,14 @@ def make_pass(enabled: bool, options: dict | None = None) -> FuseAttention | Non
     if options is None:
         return None
     options = {"split_projections": bool(config.read("attention_split_projections")), **options}
+    if partitioned:
+        options["split_projections"] = False
     return FuseAttention(trusted_rules=softmax_rule_keys(), **options)
 
 
 def jit_pass(compiler_options) -> FuseAttention | None:
     """The pass at the head of a `jit` pipeline with these `CompilerOptions`, or None."""
-    return make_pass(compiler_options.attention_enabled())
+    return make_pass(compiler_options.attention_enabled(), partitioned=compiler_options.partitioned)
 
 
 def collecting():
@@ -111,7 +121,9 @@ def fuse_for_grad(fn: Function) -> Function:
     """`fn` (a program about to be linearized) with its attention fused, when the enclosing
     `jit`'s options allow it; eager differentiation is left as written."""
     s = current_settings()
-    p = make_pass(bool(getattr(s, "fused_attention", False)))
+    p = make_pass(
+        bool(getattr(s, "fused_attention", False)), partitioned=getattr(s, "partitioned", False)
+    )
     if p is None:
         return fn
     res = p(fn)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from purejit.backend import fusion, pjrt, stablehlo
@@ -205,7 +205,7 @@ class CompilerOptions:
         s = Settings(
             bool(enabled), budget, self.attention_enabled(), barriers, self.roll_layers, forced
         )
-        return over_devices(s) if self.partitioned else s
+        return replace(over_devices(s), partitioned=True) if self.partitioned else s
 
     def capability(self):
         """The back end's fusion capability when `fusion="purejit"`, else None."""

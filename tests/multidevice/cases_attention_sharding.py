@@ -172,3 +172,24 @@ def case_undoing_the_rewrite_keeps_explicit_attention_per_device():
         notes = [e for e in lowered.attention if e["where"] == "shardings"]
         assert [e["fused"] for e in notes] == [False, False, True, True], notes
         assert "left as written" in notes[0]["reason"], notes
+
+
+def case_a_partitioned_program_keeps_its_projections_whole():
+    # the projection split's barrier would hold each weight's columns with the layer's input,
+    # and the partitioner's all-gather of those columns behind it would wait for the layer
+    # (passes/split_projection.py, fused_attention.make_pass): a jit with shardings keeps one
+    # product per projection; the same step on one device is split (so this can fail)
+    old = fused_attention.target_options
+    with cuda_target():
+        fused_attention.target_options = lambda: {**HOPPER, "split_min_flops": 0}
+        try:
+            state, x, y = inputs()
+            single = model.make_steps(purejit, {}, HEADS, 1)["single"]
+            one = purejit.jit(single).lower(state, x, y)
+            sharded = fsdp_step().lower(state, x, y)
+        finally:
+            fused_attention.target_options = old
+    dots = [sum(op.name == "dot_general" for op in lowered.fn.walk()) for lowered in (one, sharded)]
+    assert dots[0] > dots[1], dots
+    assert "manual_computation" in sharded.ir()
+    assert not [op for op in sharded.fn.walk() if op.name == "optimization_barrier"]
