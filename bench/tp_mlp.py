@@ -12,7 +12,8 @@ The layer is the sequence-parallel Megatron MLP over one mesh axis of n devices:
 
 Variants: purejit with the pass off, on (rings of collective_permute as while loops), on with
 the rings unrolled, auto (at its first compile the pass times each candidate's plain and ring
-programs on the devices and keeps the faster; `--auto-decide model`: its cost model decides,
+programs on the devices, each with its elementwise neighbourhood and the two candidates of
+the MLP as one joint unit, and keeps the faster; `--auto-decide model`: its cost model decides,
 from figures measured on the devices), jax.jit(jax.shard_map(...)), and JAX's auto-partitioned
 jax.jit with shardings (on GPUs with XLA's windowed einsum switched on for that compile:
 `jax_jit_windowed`, whose compiled HLO is checked for the windowed loop).
@@ -158,10 +159,11 @@ def main(argv=None):
             results[f"purejit_{mode}"]["calibration"] = rec.report["calibration"]
             results[f"purejit_{mode}"]["calibration_s"] = low.timings.get("calibration", 0.0)
         if "timed" in rec.report:  # auto: each candidate's timed programs, what timing took
+            # (timed_with: the timing unit, the candidate's neighbourhood and partner; the
+            # members of a joint unit carry the unit's figures; compile_s: its compiles)
+            keep = ("kind", "plain_s", "ring_s", "rewritten", "timed", "timed_with", "compile_s")
             results[f"purejit_{mode}"]["timed"] = [
-                {k: c[k] for k in ("kind", "plain_s", "ring_s", "rewritten", "timed")}
-                for c in rec.report["candidates"]
-                if "ring_s" in c
+                {k: c[k] for k in keep if k in c} for c in rec.report["candidates"] if "ring_s" in c
             ]
             results[f"purejit_{mode}"]["calibration_s"] = low.timings.get("calibration", 0.0)
         texts[mode] = compiled.as_text()

@@ -13,8 +13,10 @@ Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
 as a user's first compile does: it times each candidate's plain and ring programs on the
 devices (`--auto-decide model`: the cost model over a calibration measured once per device
-kind and count). The table shows what auto timed per candidate (plain / ring, µs; `*` marks
-a ring taken) and the seconds deciding took inside the first compile.
+kind and count). The table shows what auto timed per timing unit (`AG+RS[tanh] 1139/1084*`:
+the all-gather and the reduce-scatter candidate timed together with the tanh between them,
+plain / rings in µs, `*` where the rings were taken) and the seconds deciding took inside
+the first compile, with the part its compiles took.
 Per row: the step time of each variant (median of `--repeats` interleaved rounds), and the
 three goals of issue #31: `auto` within 1.02x of the better of pass on and off; purejit's
 default (`auto`) within 1.0x of the better JAX variant (`shard_map`, and `jit` with XLA's
@@ -122,15 +124,46 @@ def _chose(r: dict) -> str:
     return chose + (", same HLO" if same == chose else "")
 
 
+def timed_units(auto: dict) -> list[dict]:
+    """auto's timed decisions, one per timing unit (the members of a joint unit carry the
+    same figures: listed once)."""
+    out, seen = [], set()
+    for c in auto.get("timed", []):
+        key = (c.get("timed_with") or c["kind"], c["plain_s"], c["ring_s"])
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def _unit_name(c: dict) -> str:
+    """A timing unit in short: AG (all-gather -> matmul), RS (matmul -> reduce-scatter),
+    AG+RS a joint unit, [ops] its elementwise chain; "" for rows timed before units."""
+    text = c.get("timed_with")
+    if not text:
+        return ""
+    text = text.replace("all_gather->dot", "AG").replace("dot->reduce_scatter", "RS")
+    text = text.replace(" + ", "+").replace(" alone", "")
+    head, _, ops = text.partition(" with ")
+    return f"{head}[{ops.replace(', ', ',')}] " if ops else f"{head} "
+
+
 def _timed(auto: dict) -> str:
-    """What auto timed: plain / ring µs per candidate, `*` on each ring it took, and the
-    seconds deciding took in the first compile."""
+    """What auto timed: per timing unit its name, plain / ring µs, `*` where it took the
+    rings; the seconds deciding took in the first compile and, of those, compiling."""
+    units = timed_units(auto)
     parts = [
-        f"{c['plain_s'] * 1e6:.0f}/{c['ring_s'] * 1e6:.0f}{'*' if c['rewritten'] else ''}"
-        for c in auto.get("timed", [])
+        f"{_unit_name(c)}{c['plain_s'] * 1e6:.0f}/{c['ring_s'] * 1e6:.0f}"
+        f"{'*' if c['rewritten'] else ''}"
+        for c in units
     ]
     secs = auto.get("calibration_s")
-    return " ".join(parts) + (f" ({secs:.1f} s)" if secs is not None else "")
+    if secs is None:
+        return " ".join(parts)
+    if not any("compile_s" in c for c in units):  # rows timed before compiles were recorded
+        return " ".join(parts) + f" ({secs:.1f} s)"
+    compiled = sum(c.get("compile_s", 0.0) for c in units)
+    return " ".join(parts) + f" ({secs:.1f} s; compiles {compiled:.1f} s)"
 
 
 def _table(rows: list[dict]) -> str:

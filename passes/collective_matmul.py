@@ -269,7 +269,7 @@ class CollectiveMatmul:
 
     def _keys(self, body: Function, cands: list, mesh_size: int | None) -> dict:
         """{candidate: the key of its timed decision} (`_timing_units.decision_keys`)."""
-        if self.mode != "auto" or self.decisions is None or mesh_size is None or not cands:
+        if self.mode != "auto" or self.decisions is None or not cands:
             return {}
         sig = lambda c: signature(c, mesh_size, self.unroll)  # noqa: E731
         return _timing_units.decision_keys(body, find_candidates(body), sig)
