@@ -306,7 +306,7 @@ class CollectiveMatmul:
             report["timed"] = "; ".join(
                 f"{c['kind']} timed plain {c['plain_s'] * 1e6:.1f} us, ring "
                 f"{c['ring_s'] * 1e6:.1f} us, chose {'ring' if c['rewritten'] else 'plain'}"
-                f" ({c['timed']})"
+                f" ({c['timed']}{', as ' + c['timed_with'] if c.get('timed_with') else ''})"
                 for c in timed
             )
         return PassResult(new, report["rewritten"] > 0, report)

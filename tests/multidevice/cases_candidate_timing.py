@@ -71,7 +71,10 @@ def case_ring_faster_is_rewritten():
         f, low, rep = lowered()
         # explain's pass table says what was timed and chosen (nothing is timed again)
         text = str(purejit.explain(f, X, W1, W2))
-    assert "dot->reduce_scatter timed plain 1000.0 us, ring 500.0 us, chose ring" in text
+    assert (
+        "dot->reduce_scatter timed plain 1000.0 us, ring 500.0 us, chose ring (timed, as "
+        "all_gather->dot + dot->reduce_scatter with tanh)" in text
+    )
     # the MLP's two candidates are one joint timing unit: timed once, both rings taken
     assert rep["rewritten"] == 2 and len(calls) == 1, rep
     assert all(c["timed"] == "timed" and c["ring_s"] == 0.5e-3 for c in rep["candidates"]), rep
