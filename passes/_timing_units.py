@@ -36,6 +36,7 @@ from purejit.ir import Function, Op, Value, print_function
 
 MAX_CHAIN = 64  # elementwise ops taken around one unit's candidates
 MAX_LEAF_DEPTH = 4  # producers copied behind one outside operand (constants, broadcasts...)
+MAX_CONSTANT = 256  # elements of a constant copied into a unit's function; larger: an input
 
 # an op copied behind an outside operand must be cheap to run again and mean the same in the
 # timing program: pure, no regions, not per device, not a contraction or reduction
@@ -57,6 +58,8 @@ def _chain_op(op: Op) -> bool:
 
 
 def _leaf_op(op: Op) -> bool:
+    if op.has_trait("constant") and any(r.type.size > MAX_CONSTANT for r in op.results):
+        return False  # a large literal is an input of the timing (its text would be the key)
     return op.has_trait("pure") and not op.regions and not any(op.has_trait(t) for t in _NOT_LEAF)
 
 

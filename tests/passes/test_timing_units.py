@@ -148,3 +148,20 @@ def test_both_timing_programs_compute_the_same_numbers():
                         for t in plain.param_types]  # fmt: skip
                 for a, b in zip(interpret_spmd(plain, *args), interpret_spmd(ring, *args)):
                     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_small_constants_come_along_and_large_ones_are_inputs(monkeypatch):
+    text = MLP.replace(
+        "%8 = constant() {value=array<f32[]: [0.5]>} : (f32[])\n"
+        "  %9 = broadcast_in_dim(%8) {shape=[8, 6], broadcast_dimensions=[]} : (f32[8,6])",
+        "%8 = constant() {value=array<f32[]: [0.5]>} : (f32[])\n"
+        "  %9 = constant() {value=array<f32[8,6]: 0x" + "0000003f" * 48 + ">} : (f32[8,6])",
+    )
+    _, (unit,) = _units(text)
+    plain, _ = unit.function()
+    assert "constant" in [op.name for op in plain.ops] and len(plain.params) == 4
+    monkeypatch.setattr(_timing_units, "MAX_CONSTANT", 47)
+    plain, _ = unit.function()
+    # the 48-element constant is now a fifth input; the key text no longer holds its bytes
+    assert "constant" not in [op.name for op in plain.ops] and len(plain.params) == 5
+    assert "0000003f" not in unit.text(lambda c: "")
