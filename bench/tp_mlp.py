@@ -160,8 +160,9 @@ def main(argv=None):
             results[f"purejit_{mode}"]["calibration_s"] = low.timings.get("calibration", 0.0)
         if "timed" in rec.report:  # auto: each candidate's timed programs, what timing took
             # (timed_with: the timing unit, the candidate's neighbourhood and partner; the
-            # members of a joint unit carry the unit's figures; compile_s: its compiles)
-            keep = ("kind", "plain_s", "ring_s", "rewritten", "timed", "timed_with", "compile_s")
+            # members of a joint unit carry the unit's figures; *_s: where deciding went)
+            keep = ("kind", "plain_s", "ring_s", "rewritten", "timed", "timed_with", "passes_s",
+                    "compile_s", "inputs_s", "runs_s")  # fmt: skip
             results[f"purejit_{mode}"]["timed"] = [
                 {k: c[k] for k in keep if k in c} for c in rec.report["candidates"] if "ring_s" in c
             ]

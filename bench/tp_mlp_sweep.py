@@ -16,7 +16,8 @@ devices (`--auto-decide model`: the cost model over a calibration measured once 
 kind and count). The table shows what auto timed per timing unit (`AG+RS[tanh] 1139/1084*`:
 the all-gather and the reduce-scatter candidate timed together with the tanh between them,
 plain / rings in µs, `*` where the rings were taken) and the seconds deciding took inside
-the first compile, with the part its compiles took.
+the first compile, with where they went (`passes`: building the timing programs, `compile`,
+`inputs`: making their inputs on the devices, `runs`: warm-up and timed rounds).
 Per row: the step time of each variant (median of `--repeats` interleaved rounds), and the
 three goals of issue #31: `auto` within 1.02x of the better of pass on and off; purejit's
 default (`auto`) within 1.0x of the better JAX variant (`shard_map`, and `jit` with XLA's
@@ -150,7 +151,8 @@ def _unit_name(c: dict) -> str:
 
 def _timed(auto: dict) -> str:
     """What auto timed: per timing unit its name, plain / ring µs, `*` where it took the
-    rings; the seconds deciding took in the first compile and, of those, compiling."""
+    rings; the seconds deciding took in the first compile and where they went (building
+    the timing programs, compiling them, making their inputs, running them)."""
     units = timed_units(auto)
     parts = [
         f"{_unit_name(c)}{c['plain_s'] * 1e6:.0f}/{c['ring_s'] * 1e6:.0f}"
@@ -162,8 +164,12 @@ def _timed(auto: dict) -> str:
         return " ".join(parts)
     if not any("compile_s" in c for c in units):  # rows timed before compiles were recorded
         return " ".join(parts) + f" ({secs:.1f} s)"
-    compiled = sum(c.get("compile_s", 0.0) for c in units)
-    return " ".join(parts) + f" ({secs:.1f} s; compiles {compiled:.1f} s)"
+    spent = {
+        what: sum(c.get(f"{what}_s", 0.0) for c in units)
+        for what in ("passes", "compile", "inputs", "runs")
+    }
+    where = ", ".join(f"{what} {v:.1f}" for what, v in spent.items())
+    return " ".join(parts) + f" ({secs:.1f} s: {where})"
 
 
 def _table(rows: list[dict]) -> str:

@@ -90,14 +90,28 @@ class UnitDecision(TimedDecision):
 
     Args:
         timed_with: the unit in words (`Unit.describe`: its members and its chain's ops).
-        compile_s: seconds compiling the unit's two timing programs.
+        passes_s: seconds building the unit's two timing programs (the passes after the
+            collective-matmul pass).
+        compile_s: seconds emitting and compiling them.
+        inputs_s: seconds making their inputs on the devices.
+        runs_s: seconds running them (warm-up, probe and the timed rounds).
     """
 
     timed_with: str = ""
+    passes_s: float = 0.0
     compile_s: float = 0.0
+    inputs_s: float = 0.0
+    runs_s: float = 0.0
 
     def as_dict(self) -> dict:
-        return {**super().as_dict(), "timed_with": self.timed_with, "compile_s": self.compile_s}
+        return {
+            **super().as_dict(),
+            "timed_with": self.timed_with,
+            "passes_s": self.passes_s,
+            "compile_s": self.compile_s,
+            "inputs_s": self.inputs_s,
+            "runs_s": self.runs_s,
+        }
 
 
 def _time_pair(plain, ring, budget_s: float, agree) -> tuple[float, float]:
@@ -135,6 +149,7 @@ class _Runner:
         layout = spmd.plan_layout(fn)
         self.exe = layout.compile(layout.emit(fn), fn)
         self.compile_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
         # random normal floats, repeated from one block of a prime length: drawing a whole
         # large operand (a 8192 x 32768 weight) would take seconds of the budget, and a
         # matmul's speed does not depend on its values repeating
@@ -144,6 +159,7 @@ class _Runner:
             t = p.type
             fill = block.astype(t.dtype) if t.dtype.kind in "fc" else np.ones(1, t.dtype)
             self.args.append(backend_spmd.put_sharded(np.resize(fill, t.shape), ns))
+        self.inputs_s = time.perf_counter() - t0
 
     def __call__(self, k: int) -> float:
         t0 = time.perf_counter()
@@ -219,7 +235,11 @@ def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
     if not todo:
         return {}
     t0 = time.perf_counter()
-    progs = [f for _, unit, mc in todo for f in programs(unit, mc, unroll, tail)]
+    progs, passes_s = [], []
+    for _, unit, mc in todo:
+        t1 = time.perf_counter()
+        progs += programs(unit, mc, unroll, tail)
+        passes_s.append(time.perf_counter() - t1)
     mc = todo[0][2]
     if backend_spmd.device_by_id(int(mc.attrs["device_ids"][0])).platform == "cpu":
         with ThreadPoolExecutor(2) as pool:  # compiling releases the GIL
@@ -234,10 +254,19 @@ def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
         left = BUDGET_S - (time.perf_counter() - t0)
         budget = max(left / (len(todo) - i), MIN_BUDGET_S)
         pair = runners[2 * i : 2 * i + 2]
+        t1 = time.perf_counter()
         plain_s, ring_s = time_pair(*pair, budget, lambda v, i=i: agree(f"calls/{i}", v))
-        ring = ring_s < (1.0 - MARGIN) * plain_s
-        compile_s = sum(r.compile_s for r in pair)
-        out[key] = UnitDecision(plain_s, ring_s, ring, "timed", unit.describe(), compile_s)
+        out[key] = UnitDecision(
+            plain_s,
+            ring_s,
+            ring_s < (1.0 - MARGIN) * plain_s,
+            "timed",
+            unit.describe(),
+            passes_s[i],
+            sum(r.compile_s for r in pair),
+            sum(r.inputs_s for r in pair),
+            time.perf_counter() - t1,
+        )
     return out
 
 
