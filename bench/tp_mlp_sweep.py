@@ -8,6 +8,9 @@ and mesh size, each in a fresh process, gathered into one table.
     # at D = 2048 and about 32 s at 8192 x 8192 before auto timed its candidates, 2-3 s more)
     python -m bench.tp_mlp_sweep --out DIR --devices 2,4 --iters 50 --repeats 5 --timeout 60 \
         --shapes 2048x2048,4096x2048,8192x2048,16384x2048,8192x8192
+    # the same rows with auto's old decision beside the new one (each candidate timed alone)
+    python -m bench.tp_mlp_sweep --out DIR --devices 2 --iters 50 --repeats 5 --timeout 120 \
+        --shapes 16384x2048,4096x2048,8192x8192 --auto-alone
 
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
@@ -59,6 +62,12 @@ def _parse(argv):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per row")
     p.add_argument(
+        "--auto-alone",
+        action="store_true",
+        help="each row also runs auto with every candidate timed alone (as before timing "
+        "units), listed under the table",
+    )
+    p.add_argument(
         "--auto-decide",
         choices=("timed", "model"),
         default="timed",
@@ -71,7 +80,7 @@ def _run_row(args, n: int, shape, path: str) -> dict:
     t, d, f = shape
     cmd = [sys.executable, "-m", "bench.tp_mlp", "--devices", str(n), "--tokens", str(t)]
     cmd += ["--dmodel", str(d), "--dff", str(f), "--repeats", str(args.repeats), "--json", path]
-    cmd += ["--auto-decide", args.auto_decide]
+    cmd += ["--auto-decide", args.auto_decide] + (["--auto-alone"] if args.auto_alone else [])
     if args.iters:
         cmd += ["--iters", str(args.iters)]
     if args.cpu_devices:
@@ -110,18 +119,20 @@ def _goals(row: dict) -> dict:
             (r[k].get("windowed_loop") for k in jax_names if "windowed_loop" in r[k]), None
         ),
     }
+    if "purejit_auto_alone" in ms:
+        out["auto_alone_over_best_onoff"] = ms["purejit_auto_alone"] / best_onoff
     if (row["T"], row["D"], row["F"]) == COMM_HEAVY:
         out["jax_shard_map_over_auto"] = ms["jax"] / ms["purejit_auto"]
     return out
 
 
-def _chose(r: dict) -> str:
+def _chose(r: dict, auto: str = "purejit_auto") -> str:
     """ "on" (every candidate a ring), "off" (none) or "k of m rings"."""
-    rings = r["purejit_auto"]["rings"]
+    rings = r[auto]["rings"]
     total = r["purejit_on"]["rings"]
     chose = "off" if rings == 0 else "on" if rings == total else f"{rings} of {total} rings"
     # the very program of pass off or on: a step time apart from that one's is the run's noise
-    same = r["purejit_auto"].get("same_program_as")
+    same = r[auto].get("same_program_as")
     return chose + (", same HLO" if same == chose else "")
 
 
@@ -200,6 +211,16 @@ def _table(rows: list[dict]) -> str:
             f"{ms['purejit_auto']:.3f} ({g['auto_chose']}) | {ms['jax']:.3f} | {jit:.3f} | "
             f"{g['auto_over_best_onoff']:.3f} | {g['auto_over_best_jax']:.3f} | "
             f"{g['windowed_loop']} | {_timed(row['results']['purejit_auto'])} |"
+        )
+    alone = [r for r in rows if "goals" in r and "purejit_auto_alone" in r["results"]]
+    if alone:
+        lines += ["", "auto with each candidate timed alone (as before timing units), same rows:"]
+    for r in alone:
+        g, a = r["goals"], r["results"]["purejit_auto_alone"]
+        lines.append(
+            f"- n={r['devices']} {r['T']}x{r['D']}x{r['F']}: {g['ms']['purejit_auto_alone']:.3f}"
+            f" ms ({_chose(r['results'], 'purejit_auto_alone')}), / best on-off "
+            f"{g['auto_alone_over_best_onoff']:.3f}; timed {_timed(a)}"
         )
     heavy = [r for r in rows if "goals" in r and "jax_shard_map_over_auto" in r["goals"]]
     if heavy:
