@@ -19,12 +19,15 @@ faster by more than `MARGIN`; otherwise the unit stays as written.
 
 Cost: one program's timing takes about `BUDGET_S` (2 s), compiles included, unless its
 compiles alone take most of it: then it takes the compiles and `MIN_BUDGET_S` (0.2 s) of
-runs per candidate. Every timing program is compiled first (on two threads on CPU;
-one after the other on GPUs, where compiling autotunes the matmuls on the device); the runs
-share what is left, at least `MIN_BUDGET_S` per candidate. Each round of calls lasts a tenth
-of a candidate's share, so a candidate whose calls are tiny runs many of them
-(`MAX_CALLS` at most) and a slow one fewer rounds (at least `MIN_ROUNDS` of one call each).
-Everything counts in the first call's figures (`timings["calibration"]`, inside "passes").
+runs per unit. Every timing program is compiled first (on two threads on CPU; one after
+the other on GPUs, where compiling autotunes the matmuls on the device); the runs share what
+is left, at least `MIN_BUDGET_S` per unit. Each round of calls lasts a tenth of a unit's
+share, so a unit whose calls are tiny runs many of them (`MAX_CALLS` at most) and a slow one
+fewer rounds (at least `MIN_ROUNDS` of one call each). Everything counts in the first call's
+figures (`timings["calibration"]`, inside "passes"); each decision records where its seconds
+went (`UnitDecision`: building, compiling, inputs, runs). A joint unit's programs hold two
+matmuls and the chain, the candidates' own programs one matmul each: the MLP compiles two
+programs where candidates alone compiled four.
 Decisions are kept per (record format, device kind, device count, unit text: the members'
 `collective_matmul.signature`s and the unit's function) in memory and, when `cache_dir` is
 set, in `cache_dir/collective-matmul-*.json` (records carry `FORMAT`; one of another format,
