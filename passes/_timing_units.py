@@ -39,8 +39,18 @@ MAX_LEAF_DEPTH = 4  # producers copied behind one outside operand (constants, br
 MAX_CONSTANT = 256  # elements of a constant copied into a unit's function; larger: an input
 
 # an op copied behind an outside operand must be cheap to run again and mean the same in the
-# timing program: pure, no regions, not per device, not a contraction or reduction
-_NOT_LEAF = ("collective", "per_device", "side_effect", "contraction", "reduction", "accumulates")
+# timing program: pure, no regions, not per device, not a contraction, reduction or library call
+_NOT_LEAF = (
+    "collective",
+    "per_device",
+    "side_effect",
+    "contraction",
+    "reduction",
+    "accumulates",
+    "saved",
+    "control_flow",
+    "fusion",
+)
 
 
 def _is_all_gather(c) -> bool:
