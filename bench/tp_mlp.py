@@ -12,7 +12,8 @@ The layer is the sequence-parallel Megatron MLP over one mesh axis of n devices:
 
 Variants: purejit with the pass off, on (rings of collective_permute as while loops), on with
 the rings unrolled, auto (at its first compile the pass times each candidate's plain and ring
-programs on the devices and keeps the faster; `--auto-decide model`: its cost model decides,
+programs on the devices, each with its elementwise neighbourhood and the two candidates of
+the MLP as one joint unit, and keeps the faster; `--auto-decide model`: its cost model decides,
 from figures measured on the devices), jax.jit(jax.shard_map(...)), and JAX's auto-partitioned
 jax.jit with shardings (on GPUs with XLA's windowed einsum switched on for that compile:
 `jax_jit_windowed`, whose compiled HLO is checked for the windowed loop).
@@ -25,6 +26,7 @@ JAX's result. Absolute times are only meaningful on GPUs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -60,12 +62,37 @@ def _parse(argv):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--json", default=None, help="also write the results to this file")
     p.add_argument(
+        "--auto-alone",
+        action="store_true",
+        help="also auto with each candidate timed alone (no elementwise neighbourhood, no "
+        "joint unit: how auto decided before timing units), in the same process",
+    )
+    p.add_argument(
         "--auto-decide",
         choices=("timed", "model"),
         default="timed",
         help="how auto decides: time the candidates (default) or the cost model",
     )
     return p.parse_args(argv)
+
+
+@contextlib.contextmanager
+def _lone_candidates(on: bool):
+    """While on: `auto` times each candidate alone, as before timing units (a unit's chain
+    may hold no op, so no candidate takes its neighbourhood or a partner), deciding afresh."""
+    if not on:
+        yield
+        return
+    from purejit.compiler import candidate_timing
+    from purejit.passes import _timing_units
+
+    saved = _timing_units.MAX_CHAIN
+    candidate_timing.forget()
+    _timing_units.MAX_CHAIN = 0
+    try:
+        yield
+    finally:
+        _timing_units.MAX_CHAIN = saved
 
 
 def _time_all(fns: dict, iters: int, repeats: int) -> dict:
@@ -143,10 +170,13 @@ def main(argv=None):
         "on_unrolled": CollectiveMatmul(mode="on", unroll=True),
         "auto": CollectiveMatmul(mode="auto", decide=args.auto_decide),
     }
+    if args.auto_alone:
+        variants["auto_alone"] = CollectiveMatmul(mode="auto", decide=args.auto_decide)
     for mode, cm in variants.items():
         f = purejit.jit(layer, passes=Pipeline([cm, *default_passes()]))
-        low = f.lower(*args_pj)
-        compiled = low.compile()
+        with _lone_candidates(mode == "auto_alone"):
+            low = f.lower(*args_pj)
+            compiled = low.compile()
         rec = next(r for r in low.records if r.name == "collective_matmul")
         calls[f"purejit_{mode}"] = lambda f=f: f(*args_pj)
         outputs[mode] = np.asarray(f(*args_pj)).astype(np.float32)
@@ -158,18 +188,21 @@ def main(argv=None):
             results[f"purejit_{mode}"]["calibration"] = rec.report["calibration"]
             results[f"purejit_{mode}"]["calibration_s"] = low.timings.get("calibration", 0.0)
         if "timed" in rec.report:  # auto: each candidate's timed programs, what timing took
+            # (timed_with: the timing unit, the candidate's neighbourhood and partner; the
+            # members of a joint unit carry the unit's figures; *_s: where deciding went)
+            keep = ("kind", "plain_s", "ring_s", "rewritten", "timed", "timed_with", "passes_s",
+                    "compile_s", "inputs_s", "runs_s")  # fmt: skip
             results[f"purejit_{mode}"]["timed"] = [
-                {k: c[k] for k in ("kind", "plain_s", "ring_s", "rewritten", "timed")}
-                for c in rec.report["candidates"]
-                if "ring_s" in c
+                {k: c[k] for k in keep if k in c} for c in rec.report["candidates"] if "ring_s" in c
             ]
             results[f"purejit_{mode}"]["calibration_s"] = low.timings.get("calibration", 0.0)
         texts[mode] = compiled.as_text()
 
     # whether auto compiled exactly the pass-off or pass-on program: a step time apart from
     # that program's is then the run's noise, not the decision
-    same = [m for m in ("off", "on") if texts[m] == texts["auto"]]
-    results["purejit_auto"]["same_program_as"] = same[0] if same else None
+    for auto in [m for m in texts if m.startswith("auto")]:
+        same = [m for m in ("off", "on") if texts[m] == texts[auto]]
+        results[f"purejit_{auto}"]["same_program_as"] = same[0] if same else None
 
     # ---- JAX -------------------------------------------------------------------------------
     from jax.sharding import Mesh as JMesh

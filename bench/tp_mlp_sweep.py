@@ -8,13 +8,19 @@ and mesh size, each in a fresh process, gathered into one table.
     # at D = 2048 and about 32 s at 8192 x 8192 before auto timed its candidates, 2-3 s more)
     python -m bench.tp_mlp_sweep --out DIR --devices 2,4 --iters 50 --repeats 5 --timeout 60 \
         --shapes 2048x2048,4096x2048,8192x2048,16384x2048,8192x8192
+    # the same rows with auto's old decision beside the new one (each candidate timed alone)
+    python -m bench.tp_mlp_sweep --out DIR --devices 2 --iters 50 --repeats 5 --timeout 120 \
+        --shapes 16384x2048,4096x2048,8192x8192 --auto-alone
 
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
 as a user's first compile does: it times each candidate's plain and ring programs on the
 devices (`--auto-decide model`: the cost model over a calibration measured once per device
-kind and count). The table shows what auto timed per candidate (plain / ring, µs; `*` marks
-a ring taken) and the seconds deciding took inside the first compile.
+kind and count). The table shows what auto timed per timing unit (`AG+RS[tanh] 1139/1084*`:
+the all-gather and the reduce-scatter candidate timed together with the tanh between them,
+plain / rings in µs, `*` where the rings were taken) and the seconds deciding took inside
+the first compile, with where they went (`passes`: building the timing programs, `compile`,
+`inputs`: making their inputs on the devices, `runs`: warm-up and timed rounds).
 Per row: the step time of each variant (median of `--repeats` interleaved rounds), and the
 three goals of issue #31: `auto` within 1.02x of the better of pass on and off; purejit's
 default (`auto`) within 1.0x of the better JAX variant (`shard_map`, and `jit` with XLA's
@@ -56,6 +62,12 @@ def _parse(argv):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per row")
     p.add_argument(
+        "--auto-alone",
+        action="store_true",
+        help="each row also runs auto with every candidate timed alone (as before timing "
+        "units), listed under the table",
+    )
+    p.add_argument(
         "--auto-decide",
         choices=("timed", "model"),
         default="timed",
@@ -68,7 +80,7 @@ def _run_row(args, n: int, shape, path: str) -> dict:
     t, d, f = shape
     cmd = [sys.executable, "-m", "bench.tp_mlp", "--devices", str(n), "--tokens", str(t)]
     cmd += ["--dmodel", str(d), "--dff", str(f), "--repeats", str(args.repeats), "--json", path]
-    cmd += ["--auto-decide", args.auto_decide]
+    cmd += ["--auto-decide", args.auto_decide] + (["--auto-alone"] if args.auto_alone else [])
     if args.iters:
         cmd += ["--iters", str(args.iters)]
     if args.cpu_devices:
@@ -107,30 +119,68 @@ def _goals(row: dict) -> dict:
             (r[k].get("windowed_loop") for k in jax_names if "windowed_loop" in r[k]), None
         ),
     }
+    if "purejit_auto_alone" in ms:
+        out["auto_alone_over_best_onoff"] = ms["purejit_auto_alone"] / best_onoff
     if (row["T"], row["D"], row["F"]) == COMM_HEAVY:
         out["jax_shard_map_over_auto"] = ms["jax"] / ms["purejit_auto"]
     return out
 
 
-def _chose(r: dict) -> str:
+def _chose(r: dict, auto: str = "purejit_auto") -> str:
     """ "on" (every candidate a ring), "off" (none) or "k of m rings"."""
-    rings = r["purejit_auto"]["rings"]
+    rings = r[auto]["rings"]
     total = r["purejit_on"]["rings"]
     chose = "off" if rings == 0 else "on" if rings == total else f"{rings} of {total} rings"
     # the very program of pass off or on: a step time apart from that one's is the run's noise
-    same = r["purejit_auto"].get("same_program_as")
+    same = r[auto].get("same_program_as")
     return chose + (", same HLO" if same == chose else "")
 
 
+def timed_units(auto: dict) -> list[dict]:
+    """auto's timed decisions, one per timing unit (the members of a joint unit carry the
+    same figures: listed once)."""
+    out, seen = [], set()
+    for c in auto.get("timed", []):
+        key = (c.get("timed_with") or c["kind"], c["plain_s"], c["ring_s"])
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def _unit_name(c: dict) -> str:
+    """A timing unit in short: AG (all-gather -> matmul), RS (matmul -> reduce-scatter),
+    AG+RS a joint unit, [ops] its elementwise chain; "" for rows timed before units."""
+    text = c.get("timed_with")
+    if not text:
+        return ""
+    text = text.replace("all_gather->dot", "AG").replace("dot->reduce_scatter", "RS")
+    text = text.replace(" + ", "+").replace(" alone", "")
+    head, _, ops = text.partition(" with ")
+    return f"{head}[{ops.replace(', ', ',')}] " if ops else f"{head} "
+
+
 def _timed(auto: dict) -> str:
-    """What auto timed: plain / ring µs per candidate, `*` on each ring it took, and the
-    seconds deciding took in the first compile."""
+    """What auto timed: per timing unit its name, plain / ring µs, `*` where it took the
+    rings; the seconds deciding took in the first compile and where they went (building
+    the timing programs, compiling them, making their inputs, running them)."""
+    units = timed_units(auto)
     parts = [
-        f"{c['plain_s'] * 1e6:.0f}/{c['ring_s'] * 1e6:.0f}{'*' if c['rewritten'] else ''}"
-        for c in auto.get("timed", [])
+        f"{_unit_name(c)}{c['plain_s'] * 1e6:.0f}/{c['ring_s'] * 1e6:.0f}"
+        f"{'*' if c['rewritten'] else ''}"
+        for c in units
     ]
     secs = auto.get("calibration_s")
-    return " ".join(parts) + (f" ({secs:.1f} s)" if secs is not None else "")
+    if secs is None:
+        return " ".join(parts)
+    if not any("compile_s" in c for c in units):  # rows timed before compiles were recorded
+        return " ".join(parts) + f" ({secs:.1f} s)"
+    spent = {
+        what: sum(c.get(f"{what}_s", 0.0) for c in units)
+        for what in ("passes", "compile", "inputs", "runs")
+    }
+    where = ", ".join(f"{what} {v:.1f}" for what, v in spent.items())
+    return " ".join(parts) + f" ({secs:.1f} s: {where})"
 
 
 def _table(rows: list[dict]) -> str:
@@ -161,6 +211,16 @@ def _table(rows: list[dict]) -> str:
             f"{ms['purejit_auto']:.3f} ({g['auto_chose']}) | {ms['jax']:.3f} | {jit:.3f} | "
             f"{g['auto_over_best_onoff']:.3f} | {g['auto_over_best_jax']:.3f} | "
             f"{g['windowed_loop']} | {_timed(row['results']['purejit_auto'])} |"
+        )
+    alone = [r for r in rows if "goals" in r and "purejit_auto_alone" in r["results"]]
+    if alone:
+        lines += ["", "auto with each candidate timed alone (as before timing units), same rows:"]
+    for r in alone:
+        g, a = r["goals"], r["results"]["purejit_auto_alone"]
+        lines.append(
+            f"- n={r['devices']} {r['T']}x{r['D']}x{r['F']}: {g['ms']['purejit_auto_alone']:.3f}"
+            f" ms ({_chose(r['results'], 'purejit_auto_alone')}), / best on-off "
+            f"{g['auto_alone_over_best_onoff']:.3f}; timed {_timed(a)}"
         )
     heavy = [r for r in rows if "goals" in r and "jax_shard_map_over_auto" in r["goals"]]
     if heavy:

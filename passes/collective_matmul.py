@@ -21,7 +21,11 @@ Which candidates are rewritten (`mode="auto"`) is decided by timing them: `purej
 builds, for each distinct candidate of a shard_map body (`signature`), two small programs
 over the body's devices, the plain pattern (`candidate_function`) and the ring this pass
 makes of it, times both and hands the pass the outcome (`timed`, `TimedDecision`;
-`purejit.compiler.candidate_timing`). A candidate without a timed decision (outside a
+`purejit.compiler.candidate_timing`). Each program carries the candidate's elementwise
+neighbourhood as the body has it (a GELU after an all-gather's matmul, the chain before a
+reduce-scatter's), and an all-gather candidate joined to a reduce-scatter candidate through
+such a chain is timed together with it (`_timing_units`); a decision is kept under its
+unit's text (`_timing_units.decision_keys`). A candidate without a timed decision (outside a
 shard_map body) stays as written. The older cost model of bytes and flops
 (`estimate_seconds`, a measured `Calibration`) is still there: `decide="model"` makes
 `purejit.jit` measure a calibration instead, and a pass run by hand with `calibration=`
@@ -40,7 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from purejit.ir import Function, Op, Value, print_function
-from purejit.passes import _rings
+from purejit.passes import _rings, _timing_units
 from purejit.passes.base import PassResult
 
 _DOT = (
@@ -200,7 +204,8 @@ class CollectiveMatmul:
         decide: how `purejit.jit` decides for "auto": "timed" (time each candidate's plain
             and ring programs on the devices) or "model" (the cost model over a measured
             `Calibration`).
-        decisions: the timed decisions, `(signature, TimedDecision)` pairs; `purejit.jit`
+        decisions: the timed decisions, `(key, TimedDecision)` pairs (the key of a
+            candidate: `_timing_units.decision_keys`); `purejit.jit`
             fills them in for "auto" (`timed`).
         calibration: the cost model's measured inputs, used for "auto" when no decisions
             are given; `purejit.jit` fills it in for `decide="model"`.
@@ -237,7 +242,7 @@ class CollectiveMatmul:
         return replace(self, calibration=cal)
 
     def timed(self, decisions: dict) -> "CollectiveMatmul":
-        """This pass with timed decisions, `{signature: TimedDecision}`."""
+        """This pass with timed decisions, `{key: TimedDecision}`."""
         return replace(self, decisions=tuple(sorted(decisions.items())))
 
     def estimate(self, c: Candidate) -> dict:
@@ -256,12 +261,20 @@ class CollectiveMatmul:
         plain, ring = estimate_seconds(moved, dot_flops(c.dot), c.n, cal)
         return {**est, "plain_s": plain, "ring_s": ring}
 
-    def chosen(self, c: Candidate, mesh_size: int | None = None) -> bool:
-        """Whether candidate `c` (of a shard_map body over `mesh_size` devices; None: of a
-        top-level body) is rewritten."""
-        return self._decide(c, mesh_size, self.estimate(c))["rewritten"]
+    def chosen(self, c: Candidate, mesh_size: int | None = None, body=None) -> bool:
+        """Whether candidate `c` (of `body`, a shard_map body over `mesh_size` devices; None:
+        of a top-level body) is rewritten."""
+        key = self._keys(body, [c], mesh_size).get(c) if body is not None else None
+        return self._decide(c, mesh_size, self.estimate(c), key)["rewritten"]
 
-    def _decide(self, c: Candidate, mesh_size: int | None, est: dict) -> dict:
+    def _keys(self, body: Function, cands: list, mesh_size: int | None) -> dict:
+        """{candidate: the key of its timed decision} (`_timing_units.decision_keys`)."""
+        if self.mode != "auto" or self.decisions is None or not cands:
+            return {}
+        sig = lambda c: signature(c, mesh_size, self.unroll)  # noqa: E731
+        return _timing_units.decision_keys(body, find_candidates(body), sig)
+
+    def _decide(self, c: Candidate, mesh_size: int | None, est: dict, key=None) -> dict:
         if self.mode not in ("auto", "on", "off"):
             raise ValueError(f"collective_matmul: mode must be auto, on or off, not {self.mode!r}")
         if self.decide not in ("timed", "model"):
@@ -271,7 +284,7 @@ class CollectiveMatmul:
         if self.mode != "auto":
             return {**est, "rewritten": self.mode == "on"}
         if self.decisions is not None:
-            got = dict(self.decisions).get(signature(c, mesh_size, self.unroll))
+            got = None if key is None else dict(self.decisions).get(key)
             if got is None:  # outside a shard_map body: no devices to time it on
                 return {**est, "rewritten": False, "timed": "no timing (outside shard_map)"}
             return {**est, **got.as_dict(), "timed": got.source, "rewritten": got.ring}
@@ -293,7 +306,7 @@ class CollectiveMatmul:
             report["timed"] = "; ".join(
                 f"{c['kind']} timed plain {c['plain_s'] * 1e6:.1f} us, ring "
                 f"{c['ring_s'] * 1e6:.1f} us, chose {'ring' if c['rewritten'] else 'plain'}"
-                f" ({c['timed']})"
+                f" ({c['timed']}{', as ' + c['timed_with'] if c.get('timed_with') else ''})"
                 for c in timed
             )
         return PassResult(new, report["rewritten"] > 0, report)
@@ -307,8 +320,10 @@ class CollectiveMatmul:
             ops.append(op)
         body = Function(fn.name, fn.params, ops, fn.results)
         chosen = []
-        for c in find_candidates(body):
-            est = self._decide(c, mesh_size, self.estimate(c))
+        cands = find_candidates(body)
+        keys = self._keys(body, cands, mesh_size)
+        for c in cands:
+            est = self._decide(c, mesh_size, self.estimate(c), keys.get(c))
             report["candidates"].append(est)
             if est["rewritten"]:
                 chosen.append(c)

@@ -18,8 +18,8 @@ formulas. A row whose measured on and off differ by under 2% counts as right eit
 
 Rows whose `auto` timed its candidates (the default since `auto` times them; no calibration
 in the row) are listed apart: what the timed programs gave (ring - plain, summed over the
-candidates) against the measured on - off, and whether auto's program came within 2% of the
-better of on and off.
+timing units: a joint unit's members counted once) against the measured on - off, and
+whether auto's program came within 2% of the better of on and off.
 
 With `--rows`, each row also shows the fixed costs' share of the decision, per rewrite:
 `(n - 1) * step_latency - plain_latency` (what the calibration gives), the value below which
@@ -35,6 +35,7 @@ import json
 import os
 from dataclasses import replace
 
+from bench.tp_mlp_sweep import timed_units
 from purejit.passes.collective_matmul import Calibration, estimate_seconds
 
 FIELDS = (
@@ -116,7 +117,7 @@ def timed(rows: list[dict]) -> list[dict]:
         off, on = r["purejit_off"]["step_s"], r["purejit_on"]["step_s"]
         out.append({
             "row": d,
-            "timed_on_minus_off": sum(c["ring_s"] - c["plain_s"] for c in auto["timed"]),
+            "timed_on_minus_off": sum(c["ring_s"] - c["plain_s"] for c in timed_units(auto)),
             "measured_on_minus_off": on - off,
             "rings": auto["rings"],
             "auto_over_best": auto["step_s"] / min(on, off),

@@ -1,31 +1,42 @@
 """Timed decisions for the collective-matmul pass's `auto` mode.
 
-At the first `auto` compile of a program with candidates, every distinct candidate of its
-shard_map bodies (`collective_matmul.signature`: the collective, its replica groups and
-dimension, the matmul's dimension numbers, the types, the mesh size) not decided before is
-timed on the body's devices: two small SPMD programs, the plain pattern as the user wrote it
-(`candidate_function`) and the ring the pass makes of it (the pass's own `apply`), each
-through the passes that follow the collective-matmul pass and the same emission as the real
-program, so what is timed is what would run. Both run a few warm-up calls, then rounds of
+At the first `auto` compile of a program with candidates, every distinct timing unit of its
+shard_map bodies not decided before is timed on the body's devices. A unit
+(`passes._timing_units`) is a candidate with its elementwise neighbourhood as the body has
+it: an all-gather's matmul with the elementwise chain that consumes its result (a GELU), a
+reduce-scatter's matmul with the elementwise chain that produces its operands; an all-gather
+candidate whose result reaches a reduce-scatter candidate's matmul through such a chain (the
+Megatron MLP) is one joint unit with it, timed both plain against both rings. Timing a
+candidate alone missed what differs around it: the plain MLP pays its GELU as a kernel of its
+own, which the rings' steps take into theirs (2 H200s, T = 16384: each ring alone slower, the
+MLP with both rings 5% faster). A unit is timed as two small SPMD programs, the unit as
+written (`_timing_units.Unit.function`) and with the pass's rings (the pass's own `apply` on
+it), each through the passes that follow the collective-matmul pass and the same emission as
+the real program, so what is timed is what would run. Both run a few warm-up calls, then rounds of
 calls between two synchronisations, plain and ring interleaved (alternating which goes
-first, so drift hits both alike); the median round decides. The ring is taken only when
-it is faster by more than `MARGIN`; otherwise the program stays as written.
+first, so drift hits both alike); the median round decides. The rings are taken only when
+faster by more than `MARGIN`; otherwise the unit stays as written.
 
 Cost: one program's timing takes about `BUDGET_S` (2 s), compiles included, unless its
 compiles alone take most of it: then it takes the compiles and `MIN_BUDGET_S` (0.2 s) of
-runs per candidate. Every timing program is compiled first (on two threads on CPU;
-one after the other on GPUs, where compiling autotunes the matmuls on the device); the runs
-share what is left, at least `MIN_BUDGET_S` per candidate. Each round of calls lasts a tenth
-of a candidate's share, so a candidate whose calls are tiny runs many of them
-(`MAX_CALLS` at most) and a slow one fewer rounds (at least `MIN_ROUNDS` of one call each).
-Everything counts in the first call's figures (`timings["calibration"]`, inside "passes").
-Decisions are kept per (device kind, device count, signature) in memory and, when
-`cache_dir` is set, in `cache_dir/collective-matmul-*.json`, so a later compile or process
+runs per unit. Every timing program is compiled first (on two threads on CPU; one after
+the other on GPUs, where compiling autotunes the matmuls on the device); the runs share what
+is left, at least `MIN_BUDGET_S` per unit. Each round of calls lasts a tenth of a unit's
+share, so a unit whose calls are tiny runs many of them (`MAX_CALLS` at most) and a slow one
+fewer rounds (at least `MIN_ROUNDS` of one call each). Everything counts in the first call's
+figures (`timings["calibration"]`, inside "passes"); each decision records where its seconds
+went (`UnitDecision`: building, compiling, inputs, runs). A joint unit's programs hold two
+matmuls and the chain, the candidates' own programs one matmul each: the MLP compiles two
+programs where candidates alone compiled four.
+Decisions are kept per (record format, device kind, device count, unit text: the members'
+`collective_matmul.signature`s and the unit's function) in memory and, when `cache_dir` is
+set, in `cache_dir/collective-matmul-*.json` (records carry `FORMAT`; one of another format,
+such as a candidate timed alone, is never read as a unit's), so a later compile or process
 times nothing.
 
 Several processes must take the same decisions, or their programs' collectives do not
 match and hang. With `purejit.distributed` initialized, process 0 decides: it loads its
-persisted decisions and tells every process which candidates are still to time; all time
+persisted decisions and tells every process which units are still to time; all time
 those together (the programs span every process; process 0 also fixes the number of calls),
 then process 0 publishes its decisions in the distributed key-value store and every process
 uses those.
@@ -39,7 +50,7 @@ import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -50,10 +61,10 @@ from purejit.compiler.cache_files import read_record, write_record
 from purejit.config import config
 from purejit.ir import Function, Op, TensorType, Value, verify
 from purejit.passes import Pipeline
+from purejit.passes._timing_units import Unit, member_key, timing_units
 from purejit.passes.collective_matmul import (
     TimedDecision,
     apply,
-    candidate_function,
     find_candidates,
     shard_map_candidates,
     signature,
@@ -68,10 +79,42 @@ MIN_ROUNDS = 3
 MAX_CALLS = 200  # calls per round
 _BLOCK = 65521  # timing inputs repeat random values of this period
 MAX_KEPT = 1024  # decisions kept in memory (the oldest go first; persisted ones stay)
+FORMAT = 2  # persisted records: 2 = a timing unit's decision (1, unmarked: a lone candidate's)
 
-_memory: dict[tuple, TimedDecision] = {}
+_memory: dict[tuple, "UnitDecision"] = {}
 _lock = threading.Lock()
 _generation = [0]  # bumped by `forget`, so a new decision gets fresh key-value names
+
+
+@dataclass(frozen=True)
+class UnitDecision(TimedDecision):
+    """A timing unit's decision: `plain_s` the unit as written, `ring_s` with every member a
+    ring, `ring` whether the rings are taken (for every member).
+
+    Args:
+        timed_with: the unit in words (`Unit.describe`: its members and its chain's ops).
+        passes_s: seconds building the unit's two timing programs (the passes after the
+            collective-matmul pass).
+        compile_s: seconds emitting and compiling them.
+        inputs_s: seconds making their inputs on the devices.
+        runs_s: seconds running them (warm-up, probe and the timed rounds).
+    """
+
+    timed_with: str = ""
+    passes_s: float = 0.0
+    compile_s: float = 0.0
+    inputs_s: float = 0.0
+    runs_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            **super().as_dict(),
+            "timed_with": self.timed_with,
+            "passes_s": self.passes_s,
+            "compile_s": self.compile_s,
+            "inputs_s": self.inputs_s,
+            "runs_s": self.runs_s,
+        }
 
 
 def _time_pair(plain, ring, budget_s: float, agree) -> tuple[float, float]:
@@ -105,8 +148,11 @@ class _Runner:
     """One compiled timing program with its inputs; `run(k)` times k calls."""
 
     def __init__(self, fn: Function):
+        t0 = time.perf_counter()
         layout = spmd.plan_layout(fn)
         self.exe = layout.compile(layout.emit(fn), fn)
+        self.compile_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
         # random normal floats, repeated from one block of a prime length: drawing a whole
         # large operand (a 8192 x 32768 weight) would take seconds of the budget, and a
         # matmul's speed does not depend on its values repeating
@@ -116,6 +162,7 @@ class _Runner:
             t = p.type
             fill = block.astype(t.dtype) if t.dtype.kind in "fc" else np.ones(1, t.dtype)
             self.args.append(backend_spmd.put_sharded(np.resize(fill, t.shape), ns))
+        self.inputs_s = time.perf_counter() - t0
 
     def __call__(self, k: int) -> float:
         t0 = time.perf_counter()
@@ -128,50 +175,74 @@ class _Runner:
 
 def _whole(body: Function, mc: Op) -> Function:
     """`body` as a whole program over `mc`'s devices: replicated inputs (every device gets
-    the body's own input shapes), the result sharded along its first dimension."""
+    the body's own input shapes), each result sharded along its first dimension (a scalar
+    replicated)."""
     axes = tuple(mc.attrs["axis_names"])
     size = len(mc.attrs["device_ids"])
     params = [Value(p.type) for p in body.params]
-    r = body.results[0].type
-    out = Value(TensorType((r.shape[0] * size, *r.shape[1:]), r.dtype))
+    outs, specs = [], []
+    for r in (v.type for v in body.results):
+        if r.rank == 0:
+            outs.append(Value(r))
+            specs.append(())
+        else:
+            outs.append(Value(TensorType((r.shape[0] * size, *r.shape[1:]), r.dtype)))
+            specs.append((axes, *[()] * (r.rank - 1)))
     attrs = dict(
         mc.attrs,
         in_specs=tuple(tuple(() for _ in p.type.shape) for p in params),
-        out_specs=((axes, *[()] * (r.rank - 1)),),
+        out_specs=tuple(specs),
         check_vma=False,
     )
-    op = Op("manual_computation", params, attrs, [out], [body], mc.loc)
-    return verify(Function("collective_matmul_timing", params, [op], [out]))
+    op = Op("manual_computation", params, attrs, outs, [body], mc.loc)
+    return verify(Function("collective_matmul_timing", params, [op], outs))
 
 
-def programs(c, mc: Op, unroll: bool, tail: Pipeline) -> tuple[Function, Function]:
-    """The plain and the ring timing programs of candidate `c` of `mc`'s body, after the
-    passes `tail` (those after the collective-matmul pass)."""
-    plain = candidate_function(c)
-    (one,) = find_candidates(plain)
-    ring = apply(plain, [one], unroll=unroll)
-    return tuple(tail.run(_whole(b, mc))[0] for b in (plain, ring))
+def unit_functions(unit: Unit, unroll: bool) -> tuple[Function, Function]:
+    """The plain and the ring body of timing unit `unit`: the unit as written, and with the
+    pass's ring for every member (the same chain around them in both)."""
+    plain, members = unit.function()
+    found = [c for c in find_candidates(plain) if any(c.collective is m for m in members)]
+    if len(found) != len(members):
+        raise NotImplementedError(
+            f"collective_matmul timing: the unit {unit.describe()!r} has {len(members)} "
+            f"candidates but its function shows {len(found)}"
+        )
+    return plain, apply(plain, found, unroll=unroll)
 
 
-def _load(key) -> TimedDecision | None:
+def programs(unit: Unit, mc: Op, unroll: bool, tail: Pipeline) -> tuple[Function, Function]:
+    """The plain and the ring timing programs of timing unit `unit` of `mc`'s body, after
+    the passes `tail` (those after the collective-matmul pass)."""
+    return tuple(tail.run(_whole(b, mc))[0] for b in unit_functions(unit, unroll))
+
+
+def _load(key) -> UnitDecision | None:
     rec = read_record(config.read("cache_dir"), "collective-matmul", key)
+    if rec is None or rec.get("format") != FORMAT:  # a record of another format: time anew
+        return None
     try:
-        return None if rec is None else TimedDecision(**{**rec["decision"], "source": "loaded"})
+        return UnitDecision(**{**rec["decision"], "source": "loaded"})
     except (TypeError, KeyError):
         return None
 
 
-def _store(key, d: TimedDecision) -> None:
-    write_record(config.read("cache_dir"), "collective-matmul", key, {"decision": d.as_dict()})
+def _store(key, d: UnitDecision) -> None:
+    rec = {"format": FORMAT, "decision": d.as_dict()}
+    write_record(config.read("cache_dir"), "collective-matmul", key, rec)
 
 
 def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
-    """{key: TimedDecision} for every (key, candidate, manual op) of `todo`, timed now: every
-    program compiled first, then the runs share what is left of `BUDGET_S`."""
+    """{key: UnitDecision} for every (key, timing unit, manual op) of `todo`, timed now:
+    every program compiled first, then the runs share what is left of `BUDGET_S`."""
     if not todo:
         return {}
     t0 = time.perf_counter()
-    progs = [f for _, c, mc in todo for f in programs(c, mc, unroll, tail)]
+    progs, passes_s = [], []
+    for _, unit, mc in todo:
+        t1 = time.perf_counter()
+        progs += programs(unit, mc, unroll, tail)
+        passes_s.append(time.perf_counter() - t1)
     mc = todo[0][2]
     if backend_spmd.device_by_id(int(mc.attrs["device_ids"][0])).platform == "cpu":
         with ThreadPoolExecutor(2) as pool:  # compiling releases the GIL
@@ -182,12 +253,23 @@ def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
         # running beside it would skew that choice
         runners = [_Runner(f) for f in progs]
     out = {}
-    for i, (key, _, _) in enumerate(todo):
+    for i, (key, unit, _) in enumerate(todo):
         left = BUDGET_S - (time.perf_counter() - t0)
         budget = max(left / (len(todo) - i), MIN_BUDGET_S)
         pair = runners[2 * i : 2 * i + 2]
+        t1 = time.perf_counter()
         plain_s, ring_s = time_pair(*pair, budget, lambda v, i=i: agree(f"calls/{i}", v))
-        out[key] = TimedDecision(plain_s, ring_s, ring_s < (1.0 - MARGIN) * plain_s)
+        out[key] = UnitDecision(
+            plain_s,
+            ring_s,
+            ring_s < (1.0 - MARGIN) * plain_s,
+            "timed",
+            unit.describe(),
+            passes_s[i],
+            sum(r.compile_s for r in pair),
+            sum(r.inputs_s for r in pair),
+            time.perf_counter() - t1,
+        )
     return out
 
 
@@ -219,19 +301,34 @@ def _shared(todo: list, unroll: bool, tail: Pipeline) -> dict:
         )
     )  # fmt: skip
     shared = json.loads(distributed.kv_get(name))
-    return {key: TimedDecision(**{**d, "source": "shared"}) for key, d in zip(keys, shared)}
+    return {key: UnitDecision(**{**d, "source": "shared"}) for key, d in zip(keys, shared)}
+
+
+def units(fn: Function, unroll: bool) -> list[tuple[Op, Unit, str]]:
+    """(manual op, timing unit, unit text) for every timing unit of `fn`'s shard_map bodies,
+    in the order the pass visits their candidates."""
+    bodies: dict[int, tuple[Op, list]] = {}
+    for mc, c in shard_map_candidates(fn):
+        bodies.setdefault(id(mc), (mc, []))[1].append(c)
+    out = []
+    for mc, cands in bodies.values():
+        n = len(mc.attrs["device_ids"])
+        for unit in timing_units(mc.regions[0], cands):
+            out.append((mc, unit, unit.text(lambda c: signature(c, n, unroll))))
+    return out
 
 
 def _decisions(fn: Function, unroll: bool, tail: Pipeline) -> dict:
-    """{signature: TimedDecision} for every candidate of `fn`'s shard_map bodies."""
+    """{key: UnitDecision} for every candidate of `fn`'s shard_map bodies (the key the pass
+    looks its decision up under, `_timing_units.member_key`)."""
     todo, sigs = [], {}
-    for mc, c in shard_map_candidates(fn):
-        sig = signature(c, len(mc.attrs["device_ids"]), unroll)
+    for mc, unit, text in units(fn, unroll):
         dev = backend_spmd.device_by_id(int(mc.attrs["device_ids"][0]))
-        key = (str(dev.device_kind), len(mc.attrs["device_ids"]), sig)
-        if sig not in sigs:
-            sigs[sig] = key
-            todo.append((key, c, mc))
+        key = (f"format {FORMAT}", str(dev.device_kind), len(mc.attrs["device_ids"]), text)
+        if member_key(text, 0) not in sigs:
+            todo.append((key, unit, mc))
+        for i in range(len(unit.members)):
+            sigs[member_key(text, i)] = key
     with _lock:
         missing = [t for t in todo if t[0] not in _memory]
         if missing:

@@ -11,6 +11,7 @@ import pytest
 
 from purejit.ir import Builder, TensorType, interpret, parse, print_function, verify
 from purejit.ir.spmd import interpret_spmd, replica_groups
+from purejit.passes._timing_units import decision_keys
 from purejit.passes.collective_matmul import (
     Calibration,
     CollectiveMatmul,
@@ -346,7 +347,11 @@ def test_timed_decisions_decide_auto():
     gather, scatter = find_candidates(fn)
     faster = TimedDecision(2e-3, 1e-3, True, "injected")
     slower = TimedDecision(1e-3, 2e-3, False, "injected")
-    sig = [signature(c, None) for c in (gather, scatter)]
+    # decisions are looked up by their timing unit's key (here one unit: the MLP's two
+    # candidates joined through its chain), one key per member
+    keys = decision_keys(fn, [gather, scatter], lambda c: signature(c, None))
+    sig = [keys[gather], keys[scatter]]
+    assert sig[0] != sig[1] and all(signature(c, None) in keys[c] for c in (gather, scatter))
     res = CollectiveMatmul().timed({sig[0]: faster, sig[1]: slower})(fn)
     assert res.report["rewritten"] == 1 and "all_gather" not in ops(res.fn)
     assert "reduce_scatter" in ops(res.fn)
