@@ -91,6 +91,37 @@ for step in "$@"; do
     cold48g)  # issue #32 on one GPU: the 48-layer forward's first call, fresh processes
       CUDA_VISIBLE_DEVICES=0 timeout 130 python3 -m bench.cold_start --roll-sweep 48 --repeats 1 \
         --out "$OUT/cold48g" > "$OUT/cold48g.log" 2>&1 ;;
+    cold48x)  # issue #32 on one GPU: where XLA's GPU compile of the 48-layer forward goes; each
+              # variant's cold child (d=128, 4 heads, seq 64, batch 2: cold_start_ab's model)
+              # as is, without autotuning, and with XLA's compile-phase timers logged
+      mkdir -p "$OUT/cold48x"
+      for v in 0 1 2 3; do
+        for mode in plain noautotune vlog; do
+          cache=$(mktemp -d)
+          case $mode in
+            plain) envs="" ;;
+            noautotune) envs="XLA_FLAGS=--xla_gpu_autotune_level=0" ;;
+            vlog) envs="TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_VMODULE=gpu_compiler=1,nvptx_compiler=1,hlo_pass_pipeline=1,compile_module_to_llvm_ir=1,gemm_fusion_autotuner=1,autotuner_util=1" ;;
+          esac
+          env CUDA_VISIBLE_DEVICES=0 $envs timeout 60 python3 -c "import runpy, sys; sys.argv[0] = 'bench/cold_start.py'; runpy.run_path(sys.argv[0], run_name='__main__')" \
+            --child "$([ $v -le 1 ] && echo purejit || echo jax)" --cache "$cache" --variant $v \
+            --purejit-options '{}' --layers 48 --d 128 --heads 4 --seq 64 --batch 2 \
+            > "$OUT/cold48x/v${v}_$mode.out" 2> "$OUT/cold48x/v${v}_$mode.err"
+          echo "cold48x v$v $mode rc=$? $(grep RESULT "$OUT/cold48x/v${v}_$mode.out" | head -c 600)" >> "$OUT/steps.txt"
+          gzip -f "$OUT/cold48x/v${v}_$mode.err"
+        done
+      done ;;
+    sweepu)  # auto by timing units (a candidate with its elementwise neighbourhood; the MLP's
+             # all-gather and reduce-scatter as one), against each candidate timed alone
+      timeout 300 python3 -m bench.tp_mlp_sweep --out "$OUT/sweepu" --devices 2 --iters 50 \
+        --repeats 5 --timeout 120 --shapes 16384x2048,4096x2048,8192x8192 --auto-alone \
+        > "$OUT/sweepu.log" 2>&1 ;;
+    stackc)  # issue #32: XLA's GPU compile of stacking 48 layers' parameters, by form
+      CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m bench.tools.stack_compile --repeats 2 \
+        > "$OUT/stackc.log" 2>&1 ;;
+    attn4096)  # issue #30: bench.attention at T = 4096 (the forward's timing loop was fixed)
+      CUDA_VISIBLE_DEVICES=0 timeout 300 python3 -m bench.attention --out "$OUT/attention" \
+        --rounds 5 --lengths 4096 > "$OUT/attention.log" 2>&1 ;;
     sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;
