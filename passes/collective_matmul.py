@@ -17,18 +17,25 @@ at a time; `unroll=True` emits the steps one after the other instead). It never 
 the gathered operand or the unscattered product, so `temp_size_in_bytes` falls, and each
 step's transfer can run while the step multiplies.
 
+A second form, `form="chunkedK"` (`passes/_chunked.py`), keeps the fast collective and cuts
+it with the matmul into K independent pieces (K all-gathers each feeding its own matmul; K
+matmuls each feeding its own reduce-scatter), so that one piece's transfer can run while
+another piece multiplies; the pieces are put back where the plain program puts them.
+
 Which candidates are rewritten (`mode="auto"`) is decided by timing them: `purejit.jit`
-builds, for each distinct candidate of a shard_map body (`signature`), two small programs
-over the body's devices, the plain pattern (`candidate_function`) and the ring this pass
-makes of it, times both and hands the pass the outcome (`timed`, `TimedDecision`;
-`purejit.compiler.candidate_timing`). A candidate without a timed decision (outside a
-shard_map body) stays as written. The older cost model of bytes and flops
+builds, for each distinct candidate of a shard_map body and each form of `auto_forms`
+(`signature`), two small programs over the body's devices, the plain pattern
+(`candidate_function`) and that form of it, times both and hands the pass the outcome
+(`timed`, `TimedDecision`; `purejit.compiler.candidate_timing`); a candidate takes the form
+that beat the plain program by the largest ratio, or none. A candidate without a timed
+decision (outside a shard_map body) stays as written. The older cost model of bytes and flops
 (`estimate_seconds`, a measured `Calibration`) is still there: `decide="model"` makes
 `purejit.jit` measure a calibration instead, and a pass run by hand with `calibration=`
-uses it. `mode="on"` rewrites every candidate, `"off"` none.
+uses it. `mode="on"` rewrites every candidate (in `form`), `"off"` none.
 
 Guarantees: results are unchanged up to the order of floating-point sums (the ring adds the
-reduce-scatter's terms in ring order). Never touches: collectives whose result has other
+reduce-scatter's terms in ring order; the chunked form computes each element as the plain
+program does). Never touches: collectives whose result has other
 uses, gathers along contracting or batch dimensions, reductions other than "add", ops in
 regions of control flow (only top-level bodies and manual computation bodies are visited).
 """
@@ -40,48 +47,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from purejit.ir import Function, Op, Value, print_function
-from purejit.passes import _rings
+from purejit.passes import _chunked, _rings
+from purejit.passes._dot_dims import dot_dims, output_dim, source_dim
 from purejit.passes.base import PassResult
-
-_DOT = (
-    "lhs_batching_dimensions",
-    "rhs_batching_dimensions",
-    "lhs_contracting_dimensions",
-    "rhs_contracting_dimensions",
-)
-
-
-def _dot_dims(op: Op):
-    lb, rb, lc, rc = (tuple(op.attrs[k]) for k in _DOT)
-    return lb, rb, lc, rc
-
-
-def _free(rank: int, batch, contract) -> list[int]:
-    return [i for i in range(rank) if i not in batch and i not in contract]
-
-
-def output_dim(op: Op, side: int, d: int) -> int | None:
-    """The result dimension of dot_general `op` that free dimension `d` of operand `side`
-    (0 = lhs, 1 = rhs) becomes; None when `d` is a batch or contracting dimension."""
-    lb, rb, lc, rc = _dot_dims(op)
-    lhs, rhs = (v.type.rank for v in op.operands)
-    lfree, rfree = _free(lhs, lb, lc), _free(rhs, rb, rc)
-    if side == 0:
-        return len(lb) + lfree.index(d) if d in lfree else None
-    return len(lb) + len(lfree) + rfree.index(d) if d in rfree else None
-
-
-def source_dim(op: Op, od: int) -> tuple[int, int] | None:
-    """(side, dimension) of the operand free dimension that result dimension `od` comes from."""
-    for side in (0, 1):
-        for d in range(op.operands[side].type.rank):
-            if output_dim(op, side, d) == od:
-                return side, d
-    return None
 
 
 def dot_flops(op: Op) -> int:
-    _, _, lc, _ = _dot_dims(op)
+    _, _, lc, _ = dot_dims(op)
     k = int(np.prod([op.operands[0].type.shape[d] for d in lc], dtype=np.int64))
     return 2 * op.results[0].type.size * k
 
@@ -171,8 +143,9 @@ class TimedDecision:
 
     Args:
         plain_s: seconds per call of the plain pattern (collective, then the matmul).
-        ring_s: seconds per call of the ring this pass makes of it.
-        ring: whether the ring is taken (faster by more than the timing's margin).
+        ring_s: seconds per call of the rewrite this pass makes of it in the form the
+            decision is kept for (`signature`'s form: the ring, or chunked collectives).
+        ring: whether the rewrite is taken (faster by more than the timing's margin).
         source: "timed" (measured now), "loaded" (a persisted decision), "shared"
             (process 0's, through the distributed key-value store), "injected" ...
     """
@@ -206,6 +179,12 @@ class CollectiveMatmul:
             are given; `purejit.jit` fills it in for `decide="model"`.
         unroll: emit the ring's steps one after the other instead of as a `while` loop (the
             loop keeps one step's buffers live; unrolled, XLA may schedule steps freely).
+        form: what "on" makes of every candidate: "ring" or "chunkedK", the collective and
+            the matmul cut into K independent pieces (`passes/_chunked.py`); a candidate K
+            does not divide is left as written, with the reason in the report.
+        auto_forms: the forms "auto" times beside the plain program (each against the plain
+            one, decisions kept per form); a candidate takes the form that beats the plain
+            program by the largest ratio, if any beats it by more than the margin.
     """
 
     name: str = "collective_matmul"
@@ -214,6 +193,8 @@ class CollectiveMatmul:
     unroll: bool = False
     decide: str = "timed"
     decisions: tuple | None = None
+    form: str = "ring"
+    auto_forms: tuple[str, ...] = ("ring", "chunked2", "chunked4")
 
     @property
     def needs_calibration(self) -> bool:
@@ -232,6 +213,10 @@ class CollectiveMatmul:
             and self.decisions is None
             and self.calibration is None
         )
+
+    def timed_rewrites(self) -> list[dict]:
+        """The rewrites "auto" times, as `signature` / `apply` keywords, one per form."""
+        return [{"unroll": self.unroll, "form": f} for f in self.auto_forms]
 
     def calibrated(self, cal: Calibration) -> "CollectiveMatmul":
         return replace(self, calibration=cal)
@@ -268,34 +253,52 @@ class CollectiveMatmul:
             raise ValueError(
                 f"collective_matmul: decide must be timed or model, not {self.decide!r}"
             )
-        if self.mode != "auto":
-            return {**est, "rewritten": self.mode == "on"}
+        for f in (self.form, *self.auto_forms):
+            _chunked.chunks_of(f)  # a name that is no form raises ValueError
+        if self.mode == "off":
+            return {**est, "rewritten": False}
+        if self.mode == "on":
+            why = refusal(c, self.form)
+            if why is not None:
+                return {**est, "rewritten": False, "form": None, "refused": why}
+            return {**est, "rewritten": True, "form": self.form}
         if self.decisions is not None:
-            got = dict(self.decisions).get(signature(c, mesh_size, self.unroll))
-            if got is None:  # outside a shard_map body: no devices to time it on
-                return {**est, "rewritten": False, "timed": "no timing (outside shard_map)"}
-            return {**est, **got.as_dict(), "timed": got.source, "rewritten": got.ring}
+            return self._timed(c, mesh_size, est)
         if self.calibration is None:
             raise ValueError(
                 "collective_matmul: mode='auto' needs timed decisions or the devices' figures; "
                 "run it through purejit.jit (which times the candidates) or pass "
                 "calibration=Calibration(...)"
             )
-        return {**est, "rewritten": est["ring_s"] < est["plain_s"]}
+        ring = est["ring_s"] < est["plain_s"]
+        return {**est, "rewritten": ring, "form": "ring" if ring else None}
+
+    def _timed(self, c: Candidate, mesh_size: int | None, est: dict) -> dict:
+        """The form the timed decisions take for `c`: of the forms timed faster than the
+        plain program (by the margin), the one with the smallest time / plain time."""
+        table = dict(self.decisions)
+        got = {}
+        for f in self.auto_forms:
+            d = table.get(signature(c, mesh_size, self.unroll, f))
+            if d is not None:
+                got[f] = d
+        if not got:  # outside a shard_map body: no devices to time it on
+            return {**est, "rewritten": False, "timed": "no timing (outside shard_map)"}
+        taken = [f for f, d in got.items() if d.ring]
+        form = min(taken, key=lambda f: got[f].ring_s / got[f].plain_s) if taken else None
+        first = got.get("ring") or next(iter(got.values()))
+        est = {**est, **first.as_dict(), "timed": first.source}
+        forms = {f: d.as_dict() for f, d in got.items()}
+        return {**est, "forms": forms, "rewritten": form is not None, "form": form}
 
     def __call__(self, fn: Function) -> PassResult:
         report = {"candidates": [], "rewritten": 0}
         if self.calibration is not None:
             report["calibration"] = self.calibration.as_dict()
         new = self._function(fn, report, None)
-        timed = [c for c in report["candidates"] if "ring_s" in c and "timed" in c]
+        timed = [c for c in report["candidates"] if "forms" in c]
         if timed:  # explain prints scalar report entries: one line for every decision
-            report["timed"] = "; ".join(
-                f"{c['kind']} timed plain {c['plain_s'] * 1e6:.1f} us, ring "
-                f"{c['ring_s'] * 1e6:.1f} us, chose {'ring' if c['rewritten'] else 'plain'}"
-                f" ({c['timed']})"
-                for c in timed
-            )
+            report["timed"] = "; ".join(_timed_line(c) for c in timed)
         return PassResult(new, report["rewritten"] > 0, report)
 
     def _function(self, fn: Function, report, mesh_size: int | None) -> Function:
@@ -311,11 +314,35 @@ class CollectiveMatmul:
             est = self._decide(c, mesh_size, self.estimate(c))
             report["candidates"].append(est)
             if est["rewritten"]:
-                chosen.append(c)
+                chosen.append((c, est["form"]))
         if not chosen:
             return body
         report["rewritten"] += len(chosen)
-        return apply(body, chosen, unroll=self.unroll)
+        return apply(body, [c for c, _ in chosen], unroll=self.unroll, forms=[f for _, f in chosen])
+
+
+def _timed_line(c: dict) -> str:
+    """`kind timed plain P us, ring R us, chunked2 C us (plain P2 us), chose FORM (source)`."""
+    forms = c["forms"]
+    # each form was timed against its own run of the plain program: shown where it differs
+    parts = [
+        f"{f} {d['ring_s'] * 1e6:.1f} us"
+        + ("" if d["plain_s"] == c["plain_s"] else f" (plain {d['plain_s'] * 1e6:.1f} us)")
+        for f, d in forms.items()
+    ]
+    return (
+        f"{c['kind']} timed plain {c['plain_s'] * 1e6:.1f} us, {', '.join(parts)}, "
+        f"chose {c['form'] or 'plain'} ({c['timed']})"
+    )
+
+
+def refusal(c: Candidate, form: str) -> str | None:
+    """Why candidate `c` cannot take `form` ("ring" or "chunkedK"); None when it can."""
+    k = _chunked.chunks_of(form)
+    if k is None:
+        return None
+    sp = _chunked.split(c, k)
+    return sp if isinstance(sp, str) else None
 
 
 def shard_map_candidates(fn: Function) -> list[tuple[Op, Candidate]]:
@@ -354,11 +381,15 @@ def candidate_function(c: Candidate) -> Function:
     return Function(c.kind.replace("->", "_"), params, ops, [new(second.results[0])])
 
 
-def signature(c: Candidate, mesh_size: int | None, unroll: bool = False) -> str:
+def signature(c: Candidate, mesh_size: int | None, unroll: bool = False, form: str = "ring") -> str:
     """What a timed decision is kept under: the candidate alone as text (the collective, its
     replica groups and gathered or scattered dimension, the matmul's dimension numbers, the
-    types and dtypes), the size of the mesh it runs on and the ring's form."""
-    head = f"mesh {mesh_size} unroll {unroll}\n"
+    types and dtypes), the size of the mesh it runs on and the rewrite's form (the ring's
+    loop or unrolled steps; chunked collectives and their number)."""
+    if _chunked.chunks_of(form) is None:
+        head = f"mesh {mesh_size} unroll {unroll}\n"
+    else:
+        head = f"mesh {mesh_size} form {form}\n"
     return head + print_function(candidate_function(c))
 
 
@@ -412,24 +443,50 @@ def find_candidates(fn: Function) -> list[Candidate]:
     return out
 
 
-def apply(fn: Function, chosen: list[Candidate], *, unroll: bool = False) -> Function:
-    """Rewrite the chosen candidates of `fn`'s body; returns a new function."""
+def apply(
+    fn: Function,
+    chosen: list[Candidate],
+    *,
+    unroll: bool = False,
+    form: str = "ring",
+    forms: list[str] | None = None,
+) -> Function:
+    """Rewrite the chosen candidates of `fn`'s body; returns a new function.
+
+    Args:
+        unroll: the rings' steps unrolled (form "ring").
+        form: the form of every chosen candidate, "ring" or "chunkedK"; `forms`, one per
+            candidate, overrides it. A candidate that cannot take its form raises ValueError
+            (the pass checks `refusal` first).
+    """
+    forms = forms or [form] * len(chosen)
     removed = {id(c.collective if c.kind.startswith("all_gather") else c.dot) for c in chosen}
-    at = {id(c.dot if c.kind.startswith("all_gather") else c.collective): c for c in chosen}
+    at = {
+        id(c.dot if c.kind.startswith("all_gather") else c.collective): (c, f)
+        for c, f in zip(chosen, forms)
+    }
     subst: dict[Value, Value] = {}
     ops: list[Op] = []
     for op in fn.ops:
         if id(op) in removed:
             continue
-        c = at.get(id(op))
-        if c is None:
+        hit = at.get(id(op))
+        if hit is None:
             operands = [subst.get(v, v) for v in op.operands]
             ops.append(Op(op.name, operands, op.attrs, op.results, op.regions, op.loc))
             continue
-        rewrite = (
-            _rings.all_gather_dot if c.kind.startswith("all_gather") else _rings.dot_reduce_scatter
-        )
-        new_ops, value = rewrite(c, lambda v: subst.get(v, v), unroll)
+        c, f = hit
+        gather = c.kind.startswith("all_gather")
+        k = _chunked.chunks_of(f)
+        if k is None:
+            rewrite = _rings.all_gather_dot if gather else _rings.dot_reduce_scatter
+            new_ops, value = rewrite(c, lambda v: subst.get(v, v), unroll)
+        else:
+            sp = _chunked.split(c, k)
+            if isinstance(sp, str):
+                raise ValueError(f"collective_matmul: {c.kind}: {sp}")
+            rewrite = _chunked.all_gather_dot if gather else _chunked.dot_reduce_scatter
+            new_ops, value = rewrite(c, lambda v: subst.get(v, v), sp)
         ops.extend(new_ops)
         subst[op.results[0]] = value
     return Function(fn.name, fn.params, ops, [subst.get(v, v) for v in fn.results])

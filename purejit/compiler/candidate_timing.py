@@ -9,7 +9,9 @@ through the passes that follow the collective-matmul pass and the same emission 
 program, so what is timed is what would run. Both run a few warm-up calls, then rounds of
 calls between two synchronisations, plain and ring interleaved (alternating which goes
 first, so drift hits both alike); the median round decides. The ring is taken only when
-it is faster by more than `MARGIN`; otherwise the program stays as written.
+it is faster by more than `MARGIN`; otherwise the program stays as written. Each form the
+pass's `auto_forms` names (the ring; chunked collectives, `chunkedK`) is timed so, against the
+plain program, and kept under its own signature; the pass takes the best of those it beat.
 
 Cost: one program's timing takes about `BUDGET_S` (2 s), compiles included, unless its
 compiles alone take most of it: then it takes the compiles and `MIN_BUDGET_S` (0.2 s) of
@@ -55,6 +57,7 @@ from purejit.passes.collective_matmul import (
     apply,
     candidate_function,
     find_candidates,
+    refusal,
     shard_map_candidates,
     signature,
 )
@@ -144,12 +147,13 @@ def _whole(body: Function, mc: Op) -> Function:
     return verify(Function("collective_matmul_timing", params, [op], [out]))
 
 
-def programs(c, mc: Op, unroll: bool, tail: Pipeline) -> tuple[Function, Function]:
-    """The plain and the ring timing programs of candidate `c` of `mc`'s body, after the
-    passes `tail` (those after the collective-matmul pass)."""
+def programs(c, mc: Op, how: dict, tail: Pipeline) -> tuple[Function, Function]:
+    """The plain and the rewritten timing programs of candidate `c` of `mc`'s body (`how`:
+    `apply`'s keywords, the form), after the passes `tail` (those after the
+    collective-matmul pass)."""
     plain = candidate_function(c)
     (one,) = find_candidates(plain)
-    ring = apply(plain, [one], unroll=unroll)
+    ring = apply(plain, [one], **how)
     return tuple(tail.run(_whole(b, mc))[0] for b in (plain, ring))
 
 
@@ -165,13 +169,13 @@ def _store(key, d: TimedDecision) -> None:
     write_record(config.read("cache_dir"), "collective-matmul", key, {"decision": d.as_dict()})
 
 
-def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
+def _time_all(todo: list, how: dict, tail: Pipeline, agree) -> dict:
     """{key: TimedDecision} for every (key, candidate, manual op) of `todo`, timed now: every
     program compiled first, then the runs share what is left of `BUDGET_S`."""
     if not todo:
         return {}
     t0 = time.perf_counter()
-    progs = [f for _, c, mc in todo for f in programs(c, mc, unroll, tail)]
+    progs = [f for _, c, mc in todo for f in programs(c, mc, how, tail)]
     mc = todo[0][2]
     if backend_spmd.device_by_id(int(mc.attrs["device_ids"][0])).platform == "cpu":
         with ThreadPoolExecutor(2) as pool:  # compiling releases the GIL
@@ -191,7 +195,7 @@ def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
     return out
 
 
-def _shared(todo: list, unroll: bool, tail: Pipeline) -> dict:
+def _shared(todo: list, how: dict, tail: Pipeline) -> dict:
     """Process 0's decisions for `todo`, the same in every process of the job."""
     keys = [key for key, _, _ in todo]
     digest = hashlib.sha256(repr((keys, _generation[0])).encode()).hexdigest()[:16]
@@ -205,7 +209,7 @@ def _shared(todo: list, unroll: bool, tail: Pipeline) -> dict:
         known = {key: _load(key) for key in keys}
         left = [t for t in todo if known[t[0]] is None]
         distributed.kv_set(name + "/plan", json.dumps([keys.index(t[0]) for t in left]))
-        timed = _time_all(left, unroll, tail, agree)
+        timed = _time_all(left, how, tail, agree)
         for key, d in timed.items():
             _store(key, d)
         got = {**{k: d for k, d in known.items() if d is not None}, **timed}
@@ -214,7 +218,7 @@ def _shared(todo: list, unroll: bool, tail: Pipeline) -> dict:
     plan = json.loads(distributed.kv_get(name + "/plan"))
     # take part in process 0's timing: same programs, same calls; its decisions are used
     _time_all(
-        [todo[k] for k in plan], unroll, tail, lambda what, _: json.loads(
+        [todo[k] for k in plan], how, tail, lambda what, _: json.loads(
             distributed.kv_get(f"{name}/{what}")
         )
     )  # fmt: skip
@@ -222,11 +226,14 @@ def _shared(todo: list, unroll: bool, tail: Pipeline) -> dict:
     return {key: TimedDecision(**{**d, "source": "shared"}) for key, d in zip(keys, shared)}
 
 
-def _decisions(fn: Function, unroll: bool, tail: Pipeline) -> dict:
-    """{signature: TimedDecision} for every candidate of `fn`'s shard_map bodies."""
+def _decisions(fn: Function, how: dict, tail: Pipeline) -> dict:
+    """{signature: TimedDecision} for every candidate of `fn`'s shard_map bodies that can take
+    the form `how` names (`apply`'s keywords)."""
     todo, sigs = [], {}
     for mc, c in shard_map_candidates(fn):
-        sig = signature(c, len(mc.attrs["device_ids"]), unroll)
+        if refusal(c, how["form"]) is not None:
+            continue
+        sig = signature(c, len(mc.attrs["device_ids"]), **how)
         dev = backend_spmd.device_by_id(int(mc.attrs["device_ids"][0]))
         key = (str(dev.device_kind), len(mc.attrs["device_ids"]), sig)
         if sig not in sigs:
@@ -236,11 +243,11 @@ def _decisions(fn: Function, unroll: bool, tail: Pipeline) -> dict:
         missing = [t for t in todo if t[0] not in _memory]
         if missing:
             if distributed.is_initialized() and distributed.process_count() > 1:
-                got = _shared(missing, unroll, tail)
+                got = _shared(missing, how, tail)
             else:
                 got = {key: _load(key) for key, _, _ in missing}
                 left = [t for t in missing if got[t[0]] is None]
-                timed = _time_all(left, unroll, tail, lambda what, v: v)
+                timed = _time_all(left, how, tail, lambda what, v: v)
                 for key, d in timed.items():
                     _store(key, d)
                 got.update(timed)
@@ -264,7 +271,10 @@ def decide(pipeline: Pipeline, timings: dict, fn: Function) -> Pipeline:
             continue
         seen = fn if i == 0 else _part(pipeline, passes[:i]).run(fn)[0]
         after = [q for q in passes[i + 1 :] if not hasattr(q, "needs_timing")]
-        passes[i] = p.timed(_decisions(seen, p.unroll, _part(pipeline, after)))
+        got = {}
+        for how in p.timed_rewrites():  # each form against the plain program
+            got.update(_decisions(seen, how, _part(pipeline, after)))
+        passes[i] = p.timed(got)
     timings["calibration"] = timings.get("calibration", 0.0) + time.perf_counter() - t0
     return replace(pipeline, passes=passes)
 

@@ -1,0 +1,277 @@
+"""The collective-matmul pass's chunked form (`form="chunkedK"`, passes/_chunked.py): IR
+before/after, the same numbers as the plain program per element (SPMD interpreter), the
+dimension each rule cuts, refusals with their reasons, and `auto` choosing among forms.
+
+The compiled 8-device checks (against the pass off and JAX's shard_map) are in
+cases_collective_matmul_chunked.py.
+"""
+
+import os
+
+import numpy as np
+import pytest
+from test_md_collective_matmul import MM, ops, tp_mlp
+
+from purejit.ir import Builder, TensorType, parse, print_function, verify
+from purejit.ir.spmd import interpret_spmd, replica_groups
+from purejit.passes._chunked import Split, chunks_of, split
+from purejit.passes.collective_matmul import (
+    CollectiveMatmul,
+    TimedDecision,
+    apply,
+    find_candidates,
+    refusal,
+    signature,
+)
+
+F32 = np.float32
+RNG = np.random.default_rng(1)
+
+
+def equal_numbers(before, after, n):
+    """The SPMD interpreter gives the same arrays, bit for bit."""
+    args = [RNG.standard_normal((n,) + p.type.shape).astype(F32) for p in before.params]
+    for a, b in zip(interpret_spmd(before, *args), interpret_spmd(after, *args)):
+        assert a.shape == b.shape and np.array_equal(a, b), np.abs(a - b).max()
+
+
+def test_tp_mlp_chunked2_ir_and_numbers():
+    before = tp_mlp()
+    res = CollectiveMatmul(mode="on", form="chunked2")(before)
+    after = verify(res.fn)
+    assert res.report["rewritten"] == 2
+    assert [c["form"] for c in res.report["candidates"]] == ["chunked2", "chunked2"]
+    mm = (
+        "{lhs_batching_dimensions=[], rhs_batching_dimensions=[], "
+        "lhs_contracting_dimensions=[1], rhs_contracting_dimensions=[0]}"
+    )
+    g = "replica_groups=[[0, 1, 2, 3]]"
+    want = "\n".join(
+        [
+            "func @tp_mlp(%0: f32[2,8], %1: f32[8,6], %2: f32[6,8]) -> (f32[2,8]) {",
+            # x's 2 rows per device cut in two: chunk c holds row c of every device
+            "  %3 = slice(%0) {start_indices=[0, 0], limit_indices=[1, 8], strides=[1, 1]}"
+            " : (f32[1,8])",
+            f"  %4 = all_gather(%3) {{{g}, all_gather_dim=0}} : (f32[4,8])",
+            f"  %5 = dot_general(%4, %1) {mm} : (f32[4,6])",
+            "  %6 = slice(%0) {start_indices=[1, 0], limit_indices=[2, 8], strides=[1, 1]}"
+            " : (f32[1,8])",
+            f"  %7 = all_gather(%6) {{{g}, all_gather_dim=0}} : (f32[4,8])",
+            f"  %8 = dot_general(%7, %1) {mm} : (f32[4,6])",
+            # rows (dev, c) of the gathered x are (n, k) -> device-major interleave
+            "  %9 = reshape(%5) {shape=[4, 1, 6]} : (f32[4,1,6])",
+            "  %10 = reshape(%8) {shape=[4, 1, 6]} : (f32[4,1,6])",
+            "  %11 = concatenate(%9, %10) {dimension=1} : (f32[4,2,6])",
+            "  %12 = reshape(%11) {shape=[8, 6]} : (f32[8,6])",
+            "  %13 = tanh(%12) : (f32[8,6])",
+            # the product's columns (from w2) cut in two: no row moves
+            "  %14 = slice(%2) {start_indices=[0, 0], limit_indices=[6, 4], strides=[1, 1]}"
+            " : (f32[6,4])",
+            f"  %15 = dot_general(%13, %14) {mm} : (f32[8,4])",
+            f'  %16 = reduce_scatter(%15) {{{g}, scatter_dimension=0, computation="add"}}'
+            " : (f32[2,4])",
+            "  %17 = slice(%2) {start_indices=[0, 4], limit_indices=[6, 8], strides=[1, 1]}"
+            " : (f32[6,4])",
+            f"  %18 = dot_general(%13, %17) {mm} : (f32[8,4])",
+            f'  %19 = reduce_scatter(%18) {{{g}, scatter_dimension=0, computation="add"}}'
+            " : (f32[2,4])",
+            "  %20 = concatenate(%16, %19) {dimension=1} : (f32[2,8])",
+            "  return %20",
+            "}",
+        ]
+    )
+    text = print_function(after)
+    assert text == want, text
+    assert print_function(parse(text)) == text
+    equal_numbers(before, after, 4)
+
+
+@pytest.mark.parametrize("form", ["chunked2", "chunked4"])
+def test_two_groups_on_a_2d_mesh(form):
+    groups = replica_groups((2, 4), ("a", "x"), ("x",))  # ((0,1,2,3), (4,5,6,7))
+    b = Builder("mlp")
+    x = b.param(TensorType((4, 8), F32))  # 4 rows per device: 2 and 4 chunks
+    w1 = b.param(TensorType((8, 6), F32))
+    w2 = b.param(TensorType((6, 12), F32))
+    (xg,) = b.op("all_gather", [x], {"replica_groups": groups, "all_gather_dim": 0})
+    (h,) = b.op("dot_general", [xg, w1], MM)
+    (y,) = b.op("dot_general", [h, w2], MM)
+    rs = {"replica_groups": groups, "scatter_dimension": 0, "computation": "add"}
+    (r,) = b.op("reduce_scatter", [y], rs)
+    before = verify(b.finish([r]))
+    after = verify(CollectiveMatmul(mode="on", form=form)(before).fn)
+    k = chunks_of(form)
+    assert ops(after).count("all_gather") == k and ops(after).count("reduce_scatter") == k
+    equal_numbers(before, after, 8)
+
+
+def gather_3d(batch=2, k_rows=2):
+    """x [B, S, D] gathered along S (dim 1), the dot contracting D."""
+    g = replica_groups((4,), ("x",), ("x",))
+    b = Builder("g3")
+    x = b.param(TensorType((batch, k_rows, 8), F32))
+    w = b.param(TensorType((8, 5), F32))
+    (xg,) = b.op("all_gather", [x], {"replica_groups": g, "all_gather_dim": 1})
+    dims = dict(MM, lhs_contracting_dimensions=(2,))
+    (y,) = b.op("dot_general", [xg, w], dims)  # [B, 4 S, 5]
+    return verify(b.finish([y]))
+
+
+def test_gather_cut_along_another_free_dimension_needs_no_interleave():
+    fn = gather_3d()
+    (c,) = find_candidates(fn)
+    # B (dim 0) divides: cut there, the chunks concatenate along the result's dim 0
+    assert split(c, 2) == Split(side=0, dim=0, out_dim=0, interleaved=False, k=2)
+    after = verify(CollectiveMatmul(mode="on", form="chunked2")(fn).fn)
+    assert "reshape" not in ops(after) and ops(after).count("all_gather") == 2
+    equal_numbers(fn, after, 4)
+    # B = 3 does not divide by 2: the gathered S (2 rows per device) is cut, interleaved
+    odd = gather_3d(batch=3)
+    (c,) = find_candidates(odd)
+    assert split(c, 2) == Split(side=0, dim=1, out_dim=1, interleaved=True, k=2)
+    equal_numbers(odd, verify(CollectiveMatmul(mode="on", form="chunked2")(odd).fn), 4)
+
+
+def scatter_only(cols=3, rows=4, n=4):
+    """reduce_scatter(dot(a, w)) of a [n * rows, 8] by w [8, cols], scattered along rows."""
+    g = replica_groups((n,), ("x",), ("x",))
+    b = Builder("rs")
+    a = b.param(TensorType((n * rows, 8), F32))
+    w = b.param(TensorType((8, cols), F32))
+    (z,) = b.op("dot_general", [a, w], MM)
+    rs = {"replica_groups": g, "scatter_dimension": 0, "computation": "add"}
+    (r,) = b.op("reduce_scatter", [z], rs)
+    return verify(b.finish([r]))
+
+
+def test_scatter_cut_along_its_rows_when_no_other_dimension_divides():
+    fn = scatter_only(cols=3)
+    (c,) = find_candidates(fn)
+    # 3 columns do not divide by 2: a's n * R = 16 rows are cut as (n, k, m) = (4, 2, 2)
+    assert split(c, 2) == Split(side=0, dim=0, out_dim=0, interleaved=True, k=2)
+    after = verify(CollectiveMatmul(mode="on", form="chunked2")(fn).fn)
+    shapes = [op.results[0].type.shape for op in after.ops if op.name == "reshape"]
+    assert (4, 2, 2, 8) in shapes and (8, 8) in shapes, shapes
+    equal_numbers(fn, after, 4)
+    # 4 columns divide: cut w's columns instead, no reshape
+    even = scatter_only(cols=4)
+    (c,) = find_candidates(even)
+    assert split(c, 2) == Split(side=1, dim=1, out_dim=1, interleaved=False, k=2)
+    after = verify(CollectiveMatmul(mode="on", form="chunked2")(even).fn)
+    assert "reshape" not in ops(after)
+    equal_numbers(even, after, 4)
+
+
+def test_k_that_divides_nothing_is_refused_with_its_reason():
+    fn = tp_mlp()  # x: 2 rows per device; the product f32[8,8]
+    gather, scatter = find_candidates(fn)
+    assert refusal(gather, "chunked4") == (
+        "chunked4: the 2 rows per device of the gathered dim 0 of f32[2,8] do not divide "
+        "into 4 chunks, nor does another free dimension of it"
+    )
+    assert refusal(scatter, "chunked4") is None  # its 8 columns divide by 4
+    assert refusal(scatter, "chunked3") == (
+        "chunked3: the 2 rows per device of the scattered dim 0 of f32[8,8] do not divide "
+        "into 3 chunks, nor does another free dimension of the product"
+    )
+    assert refusal(gather, "chunked1") == "chunked1: needs at least 2 chunks"
+    assert refusal(gather, "ring") is None
+    res = CollectiveMatmul(mode="on", form="chunked4")(fn)
+    gathered, scattered = res.report["candidates"]
+    assert not gathered["rewritten"] and gathered["refused"].startswith("chunked4: the 2 rows")
+    assert scattered["rewritten"] and res.report["rewritten"] == 1
+    after = verify(res.fn)
+    assert ops(after).count("all_gather") == 1 and ops(after).count("reduce_scatter") == 4
+    equal_numbers(fn, after, 4)
+    none = CollectiveMatmul(mode="on", form="chunked3")(fn)
+    assert not none.changed and print_function(none.fn) == print_function(fn)
+    with pytest.raises(ValueError, match="do not divide into 4"):
+        apply(fn, [gather], form="chunked4")  # by hand, unchecked: refused loudly
+    with pytest.raises(ValueError, match="form must be"):
+        CollectiveMatmul(mode="on", form="chunky")(fn)
+    with pytest.raises(ValueError, match="form must be"):
+        CollectiveMatmul(mode="off", auto_forms=("ring", "halves"))(fn)
+
+
+def test_unproved_cases_stay_as_written():
+    g = ((0, 1, 2, 3),)
+    b = Builder("keep")
+    x = b.param(TensorType((4, 2), F32))
+    w = b.param(TensorType((8, 4), F32))
+    v = b.param(TensorType((4, 8), F32))
+    (xg,) = b.op("all_gather", [x], {"replica_groups": g, "all_gather_dim": 1})  # contracting
+    (y,) = b.op("dot_general", [xg, w], MM)
+    (m,) = b.op(
+        "reduce_scatter",
+        [y],
+        {"replica_groups": g, "scatter_dimension": 0, "computation": "maximum"},
+    )
+    (vg,) = b.op("all_gather", [v], {"replica_groups": g, "all_gather_dim": 0})
+    (z,) = b.op("dot_general", [vg, w], MM)  # the gathered v has a second use
+    fn = verify(b.finish([m, z, vg]))
+    assert find_candidates(fn) == []
+    res = CollectiveMatmul(mode="on", form="chunked2")(fn)
+    assert not res.changed and print_function(res.fn) == print_function(fn)
+
+
+def test_signatures_keep_each_form_apart_and_the_ring_key_unchanged():
+    gather, _ = find_candidates(tp_mlp())
+    ring = signature(gather, 4)
+    assert ring.startswith("mesh 4 unroll False\n")  # what persisted ring decisions use
+    assert signature(gather, 4, form="ring") == ring
+    two, four = signature(gather, 4, form="chunked2"), signature(gather, 4, form="chunked4")
+    assert two.startswith("mesh 4 form chunked2\n") and len({ring, two, four}) == 3
+    # the loop or unrolled ring does not matter to the chunked form
+    assert signature(gather, 4, True, "chunked2") == two
+    assert CollectiveMatmul().timed_rewrites() == [
+        {"unroll": False, "form": "ring"},
+        {"unroll": False, "form": "chunked2"},
+        {"unroll": False, "form": "chunked4"},
+    ]
+    assert CollectiveMatmul(auto_forms=("chunked2",)).timed_rewrites() == [
+        {"unroll": False, "form": "chunked2"}
+    ]
+
+
+def test_auto_takes_the_form_that_beats_plain_by_the_most():
+    fn = tp_mlp()
+    gather, scatter = find_candidates(fn)
+
+    def sig(c, form):
+        return signature(c, None, form=form)
+
+    decisions = {
+        sig(gather, "ring"): TimedDecision(1e-3, 1.2e-3, False, "injected"),
+        sig(gather, "chunked2"): TimedDecision(1.1e-3, 0.9e-3, True, "injected"),
+        # the gather cannot take 4 chunks: no decision for it
+        sig(scatter, "ring"): TimedDecision(1e-3, 1.5e-3, False, "injected"),
+        sig(scatter, "chunked2"): TimedDecision(1e-3, 0.9e-3, True, "injected"),
+        sig(scatter, "chunked4"): TimedDecision(1e-3, 0.8e-3, True, "injected"),
+    }
+    res = CollectiveMatmul().timed(decisions)(fn)
+    forms = [c["form"] for c in res.report["candidates"]]
+    assert forms == ["chunked2", "chunked4"] and res.report["rewritten"] == 2
+    assert res.report["timed"] == (
+        "all_gather->dot timed plain 1000.0 us, ring 1200.0 us, chunked2 900.0 us, "
+        "chose chunked2 (injected); dot->reduce_scatter timed plain 1000.0 us, ring 1500.0 "
+        "us, chunked2 900.0 us, chunked4 800.0 us, chose chunked4 (injected)"
+    )
+    after = verify(res.fn)
+    assert ops(after).count("all_gather") == 2 and ops(after).count("reduce_scatter") == 4
+    assert "collective_permute" not in ops(after)
+    equal_numbers(fn, after, 4)
+    # nothing beats plain: left as written; forms outside auto_forms are not consulted
+    slow = {k: TimedDecision(1e-3, 2e-3, False, "injected") for k in decisions}
+    assert not CollectiveMatmul().timed(slow)(fn).changed
+    only_ring = CollectiveMatmul(auto_forms=("ring",)).timed(decisions)(fn)
+    assert not only_ring.changed
+    assert [c["form"] for c in only_ring.report["candidates"]] == [None, None]
+
+
+def test_compiled_on_cpu_devices_against_pass_off_and_jax():
+    from _harness import run_cases
+
+    cases = os.path.join(os.path.dirname(__file__), "cases_collective_matmul_chunked.py")
+    results = run_cases(cases)
+    failed = {k: v for k, v in results.items() if v != "ok"}
+    assert not failed, "\n\n".join(f"{k}:\n{v}" for k, v in failed.items())
