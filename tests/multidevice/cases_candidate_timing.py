@@ -37,7 +37,10 @@ MLP = purejit.shard_map(body, mesh=MESH, in_specs=(P("i"), P(None, "i"), P("i"))
 
 
 def lowered(mode="auto"):
-    f = purejit.jit(MLP, passes=Pipeline([CollectiveMatmul(mode=mode), *default_passes()]))
+    # the ring alone: these cases follow one form's decisions (every form of the default
+    # auto_forms: cases_collective_matmul_chunked.py)
+    cm = CollectiveMatmul(mode=mode, auto_forms=("ring",))
+    f = purejit.jit(MLP, passes=Pipeline([cm, *default_passes()]))
     low = f.lower(X, W1, W2)
     return f, low, next(r for r in low.records if r.name == "collective_matmul").report
 
