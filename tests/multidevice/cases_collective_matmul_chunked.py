@@ -167,3 +167,20 @@ def case_auto_with_real_timing_keeps_the_numbers():
     print(rep["timed"], f"{low.timings['calibration']:.2f} s")
     np.testing.assert_allclose(np.asarray(f(X, W1, W2)), jax_reference(), rtol=1e-5, atol=1e-5)
     candidate_timing.forget()
+
+
+def case_compiler_option_forces_each_form():
+    f_off, _, _ = lowered(mode="off")
+    off = np.asarray(f_off(X, W1, W2))
+    for value, gathers, permutes in (("chunked2", 2, False), ("chunked4", 4, False),
+                                     ("ring", 0, True)):  # fmt: skip
+        f = purejit.jit(MLP, compiler_options={"collective_matmul": value})
+        low = f.lower(X, W1, W2)
+        rep = next(r for r in low.records if r.name == "collective_matmul").report
+        assert rep["rewritten"] == 2, (value, rep)
+        hlo = low.compile().as_text()
+        assert count(hlo, "all-gather") == gathers, (value, hlo)
+        assert ("collective-permute" in hlo) == permutes, value
+        np.testing.assert_allclose(np.asarray(f(X, W1, W2)), off, rtol=2e-6, atol=2e-6)
+    low = purejit.jit(MLP).lower(X, W1, W2)
+    assert not any(r.name == "collective_matmul" for r in low.records)

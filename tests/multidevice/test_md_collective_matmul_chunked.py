@@ -252,8 +252,8 @@ def test_auto_takes_the_form_that_beats_plain_by_the_most():
     forms = [c["form"] for c in res.report["candidates"]]
     assert forms == ["chunked2", "chunked4"] and res.report["rewritten"] == 2
     assert res.report["timed"] == (
-        "all_gather->dot timed plain 1000.0 us, ring 1200.0 us, chunked2 900.0 us, "
-        "chose chunked2 (injected); dot->reduce_scatter timed plain 1000.0 us, ring 1500.0 "
+        "all_gather->dot timed plain 1000.0 us, ring 1200.0 us, chunked2 900.0 us (plain "
+        "1100.0 us), chose chunked2 (injected); dot->reduce_scatter timed plain 1000.0 us, ring 1500.0 "
         "us, chunked2 900.0 us, chunked4 800.0 us, chose chunked4 (injected)"
     )
     after = verify(res.fn)
@@ -275,3 +275,29 @@ def test_compiled_on_cpu_devices_against_pass_off_and_jax():
     results = run_cases(cases)
     failed = {k: v for k, v in results.items() if v != "ok"}
     assert not failed, "\n\n".join(f"{k}:\n{v}" for k, v in failed.items())
+
+
+def test_compiler_option_names_the_form():
+    from purejit.compiler.options import CompilerOptions
+    from purejit.passes import Pipeline
+
+    for value in (None, "off", "auto", "ring", "chunked2", "chunked8"):
+        assert CompilerOptions.parse({"collective_matmul": value}).collective_matmul == value
+    for bad in ("chunked1", "chunky", "on", 4):
+        with pytest.raises(ValueError, match="collective_matmul="):
+            CompilerOptions.parse({"collective_matmul": bad})
+
+    def first(value, passes=None):
+        p = CompilerOptions.parse({"collective_matmul": value}).pipeline(passes)
+        return p.passes[0]
+
+    assert first("chunked4") == CollectiveMatmul(mode="on", form="chunked4")
+    assert first("ring") == CollectiveMatmul(mode="on")
+    assert first("auto") == CollectiveMatmul()
+    assert "collective_matmul" not in CompilerOptions.parse({}).pipeline().names()
+    assert (
+        "collective_matmul"
+        not in CompilerOptions.parse({"collective_matmul": "off"}).pipeline().names()
+    )
+    with pytest.raises(ValueError, match="set it in one place"):
+        first("chunked2", Pipeline([CollectiveMatmul()]))
