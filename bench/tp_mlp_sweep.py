@@ -9,6 +9,9 @@ and mesh size, each in a fresh process, gathered into one table.
     python -m bench.tp_mlp_sweep --out DIR --devices 2,4 --iters 50 --repeats 5 --timeout 60 \
         --shapes 2048x2048,4096x2048,8192x2048,16384x2048,8192x8192
 
+Every row also forces the chunked-collectives form (`chunked2`, `chunked4`; `--chunks`), and
+`auto` times it beside the ring; "chose" lists each candidate's form.
+
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
 as a user's first compile does: it times each candidate's plain and ring programs on the
@@ -55,6 +58,7 @@ def _parse(argv):
     p.add_argument("--iters", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per row")
+    p.add_argument("--chunks", default="2,4", help="chunked forms forced per row ('' for none)")
     p.add_argument(
         "--auto-decide",
         choices=("timed", "model"),
@@ -68,7 +72,7 @@ def _run_row(args, n: int, shape, path: str) -> dict:
     t, d, f = shape
     cmd = [sys.executable, "-m", "bench.tp_mlp", "--devices", str(n), "--tokens", str(t)]
     cmd += ["--dmodel", str(d), "--dff", str(f), "--repeats", str(args.repeats), "--json", path]
-    cmd += ["--auto-decide", args.auto_decide]
+    cmd += ["--auto-decide", args.auto_decide, "--chunks", args.chunks]
     if args.iters:
         cmd += ["--iters", str(args.iters)]
     if args.cpu_devices:
@@ -97,9 +101,13 @@ def _goals(row: dict) -> dict:
     best_onoff = min(ms["purejit_on"], ms["purejit_off"])
     jax_names = [k for k in ms if k.startswith("jax")]
     best_jax = min(ms[k] for k in jax_names)
+    forced = [k for k in ms if k.startswith("purejit_") and k != "purejit_auto"]
+    best_forced = min(forced, key=ms.get)
     out = {
         "ms": ms,
         "auto_over_best_onoff": ms["purejit_auto"] / best_onoff,
+        "best_forced": best_forced[len("purejit_") :],
+        "auto_over_best_forced": ms["purejit_auto"] / ms[best_forced],
         "auto_over_best_jax": ms["purejit_auto"] / best_jax,
         "auto_chose": _chose(r),
         "better": "on" if ms["purejit_on"] < ms["purejit_off"] else "off",
@@ -109,26 +117,39 @@ def _goals(row: dict) -> dict:
     }
     if (row["T"], row["D"], row["F"]) == COMM_HEAVY:
         out["jax_shard_map_over_auto"] = ms["jax"] / ms["purejit_auto"]
+        out["jax_shard_map_over_best_forced"] = ms["jax"] / ms[best_forced]
     return out
 
 
 def _chose(r: dict) -> str:
-    """ "on" (every candidate a ring), "off" (none) or "k of m rings"."""
-    rings = r["purejit_auto"]["rings"]
+    """ "on" (every candidate a ring), "off" (none), "k of m rings", or each candidate's form
+    ("chunked4+plain") where a chunked form was taken; ", same HLO as V" where auto compiled
+    the very program of forced variant V (a step time apart from V's is the run's noise)."""
+    auto = r["purejit_auto"]
+    rings = auto["rings"]
     total = r["purejit_on"]["rings"]
-    chose = "off" if rings == 0 else "on" if rings == total else f"{rings} of {total} rings"
-    # the very program of pass off or on: a step time apart from that one's is the run's noise
-    same = r["purejit_auto"].get("same_program_as")
-    return chose + (", same HLO" if same == chose else "")
+    forms = auto.get("forms") or []
+    if any(f not in (None, "ring") for f in forms):
+        chose = "+".join(f or "plain" for f in forms)
+    else:
+        chose = "off" if rings == 0 else "on" if rings == total else f"{rings} of {total} rings"
+    same = auto.get("same_program_as")
+    return chose + (f", same HLO as {same}" if same else "")
 
 
 def _timed(auto: dict) -> str:
-    """What auto timed: plain / ring µs per candidate, `*` on each ring it took, and the
-    seconds deciding took in the first compile."""
-    parts = [
-        f"{c['plain_s'] * 1e6:.0f}/{c['ring_s'] * 1e6:.0f}{'*' if c['rewritten'] else ''}"
-        for c in auto.get("timed", [])
-    ]
+    """What auto timed: plain / ring (/ chunked2 / chunked4 ...) µs per candidate, `*` on the
+    form it took, and the seconds deciding took in the first compile."""
+
+    def one(c: dict) -> str:
+        forms = c.get("forms") or {"ring": {"ring_s": c["ring_s"]}}
+        alts = [
+            f"{d['ring_s'] * 1e6:.0f}{'*' if c['rewritten'] and c.get('form', 'ring') == f else ''}"
+            for f, d in forms.items()
+        ]
+        return "/".join([f"{c['plain_s'] * 1e6:.0f}", *alts])
+
+    parts = [one(c) for c in auto.get("timed", [])]
     secs = auto.get("calibration_s")
     return " ".join(parts) + (f" ({secs:.1f} s)" if secs is not None else "")
 
@@ -144,22 +165,27 @@ def _table(rows: list[dict]) -> str:
         "better of on/off; auto ≤ 1.0x the better JAX variant; T=16384 D=2048 ≥ 1.10x faster "
         "than JAX's shard_map.",
         "",
-        "| n | T | D | F | off | on | auto (chose) | jax shard_map | jax jit | "
-        "auto / best on-off | auto / best JAX | windowed loop | auto timed plain/ring µs |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| n | T | D | F | off | on | chunked2 | chunked4 | auto (chose) | jax shard_map | "
+        "jax jit | auto / best on-off | auto / best forced | auto / best JAX | windowed loop | "
+        "auto timed plain/ring/chunked µs |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for row in rows:
         head = f"| {row['devices']} | {row['T']} | {row['D']} | {row['F']} |"
         if "error" in row:
             err = row["error"].strip().splitlines()[-1:] or ["?"]
-            lines.append(f"{head} failed: {err[0][:120]} |" + " |" * 9)
+            lines.append(f"{head} failed: {err[0][:120]} |" + " |" * 12)
             continue
         g, ms = row["goals"], row["goals"]["ms"]
         jit = next((v for k, v in ms.items() if k.startswith("jax_jit")), float("nan"))
+        chunked = " | ".join(
+            f"{ms[k]:.3f}" if k in ms else "-" for k in ("purejit_chunked2", "purejit_chunked4")
+        )
         lines.append(
-            f"{head} {ms['purejit_off']:.3f} | {ms['purejit_on']:.3f} | "
+            f"{head} {ms['purejit_off']:.3f} | {ms['purejit_on']:.3f} | {chunked} | "
             f"{ms['purejit_auto']:.3f} ({g['auto_chose']}) | {ms['jax']:.3f} | {jit:.3f} | "
-            f"{g['auto_over_best_onoff']:.3f} | {g['auto_over_best_jax']:.3f} | "
+            f"{g['auto_over_best_onoff']:.3f} | {g['auto_over_best_forced']:.3f} "
+            f"({g['best_forced']}) | {g['auto_over_best_jax']:.3f} | "
             f"{g['windowed_loop']} | {_timed(row['results']['purejit_auto'])} |"
         )
     heavy = [r for r in rows if "goals" in r and "jax_shard_map_over_auto" in r["goals"]]
@@ -168,7 +194,9 @@ def _table(rows: list[dict]) -> str:
         for r in heavy:
             lines.append(
                 f"- n={r['devices']}, T=16384 D=2048: JAX shard_map / purejit auto = "
-                f"{r['goals']['jax_shard_map_over_auto']:.3f}x (goal ≥ 1.10x)"
+                f"{r['goals']['jax_shard_map_over_auto']:.3f}x (goal ≥ 1.10x); / the best "
+                f"forced purejit variant ({r['goals']['best_forced']}) = "
+                f"{r['goals']['jax_shard_map_over_best_forced']:.3f}x"
             )
     return "\n".join(lines) + "\n"
 
