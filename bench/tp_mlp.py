@@ -12,13 +12,13 @@ The layer is the sequence-parallel Megatron MLP over one mesh axis of n devices:
 
 Variants: purejit with the pass off, on (rings of collective_permute as while loops), on with
 the rings unrolled, chunked2 / chunked4 (the chunked-collectives form forced: each all-gather
-and reduce-scatter cut with its matmul into 2 or 4 independent pieces, `passes/_chunked.py`;
-`--chunks` picks the Ks), auto (at its first compile the pass times each candidate's plain
-program against the ring and each chunked form on the devices and keeps the fastest;
-`--auto-decide model`: its cost model decides, from figures measured on the devices; the
-rows' "chose" says which form each candidate took), jax.jit(jax.shard_map(...)), and JAX's
-auto-partitioned
-jit with shardings (on GPUs with XLA's windowed einsum switched on for that compile:
+and reduce-scatter cut with its matmul into 2 or 4 pieces whose collectives run one after the
+other, `passes/_chunked.py`; `--chunks` picks the Ks, `4_free` the independent pieces), auto
+(at its first compile the pass times each candidate's plain program against the ring and
+each chunked form on the devices and keeps the fastest; `--auto-decide model`: its cost model
+decides, from figures measured on the devices; the rows' "chose" says which form each
+candidate took), jax.jit(jax.shard_map(...)), and JAX's auto-partitioned jax.jit with
+shardings (on GPUs with XLA's windowed einsum switched on for that compile:
 `jax_jit_windowed`, whose compiled HLO is checked for the windowed loop).
 Each is warmed up, then `--iters` calls are timed between two synchronisations, `--repeats`
 rounds with the variants interleaved; the median step time is reported with the ratios
@@ -66,7 +66,8 @@ def _parse(argv):
     p.add_argument(
         "--chunks",
         default="2,4",
-        help="the chunked forms forced as their own variants, comma separated Ks ('' for none)",
+        help="the chunked forms forced as their own variants: Ks, comma separated, each K or "
+        "K_free (independent chunks; default chained), '' for none",
     )
     p.add_argument(
         "--auto-decide",
@@ -152,7 +153,7 @@ def main(argv=None):
         "on_unrolled": CollectiveMatmul(mode="on", unroll=True),
         **{
             f"chunked{k}": CollectiveMatmul(mode="on", form=f"chunked{k}")
-            for k in (int(v) for v in args.chunks.split(",") if v.strip())
+            for k in (v.strip() for v in args.chunks.split(",") if v.strip())
         },
         "auto": CollectiveMatmul(mode="auto", decide=args.auto_decide),
     }

@@ -9,8 +9,9 @@ and mesh size, each in a fresh process, gathered into one table.
     python -m bench.tp_mlp_sweep --out DIR --devices 2,4 --iters 50 --repeats 5 --timeout 60 \
         --shapes 2048x2048,4096x2048,8192x2048,16384x2048,8192x8192
 
-Every row also forces the chunked-collectives form (`chunked2`, `chunked4`; `--chunks`), and
-`auto` times it beside the ring; "chose" lists each candidate's form.
+Every row also forces the chunked-collectives form (`chunked2`, `chunked4`; `--chunks 2,4,4_free`
+adds the independent pieces), and `auto` times it beside the ring; "chose" lists each
+candidate's form.
 
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
@@ -157,6 +158,16 @@ def _timed(auto: dict) -> str:
 def _table(rows: list[dict]) -> str:
     first = next((r for r in rows if "results" in r), None)
     kind = f"{first['device_kind']} ({first['platform']}), {first['dtype']}" if first else "?"
+    # the chunked forms forced in any row, in the order the rows have them
+    chunked = list(
+        dict.fromkeys(
+            k[len("purejit_") :]
+            for r in rows
+            if "goals" in r
+            for k in r["goals"]["ms"]
+            if k.startswith("purejit_chunked")
+        )
+    )
     lines = [
         f"# Collective-matmul auto: issue #31's shapes on {kind}",
         "",
@@ -165,24 +176,24 @@ def _table(rows: list[dict]) -> str:
         "better of on/off; auto ≤ 1.0x the better JAX variant; T=16384 D=2048 ≥ 1.10x faster "
         "than JAX's shard_map.",
         "",
-        "| n | T | D | F | off | on | chunked2 | chunked4 | auto (chose) | jax shard_map | "
-        "jax jit | auto / best on-off | auto / best forced | auto / best JAX | windowed loop | "
-        "auto timed plain/ring/chunked µs |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        f"| n | T | D | F | off | on | {' | '.join(chunked)}{' | ' if chunked else ''}"
+        "auto (chose) | jax shard_map | jax jit | auto / best on-off | auto / best forced | "
+        "auto / best JAX | windowed loop | auto timed plain/ring/chunked µs |",
+        "|---:|---:|---:|---:|---:|---:|" + "---:|" * len(chunked) + "---:|" * 6 + "---|---|",
     ]
     for row in rows:
         head = f"| {row['devices']} | {row['T']} | {row['D']} | {row['F']} |"
         if "error" in row:
             err = row["error"].strip().splitlines()[-1:] or ["?"]
-            lines.append(f"{head} failed: {err[0][:120]} |" + " |" * 12)
+            lines.append(f"{head} failed: {err[0][:120]} |" + " |" * (10 + len(chunked)))
             continue
         g, ms = row["goals"], row["goals"]["ms"]
         jit = next((v for k, v in ms.items() if k.startswith("jax_jit")), float("nan"))
-        chunked = " | ".join(
-            f"{ms[k]:.3f}" if k in ms else "-" for k in ("purejit_chunked2", "purejit_chunked4")
+        cells = "".join(
+            f"{ms['purejit_' + k]:.3f} | " if "purejit_" + k in ms else "- | " for k in chunked
         )
         lines.append(
-            f"{head} {ms['purejit_off']:.3f} | {ms['purejit_on']:.3f} | {chunked} | "
+            f"{head} {ms['purejit_off']:.3f} | {ms['purejit_on']:.3f} | {cells}"
             f"{ms['purejit_auto']:.3f} ({g['auto_chose']}) | {ms['jax']:.3f} | {jit:.3f} | "
             f"{g['auto_over_best_onoff']:.3f} | {g['auto_over_best_forced']:.3f} "
             f"({g['best_forced']}) | {g['auto_over_best_jax']:.3f} | "

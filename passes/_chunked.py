@@ -38,6 +38,16 @@ dot -> reduce_scatter, scattered along result dim s (z.shape[s] = n*R):
       Their product, reduce-scattered, gives device p the sum of rows p*R + c*m + i, which
       is rows c*m + i of its result: y = concatenate(y_c, along s), in order.
 
+Chained (default) or free: XLA's GPU compiler combines independent all-gathers (and
+reduce-scatters) into one up to a size threshold (`xla_gpu_*_combine_threshold_bytes`, 30 MiB
+by default), and merges independent matmuls that share an operand up to another
+(`DotMerger`): that would put the chunks back together. So `chunkedK` chains the collectives:
+chunk c's collective takes its operand through an `optimization_barrier` with chunk c-1's
+collective result (the barrier is the identity, so no value changes), which makes them
+dependent, in order, one at a time, while chunk c-1's matmul (all-gather side) or chunk c's
+matmul (reduce-scatter side) runs beside the transfer. `chunkedK_free` leaves the chunks
+independent, for XLA's scheduler and combiners to arrange.
+
 Refused, with the reason: k < 2, and a candidate where k divides no dimension the rules allow
 (`split` returns the sentence); the pass then leaves the candidate as written.
 """
@@ -70,15 +80,26 @@ class Split:
     out_dim: int
     interleaved: bool
     k: int
+    chained: bool = True
 
 
 def chunks_of(form: str) -> int | None:
-    """k of a form name: "chunked4" -> 4; "ring" -> None. Other names raise ValueError."""
+    """k of a form name: "chunked4" or "chunked4_free" -> 4; "ring" -> None. Other names
+    raise ValueError."""
     if form == "ring":
         return None
-    if form.startswith("chunked") and form[len("chunked") :].isdigit():
-        return int(form[len("chunked") :])
-    raise ValueError(f"collective_matmul: form must be 'ring' or 'chunkedK' (K >= 2), not {form!r}")
+    digits = form.removeprefix("chunked").removesuffix("_free")
+    if form.startswith("chunked") and digits.isdigit():
+        return int(digits)
+    raise ValueError(
+        "collective_matmul: form must be 'ring', 'chunkedK' or 'chunkedK_free' (K >= 2), not "
+        f"{form!r}"
+    )
+
+
+def chained(form: str) -> bool:
+    """Whether the chunks' collectives of `form` are chained one after the other."""
+    return not form.endswith("_free")
 
 
 def _dims(op: Op, side: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -89,9 +110,9 @@ def _dims(op: Op, side: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(a["rhs_batching_dimensions"]), tuple(a["rhs_contracting_dimensions"])
 
 
-def split(c, k: int) -> Split | str:
-    """How candidate `c` (a `collective_matmul.Candidate`) is cut into `k` chunks, or why it
-    cannot be (a sentence)."""
+def split(c, k: int, chain: bool = True) -> Split | str:
+    """How candidate `c` (a `collective_matmul.Candidate`) is cut into `k` chunks (`chain`:
+    their collectives chained), or why it cannot be (a sentence)."""
     if k < 2:
         return f"chunked{k}: needs at least 2 chunks"
     if c.kind.startswith("all_gather"):
@@ -100,7 +121,7 @@ def split(c, k: int) -> Split | str:
         free = [d for d in range(x.rank) if d not in batch and d not in contract]
         for d in [d for d in free if d != c.dim] + [c.dim]:
             if x.shape[d] % k == 0:
-                return Split(c.side, d, output_dim(c.dot, c.side, d), d == c.dim, k)
+                return Split(c.side, d, output_dim(c.dot, c.side, d), d == c.dim, k, chain)
         others = ", ".join(f"dim {d} is {x.shape[d]}" for d in free if d != c.dim)
         return (
             f"chunked{k}: the {x.shape[c.dim]} rows per device of the gathered dim {c.dim} of "
@@ -112,10 +133,10 @@ def split(c, k: int) -> Split | str:
     for e in [e for e in range(z.rank) if e != s]:
         src = source_dim(c.dot, e)
         if src is not None and z.shape[e] % k == 0:
-            return Split(src[0], src[1], e, False, k)
+            return Split(src[0], src[1], e, False, k, chain)
     rows = z.shape[s] // c.n
     if rows % k == 0:
-        return Split(c.side, c.dim, s, True, k)
+        return Split(c.side, c.dim, s, True, k, chain)
     return (
         f"chunked{k}: the {rows} rows per device of the scattered dim {s} of {z} do not "
         f"divide into {k} chunks, nor does another free dimension of the product"
@@ -139,15 +160,27 @@ def _split_dim(e: Emitter, x: Value, dim: int, parts: tuple[int, ...]) -> Value:
     return e.op1("reshape", [x], shape=shape[:dim] + parts + shape[dim + 1 :])
 
 
+def _after(e: Emitter, value: Value, previous: Value) -> tuple[Value, Value]:
+    """`value` and `previous` through one identity barrier: what is computed from the first
+    waits for the second."""
+    v, p = e.op("optimization_barrier", [value, previous])
+    return v, p
+
+
 def all_gather_dot(c, get, sp: Split) -> tuple[list[Op], Value]:
     """y = dot(all_gather(x), w) as k chunks: y_c = dot(all_gather(x_c), w)."""
     e = Emitter(c.dot.loc)
     x, other = get(c.collective.operands[0]), get(c.dot.operands[1 - c.side])
     m = x.type.shape[sp.dim] // sp.k
-    pieces = []
+    pieces, gathered = [], []
     for i in range(sp.k):
         xc = _slice(e, x, sp.dim, i * m, (i + 1) * m)
-        gc = e.op1("all_gather", [xc], **dict(c.collective.attrs))
+        if sp.chained and gathered:
+            # chunk i's all-gather starts once chunk i-1's has arrived; chunk i-1's dot
+            # runs beside it
+            xc, gathered[-1] = _after(e, xc, gathered[-1])
+        gathered.append(e.op1("all_gather", [xc], **dict(c.collective.attrs)))
+    for gc in gathered:
         pieces.append(e.dot(c.dot, c.side, gc, other))
     if not sp.interleaved:
         # the all-gather and the dot act on every index of the cut dimension alike
@@ -179,6 +212,10 @@ def dot_reduce_scatter(c, get, sp: Split) -> tuple[list[Op], Value]:
             m = size // sp.k
             piece = _slice(e, sliced, sp.dim, i * m, (i + 1) * m)
         zc = e.dot(c.dot, sp.side, piece, other)
+        if sp.chained and pieces:
+            # chunk i's reduce-scatter starts once chunk i-1's has finished; chunk i's dot
+            # ran beside that one
+            zc, pieces[-1] = _after(e, zc, pieces[-1])
         pieces.append(e.op1("reduce_scatter", [zc], **dict(c.collective.attrs)))
     # device p's rows of chunk c are its result's rows c*m + j (interleaved), or the chunks
     # are the cut dimension's consecutive blocks: in order either way

@@ -18,9 +18,9 @@ the gathered operand or the unscattered product, so `temp_size_in_bytes` falls, 
 step's transfer can run while the step multiplies.
 
 A second form, `form="chunkedK"` (`passes/_chunked.py`), keeps the fast collective and cuts
-it with the matmul into K independent pieces (K all-gathers each feeding its own matmul; K
-matmuls each feeding its own reduce-scatter), so that one piece's transfer can run while
-another piece multiplies; the pieces are put back where the plain program puts them.
+it with the matmul into K pieces (K all-gathers each feeding its own matmul; K matmuls each
+feeding its own reduce-scatter), so that one piece's transfer can run while another piece
+multiplies; the pieces are put back where the plain program puts them.
 
 Which candidates are rewritten (`mode="auto"`) is decided by timing them: `purejit.jit`
 builds, for each distinct candidate of a shard_map body and each form of `auto_forms`
@@ -180,8 +180,9 @@ class CollectiveMatmul:
         unroll: emit the ring's steps one after the other instead of as a `while` loop (the
             loop keeps one step's buffers live; unrolled, XLA may schedule steps freely).
         form: what "on" makes of every candidate: "ring" or "chunkedK", the collective and
-            the matmul cut into K independent pieces (`passes/_chunked.py`); a candidate K
-            does not divide is left as written, with the reason in the report.
+            the matmul cut into K pieces whose collectives run one after the other
+            (`passes/_chunked.py`; "chunkedK_free": independent pieces, for XLA to arrange);
+            a candidate K does not divide is left as written, with the reason in the report.
         auto_forms: the forms "auto" times beside the plain program (each against the plain
             one, decisions kept per form); a candidate takes the form that beats the plain
             program by the largest ratio, if any beats it by more than the margin.
@@ -341,7 +342,7 @@ def refusal(c: Candidate, form: str) -> str | None:
     k = _chunked.chunks_of(form)
     if k is None:
         return None
-    sp = _chunked.split(c, k)
+    sp = _chunked.split(c, k, _chunked.chained(form))
     return sp if isinstance(sp, str) else None
 
 
@@ -482,7 +483,7 @@ def apply(
             rewrite = _rings.all_gather_dot if gather else _rings.dot_reduce_scatter
             new_ops, value = rewrite(c, lambda v: subst.get(v, v), unroll)
         else:
-            sp = _chunked.split(c, k)
+            sp = _chunked.split(c, k, _chunked.chained(f))
             if isinstance(sp, str):
                 raise ValueError(f"collective_matmul: {c.kind}: {sp}")
             rewrite = _chunked.all_gather_dot if gather else _chunked.dot_reduce_scatter

@@ -28,7 +28,8 @@ Keys:
                     None (default): the collective-matmul pass does not run (it is opt-in).
                     "auto": it runs first and times each candidate of a shard_map body in
                     every form against the plain program (`passes/collective_matmul.py`);
-                    "ring" or "chunkedK" (K >= 2 pieces): every candidate in that form;
+                    "ring", "chunkedK" or "chunkedK_free" (K >= 2 pieces, chained or
+                    independent): every candidate in that form;
                     "off": no pass. With a `passes=` pipeline that holds the pass, refused
     optimization_level, memory_fitting_level
                     JAX's XLA effort levels (a `CompilerEffortLevel` or its name): UNKNOWN,
@@ -140,7 +141,8 @@ def _merge_barrier() -> bool:
 
 
 def _collective_matmul(value) -> str | None:
-    """Check the `collective_matmul` option: None, "off", "auto", "ring" or "chunkedK"."""
+    """Check the `collective_matmul` option: None, "off", "auto", "ring", "chunkedK" or
+    "chunkedK_free"."""
     if value is None or value in ("off", "auto", "ring"):
         return value
     try:
@@ -151,7 +153,7 @@ def _collective_matmul(value) -> str | None:
         return value
     raise ValueError(
         f"compiler_options: collective_matmul={value!r} must be None, 'off', 'auto', 'ring' "
-        "or 'chunkedK' with K >= 2 (e.g. 'chunked4')"
+        "or 'chunkedK' / 'chunkedK_free' with K >= 2 (e.g. 'chunked4')"
     )
 
 

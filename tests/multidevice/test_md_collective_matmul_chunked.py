@@ -53,30 +53,33 @@ def test_tp_mlp_chunked2_ir_and_numbers():
             "  %3 = slice(%0) {start_indices=[0, 0], limit_indices=[1, 8], strides=[1, 1]}"
             " : (f32[1,8])",
             f"  %4 = all_gather(%3) {{{g}, all_gather_dim=0}} : (f32[4,8])",
-            f"  %5 = dot_general(%4, %1) {mm} : (f32[4,6])",
-            "  %6 = slice(%0) {start_indices=[1, 0], limit_indices=[2, 8], strides=[1, 1]}"
+            "  %5 = slice(%0) {start_indices=[1, 0], limit_indices=[2, 8], strides=[1, 1]}"
             " : (f32[1,8])",
-            f"  %7 = all_gather(%6) {{{g}, all_gather_dim=0}} : (f32[4,8])",
-            f"  %8 = dot_general(%7, %1) {mm} : (f32[4,6])",
+            # the second all-gather waits for the first (XLA must not combine them)
+            "  %6, %7 = optimization_barrier(%5, %4) : (f32[1,8], f32[4,8])",
+            f"  %8 = all_gather(%6) {{{g}, all_gather_dim=0}} : (f32[4,8])",
+            f"  %9 = dot_general(%7, %1) {mm} : (f32[4,6])",
+            f"  %10 = dot_general(%8, %1) {mm} : (f32[4,6])",
             # rows (dev, c) of the gathered x are (n, k) -> device-major interleave
-            "  %9 = reshape(%5) {shape=[4, 1, 6]} : (f32[4,1,6])",
-            "  %10 = reshape(%8) {shape=[4, 1, 6]} : (f32[4,1,6])",
-            "  %11 = concatenate(%9, %10) {dimension=1} : (f32[4,2,6])",
-            "  %12 = reshape(%11) {shape=[8, 6]} : (f32[8,6])",
-            "  %13 = tanh(%12) : (f32[8,6])",
+            "  %11 = reshape(%9) {shape=[4, 1, 6]} : (f32[4,1,6])",
+            "  %12 = reshape(%10) {shape=[4, 1, 6]} : (f32[4,1,6])",
+            "  %13 = concatenate(%11, %12) {dimension=1} : (f32[4,2,6])",
+            "  %14 = reshape(%13) {shape=[8, 6]} : (f32[8,6])",
+            "  %15 = tanh(%14) : (f32[8,6])",
             # the product's columns (from w2) cut in two: no row moves
-            "  %14 = slice(%2) {start_indices=[0, 0], limit_indices=[6, 4], strides=[1, 1]}"
+            "  %16 = slice(%2) {start_indices=[0, 0], limit_indices=[6, 4], strides=[1, 1]}"
             " : (f32[6,4])",
-            f"  %15 = dot_general(%13, %14) {mm} : (f32[8,4])",
-            f'  %16 = reduce_scatter(%15) {{{g}, scatter_dimension=0, computation="add"}}'
+            f"  %17 = dot_general(%15, %16) {mm} : (f32[8,4])",
+            f'  %18 = reduce_scatter(%17) {{{g}, scatter_dimension=0, computation="add"}}'
             " : (f32[2,4])",
-            "  %17 = slice(%2) {start_indices=[0, 4], limit_indices=[6, 8], strides=[1, 1]}"
+            "  %19 = slice(%2) {start_indices=[0, 4], limit_indices=[6, 8], strides=[1, 1]}"
             " : (f32[6,4])",
-            f"  %18 = dot_general(%13, %17) {mm} : (f32[8,4])",
-            f'  %19 = reduce_scatter(%18) {{{g}, scatter_dimension=0, computation="add"}}'
+            f"  %20 = dot_general(%15, %19) {mm} : (f32[8,4])",
+            "  %21, %22 = optimization_barrier(%20, %18) : (f32[8,4], f32[2,4])",
+            f'  %23 = reduce_scatter(%21) {{{g}, scatter_dimension=0, computation="add"}}'
             " : (f32[2,4])",
-            "  %20 = concatenate(%16, %19) {dimension=1} : (f32[2,8])",
-            "  return %20",
+            "  %24 = concatenate(%22, %23) {dimension=1} : (f32[2,8])",
+            "  return %24",
             "}",
         ]
     )
@@ -86,7 +89,26 @@ def test_tp_mlp_chunked2_ir_and_numbers():
     equal_numbers(before, after, 4)
 
 
-@pytest.mark.parametrize("form", ["chunked2", "chunked4"])
+def test_free_chunks_have_no_barriers_and_the_same_numbers():
+    before = tp_mlp()
+    chained = verify(CollectiveMatmul(mode="on", form="chunked2")(before).fn)
+    free = verify(CollectiveMatmul(mode="on", form="chunked2_free")(before).fn)
+    assert ops(chained).count("optimization_barrier") == 2
+    assert "optimization_barrier" not in ops(free)
+    assert sorted(ops(free)) == sorted(o for o in ops(chained) if o != "optimization_barrier")
+    equal_numbers(before, free, 4)
+    # with 4 chunks, 3 barriers a chain: each collective waits for the one before
+    fn = scatter_only(cols=4)
+    after = verify(CollectiveMatmul(mode="on", form="chunked4")(fn).fn)
+    scatters = [op for op in after.ops if op.name == "reduce_scatter"]
+    barriers = [op for op in after.ops if op.name == "optimization_barrier"]
+    assert len(scatters) == 4 and len(barriers) == 3
+    for prev, bar, nxt in zip(scatters, barriers, scatters[1:]):
+        assert bar.operands[1] is prev.results[0] and nxt.operands[0] is bar.results[0]
+    equal_numbers(fn, after, 4)
+
+
+@pytest.mark.parametrize("form", ["chunked2", "chunked4", "chunked4_free"])
 def test_two_groups_on_a_2d_mesh(form):
     groups = replica_groups((2, 4), ("a", "x"), ("x",))  # ((0,1,2,3), (4,5,6,7))
     b = Builder("mlp")
@@ -190,6 +212,8 @@ def test_k_that_divides_nothing_is_refused_with_its_reason():
     with pytest.raises(ValueError, match="form must be"):
         CollectiveMatmul(mode="on", form="chunky")(fn)
     with pytest.raises(ValueError, match="form must be"):
+        CollectiveMatmul(mode="on", form="chunked_free")(fn)
+    with pytest.raises(ValueError, match="form must be"):
         CollectiveMatmul(mode="off", auto_forms=("ring", "halves"))(fn)
 
 
@@ -281,7 +305,7 @@ def test_compiler_option_names_the_form():
     from purejit.compiler.options import CompilerOptions
     from purejit.passes import Pipeline
 
-    for value in (None, "off", "auto", "ring", "chunked2", "chunked8"):
+    for value in (None, "off", "auto", "ring", "chunked2", "chunked8", "chunked4_free"):
         assert CompilerOptions.parse({"collective_matmul": value}).collective_matmul == value
     for bad in ("chunked1", "chunky", "on", 4):
         with pytest.raises(ValueError, match="collective_matmul="):
