@@ -2,8 +2,8 @@
 
 Where a ring replaces the collective by n sequential permute + matmul steps, this form keeps
 the collective (on NVSwitch machines the plain all-gather and reduce-scatter are fast) and
-cuts it, with the matmul, into k independent pieces, so that XLA's asynchronous collectives
-can run one piece's transfer while another piece multiplies:
+cuts it, with the matmul, into k pieces, so that XLA's asynchronous collectives can run one
+piece's transfer while another piece multiplies:
 
     y = dot_general(all_gather(x), w)
       -> y_c = dot_general(all_gather(x_c), w) for the k chunks x_c of x, then y from the y_c
@@ -57,7 +57,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from purejit.ir import Op, Value
-from purejit.passes._dot_dims import output_dim, source_dim
+from purejit.passes._dot_dims import dot_dims, free_dims, output_dim, source_dim
 from purejit.passes._rings import Emitter
 
 
@@ -73,6 +73,7 @@ class Split:
         interleaved: the cut dimension is the gathered / scattered one (its rows are
             device-major: the second rule of each kind above).
         k: the number of chunks.
+        chained: each chunk's collective waits for the previous chunk's (a barrier).
     """
 
     side: int
@@ -102,14 +103,6 @@ def chained(form: str) -> bool:
     return not form.endswith("_free")
 
 
-def _dims(op: Op, side: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(batch, contracting) dimensions of operand `side` of dot_general `op`."""
-    a = op.attrs
-    if side == 0:
-        return tuple(a["lhs_batching_dimensions"]), tuple(a["lhs_contracting_dimensions"])
-    return tuple(a["rhs_batching_dimensions"]), tuple(a["rhs_contracting_dimensions"])
-
-
 def split(c, k: int, chain: bool = True) -> Split | str:
     """How candidate `c` (a `collective_matmul.Candidate`) is cut into `k` chunks (`chain`:
     their collectives chained), or why it cannot be (a sentence)."""
@@ -117,8 +110,8 @@ def split(c, k: int, chain: bool = True) -> Split | str:
         return f"chunked{k}: needs at least 2 chunks"
     if c.kind.startswith("all_gather"):
         x = c.collective.operands[0].type
-        batch, contract = _dims(c.dot, c.side)
-        free = [d for d in range(x.rank) if d not in batch and d not in contract]
+        lb, rb, lc, rc = dot_dims(c.dot)
+        free = free_dims(x.rank, *((lb, lc) if c.side == 0 else (rb, rc)))
         for d in [d for d in free if d != c.dim] + [c.dim]:
             if x.shape[d] % k == 0:
                 return Split(c.side, d, output_dim(c.dot, c.side, d), d == c.dim, k, chain)
@@ -196,15 +189,16 @@ def dot_reduce_scatter(c, get, sp: Split) -> tuple[list[Op], Value]:
     """reduce_scatter(dot(a, w)) as k chunks: y_c = reduce_scatter(dot(a_c, w))."""
     e = Emitter(c.collective.loc)
     sliced, other = get(c.dot.operands[sp.side]), get(c.dot.operands[1 - sp.side])
-    size = sliced.type.shape[sp.dim]
+    shape = sliced.type.shape
+    size = shape[sp.dim]
+    if sp.interleaved:
+        m = size // (c.n * sp.k)
+        parts = _split_dim(e, sliced, sp.dim, (c.n, sp.k, m))
     pieces = []
     for i in range(sp.k):
         if sp.interleaved:
             # rows dev*R + i*m + j of the n*R: index i of the k axis of (n, k, m)
-            m = size // (c.n * sp.k)
-            parts = _split_dim(e, sliced, sp.dim, (c.n, sp.k, m))
             one = _slice(e, parts, sp.dim + 1, i, i + 1)
-            shape = sliced.type.shape
             piece = e.op1(
                 "reshape", [one], shape=shape[: sp.dim] + (c.n * m,) + shape[sp.dim + 1 :]
             )
