@@ -83,7 +83,7 @@ for step in "$@"; do
     chunk2|chunk4)  # the chunked-collectives form (passes/_chunked.py) beside off / ring / auto /
                     # JAX: the communication-heavy shape first, n = 2 (chunk2) or every GPU
       n=2; [ "$step" = chunk4 ] && n="$N"
-      timeout 560 python3 -m bench.tp_mlp_sweep --out "$OUT/$step" --devices "$n" --iters 50 \
+      timeout 500 python3 -m bench.tp_mlp_sweep --out "$OUT/$step" --devices "$n" --iters 50 \
         --repeats 5 --timeout 170 --chunks 2,4,4_free \
         --shapes 16384x2048,8192x2048,4096x2048,16384x8192 > "$OUT/$step.log" 2>&1 ;;
     chunk2lhs)  # the same at n = 2 with XLA's latency-hiding scheduler on purejit's programs only
