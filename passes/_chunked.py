@@ -85,17 +85,29 @@ class Split:
 
 
 def chunks_of(form: str) -> int | None:
-    """k of a form name: "chunked4" or "chunked4_free" -> 4; "ring" -> None. Other names
-    raise ValueError."""
+    """k of a form name: "chunked4", "chunked4_free", "pipelined4" -> 4; "ring" -> None.
+    Other names raise ValueError."""
     if form == "ring":
         return None
-    digits = form.removeprefix("chunked").removesuffix("_free")
-    if form.startswith("chunked") and digits.isdigit():
-        return int(digits)
+    for kind in ("chunked", "pipelined"):
+        digits = form.removeprefix(kind).removesuffix("_free")
+        if form.startswith(kind) and digits.isdigit():
+            return int(digits)
     raise ValueError(
-        "collective_matmul: form must be 'ring', 'chunkedK' or 'chunkedK_free' (K >= 2), not "
-        f"{form!r}"
+        "collective_matmul: form must be 'ring', 'chunkedK', 'pipelinedK' or either with "
+        f"'_free' (K >= 2), not {form!r}"
     )
+
+
+def pipelined(form: str) -> bool:
+    """Whether `form` carries the pieces through whole layers (`passes/_chunked_layer.py`);
+    its candidates outside a proved layer take the chunked form of the same K."""
+    return form.startswith("pipelined")
+
+
+def single(form: str) -> str:
+    """The form a lone candidate takes for `form`: "pipelinedK" -> "chunkedK"."""
+    return "chunked" + form.removeprefix("pipelined") if pipelined(form) else form
 
 
 def chained(form: str) -> bool:
@@ -136,7 +148,8 @@ def split(c, k: int, chain: bool = True) -> Split | str:
     )
 
 
-def _slice(e: Emitter, x: Value, dim: int, start: int, stop: int) -> Value:
+def slice_along(e: Emitter, x: Value, dim: int, start: int, stop: int) -> Value:
+    """`x[start:stop]` along dimension `dim`."""
     shape = x.type.shape
     return e.op1(
         "slice",
@@ -167,7 +180,7 @@ def all_gather_dot(c, get, sp: Split) -> tuple[list[Op], Value]:
     m = x.type.shape[sp.dim] // sp.k
     pieces, gathered = [], []
     for i in range(sp.k):
-        xc = _slice(e, x, sp.dim, i * m, (i + 1) * m)
+        xc = slice_along(e, x, sp.dim, i * m, (i + 1) * m)
         if sp.chained and gathered:
             # chunk i's all-gather starts once chunk i-1's has arrived; chunk i-1's dot
             # runs beside it
@@ -198,13 +211,13 @@ def dot_reduce_scatter(c, get, sp: Split) -> tuple[list[Op], Value]:
     for i in range(sp.k):
         if sp.interleaved:
             # rows dev*R + i*m + j of the n*R: index i of the k axis of (n, k, m)
-            one = _slice(e, parts, sp.dim + 1, i, i + 1)
+            one = slice_along(e, parts, sp.dim + 1, i, i + 1)
             piece = e.op1(
                 "reshape", [one], shape=shape[: sp.dim] + (c.n * m,) + shape[sp.dim + 1 :]
             )
         else:
             m = size // sp.k
-            piece = _slice(e, sliced, sp.dim, i * m, (i + 1) * m)
+            piece = slice_along(e, sliced, sp.dim, i * m, (i + 1) * m)
         zc = e.dot(c.dot, sp.side, piece, other)
         if sp.chained and pieces:
             # chunk i's reduce-scatter starts once chunk i-1's has finished; chunk i's dot

@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from purejit.ir import Function, Op, Value, print_function
-from purejit.passes import _chunked, _rings
+from purejit.passes import _chunked, _chunked_layer, _rings
 from purejit.passes._dot_dims import dot_dims, output_dim, source_dim
 from purejit.passes.base import PassResult
 
@@ -256,13 +256,19 @@ class CollectiveMatmul:
             )
         for f in (self.form, *self.auto_forms):
             _chunked.chunks_of(f)  # a name that is no form raises ValueError
+        if any(_chunked.pipelined(f) for f in self.auto_forms):
+            raise ValueError(
+                "collective_matmul: auto does not time pipelined forms (a whole layer); force "
+                "one with mode='on', form='pipelinedK'"
+            )
         if self.mode == "off":
             return {**est, "rewritten": False}
         if self.mode == "on":
-            why = refusal(c, self.form)
+            form = _chunked.single(self.form)  # outside a proved layer: the chunked form
+            why = refusal(c, form)
             if why is not None:
                 return {**est, "rewritten": False, "form": None, "refused": why}
-            return {**est, "rewritten": True, "form": self.form}
+            return {**est, "rewritten": True, "form": form}
         if self.decisions is not None:
             return self._timed(c, mesh_size, est)
         if self.calibration is None:
@@ -310,16 +316,26 @@ class CollectiveMatmul:
                 op = Op(op.name, op.operands, op.attrs, op.results, [body], op.loc)
             ops.append(op)
         body = Function(fn.name, fn.params, ops, fn.results)
+        candidates = find_candidates(body)
+        layers = []
+        if self.mode == "on" and _chunked.pipelined(self.form):
+            k, chain = _chunked.chunks_of(self.form), _chunked.chained(self.form)
+            layers = _chunked_layer.find_layers(body, candidates, k, chain)
+        in_layer = {id(c) for layer in layers for c in (layer.gather, layer.scatter)}
         chosen = []
-        for c in find_candidates(body):
-            est = self._decide(c, mesh_size, self.estimate(c))
+        for c in candidates:
+            if id(c) in in_layer:
+                est = {**self.estimate(c), "rewritten": True, "form": self.form}
+            else:
+                est = self._decide(c, mesh_size, self.estimate(c))
             report["candidates"].append(est)
-            if est["rewritten"]:
+            if est["rewritten"] and id(c) not in in_layer:
                 chosen.append((c, est["form"]))
-        if not chosen:
+        if not chosen and not layers:
             return body
-        report["rewritten"] += len(chosen)
-        return apply(body, [c for c, _ in chosen], unroll=self.unroll, forms=[f for _, f in chosen])
+        report["rewritten"] += len(chosen) + 2 * len(layers)
+        cs, forms = [c for c, _ in chosen], [f for _, f in chosen]
+        return apply(body, cs, unroll=self.unroll, forms=forms, layers=layers)
 
 
 def _timed_line(c: dict) -> str:
@@ -451,6 +467,7 @@ def apply(
     unroll: bool = False,
     form: str = "ring",
     forms: list[str] | None = None,
+    layers: list = (),
 ) -> Function:
     """Rewrite the chosen candidates of `fn`'s body; returns a new function.
 
@@ -459,13 +476,19 @@ def apply(
         form: the form of every chosen candidate, "ring" or "chunkedK"; `forms`, one per
             candidate, overrides it. A candidate that cannot take its form raises ValueError
             (the pass checks `refusal` first).
+        layers: proved whole layers (`_chunked_layer.find_layers`; their candidates are not
+            among `chosen`), each rewritten into pipelined pieces where its reduce-scatter was.
     """
-    forms = forms or [form] * len(chosen)
+    forms = forms or [_chunked.single(form)] * len(chosen)
     removed = {id(c.collective if c.kind.startswith("all_gather") else c.dot) for c in chosen}
     at = {
         id(c.dot if c.kind.startswith("all_gather") else c.collective): (c, f)
         for c, f in zip(chosen, forms)
     }
+    for layer in layers:
+        removed |= {id(layer.gather.collective), id(layer.gather.dot), id(layer.scatter.dot)}
+        removed |= {id(op) for op in layer.region}
+        at[id(layer.scatter.collective)] = (layer, None)
     subst: dict[Value, Value] = {}
     ops: list[Op] = []
     for op in fn.ops:
@@ -477,6 +500,11 @@ def apply(
             ops.append(Op(op.name, operands, op.attrs, op.results, op.regions, op.loc))
             continue
         c, f = hit
+        if f is None:  # a whole layer
+            new_ops, value = _chunked_layer.emit(c, lambda v: subst.get(v, v))
+            ops.extend(new_ops)
+            subst[op.results[0]] = value
+            continue
         gather = c.kind.startswith("all_gather")
         k = _chunked.chunks_of(f)
         if k is None:
