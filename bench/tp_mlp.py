@@ -13,7 +13,9 @@ The layer is the sequence-parallel Megatron MLP over one mesh axis of n devices:
 Variants: purejit with the pass off, on (rings of collective_permute as while loops), on with
 the rings unrolled, chunked2 / chunked4 (the chunked-collectives form forced: each all-gather
 and reduce-scatter cut with its matmul into 2 or 4 pieces whose collectives run one after the
-other, `passes/_chunked.py`; `--chunks` picks the Ks, `4_free` the independent pieces), auto
+other, `passes/_chunked.py`), pipelined4 (the whole layer cut into 4 row pieces,
+`passes/_chunked_layer.py`; `--forms` picks the forced forms, `chunked4_free` has independent
+pieces), auto
 (at its first compile the pass times each candidate's plain program against the ring and
 each chunked form on the devices and keeps the fastest; `--auto-decide model`: its cost model
 decides, from figures measured on the devices; the rows' "chose" says which form each
@@ -64,10 +66,10 @@ def _parse(argv):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--json", default=None, help="also write the results to this file")
     p.add_argument(
-        "--chunks",
-        default="2,4",
-        help="the chunked forms forced as their own variants: Ks, comma separated, each K or "
-        "K_free (independent chunks; default chained), '' for none",
+        "--forms",
+        default="chunked2,chunked4,pipelined4",
+        help="the pass's forms forced as their own variants besides the ring (chunkedK, "
+        "pipelinedK, either with _free), comma separated; '' for none",
     )
     p.add_argument(
         "--auto-decide",
@@ -152,8 +154,8 @@ def main(argv=None):
         "on": CollectiveMatmul(mode="on"),
         "on_unrolled": CollectiveMatmul(mode="on", unroll=True),
         **{
-            f"chunked{k}": CollectiveMatmul(mode="on", form=f"chunked{k}")
-            for k in (v.strip() for v in args.chunks.split(",") if v.strip())
+            f: CollectiveMatmul(mode="on", form=f)
+            for f in (v.strip() for v in args.forms.split(",") if v.strip())
         },
         "auto": CollectiveMatmul(mode="auto", decide=args.auto_decide),
     }
@@ -261,7 +263,7 @@ def main(argv=None):
     on_off = results["purejit_on"]["step_s"] / results["purejit_off"]["step_s"]
     best = min(results["purejit_on"]["step_s"], results["purejit_off"]["step_s"])
     auto_over_best = results["purejit_auto"]["step_s"] / best
-    # the best forced program: off, the rings or a chunked form (auto chooses among them)
+    # the best forced program: off, the rings, a chunked or pipelined form
     forced = [f"purejit_{m}" for m in variants if m != "auto"]
     best_forced = min(forced, key=lambda k: results[k]["step_s"])
     best_jax = min(results["jax"]["step_s"], results[name]["step_s"])

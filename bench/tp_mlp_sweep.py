@@ -9,9 +9,9 @@ and mesh size, each in a fresh process, gathered into one table.
     python -m bench.tp_mlp_sweep --out DIR --devices 2,4 --iters 50 --repeats 5 --timeout 60 \
         --shapes 2048x2048,4096x2048,8192x2048,16384x2048,8192x8192
 
-Every row also forces the chunked-collectives form (`chunked2`, `chunked4`; `--chunks 2,4,4_free`
-adds the independent pieces), and `auto` times it beside the ring; "chose" lists each
-candidate's form.
+Every row also forces the chunked-collectives forms (`--forms`, default chunked2, chunked4 and
+pipelined4, the whole layer in 4 row pieces); `auto` times chunked2 and chunked4 beside the
+ring; "chose" lists each candidate's form.
 
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
@@ -59,7 +59,11 @@ def _parse(argv):
     p.add_argument("--iters", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per row")
-    p.add_argument("--chunks", default="2,4", help="chunked forms forced per row ('' for none)")
+    p.add_argument(
+        "--forms",
+        default="chunked2,chunked4,pipelined4",
+        help="the pass's forms forced per row besides the ring ('' for none)",
+    )
     p.add_argument(
         "--auto-decide",
         choices=("timed", "model"),
@@ -73,7 +77,7 @@ def _run_row(args, n: int, shape, path: str) -> dict:
     t, d, f = shape
     cmd = [sys.executable, "-m", "bench.tp_mlp", "--devices", str(n), "--tokens", str(t)]
     cmd += ["--dmodel", str(d), "--dff", str(f), "--repeats", str(args.repeats), "--json", path]
-    cmd += ["--auto-decide", args.auto_decide, "--chunks", args.chunks]
+    cmd += ["--auto-decide", args.auto_decide, "--forms", args.forms]
     if args.iters:
         cmd += ["--iters", str(args.iters)]
     if args.cpu_devices:
@@ -158,14 +162,14 @@ def _timed(auto: dict) -> str:
 def _table(rows: list[dict]) -> str:
     first = next((r for r in rows if "results" in r), None)
     kind = f"{first['device_kind']} ({first['platform']}), {first['dtype']}" if first else "?"
-    # the chunked forms forced in any row, in the order the rows have them
+    # the other forms forced in any row, in the order the rows have them
     chunked = list(
         dict.fromkeys(
             k[len("purejit_") :]
             for r in rows
             if "goals" in r
             for k in r["goals"]["ms"]
-            if k.startswith("purejit_chunked")
+            if k.startswith(("purejit_chunked", "purejit_pipelined"))
         )
     )
     lines = [

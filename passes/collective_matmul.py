@@ -20,7 +20,9 @@ step's transfer can run while the step multiplies.
 A second form, `form="chunkedK"` (`passes/_chunked.py`), keeps the fast collective and cuts
 it with the matmul into K pieces (K all-gathers each feeding its own matmul; K matmuls each
 feeding its own reduce-scatter), so that one piece's transfer can run while another piece
-multiplies; the pieces are put back where the plain program puts them.
+multiplies; the pieces are put back where the plain program puts them. `form="pipelinedK"`
+carries the pieces through a whole proved layer (all-gather, matmul, elementwise ops, matmul,
+reduce-scatter: `passes/_chunked_layer.py`), so no row moves at all.
 
 Which candidates are rewritten (`mode="auto"`) is decided by timing them: `purejit.jit`
 builds, for each distinct candidate of a shard_map body and each form of `auto_forms`
@@ -183,6 +185,9 @@ class CollectiveMatmul:
             the matmul cut into K pieces whose collectives run one after the other
             (`passes/_chunked.py`; "chunkedK_free": independent pieces, for XLA to arrange);
             a candidate K does not divide is left as written, with the reason in the report.
+            "pipelinedK": each proved all-gather -> matmul -> elementwise ops -> matmul ->
+            reduce-scatter layer cut into K row pieces that each go through the whole layer
+            (`passes/_chunked_layer.py`), the other candidates chunkedK; not timed by auto.
         auto_forms: the forms "auto" times beside the plain program (each against the plain
             one, decisions kept per form); a candidate takes the form that beats the plain
             program by the largest ratio, if any beats it by more than the margin.

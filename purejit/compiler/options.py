@@ -29,7 +29,9 @@ Keys:
                     "auto": it runs first and times each candidate of a shard_map body in
                     every form against the plain program (`passes/collective_matmul.py`);
                     "ring", "chunkedK" or "chunkedK_free" (K >= 2 pieces, chained or
-                    independent): every candidate in that form;
+                    independent): every candidate in that form; "pipelinedK": each
+                    proved all-gather -> matmul -> elementwise -> matmul -> reduce-scatter
+                    layer in K row pieces, the other candidates chunkedK;
                     "off": no pass. With a `passes=` pipeline that holds the pass, refused
     optimization_level, memory_fitting_level
                     JAX's XLA effort levels (a `CompilerEffortLevel` or its name): UNKNOWN,
@@ -141,8 +143,8 @@ def _merge_barrier() -> bool:
 
 
 def _collective_matmul(value) -> str | None:
-    """Check the `collective_matmul` option: None, "off", "auto", "ring", "chunkedK" or
-    "chunkedK_free"."""
+    """Check the `collective_matmul` option: None, "off", "auto", "ring", "chunkedK",
+    "pipelinedK" (either with "_free")."""
     if value is None or value in ("off", "auto", "ring"):
         return value
     try:
@@ -153,7 +155,7 @@ def _collective_matmul(value) -> str | None:
         return value
     raise ValueError(
         f"compiler_options: collective_matmul={value!r} must be None, 'off', 'auto', 'ring' "
-        "or 'chunkedK' / 'chunkedK_free' with K >= 2 (e.g. 'chunked4')"
+        "or 'chunkedK' / 'pipelinedK' (either with '_free') with K >= 2 (e.g. 'chunked4')"
     )
 
 

@@ -80,9 +80,9 @@ def case_chunked_forms_compute_what_the_plain_program_computes():
     off = np.asarray(f_off(X, W1, W2))
     want = jax_reference()
     np.testing.assert_allclose(off, want, rtol=1e-5, atol=1e-5)
-    for k in (2, 4):
-        f, low, rep = lowered(mode="on", form=f"chunked{k}")
-        assert rep["rewritten"] == 2, rep
+    for form, k in (("chunked2", 2), ("chunked4", 4), ("pipelined2", 2), ("pipelined4", 4)):
+        f, low, rep = lowered(mode="on", form=form)
+        assert rep["rewritten"] == 2 and {c["form"] for c in rep["candidates"]} == {form}, rep
         hlo = low.compile().as_text()
         # k all-gathers and k reduce-scatters, no ring
         assert count(hlo, "all-gather") == k and count(hlo, "reduce-scatter") == k, hlo
@@ -93,7 +93,7 @@ def case_chunked_forms_compute_what_the_plain_program_computes():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
         # with sums that are exact in any order: equal element by element
         exact = (XI, W1I, W2I)
-        f_int, _, rep = lowered(RELU_MLP, exact, mode="on", form=f"chunked{k}")
+        f_int, _, rep = lowered(RELU_MLP, exact, mode="on", form=form)
         assert rep["rewritten"] == 2, rep
         f_int_off, _, _ = lowered(RELU_MLP, exact, mode="off")
         got, off_int = np.asarray(f_int(*exact)), np.asarray(f_int_off(*exact))
@@ -173,7 +173,7 @@ def case_compiler_option_forces_each_form():
     f_off, _, _ = lowered(mode="off")
     off = np.asarray(f_off(X, W1, W2))
     for value, gathers, permutes in (("chunked2", 2, False), ("chunked4", 4, False),
-                                     ("ring", 0, True)):  # fmt: skip
+                                     ("pipelined4", 4, False), ("ring", 0, True)):  # fmt: skip
         f = purejit.jit(MLP, compiler_options={"collective_matmul": value})
         low = f.lower(X, W1, W2)
         rep = next(r for r in low.records if r.name == "collective_matmul").report

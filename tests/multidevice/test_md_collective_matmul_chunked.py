@@ -325,3 +325,105 @@ def test_compiler_option_names_the_form():
     )
     with pytest.raises(ValueError, match="set it in one place"):
         first("chunked2", Pipeline([CollectiveMatmul()]))
+
+
+def mlp_with(region, n=4, rows=2, extra_result=False):
+    """all_gather -> dot -> region(b, h) -> dot -> reduce_scatter; `region` builds the ops
+    between the matmuls with Builder `b` and returns their last value."""
+    g = replica_groups((n,), ("x",), ("x",))
+    b = Builder("mlp")
+    x = b.param(TensorType((rows, 8), F32))
+    w1 = b.param(TensorType((8, 6), F32))
+    w2 = b.param(TensorType((6, 8), F32))
+    (xg,) = b.op("all_gather", [x], {"replica_groups": g, "all_gather_dim": 0})
+    (h,) = b.op("dot_general", [xg, w1], MM)
+    a = region(b, h)
+    (y,) = b.op("dot_general", [a, w2], MM)
+    rs = {"replica_groups": g, "scatter_dimension": 0, "computation": "add"}
+    (r,) = b.op("reduce_scatter", [y], rs)
+    return verify(b.finish([r, h] if extra_result else [r]))
+
+
+def gelu_ish(b, h):
+    """tanh(h + bias) * 0.5 with a bias per column and a scalar, both broadcast."""
+    bias = b.param(TensorType((6,), F32))
+    shape = h.type.shape
+    (bb,) = b.op("broadcast_in_dim", [bias], {"shape": shape, "broadcast_dimensions": (1,)})
+    (half,) = b.op("constant", [], {"value": np.array(0.5, F32)})
+    (hb,) = b.op("broadcast_in_dim", [half], {"shape": shape, "broadcast_dimensions": ()})
+    (s,) = b.op("add", [h, bb])
+    (t,) = b.op("tanh", [s])
+    (m,) = b.op("multiply", [t, hb])
+    return m
+
+
+def test_pipelined_layer_moves_no_row_and_keeps_the_numbers():
+    before = tp_mlp()
+    res = CollectiveMatmul(mode="on", form="pipelined2")(before)
+    after = verify(res.fn)
+    assert [c["form"] for c in res.report["candidates"]] == ["pipelined2"] * 2
+    assert res.report["rewritten"] == 2
+    # each piece: its all-gather, both matmuls, tanh, its reduce-scatter; no reshape
+    names = ops(after)
+    assert names.count("all_gather") == names.count("reduce_scatter") == 2
+    assert names.count("tanh") == 2 and names.count("dot_general") == 4
+    assert "reshape" not in names and names.count("concatenate") == 1
+    assert names.count("optimization_barrier") == 2
+    equal_numbers(before, after, 4)
+    free = verify(CollectiveMatmul(mode="on", form="pipelined2_free")(before).fn)
+    assert "optimization_barrier" not in ops(free)
+    equal_numbers(before, free, 4)
+
+
+def test_pipelined_layer_through_broadcasts_constant_along_the_rows():
+    before = mlp_with(gelu_ish, rows=4)
+    res = CollectiveMatmul(mode="on", form="pipelined4")(before)
+    assert [c["form"] for c in res.report["candidates"]] == ["pipelined4"] * 2
+    after = verify(res.fn)
+    # the bias and the scalar broadcast once at a piece's shape (4 devices x 1 row)
+    shapes = [op.results[0].type.shape for op in after.ops if op.name == "broadcast_in_dim"]
+    assert shapes.count((4, 6)) >= 2, shapes
+    assert ops(after).count("tanh") == 4
+    equal_numbers(before, after, 4)
+
+
+def row_bias(b, h):
+    """h + a bias per row: it varies along the gathered rows."""
+    bias = b.param(TensorType((8,), F32))
+    shape = h.type.shape
+    (bb,) = b.op("broadcast_in_dim", [bias], {"shape": shape, "broadcast_dimensions": (0,)})
+    (s,) = b.op("add", [h, bb])
+    return s
+
+
+def reversed_rows(b, h):
+    (r,) = b.op("reverse", [h], {"dimensions": (0,)})
+    return r
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(lambda: mlp_with(row_bias), id="bias_varies_along_rows"),
+        pytest.param(lambda: mlp_with(gelu_ish, extra_result=True), id="product_used_outside"),
+        # reversing the rows moves them across pieces: not elementwise, not pipelined
+        pytest.param(lambda: mlp_with(reversed_rows), id="rows_reversed"),
+    ],
+)
+def test_unproved_layers_take_the_chunked_form_per_candidate(fn):
+    before = fn()
+    res = CollectiveMatmul(mode="on", form="pipelined2")(before)
+    forms = [c["form"] for c in res.report["candidates"]]
+    assert forms == ["chunked2"] * len(forms) and len(forms) >= 1, forms
+    after = verify(res.fn)
+    equal_numbers(before, after, 4)
+
+
+def test_pipelined_is_forced_only():
+    fn = tp_mlp()
+    with pytest.raises(ValueError, match="does not time pipelined"):
+        CollectiveMatmul(auto_forms=("ring", "pipelined2")).timed({})(fn)
+    # 4 pieces do not divide the 2 rows: no layer; the scatter alone takes 4 chunks
+    res = CollectiveMatmul(mode="on", form="pipelined4")(fn)
+    assert [c["form"] for c in res.report["candidates"]] == [None, "chunked4"]
+    assert res.report["candidates"][0]["refused"].startswith("chunked4: the 2 rows")
