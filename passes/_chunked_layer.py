@@ -21,8 +21,9 @@ after the first matmul, here no row moves at all:
 
 What is proved before a layer is rewritten (`find_layers`), else it is left to the other
 forms: the all-gather -> dot and dot -> reduce-scatter candidates share replica groups; the
-ops between are elementwise and pure, without regions, of the first product's shape; their
-other operands are broadcasts constant along e; no value between is used outside the layer;
+ops between are elementwise and pure, without regions, of the first product's shape (or
+shard_map's typing mark `pvary`, an identity); their other operands are broadcasts constant
+along e (behind typing marks); no value between is used outside the layer;
 the second matmul reads the last of them at the dimension that the reduce-scatter scatters,
 and its other operand does not depend on them; K divides R.
 """
@@ -44,8 +45,8 @@ class Layer:
         gather: the all_gather -> dot candidate (`collective_matmul.Candidate`).
         scatter: the dot -> reduce_scatter candidate.
         region: the elementwise ops between the two matmuls, in program order.
-        broadcasts: the broadcasts that feed the region from outside, constant along the rows
-            (each re-emitted once at a piece's shape).
+        broadcasts: what feeds the region from outside, each a broadcast constant along the
+            rows and the typing marks over it (re-emitted once at a piece's shape).
         k: the number of pieces.
         chained: each piece's collectives wait for the previous piece's.
     """
@@ -53,17 +54,30 @@ class Layer:
     gather: object
     scatter: object
     region: tuple[Op, ...]
-    broadcasts: tuple[Op, ...]
+    broadcasts: tuple[tuple[Op, ...], ...]
     k: int
     chained: bool = True
 
 
-def _row_free(op: Op | None, e: int, shape) -> bool:
-    """Whether `op` (a value's producer) is a broadcast of `shape` constant along dim `e`."""
+def _mark(op: Op) -> bool:
+    """Whether `op` is shard_map's typing mark (`pvary`): an identity, nothing runs."""
+    return op.name == "pvary"
+
+
+def _row_free(v: Value, e: int, shape, producer: dict) -> tuple[Op, ...] | None:
+    """The ops that make `v` from a broadcast of `shape` constant along dim `e` (the
+    broadcast, then typing marks), or None when `v` is not one."""
+    chain = []
+    op = producer.get(v)
+    while op is not None and _mark(op):
+        chain.append(op)
+        op = producer.get(op.operands[0])
     if op is None or op.name != "broadcast_in_dim" or op.results[0].type.shape != shape:
-        return False
+        return None
     src = op.operands[0].type.shape
-    return all(src[i] == 1 for i, d in enumerate(op.attrs["broadcast_dimensions"]) if d == e)
+    if any(src[i] != 1 for i, d in enumerate(op.attrs["broadcast_dimensions"]) if d == e):
+        return None
+    return (op, *reversed(chain))
 
 
 def _prove(fn: Function, a, b, k: int, producer: dict, uses: dict):
@@ -90,7 +104,7 @@ def _prove(fn: Function, a, b, k: int, producer: dict, uses: dict):
     if not seen:
         return None
     for op in region:
-        elementwise = op.is_elementwise and op.has_trait("pure") and not op.regions
+        elementwise = (op.is_elementwise or _mark(op)) and op.has_trait("pure") and not op.regions
         if not elementwise or op.has_trait("per_device") or op.has_trait("side_effect"):
             return None
         if any(r.type.shape != y.type.shape for r in op.results):
@@ -98,9 +112,10 @@ def _prove(fn: Function, a, b, k: int, producer: dict, uses: dict):
         for v in op.operands:
             if v in inside:
                 continue
-            if not _row_free(producer.get(v), e, y.type.shape):
+            chain = _row_free(v, e, y.type.shape, producer)
+            if chain is None:
                 return None
-            broadcasts[id(producer[v])] = producer[v]
+            broadcasts[v] = chain
     last = b.dot.operands[b.side]
     if last not in inside or b.dim != e or b.dot.operands[1 - b.side] in inside:
         return None
@@ -147,9 +162,12 @@ def emit(layer: Layer, get) -> tuple[list[Op], Value]:
     shape[row] = shape[row] // k
     # each row-free operand once at a piece's shape: equal on every row, so on every piece
     small = {}
-    for op in layer.broadcasts:
-        attrs = dict(op.attrs, shape=tuple(shape))
-        small[op.results[0]] = e.op1("broadcast_in_dim", [get(op.operands[0])], **attrs)
+    for first, *marks in layer.broadcasts:
+        attrs = dict(first.attrs, shape=tuple(shape))
+        v = e.op1("broadcast_in_dim", [get(first.operands[0])], **attrs)
+        for mark in marks:
+            v = e.op1(mark.name, [v], **dict(mark.attrs))
+        small[(marks[-1] if marks else first).results[0]] = v
     gathered = []
     for c in range(k):
         xc = slice_along(e, x, a.dim, c * m, (c + 1) * m)

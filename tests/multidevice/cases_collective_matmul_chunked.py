@@ -9,6 +9,7 @@ import jax
 import numpy as np
 
 import purejit
+import purejit.nn  # noqa: F401 (gelu)
 import purejit.numpy as jnp
 from purejit import lax
 from purejit.compiler import candidate_timing
@@ -167,6 +168,33 @@ def case_auto_with_real_timing_keeps_the_numbers():
     print(rep["timed"], f"{low.timings['calibration']:.2f} s")
     np.testing.assert_allclose(np.asarray(f(X, W1, W2)), jax_reference(), rtol=1e-5, atol=1e-5)
     candidate_timing.forget()
+
+
+def case_pipelined_gelu_layer_with_a_bias():
+    """The traced GELU MLP (a bias per column, scalars behind shard_map's typing marks) is
+    proved a layer; its numbers are JAX's."""
+    b1 = RNG.standard_normal((F,)).astype(np.float32)
+
+    def gelu_body(nn, ag, rs, x, w1, b, w2):
+        h = nn.gelu(ag(x, "i", tiled=True) @ w1 + b)
+        return rs(h @ w2, "i", scatter_dimension=0, tiled=True)
+
+    specs = (P("i"), P(None, "i"), P("i"), P("i"))
+    layer = purejit.shard_map(
+        lambda *a: gelu_body(purejit.nn, lax.all_gather, lax.psum_scatter, *a),
+        mesh=MESH, in_specs=specs, out_specs=P("i"),
+    )  # fmt: skip
+    args = (X, W1, b1, W2)
+    f, low, rep = lowered(layer, args, mode="on", form="pipelined4")
+    assert [c["form"] for c in rep["candidates"]] == ["pipelined4"] * 2, rep
+    got = np.asarray(f(*args))
+    jmesh = jax.sharding.Mesh(np.array(jax.devices()[:N]), ("i",))
+    js = jax.sharding.PartitionSpec
+    jlayer = jax.jit(jax.shard_map(
+        lambda *a: gelu_body(jax.nn, jax.lax.all_gather, jax.lax.psum_scatter, *a),
+        mesh=jmesh, in_specs=(js("i"), js(None, "i"), js("i"), js("i")), out_specs=js("i"),
+    ))  # fmt: skip
+    np.testing.assert_allclose(got, np.asarray(jlayer(*args)), rtol=1e-5, atol=1e-5)
 
 
 def case_compiler_option_forces_each_form():

@@ -345,12 +345,15 @@ def mlp_with(region, n=4, rows=2, extra_result=False):
 
 
 def gelu_ish(b, h):
-    """tanh(h + bias) * 0.5 with a bias per column and a scalar, both broadcast."""
+    """tanh(h + bias) * 0.5 with a bias per column and a scalar, both broadcast (the scalar
+    behind shard_map's typing mark, as traced)."""
     bias = b.param(TensorType((6,), F32))
     shape = h.type.shape
     (bb,) = b.op("broadcast_in_dim", [bias], {"shape": shape, "broadcast_dimensions": (1,)})
     (half,) = b.op("constant", [], {"value": np.array(0.5, F32)})
     (hb,) = b.op("broadcast_in_dim", [half], {"shape": shape, "broadcast_dimensions": ()})
+    g = replica_groups((4,), ("x",), ("x",))
+    (hb,) = b.op("pvary", [hb], {"axes": ("x",), "replica_groups": g})
     (s,) = b.op("add", [h, bb])
     (t,) = b.op("tanh", [s])
     (m,) = b.op("multiply", [t, hb])
