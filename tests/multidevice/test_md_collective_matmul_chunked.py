@@ -430,3 +430,61 @@ def test_pipelined_is_forced_only():
     res = CollectiveMatmul(mode="on", form="pipelined4")(fn)
     assert [c["form"] for c in res.report["candidates"]] == [None, "chunked4"]
     assert res.report["candidates"][0]["refused"].startswith("chunked4: the 2 rows")
+
+
+def gather_case(gather_dim, contract, shape, n):
+    """all_gather(x, gather_dim) -> dot contracting x's dim `contract` with w [D, 3]."""
+    g = replica_groups((n,), ("x",), ("x",))
+    b = Builder("g")
+    x = b.param(TensorType(shape, F32))
+    w = b.param(TensorType((shape[contract], 3), F32))
+    (xg,) = b.op("all_gather", [x], {"replica_groups": g, "all_gather_dim": gather_dim})
+    dims = dict(MM, lhs_contracting_dimensions=(contract,))
+    (y,) = b.op("dot_general", [xg, w], dims)
+    return verify(b.finish([y]))
+
+
+def scatter_case(scatter_dim, shape, n):
+    """reduce_scatter(dot(a [*shape[:-1], 5], w [5, shape[-1]]), scatter_dim)."""
+    g = replica_groups((n,), ("x",), ("x",))
+    b = Builder("s")
+    a = b.param(TensorType((*shape[:-1], 5), F32))
+    w = b.param(TensorType((5, shape[-1]), F32))
+    dims = dict(MM, lhs_contracting_dimensions=(len(shape) - 1,))
+    (z,) = b.op("dot_general", [a, w], dims)
+    rs = {"replica_groups": g, "scatter_dimension": scatter_dim, "computation": "add"}
+    (r,) = b.op("reduce_scatter", [z], rs)
+    return verify(b.finish([r]))
+
+
+@pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(lambda n: gather_case(0, 1, (4, 6), n), id="gather_rows"),
+        pytest.param(lambda n: gather_case(1, 0, (6, 4), n), id="gather_cols"),
+        pytest.param(lambda n: gather_case(1, 2, (3, 4, 5), n), id="gather_mid_b3"),
+        pytest.param(lambda n: gather_case(0, 2, (6, 2, 5), n), id="gather_first_of_3"),
+        pytest.param(lambda n: gather_case(2, 1, (2, 5, 6), n), id="gather_last"),
+        pytest.param(lambda n: scatter_case(0, (n * 6, 3), n), id="scatter_rows_3_cols"),
+        pytest.param(lambda n: scatter_case(0, (n * 4, 8), n), id="scatter_rows_8_cols"),
+        pytest.param(lambda n: scatter_case(1, (3, n * 4, 5), n), id="scatter_mid"),
+        pytest.param(lambda n: scatter_case(1, (2, n * 6), n), id="scatter_last"),
+    ],
+)
+def test_every_split_rule_keeps_the_numbers_or_refuses(build, k, n):
+    """Each cut the rules allow, at every size that divides or not: the same numbers as the
+    plain program, or the candidate left as written with the reason."""
+    before = build(n)
+    (c,) = find_candidates(before)
+    res = CollectiveMatmul(mode="on", form=f"chunked{k}")(before)
+    (est,) = res.report["candidates"]
+    if isinstance(split(c, k), str):
+        assert not res.changed and est["refused"] == split(c, k)
+        assert print_function(res.fn) == print_function(before)
+        return
+    after = verify(res.fn)
+    collective = c.collective.name
+    assert ops(after).count(collective) == k
+    equal_numbers(before, after, n)
