@@ -488,3 +488,25 @@ def test_every_split_rule_keeps_the_numbers_or_refuses(build, k, n):
     collective = c.collective.name
     assert ops(after).count(collective) == k
     equal_numbers(before, after, n)
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_pipelined_layer_gathered_along_a_middle_dimension(k):
+    """x [B, S, D] gathered along S: the pieces are cut along S, through dims that are not 0."""
+    g = replica_groups((4,), ("x",), ("x",))
+    b = Builder("seq")
+    x = b.param(TensorType((3, 4, 8), F32))
+    w1 = b.param(TensorType((8, 6), F32))
+    w2 = b.param(TensorType((6, 5), F32))
+    (xg,) = b.op("all_gather", [x], {"replica_groups": g, "all_gather_dim": 1})
+    (h,) = b.op("dot_general", [xg, w1], dict(MM, lhs_contracting_dimensions=(2,)))
+    (t,) = b.op("tanh", [h])
+    (y,) = b.op("dot_general", [t, w2], dict(MM, lhs_contracting_dimensions=(2,)))
+    rs = {"replica_groups": g, "scatter_dimension": 1, "computation": "add"}
+    (r,) = b.op("reduce_scatter", [y], rs)
+    before = verify(b.finish([r]))
+    res = CollectiveMatmul(mode="on", form=f"pipelined{k}")(before)
+    assert [c["form"] for c in res.report["candidates"]] == [f"pipelined{k}"] * 2
+    after = verify(res.fn)
+    assert ops(after).count("tanh") == k and "reshape" not in ops(after)
+    equal_numbers(before, after, 4)
