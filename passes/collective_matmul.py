@@ -36,8 +36,8 @@ decision (outside a shard_map body) stays as written. The older cost model of by
 uses it. `mode="on"` rewrites every candidate (in `form`), `"off"` none.
 
 Guarantees: results are unchanged up to the order of floating-point sums (the ring adds the
-reduce-scatter's terms in ring order; the chunked form computes each element as the plain
-program does). Never touches: collectives whose result has other
+reduce-scatter's terms in ring order; the chunked and pipelined forms compute each element as
+the plain program does, on sub-blocks). Never touches: collectives whose result has other
 uses, gathers along contracting or batch dimensions, reductions other than "add", ops in
 regions of control flow (only top-level bodies and manual computation bodies are visited).
 """
@@ -478,9 +478,10 @@ def apply(
 
     Args:
         unroll: the rings' steps unrolled (form "ring").
-        form: the form of every chosen candidate, "ring" or "chunkedK"; `forms`, one per
-            candidate, overrides it. A candidate that cannot take its form raises ValueError
-            (the pass checks `refusal` first).
+        form: the form of every chosen candidate, "ring" or "chunkedK" ("pipelinedK" is
+            chunkedK for a lone candidate); `forms`, one per candidate, overrides it. A
+            candidate that cannot take its form raises ValueError (the pass checks `refusal`
+            first).
         layers: proved whole layers (`_chunked_layer.find_layers`; their candidates are not
             among `chosen`), each rewritten into pipelined pieces where its reduce-scatter was.
     """
