@@ -83,7 +83,11 @@ def _row_free(v: Value, e: int, shape, producer: dict) -> tuple[Op, ...] | None:
 def _prove(fn: Function, a, b, k: int, producer: dict, uses: dict):
     """(region, broadcasts) between candidates `a` (all_gather -> dot) and `b` (dot ->
     reduce_scatter) when the layer is proved (see the module docstring), else None."""
-    if a.collective.attrs["replica_groups"] != b.collective.attrs["replica_groups"]:
+
+    def groups(op):
+        return tuple(tuple(int(i) for i in g) for g in op.attrs["replica_groups"])
+
+    if groups(a.collective) != groups(b.collective):
         return None
     x = a.collective.operands[0].type
     if x.shape[a.dim] % k:
