@@ -510,3 +510,24 @@ def test_pipelined_layer_gathered_along_a_middle_dimension(k):
     after = verify(res.fn)
     assert ops(after).count("tanh") == k and "reshape" not in ops(after)
     equal_numbers(before, after, 4)
+
+
+def test_a_layer_whose_collectives_span_other_groups_is_not_pipelined():
+    """All-gather over one mesh axis, reduce-scatter over the other: the pieces' rows would
+    not line up; each candidate takes the chunked form alone."""
+    along = replica_groups((2, 4), ("a", "x"), ("x",))  # ((0,1,2,3), (4,5,6,7))
+    across = replica_groups((2, 4), ("a", "x"), ("a",))  # ((0,4), (1,5), ...)
+    b = Builder("two_axes")
+    x = b.param(TensorType((2, 8), F32))
+    w1 = b.param(TensorType((8, 6), F32))
+    w2 = b.param(TensorType((6, 8), F32))
+    (xg,) = b.op("all_gather", [x], {"replica_groups": along, "all_gather_dim": 0})
+    (h,) = b.op("dot_general", [xg, w1], MM)
+    (t,) = b.op("tanh", [h])
+    (y,) = b.op("dot_general", [t, w2], MM)
+    rs = {"replica_groups": across, "scatter_dimension": 0, "computation": "add"}
+    (r,) = b.op("reduce_scatter", [y], rs)
+    before = verify(b.finish([r]))
+    res = CollectiveMatmul(mode="on", form="pipelined2")(before)
+    assert [c["form"] for c in res.report["candidates"]] == ["chunked2", "chunked2"]
+    equal_numbers(before, verify(res.fn), 8)
