@@ -11,12 +11,17 @@ The layer is the sequence-parallel Megatron MLP over one mesh axis of n devices:
       --reduce_scatter--> [T/n, D]
 
 Variants: purejit with the pass off, on (rings of collective_permute as while loops), on with
-the rings unrolled, auto (at its first compile the pass times each candidate's plain and ring
-programs on the devices, each with its elementwise neighbourhood and the two candidates of
-the MLP as one joint unit, and keeps the faster; `--auto-decide model`: its cost model decides,
-from figures measured on the devices), jax.jit(jax.shard_map(...)), and JAX's auto-partitioned
-jax.jit with shardings (on GPUs with XLA's windowed einsum switched on for that compile:
-`jax_jit_windowed`, whose compiled HLO is checked for the windowed loop).
+the rings unrolled, chunked2 / chunked4 (the chunked-collectives form forced: each all-gather
+and reduce-scatter cut with its matmul into 2 or 4 pieces whose collectives run one after the
+other, `passes/_chunked.py`), pipelined4 (the whole layer cut into 4 row pieces,
+`passes/_chunked_layer.py`; `--forms` picks the forced forms, `chunked4_free` has independent
+pieces), auto (at its first compile the pass times each timing unit, a candidate with its
+elementwise neighbourhood and the two candidates of the MLP as one joint unit, as written
+against each form of its `auto_forms` applied to every member, and keeps the fastest;
+`--auto-decide model`: its cost model decides, from figures measured on the devices; the
+rows' "chose" says which form each candidate took), jax.jit(jax.shard_map(...)), and JAX's
+auto-partitioned jax.jit with shardings (on GPUs with XLA's windowed einsum switched on for
+that compile: `jax_jit_windowed`, whose compiled HLO is checked for the windowed loop).
 Each is warmed up, then `--iters` calls are timed between two synchronisations, `--repeats`
 rounds with the variants interleaved; the median step time is reported with the ratios
 purejit/JAX and on/off, XLA's temp_size_in_bytes per device, and the largest difference from
@@ -66,6 +71,12 @@ def _parse(argv):
         action="store_true",
         help="also auto with each candidate timed alone (no elementwise neighbourhood, no "
         "joint unit: how auto decided before timing units), in the same process",
+    )
+    p.add_argument(
+        "--forms",
+        default="chunked2,chunked4,pipelined4",
+        help="the pass's forms forced as their own variants besides the ring (chunkedK, "
+        "pipelinedK, either with _free), comma separated; '' for none",
     )
     p.add_argument(
         "--auto-decide",
@@ -168,6 +179,10 @@ def main(argv=None):
         "off": CollectiveMatmul(mode="off"),
         "on": CollectiveMatmul(mode="on"),
         "on_unrolled": CollectiveMatmul(mode="on", unroll=True),
+        **{
+            f: CollectiveMatmul(mode="on", form=f)
+            for f in (v.strip() for v in args.forms.split(",") if v.strip())
+        },
         "auto": CollectiveMatmul(mode="auto", decide=args.auto_decide),
     }
     if args.auto_alone:
@@ -182,7 +197,8 @@ def main(argv=None):
         outputs[mode] = np.asarray(f(*args_pj)).astype(np.float32)
         results[f"purejit_{mode}"] = {
             "temp_bytes": compiled.memory_analysis().temp_size_in_bytes,
-            "rings": rec.report["rewritten"],
+            "rings": rec.report["rewritten"],  # candidates rewritten (rings or chunked)
+            "forms": [c.get("form") for c in rec.report["candidates"]],
         }
         if "calibration" in rec.report:  # auto: the measured inputs and what measuring took
             results[f"purejit_{mode}"]["calibration"] = rec.report["calibration"]
@@ -190,18 +206,19 @@ def main(argv=None):
         if "timed" in rec.report:  # auto: each candidate's timed programs, what timing took
             # (timed_with: the timing unit, the candidate's neighbourhood and partner; the
             # members of a joint unit carry the unit's figures; *_s: where deciding went)
-            keep = ("kind", "plain_s", "ring_s", "rewritten", "timed", "timed_with", "passes_s",
-                    "compile_s", "inputs_s", "runs_s")  # fmt: skip
+            keep = ("kind", "plain_s", "ring_s", "rewritten", "timed", "form", "forms",
+                    "timed_with", "passes_s", "compile_s", "inputs_s", "runs_s")  # fmt: skip
             results[f"purejit_{mode}"]["timed"] = [
-                {k: c[k] for k in keep if k in c} for c in rec.report["candidates"] if "ring_s" in c
-            ]
+                {k: c[k] for k in keep if k in c} for c in rec.report["candidates"]
+                if "forms" in c or "ring_s" in c
+            ]  # fmt: skip
             results[f"purejit_{mode}"]["calibration_s"] = low.timings.get("calibration", 0.0)
         texts[mode] = compiled.as_text()
 
     # whether auto compiled exactly the pass-off or pass-on program: a step time apart from
     # that program's is then the run's noise, not the decision
     for auto in [m for m in texts if m.startswith("auto")]:
-        same = [m for m in ("off", "on") if texts[m] == texts[auto]]
+        same = [m for m in texts if not m.startswith("auto") and texts[m] == texts[auto]]
         results[f"purejit_{auto}"]["same_program_as"] = same[0] if same else None
 
     # ---- JAX -------------------------------------------------------------------------------
@@ -261,22 +278,32 @@ def main(argv=None):
         f"tp_mlp on {n} x {devs[0].device_kind} ({platform}), T={T} D={D} F={F} "
         f"{np.dtype(dtype).name}, {iters} iters x {args.repeats}\n"
     )
-    print("| variant | step (ms) | vs JAX | TFLOP/s per device | temp MB | rings | max diff |")
+    print(
+        "| variant | step (ms) | vs JAX | TFLOP/s per device | temp MB | rewritten (forms) "
+        "| max diff |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name, r in results.items():
         r["vs_jax"] = r["step_s"] / jt
         r["tflops_per_device"] = flops / r["step_s"] / 1e12
         print(
             f"| {name} | {r['step_s'] * 1e3:.3f} | {r['vs_jax']:.2f} | "
-            f"{r['tflops_per_device']:.3g} | {r['temp_bytes'] / 2**20:.2f} | {r['rings']} | "
+            f"{r['tflops_per_device']:.3g} | {r['temp_bytes'] / 2**20:.2f} | {r['rings']}"
+            f"{' (' + ', '.join(str(f) for f in r['forms']) + ')' if r.get('forms') else ''} | "
             f"{r.get('max_abs_diff_vs_jax', 0.0):.2e} |"
         )
     on_off = results["purejit_on"]["step_s"] / results["purejit_off"]["step_s"]
     best = min(results["purejit_on"]["step_s"], results["purejit_off"]["step_s"])
     auto_over_best = results["purejit_auto"]["step_s"] / best
+    # the best forced program: off, the rings, a chunked or pipelined form
+    forced = [f"purejit_{m}" for m in variants if not m.startswith("auto")]
+    best_forced = min(forced, key=lambda k: results[k]["step_s"])
     best_jax = min(results["jax"]["step_s"], results[name]["step_s"])
     print(f"\npass on / off step time: {on_off:.2f}")
     print(f"auto / better of on and off: {auto_over_best:.2f} (goal <= 1.02)")
+    auto_over_forced = results["purejit_auto"]["step_s"] / results[best_forced]["step_s"]
+    print(f"auto / best forced variant ({best_forced}): {auto_over_forced:.2f}")
+    print(f"JAX shard_map / best purejit: {jt / results[best_forced]['step_s']:.3f}x")
     print(f"{name} windowed loop in the compiled HLO: {results[name]['windowed_loop']}")
     summary = {
         "devices": n,
@@ -289,6 +316,8 @@ def main(argv=None):
         "results": results,
         "on_over_off": on_off,
         "auto_over_best_of_on_off": auto_over_best,
+        "best_forced": best_forced,
+        "auto_over_best_forced": auto_over_forced,
         "best_purejit_over_best_jax": min(
             r["step_s"] for k, r in results.items() if k.startswith("purejit")
         )

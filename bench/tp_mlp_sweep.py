@@ -12,14 +12,20 @@ and mesh size, each in a fresh process, gathered into one table.
     python -m bench.tp_mlp_sweep --out DIR --devices 2 --iters 50 --repeats 5 --timeout 120 \
         --shapes 16384x2048,4096x2048,8192x8192 --auto-alone
 
+Every row also forces the chunked-collectives forms (`--forms`, default chunked2, chunked4 and
+pipelined4, the whole layer in 4 row pieces); `auto` times chunked2 and chunked4 beside the
+ring (each with both of the MLP's candidates in that form); "chose" lists each candidate's
+form.
+
 Shapes are T x D with F = 4D: T in {2048, 8192, 16384} x D in {2048, 8192}, plus the medium
 shape T=4096, D=2048, F=8192. A fresh process per row means every `auto` row decides again,
-as a user's first compile does: it times each candidate's plain and ring programs on the
-devices (`--auto-decide model`: the cost model over a calibration measured once per device
-kind and count). The table shows what auto timed per timing unit (`AG+RS[tanh] 1139/1084*`:
-the all-gather and the reduce-scatter candidate timed together with the tanh between them,
-plain / rings in µs, `*` where the rings were taken) and the seconds deciding took inside
-the first compile, with where they went (`passes`: building the timing programs, `compile`,
+as a user's first compile does: it times each timing unit's plain program against each of
+its forms on the devices (`--auto-decide model`: the cost model over a calibration measured
+once per device kind and count). The table shows what auto timed per timing unit
+(`AG+RS[tanh] 1139/1084*/1120/1150`: the all-gather and the reduce-scatter candidate timed
+together with the tanh between them, plain / both rings / both chunked2 / both chunked4 in
+µs, `*` on the form taken) and the seconds deciding took inside the first compile, with
+where they went (`passes`: building the timing programs, `compile`,
 `inputs`: making their inputs on the devices, `runs`: warm-up and timed rounds).
 Per row: the step time of each variant (median of `--repeats` interleaved rounds), and the
 three goals of issue #31: `auto` within 1.02x of the better of pass on and off; purejit's
@@ -68,6 +74,11 @@ def _parse(argv):
         "units), listed under the table",
     )
     p.add_argument(
+        "--forms",
+        default="chunked2,chunked4,pipelined4",
+        help="the pass's forms forced per row besides the ring ('' for none)",
+    )
+    p.add_argument(
         "--auto-decide",
         choices=("timed", "model"),
         default="timed",
@@ -80,7 +91,8 @@ def _run_row(args, n: int, shape, path: str) -> dict:
     t, d, f = shape
     cmd = [sys.executable, "-m", "bench.tp_mlp", "--devices", str(n), "--tokens", str(t)]
     cmd += ["--dmodel", str(d), "--dff", str(f), "--repeats", str(args.repeats), "--json", path]
-    cmd += ["--auto-decide", args.auto_decide] + (["--auto-alone"] if args.auto_alone else [])
+    cmd += ["--auto-decide", args.auto_decide, "--forms", args.forms]
+    cmd += ["--auto-alone"] if args.auto_alone else []
     if args.iters:
         cmd += ["--iters", str(args.iters)]
     if args.cpu_devices:
@@ -109,9 +121,13 @@ def _goals(row: dict) -> dict:
     best_onoff = min(ms["purejit_on"], ms["purejit_off"])
     jax_names = [k for k in ms if k.startswith("jax")]
     best_jax = min(ms[k] for k in jax_names)
+    forced = [k for k in ms if k.startswith("purejit_") and not k.startswith("purejit_auto")]
+    best_forced = min(forced, key=ms.get)
     out = {
         "ms": ms,
         "auto_over_best_onoff": ms["purejit_auto"] / best_onoff,
+        "best_forced": best_forced[len("purejit_") :],
+        "auto_over_best_forced": ms["purejit_auto"] / ms[best_forced],
         "auto_over_best_jax": ms["purejit_auto"] / best_jax,
         "auto_chose": _chose(r),
         "better": "on" if ms["purejit_on"] < ms["purejit_off"] else "off",
@@ -123,17 +139,24 @@ def _goals(row: dict) -> dict:
         out["auto_alone_over_best_onoff"] = ms["purejit_auto_alone"] / best_onoff
     if (row["T"], row["D"], row["F"]) == COMM_HEAVY:
         out["jax_shard_map_over_auto"] = ms["jax"] / ms["purejit_auto"]
+        out["jax_shard_map_over_best_forced"] = ms["jax"] / ms[best_forced]
     return out
 
 
 def _chose(r: dict, auto: str = "purejit_auto") -> str:
-    """ "on" (every candidate a ring), "off" (none) or "k of m rings"."""
+    """ "on" (every candidate a ring), "off" (none), "k of m rings", or each candidate's form
+    ("chunked4+chunked4") where a chunked form was taken; ", same HLO as V" where auto
+    compiled the very program of forced variant V (a step time apart from V's is the run's
+    noise)."""
     rings = r[auto]["rings"]
     total = r["purejit_on"]["rings"]
-    chose = "off" if rings == 0 else "on" if rings == total else f"{rings} of {total} rings"
-    # the very program of pass off or on: a step time apart from that one's is the run's noise
+    forms = r[auto].get("forms") or []
+    if any(f not in (None, "ring") for f in forms):
+        chose = "+".join(f or "plain" for f in forms)
+    else:
+        chose = "off" if rings == 0 else "on" if rings == total else f"{rings} of {total} rings"
     same = r[auto].get("same_program_as")
-    return chose + (", same HLO" if same == chose else "")
+    return chose + (f", same HLO as {same}" if same else "")
 
 
 def timed_units(auto: dict) -> list[dict]:
@@ -161,15 +184,21 @@ def _unit_name(c: dict) -> str:
 
 
 def _timed(auto: dict) -> str:
-    """What auto timed: per timing unit its name, plain / ring µs, `*` where it took the
-    rings; the seconds deciding took in the first compile and where they went (building
-    the timing programs, compiling them, making their inputs, running them)."""
+    """What auto timed: per timing unit its name, plain / ring (/ chunked2 / chunked4 ...)
+    µs, `*` on the form it took; the seconds deciding took in the first compile and where
+    they went (building the timing programs, compiling them, making their inputs, running
+    them)."""
+
+    def one(c: dict) -> str:
+        forms = c.get("forms") or {"ring": {"ring_s": c["ring_s"]}}
+        alts = [
+            f"{d['ring_s'] * 1e6:.0f}{'*' if c['rewritten'] and c.get('form', 'ring') == f else ''}"
+            for f, d in forms.items()
+        ]
+        return _unit_name(c) + "/".join([f"{c['plain_s'] * 1e6:.0f}", *alts])
+
     units = timed_units(auto)
-    parts = [
-        f"{_unit_name(c)}{c['plain_s'] * 1e6:.0f}/{c['ring_s'] * 1e6:.0f}"
-        f"{'*' if c['rewritten'] else ''}"
-        for c in units
-    ]
+    parts = [one(c) for c in units]
     secs = auto.get("calibration_s")
     if secs is None:
         return " ".join(parts)
@@ -186,6 +215,16 @@ def _timed(auto: dict) -> str:
 def _table(rows: list[dict]) -> str:
     first = next((r for r in rows if "results" in r), None)
     kind = f"{first['device_kind']} ({first['platform']}), {first['dtype']}" if first else "?"
+    # the other forms forced in any row, in the order the rows have them
+    chunked = list(
+        dict.fromkeys(
+            k[len("purejit_") :]
+            for r in rows
+            if "goals" in r
+            for k in r["goals"]["ms"]
+            if k.startswith(("purejit_chunked", "purejit_pipelined"))
+        )
+    )
     lines = [
         f"# Collective-matmul auto: issue #31's shapes on {kind}",
         "",
@@ -194,22 +233,27 @@ def _table(rows: list[dict]) -> str:
         "better of on/off; auto ≤ 1.0x the better JAX variant; T=16384 D=2048 ≥ 1.10x faster "
         "than JAX's shard_map.",
         "",
-        "| n | T | D | F | off | on | auto (chose) | jax shard_map | jax jit | "
-        "auto / best on-off | auto / best JAX | windowed loop | auto timed plain/ring µs |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        f"| n | T | D | F | off | on | {' | '.join(chunked)}{' | ' if chunked else ''}"
+        "auto (chose) | jax shard_map | jax jit | auto / best on-off | auto / best forced | "
+        "auto / best JAX | windowed loop | auto timed plain/ring/chunked µs |",
+        "|---:|---:|---:|---:|---:|---:|" + "---:|" * len(chunked) + "---:|" * 6 + "---|---|",
     ]
     for row in rows:
         head = f"| {row['devices']} | {row['T']} | {row['D']} | {row['F']} |"
         if "error" in row:
             err = row["error"].strip().splitlines()[-1:] or ["?"]
-            lines.append(f"{head} failed: {err[0][:120]} |" + " |" * 9)
+            lines.append(f"{head} failed: {err[0][:120]} |" + " |" * (10 + len(chunked)))
             continue
         g, ms = row["goals"], row["goals"]["ms"]
         jit = next((v for k, v in ms.items() if k.startswith("jax_jit")), float("nan"))
+        cells = "".join(
+            f"{ms['purejit_' + k]:.3f} | " if "purejit_" + k in ms else "- | " for k in chunked
+        )
         lines.append(
-            f"{head} {ms['purejit_off']:.3f} | {ms['purejit_on']:.3f} | "
+            f"{head} {ms['purejit_off']:.3f} | {ms['purejit_on']:.3f} | {cells}"
             f"{ms['purejit_auto']:.3f} ({g['auto_chose']}) | {ms['jax']:.3f} | {jit:.3f} | "
-            f"{g['auto_over_best_onoff']:.3f} | {g['auto_over_best_jax']:.3f} | "
+            f"{g['auto_over_best_onoff']:.3f} | {g['auto_over_best_forced']:.3f} "
+            f"({g['best_forced']}) | {g['auto_over_best_jax']:.3f} | "
             f"{g['windowed_loop']} | {_timed(row['results']['purejit_auto'])} |"
         )
     alone = [r for r in rows if "goals" in r and "purejit_auto_alone" in r["results"]]
@@ -228,7 +272,9 @@ def _table(rows: list[dict]) -> str:
         for r in heavy:
             lines.append(
                 f"- n={r['devices']}, T=16384 D=2048: JAX shard_map / purejit auto = "
-                f"{r['goals']['jax_shard_map_over_auto']:.3f}x (goal ≥ 1.10x)"
+                f"{r['goals']['jax_shard_map_over_auto']:.3f}x (goal ≥ 1.10x); / the best "
+                f"forced purejit variant ({r['goals']['best_forced']}) = "
+                f"{r['goals']['jax_shard_map_over_best_forced']:.3f}x"
             )
     return "\n".join(lines) + "\n"
 

@@ -17,22 +17,32 @@ at a time; `unroll=True` emits the steps one after the other instead). It never 
 the gathered operand or the unscattered product, so `temp_size_in_bytes` falls, and each
 step's transfer can run while the step multiplies.
 
+A second form, `form="chunkedK"` (`passes/_chunked.py`), keeps the fast collective and cuts
+it with the matmul into K pieces (K all-gathers each feeding its own matmul; K matmuls each
+feeding its own reduce-scatter), so that one piece's transfer can run while another piece
+multiplies; the pieces are put back where the plain program puts them. `form="pipelinedK"`
+carries the pieces through a whole proved layer (all-gather, matmul, elementwise ops, matmul,
+reduce-scatter: `passes/_chunked_layer.py`), so no row moves at all.
+
 Which candidates are rewritten (`mode="auto"`) is decided by timing them: `purejit.jit`
-builds, for each distinct candidate of a shard_map body (`signature`), two small programs
-over the body's devices, the plain pattern (`candidate_function`) and the ring this pass
-makes of it, times both and hands the pass the outcome (`timed`, `TimedDecision`;
-`purejit.compiler.candidate_timing`). Each program carries the candidate's elementwise
-neighbourhood as the body has it (a GELU after an all-gather's matmul, the chain before a
-reduce-scatter's), and an all-gather candidate joined to a reduce-scatter candidate through
-such a chain is timed together with it (`_timing_units`); a decision is kept under its
-unit's text (`_timing_units.decision_keys`). A candidate without a timed decision (outside a
-shard_map body) stays as written. The older cost model of bytes and flops
+builds, for each distinct timing unit of a shard_map body (`_timing_units`: a candidate
+with its elementwise neighbourhood as the body has it, a GELU after an all-gather's matmul,
+the chain before a reduce-scatter's; an all-gather candidate joined to a reduce-scatter
+candidate through such a chain is one unit with it), small programs over the body's devices:
+the unit as written and the unit with each form of `auto_forms` applied to all its members
+(both rings, both chunked2, ...; never a mix), times each form against the plain program and
+hands the pass the outcome (`timed`, `TimedDecision`; `purejit.compiler.candidate_timing`):
+the form that beat the plain program by the largest ratio, for every member of the unit, or
+none. A decision is kept under its unit's text and the form set
+(`_timing_units.decision_keys` over `key_signature`). A candidate without a timed decision
+(outside a shard_map body) stays as written. The older cost model of bytes and flops
 (`estimate_seconds`, a measured `Calibration`) is still there: `decide="model"` makes
 `purejit.jit` measure a calibration instead, and a pass run by hand with `calibration=`
-uses it. `mode="on"` rewrites every candidate, `"off"` none.
+uses it. `mode="on"` rewrites every candidate (in `form`), `"off"` none.
 
 Guarantees: results are unchanged up to the order of floating-point sums (the ring adds the
-reduce-scatter's terms in ring order). Never touches: collectives whose result has other
+reduce-scatter's terms in ring order; the chunked and pipelined forms compute each element as
+the plain program does, on sub-blocks). Never touches: collectives whose result has other
 uses, gathers along contracting or batch dimensions, reductions other than "add", ops in
 regions of control flow (only top-level bodies and manual computation bodies are visited).
 """
@@ -44,48 +54,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from purejit.ir import Function, Op, Value, print_function
-from purejit.passes import _rings, _timing_units
+from purejit.passes import _chunked, _chunked_layer, _rings, _timing_units
+from purejit.passes._dot_dims import dot_dims, output_dim, source_dim
 from purejit.passes.base import PassResult
-
-_DOT = (
-    "lhs_batching_dimensions",
-    "rhs_batching_dimensions",
-    "lhs_contracting_dimensions",
-    "rhs_contracting_dimensions",
-)
-
-
-def _dot_dims(op: Op):
-    lb, rb, lc, rc = (tuple(op.attrs[k]) for k in _DOT)
-    return lb, rb, lc, rc
-
-
-def _free(rank: int, batch, contract) -> list[int]:
-    return [i for i in range(rank) if i not in batch and i not in contract]
-
-
-def output_dim(op: Op, side: int, d: int) -> int | None:
-    """The result dimension of dot_general `op` that free dimension `d` of operand `side`
-    (0 = lhs, 1 = rhs) becomes; None when `d` is a batch or contracting dimension."""
-    lb, rb, lc, rc = _dot_dims(op)
-    lhs, rhs = (v.type.rank for v in op.operands)
-    lfree, rfree = _free(lhs, lb, lc), _free(rhs, rb, rc)
-    if side == 0:
-        return len(lb) + lfree.index(d) if d in lfree else None
-    return len(lb) + len(lfree) + rfree.index(d) if d in rfree else None
-
-
-def source_dim(op: Op, od: int) -> tuple[int, int] | None:
-    """(side, dimension) of the operand free dimension that result dimension `od` comes from."""
-    for side in (0, 1):
-        for d in range(op.operands[side].type.rank):
-            if output_dim(op, side, d) == od:
-                return side, d
-    return None
 
 
 def dot_flops(op: Op) -> int:
-    _, _, lc, _ = _dot_dims(op)
+    _, _, lc, _ = dot_dims(op)
     k = int(np.prod([op.operands[0].type.shape[d] for d in lc], dtype=np.int64))
     return 2 * op.results[0].type.size * k
 
@@ -171,20 +146,38 @@ def estimate_seconds(moved: float, flops: float, n: int, cal: Calibration) -> tu
 
 @dataclass(frozen=True)
 class TimedDecision:
-    """What timing one candidate's two programs found (`purejit.compiler.candidate_timing`).
+    """What timing one timing unit's programs found (`purejit.compiler.candidate_timing`):
+    the plain unit against each form of the pass's `auto_forms`, every member in that form.
 
     Args:
-        plain_s: seconds per call of the plain pattern (collective, then the matmul).
-        ring_s: seconds per call of the ring this pass makes of it.
-        ring: whether the ring is taken (faster by more than the timing's margin).
+        plain_s: seconds per call of the plain unit (timed beside `form`).
+        ring_s: seconds per call of the unit in `form`.
+        ring: whether `form` is taken (faster than the plain unit by more than the
+            timing's margin) for every member of the unit.
         source: "timed" (measured now), "loaded" (a persisted decision), "shared"
             (process 0's, through the distributed key-value store), "injected" ...
+        form: the best form timed (the smallest seconds / plain seconds): "ring" or
+            "chunkedK".
+        forms: `(form, plain_s, form_s, faster)` of every form timed, each beside its own
+            run of the plain unit (`faster`: by more than the margin); empty: only `form`,
+            as `plain_s`, `ring_s` and `ring` say.
     """
 
     plain_s: float
     ring_s: float
     ring: bool
     source: str = "timed"
+    form: str = "ring"
+    forms: tuple = ()
+
+    def __post_init__(self):  # a decision read back from JSON has lists
+        object.__setattr__(self, "forms", tuple(tuple(f) for f in self.forms))
+
+    def per_form(self) -> dict:
+        """{form: {"plain_s", "ring_s", "ring"}} of every form timed ("ring": faster than
+        the plain unit by more than the margin)."""
+        rows = self.forms or ((self.form, self.plain_s, self.ring_s, self.ring),)
+        return {f: {"plain_s": p, "ring_s": r, "ring": bool(b)} for f, p, r, b in rows}
 
     def as_dict(self) -> dict:
         return {
@@ -192,6 +185,8 @@ class TimedDecision:
             "ring_s": self.ring_s,
             "ring": self.ring,
             "source": self.source,
+            "form": self.form,
+            "forms": [list(f) for f in self.forms],
         }
 
 
@@ -211,6 +206,17 @@ class CollectiveMatmul:
             are given; `purejit.jit` fills it in for `decide="model"`.
         unroll: emit the ring's steps one after the other instead of as a `while` loop (the
             loop keeps one step's buffers live; unrolled, XLA may schedule steps freely).
+        form: what "on" makes of every candidate: "ring" or "chunkedK", the collective and
+            the matmul cut into K pieces whose collectives run one after the other
+            (`passes/_chunked.py`; "chunkedK_free": independent pieces, for XLA to arrange);
+            a candidate K does not divide is left as written, with the reason in the report.
+            "pipelinedK": each proved all-gather -> matmul -> elementwise ops -> matmul ->
+            reduce-scatter layer cut into K row pieces that each go through the whole layer
+            (`passes/_chunked_layer.py`), the other candidates chunkedK; not timed by auto.
+        auto_forms: the forms "auto" times beside the plain program, each applied to every
+            member of a timing unit (each against its own run of the plain unit; the form
+            set is part of a decision's key): a unit takes the form that beats the plain
+            program by the largest ratio, if it beats it by more than the margin.
     """
 
     name: str = "collective_matmul"
@@ -219,6 +225,8 @@ class CollectiveMatmul:
     unroll: bool = False
     decide: str = "timed"
     decisions: tuple | None = None
+    form: str = "ring"
+    auto_forms: tuple[str, ...] = ("ring", "chunked2", "chunked4")
 
     @property
     def needs_calibration(self) -> bool:
@@ -237,6 +245,11 @@ class CollectiveMatmul:
             and self.decisions is None
             and self.calibration is None
         )
+
+    def key_signature(self, mesh_size: int | None):
+        """`signature` of a candidate over `mesh_size` devices as this pass's timed decisions
+        key it (its rings' unrolling, the forms `auto` times)."""
+        return lambda c: signature(c, mesh_size, self.unroll, self.auto_forms)
 
     def calibrated(self, cal: Calibration) -> "CollectiveMatmul":
         return replace(self, calibration=cal)
@@ -271,7 +284,7 @@ class CollectiveMatmul:
         """{candidate: the key of its timed decision} (`_timing_units.decision_keys`)."""
         if self.mode != "auto" or self.decisions is None or not cands:
             return {}
-        sig = lambda c: signature(c, mesh_size, self.unroll)  # noqa: E731
+        sig = self.key_signature(mesh_size)
         return _timing_units.decision_keys(body, find_candidates(body), sig)
 
     def _decide(self, c: Candidate, mesh_size: int | None, est: dict, key=None) -> dict:
@@ -281,34 +294,60 @@ class CollectiveMatmul:
             raise ValueError(
                 f"collective_matmul: decide must be timed or model, not {self.decide!r}"
             )
-        if self.mode != "auto":
-            return {**est, "rewritten": self.mode == "on"}
+        for f in (self.form, *self.auto_forms):
+            _chunked.chunks_of(f)  # a name that is no form raises ValueError
+        if any(_chunked.pipelined(f) for f in self.auto_forms):
+            raise ValueError(
+                "collective_matmul: auto does not time pipelined forms (a whole layer); force "
+                "one with mode='on', form='pipelinedK'"
+            )
+        if self.mode == "off":
+            return {**est, "rewritten": False}
+        if self.mode == "on":
+            form = _chunked.single(self.form)  # outside a proved layer: the chunked form
+            why = refusal(c, form)
+            if why is not None:
+                return {**est, "rewritten": False, "form": None, "refused": why}
+            return {**est, "rewritten": True, "form": form}
         if self.decisions is not None:
-            got = None if key is None else dict(self.decisions).get(key)
-            if got is None:  # outside a shard_map body: no devices to time it on
-                return {**est, "rewritten": False, "timed": "no timing (outside shard_map)"}
-            return {**est, **got.as_dict(), "timed": got.source, "rewritten": got.ring}
+            return self._timed(c, mesh_size, est, key)
         if self.calibration is None:
             raise ValueError(
                 "collective_matmul: mode='auto' needs timed decisions or the devices' figures; "
                 "run it through purejit.jit (which times the candidates) or pass "
                 "calibration=Calibration(...)"
             )
-        return {**est, "rewritten": est["ring_s"] < est["plain_s"]}
+        ring = est["ring_s"] < est["plain_s"]
+        return {**est, "rewritten": ring, "form": "ring" if ring else None}
+
+    def _timed(self, c: Candidate, mesh_size: int | None, est: dict, key) -> dict:
+        """The form `c`'s timing unit's decision takes (the same for every member)."""
+        got = None if key is None else dict(self.decisions).get(key)
+        if got is None and mesh_size is None:  # outside a shard_map body: no devices
+            return {
+                **est,
+                "rewritten": False,
+                "form": None,
+                "timed": "no timing (outside shard_map)",
+            }
+        if got is None:  # candidate_timing times only forms every member of a unit takes
+            why = [f"{f}: {r}" for f in self.auto_forms if (r := refusal(c, f)) is not None]
+            why = "; ".join(why) if why else "none given for its timing unit"
+            return {**est, "rewritten": False, "form": None, "timed": f"no timed decision ({why})"}
+        form = got.form if got.ring else None
+        if form is not None and refusal(c, form) is not None:  # an injected decision
+            return {**est, "rewritten": False, "form": None, "refused": refusal(c, form)}
+        est = {**est, **got.as_dict(), "timed": got.source, "forms": got.per_form()}
+        return {**est, "rewritten": form is not None, "form": form}
 
     def __call__(self, fn: Function) -> PassResult:
         report = {"candidates": [], "rewritten": 0}
         if self.calibration is not None:
             report["calibration"] = self.calibration.as_dict()
         new = self._function(fn, report, None)
-        timed = [c for c in report["candidates"] if "ring_s" in c and "timed" in c]
+        timed = [c for c in report["candidates"] if "forms" in c]
         if timed:  # explain prints scalar report entries: one line for every decision
-            report["timed"] = "; ".join(
-                f"{c['kind']} timed plain {c['plain_s'] * 1e6:.1f} us, ring "
-                f"{c['ring_s'] * 1e6:.1f} us, chose {'ring' if c['rewritten'] else 'plain'}"
-                f" ({c['timed']}{', as ' + c['timed_with'] if c.get('timed_with') else ''})"
-                for c in timed
-            )
+            report["timed"] = "; ".join(_timed_line(c) for c in timed)
         return PassResult(new, report["rewritten"] > 0, report)
 
     def _function(self, fn: Function, report, mesh_size: int | None) -> Function:
@@ -319,18 +358,53 @@ class CollectiveMatmul:
                 op = Op(op.name, op.operands, op.attrs, op.results, [body], op.loc)
             ops.append(op)
         body = Function(fn.name, fn.params, ops, fn.results)
+        candidates = find_candidates(body)
+        layers = []
+        if self.mode == "on" and _chunked.pipelined(self.form):
+            k, chain = _chunked.chunks_of(self.form), _chunked.chained(self.form)
+            layers = _chunked_layer.find_layers(body, candidates, k, chain)
+        in_layer = {id(c) for layer in layers for c in (layer.gather, layer.scatter)}
         chosen = []
-        cands = find_candidates(body)
-        keys = self._keys(body, cands, mesh_size)
-        for c in cands:
-            est = self._decide(c, mesh_size, self.estimate(c), keys.get(c))
+        keys = self._keys(body, candidates, mesh_size)
+        for c in candidates:
+            if id(c) in in_layer:
+                est = {**self.estimate(c), "rewritten": True, "form": self.form}
+            else:
+                est = self._decide(c, mesh_size, self.estimate(c), keys.get(c))
             report["candidates"].append(est)
-            if est["rewritten"]:
-                chosen.append(c)
-        if not chosen:
+            if est["rewritten"] and id(c) not in in_layer:
+                chosen.append((c, est["form"]))
+        if not chosen and not layers:
             return body
-        report["rewritten"] += len(chosen)
-        return apply(body, chosen, unroll=self.unroll)
+        report["rewritten"] += len(chosen) + 2 * len(layers)
+        cs, forms = [c for c, _ in chosen], [f for _, f in chosen]
+        return apply(body, cs, unroll=self.unroll, forms=forms, layers=layers)
+
+
+def _timed_line(c: dict) -> str:
+    """`kind timed plain P us, ring R us, chunked2 C us (plain P2 us), chose FORM (source,
+    as UNIT)`."""
+    forms = c["forms"]
+    # each form was timed against its own run of the plain program: shown where it differs
+    parts = [
+        f"{f} {d['ring_s'] * 1e6:.1f} us"
+        + ("" if d["plain_s"] == c["plain_s"] else f" (plain {d['plain_s'] * 1e6:.1f} us)")
+        for f, d in forms.items()
+    ]
+    unit = f", as {c['timed_with']}" if c.get("timed_with") else ""
+    return (
+        f"{c['kind']} timed plain {c['plain_s'] * 1e6:.1f} us, {', '.join(parts)}, "
+        f"chose {c['form'] or 'plain'} ({c['timed']}{unit})"
+    )
+
+
+def refusal(c: Candidate, form: str) -> str | None:
+    """Why candidate `c` cannot take `form` ("ring" or "chunkedK"); None when it can."""
+    k = _chunked.chunks_of(form)
+    if k is None:
+        return None
+    sp = _chunked.split(c, k, _chunked.chained(form))
+    return sp if isinstance(sp, str) else None
 
 
 def shard_map_candidates(fn: Function) -> list[tuple[Op, Candidate]]:
@@ -369,12 +443,18 @@ def candidate_function(c: Candidate) -> Function:
     return Function(c.kind.replace("->", "_"), params, ops, [new(second.results[0])])
 
 
-def signature(c: Candidate, mesh_size: int | None, unroll: bool = False) -> str:
-    """What a timed decision is kept under: the candidate alone as text (the collective, its
-    replica groups and gathered or scattered dimension, the matmul's dimension numbers, the
-    types and dtypes), the size of the mesh it runs on and the ring's form."""
-    head = f"mesh {mesh_size} unroll {unroll}\n"
-    return head + print_function(candidate_function(c))
+def signature(
+    c: Candidate, mesh_size: int | None, unroll: bool = False, forms: tuple = ("ring",)
+) -> str:
+    """What a timed decision is kept under (with its timing unit's function): the candidate
+    alone as text (the collective, its replica groups and gathered or scattered dimension,
+    the matmul's dimension numbers, the types and dtypes), the size of the mesh it runs on
+    and the forms timed (chunked collectives and their number; the ring's loop or unrolled
+    steps, where the ring is among them)."""
+    head = f"mesh {mesh_size} forms {','.join(forms)}"
+    if "ring" in forms:
+        head += f" unroll {unroll}"
+    return head + "\n" + print_function(candidate_function(c))
 
 
 def find_candidates(fn: Function) -> list[Candidate]:
@@ -427,24 +507,63 @@ def find_candidates(fn: Function) -> list[Candidate]:
     return out
 
 
-def apply(fn: Function, chosen: list[Candidate], *, unroll: bool = False) -> Function:
-    """Rewrite the chosen candidates of `fn`'s body; returns a new function."""
+def apply(
+    fn: Function,
+    chosen: list[Candidate],
+    *,
+    unroll: bool = False,
+    form: str = "ring",
+    forms: list[str] | None = None,
+    layers: list = (),
+) -> Function:
+    """Rewrite the chosen candidates of `fn`'s body; returns a new function.
+
+    Args:
+        unroll: the rings' steps unrolled (form "ring").
+        form: the form of every chosen candidate, "ring" or "chunkedK" ("pipelinedK" is
+            chunkedK for a lone candidate); `forms`, one per candidate, overrides it. A
+            candidate that cannot take its form raises ValueError (the pass checks `refusal`
+            first).
+        layers: proved whole layers (`_chunked_layer.find_layers`; their candidates are not
+            among `chosen`), each rewritten into pipelined pieces where its reduce-scatter was.
+    """
+    forms = forms or [_chunked.single(form)] * len(chosen)
     removed = {id(c.collective if c.kind.startswith("all_gather") else c.dot) for c in chosen}
-    at = {id(c.dot if c.kind.startswith("all_gather") else c.collective): c for c in chosen}
+    at = {
+        id(c.dot if c.kind.startswith("all_gather") else c.collective): (c, f)
+        for c, f in zip(chosen, forms)
+    }
+    for layer in layers:
+        removed |= {id(layer.gather.collective), id(layer.gather.dot), id(layer.scatter.dot)}
+        removed |= {id(op) for op in layer.region}
+        at[id(layer.scatter.collective)] = (layer, None)
     subst: dict[Value, Value] = {}
     ops: list[Op] = []
     for op in fn.ops:
         if id(op) in removed:
             continue
-        c = at.get(id(op))
-        if c is None:
+        hit = at.get(id(op))
+        if hit is None:
             operands = [subst.get(v, v) for v in op.operands]
             ops.append(Op(op.name, operands, op.attrs, op.results, op.regions, op.loc))
             continue
-        rewrite = (
-            _rings.all_gather_dot if c.kind.startswith("all_gather") else _rings.dot_reduce_scatter
-        )
-        new_ops, value = rewrite(c, lambda v: subst.get(v, v), unroll)
+        c, f = hit
+        if f is None:  # a whole layer
+            new_ops, value = _chunked_layer.emit(c, lambda v: subst.get(v, v))
+            ops.extend(new_ops)
+            subst[op.results[0]] = value
+            continue
+        gather = c.kind.startswith("all_gather")
+        k = _chunked.chunks_of(f)
+        if k is None:
+            rewrite = _rings.all_gather_dot if gather else _rings.dot_reduce_scatter
+            new_ops, value = rewrite(c, lambda v: subst.get(v, v), unroll)
+        else:
+            sp = _chunked.split(c, k, _chunked.chained(f))
+            if isinstance(sp, str):
+                raise ValueError(f"collective_matmul: {c.kind}: {sp}")
+            rewrite = _chunked.all_gather_dot if gather else _chunked.dot_reduce_scatter
+            new_ops, value = rewrite(c, lambda v: subst.get(v, v), sp)
         ops.extend(new_ops)
         subst[op.results[0]] = value
     return Function(fn.name, fn.params, ops, [subst.get(v, v) for v in fn.results])

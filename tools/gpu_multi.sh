@@ -80,6 +80,17 @@ for step in "$@"; do
         --shapes 16384x2048,4096x2048,2048x2048,8192x2048,8192x8192,2048x8192,16384x8192 \
         > "$OUT/sweept.log" 2>&1
       python3 -m bench.tools.tp_mlp_fit "$OUT/sweept" > "$OUT/fitt.log" 2>&1 ;;
+    chunk2|chunk4)  # the chunked-collectives form (passes/_chunked.py) beside off / ring / auto /
+                    # JAX: the communication-heavy shape first, n = 2 (chunk2) or every GPU
+      n=2; [ "$step" = chunk4 ] && n="$N"
+      timeout 500 python3 -m bench.tp_mlp_sweep --out "$OUT/$step" --devices "$n" --iters 50 \
+        --repeats 5 --timeout 170 --forms chunked2,chunked4,chunked4_free,pipelined2,pipelined4 \
+        --shapes 16384x2048,8192x2048,4096x2048,16384x8192 > "$OUT/$step.log" 2>&1 ;;
+    chunk2lhs)  # the same at n = 2 with XLA's latency-hiding scheduler on purejit's programs only
+      PUREJIT_XLA_OPTIONS="xla_gpu_enable_latency_hiding_scheduler=true" \
+        timeout 400 python3 -m bench.tp_mlp_sweep --out "$OUT/chunk2lhs" --devices 2 --iters 50 \
+        --repeats 5 --timeout 170 --forms chunked2,chunked4,chunked4_free,pipelined2,pipelined4 --shapes 16384x2048,8192x2048 \
+        > "$OUT/chunk2lhs.log" 2>&1 ;;
     fsdpjit)  # FSDP through jit with shardings, attention per device (passes/attention_sharding.py)
       timeout 150 python3 -m bench.tp_train --out "$OUT/fsdpjit" --devices "$N" \
         --variants jax_cudnn,purejit_unfused --steps fsdp_jit --repeats 3 --hlo > "$OUT/fsdpjit.log" 2>&1 ;;

@@ -6,33 +6,39 @@ shard_map bodies not decided before is timed on the body's devices. A unit
 it: an all-gather's matmul with the elementwise chain that consumes its result (a GELU), a
 reduce-scatter's matmul with the elementwise chain that produces its operands; an all-gather
 candidate whose result reaches a reduce-scatter candidate's matmul through such a chain (the
-Megatron MLP) is one joint unit with it, timed both plain against both rings. Timing a
+Megatron MLP) is one joint unit with it, timed both plain against both in each form. Timing a
 candidate alone missed what differs around it: the plain MLP pays its GELU as a kernel of its
 own, which the rings' steps take into theirs (2 H200s, T = 16384: each ring alone slower, the
-MLP with both rings 5% faster). A unit is timed as two small SPMD programs, the unit as
-written (`_timing_units.Unit.function`) and with the pass's rings (the pass's own `apply` on
-it), each through the passes that follow the collective-matmul pass and the same emission as
-the real program, so what is timed is what would run. Both run a few warm-up calls, then rounds of
-calls between two synchronisations, plain and ring interleaved (alternating which goes
-first, so drift hits both alike); the median round decides. The rings are taken only when
-faster by more than `MARGIN`; otherwise the unit stays as written.
+MLP with both rings 5% faster). A unit is timed as small SPMD programs, the unit as written
+(`_timing_units.Unit.function`) and, for each form of the pass's `auto_forms` (the ring;
+chunked collectives, `chunkedK`), the unit with every member in that form (the pass's own
+`apply` on it; a joint unit: both rings, both chunked2, ...; never a mix), each through the
+passes that follow the collective-matmul pass and the same emission as the real program, so
+what is timed is what would run. Each form is timed against its own run of the plain unit:
+a few warm-up calls, then rounds of calls between two synchronisations, the two programs
+interleaved (alternating which goes first, so drift hits both alike); the median round
+decides. The form with the smallest time / plain time is taken when it is faster by more
+than `MARGIN`; otherwise the unit stays as written. A form some member cannot take (K does
+not divide its rows) is not timed for that unit.
 
-Cost: one program's timing takes about `BUDGET_S` (2 s), compiles included, unless its
+Cost: one unit's timing takes about `BUDGET_S` (2 s), compiles included, unless its
 compiles alone take most of it: then it takes the compiles and `MIN_BUDGET_S` (0.2 s) of
 runs per unit. Every timing program is compiled first (on two threads on CPU; one after
 the other on GPUs, where compiling autotunes the matmuls on the device); the runs share what
-is left, at least `MIN_BUDGET_S` per unit. Each round of calls lasts a tenth of a unit's
-share, so a unit whose calls are tiny runs many of them (`MAX_CALLS` at most) and a slow one
-fewer rounds (at least `MIN_ROUNDS` of one call each). Everything counts in the first call's
+is left, at least `MIN_BUDGET_S` per unit, split evenly among its forms. Each round of calls
+lasts a tenth of a form's share, so a unit whose calls are tiny runs many of them
+(`MAX_CALLS` at most) and a slow one fewer rounds (at least `MIN_ROUNDS` of one call each).
+Every form adds a program to compile, so the pass's default `auto_forms` is what keeps a
+small unit's deciding near `BUDGET_S` on CPU. Everything counts in the first call's
 figures (`timings["calibration"]`, inside "passes"); each decision records where its seconds
 went (`UnitDecision`: building, compiling, inputs, runs). A joint unit's programs hold two
-matmuls and the chain, the candidates' own programs one matmul each: the MLP compiles two
-programs where candidates alone compiled four.
+matmuls and the chain, the candidates' own programs one matmul each: the MLP compiles one
+program per form and the plain one, where candidates alone compiled two per form.
 Decisions are kept per (record format, device kind, device count, unit text: the members'
-`collective_matmul.signature`s and the unit's function) in memory and, when `cache_dir` is
-set, in `cache_dir/collective-matmul-*.json` (records carry `FORMAT`; one of another format,
-such as a candidate timed alone, is never read as a unit's), so a later compile or process
-times nothing.
+`collective_matmul.signature`s, which name the forms timed, and the unit's function) in
+memory and, when `cache_dir` is set, in `cache_dir/collective-matmul-*.json` (records carry
+`FORMAT`; one of another format, such as a unit timed for the rings alone, is never read),
+so a later compile or process times nothing.
 
 Several processes must take the same decisions, or their programs' collectives do not
 match and hang. With `purejit.distributed` initialized, process 0 decides: it loads its
@@ -66,8 +72,8 @@ from purejit.passes.collective_matmul import (
     TimedDecision,
     apply,
     find_candidates,
+    refusal,
     shard_map_candidates,
-    signature,
 )
 from purejit.passes.pipeline import pass_names
 
@@ -79,7 +85,9 @@ MIN_ROUNDS = 3
 MAX_CALLS = 200  # calls per round
 _BLOCK = 65521  # timing inputs repeat random values of this period
 MAX_KEPT = 1024  # decisions kept in memory (the oldest go first; persisted ones stay)
-FORMAT = 2  # persisted records: 2 = a timing unit's decision (1, unmarked: a lone candidate's)
+# persisted records: 3 = a timing unit's decision over the pass's forms (2: rings only;
+# 1, unmarked: a lone candidate's)
+FORMAT = 3
 
 _memory: dict[tuple, "UnitDecision"] = {}
 _lock = threading.Lock()
@@ -88,13 +96,13 @@ _generation = [0]  # bumped by `forget`, so a new decision gets fresh key-value 
 
 @dataclass(frozen=True)
 class UnitDecision(TimedDecision):
-    """A timing unit's decision: `plain_s` the unit as written, `ring_s` with every member a
-    ring, `ring` whether the rings are taken (for every member).
+    """A timing unit's decision: `forms` the unit as written against each form (every member
+    in it), `form` the best of them, `ring` whether it is taken (for every member).
 
     Args:
         timed_with: the unit in words (`Unit.describe`: its members and its chain's ops).
-        passes_s: seconds building the unit's two timing programs (the passes after the
-            collective-matmul pass).
+        passes_s: seconds building the unit's timing programs, the plain one and one per
+            form (the passes after the collective-matmul pass).
         compile_s: seconds emitting and compiling them.
         inputs_s: seconds making their inputs on the devices.
         runs_s: seconds running them (warm-up, probe and the timed rounds).
@@ -198,9 +206,9 @@ def _whole(body: Function, mc: Op) -> Function:
     return verify(Function("collective_matmul_timing", params, [op], outs))
 
 
-def unit_functions(unit: Unit, unroll: bool) -> tuple[Function, Function]:
-    """The plain and the ring body of timing unit `unit`: the unit as written, and with the
-    pass's ring for every member (the same chain around them in both)."""
+def unit_functions(unit: Unit, unroll: bool, forms: tuple = ("ring",)) -> tuple[Function, ...]:
+    """The plain body of timing unit `unit` (the unit as written) and, for each of `forms`,
+    the unit with every member in that form (the same chain around them in all)."""
     plain, members = unit.function()
     found = [c for c in find_candidates(plain) if any(c.collective is m for m in members)]
     if len(found) != len(members):
@@ -208,13 +216,13 @@ def unit_functions(unit: Unit, unroll: bool) -> tuple[Function, Function]:
             f"collective_matmul timing: the unit {unit.describe()!r} has {len(members)} "
             f"candidates but its function shows {len(found)}"
         )
-    return plain, apply(plain, found, unroll=unroll)
+    return (plain, *(apply(plain, found, unroll=unroll, form=f) for f in forms))
 
 
-def programs(unit: Unit, mc: Op, unroll: bool, tail: Pipeline) -> tuple[Function, Function]:
-    """The plain and the ring timing programs of timing unit `unit` of `mc`'s body, after
-    the passes `tail` (those after the collective-matmul pass)."""
-    return tuple(tail.run(_whole(b, mc))[0] for b in unit_functions(unit, unroll))
+def programs(unit: Unit, mc: Op, unroll: bool, tail: Pipeline, forms=("ring",)) -> list:
+    """The plain timing program of timing unit `unit` of `mc`'s body and one per form of
+    `forms`, after the passes `tail` (those after the collective-matmul pass)."""
+    return [tail.run(_whole(b, mc))[0] for b in unit_functions(unit, unroll, forms)]
 
 
 def _load(key) -> UnitDecision | None:
@@ -233,15 +241,16 @@ def _store(key, d: UnitDecision) -> None:
 
 
 def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
-    """{key: UnitDecision} for every (key, timing unit, manual op) of `todo`, timed now:
-    every program compiled first, then the runs share what is left of `BUDGET_S`."""
+    """{key: UnitDecision} for every (key, timing unit, manual op, forms) of `todo`, timed
+    now: every program compiled first, then the runs share what is left of `BUDGET_S`."""
     if not todo:
         return {}
     t0 = time.perf_counter()
-    progs, passes_s = [], []
-    for _, unit, mc in todo:
+    progs, passes_s, first = [], [], []
+    for _, unit, mc, forms in todo:
         t1 = time.perf_counter()
-        progs += programs(unit, mc, unroll, tail)
+        first.append(len(progs))
+        progs += programs(unit, mc, unroll, tail, forms)
         passes_s.append(time.perf_counter() - t1)
     mc = todo[0][2]
     if backend_spmd.device_by_id(int(mc.attrs["device_ids"][0])).platform == "cpu":
@@ -253,29 +262,40 @@ def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
         # running beside it would skew that choice
         runners = [_Runner(f) for f in progs]
     out = {}
-    for i, (key, unit, _) in enumerate(todo):
+    for i, (key, unit, _, forms) in enumerate(todo):
         left = BUDGET_S - (time.perf_counter() - t0)
         budget = max(left / (len(todo) - i), MIN_BUDGET_S)
-        pair = runners[2 * i : 2 * i + 2]
+        mine = runners[first[i] : first[i] + 1 + len(forms)]
         t1 = time.perf_counter()
-        plain_s, ring_s = time_pair(*pair, budget, lambda v, i=i: agree(f"calls/{i}", v))
+        rows = []
+        for j, f in enumerate(forms):  # each form against its own run of the plain unit
+            # what is left of the unit's share, split among the forms still to time (a
+            # form's warm-up calls, outside its rounds, come out of the later forms' share)
+            left = budget - (time.perf_counter() - t1)
+            share = max(left / (len(forms) - j), MIN_BUDGET_S / len(forms))
+            what = f"calls/{i}/{j}"
+            pair = time_pair(mine[0], mine[1 + j], share, lambda v, w=what: agree(w, v))
+            rows.append((f, *pair, pair[1] < (1.0 - MARGIN) * pair[0]))
+        form, plain_s, form_s, faster = min(rows, key=lambda r: r[2] / r[1])
         out[key] = UnitDecision(
             plain_s,
-            ring_s,
-            ring_s < (1.0 - MARGIN) * plain_s,
+            form_s,
+            faster,
             "timed",
-            unit.describe(),
-            passes_s[i],
-            sum(r.compile_s for r in pair),
-            sum(r.inputs_s for r in pair),
-            time.perf_counter() - t1,
+            form,
+            tuple(rows),
+            timed_with=unit.describe(),
+            passes_s=passes_s[i],
+            compile_s=sum(r.compile_s for r in mine),
+            inputs_s=sum(r.inputs_s for r in mine),
+            runs_s=time.perf_counter() - t1,
         )
     return out
 
 
 def _shared(todo: list, unroll: bool, tail: Pipeline) -> dict:
     """Process 0's decisions for `todo`, the same in every process of the job."""
-    keys = [key for key, _, _ in todo]
+    keys = [t[0] for t in todo]
     digest = hashlib.sha256(repr((keys, _generation[0])).encode()).hexdigest()[:16]
     name = "purejit/collective-matmul/" + digest
     if distributed.process_index() == 0:
@@ -304,9 +324,10 @@ def _shared(todo: list, unroll: bool, tail: Pipeline) -> dict:
     return {key: UnitDecision(**{**d, "source": "shared"}) for key, d in zip(keys, shared)}
 
 
-def units(fn: Function, unroll: bool) -> list[tuple[Op, Unit, str]]:
+def units(fn: Function, p) -> list[tuple[Op, Unit, str]]:
     """(manual op, timing unit, unit text) for every timing unit of `fn`'s shard_map bodies,
-    in the order the pass visits their candidates."""
+    in the order the pass visits their candidates (the text as collective-matmul pass `p`
+    keys its decisions: `key_signature`, with the forms it times)."""
     bodies: dict[int, tuple[Op, list]] = {}
     for mc, c in shard_map_candidates(fn):
         bodies.setdefault(id(mc), (mc, []))[1].append(c)
@@ -314,30 +335,34 @@ def units(fn: Function, unroll: bool) -> list[tuple[Op, Unit, str]]:
     for mc, cands in bodies.values():
         n = len(mc.attrs["device_ids"])
         for unit in timing_units(mc.regions[0], cands):
-            out.append((mc, unit, unit.text(lambda c: signature(c, n, unroll))))
+            out.append((mc, unit, unit.text(p.key_signature(n))))
     return out
 
 
-def _decisions(fn: Function, unroll: bool, tail: Pipeline) -> dict:
-    """{key: UnitDecision} for every candidate of `fn`'s shard_map bodies (the key the pass
-    looks its decision up under, `_timing_units.member_key`)."""
+def _decisions(fn: Function, p, tail: Pipeline) -> dict:
+    """{key: UnitDecision} for every candidate of `fn`'s shard_map bodies whose timing unit
+    some form of `p.auto_forms` applies to (the key collective-matmul pass `p` looks its
+    decision up under, `_timing_units.member_key`)."""
     todo, sigs = [], {}
-    for mc, unit, text in units(fn, unroll):
+    for mc, unit, text in units(fn, p):
+        forms = tuple(f for f in p.auto_forms if all(refusal(c, f) is None for c in unit.members))
+        if not forms:  # no form every member takes: nothing to time, the unit stays
+            continue
         dev = backend_spmd.device_by_id(int(mc.attrs["device_ids"][0]))
         key = (f"format {FORMAT}", str(dev.device_kind), len(mc.attrs["device_ids"]), text)
         if member_key(text, 0) not in sigs:
-            todo.append((key, unit, mc))
+            todo.append((key, unit, mc, forms))
         for i in range(len(unit.members)):
             sigs[member_key(text, i)] = key
     with _lock:
         missing = [t for t in todo if t[0] not in _memory]
         if missing:
             if distributed.is_initialized() and distributed.process_count() > 1:
-                got = _shared(missing, unroll, tail)
+                got = _shared(missing, p.unroll, tail)
             else:
-                got = {key: _load(key) for key, _, _ in missing}
+                got = {t[0]: _load(t[0]) for t in missing}
                 left = [t for t in missing if got[t[0]] is None]
-                timed = _time_all(left, unroll, tail, lambda what, v: v)
+                timed = _time_all(left, p.unroll, tail, lambda what, v: v)
                 for key, d in timed.items():
                     _store(key, d)
                 got.update(timed)
@@ -361,7 +386,7 @@ def decide(pipeline: Pipeline, timings: dict, fn: Function) -> Pipeline:
             continue
         seen = fn if i == 0 else _part(pipeline, passes[:i]).run(fn)[0]
         after = [q for q in passes[i + 1 :] if not hasattr(q, "needs_timing")]
-        passes[i] = p.timed(_decisions(seen, p.unroll, _part(pipeline, after)))
+        passes[i] = p.timed(_decisions(seen, p, _part(pipeline, after)))
     timings["calibration"] = timings.get("calibration", 0.0) + time.perf_counter() - t0
     return replace(pipeline, passes=passes)
 

@@ -24,6 +24,17 @@ Keys:
     roll_layers     False (default): every call is inlined. True: chains of calls of one
                     jitted layer become one `scan` over the stacked per-layer parameters,
                     so XLA compiles the layer once (`passes/roll_layers.py`)
+    collective_matmul
+                    None (default): the collective-matmul pass does not run (it is opt-in).
+                    "auto": it runs first and times each timing unit of a shard_map body
+                    (a candidate with its elementwise neighbourhood, the MLP's two as one)
+                    in every form of `auto_forms` against the plain program
+                    (`passes/collective_matmul.py`);
+                    "ring", "chunkedK" or "chunkedK_free" (K >= 2 pieces, chained or
+                    independent): every candidate in that form; "pipelinedK": each
+                    proved all-gather -> matmul -> elementwise -> matmul -> reduce-scatter
+                    layer in K row pieces, the other candidates chunkedK;
+                    "off": no pass. With a `passes=` pipeline that holds the pass, refused
     optimization_level, memory_fitting_level
                     JAX's XLA effort levels (a `CompilerEffortLevel` or its name): UNKNOWN,
                     XLA's default, is what purejit compiles with; another level raises
@@ -45,6 +56,8 @@ from purejit.backend import fusion, pjrt, stablehlo
 from purejit.backend.lowering import random as lowering_random
 from purejit.config import config
 from purejit.passes import Pipeline
+from purejit.passes._chunked import chunks_of
+from purejit.passes.collective_matmul import CollectiveMatmul
 from purejit.passes.pipeline import default_passes
 from purejit.passes.remat import over_devices, Settings, check_budget
 
@@ -116,6 +129,7 @@ KNOWN_KEYS = (
     "remat_budget",
     "fused_attention",
     "roll_layers",
+    "collective_matmul",
     "optimization_level",
     "memory_fitting_level",
 )
@@ -130,6 +144,23 @@ def _merge_barrier() -> bool:
     return pjrt.is_gpu() if env is None else env not in ("0", "false", "False", "")
 
 
+def _collective_matmul(value) -> str | None:
+    """Check the `collective_matmul` option: None, "off", "auto", "ring", "chunkedK",
+    "pipelinedK" (either with "_free")."""
+    if value is None or value in ("off", "auto", "ring"):
+        return value
+    try:
+        k = chunks_of(value) if isinstance(value, str) else None
+    except ValueError:
+        k = None
+    if k is not None and k >= 2:
+        return value
+    raise ValueError(
+        f"compiler_options: collective_matmul={value!r} must be None, 'off', 'auto', 'ring' "
+        "or 'chunkedK' / 'pipelinedK' (either with '_free') with K >= 2 (e.g. 'chunked4')"
+    )
+
+
 @dataclass(frozen=True)
 class CompilerOptions:
     """Validated compiler options (see the module docstring)."""
@@ -141,6 +172,7 @@ class CompilerOptions:
     remat_budget: float | None = None
     fused_attention: bool | None = None  # None: purejit.config's
     roll_layers: bool = False
+    collective_matmul: str | None = None
     # set by lowering for a jit with shardings: the program runs over several devices
     partitioned: bool = False
 
@@ -183,7 +215,8 @@ class CompilerOptions:
         roll = options.get("roll_layers", False)
         if not isinstance(roll, bool):
             raise ValueError(f"compiler_options: roll_layers={roll!r} must be True or False")
-        return cls(tuple(disable), dump, fusion, remat, budget, fused, roll)
+        cm = _collective_matmul(options.get("collective_matmul"))
+        return cls(tuple(disable), dump, fusion, remat, budget, fused, roll, cm)
 
     def attention_enabled(self) -> bool:
         """Whether hand-written attention may be fused (the option, else purejit.config)."""
@@ -246,6 +279,7 @@ class CompilerOptions:
             )
             if first is not None:
                 passes = Pipeline([first, *passes.passes])
+        passes = self._with_collective_matmul(passes)
         disable = tuple(passes.disable) + tuple(d for d in self.disable_passes)
         each = passes.verify_each
         if each is None:  # the pass manager knows no config: hand it purejit.config's choice
@@ -254,6 +288,27 @@ class CompilerOptions:
             return passes
         dump_dir = self.dump_dir or passes.dump_dir
         return Pipeline(passes.passes, disable, dump_dir, passes.keep_ir, each)
+
+    def _with_collective_matmul(self, passes):
+        """`passes` with the collective-matmul pass first, as the option asks."""
+        if self.collective_matmul in (None, "off"):
+            return passes
+        if "collective_matmul" in passes.names():
+            raise ValueError(
+                f"compiler_options: collective_matmul={self.collective_matmul!r} and a passes= "
+                "pipeline that holds a collective_matmul pass: set it in one place"
+            )
+        if self.collective_matmul == "auto":
+            cm = CollectiveMatmul(mode="auto")
+        else:
+            cm = CollectiveMatmul(mode="on", form=self.collective_matmul)
+        return Pipeline(
+            [cm, *passes.passes],
+            passes.disable,
+            passes.dump_dir,
+            passes.keep_ir,
+            passes.verify_each,
+        )
 
     def emit(self, fn, **emit_kwargs) -> tuple[str, tuple[str, ...]]:
         """The StableHLO module for `fn` and the XLA passes to switch off when compiling.

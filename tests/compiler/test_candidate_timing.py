@@ -70,3 +70,58 @@ def test_every_process_runs_process_0s_calls():
         ("plain", 7),
         ("ring", 7),
     ]
+
+
+def test_a_unit_is_timed_in_each_form_and_takes_the_best_ratio(monkeypatch):
+    """`_time_all` times the plain unit against each form (its own share of the unit's
+    budget, its own agreed numbers of calls) and takes the smallest form / plain time, when
+    over `MARGIN` faster; every row is kept in the decision."""
+    from types import SimpleNamespace
+
+    class Runner:
+        def __init__(self, name):
+            self.name, self.compile_s, self.inputs_s = name, 0.25, 0.01
+
+    # per form: (plain, form) seconds; chunked2 has the best ratio though chunked4 is faster
+    table = {"ring": (1.0, 1.2), "chunked2": (0.8, 0.6), "chunked4": (1.0, 0.8)}
+    seen = []
+
+    def fake(plain, alt, budget_s, agree):
+        seen.append((plain.name, alt.name, budget_s, agree([1, 3])))
+        return table[alt.name]
+
+    forms = tuple(table)
+    monkeypatch.setattr(ct, "programs", lambda unit, mc, unroll, tail, fs: ["plain", *fs])
+    monkeypatch.setattr(ct, "_Runner", Runner)
+    monkeypatch.setattr(ct.backend_spmd, "device_by_id", lambda i: SimpleNamespace(platform="x"))
+    monkeypatch.setattr(ct, "time_pair", fake)
+    unit = SimpleNamespace(describe=lambda: "a unit")
+    mc = SimpleNamespace(attrs={"device_ids": [0, 1]})
+    agreed = []
+    got = ct._time_all(
+        [("k", unit, mc, forms)], False, None, lambda what, v: agreed.append(what) or v
+    )
+    d = got["k"]
+    assert [(p, a) for p, a, _, _ in seen] == [("plain", f) for f in forms]
+    assert agreed == ["calls/0/0", "calls/0/1", "calls/0/2"]
+    # the forms share what is left of the unit's budget: the first a third of it, each
+    # later one what is left over the forms still to time (here every run took no time)
+    budgets = [b for _, _, b, _ in seen]
+    assert 0 < budgets[0] <= ct.BUDGET_S / 3 and budgets == sorted(budgets)
+    assert budgets[2] <= ct.BUDGET_S
+    assert (d.form, d.plain_s, d.ring_s, d.ring) == ("chunked2", 0.8, 0.6, True)
+    assert d.forms == (
+        ("ring", 1.0, 1.2, False),
+        ("chunked2", 0.8, 0.6, True),
+        ("chunked4", 1.0, 0.8, True),
+    )
+    assert d.compile_s == 4 * 0.25 and d.timed_with == "a unit"
+    assert {f: v["ring"] for f, v in d.per_form().items()} == {
+        "ring": False,
+        "chunked2": True,
+        "chunked4": True,
+    }
+    # nothing over the margin: the best ratio is kept, not taken
+    table.update(ring=(1.0, 0.99), chunked2=(1.0, 1.5), chunked4=(1.0, 1.0))
+    d = ct._time_all([("k", unit, mc, forms)], False, None, lambda what, v: v)["k"]
+    assert (d.form, d.ring) == ("ring", False)

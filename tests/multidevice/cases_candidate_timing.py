@@ -37,7 +37,10 @@ MLP = purejit.shard_map(body, mesh=MESH, in_specs=(P("i"), P(None, "i"), P("i"))
 
 
 def lowered(mode="auto"):
-    f = purejit.jit(MLP, passes=Pipeline([CollectiveMatmul(mode=mode), *default_passes()]))
+    # the ring alone: these cases follow one form's decisions (every form of the default
+    # auto_forms: cases_collective_matmul_chunked.py)
+    cm = CollectiveMatmul(mode=mode, auto_forms=("ring",))
+    f = purejit.jit(MLP, passes=Pipeline([cm, *default_passes()]))
     low = f.lower(X, W1, W2)
     return f, low, next(r for r in low.records if r.name == "collective_matmul").report
 
@@ -161,7 +164,8 @@ def case_another_epilogue_is_decided_apart():
     with timings(1e-3, 0.5e-3) as calls:
         _, _, rep = lowered()
         assert len(calls) == 1 and rep["rewritten"] == 2, rep
-        f = purejit.jit(MLP_EXP, passes=Pipeline([CollectiveMatmul(), *default_passes()]))
+        cm = CollectiveMatmul(auto_forms=("ring",))
+        f = purejit.jit(MLP_EXP, passes=Pipeline([cm, *default_passes()]))
         low = f.lower(X, W1, W2)
         rep = next(r for r in low.records if r.name == "collective_matmul").report
         assert len(calls) == 2, calls
@@ -172,6 +176,13 @@ def case_another_epilogue_is_decided_apart():
         assert "exponential(" in plain.exe.hlo_text() and "exponential(" in ring.exe.hlo_text()
         want = np.exp(X @ W1) @ W2
         np.testing.assert_allclose(np.asarray(f(X, W1, W2)), want, rtol=1e-4, atol=1e-4)
+        # the first MLP timed over another set of forms is decided apart too: each form
+        # against the plain unit
+        cm = CollectiveMatmul(auto_forms=("ring", "chunked2"))
+        low = purejit.jit(MLP, passes=Pipeline([cm, *default_passes()])).lower(X, W1, W2)
+        rep = next(r for r in low.records if r.name == "collective_matmul").report
+        assert len(calls) == 4, calls
+        assert [set(c["forms"]) for c in rep["candidates"]] == [{"ring", "chunked2"}] * 2, rep
 
 
 def _seen():
@@ -210,7 +221,8 @@ def case_records_of_another_format_are_not_read():
                 key = (kind, 4, signature(c, 4, False))
                 write_record(d, "collective-matmul", key, {"decision": ring})
             # the unit's record as this format writes it, its format mark taken out
-            ((mc, unit, text),) = candidate_timing.units(fn, False)
+            cm = CollectiveMatmul(auto_forms=("ring",))  # as lowered() times
+            ((mc, unit, text),) = candidate_timing.units(fn, cm)
             key = (f"format {candidate_timing.FORMAT}", kind, 4, text)
             rec = read_record(d, "collective-matmul", key)
             assert rec is not None and rec["format"] == candidate_timing.FORMAT, rec

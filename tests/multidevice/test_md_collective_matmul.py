@@ -349,10 +349,12 @@ def test_timed_decisions_decide_auto():
     slower = TimedDecision(1e-3, 2e-3, False, "injected")
     # decisions are looked up by their timing unit's key (here one unit: the MLP's two
     # candidates joined through its chain), one key per member
-    keys = decision_keys(fn, [gather, scatter], lambda c: signature(c, None))
+    cm = CollectiveMatmul()
+    keys = decision_keys(fn, [gather, scatter], cm.key_signature(None))
     sig = [keys[gather], keys[scatter]]
-    assert sig[0] != sig[1] and all(signature(c, None) in keys[c] for c in (gather, scatter))
-    res = CollectiveMatmul().timed({sig[0]: faster, sig[1]: slower})(fn)
+    mine = [signature(c, None, forms=cm.auto_forms) for c in (gather, scatter)]
+    assert sig[0] != sig[1] and all(m in keys[c] for m, c in zip(mine, (gather, scatter)))
+    res = cm.timed({sig[0]: faster, sig[1]: slower})(fn)
     assert res.report["rewritten"] == 1 and "all_gather" not in ops(res.fn)
     assert "reduce_scatter" in ops(res.fn)
     assert res.report["timed"] == (
@@ -361,11 +363,12 @@ def test_timed_decisions_decide_auto():
     )
     same_numbers(fn, verify(res.fn), 4)
     # a candidate without a decision (here: none for the gather) stays as written
-    only = CollectiveMatmul().timed({sig[1]: faster})(fn)
+    only = cm.timed({sig[1]: faster})(fn)
     assert only.report["rewritten"] == 1 and "all_gather" in ops(only.fn)
     assert only.report["candidates"][0]["timed"].startswith("no timing")
-    # decisions are kept per mesh size, ring form and types
-    assert len({signature(gather, 4), signature(gather, 8), signature(gather, 4, True)}) == 3
+    # decisions are kept per mesh size, ring form, forms timed and types
+    sigs = {signature(gather, 4), signature(gather, 8), signature(gather, 4, True)}
+    assert len(sigs | {signature(gather, 4, forms=("ring", "chunked2"))}) == 4
     assert signature(gather, 4) != signature(find_candidates(tp_mlp(n=2))[0], 4)
     # on and off never ask; auto asks for timing unless decided or given a calibration
     assert CollectiveMatmul().needs_timing and not CollectiveMatmul(mode="on").needs_timing

@@ -165,3 +165,27 @@ def test_small_constants_come_along_and_large_ones_are_inputs(monkeypatch):
     # the 48-element constant is now a fifth input; the key text no longer holds its bytes
     assert "constant" not in [op.name for op in plain.ops] and len(plain.params) == 5
     assert "0000003f" not in unit.text(lambda c: "")
+
+
+def test_each_form_takes_every_member_of_the_unit_and_keeps_the_numbers():
+    """`auto` times each of its forms with every member of a joint unit in that form: the
+    rings, both collectives in 2 pieces, both in 4, never a mix; each computes the plain
+    unit's numbers (SPMD interpreter, two devices), the chain kept."""
+    import numpy as np
+
+    from purejit.compiler.candidate_timing import unit_functions
+    from purejit.ir.spmd import interpret_spmd
+
+    _, (unit,) = _units(MLP)
+    plain, *variants = unit_functions(unit, False, ("ring", "chunked2", "chunked4"))
+    assert len(variants) == 3
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal((2, *t.shape)).astype(np.float32) for t in plain.param_types]
+    want = interpret_spmd(plain, *args)
+    for k, fn in zip((0, 2, 4), variants):
+        verify(fn)
+        names = [op.name for op in fn.walk()]
+        assert names.count("all_gather") == names.count("reduce_scatter") == k, names
+        assert ("collective_permute" in names) == (k == 0) and "tanh" in names
+        for a, b in zip(want, interpret_spmd(fn, *args)):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
