@@ -2,9 +2,11 @@
 programs (no devices): interleaved rounds, calls per round from the budget, medians, and
 process 0's numbers of calls taken by every process."""
 
+import numpy as np
 import pytest
 
 from purejit.compiler import candidate_timing as ct
+from purejit.ir import dtypes
 
 
 class Fake:
@@ -125,3 +127,17 @@ def test_a_unit_is_timed_in_each_form_and_takes_the_best_ratio(monkeypatch):
     table.update(ring=(1.0, 0.99), chunked2=(1.0, 1.5), chunked4=(1.0, 1.0))
     d = ct._time_all([("k", unit, mc, forms)], False, None, lambda what, v: v)["k"]
     assert (d.form, d.ring) == ("ring", False)
+
+
+@pytest.mark.parametrize(
+    "dtype, shape",
+    [("bfloat16", (37, 11)), ("float32", (5, 3, 2)), ("int8", (9,)), ("bool", (4, 4))],
+)
+def test_timing_inputs_repeat_their_block_as_np_resize_does(dtype, shape):
+    dt = np.dtype(dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    block = np.random.default_rng(0).standard_normal(13)
+    fill = block.astype(dt) if dt.kind in "fc" else (block > 0).astype(dt)
+    got = ct.repeated(fill, shape)
+    want = np.resize(fill, shape)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert got.tobytes() == want.tobytes()
