@@ -104,7 +104,7 @@ class UnitDecision(TimedDecision):
         passes_s: seconds building the unit's timing programs, the plain one and one per
             form (the passes after the collective-matmul pass).
         compile_s: seconds emitting and compiling them.
-        inputs_s: seconds making their inputs on the devices.
+        inputs_s: seconds making their inputs on the devices (one set, shared by them).
         runs_s: seconds running them (warm-up, probe and the timed rounds).
     """
 
@@ -165,21 +165,31 @@ def repeated(fill: np.ndarray, shape) -> np.ndarray:
 
 
 class _Runner:
-    """One compiled timing program with its inputs; `run(k)` times k calls."""
+    """One compiled timing program; `inputs` gives it its inputs, then `run(k)` times k
+    calls."""
 
     def __init__(self, fn: Function):
         t0 = time.perf_counter()
         layout = spmd.plan_layout(fn)
         self.exe = layout.compile(layout.emit(fn), fn)
         self.compile_s = time.perf_counter() - t0
+        self.types = [p.type for p in fn.params]
+        self.in_shardings = list(layout.in_shardings)
+        self.args, self.inputs_s = None, 0.0
+
+    def inputs(self, like: "_Runner | None" = None) -> None:
+        """Make this program's inputs on the devices, or take `like`'s (a program of the
+        same unit: the same parameter types and shardings), which then exist once."""
+        if like is not None and (like.types, like.in_shardings) == (self.types, self.in_shardings):
+            self.args = like.args
+            return
         t0 = time.perf_counter()
         # random normal floats, repeated from one block of a prime length: drawing a whole
         # large operand (a 8192 x 32768 weight) would take seconds of the budget, and a
         # matmul's speed does not depend on its values repeating
         block = np.random.default_rng(0).standard_normal(_BLOCK)
         self.args = []
-        for p, ns in zip(fn.params, layout.in_shardings):
-            t = p.type
+        for t, ns in zip(self.types, self.in_shardings):
             fill = block.astype(t.dtype) if t.dtype.kind in "fc" else np.ones(1, t.dtype)
             self.args.append(backend_spmd.put_sharded(repeated(fill, t.shape), ns))
         self.inputs_s = time.perf_counter() - t0
@@ -273,6 +283,10 @@ def _time_all(todo: list, unroll: bool, tail: Pipeline, agree) -> dict:
         # the winner for the process (the user's program reuses it); a second compile
         # running beside it would skew that choice
         runners = [_Runner(f) for f in progs]
+    for i, (_, _, _, forms) in enumerate(todo):  # a unit's programs share one set of inputs
+        base = runners[first[i]]
+        for r in runners[first[i] : first[i] + 1 + len(forms)]:
+            r.inputs(None if r is base else base)
     out = {}
     for i, (key, unit, _, forms) in enumerate(todo):
         left = BUDGET_S - (time.perf_counter() - t0)

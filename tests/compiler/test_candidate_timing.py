@@ -83,13 +83,17 @@ def test_a_unit_is_timed_in_each_form_and_takes_the_best_ratio(monkeypatch):
     class Runner:
         def __init__(self, name):
             self.name, self.compile_s, self.inputs_s = name, 0.25, 0.01
+            self.like = "none yet"
+
+        def inputs(self, like=None):
+            self.like = like
 
     # per form: (plain, form) seconds; chunked2 has the best ratio though chunked4 is faster
     table = {"ring": (1.0, 1.2), "chunked2": (0.8, 0.6), "chunked4": (1.0, 0.8)}
     seen = []
 
     def fake(plain, alt, budget_s, agree):
-        seen.append((plain.name, alt.name, budget_s, agree([1, 3])))
+        seen.append((plain, alt, budget_s, agree([1, 3])))
         return table[alt.name]
 
     forms = tuple(table)
@@ -104,7 +108,10 @@ def test_a_unit_is_timed_in_each_form_and_takes_the_best_ratio(monkeypatch):
         [("k", unit, mc, forms)], False, None, lambda what, v: agreed.append(what) or v
     )
     d = got["k"]
-    assert [(p, a) for p, a, _, _ in seen] == [("plain", f) for f in forms]
+    assert [(p.name, a.name) for p, a, _, _ in seen] == [("plain", f) for f in forms]
+    # the plain program makes the unit's inputs, every form takes them
+    plain = seen[0][0]
+    assert plain.like is None and all(alt.like is plain for _, alt, _, _ in seen)
     assert agreed == ["calls/0/0", "calls/0/1", "calls/0/2"]
     # the forms share what is left of the unit's budget: the first a third of it, each
     # later one what is left over the forms still to time (here every run took no time)
