@@ -17,6 +17,8 @@ PASSES = pathlib.Path(__file__).resolve().parents[2] / "passes"
 ALLOWED = {
     "layout.py": "the layout pass is about dots and the transposes around them",
     "collective_matmul.py": "the pass rewrites all_gather/reduce_scatter next to dot_general",
+    "_chunked_layer.py": "proves a layer's other operands are broadcast_in_dim results constant "
+    "along the rows, seen through shard_map's pvary typing marks",
     "expand_threefry.py": "the pass expands threefry2x32 into its rounds",
     "merge_threefry.py": "the pass merges independent threefry2x32 hashes into one",
     "fuse_attention.py": "the pass replaces dots, softmax and masks written by hand with one op",
