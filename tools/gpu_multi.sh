@@ -86,6 +86,12 @@ for step in "$@"; do
       timeout 500 python3 -m bench.tp_mlp_sweep --out "$OUT/$step" --devices "$n" --iters 50 \
         --repeats 5 --timeout 170 --forms chunked2,chunked4,chunked4_free,pipelined2,pipelined4 \
         --shapes 16384x2048,8192x2048,4096x2048,16384x8192 > "$OUT/$step.log" 2>&1 ;;
+    chunku)  # auto as merged (branch cmerge): each timing unit as written against both rings,
+             # both chunked2 and both chunked4, n = 2; per row what it chose, per unit the four
+             # times and the deciding seconds, against every forced form
+      timeout 500 python3 -m bench.tp_mlp_sweep --out "$OUT/chunku" --devices 2 --iters 50 \
+        --repeats 5 --timeout 150 --shapes 16384x2048,4096x2048,8192x2048,8192x8192 \
+        > "$OUT/chunku.log" 2>&1 ;;
     chunk2lhs)  # the same at n = 2 with XLA's latency-hiding scheduler on purejit's programs only
       PUREJIT_XLA_OPTIONS="xla_gpu_enable_latency_hiding_scheduler=true" \
         timeout 400 python3 -m bench.tp_mlp_sweep --out "$OUT/chunk2lhs" --devices 2 --iters 50 \
