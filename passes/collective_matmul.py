@@ -287,7 +287,8 @@ class CollectiveMatmul:
         sig = self.key_signature(mesh_size)
         return _timing_units.decision_keys(body, find_candidates(body), sig)
 
-    def _decide(self, c: Candidate, mesh_size: int | None, est: dict, key=None) -> dict:
+    def check(self) -> None:
+        """Raise ValueError on an option that is none of the pass's (before any timing)."""
         if self.mode not in ("auto", "on", "off"):
             raise ValueError(f"collective_matmul: mode must be auto, on or off, not {self.mode!r}")
         if self.decide not in ("timed", "model"):
@@ -301,6 +302,9 @@ class CollectiveMatmul:
                 "collective_matmul: auto does not time pipelined forms (a whole layer); force "
                 "one with mode='on', form='pipelinedK'"
             )
+
+    def _decide(self, c: Candidate, mesh_size: int | None, est: dict, key=None) -> dict:
+        self.check()
         if self.mode == "off":
             return {**est, "rewritten": False}
         if self.mode == "on":

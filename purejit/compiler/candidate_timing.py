@@ -369,6 +369,7 @@ def _decisions(fn: Function, p, tail: Pipeline) -> dict:
     """{key: UnitDecision} for every candidate of `fn`'s shard_map bodies whose timing unit
     some form of `p.auto_forms` applies to (the key collective-matmul pass `p` looks its
     decision up under, `_timing_units.member_key`)."""
+    p.check()  # an unknown or pipelined form raises before anything is timed
     todo, sigs = [], {}
     for mc, unit, text in units(fn, p):
         forms = tuple(f for f in p.auto_forms if all(refusal(c, f) is None for c in unit.members))

@@ -221,3 +221,22 @@ def case_compiler_option_forces_each_form():
         np.testing.assert_allclose(np.asarray(f(X, W1, W2)), off, rtol=2e-6, atol=2e-6)
     low = purejit.jit(MLP).lower(X, W1, W2)
     assert not any(r.name == "collective_matmul" for r in low.records)
+
+
+def case_auto_refuses_a_pipelined_form_before_timing():
+    """auto does not time pipelinedK (forced only): naming it in auto_forms raises before any
+    timing program is built or run."""
+    calls = []
+    saved = candidate_timing.time_pair
+    candidate_timing.forget()
+    candidate_timing.time_pair = lambda *a: calls.append(a) or (1e-3, 1e-3)
+    try:
+        lowered(auto_forms=("ring", "pipelined2"))
+    except ValueError as e:
+        assert "pipelined" in str(e), e
+    else:
+        raise AssertionError("auto_forms with pipelined2 was accepted")
+    finally:
+        candidate_timing.time_pair = saved
+        candidate_timing.forget()
+    assert not calls, calls
