@@ -33,8 +33,8 @@ def test_persisted_decisions_are_reused_by_a_fresh_process():
             )
             assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
             got.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    # one candidate, timed in each form: the ring, 2 and 4 chunks (4 rows per device)
-    assert got[0]["timed"] == 3 and got[0]["sources"] == ["timed"], got
+    # one candidate, timed in each form of the default: the ring
+    assert got[0]["timed"] == 1 and got[0]["sources"] == ["timed"], got
     assert got[1]["timed"] == 0 and got[1]["sources"] == ["loaded"], got
     assert got[0]["rewritten"] == got[1]["rewritten"] == 1, got
 
