@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -66,6 +67,7 @@ class TensorType:
 
 
 _ids = itertools.count()
+_new_op = object.__new__
 
 
 class Value:
@@ -84,8 +86,9 @@ class Value:
 class Op:
     """One operation: `results = name(operands) {attrs} regions`."""
 
-    # _verified: what `verify` checked of this op (ir/verifier.py); it lives and dies with it
-    __slots__ = ("name", "operands", "attrs", "results", "regions", "loc", "_verified")
+    # _verified: what `verify` checked of this op (ir/verifier.py); _effect: whether an op
+    # with regions has an effect (passes/base.py's `has_effect`); each lives and dies with it
+    __slots__ = ("name", "operands", "attrs", "results", "regions", "loc", "_verified", "_effect")
 
     def __init__(
         self,
@@ -121,8 +124,8 @@ class Op:
         facts known about an unchanged op (e.g. that it verified) carry over."""
         if (
             len(operands) == len(self.operands)
-            and all(a is b for a, b in zip(operands, self.operands))
-            and all(a is b for a, b in zip(regions, self.regions))
+            and all(map(operator.is_, operands, self.operands))
+            and all(map(operator.is_, regions, self.regions))
         ):
             return self
         return Op(self.name, operands, self.attrs, self.results, regions, self.loc)
@@ -146,9 +149,18 @@ class Op:
 
 
 class Function:
-    """A closed function: parameters, a list of ops, and returned values."""
+    """A closed function: parameters, a list of ops, and returned values.
 
-    __slots__ = ("name", "params", "ops", "results")
+    `copy_class` is None, or a token (an `object()`, compared by identity, so that no two
+    processes' or unpickled functions can share one by accident) that this function shares
+    only with the functions copied from it or from a function it was copied from (`copy`):
+    those are isomorphic, constants included, by construction, and
+    `passes._isomorphism.compare` reads the token instead of proving it op by op again
+    (the IR is never changed in place: passes, transformations and tracing make new
+    functions).
+    """
+
+    __slots__ = ("name", "params", "ops", "results", "copy_class")
 
     def __init__(
         self,
@@ -161,6 +173,7 @@ class Function:
         self.params = list(params)
         self.ops = list(ops)
         self.results = list(results)
+        self.copy_class: object | None = None
 
     @property
     def param_types(self) -> list[TensorType]:
@@ -183,17 +196,24 @@ class Function:
     def copy(self) -> "Function":
         """The same function with fresh values and copied regions: equal in every op,
         attribute and type, sharing no value or region with `self` (a function is closed,
-        so every operand is a parameter or an earlier op's result)."""
+        so every operand is a parameter or an earlier op's result). The copy is in
+        `self`'s copy class (a new one when `self` had none)."""
         new: dict[Value, Value] = {p: Value(p.type) for p in self.params}
         ops = []
-        for op in self.ops:
+        for op in self.ops:  # what `Op(...)` makes, without its conversions of the lists
             results = [Value(r.type) for r in op.results]
             new.update(zip(op.results, results))
-            operands = [new[v] for v in op.operands]
-            regions = [r.copy() for r in op.regions]
-            ops.append(Op(op.name, operands, op.attrs, results, regions, op.loc))
-        return Function(self.name, [new[p] for p in self.params], ops,
+            made = _new_op(Op)
+            made.name, made.attrs, made.results, made.loc = op.name, dict(op.attrs), results, op.loc
+            made.operands = [new[v] for v in op.operands]
+            made.regions = [r.copy() for r in op.regions] if op.regions else []
+            ops.append(made)
+        made = Function(self.name, [new[p] for p in self.params], ops,
                         [new[v] for v in self.results])  # fmt: skip
+        if self.copy_class is None:
+            self.copy_class = object()
+        made.copy_class = self.copy_class
+        return made
 
     def __str__(self) -> str:
         return print_function(self)

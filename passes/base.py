@@ -36,4 +36,11 @@ def has_effect(op: Op) -> bool:
     traits = op.opdef.traits
     if "side_effect" in traits or "collective" in traits or "pure" not in traits:
         return True
-    return any(has_effect(inner) for r in op.regions for inner in r.ops)
+    if not op.regions:
+        return False
+    # an op's regions never change (passes build new ops), so the walk below is made once
+    # per op: passes ask again for every op of a loop body or a case's branches each time
+    got = getattr(op, "_effect", None)
+    if got is None:
+        got = op._effect = any(has_effect(inner) for r in op.regions for inner in r.ops)
+    return got
