@@ -36,6 +36,8 @@ def splat_scalar(a: np.ndarray) -> np.ndarray | None:
     """The 0-d array every element of `a` equals (bitwise for floats), or None."""
     if a.size == 0:
         return None
+    if a.size == 1:  # (most constants are scalars) its one element
+        return a.reshape(()).copy()
     flat = np.ascontiguousarray(a).reshape(-1)
     raw = flat.view(np.uint8).reshape(a.size, -1)
     same = bool((raw == raw[:1]).all())

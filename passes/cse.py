@@ -29,7 +29,15 @@ def mergeable(op: Op) -> bool:
     return not has_effect(op)
 
 
+_PLAIN = (int, str, bool)  # (exact types) their own key, as the last case below gives
+
+
 def _attr_key(v):
+    t = type(v)
+    if t in _PLAIN:
+        return (t.__name__, v)
+    if t is list and all(type(x) is int for x in v):  # shapes, dimensions, sizes
+        return tuple([("int", x) for x in v])
     if isinstance(v, np.ndarray):
         return ("array", v.dtype.str, v.dtype.name, v.shape, v.tobytes())
     if isinstance(v, (list, tuple)):
@@ -47,9 +55,9 @@ def op_key(op: Op, operands: list[Value], texts: dict | None = None, regions: bo
     `regions=False` the key leaves the regions out (equal keys then still need
     `_region_texts` compared)."""
     ins = tuple(operands)
-    if op.has_trait("commutative") and len(ins) == 2 and ins[1].id < ins[0].id:
+    if len(ins) == 2 and ins[1].id < ins[0].id and op.has_trait("commutative"):
         ins = (ins[1], ins[0])
-    attrs = tuple(sorted((k, _attr_key(v)) for k, v in op.attrs.items()))
+    attrs = tuple(sorted([(k, _attr_key(v)) for k, v in op.attrs.items()])) if op.attrs else ()
     texts = {} if texts is None else texts
     printed = _region_texts(op, texts) if regions else ()
     types = tuple(r.type for r in op.results)
