@@ -136,9 +136,11 @@ class Op:
 
     def has_trait(self, trait: str) -> bool:
         """Whether this op's definition promises `trait` (one of `purejit.ir.traits`)."""
+        if trait in get_op(self.name).traits:  # (registered traits are all known ones)
+            return True
         if trait not in TRAITS:
             raise ValueError(unknown_traits_message(f"has_trait on op {self.name!r}", [trait]))
-        return trait in get_op(self.name).traits
+        return False
 
     @property
     def is_elementwise(self) -> bool:
