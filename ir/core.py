@@ -150,16 +150,49 @@ class Op:
         return f"Op({self.name}, {len(self.operands)} operands, {self.attrs})"
 
 
+class CopyClass:
+    """The functions copied from one function (`Function.copy`), and that function: compared
+    by identity (an unpickled or deep-copied function starts a class of its own, so no two
+    processes' functions can share one by accident). It keeps how to copy them (`recipe`):
+    every member has the same ops, attributes and types, so one recipe makes a copy of any."""
+
+    __slots__ = ("recipe",)
+
+    def __init__(self):
+        self.recipe = None
+
+    def __reduce__(self):
+        return CopyClass, ()
+
+
+def _recipe(fn: "Function") -> tuple:
+    """`fn` as (the types of its values in definition order, parameters first; per op its
+    name, attributes, location, operand indices, result index range and regions; the result
+    indices): a copy is then one list of fresh values and list indexing, no lookups."""
+    index: dict[Value, int] = {}
+    types = []
+    for p in fn.params:
+        index[p] = len(types)
+        types.append(p.type)
+    ops = []
+    for op in fn.ops:
+        operands = [index[v] for v in op.operands]
+        lo = len(types)
+        for r in op.results:
+            index[r] = len(types)
+            types.append(r.type)
+        ops.append((op.name, op.attrs, op.loc, operands, lo, len(types), op.regions))
+    return types, len(fn.params), ops, [index[v] for v in fn.results]
+
+
 class Function:
     """A closed function: parameters, a list of ops, and returned values.
 
-    `copy_class` is None, or a token (an `object()`, compared by identity, so that no two
-    processes' or unpickled functions can share one by accident) that this function shares
-    only with the functions copied from it or from a function it was copied from (`copy`):
-    those are isomorphic, constants included, by construction, and
-    `passes._isomorphism.compare` reads the token instead of proving it op by op again
-    (the IR is never changed in place: passes, transformations and tracing make new
-    functions).
+    `copy_class` is None, or the `CopyClass` that this function shares only with the
+    functions copied from it or from a function it was copied from (`copy`): those are
+    isomorphic, constants included, by construction, and `passes._isomorphism.compare`
+    reads the class instead of proving it op by op again (the IR is never changed in place:
+    passes, transformations and tracing make new functions).
     """
 
     __slots__ = ("name", "params", "ops", "results", "copy_class")
@@ -175,7 +208,7 @@ class Function:
         self.params = list(params)
         self.ops = list(ops)
         self.results = list(results)
-        self.copy_class: object | None = None
+        self.copy_class: CopyClass | None = None
 
     @property
     def param_types(self) -> list[TensorType]:
@@ -200,21 +233,23 @@ class Function:
         attribute and type, sharing no value or region with `self` (a function is closed,
         so every operand is a parameter or an earlier op's result). The copy is in
         `self`'s copy class (a new one when `self` had none)."""
-        new: dict[Value, Value] = {p: Value(p.type) for p in self.params}
+        cls = self.copy_class
+        if cls is None:
+            cls = self.copy_class = CopyClass()
+        if cls.recipe is None:
+            cls.recipe = _recipe(self)
+        types, n_params, recipe, results = cls.recipe
+        values = list(map(Value, types))
         ops = []
-        for op in self.ops:  # what `Op(...)` makes, without its conversions of the lists
-            results = [Value(r.type) for r in op.results]
-            new.update(zip(op.results, results))
-            made = _new_op(Op)
-            made.name, made.attrs, made.results, made.loc = op.name, dict(op.attrs), results, op.loc
-            made.operands = [new[v] for v in op.operands]
-            made.regions = [r.copy() for r in op.regions] if op.regions else []
+        for name, attrs, loc, operands, lo, hi, regions in recipe:
+            made = _new_op(Op)  # what `Op(...)` makes, without its conversions of the lists
+            made.name, made.attrs, made.loc = name, dict(attrs), loc
+            made.operands = [values[i] for i in operands]
+            made.results = values[lo:hi]
+            made.regions = [r.copy() for r in regions] if regions else []
             ops.append(made)
-        made = Function(self.name, [new[p] for p in self.params], ops,
-                        [new[v] for v in self.results])  # fmt: skip
-        if self.copy_class is None:
-            self.copy_class = object()
-        made.copy_class = self.copy_class
+        made = Function(self.name, values[:n_params], ops, [values[i] for i in results])
+        made.copy_class = cls
         return made
 
     def __str__(self) -> str:

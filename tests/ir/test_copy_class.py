@@ -9,7 +9,7 @@ import pickle
 
 import numpy as np
 import pytest
-from purejit.ir import Function, parse
+from purejit.ir import Function, parse, print_function
 from purejit.passes import _isomorphism
 from purejit.passes._isomorphism import compare
 from purejit.passes.base import has_effect
@@ -62,6 +62,36 @@ def test_copies_share_a_class_and_compare_reads_it(proofs):
     assert compare(a, b).same and compare(c, a).same
     assert compare(b, c, constants_may_differ=False).same
     assert proofs == []  # no op was walked
+
+
+def _values_and_ops(fn: Function) -> tuple[set, set, set]:
+    values, ops, regions = {id(p) for p in fn.params}, set(), set()
+    for op in fn.walk():
+        ops.add(id(op))
+        values.update(id(v) for v in op.results)
+        for r in op.regions:
+            regions.add(id(r))
+            values.update(id(p) for p in r.params)
+    return values, ops, regions
+
+
+def test_a_copy_is_its_source_with_fresh_values_whichever_member_it_is_made_from():
+    # one class keeps how to copy its members (made from the first one copied): copies of
+    # a copy and of the source print alike and share no value, op or region with either
+    a = _fn()
+    b = a.copy()
+    c = b.copy()
+    d = a.copy()
+    text = print_function(a)
+    assert print_function(b) == print_function(c) == print_function(d) == text
+    seen = [_values_and_ops(f) for f in (a, b, c, d)]
+    for i in range(4):
+        for j in range(i + 1, 4):
+            assert all(not (x & y) for x, y in zip(seen[i], seen[j]))
+    # another function's class copies that function, not the first one
+    other = _fn("logistic", "5.0")
+    assert print_function(other.copy()) == print_function(other) != text
+    assert other.copy_class is not a.copy_class
 
 
 def test_functions_that_are_not_copies_are_proved(proofs):
