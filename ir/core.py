@@ -48,6 +48,13 @@ class TensorType:
         if type(dt) is not np.dtype or dt not in dtypes.ALL_DTYPES_SET:
             object.__setattr__(self, "dtype", dtypes.canonical(dt))
 
+    def __eq__(self, other):  # the dataclass's (its hash stays), the common case first
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.shape == other.shape and self.dtype == other.dtype
+
     @property
     def rank(self) -> int:
         return len(self.shape)
