@@ -68,7 +68,11 @@ class TensorType:
         return self.size * self.dtype.itemsize
 
     def __str__(self) -> str:
-        return f"{dtypes.dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        text = self.__dict__.get("_text")  # kept: a type is printed once per value
+        if text is None:
+            text = f"{dtypes.dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+            object.__setattr__(self, "_text", text)
+        return text
 
     __repr__ = __str__
 
