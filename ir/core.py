@@ -48,12 +48,22 @@ class TensorType:
         if type(dt) is not np.dtype or dt not in dtypes.ALL_DTYPES_SET:
             object.__setattr__(self, "dtype", dtypes.canonical(dt))
 
-    def __eq__(self, other):  # the dataclass's (its hash stays), the common case first
+    def __eq__(self, other):  # the dataclass's, the common case first
         if self is other:
             return True
         if other.__class__ is not self.__class__:
             return NotImplemented
         return self.shape == other.shape and self.dtype == other.dtype
+
+    def __reduce__(self):  # the fields only: what is kept below is remade in each process
+        return TensorType, (self.shape, self.dtype)
+
+    def __hash__(self):  # the dataclass's (of the fields), kept on the type
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.shape, self.dtype))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     @property
     def rank(self) -> int:
