@@ -60,7 +60,7 @@ def op_key(op: Op, operands: list[Value], texts: dict | None = None, regions: bo
     attrs = tuple(sorted([(k, _attr_key(v)) for k, v in op.attrs.items()])) if op.attrs else ()
     texts = {} if texts is None else texts
     printed = _region_texts(op, texts) if regions else ()
-    types = tuple(r.type for r in op.results)
+    types = tuple([r.type for r in op.results])
     return (op.name, ins, attrs, printed, types)
 
 
@@ -113,7 +113,7 @@ def _cse(fn: Function, texts: dict, done: dict) -> tuple[Function, int]:
             merged += n
             regions.append(new_r if n else r)
         new = op.rebuilt(operands, regions)
-        if mergeable(op) and not any(r in keep_apart for r in op.results):
+        if mergeable(op) and not (keep_apart and any(r in keep_apart for r in op.results)):
             # regions are printed only for ops alike in all else (a large region, such as
             # a case's many branches, is printed only when it may merge); the original
             # regions: shared, printed once

@@ -272,17 +272,20 @@ class _OpCounts:
     same objects from pass to pass (functions are never changed in place)."""
 
     def __init__(self):
-        self._seen: dict[int, tuple[Function, int]] = {}  # id -> (function, count)
+        # id -> (function or its copy class, count): copies of one function (a layer's
+        # calls) have one count
+        self._seen: dict[int, tuple[object, int]] = {}
 
     def __call__(self, fn: Function) -> int:
-        got = self._seen.get(id(fn))
-        if got is not None and got[0] is fn:
+        key = fn if fn.copy_class is None else fn.copy_class
+        got = self._seen.get(id(key))
+        if got is not None and got[0] is key:
             return got[1]
         n = len(fn.ops)
         for op in fn.ops:
             for r in op.regions:
                 n += self(r)
-        self._seen[id(fn)] = (fn, n)
+        self._seen[id(key)] = (key, n)
         return n
 
 

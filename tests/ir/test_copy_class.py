@@ -9,7 +9,7 @@ import pickle
 
 import numpy as np
 import pytest
-from purejit.ir import Function, parse, print_function
+from purejit.ir import Function, Op, Value, parse, print_function
 from purejit.passes import _isomorphism
 from purejit.passes._isomorphism import compare
 from purejit.passes.base import has_effect
@@ -174,3 +174,18 @@ def test_the_pipelines_op_counts_follow_each_stage():
     for r in records[1:]:
         assert r.ops_after == r.ir_source.op_count(), r.name
     assert records[-1].ops_after == out.op_count() == 6  # one add and the unused add gone
+
+
+def test_the_pipelines_op_counts_of_copies_and_of_other_functions():
+    # copies of one layer count once; a function of other ops in the same program is
+    # counted on its own (never the layer's count)
+    layer = _fn()
+    shorter = Function("g", layer.params, layer.ops[:1], layer.ops[0].results)
+    x, w = parse(_F.replace("ACT", "tanh")).params
+    ops = []
+    for body in [layer.copy() for _ in range(3)] + [shorter]:
+        results = [Value(r.type) for r in body.results]
+        ops.append(Op("call", [x, w], {"callee": body.name}, results, [body]))
+    fn = Function("main", [x, w], ops, [ops[0].results[0]])
+    _, records = Pipeline([DCE()], keep_ir=True).run(fn)
+    assert records[0].ops_after == fn.op_count() == 4 + 3 * layer.op_count() + 1
