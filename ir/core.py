@@ -177,10 +177,11 @@ class CopyClass:
     processes' functions can share one by accident). It keeps how to copy them (`recipe`):
     every member has the same ops, attributes and types, so one recipe makes a copy of any."""
 
-    __slots__ = ("recipe",)
+    __slots__ = ("recipe", "bucket")
 
     def __init__(self):
         self.recipe = None
+        self.bucket = None  # `passes._isomorphism.bucket_key` of the members
 
     def __reduce__(self):
         return CopyClass, ()

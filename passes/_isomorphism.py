@@ -57,12 +57,18 @@ def same_attr(a, b) -> bool:
 
 def bucket_key(fn: Function) -> tuple:
     """Parameter and result types and the names of the top-level ops: equal for isomorphic
-    functions (not a proof: `compare` is)."""
-    return (
+    functions (not a proof: `compare` is). Made once per copy class (its members' are equal)."""
+    cls = fn.copy_class
+    if cls is not None and cls.bucket is not None:
+        return cls.bucket
+    key = (
         tuple(fn.param_types),
         tuple(fn.result_types),
-        tuple(op.name for op in fn.ops),
+        tuple([op.name for op in fn.ops]),
     )
+    if cls is not None:
+        cls.bucket = key
+    return key
 
 
 @dataclass

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from purejit.ir import Function, Op, Value, parse, print_function
 from purejit.passes import _isomorphism
-from purejit.passes._isomorphism import compare
+from purejit.passes._isomorphism import bucket_key, compare
 from purejit.passes.base import has_effect
 from purejit.passes.pipeline import FixedPoint, Pipeline
 from purejit.passes.cse import CSE
@@ -189,3 +189,13 @@ def test_the_pipelines_op_counts_of_copies_and_of_other_functions():
     fn = Function("main", [x, w], ops, [ops[0].results[0]])
     _, records = Pipeline([DCE()], keep_ir=True).run(fn)
     assert records[0].ops_after == fn.op_count() == 4 + 3 * layer.op_count() + 1
+
+
+def test_a_copy_class_keeps_its_bucket_key_and_another_function_has_its_own():
+    a = _fn()
+    b = a.copy()
+    key = bucket_key(b)
+    assert a.copy_class.bucket == key == bucket_key(_fn())  # as computed for a fresh parse
+    assert bucket_key(a) is key  # the class's, not made again
+    other = _fn("logistic").copy()
+    assert bucket_key(other) != key and other.copy_class.bucket != key
