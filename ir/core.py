@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -47,6 +48,23 @@ class TensorType:
         if type(dt) is not np.dtype or dt not in dtypes.ALL_DTYPES_SET:
             object.__setattr__(self, "dtype", dtypes.canonical(dt))
 
+    def __eq__(self, other):  # the dataclass's, the common case first
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.shape == other.shape and self.dtype == other.dtype
+
+    def __reduce__(self):  # the fields only: what is kept below is remade in each process
+        return TensorType, (self.shape, self.dtype)
+
+    def __hash__(self):  # the dataclass's (of the fields), kept on the type
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.shape, self.dtype))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     @property
     def rank(self) -> int:
         return len(self.shape)
@@ -60,12 +78,17 @@ class TensorType:
         return self.size * self.dtype.itemsize
 
     def __str__(self) -> str:
-        return f"{dtypes.dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        text = self.__dict__.get("_text")  # kept: a type is printed once per value
+        if text is None:
+            text = f"{dtypes.dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+            object.__setattr__(self, "_text", text)
+        return text
 
     __repr__ = __str__
 
 
 _ids = itertools.count()
+_new_op = object.__new__
 
 
 class Value:
@@ -84,8 +107,9 @@ class Value:
 class Op:
     """One operation: `results = name(operands) {attrs} regions`."""
 
-    # _verified: what `verify` checked of this op (ir/verifier.py); it lives and dies with it
-    __slots__ = ("name", "operands", "attrs", "results", "regions", "loc", "_verified")
+    # _verified: what `verify` checked of this op (ir/verifier.py); _effect: whether an op
+    # with regions has an effect (passes/base.py's `has_effect`); each lives and dies with it
+    __slots__ = ("name", "operands", "attrs", "results", "regions", "loc", "_verified", "_effect")
 
     def __init__(
         self,
@@ -121,8 +145,8 @@ class Op:
         facts known about an unchanged op (e.g. that it verified) carry over."""
         if (
             len(operands) == len(self.operands)
-            and all(a is b for a, b in zip(operands, self.operands))
-            and all(a is b for a, b in zip(regions, self.regions))
+            and all(map(operator.is_, operands, self.operands))
+            and all(map(operator.is_, regions, self.regions))
         ):
             return self
         return Op(self.name, operands, self.attrs, self.results, regions, self.loc)
@@ -133,9 +157,11 @@ class Op:
 
     def has_trait(self, trait: str) -> bool:
         """Whether this op's definition promises `trait` (one of `purejit.ir.traits`)."""
+        if trait in get_op(self.name).traits:  # (registered traits are all known ones)
+            return True
         if trait not in TRAITS:
             raise ValueError(unknown_traits_message(f"has_trait on op {self.name!r}", [trait]))
-        return trait in get_op(self.name).traits
+        return False
 
     @property
     def is_elementwise(self) -> bool:
@@ -145,10 +171,53 @@ class Op:
         return f"Op({self.name}, {len(self.operands)} operands, {self.attrs})"
 
 
-class Function:
-    """A closed function: parameters, a list of ops, and returned values."""
+class CopyClass:
+    """The functions copied from one function (`Function.copy`), and that function: compared
+    by identity (an unpickled or deep-copied function starts a class of its own, so no two
+    processes' functions can share one by accident). It keeps how to copy them (`recipe`):
+    every member has the same ops, attributes and types, so one recipe makes a copy of any."""
 
-    __slots__ = ("name", "params", "ops", "results")
+    __slots__ = ("recipe", "bucket")
+
+    def __init__(self):
+        self.recipe = None
+        self.bucket = None  # `passes._isomorphism.bucket_key` of the members
+
+    def __reduce__(self):
+        return CopyClass, ()
+
+
+def _recipe(fn: "Function") -> tuple:
+    """`fn` as (the types of its values in definition order, parameters first; per op its
+    name, attributes, location, operand indices, result index range and regions; the result
+    indices): a copy is then one list of fresh values and list indexing, no lookups."""
+    index: dict[Value, int] = {}
+    types = []
+    for p in fn.params:
+        index[p] = len(types)
+        types.append(p.type)
+    ops = []
+    for op in fn.ops:
+        operands = [index[v] for v in op.operands]
+        lo = len(types)
+        for r in op.results:
+            index[r] = len(types)
+            types.append(r.type)
+        ops.append((op.name, op.attrs, op.loc, operands, lo, len(types), op.regions))
+    return types, len(fn.params), ops, [index[v] for v in fn.results]
+
+
+class Function:
+    """A closed function: parameters, a list of ops, and returned values.
+
+    `copy_class` is None, or the `CopyClass` that this function shares only with the
+    functions copied from it or from a function it was copied from (`copy`): those are
+    isomorphic, constants included, by construction, and `passes._isomorphism.compare`
+    reads the class instead of proving it op by op again (the IR is never changed in place:
+    passes, transformations and tracing make new functions).
+    """
+
+    __slots__ = ("name", "params", "ops", "results", "copy_class")
 
     def __init__(
         self,
@@ -161,6 +230,7 @@ class Function:
         self.params = list(params)
         self.ops = list(ops)
         self.results = list(results)
+        self.copy_class: CopyClass | None = None
 
     @property
     def param_types(self) -> list[TensorType]:
@@ -183,17 +253,26 @@ class Function:
     def copy(self) -> "Function":
         """The same function with fresh values and copied regions: equal in every op,
         attribute and type, sharing no value or region with `self` (a function is closed,
-        so every operand is a parameter or an earlier op's result)."""
-        new: dict[Value, Value] = {p: Value(p.type) for p in self.params}
+        so every operand is a parameter or an earlier op's result). The copy is in
+        `self`'s copy class (a new one when `self` had none)."""
+        cls = self.copy_class
+        if cls is None:
+            cls = self.copy_class = CopyClass()
+        if cls.recipe is None:
+            cls.recipe = _recipe(self)
+        types, n_params, recipe, results = cls.recipe
+        values = list(map(Value, types))
         ops = []
-        for op in self.ops:
-            results = [Value(r.type) for r in op.results]
-            new.update(zip(op.results, results))
-            operands = [new[v] for v in op.operands]
-            regions = [r.copy() for r in op.regions]
-            ops.append(Op(op.name, operands, op.attrs, results, regions, op.loc))
-        return Function(self.name, [new[p] for p in self.params], ops,
-                        [new[v] for v in self.results])  # fmt: skip
+        for name, attrs, loc, operands, lo, hi, regions in recipe:
+            made = _new_op(Op)  # what `Op(...)` makes, without its conversions of the lists
+            made.name, made.attrs, made.loc = name, dict(attrs), loc
+            made.operands = [values[i] for i in operands]
+            made.results = values[lo:hi]
+            made.regions = [r.copy() for r in regions] if regions else []
+            ops.append(made)
+        made = Function(self.name, values[:n_params], ops, [values[i] for i in results])
+        made.copy_class = cls
+        return made
 
     def __str__(self) -> str:
         return print_function(self)

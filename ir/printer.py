@@ -31,6 +31,11 @@ _SIMPLE_NAME = re.compile(r"[A-Za-z0-9_.]+")
 
 
 def format_attr(v) -> str:
+    t = type(v)
+    if t is int:  # the commonest attributes first: an int, a list of ints
+        return str(v)
+    if (t is list or t is tuple) and all(type(x) is int for x in v):
+        return "[" + ", ".join(map(str, v)) + "]"
     if isinstance(v, (bool, np.bool_)):
         return "true" if v else "false"
     if isinstance(v, (int, np.integer)):

@@ -171,10 +171,11 @@ def select_rows(per_block: list[list[Value]], index: Value, results: list[Value]
     """
     consts = list(dict.fromkeys(v for values in per_block for v in values))
     pos = {v: i for i, v in enumerate(consts)}
-    params = [Value(v.type) for v in consts]
+    types = [v.type for v in consts]
+    params = list(map(Value, types))
     branches = []
     for k in range(len(per_block[0])):
-        own = [Value(v.type) for v in consts]  # a branch takes every operand of the case
+        own = list(map(Value, types))  # a branch takes every operand of the case
         branches.append(Function(f"row_{k}", own, [], [own[pos[vs[k]]] for vs in per_block]))
     case = Op("case", [index, *params], {}, results, branches)
     return consts, params, case

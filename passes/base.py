@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from purejit.ir import Function, Op
+from purejit.ir import Function, Op, get_op
 
 
 @dataclass
@@ -33,7 +33,14 @@ def has_effect(op: Op) -> bool:
     """Whether `op` or an op in its regions has an effect besides its results (the
     `side_effect` or `collective` trait, or no `pure`): such an op is never removed, merged
     or folded, even when it is a pure `case` or `while` around a `debug.print`."""
-    traits = op.opdef.traits
+    traits = get_op(op.name).traits
     if "side_effect" in traits or "collective" in traits or "pure" not in traits:
         return True
-    return any(has_effect(inner) for r in op.regions for inner in r.ops)
+    if not op.regions:
+        return False
+    # an op's regions never change (passes build new ops), so the walk below is made once
+    # per op: passes ask again for every op of a loop body or a case's branches each time
+    got = getattr(op, "_effect", None)
+    if got is None:
+        got = op._effect = any(has_effect(inner) for r in op.regions for inner in r.ops)
+    return got

@@ -36,6 +36,8 @@ def splat_scalar(a: np.ndarray) -> np.ndarray | None:
     """The 0-d array every element of `a` equals (bitwise for floats), or None."""
     if a.size == 0:
         return None
+    if a.size == 1:  # (most constants are scalars) its one element
+        return a.reshape(()).copy()
     flat = np.ascontiguousarray(a).reshape(-1)
     raw = flat.view(np.uint8).reshape(a.size, -1)
     same = bool((raw == raw[:1]).all())
@@ -72,11 +74,12 @@ def _order_dependent(op: Op) -> bool:
 
 
 def _foldable(op: Op, consts: dict, limit: int) -> bool:
-    if not op.operands or not mergeable(op) or op.has_trait("constant"):
+    # the cheapest test first: most ops read a value that is not a constant
+    if not op.operands or any(v not in consts for v in op.operands):
+        return False
+    if not mergeable(op) or op.has_trait("constant"):
         return False
     if _order_dependent(op):
-        return False
-    if any(v not in consts for v in op.operands):
         return False
     if op.has_trait("shape_only") and len(op.operands) == 1 and op.operands[0].type.rank == 0:
         return False  # broadcast of a scalar constant: already canonical

@@ -29,7 +29,15 @@ def mergeable(op: Op) -> bool:
     return not has_effect(op)
 
 
+_PLAIN = (int, str, bool)  # (exact types) their own key, as the last case below gives
+
+
 def _attr_key(v):
+    t = type(v)
+    if t in _PLAIN:
+        return (t.__name__, v)
+    if t is list and all(type(x) is int for x in v):  # shapes, dimensions, sizes
+        return tuple([("int", x) for x in v])
     if isinstance(v, np.ndarray):
         return ("array", v.dtype.str, v.dtype.name, v.shape, v.tobytes())
     if isinstance(v, (list, tuple)):
@@ -47,12 +55,12 @@ def op_key(op: Op, operands: list[Value], texts: dict | None = None, regions: bo
     `regions=False` the key leaves the regions out (equal keys then still need
     `_region_texts` compared)."""
     ins = tuple(operands)
-    if op.has_trait("commutative") and len(ins) == 2 and ins[1].id < ins[0].id:
+    if len(ins) == 2 and ins[1].id < ins[0].id and op.has_trait("commutative"):
         ins = (ins[1], ins[0])
-    attrs = tuple(sorted((k, _attr_key(v)) for k, v in op.attrs.items()))
+    attrs = tuple(sorted([(k, _attr_key(v)) for k, v in op.attrs.items()])) if op.attrs else ()
     texts = {} if texts is None else texts
     printed = _region_texts(op, texts) if regions else ()
-    types = tuple(r.type for r in op.results)
+    types = tuple([r.type for r in op.results])
     return (op.name, ins, attrs, printed, types)
 
 
@@ -105,7 +113,7 @@ def _cse(fn: Function, texts: dict, done: dict) -> tuple[Function, int]:
             merged += n
             regions.append(new_r if n else r)
         new = op.rebuilt(operands, regions)
-        if mergeable(op) and not any(r in keep_apart for r in op.results):
+        if mergeable(op) and not (keep_apart and any(r in keep_apart for r in op.results)):
             # regions are printed only for ops alike in all else (a large region, such as
             # a case's many branches, is printed only when it may merge); the original
             # regions: shared, printed once

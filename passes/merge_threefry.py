@@ -104,6 +104,8 @@ class MergeThreefry:
 
     def _groups(self, fn: Function) -> list[list[int]]:
         """Indices of the hashes to merge together, one list per merged hash."""
+        if not any(op.name == "threefry2x32" for op in fn.ops):
+            return []  # (most functions hash nothing: no liveness walk for them)
         live = set(fn.results)
         below: dict[Value, int] = {}  # 1 + the greatest height of a hash reading the value
         height: dict[int, int] = {}

@@ -210,23 +210,24 @@ class Pipeline:
     def _run_all(self, fn: Function, each: bool):
         if each:
             verify(fn)
-        records = [PassRecord("trace", 0, fn.op_count(), 0.0, False, {}, self._text(fn))]
+        counts = _OpCounts()
+        records = [PassRecord("trace", 0, counts(fn), 0.0, False, {}, self._text(fn))]
         self._dump(0, "trace", fn)
         last_out: dict[int, Function] = {}
         for p in self.passes:
-            fn = self._run_item(p, fn, records, each, last_out)
+            fn = self._run_item(p, fn, records, each, last_out, counts)
         if not each:
             verify(fn)
         return fn, records
 
-    def _run_item(self, p, fn, records, each, last_out, group=None, it=0):
+    def _run_item(self, p, fn, records, each, last_out, counts, group=None, it=0):
         if p.name in self.disable:
             return fn
         if isinstance(p, FixedPoint):
             for round_ in range(1, p.max_iterations + 1):
                 n = len(records)
                 for q in p.passes:
-                    fn = self._run_item(q, fn, records, each, last_out, p.name, round_)
+                    fn = self._run_item(q, fn, records, each, last_out, counts, p.name, round_)
                 if not any(r.changed for r in records[n:]):
                     break
             else:
@@ -235,7 +236,7 @@ class Pipeline:
             return fn
         if getattr(p, "idempotent", False) and last_out.get(id(p)) is fn:
             return fn  # nothing changed since this pass's own output
-        before = fn.op_count()
+        before = counts(fn)
         t0 = time.perf_counter()
         res = p(fn)
         dt = time.perf_counter() - t0
@@ -248,7 +249,7 @@ class Pipeline:
             fn = res.fn
         last_out[id(p)] = fn
         text = self._text(fn)
-        after = fn.op_count() if res.changed else before
+        after = counts(fn) if res.changed else before
         records.append(
             PassRecord(p.name, before, after, dt, res.changed, res.report, text, it, group)
         )
@@ -263,6 +264,29 @@ class Pipeline:
             os.makedirs(self.dump_dir, exist_ok=True)
             with open(os.path.join(self.dump_dir, f"{k:02d}_{name}.pjir"), "w") as f:
                 f.write(print_function(fn) + "\n")
+
+
+class _OpCounts:
+    """`fn.op_count()` for the functions of one pipeline run, each function counted once:
+    a pass hands on the regions it leaves alone, so most of a program's regions are the
+    same objects from pass to pass (functions are never changed in place)."""
+
+    def __init__(self):
+        # id -> (function or its copy class, count): copies of one function (a layer's
+        # calls) have one count
+        self._seen: dict[int, tuple[object, int]] = {}
+
+    def __call__(self, fn: Function) -> int:
+        key = fn if fn.copy_class is None else fn.copy_class
+        got = self._seen.get(id(key))
+        if got is not None and got[0] is key:
+            return got[1]
+        n = len(fn.ops)
+        for op in fn.ops:
+            for r in op.regions:
+                n += self(r)
+        self._seen[id(key)] = (key, n)
+        return n
 
 
 def run(fn: Function, pipeline: Pipeline | None = None) -> tuple[Function, list[PassRecord]]:

@@ -109,20 +109,32 @@ class _Packed:
     shape: tuple
 
 
-def _unstack(ys, i: int, out: list[Op], index: RowIndices) -> Value:
-    """Row `i` of `ys`, a stacked value or a `_Packed` ys (ops appended to `out`), read at
-    the runtime index `index(i)`: the rows of one shape are then one kernel to XLA, where
-    a slice at a constant offset is one per row (`_row_index.py`)."""
+def _row_form(ys) -> tuple:
+    """How `_unstack` reads a row of `ys` (a stacked value or a `_Packed` ys): the stack,
+    the slice's sizes and type, the row's shape and type, and the packed columns' offset
+    (None for a plain stack). The same for every row, so made once per ys."""
     if isinstance(ys, _Packed):
-        shape, sizes = list(ys.shape), [1, ys.size]
-        starts = [index(i), index.constant(ys.offset)]
-        ys = ys.ys
+        shape, sizes, offset, ys = list(ys.shape), [1, ys.size], ys.offset, ys.ys
     else:
         shape = list(ys.type.shape[1:])
-        sizes = [1, *shape]
+        sizes, offset = [1, *shape], None
+    dt = ys.type.dtype
+    return ys, sizes, TensorType(tuple(sizes), dt), shape, TensorType(tuple(shape), dt), offset
+
+
+def _unstack(form: tuple, i: int, out: list[Op], index: RowIndices) -> Value:
+    """Row `i` of a stack read as `form` says (`_row_form`; ops appended to `out`), read at
+    the runtime index `index(i)`: the rows of one shape are then one kernel to XLA, where
+    a slice at a constant offset is one per row (`_row_index.py`)."""
+    ys, sizes, slice_type, shape, row_type, offset = form
+    if offset is not None:
+        starts = [index(i), index.constant(offset)]
+    else:
         starts = [index(i)] + [index.constant(0) for _ in shape]
-    sl = _new_op("dynamic_slice", [ys, *starts], {"slice_sizes": sizes})
-    row = _new_op("reshape", sl.results, {"shape": shape})
+    # the types `Op.inferred` would give (the pipeline's last verify checks them), made
+    # once per stack: a 48-layer step reads about a thousand rows here
+    sl = Op("dynamic_slice", [ys, *starts], {"slice_sizes": sizes}, [Value(slice_type)])
+    row = Op("reshape", sl.results, {"shape": shape}, [Value(row_type)])
     out += [sl, row]
     return row.results[0]
 
@@ -349,12 +361,13 @@ def _emit_run(
             stacked[r] = value
     unstack_bytes = 0  # rows sliced out (those only a later scan reads are removed by DCE)
     for r, ys in stacked.items():
+        form = _row_form(ys)
         for k, b in enumerate(blocks):
             if r in carry_r and k == n - 1:
                 continue  # the last block's carried value is the scan's final carry
             if b.results[r] in used:
                 i = n - 1 - k if reverse else k
-                row = _unstack(ys, i, out, index)
+                row = _unstack(form, i, out, index)
                 unstack_bytes += row.type.nbytes
                 rep[b.results[r]] = row
                 unstacked[row] = _row_key(ys, i)

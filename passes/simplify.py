@@ -286,7 +286,7 @@ BY_TRAIT = [
 
 def _canonical_order(m: Matcher, op: Op) -> Op:
     """# c ⊕ x -> x ⊕ c  for commutative ⊕: known values go to the right."""
-    if op.has_trait("commutative") and len(op.operands) == 2:
+    if len(op.operands) == 2 and op.has_trait("commutative"):
         a, b = op.operands
         if m.splat(a) is not None and m.splat(b) is None:
             return Op(op.name, [b, a], op.attrs, op.results, op.regions, op.loc)

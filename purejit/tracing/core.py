@@ -222,11 +222,19 @@ def infer_results(name, avals: list[ShapedArray], attrs, regions, weak, loc):
         raise errors.PurejitTypeError(f"{e}{errors.at(loc)}") from None
     if weak is not None:  # an explicit flag (or a tuple of one per result) from the caller wins
         flags = weak if isinstance(weak, tuple) else (weak,) * len(types)
-        return [ShapedArray(t.shape, t.dtype, bool(w)) for t, w in zip(types, flags)]
+        return [_with_type(t, bool(w)) for t, w in zip(types, flags)]
     keeps = "elementwise" in opdef.traits or "shape_only" in opdef.traits
     weak = bool(avals) and keeps and all(a.weak_type for a in avals)
     # as in JAX, this holds for dtype-changing elementwise ops too: `1.0 < 2.0` is a weak bool
-    return [ShapedArray(t.shape, t.dtype, weak) for t in types]
+    return [_with_type(t, weak) for t in types]
+
+
+def _with_type(t: TensorType, weak: bool) -> ShapedArray:
+    """`ShapedArray(t.shape, t.dtype, weak)` whose `type` is `t` itself (the value the
+    cached property would make anew: the result's IR value takes it)."""
+    a = ShapedArray(t.shape, t.dtype, weak)
+    a.__dict__["type"] = t
+    return a
 
 
 # ---- tracers ------------------------------------------------------------------------------

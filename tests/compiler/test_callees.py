@@ -8,6 +8,7 @@ import numpy as np
 import purejit
 import purejit.numpy as jnp
 from purejit.ir import interpret, print_function
+from purejit.passes._isomorphism import compare
 
 
 def _layers(n=5):
@@ -134,3 +135,53 @@ def test_a_kept_trace_with_a_custom_vjp_differentiates_as_the_flat_program():
     flat = purejit.jit(purejit.grad(_model(body), argnums=(0, 1)))(x, ws)
     for a, b in zip(purejit.tree_util.tree_leaves(kept), purejit.tree_util.tree_leaves(flat)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_the_linearized_calls_of_one_layer_are_copies_of_one_function_and_others_are_not():
+    # grad of a chain of one jitted layer: each call's known and transposed functions are
+    # copies of the first call's (one copy class each, so the pass cache's key and
+    # roll_layers need no proof); a layer with another constant in the chain gets its own
+    @purejit.jit
+    def layer(x, w):
+        return jnp.tanh(x @ w)
+
+    @purejit.jit
+    def other(x, w):
+        return jnp.tanh(x @ w) * 2.0
+
+    def model(x, ws):
+        for k, w in enumerate(ws):
+            x = (other if k == 2 else layer)(x, w)
+        return x.sum()
+
+    # (x differentiated too: every call of `layer` is linearized in all its operands)
+    fn = purejit.jit(purejit.grad(model, argnums=(0, 1))).lower(X, _layers()).traced
+    calls = [op for op in fn.ops if op.name == "call"]
+    by_name: dict = {}
+    for op in calls:
+        by_name.setdefault(op.attrs["callee"], []).append(op.regions[0])
+    for name in ("_fwd", "_lin_t"):
+        regions = [r for n, rs in by_name.items() if n.endswith(name) for r in rs]
+        assert len(regions) == 5 and len({id(r) for r in regions}) == 5
+        layer_rs = [r for k, r in enumerate(_in_order(calls, name)) if k != 2]
+        classes = {id(r.copy_class) for r in layer_rs}
+        assert len(classes) == 1 and layer_rs[0].copy_class is not None
+        odd = _in_order(calls, name)[2]
+        assert odd.copy_class is not layer_rs[0].copy_class
+        assert compare(odd, layer_rs[0]).reason is not None
+    # the numbers: as the program traced flat, and as NumPy's chain rule
+    got = purejit.jit(purejit.grad(model, argnums=(0, 1)))(X, _layers())
+    flat = purejit.jit(purejit.grad(_flat_model, argnums=(0, 1)))(X, _layers())
+    leaves = purejit.tree_util.tree_leaves
+    for a, b in zip(leaves(got), leaves(flat)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+
+
+def _flat_model(x, ws):
+    for k, w in enumerate(ws):
+        x = jnp.tanh(x @ w) * (2.0 if k == 2 else 1.0)
+    return x.sum()
+
+
+def _in_order(calls, suffix):
+    return [op.regions[0] for op in calls if op.attrs["callee"].endswith(suffix)]

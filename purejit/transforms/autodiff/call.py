@@ -91,11 +91,16 @@ def _uniform(primals, tangents, fn):
 
 
 class _Split(NamedTuple):
-    """What a call's linearization keeps of its body's `RegionSplit`."""
+    """What a call's linearization keeps of its body's `RegionSplit`: the known call's
+    function (the primal results, then the residuals it computes that are neither an
+    operand nor a result of the call), the linear function, where each residual the
+    linear function reads comes from (`("arg", k)`: the call's operand k, `("out", k)`:
+    its result k, `("own", k)`: the known function's result `n + k`) and which output
+    tangents are nonzero."""
 
     primal: Function
     linear: Function
-    res_is_param: list
+    where: list
     nz_out: list
 
 
@@ -103,7 +108,9 @@ def _split_of(ctx, fn: Function, nz_in, name: str) -> _Split:
     """The linearized body of a call of `fn`, planned as the same ops written inline would
     be (`remat.rematerialize_call`). Made once per body in an interpretation: a later call
     of a body proved isomorphic to an earlier one's (`compare`, constants included: the
-    layers of a chain) gets copies of its functions, and its remat records again."""
+    layers of a chain) gets copies of its functions (so the copies of one are in one
+    `Function.copy_class`: later proofs among them are free), and its remat records
+    again."""
     key = (bucket_key(fn), tuple(nz_in), name)
     for other, split, records in ctx.calls.get(key, ()):
         if compare(other, fn, constants_may_differ=False).reason is None:
@@ -114,17 +121,18 @@ def _split_of(ctx, fn: Function, nz_in, name: str) -> _Split:
         made = remat.rematerialize_call(lambda: RegionSplit(fn, nz_in), name)
     for r in records:
         context.remat_record(r)
-    split = _Split(made.primal, made.linear, made.res_is_param, made.nz_out)
+    split = _known_part(made, len(fn.results))
     if not pins:  # a body pinning values (a checkpoint) is linearized at each call
         ctx.calls.setdefault(key, []).append((fn, split, list(records)))
     return split
 
 
-def _call_linearize(args, targs, nz_in, split, n, name, uniform=False):
-    pb = split.primal
-    # a residual that is an operand or a result of the call is read from it, not returned
-    # again: the enclosing differentiation's plan decides whether it is saved
-    where = [("arg", p) for p in split.res_is_param]
+def _known_part(made, n: int) -> _Split:
+    """`made` (a `RegionSplit` of a body with `n` results) as a `_Split`: a residual that
+    is an operand or a result of the call is read from it, not returned again (the
+    enclosing differentiation's plan decides whether it is saved)."""
+    pb = made.primal
+    where = [("arg", p) for p in made.res_is_param]
     own = []
     for k, (v, (_, p)) in enumerate(zip(pb.results[n:], where)):
         if p is None and v in pb.results[:n]:
@@ -133,10 +141,14 @@ def _call_linearize(args, targs, nz_in, split, n, name, uniform=False):
             where[k] = ("own", len(own))
             own.append(v)
     primal = Function(pb.name, pb.params, pb.ops, [*pb.results[:n], *own])
-    res = bind("call", *args, regions=[primal], callee=name + "_fwd")
+    return _Split(primal, made.linear, where, made.nz_out)
+
+
+def _call_linearize(args, targs, nz_in, split, n, name, uniform=False):
+    res = bind("call", *args, regions=[split.primal], callee=name + "_fwd")
     outs, mine = res[:n], res[n:]
     src = {"arg": args, "out": outs, "own": mine}
-    residuals = [src[kind][i] for kind, i in where]
+    residuals = [src[kind][i] for kind, i in split.where]
     live = [
         instantiate(t, tangent_aval(aval(a)))
         for t, a, nz in zip(targs, args, nz_in)
