@@ -277,12 +277,6 @@ class CollectiveMatmul:
         plain, ring = estimate_seconds(moved, dot_flops(c.dot), c.n, cal)
         return {**est, "plain_s": plain, "ring_s": ring}
 
-    def chosen(self, c: Candidate, mesh_size: int | None = None, body=None) -> bool:
-        """Whether candidate `c` (of `body`, a shard_map body over `mesh_size` devices; None:
-        of a top-level body) is rewritten."""
-        key = self._keys(body, [c], mesh_size).get(c) if body is not None else None
-        return self._decide(c, mesh_size, self.estimate(c), key)["rewritten"]
-
     def _keys(self, body: Function, cands: list, mesh_size: int | None) -> dict:
         """{candidate: the key of its timed decision} (`_timing_units.decision_keys`)."""
         if self.mode != "auto" or self.decisions is None or not cands:
@@ -307,7 +301,6 @@ class CollectiveMatmul:
             )
 
     def _decide(self, c: Candidate, mesh_size: int | None, est: dict, key=None) -> dict:
-        self.check()
         if self.mode == "off":
             return {**est, "rewritten": False}
         if self.mode == "on":
@@ -342,12 +335,14 @@ class CollectiveMatmul:
             why = "; ".join(why) if why else "none given for its timing unit"
             return {**est, "rewritten": False, "form": None, "timed": f"no timed decision ({why})"}
         form = got.form if got.ring else None
-        if form is not None and refusal(c, form) is not None:  # an injected decision
-            return {**est, "rewritten": False, "form": None, "refused": refusal(c, form)}
+        why = None if form is None else refusal(c, form)
+        if why is not None:  # an injected decision of a form this candidate cannot take
+            return {**est, "rewritten": False, "form": None, "refused": why}
         est = {**est, **got.as_dict(), "timed": got.source, "forms": got.per_form()}
         return {**est, "rewritten": form is not None, "form": form}
 
     def __call__(self, fn: Function) -> PassResult:
+        self.check()
         report = {"candidates": [], "rewritten": 0}
         if self.calibration is not None:
             report["calibration"] = self.calibration.as_dict()

@@ -144,21 +144,25 @@ def _merge_barrier() -> bool:
     return pjrt.is_gpu() if env is None else env not in ("0", "false", "False", "")
 
 
-def _collective_matmul(value) -> str | None:
-    """Check the `collective_matmul` option: None, "off", "auto", "ring", "chunkedK",
-    "pipelinedK" (either with "_free")."""
-    if value is None or value in ("off", "auto", "ring"):
-        return value
+def _collective_matmul_pass(value) -> CollectiveMatmul | None:
+    """The collective-matmul pass the `collective_matmul` option names (None for None and
+    "off"): "auto", or "ring" / "chunkedK" / "pipelinedK" (either with "_free") forced on
+    every candidate; another value raises ValueError."""
+    if value is None or value == "off":
+        return None
     try:
-        k = chunks_of(value) if isinstance(value, str) else None
+        if not isinstance(value, str):
+            raise ValueError(value)
+        cm = CollectiveMatmul() if value == "auto" else CollectiveMatmul(mode="on", form=value)
+        cm.check()  # a name that is no form raises
+        if (chunks_of(cm.form) or 2) < 2:
+            raise ValueError(value)
     except ValueError:
-        k = None
-    if k is not None and k >= 2:
-        return value
-    raise ValueError(
-        f"compiler_options: collective_matmul={value!r} must be None, 'off', 'auto', 'ring' "
-        "or 'chunkedK' / 'pipelinedK' (either with '_free') with K >= 2 (e.g. 'chunked4')"
-    )
+        raise ValueError(
+            f"compiler_options: collective_matmul={value!r} must be None, 'off', 'auto', 'ring' "
+            "or 'chunkedK' / 'pipelinedK' (either with '_free') with K >= 2 (e.g. 'chunked4')"
+        ) from None
+    return cm
 
 
 @dataclass(frozen=True)
@@ -215,7 +219,8 @@ class CompilerOptions:
         roll = options.get("roll_layers", False)
         if not isinstance(roll, bool):
             raise ValueError(f"compiler_options: roll_layers={roll!r} must be True or False")
-        cm = _collective_matmul(options.get("collective_matmul"))
+        cm = options.get("collective_matmul")
+        _collective_matmul_pass(cm)  # checked here, made where the pipeline is
         return cls(tuple(disable), dump, fusion, remat, budget, fused, roll, cm)
 
     def attention_enabled(self) -> bool:
@@ -291,17 +296,14 @@ class CompilerOptions:
 
     def _with_collective_matmul(self, passes):
         """`passes` with the collective-matmul pass first, as the option asks."""
-        if self.collective_matmul in (None, "off"):
+        cm = _collective_matmul_pass(self.collective_matmul)
+        if cm is None:
             return passes
         if "collective_matmul" in passes.names():
             raise ValueError(
                 f"compiler_options: collective_matmul={self.collective_matmul!r} and a passes= "
                 "pipeline that holds a collective_matmul pass: set it in one place"
             )
-        if self.collective_matmul == "auto":
-            cm = CollectiveMatmul(mode="auto")
-        else:
-            cm = CollectiveMatmul(mode="on", form=self.collective_matmul)
         return Pipeline(
             [cm, *passes.passes],
             passes.disable,
