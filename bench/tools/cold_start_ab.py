@@ -37,27 +37,45 @@ VARIANTS = {  # name -> (checkout, bench.cold_start's ROLL_VARIANTS index)
 }
 
 
+def run_child(root: str, script: str, argv: list[str], what: str):
+    """Run this checkout's `script` with `argv` in a fresh process over `root`'s purejit (no
+    persistent cache of the environment's) and return the JSON of its `RESULT ` line."""
+    run = (
+        f"import runpy, sys; sys.argv[0] = {script!r}; runpy.run_path(sys.argv[0], "
+        "run_name='__main__')"
+    )
+    env = dict(os.environ, PYTHONPATH=root)
+    env.pop("PUREJIT_CACHE_DIR", None)
+    cmd = [sys.executable, "-c", run, *argv]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{root} {what} failed:\n{proc.stderr[-3000:]}")
+    line = next(s for s in proc.stdout.splitlines() if s.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])
+
+
+def link_base(base: str) -> str:
+    """`base` as an absolute path whose `purejit/ir` and `purejit/passes` resolve to its own
+    `ir/` and `passes/` (symbolic links made when missing)."""
+    base = os.path.abspath(base)
+    for sub in ("ir", "passes"):
+        link = os.path.join(base, "purejit", sub)
+        if not os.path.exists(link):
+            os.symlink(os.path.join("..", sub), link)
+    return base
+
+
 def _child(root: str, variant: int, args) -> dict:
     kind = "purejit" if variant in (0, 1, 4) else "jax"
     with tempfile.TemporaryDirectory() as cache:
         # this checkout's child code (its timings) over `root`'s purejit
-        script = os.path.join(ROOT, "bench", "cold_start.py")
-        run = (
-            f"import runpy, sys; sys.argv[0] = {script!r}; runpy.run_path(sys.argv[0], "
-            "run_name='__main__')"
-        )
-        cmd = [sys.executable, "-c", run, "--child", kind, "--cache", cache]
-        cmd += ["--variant", str(variant), "--purejit-options", "{}"]
+        argv = ["--child", kind, "--cache", cache, "--variant", str(variant)]
+        argv += ["--purejit-options", "{}"]
         for k in ("layers", "d", "heads", "seq", "batch"):
-            cmd += [f"--{k}", str(getattr(args, k))]
-        cmd += ["--train"] if args.train else []
-        env = dict(os.environ, PYTHONPATH=root)
-        env.pop("PUREJIT_CACHE_DIR", None)
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root, timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{root} variant {variant} failed:\n{proc.stderr[-3000:]}")
-    line = next(s for s in proc.stdout.splitlines() if s.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])
+            argv += [f"--{k}", str(getattr(args, k))]
+        argv += ["--train"] if args.train else []
+        script = os.path.join(ROOT, "bench", "cold_start.py")
+        return run_child(root, script, argv, f"variant {variant}")
 
 
 def _median(runs: list[dict], get) -> float:
@@ -76,11 +94,7 @@ def main(argv=None) -> dict:
     for k, v in dict(d=128, heads=4, seq=64, batch=2).items():
         ap.add_argument(f"--{k}", type=int, default=v)
     args = ap.parse_args(argv)
-    base = os.path.abspath(args.base)
-    for sub in ("ir", "passes"):
-        link = os.path.join(base, "purejit", sub)
-        if not os.path.exists(link):
-            os.symlink(os.path.join("..", sub), link)
+    base = link_base(args.base)
     names = [n.strip() for n in args.variants.split(",")]
     runs: dict[str, list] = {n: [] for n in names}
     for _ in range(args.rounds):

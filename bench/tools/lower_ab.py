@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 
@@ -68,22 +66,15 @@ def _child(args) -> None:
 
 
 def _run(root: str, args) -> list[dict]:
-    script = os.path.join(ROOT, "bench", "tools", "lower_ab.py")
-    run = (
-        f"import runpy, sys; sys.argv[0] = {script!r}; runpy.run_path(sys.argv[0], "
-        "run_name='__main__')"
-    )
-    cmd = [sys.executable, "-c", run, "--child", "--base", root]
+    # (in the parent only: a child runs this file over the base checkout's `bench`)
+    from bench.tools.cold_start_ab import run_child
+
+    argv = ["--child", "--base", root]
     for k in ("layers", "d", "heads", "seq", "batch", "lowerings"):
-        cmd += [f"--{k}", str(getattr(args, k))]
-    cmd += ["--train"] if args.train else []
-    env = dict(os.environ, PYTHONPATH=root)
-    env.pop("PUREJIT_CACHE_DIR", None)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root, timeout=900)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{root} failed:\n{proc.stderr[-3000:]}")
-    line = next(s for s in proc.stdout.splitlines() if s.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])
+        argv += [f"--{k}", str(getattr(args, k))]
+    argv += ["--train"] if args.train else []
+    script = os.path.join(ROOT, "bench", "tools", "lower_ab.py")
+    return run_child(root, script, argv, "lowering")
 
 
 def main(argv=None) -> dict:
@@ -100,11 +91,9 @@ def main(argv=None) -> dict:
     if args.child:
         _child(args)
         return {}
-    base = os.path.abspath(args.base)
-    for sub in ("ir", "passes"):
-        link = os.path.join(base, "purejit", sub)
-        if not os.path.exists(link):
-            os.symlink(os.path.join("..", sub), link)
+    from bench.tools.cold_start_ab import link_base
+
+    base = link_base(args.base)
     runs: dict[str, list[list[dict]]] = {"base": [], "this checkout": []}
     for _ in range(args.rounds):
         runs["base"].append(_run(base, args))
