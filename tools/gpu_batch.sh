@@ -44,6 +44,7 @@ for step in "$@"; do
     profile_splitk) timeout 120 python3 -m bench.tools.step_profile --out "$OUT/profile_splitk" --rounds 5 --forms 'purejit,purejit {xla_gpu_enable_split_k_autotuning=false},jax cudnn attention' > "$OUT/profile_splitk.log" 2>&1 ;;
     rollab2) timeout 90 python3 -m bench.cold_start --roll-ab --layers 12 --roll-forms "jitted layer" --ab-calls 30 --out "$OUT/rollab2" > "$OUT/rollab2.log" 2>&1 ;;
     rollab2dsf) XLA_FLAGS=--xla_gpu_enable_dynamic_slice_fusion=true timeout 90 python3 -m bench.cold_start --roll-ab --layers 12 --roll-forms "jitted layer" --ab-calls 30 --out "$OUT/rollab2dsf" > "$OUT/rollab2dsf.log" 2>&1 ;;
+    profile_lt) timeout 300 python3 -m bench.tools.step_profile --out "$OUT/profile_lt" --forms 'purejit,purejit {xla_gpu_enable_cublaslt=true},purejit remat off {xla_gpu_enable_cublaslt=true},jax cudnn attention' > "$OUT/profile_lt.log" 2>&1 ;;
     numerics32) timeout 500 python3 -m bench.attention_numerics --out "$OUT/numerics32" --seeds 32 > "$OUT/numerics32.log" 2>&1 ;;
     numerics16) timeout 500 python3 -m bench.attention_numerics --out "$OUT/numerics16" --seeds 16 > "$OUT/numerics16.log" 2>&1 ;;
     attention4096) timeout 300 python3 -m bench.attention --out "$OUT/attention" --rounds 5 --lengths 4096 > "$OUT/attention.log" 2>&1 ;;
