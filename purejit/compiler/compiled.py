@@ -8,6 +8,7 @@ import numpy as np
 
 from purejit.backend import pjrt
 from purejit.compiler import donation as dn
+from purejit.compiler import stacked_dispatch
 from purejit.runtime.array import Array, as_array, deleted_error_of
 from purejit.tracing import ShapedArray, Tracer
 from purejit.tree_util import flatten_one_level, tree_flatten, tree_paths, tree_unflatten
@@ -32,6 +33,10 @@ class Compiled:
         self.plain = donation is None or not donation.aliases
         # with several devices an argument may sit elsewhere: check before executing
         self._placed = lowered.layout is None and pjrt.several_devices()
+        # stacks of leaves passed as one parameter (`stacked_dispatch`): leaves' types here
+        self.stacked = getattr(lowered, "stack_plan", None) is not None
+        if self.stacked:
+            self._param_key = tuple((a.shape, a.dtype) for a in lowered.in_avals)
 
     def __call__(self, *args, **kwargs):
         leaves, tree = tree_flatten((args, kwargs))
@@ -65,7 +70,7 @@ class Compiled:
         transfer may share the NumPy array's memory, which a donated parameter would hand to
         an output; the signature copies such an array first)."""
         flat = fast_flatten(args)
-        if flat is None:
+        if flat is None or self.stacked:  # several leaves to one parameter: the Python path
             return None
         key, leaves = flat
         if len(leaves) != len(avals):
@@ -130,6 +135,8 @@ class Compiled:
                 f"{self.lowered.name}: arguments {[str(a.type) for a in avals]} do not match "
                 f"the compiled parameters {[str(t) for t in self.exe.param_types]}"
             )
+        if self.stacked:
+            return self.wrap(stacked_dispatch.execute(self, list(arrays)))
         donation = self.lowered.donation
         if donation is not None and donation.aliases:
             return self._run_donating(arrays, donation)
@@ -140,7 +147,10 @@ class Compiled:
 
     def wrap(self, outs):
         """purejit Arrays in the output tree, from the executable's output buffers."""
-        results = [Array.from_buffer(o, a) for o, a in zip(outs, self.out_avals)]
+        if self.stacked:  # stacks of outputs: their leaves are row views
+            results = stacked_dispatch.outputs(self.lowered.stack_plan, outs, self.out_avals)
+        else:
+            results = [Array.from_buffer(o, a) for o, a in zip(outs, self.out_avals)]
         if self.single_output:
             return results[0]
         return tree_unflatten(self.lowered.out_tree, results)

@@ -338,7 +338,8 @@ def test_the_backward_reads_each_layer_input_without_stacking_it_again():
     assert moved["stack"] == sum(np.asarray(a).nbytes for a in jax.tree.leaves(rolled_layers))
     got = rolled(ps, x)
     flat = leaves((ps, x))
-    interpreted = interpret(lowered.fn, *flat)
+    plan = lowered.stack_plan  # the stacks are the program's arguments
+    interpreted = plan.leaf_results(interpret(lowered.fn, *plan.entry_arguments(flat)))
     want = purejit.jit(purejit.grad(_chain_loss(block)))(ps, x)
     jloss = jax.grad(lambda ps, x: jnp.mean(transformer(jnp, ps, x, heads) ** 2))
     jwant = jax.jit(jloss)(ps, x)

@@ -95,7 +95,8 @@ def test_the_row_index_loop_returns_the_indices():
     assert any(op.name == "while" for op in kept.ops)
 
 
-def test_gradient_rows_are_read_at_runtime_indices():
+@pytest.mark.parametrize("stacked", [False, True])
+def test_gradient_rows_are_read_at_runtime_indices(stacked):
     ps, x = mlp_params(6), np.random.default_rng(3).standard_normal((2, 8)).astype(np.float32)
     loss = _loss(pnp, purejit.jit(dense(pnp)))
 
@@ -103,15 +104,18 @@ def test_gradient_rows_are_read_at_runtime_indices():
         g = purejit.grad(loss)(ps, x)
         return jax.tree.map(lambda p, g: p - 0.1 * g, ps, g)
 
-    f = purejit.jit(step, compiler_options=ROLL)
+    f = purejit.jit(step, compiler_options={**ROLL, "stacked_params": stacked})
     lowered = f.lower(ps, x)
     reads = [op for op in lowered.fn.ops if op.name == "dynamic_slice"]
     # w and b of 6 layers, rows of the backward scan's stacks (and the layer outputs the
-    # backward scan stacks again with x, which no forward stack holds)
-    assert len([r for r in reads if r.results[0].type.shape[1:] in ((8, 8), (8,))]) == 12
-    loops = {op.results[0].type.rank: op for op in lowered.fn.ops if op.name == "while"}
-    (loop,) = loops.values()
-    assert all(r.operands[1] in loop.results for r in reads)
+    # backward scan stacks again with x, which no forward stack holds); with the stacks as
+    # arguments, each layer's b and w for the update are read from the stack too (b: 6
+    # more reads of that shape)
+    shapes = ((8, 8), (8,))
+    assert len([r for r in reads if r.results[0].type.shape[1:] in shapes]) == 12 + 6 * stacked
+    loops = [op for op in lowered.fn.ops if op.name == "while"]
+    assert len(loops) == 1 + stacked
+    assert all(any(r.operands[1] in loop.results for loop in loops) for r in reads)
     # XLA sees no constant row offset: no slice of one row of a stack is left
     hlo = lowered.compile().as_text()
     assert not [line for line in hlo.splitlines() if " slice(" in line and "slice={[" in line]

@@ -1,0 +1,223 @@
+"""Calling a program whose entry takes stacks of the user's leaves (`stacked_params.py`).
+
+For each group of leaves, the stack passed is, in this order:
+
+  (a) found: every leaf is a purejit Array whose buffer is the row view, at the leaf's
+      offset, of one live stack of the group's type (checked by address: `row_views.
+      is_view_of`), as the previous call left them: that stack, no copy;
+  (b) built on the host: when some leaf is host data (a NumPy array, a purejit Array not on
+      a device yet) or the device is the CPU (its memory is the host's): the leaves' bytes
+      laid at their offsets in one NumPy array, transferred once;
+  (c) built on the device (a GPU, every leaf a device buffer): a zeroed stack, then one small
+      cached executable per leaf shape writes each leaf at its offset in place
+      (`dynamic_update_slice` at a runtime offset, the stack donated), once per leaf.
+
+After a call that does not donate the group, the leaves' Arrays are rebound to row views of
+the stack just built (same values, zero copy: `row_views.views`), so that the next call finds
+it (a). A donated group donates its stack: the leaves' Arrays are deleted after the call, as
+any donated Array; a found stack is donated only when no view of it lives outside the group
+(else its views would read what the program wrote): otherwise a copy is built and donated.
+
+jaxlib's C++ dispatch maps one leaf to one parameter, so a program with groups always runs
+here (`Compiled.fast_key_for` and `cpp_dispatch.fastpath_for` decline it).
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from types import SimpleNamespace
+
+import numpy as np
+
+from purejit.backend import pjrt, row_views, stablehlo
+from purejit.compiler import donation as dn
+from purejit.compiler.stacked_params import Group, StackPlan
+from purejit.ir import Builder, TensorType
+from purejit.runtime.array import Array
+
+# id(Array) -> (a weak reference to the Array, a weak reference to its stack, its offset)
+_TAGS: dict[int, tuple] = {}
+# how each group's last stack was made ("found", "host", "device"), for tests and explain
+LAST: dict = {}
+
+
+def _tag(a: Array, stack, offset: int) -> None:
+    key = id(a)
+    _TAGS[key] = (
+        weakref.ref(a, lambda _, key=key: _TAGS.pop(key, None)),
+        weakref.ref(stack),
+        offset,
+    )
+
+
+def stack_of(a) -> tuple | None:
+    """`(stack, offset)` when Array `a` was made a row view of a live stack, else None."""
+    entry = _TAGS.get(id(a))
+    if entry is None or entry[0]() is not a:
+        return None
+    stack = entry[1]()
+    return None if stack is None else (stack, entry[2])
+
+
+def _found(g: Group, arrays: list):
+    """The live stack whose row views `arrays` are, at `g`'s offsets, else None."""
+    first = stack_of(arrays[0])
+    if first is None:
+        return None
+    stack = first[0]
+    if tuple(stack.shape) != g.stack_type.shape or np.dtype(stack.dtype) != g.stack_type.dtype:
+        return None
+    for a, off in zip(arrays, g.offsets):
+        tag = stack_of(a)
+        if tag is None or tag[0] is not stack or tag[1] != off:
+            return None
+        if a._buf is None or not row_views.is_view_of(a._buf, stack, off):
+            return None
+    return stack
+
+
+def _host_bytes(a: Array) -> np.ndarray:
+    # no `a.host`: that would keep a host copy of a device array on the Array
+    return a._host if a._buf is None else np.asarray(a._buf)
+
+
+def build_on_host(g: Group, arrays: list, device):
+    """The group's stack laid out on the host and transferred once (route (b))."""
+    out = np.empty(g.stack_type.shape, g.stack_type.dtype)
+    for a, off in zip(arrays, g.offsets):
+        src = _host_bytes(a).reshape(-1)
+        out[off : off + src.size] = src
+    return pjrt.to_device(out, device)
+
+
+@functools.lru_cache(maxsize=256)
+def _updater(stack_type: TensorType, shape: tuple, device):
+    """An executable writing a leaf of `shape` into a donated stack at a runtime offset."""
+    b = Builder("stack_update")
+    stack = b.param(stack_type)
+    leaf = b.param(TensorType(shape, stack_type.dtype))
+    offset = b.param(TensorType((), np.dtype(np.int32)))
+    size = int(np.prod(shape, dtype=np.int64))
+    (flat,) = b.op("reshape", [leaf], {"shape": [size]})
+    (out,) = b.op("dynamic_update_slice", [stack, flat, offset])
+    fn = b.finish([out])
+    text = stablehlo.emit(fn, arg_attrs=["{tf.aliasing_output = 0 : i32}", "", ""])
+    return pjrt.compile(text, fn.param_types, fn.result_types, device=device)
+
+
+@functools.lru_cache(maxsize=4096)
+def _offset_buffer(offset: int, device):
+    return pjrt.to_device(np.asarray(offset, np.int32), device)
+
+
+def build_on_device(g: Group, arrays: list, device):
+    """The group's stack written on the device, one in-place update per leaf (route (c))."""
+    stack = pjrt.to_device(np.zeros(g.stack_type.shape, g.stack_type.dtype), device)
+    for a, off, shape in zip(arrays, g.offsets, g.shapes):
+        exe = _updater(g.stack_type, tuple(shape), device)
+        leaf = pjrt.on_device(a._buf, device)
+        (stack,) = exe.execute_unchecked([stack, leaf, _offset_buffer(off, device)])
+    return stack
+
+
+def _build(g: Group, arrays: list, device):
+    if device.platform == "cpu" or any(a._buf is None for a in arrays):
+        return build_on_host(g, arrays, device), "host"
+    return build_on_device(g, arrays, device), "device"
+
+
+def _others_view(stack, arrays: list, members: set[int]) -> bool:
+    """Whether an argument outside the group, or a view outside the call, reads `stack`."""
+    for k, a in enumerate(arrays):
+        if k not in members and (tag := stack_of(a)) is not None and tag[0] is stack:
+            return True
+    return row_views.live_views_of(stack) > len(members)
+
+
+def execute(compiled, arrays: list) -> list:
+    """Run `compiled` (whose lowering has a `StackPlan`) on the user's leaves `arrays`
+    (purejit Arrays, checked against the signature); returns the output buffers."""
+    lowered = compiled.lowered
+    plan: StackPlan = lowered.stack_plan
+    exe = compiled.exe
+    device = exe.device or pjrt.default_device()
+    paths = lowered.in_paths or [f"#{i}" for i in range(len(arrays))]
+    for a in arrays:
+        a._check_alive()
+    donated_leaves = {i for g in plan.groups if g.donated for i in g.leaves}
+    donation = lowered.donation
+    aliases = donation.aliases if donation is not None else {}
+    for p, (kind, i) in enumerate(plan.sources):
+        if kind == "leaf" and p in aliases:
+            donated_leaves.add(i)
+    # a donated buffer passed as another argument too: the same error as without groups
+    dn.check_donated_inputs(arrays, SimpleNamespace(aliases=donated_leaves), paths, lowered.name)
+    bufs, made = [], []
+    for p, (kind, i) in enumerate(plan.sources):
+        if kind == "leaf":
+            bufs.append(arrays[i].buffer)
+            continue
+        g = plan.groups[i]
+        members = [arrays[k] for k in g.leaves]
+        on_device = [a._buf is not None for a in members]  # host data is not adopted
+        stack, how = _found(g, members), "found"
+        if stack is not None and p in aliases and _others_view(stack, arrays, set(g.leaves)):
+            stack = None  # donating it would change what other views read
+        if stack is None:
+            stack, how = _build(g, members, device)
+        LAST[id(g)] = how
+        bufs.append(stack)
+        made.append((p, g, members, stack, how, on_device))
+    outs = exe.execute_unchecked(bufs)
+    for p, (kind, i) in enumerate(plan.sources):
+        if kind == "leaf" and p in aliases:
+            arrays[i].delete(_donated_reason(paths[i], lowered.name), consumed=True)
+    for p, g, members, stack, how, on_device in made:
+        if p in aliases:
+            # a found stack's views are dropped (their memory is the output's now), a built
+            # stack's leaves freed, as donating them would have
+            for a, k in zip(members, g.leaves):
+                a.delete(_donated_reason(paths[k], lowered.name))
+        elif how != "found":
+            adopt(g, [a if d else None for a, d in zip(members, on_device)], stack)
+    return outs
+
+
+def adopt(g: Group, members: list, stack) -> None:
+    """Rebind the group's leaves that were device arrays (purejit Arrays; `members[k]` or
+    None when not rebound) to row views of `stack`, so that the next call finds it; a piece
+    that cannot be viewed keeps its own buffer."""
+    if not any(a is not None for a in members):
+        return
+    bufs, viewed = row_views.views(stack, g.pieces)
+    for a, b, ok, off in zip(members, bufs, viewed, g.offsets):
+        if ok and a is not None:
+            a._buf, a._host = b, None
+            _tag(a, stack, off)
+
+
+def outputs(plan: StackPlan, outs: list, out_avals: list) -> list:
+    """The user's output leaves (purejit Arrays) from the entry's results `outs`: a
+    stacked result becomes row views of it, each tagged so that the next call finds it."""
+    if not plan.out_groups:
+        return [Array.from_buffer(o, a) for o, a in zip(outs, out_avals)]
+    results: list = [None] * len(out_avals)
+    for buf, (kind, j) in zip(outs, plan.out_sources):
+        if kind == "leaf":
+            results[j] = Array.from_buffer(buf, out_avals[j])
+            continue
+        h = plan.out_groups[j]
+        bufs, viewed = row_views.views(buf, h.pieces)
+        for k, b, ok, off in zip(h.leaves, bufs, viewed, h.offsets):
+            results[k] = a = Array.from_buffer(b, out_avals[k])
+            if ok:
+                _tag(a, buf, off)
+    return results
+
+
+def _donated_reason(path: str, name: str) -> str:
+    return (
+        f"it was donated as argument {path} of the jitted function {name}; "
+        "a donated array cannot be used after the call"
+    )
