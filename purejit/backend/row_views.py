@@ -15,6 +15,9 @@ assumes aligned entry parameters. A piece whose address is not a multiple of `al
 copy of that piece instead (read on the host and put back on the device), and so is a piece
 of a dtype DLPack cannot name. `views` says which it made (`is_view_of` checks an address).
 
+A view carries no definition event: PJRT orders a reader of the view after nothing, so
+`views` waits until the stack is written (`block_until_ready`) before making them.
+
 Donating the stack while views of it live hands their memory to the program's output (jaxlib
 allows it: a view then reads what the program wrote). A caller that donates a stack first
 checks that no view of it lives outside what it donates (`live_views_of`).
@@ -167,6 +170,9 @@ def views(stack, pieces) -> tuple[list, list[bool]]:
         (an address not the piece's) counts as a copy.
     """
     (device,) = stack.devices()
+    # a view has no event of its own: PJRT would not wait for the program still writing
+    # the stack before a reader of the view runs, so the stack must be written first
+    stack.block_until_ready()
     dtype = np.dtype(stack.dtype)
     dl_dtype = _dl_dtype(dtype)
     ok = dl_dtype is not None and available(device)

@@ -166,7 +166,7 @@ def execute(compiled, arrays: list) -> list:
             stack = None  # donating it would change what other views read
         if stack is None:
             stack, how = _build(g, members, device)
-        LAST[id(g)] = how
+        LAST[g] = how
         bufs.append(stack)
         made.append((p, g, members, stack, how, on_device))
     outs = exe.execute_unchecked(bufs)

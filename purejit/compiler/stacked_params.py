@@ -156,6 +156,8 @@ def stack_parameters(
             producer[r] = op
         for v in op.operands:
             uses.setdefault(v, []).append(op)
+    for v in fn.results:  # a returned value is read too (None: by the return)
+        uses.setdefault(v, []).append(None)
     taken: set[int] = set()
     found = []  # (the concatenate, its operands' (parameter, reshape))
     for op in fn.ops:
@@ -222,7 +224,7 @@ def _row_shape(cat: Op, uses: dict) -> tuple[int, int] | None:
     to its rows), else None."""
     total = cat.results[0].type.size
     for op in uses.get(cat.results[0], ()):
-        shape = list(op.results[0].type.shape) if op.name == "reshape" else []
+        shape = list(op.results[0].type.shape) if op and op.name == "reshape" else []
         if len(shape) == 2 and shape[0] * shape[1] == total:
             return shape[0], shape[1]
     return None
