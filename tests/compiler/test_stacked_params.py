@@ -277,3 +277,14 @@ def test_the_option_is_checked():
         purejit.jit(_model(), compiler_options={**ROLL, "stacked_params": 1}).lower(ps, x)
     # without roll_layers nothing is stacked
     assert purejit.jit(_model()).lower(ps, x).stack_plan is None
+
+
+def test_explain_reports_the_stacked_arguments_and_results():
+    ps, x = mlp_params(4, D), np.ones((2, D), np.float32)
+    text = str(purejit.explain(purejit.jit(_step(_model()), donate_argnums=0,
+                                           compiler_options=ROLL), ps, x))  # fmt: skip
+    assert "argument: 8 leaves (0..7) as one f32[1088] stack (donated): 4.2 KB" in text
+    assert "result: 8 outputs returned as one f32[1088] stack" in text
+    inside = {**ROLL, "stacked_params": False}
+    text = str(purejit.explain(purejit.jit(_model(), compiler_options=inside), ps, x))
+    assert "argument:" not in text
