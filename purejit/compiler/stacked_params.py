@@ -15,7 +15,10 @@ What is proved for each group (else the concatenate stays as it is):
       only reader is this concatenate (so the operand is the parameter's elements in
       row-major order, which is how dispatch lays the leaf into the stack);
     - no parameter appears twice in it, nor in another group;
-    - the group's leaves are all donated or none is.
+    - the group's leaves are all donated or none is;
+    - every leaf's offset is aligned for a row view on the device (`row_views.alignment`):
+      else no call could find the stack as the previous call left it, and a leaf read
+      there would be a copy.
 The concatenate's value is then exactly the leaves' elements laid out at their offsets, which
 is what dispatch passes. A leaf the program also reads elsewhere (a training step's update
 reads each layer's parameter) is read there as its slice of the stack (`slice` then
@@ -146,7 +149,7 @@ def stack_parameters(
         fn: the optimised entry function (its parameters are the user's flat leaves).
         donated: per parameter, whether the user donates it.
         align: the byte alignment a row view needs on the device (`row_views.alignment`):
-            outputs are returned as a stack only when each lies at such an offset.
+            a group is made only when each leaf lies at such an offset.
     """
     params = {p: i for i, p in enumerate(fn.params)}
     producer: dict[Value, Op] = {}
@@ -173,6 +176,9 @@ def stack_parameters(
             continue
         if len({bool(donated[i]) for i in idx}) != 1:
             continue
+        offsets, _ = _pieces(fn, ins)
+        if any(o * op.results[0].type.dtype.itemsize % align for o in offsets):
+            continue  # a leaf no view can be of: dispatch would copy every leaf every call
         taken.update(idx)
         found.append((op, ins))
     found = _with_outputs(fn, found, donated, align)

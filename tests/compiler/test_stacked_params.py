@@ -45,6 +45,10 @@ def _cat(b, vals):
     return c
 
 
+def _stack(fn, donated):
+    return stack_parameters(fn, donated, 16)  # 4 floats: every piece here is aligned
+
+
 def _same(fn, new, plan, args):
     want = interpret(fn, *args)
     got = plan.leaf_results(interpret(new, *plan.entry_arguments(args)))
@@ -57,7 +61,7 @@ ARGS = [np.arange(4, dtype=F32), np.arange(4, dtype=F32).reshape(2, 2) + 10, np.
 
 def test_a_stack_of_parameters_becomes_one_parameter():
     fn, _ = _stacking(lambda b, ps: [b.op("negate", [_cat(b, ps)])[0]])
-    new, plan = stack_parameters(fn, (False,) * 3)
+    new, plan = _stack(fn, (False,) * 3)
     assert "concatenate" in print_function(fn) and "concatenate" not in print_function(new)
     assert print_function(new).startswith("func @f(%0: f32[12]) -> (f32[12])")
     (g,) = plan.groups
@@ -68,14 +72,14 @@ def test_a_stack_of_parameters_becomes_one_parameter():
 def test_rows_out_of_order_follow_the_concatenation():
     # the plan lays each leaf where the concatenate put it: no order is assumed
     fn, _ = _stacking(lambda b, ps: [_cat(b, [ps[2], ps[0], ps[1]])])
-    new, plan = stack_parameters(fn, (False,) * 3)
+    new, plan = _stack(fn, (False,) * 3)
     assert plan.groups[0].leaves == (2, 0, 1) and plan.groups[0].offsets == (0, 4, 8)
     _same(fn, new, plan, ARGS)
 
 
 def test_a_parameter_also_read_elsewhere_reads_its_piece_of_the_stack():
     fn, _ = _stacking(lambda b, ps: [_cat(b, ps), b.op("add", [ps[2], ps[0]])[0], ps[1]])
-    new, plan = stack_parameters(fn, (False,) * 3)
+    new, plan = _stack(fn, (False,) * 3)
     text = print_function(new)
     assert len(new.params) == 1 and text.count("slice(") == 3  # p0, p2, and p1 returned
     _same(fn, new, plan, ARGS)
@@ -102,20 +106,25 @@ def test_a_parameter_also_read_elsewhere_reads_its_piece_of_the_stack():
 )
 def test_what_is_not_proved_is_left_as_it_is(body):
     fn, _ = _stacking(body)
-    new, plan = stack_parameters(fn, (False,) * 3)
+    new, plan = _stack(fn, (False,) * 3)
     assert new is fn and plan is None
+
+
+def test_a_leaf_at_an_unaligned_offset_leaves_the_stack_as_it_is():
+    fn, _ = _stacking(lambda b, ps: [_cat(b, ps)])
+    assert stack_parameters(fn, (False,) * 3, 64) == (fn, None)  # offset 4 floats: 16 bytes
 
 
 def test_a_group_with_mixed_donation_is_left_as_it_is():
     fn, _ = _stacking(lambda b, ps: [_cat(b, ps)])
-    assert stack_parameters(fn, (True, False, True)) == (fn, None)
+    assert _stack(fn, (True, False, True)) == (fn, None)
     # all donated, and an output of the leaves' types to return as the donated stack's
     fn2, _ = _stacking(lambda b, ps: [_cat(b, ps), *(b.op("negate", [p])[0] for p in ps)])
-    new, plan = stack_parameters(fn2, (True,) * 3)
+    new, plan = _stack(fn2, (True,) * 3)
     assert plan.groups[0].donated and plan.out_groups[0].leaves == (1, 2, 3)
     _same(fn2, new, plan, ARGS)
     # all donated but nothing to return the stack as: left inside the program
-    assert stack_parameters(fn, (True,) * 3) == (fn, None)
+    assert _stack(fn, (True,) * 3) == (fn, None)
 
 
 D = 16  # every piece of a layer (16 and 256 floats) is 64-byte aligned: views, no copies

@@ -97,7 +97,10 @@ def test_the_row_index_loop_returns_the_indices():
 
 @pytest.mark.parametrize("stacked", [False, True])
 def test_gradient_rows_are_read_at_runtime_indices(stacked):
-    ps, x = mlp_params(6), np.random.default_rng(3).standard_normal((2, 8)).astype(np.float32)
+    # width 16 with the stacks as arguments: each piece 64-byte aligned, as a view needs
+    d = 16 if stacked else 8
+    ps = mlp_params(6, d)
+    x = np.random.default_rng(3).standard_normal((2, d)).astype(np.float32)
     loss = _loss(pnp, purejit.jit(dense(pnp)))
 
     def step(ps, x):  # what a training step does with each layer's gradient
@@ -111,7 +114,7 @@ def test_gradient_rows_are_read_at_runtime_indices(stacked):
     # backward scan stacks again with x, which no forward stack holds); with the stacks as
     # arguments, each layer's b and w for the update are read from the stack too (b: 6
     # more reads of that shape)
-    shapes = ((8, 8), (8,))
+    shapes = ((d, d), (d,))
     assert len([r for r in reads if r.results[0].type.shape[1:] in shapes]) == 12 + 6 * stacked
     loops = [op for op in lowered.fn.ops if op.name == "while"]
     assert len(loops) == 1 + stacked
