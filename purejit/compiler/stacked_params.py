@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from purejit.ir import Function, Op, TensorType, Value
+from purejit.compiler.stacked_outputs import vectorize
 from purejit.passes._row_index import RowIndices
 
 
@@ -375,6 +376,23 @@ def stack_outputs(fn: Function, plan: StackPlan, align: int) -> tuple[Function, 
             results.append(v)
             sources.append(("leaf", j))
     out = Function(fn.name, fn.params, ops, results)
-    return out, StackPlan(
-        plan.sources, plan.groups, plan.n_leaves, tuple(sources), tuple(out_groups)
-    )
+    new = StackPlan(plan.sources, plan.groups, plan.n_leaves, tuple(sources), tuple(out_groups))
+    return vectorize(out, new, _out_rows(fn, plan, out_groups)), new
+
+
+def _out_rows(fn: Function, plan: StackPlan, out_groups: list) -> dict:
+    """Per output group, `(n, row size)` of the input stack laid out as it is (the matrix
+    `roll_layers` reads that stack as), when there is one."""
+    stacks = [(plan.groups[i], fn.params[p]) for p, (k, i) in enumerate(plan.sources)
+              if k == "group"]  # fmt: skip
+    shapes = {}
+    for op in fn.ops:
+        if op.name == "reshape" and op.results[0].type.rank == 2:
+            shapes.setdefault(op.operands[0], tuple(op.results[0].type.shape))
+    rows = {}
+    for h, out in enumerate(out_groups):
+        for g, s in stacks:
+            same = (g.offsets, g.shapes, g.stack_type) == (out.offsets, out.shapes, out.stack_type)
+            if same and s in shapes:
+                rows[h] = shapes[s]
+    return rows

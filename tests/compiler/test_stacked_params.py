@@ -297,3 +297,42 @@ def test_explain_reports_the_stacked_arguments_and_results():
     inside = {**ROLL, "stacked_params": False}
     text = str(purejit.explain(purejit.jit(_model(), compiler_options=inside), ps, x))
     assert "argument:" not in text
+
+
+def _top(fn, name):
+    return [op for op in fn.ops if op.name == name]
+
+
+def test_the_update_of_a_stack_runs_over_whole_columns():
+    ps, x = mlp_params(12, D), np.ones((2, D), np.float32)
+    lowered = purejit.jit(_step(_model()), donate_argnums=0, compiler_options=ROLL).lower(ps, x)
+    # p - 0.1 * g once per parameter kind (b, w) over 12 rows, not once per layer; the
+    # stack is its two columns side by side
+    assert len(_top(lowered.emitted, "subtract")) == 2
+    (cat,) = _top(lowered.emitted, "concatenate")
+    assert cat.attrs["dimension"] == 1 and len(cat.operands) == 2
+    flat = leaves((ps, x))
+    plan = lowered.stack_plan
+    got = plan.leaf_results(interpret(lowered.emitted, *plan.entry_arguments(flat)))
+    want = purejit.jit(_step(_model()))(ps, x)
+    for u, v in zip(got, leaves(want)):
+        np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6)
+
+
+def test_a_per_layer_learning_rate_keeps_the_update_per_layer():
+    model = _model()
+
+    def step(ps, x):  # layer k's rate is its own constant: no one op over the rows
+        g = purejit.grad(lambda ps: pnp.mean(model(ps, x) ** 2))(ps)
+        return [jax.tree.map(lambda p, g: p - 0.1 * (k + 1) * g, p, gp)
+                for k, (p, gp) in enumerate(zip(ps, g))]  # fmt: skip
+
+    ps, x = mlp_params(4, D), np.ones((2, D), np.float32)
+    rolled = purejit.jit(step, donate_argnums=0, compiler_options=ROLL)
+    lowered = rolled.lower(ps, x)
+    (cat,) = _top(lowered.emitted, "concatenate")
+    assert len(cat.operands) == 8  # the output stack, one operand per leaf
+    got = rolled(_on_device(ps), x)
+    want = purejit.jit(step)(ps, x)
+    for u, v in zip(leaves(got), leaves(want)):
+        np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6)
