@@ -71,8 +71,10 @@ _CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 # DLPack's device types: kDLCPU 1, kDLCUDA 2, kDLROCM 10
 _DEVICE_TYPES = {"cpu": 1, "cuda": 2, "gpu": 2, "rocm": 10}
 
-# address of a live view's DLManagedTensor -> (the struct, its shape array, the stack)
-_KEEP: dict[int, tuple] = {}
+# address of a live view's DLManagedTensor -> [the struct, its shape array, the stack]
+_KEEP: dict[int, list] = {}
+# id of a live view's buffer -> that address
+_KEY_OF: dict[int, int] = {}
 # id(stack) -> how many views of it live
 _COUNT: dict[int, int] = {}
 _LOCK = threading.RLock()
@@ -84,6 +86,8 @@ def _deleter(managed):
     with _LOCK:
         entry = _KEEP.pop(key, None)
         if entry is not None:
+            if _KEY_OF.get(entry[3]) == key:
+                del _KEY_OF[entry[3]]
             sid = id(entry[2])
             left = _COUNT.get(sid, 1) - 1
             if left:
@@ -145,14 +149,18 @@ def _view(stack, address: int, shape: tuple, dl_dtype: _DLDataType, device):
     m.deleter = _deleter
     key = ctypes.addressof(m)
     with _LOCK:
-        _KEEP[key] = (m, dims, stack)
+        _KEEP[key] = [m, dims, stack, 0]
         _COUNT[id(stack)] = _COUNT.get(id(stack), 0) + 1
     capsule = _capsule_new()(key, b"dltensor", None)
     try:
-        return _import()(capsule, device, None)
+        buf = _import()(capsule, device, None)
     except Exception:
         _deleter(ctypes.pointer(m))  # jaxlib did not take it: nothing will call the deleter
         raise
+    with _LOCK:
+        _KEEP[key][3] = id(buf)
+        _KEY_OF[id(buf)] = key
+    return buf
 
 
 def views(stack, pieces) -> tuple[list, list[bool]]:
@@ -195,6 +203,33 @@ def views(stack, pieces) -> tuple[list, list[bool]]:
         out.append(pjrt.to_device(piece, device))
         viewed.append(False)
     return out, viewed
+
+
+def retarget(bufs: list, old, new, address: int) -> bool:
+    """Make views `bufs` of stack `old` keep `new` alive instead, when `new` is the same
+    memory (a program that took `old` donated wrote `new` in place): the views then read
+    `new`, with no view made again. Waits until `new` is written (as `views` does).
+    Returns False, changing nothing, when `new` is other memory than `address` (`old`'s,
+    read before the call that donated it) or a buffer is no view of `old`."""
+    if tuple(new.shape) != tuple(old.shape) or np.dtype(new.dtype) != np.dtype(old.dtype):
+        return False
+    new.block_until_ready()
+    if new.unsafe_buffer_pointer() != address:
+        return False
+    with _LOCK:
+        keys = [_KEY_OF.get(id(b)) for b in bufs]
+        if any(k is None or _KEEP[k][2] is not old for k in keys):
+            return False
+        for k in keys:
+            _KEEP[k][2] = new
+        moved = len(keys)
+        left = _COUNT.get(id(old), 0) - moved
+        if left:
+            _COUNT[id(old)] = left
+        else:
+            _COUNT.pop(id(old), None)
+        _COUNT[id(new)] = _COUNT.get(id(new), 0) + moved
+    return True
 
 
 def is_view_of(buf, stack, offset: int) -> bool:

@@ -136,7 +136,12 @@ class Compiled:
                 f"the compiled parameters {[str(t) for t in self.exe.param_types]}"
             )
         if self.stacked:
-            return self.wrap(stacked_dispatch.execute(self, list(arrays)))
+            outs, reuse = stacked_dispatch.execute(self, list(arrays))
+            plan = self.lowered.stack_plan
+            results = stacked_dispatch.outputs(plan, outs, self.out_avals, reuse)
+            return (
+                results[0] if self.single_output else tree_unflatten(self.lowered.out_tree, results)
+            )
         donation = self.lowered.donation
         if donation is not None and donation.aliases:
             return self._run_donating(arrays, donation)

@@ -44,11 +44,9 @@ LAST: dict = {}
 
 def _tag(a: Array, stack, offset: int) -> None:
     key = id(a)
-    _TAGS[key] = (
-        weakref.ref(a, lambda _, key=key: _TAGS.pop(key, None)),
-        weakref.ref(stack),
-        offset,
-    )
+    forget = lambda _, key=key: _TAGS.pop(key, None)  # noqa: E731
+    # the Array, its stack, its offset, and the view it was given (still its buffer?)
+    _TAGS[key] = (weakref.ref(a, forget), weakref.ref(stack), offset, weakref.ref(a._buf))
 
 
 def stack_of(a) -> tuple | None:
@@ -68,11 +66,15 @@ def _found(g: Group, arrays: list):
     stack = first[0]
     if tuple(stack.shape) != g.stack_type.shape or np.dtype(stack.dtype) != g.stack_type.dtype:
         return None
+    if stack.is_deleted():
+        return None
     for a, off in zip(arrays, g.offsets):
-        tag = stack_of(a)
-        if tag is None or tag[0] is not stack or tag[1] != off:
+        # the view this Array was given at `off` (its address was checked when made) is
+        # still its buffer: the leaf is that piece of the stack
+        entry = _TAGS.get(id(a))
+        if entry is None or entry[0]() is not a or entry[1]() is not stack or entry[2] != off:
             return None
-        if a._buf is None or not row_views.is_view_of(a._buf, stack, off):
+        if a._buf is None or entry[3]() is not a._buf or a._deleted_by is not None:
             return None
     return stack
 
@@ -135,9 +137,10 @@ def _others_view(stack, arrays: list, members: set[int]) -> bool:
     return row_views.live_views_of(stack) > len(members)
 
 
-def execute(compiled, arrays: list) -> list:
+def execute(compiled, arrays: list) -> tuple[list, dict]:
     """Run `compiled` (whose lowering has a `StackPlan`) on the user's leaves `arrays`
-    (purejit Arrays, checked against the signature); returns the output buffers."""
+    (purejit Arrays, checked against the signature); returns the output buffers and what
+    `outputs` may reuse (the views of stacks donated and possibly written in place)."""
     lowered = compiled.lowered
     plan: StackPlan = lowered.stack_plan
     exe = compiled.exe
@@ -154,6 +157,9 @@ def execute(compiled, arrays: list) -> list:
     # a donated buffer passed as another argument too: the same error as without groups
     dn.check_donated_inputs(arrays, SimpleNamespace(aliases=donated_leaves), paths, lowered.name)
     bufs, made = [], []
+    # output index -> (the group, its donated found stack, its views in stack order, the
+    # stack's address): what `outputs` hands on when the output is written in place
+    reuse: dict = {}
     for p, (kind, i) in enumerate(plan.sources):
         if kind == "leaf":
             bufs.append(arrays[i].buffer)
@@ -162,8 +168,12 @@ def execute(compiled, arrays: list) -> list:
         members = [arrays[k] for k in g.leaves]
         on_device = [a._buf is not None for a in members]  # host data is not adopted
         stack, how = _found(g, members), "found"
-        if stack is not None and p in aliases and _others_view(stack, arrays, set(g.leaves)):
-            stack = None  # donating it would change what other views read
+        if stack is not None and p in aliases:
+            if _others_view(stack, arrays, set(g.leaves)):
+                stack = None  # donating it would change what other views read
+            else:  # the program may write the output in place: its views stay views
+                views = [a._buf for a in members]
+                reuse[aliases[p]] = (g, stack, views, stack.unsafe_buffer_pointer())
         if stack is None:
             stack, how = _build(g, members, device)
         LAST[g] = how
@@ -175,13 +185,14 @@ def execute(compiled, arrays: list) -> list:
             arrays[i].delete(_donated_reason(paths[i], lowered.name), consumed=True)
     for p, g, members, stack, how, on_device in made:
         if p in aliases:
-            # a found stack's views are dropped (their memory is the output's now), a built
-            # stack's leaves freed, as donating them would have
+            # a found stack's views are dropped (their memory is the output's now; `outputs`
+            # hands them on when the output is that memory), a built stack's leaves freed,
+            # as donating them would have
             for a, k in zip(members, g.leaves):
-                a.delete(_donated_reason(paths[k], lowered.name))
+                a.delete(_donated_reason(paths[k], lowered.name), consumed=how == "found")
         elif how != "found":
             adopt(g, [a if d else None for a, d in zip(members, on_device)], stack)
-    return outs
+    return outs, reuse
 
 
 def adopt(g: Group, members: list, stack) -> None:
@@ -197,18 +208,26 @@ def adopt(g: Group, members: list, stack) -> None:
             _tag(a, stack, off)
 
 
-def outputs(plan: StackPlan, outs: list, out_avals: list) -> list:
+def outputs(plan: StackPlan, outs: list, out_avals: list, reuse=None) -> list:
     """The user's output leaves (purejit Arrays) from the entry's results `outs`: a
-    stacked result becomes row views of it, each tagged so that the next call finds it."""
+    stacked result becomes row views of it, each tagged so that the next call finds it;
+    where `execute` donated a stack laid out alike that the program wrote in place (`reuse`),
+    its views are handed on, not made again."""
     if not plan.out_groups:
         return [Array.from_buffer(o, a) for o, a in zip(outs, out_avals)]
     results: list = [None] * len(out_avals)
-    for buf, (kind, j) in zip(outs, plan.out_sources):
+    reuse = reuse or {}
+    for r, (buf, (kind, j)) in enumerate(zip(outs, plan.out_sources)):
         if kind == "leaf":
             results[j] = Array.from_buffer(buf, out_avals[j])
             continue
         h = plan.out_groups[j]
-        bufs, viewed = row_views.views(buf, h.pieces)
+        old = reuse.get(r)
+        same = old is not None and (old[0].offsets, old[0].shapes) == (h.offsets, h.shapes)
+        if same and row_views.retarget(old[2], old[1], buf, old[3]):
+            bufs, viewed = old[2], [True] * len(old[2])  # written in place: the same views
+        else:
+            bufs, viewed = row_views.views(buf, h.pieces)
         for k, b, ok, off in zip(h.leaves, bufs, viewed, h.offsets):
             results[k] = a = Array.from_buffer(b, out_avals[k])
             if ok:
