@@ -1,0 +1,63 @@
+"""`python -m bench.tools.stack_routes [--layers 48] [--d 128]`: what building one stack of a
+rolled model's per-layer parameters costs in `stacked_dispatch` (the `bench.models`
+transformer's parameters as device arrays, one group of one dtype), by each route:
+
+- `host`: every leaf read to the host, laid out in one NumPy array, transferred once;
+- `device`: one small cached in-place update executable per leaf shape, once per leaf (the
+  first build compiles them);
+- `views`: making the row views of a built stack (what dispatch gives a caller's leaves).
+
+Each printed line is one build, in order (the first of each route includes its warm-up)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", type=int, default=48)
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+
+    import purejit
+    from bench.models import transformer_params
+    from purejit.backend import pjrt, row_views
+    from purejit.compiler import stacked_dispatch as sd
+    from purejit.compiler.stacked_params import Group
+    from purejit.ir import TensorType
+    from purejit.tree_util import tree_leaves
+
+    params = transformer_params(args.layers, args.d, np.random.default_rng(0))
+    leaves = [purejit.device_put(a) for a in tree_leaves(params)]
+    offsets, total = [], 0
+    for a in leaves:
+        offsets.append(total)
+        total += a.size
+    stack_type = TensorType((total,), np.dtype(np.float32))
+    g = Group(tuple(range(len(leaves))), tuple(offsets), tuple(a.shape for a in leaves),
+              stack_type, False)  # fmt: skip
+    dev = pjrt.default_device()
+    print(f"{dev.platform}: {len(leaves)} leaves, {stack_type.nbytes / 2**20:.1f} MiB stack, "
+          f"{len(set(g.shapes))} leaf shapes")  # fmt: skip
+    for route in ("host", "device"):
+        build = sd.build_on_host if route == "host" else sd.build_on_device
+        for k in range(args.repeats):
+            t0 = time.perf_counter()
+            stack = build(g, leaves, dev)
+            stack.block_until_ready()
+            print(f"{route} build {k}: {(time.perf_counter() - t0) * 1e3:.1f} ms", flush=True)
+    for k in range(args.repeats):
+        t0 = time.perf_counter()
+        views, viewed = row_views.views(stack, g.pieces)
+        made = time.perf_counter() - t0
+        del views
+        print(f"views {k}: {made * 1e3:.1f} ms for {sum(viewed)} views", flush=True)
+
+
+if __name__ == "__main__":
+    main()
