@@ -344,3 +344,21 @@ def test_a_per_layer_learning_rate_keeps_the_update_per_layer():
     want = purejit.jit(step)(ps, x)
     for u, v in zip(leaves(got), leaves(want)):
         np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6)
+
+
+def test_a_host_build_reuses_its_array_only_when_no_buffer_shares_it():
+    ps = _on_device(mlp_params(3, D))
+    x = np.ones((2, D), np.float32)
+    g = purejit.jit(_model(), compiler_options=ROLL).lower(ps, x).stack_plan.groups[0]
+    members = [jax.tree.leaves(ps)[k] for k in g.leaves]
+    dev = pjrt.default_device()
+    first = sd.build_on_host(g, members, dev)
+    kept = np.array(np.asarray(first))
+    doubled = [purejit.device_put(np.asarray(a) * 2) for a in members]
+    second = sd.build_on_host(g, doubled, dev)  # `first` still lives: another array
+    np.testing.assert_array_equal(np.asarray(first), kept)
+    np.testing.assert_array_equal(np.asarray(second), 2 * kept)
+    del first, second
+    gc.collect()
+    third = sd.build_on_host(g, members, dev)
+    np.testing.assert_array_equal(np.asarray(third), kept)
