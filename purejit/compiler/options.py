@@ -302,9 +302,12 @@ class CompilerOptions:
                     # launches per trip on GPU; on CPU the unfused concatenate costs more,
                     # and the layers' parameters are read per trip by a case, unstacked,
                     # unless the stacks are the program's arguments (`stacked_params`)
+                    # (stacks taken as arguments: one per parameter, as `lax.scan` takes
+                    # them, so that an update over a whole stack is the output, in place)
                     roll_options={
                         "pack_ys": pjrt.is_gpu(),
                         "select_xs": not pjrt.is_gpu() and not self.stacks_params(),
+                        "pack_xs": not self.stacks_params(),
                     },
                     **fusion_options,
                 )

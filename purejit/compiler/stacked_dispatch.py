@@ -105,28 +105,32 @@ def _aligned_empty(n: int, dtype: np.dtype) -> np.ndarray:
 
 
 def _host_array(g: Group) -> np.ndarray:
-    """The host array to lay `g`'s stack out in: the last build's when nothing else holds it
-    any more (jaxlib keeps a reference to an array a device buffer shares until that buffer
-    and every program reading it are done), else a fresh one. Reusing it saves mapping and
-    faulting in fresh pages (a fresh 36 MiB array took 8 to 120 ms to fill here)."""
+    """The host array (of the stack's shape) to lay `g`'s stack out in: the last build's
+    when nothing else holds it any more (jaxlib keeps a reference to an array a device
+    buffer shares until that buffer and every program reading it are done), else a fresh
+    one. Reusing it saves mapping and faulting in fresh pages (a fresh 36 MiB array took
+    8 to 120 ms to fill here)."""
     with _POOL_LOCK:
-        out = _POOL.pop(g, None)
-    # held by this frame and getrefcount's argument alone (and its memory by `out` alone):
-    # no buffer shares it now
-    if out is None or sys.getrefcount(out) > 2 or sys.getrefcount(out.base) > 2:
-        out = _aligned_empty(g.stack_type.size, g.stack_type.dtype)
-    return out
+        shaped = _POOL.pop(g, None)
+    # held by this frame and getrefcount's argument alone, and its memory by it alone: no
+    # buffer shares it now
+    if shaped is not None and sys.getrefcount(shaped) == 2 and sys.getrefcount(shaped.base) == 2:
+        return shaped
+    flat = _aligned_empty(g.stack_type.size, g.stack_type.dtype)
+    return flat if g.stack_type.rank == 1 else flat.reshape(g.stack_type.shape)
 
 
 def build_on_host(g: Group, arrays: list, device):
     """The group's stack laid out on the host and transferred once (route (b))."""
-    out = _host_array(g)
+    shaped = _host_array(g)
+    out = shaped.reshape(-1)  # a view of it
     for a, off in zip(arrays, g.offsets):
         src = _host_bytes(a).reshape(-1)
         out[off : off + src.size] = src
-    stack = pjrt.to_device(out, device)  # `out` itself: what jaxlib holds is what is checked
+    del out
+    stack = pjrt.to_device(shaped, device)  # what jaxlib holds is what the pool checks
     with _POOL_LOCK:
-        _POOL[g] = out
+        _POOL[g] = shaped
     return stack
 
 
@@ -139,7 +143,9 @@ def _updater(stack_type: TensorType, shape: tuple, device):
     offset = b.param(TensorType((), np.dtype(np.int32)))
     size = int(np.prod(shape, dtype=np.int64))
     (flat,) = b.op("reshape", [leaf], {"shape": [size]})
-    (out,) = b.op("dynamic_update_slice", [stack, flat, offset])
+    (whole,) = b.op("reshape", [stack], {"shape": [stack_type.size]})
+    (out,) = b.op("dynamic_update_slice", [whole, flat, offset])
+    (out,) = b.op("reshape", [out], {"shape": list(stack_type.shape)})
     fn = b.finish([out])
     text = stablehlo.emit(fn, arg_attrs=["{tf.aliasing_output = 0 : i32}", "", ""])
     return pjrt.compile(text, fn.param_types, fn.result_types, device=device)

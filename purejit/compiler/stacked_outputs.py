@@ -203,6 +203,8 @@ def vectorize(fn: Function, plan, rows: dict) -> Function:
         n, width = rows[h]
         group = plan.out_groups[h]
         cat = producer.get(fn.results[r])
+        if cat is not None and cat.name == "reshape":  # a stack of rank 2 or more
+            cat = producer.get(cat.operands[0])
         if cat is None or cat.name != "concatenate":
             continue
         flat = [producer.get(v) for v in cat.operands]
@@ -225,7 +227,7 @@ def vectorize(fn: Function, plan, rows: dict) -> Function:
         if not ok or sum(c.type.shape[1] for c in cols) != width:
             continue
         both = cols[0] if len(cols) == 1 else vec.emit("concatenate", cols, {"dimension": 1})
-        results[r] = vec.emit("reshape", [both], {"shape": [n * width]})
+        results[r] = vec.emit("reshape", [both], {"shape": list(group.stack_type.shape)})
         head += vec.out
         changed = True
     if not changed:

@@ -91,11 +91,11 @@ class StackPlan:
                 out.append(np.asarray(leaves[i]))
                 continue
             g = self.groups[i]
-            stack = np.empty(g.stack_type.shape, g.stack_type.dtype)
+            stack = np.empty(g.stack_type.size, g.stack_type.dtype)
             for k, off in zip(g.leaves, g.offsets):
                 flat = np.asarray(leaves[k], g.stack_type.dtype).reshape(-1)
                 stack[off : off + flat.size] = flat
-            out.append(stack)
+            out.append(stack.reshape(g.stack_type.shape))
         return out
 
     def leaf_results(self, results: list) -> list:
@@ -128,14 +128,15 @@ class StackPlan:
 
 def _flattened_param(v: Value, producer: dict, uses: dict, params: dict) -> tuple | None:
     """`(parameter index, the reshape op or None)` when `v` is an entry parameter's elements
-    in row-major order (the parameter itself, 1-D, or its flattening reshape read once)."""
+    in row-major order: the parameter itself, or a `reshape` of it read once (a reshape
+    keeps row-major order: its flattening, or a row `[1, *shape]` of a stack)."""
     if v in params:
-        return (params[v], None) if v.type.rank == 1 else None
+        return params[v], None
     op = producer.get(v)
     if op is None or op.name != "reshape" or len(uses.get(v, ())) != 1:
         return None
     (src,) = op.operands
-    if src not in params or list(op.results[0].type.shape) != [src.type.size]:
+    if src not in params:
         return None
     return params[src], op
 
@@ -165,9 +166,8 @@ def stack_parameters(
     taken: set[int] = set()
     found = []  # (the concatenate, its operands' (parameter, reshape))
     for op in fn.ops:
+        # along the leading axis, the operands' elements lie back to back in row-major order
         if op.name != "concatenate" or op.attrs.get("dimension") != 0 or len(op.operands) < 2:
-            continue
-        if op.results[0].type.rank != 1:
             continue
         ins = [_flattened_param(v, producer, uses, params) for v in op.operands]
         if any(x is None for x in ins):
@@ -208,27 +208,47 @@ def _with_outputs(fn: Function, found: list, donated, align: int) -> list:
         offsets, shapes = _pieces(fn, ins)
         dtype = cat.results[0].type.dtype
         r = _output_run(offsets, shapes, [i for i, _ in ins], dtype, types, free, align)
-        if r is not None:
-            free[r[0] : r[0] + r[1]] = [False] * r[1]
+        for k in r or ():
+            free[k] = False
         if r is not None or not donated[ins[0][0]]:
             keep.append((cat, ins))
     return keep
 
 
-def _output_run(offsets, shapes, leaves, dtype, types, free, align) -> tuple | None:
-    """`(first result, count)` of the free run of results of the leaves' types in leaf
-    order, when every piece is `align`-byte aligned; else None."""
+def _output_run(offsets, shapes, leaves, dtype, types, free, align) -> list | None:
+    """The free results to return as the group's stack, per stack position, when every
+    piece is `align`-byte aligned; else None. The results are those at the leaves' own
+    positions shifted by one amount (an output tree laid out as the input's: a training
+    step's updated parameters, per-layer gradients; the first shift that fits), else a
+    run of results of the leaves' types in leaf order."""
     if any(o * dtype.itemsize % align for o in offsets):
         return None
+    want = [TensorType(s, dtype) for s in shapes]
+    first = min(range(len(leaves)), key=lambda t: leaves[t])
+    for r, t in enumerate(types):
+        d = r - leaves[first]
+        if t != want[first]:
+            continue
+        at = [i + d for i in leaves]
+        if all(0 <= k < len(types) and free[k] and types[k] == w for k, w in zip(at, want)):
+            return at
     by_leaf = sorted(range(len(leaves)), key=lambda t: leaves[t])
-    want = [TensorType(shapes[t], dtype) for t in by_leaf]
-    r = _run_of(want, types, free)
-    return None if r is None else (r, len(want))
+    r = _run_of([want[t] for t in by_leaf], types, free)
+    if r is None:
+        return None
+    at = [0] * len(leaves)
+    for k, t in enumerate(by_leaf):
+        at[t] = r + k
+    return at
 
 
 def _row_shape(cat: Op, uses: dict) -> tuple[int, int] | None:
-    """`(n, row size)` when the stack is read as an n-row matrix (`roll_layers` reshapes it
-    to its rows), else None."""
+    """`(n, row size)` when the stack has rows: a stack of rank 2 or more (one per
+    parameter), or a flat one `roll_layers` reshapes to an n-row matrix (its parameters
+    side by side); else None."""
+    t = cat.results[0].type
+    if t.rank >= 2:
+        return t.shape[0], t.size // t.shape[0]
     total = cat.results[0].type.size
     for op in uses.get(cat.results[0], ()):
         shape = list(op.results[0].type.shape) if op and op.name == "reshape" else []
@@ -339,13 +359,12 @@ def stack_outputs(fn: Function, plan: StackPlan, align: int) -> tuple[Function, 
     free = [True] * len(types)
     out_groups, first = [], {}
     for g in plan.groups:
-        run = _output_run(g.offsets, g.shapes, g.leaves, g.stack_type.dtype, types, free, align)
-        if run is None:
+        at = _output_run(g.offsets, g.shapes, g.leaves, g.stack_type.dtype, types, free, align)
+        if at is None:
             continue
-        r, m = run
-        by_leaf = sorted(range(m), key=lambda t: g.leaves[t])
-        res_of = {t: r + k for k, t in enumerate(by_leaf)}  # stack position -> result
-        free[r : r + m] = [False] * m
+        res_of = dict(enumerate(at))  # stack position -> result
+        for k in at:
+            free[k] = False
         out_groups.append(
             Group(
                 tuple(res_of[t] for t in range(len(g.leaves))),
@@ -355,7 +374,7 @@ def stack_outputs(fn: Function, plan: StackPlan, align: int) -> tuple[Function, 
                 False,
             )  # fmt: skip
         )
-        first[r] = len(out_groups) - 1
+        first[min(at)] = len(out_groups) - 1  # the stack is returned where its first result was
     if not out_groups:
         return fn, plan
     ops, results, sources = list(fn.ops), [], []
@@ -370,6 +389,10 @@ def stack_outputs(fn: Function, plan: StackPlan, align: int) -> tuple[Function, 
                 flat.append(op.results[0])
             cat = Op.inferred("concatenate", flat, {"dimension": 0})
             ops.append(cat)
+            shape = list(out_groups[h].stack_type.shape)
+            if len(shape) > 1:  # the input's stack type, which donation pairs it with
+                cat = Op.inferred("reshape", cat.results, {"shape": shape})
+                ops.append(cat)
             results.append(cat.results[0])
             sources.append(("group", h))
         elif free[j]:
@@ -381,14 +404,17 @@ def stack_outputs(fn: Function, plan: StackPlan, align: int) -> tuple[Function, 
 
 
 def _out_rows(fn: Function, plan: StackPlan, out_groups: list) -> dict:
-    """Per output group, `(n, row size)` of the input stack laid out as it is (the matrix
-    `roll_layers` reads that stack as), when there is one."""
+    """Per output group, `(n, row size)` of the input stack laid out as it is (its rows, or
+    the matrix `roll_layers` reads a flat stack as), when there is one."""
     stacks = [(plan.groups[i], fn.params[p]) for p, (k, i) in enumerate(plan.sources)
               if k == "group"]  # fmt: skip
     shapes = {}
     for op in fn.ops:
         if op.name == "reshape" and op.results[0].type.rank == 2:
             shapes.setdefault(op.operands[0], tuple(op.results[0].type.shape))
+    for g, s in stacks:  # a stack of one parameter per row: its rows as they are
+        if g.stack_type.rank >= 2:
+            shapes[s] = (g.stack_type.shape[0], g.stack_type.size // g.stack_type.shape[0])
     rows = {}
     for h, out in enumerate(out_groups):
         for g, s in stacks:

@@ -153,23 +153,28 @@ def test_a_rolled_forward_takes_its_stack_and_finds_it_on_the_next_call():
     model = _model()
     rolled = purejit.jit(model, compiler_options=ROLL)
     lowered = rolled.lower(ps, x)
-    (g,) = lowered.stack_plan.groups
-    assert len(g.leaves) == 8 and [p.type for p in lowered.emitted.params][0] == g.stack_type
+    # one stack per parameter kind, as `lax.scan` takes them: b (4 x 16) and w (4 x 16 x 16)
+    gs = lowered.stack_plan.groups
+    assert [g.leaves for g in gs] == [(0, 2, 4, 6), (1, 3, 5, 7)]
+    assert [p.type for p in lowered.emitted.params][:2] == [g.stack_type for g in gs]
+    assert [str(g.stack_type) for g in gs] == ["f32[4,16]", "f32[4,16,16]"]
     before = purejit.jit(model, compiler_options={**ROLL, "stacked_params": False}).lower(ps, x)
     # built in the program: a concatenate (GPU) or read per trip by a case (CPU); no more
     assert "concatenate" in before.module or "stablehlo.case" in before.module
     assert "concatenate" not in lowered.module and "stablehlo.case" not in lowered.module
     want = np.asarray(purejit.jit(model)(ps, x))
     dev = _on_device(ps)
-    for how in ("host", "found", "found"):  # CPU: built on the host, then found
+    for how in ("host", "found", "found"):  # built on the host, then found
         np.testing.assert_allclose(np.asarray(rolled(dev, x)), want, rtol=1e-6, atol=1e-6)
-        assert sd.LAST[g] == how
-    # the leaves are row views of one stack now: each at its offset of it, same values
-    stack = sd.stack_of(dev[0]["w"])[0]
-    for k, a in zip(g.leaves, g.offsets):
-        leaf = jax.tree.leaves(dev)[k]
-        assert leaf._buf.unsafe_buffer_pointer() == stack.unsafe_buffer_pointer() + 4 * a
-        np.testing.assert_array_equal(np.asarray(leaf), jax.tree.leaves(ps)[k])
+        assert [sd.LAST[g] for g in gs] == [how, how]
+    # the leaves are row views of their stack now: each at its offset of it, same values
+    for g in gs:
+        stack = sd.stack_of(jax.tree.leaves(dev)[g.leaves[0]])[0]
+        for k, a in zip(g.leaves, g.offsets):
+            leaf = jax.tree.leaves(dev)[k]
+            assert leaf._buf.unsafe_buffer_pointer() == stack.unsafe_buffer_pointer() + 4 * a
+            np.testing.assert_array_equal(np.asarray(leaf), jax.tree.leaves(ps)[k])
+    g = gs[1]  # w
     # NumPy leaves: built on the host every call
     np.testing.assert_allclose(np.asarray(rolled(ps, x)), want, rtol=1e-6, atol=1e-6)
     assert sd.LAST[g] == "host"
@@ -214,9 +219,12 @@ def test_three_donated_training_steps_run_without_stacking_and_match_unrolled(mo
     inside = purejit.jit(step, donate_argnums=0, compiler_options={**ROLL, "stacked_params": False})
     lowered = rolled.lower(ps, x)
     plan = lowered.stack_plan
-    (g,) = plan.groups
-    assert g.donated and len(g.leaves) == len(jax.tree.leaves(ps))
-    assert len(plan.out_groups) == 1 and lowered.donation.aliases == {0: 0}
+    # one donated stack per parameter kind, each returned updated as one stack in place
+    kinds = len(ps[0])
+    assert len(plan.groups) == kinds and all(g.donated for g in plan.groups)
+    assert sum(len(g.leaves) for g in plan.groups) == len(jax.tree.leaves(ps))
+    assert len(plan.out_groups) == kinds and len(lowered.donation.aliases) == kinds
+    g = plan.groups[0]
     a, b, c = _on_device(ps), _on_device(ps), _on_device(ps)
     hows = []
     for k in range(4):
@@ -244,7 +252,7 @@ def test_a_found_stack_another_view_reads_is_copied_not_donated():
     ps, x = mlp_params(3, D), np.ones((2, D), np.float32)
     step = _step(_model())
     rolled = purejit.jit(step, donate_argnums=0, compiler_options=ROLL)
-    g = rolled.lower(ps, x).stack_plan.groups[0]
+    g = rolled.lower(ps, x).stack_plan.groups[1]  # w's: leaves 1, 3, 5
     a = rolled(_on_device(ps), x)
     stack = sd.stack_of(a[0]["w"])[0]
     extra, _ = row_views.views(stack, [(g.offsets[0], g.shapes[0])])  # read elsewhere
@@ -262,11 +270,11 @@ def test_gradients_come_back_per_layer_as_views_of_one_stack():
     loss = lambda ps, x: pnp.sum(_model()(ps, x) ** 2)  # noqa: E731
     rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
     plan = rolled.lower(ps, x).stack_plan
-    assert len(plan.out_groups) == 1
+    assert len(plan.out_groups) == 2  # b's and w's
     got = rolled(_on_device(ps), x)
     want = purejit.jit(purejit.grad(loss))(ps, x)
     stacks = {id(sd.stack_of(a)[0]) for a in jax.tree.leaves(got)}
-    assert len(stacks) == 1
+    assert len(stacks) == 2
     for u, v in zip(leaves(got), leaves(want)):
         np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-5)
 
@@ -300,8 +308,9 @@ def test_explain_reports_the_stacked_arguments_and_results():
     ps, x = mlp_params(4, D), np.ones((2, D), np.float32)
     text = str(purejit.explain(purejit.jit(_step(_model()), donate_argnums=0,
                                            compiler_options=ROLL), ps, x))  # fmt: skip
-    assert "argument: 8 leaves (0..7) as one f32[1088] stack (donated): 4.2 KB" in text
-    assert "result: 8 outputs returned as one f32[1088] stack" in text
+    assert "argument: 4 leaves (0..6) as one f32[4,16] stack (donated): 256 B" in text
+    assert "argument: 4 leaves (1..7) as one f32[4,16,16] stack (donated): 4.0 KB" in text
+    assert "result: 4 outputs returned as one f32[4,16,16] stack" in text
     inside = {**ROLL, "stacked_params": False}
     text = str(purejit.explain(purejit.jit(_model(), compiler_options=inside), ps, x))
     assert "argument:" not in text
@@ -314,11 +323,10 @@ def _top(fn, name):
 def test_the_update_of_a_stack_runs_over_whole_columns():
     ps, x = mlp_params(12, D), np.ones((2, D), np.float32)
     lowered = purejit.jit(_step(_model()), donate_argnums=0, compiler_options=ROLL).lower(ps, x)
-    # p - 0.1 * g once per parameter kind (b, w) over 12 rows, not once per layer; the
-    # stack is its two columns side by side
+    # p - 0.1 * g once per parameter kind (b, w) over 12 rows, not once per layer; each is
+    # its output stack, nothing concatenated
     assert len(_top(lowered.emitted, "subtract")) == 2
-    (cat,) = _top(lowered.emitted, "concatenate")
-    assert cat.attrs["dimension"] == 1 and len(cat.operands) == 2
+    assert not _top(lowered.emitted, "concatenate")
     flat = leaves((ps, x))
     plan = lowered.stack_plan
     got = plan.leaf_results(interpret(lowered.emitted, *plan.entry_arguments(flat)))
@@ -338,8 +346,8 @@ def test_a_per_layer_learning_rate_keeps_the_update_per_layer():
     ps, x = mlp_params(4, D), np.ones((2, D), np.float32)
     rolled = purejit.jit(step, donate_argnums=0, compiler_options=ROLL)
     lowered = rolled.lower(ps, x)
-    (cat,) = _top(lowered.emitted, "concatenate")
-    assert len(cat.operands) == 8  # the output stack, one operand per leaf
+    cats = _top(lowered.emitted, "concatenate")
+    assert [len(c.operands) for c in cats] == [4, 4]  # each output stack, one per leaf
     got = rolled(_on_device(ps), x)
     want = purejit.jit(step)(ps, x)
     for u, v in zip(leaves(got), leaves(want)):

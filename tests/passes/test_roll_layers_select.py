@@ -163,7 +163,9 @@ def test_parameters_both_loops_read_stay_one_stack_when_small(monkeypatch):
 
     def roll(**options):
         _roll_pass(monkeypatch, select_xs=True, **options)
-        rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
+        # the program building its stacks (what select_min_bytes decides between)
+        inside = {**ROLL, "stacked_params": False}
+        rolled = purejit.jit(purejit.grad(loss), compiler_options=inside)
         return rolled, roll_report(rolled, ps, x)["rolled"]
 
     rolled, (fwd, bwd) = roll()
@@ -176,7 +178,8 @@ def test_parameters_both_loops_read_stay_one_stack_when_small(monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
     # a forward pass alone (no other loop reads them) selects them however small
     _roll_pass(monkeypatch, select_xs=True)
-    (run,) = roll_report(purejit.jit(model, compiler_options=ROLL), ps, x)["rolled"]
+    inside = {**ROLL, "stacked_params": False}
+    (run,) = roll_report(purejit.jit(model, compiler_options=inside), ps, x)["rolled"]
     assert run["xs_selected"] == 2
 
 
