@@ -1,32 +1,37 @@
 """A rolled program's stacks of per-layer parameters as its arguments (`stacked_params`).
 
-`roll_layers` stacks a layer's parameters of one dtype side by side (`stack_packed`): row k
-holds layer k's parameters flattened, the stack one `concatenate` of 1-D operands, each an
-entry parameter or its flattening `reshape`. Built inside the program, that concatenate is
-written on every call and compiled as one kernel with hundreds of operands (0.1 s of LLVM on
-CPU, 0.4 s on a GPU at 48 layers). `stack_parameters` rewrites the entry to take the
-concatenate's result as ONE parameter instead, and returns a `StackPlan` saying which of the
-user's flat leaves lie where in it; dispatch (`stacked_dispatch.py`) builds the stack, or
-finds it built (the leaves are row views of a live stack, as a previous call left them).
+`roll_layers` stacks the layers' values of each parameter along a new leading axis
+(`stack_rows`: one `concatenate` along axis 0 of each layer's `reshape` to `[1, *shape]`;
+with `pack_xs`, the GPU's choice when stacks are built in the program, one flat
+`concatenate` per dtype of every layer's parameters flattened side by side). Built inside
+the program, a stack is written on every call and its concatenate is one kernel with a
+operand per layer (LLVM's 0.1 s on CPU, 0.4 s on a GPU for a 48-layer transformer's).
+`stack_parameters` rewrites the entry to take such a concatenate's result as ONE parameter
+instead, and returns a `StackPlan` saying which of the user's flat leaves lie where in it;
+dispatch (`stacked_dispatch.py`) builds the stack, or finds it built (the leaves are row
+views of a live stack, as a previous call left them). The compiler turns `pack_xs` off when
+the stacks are arguments: one stack per parameter, as `lax.scan` takes them, whose update
+is one op over the stack (`stacked_outputs.py`).
 
 What is proved for each group (else the concatenate stays as it is):
-    - the concatenate is along axis 0 of 1-D operands, at least two;
-    - each operand is an entry parameter, or a `reshape` of one to its element count whose
-      only reader is this concatenate (so the operand is the parameter's elements in
-      row-major order, which is how dispatch lays the leaf into the stack);
+    - the concatenate is along axis 0 (so its operands' elements lie back to back in
+      row-major order), with at least two operands;
+    - each operand is an entry parameter, or a `reshape` of one (row-major order kept)
+      whose only reader is this concatenate;
     - no parameter appears twice in it, nor in another group;
-    - the group's leaves are all donated or none is;
+    - the group's leaves are all donated or none is, and a donated group has a run of
+      results to be returned as its stack (`stack_outputs`: else its stack would have no
+      output to donate to, where each leaf has one);
     - every leaf's offset is aligned for a row view on the device (`row_views.alignment`):
-      else no call could find the stack as the previous call left it, and a leaf read
-      there would be a copy.
-The concatenate's value is then exactly the leaves' elements laid out at their offsets, which
-is what dispatch passes. A leaf the program also reads elsewhere (a training step's update
-reads each layer's parameter) is read there as its slice of the stack (`slice` then
-`reshape`: the same elements), so the leaf need not be passed twice.
+      else no call could find the stack as the previous call left it.
+The concatenate's value is then exactly the leaves' elements laid out at their offsets,
+which is what dispatch passes. A leaf the program also reads elsewhere (a training step's
+update reads each layer's parameter) is read there as its piece of the stack, at a row
+index XLA cannot fold (`_row_index.py`), so the leaf need not be passed twice.
 
 Guarantees: the rewritten program computes what it did from the same leaves; parameters
-outside groups keep their order. Leaves nothing: every leaf is in exactly one group or is a
-parameter of its own.
+outside groups keep their order; every leaf is in exactly one group or is a parameter of
+its own. `stack_outputs` returns runs of results as stacks the same way (see there).
 """
 
 from __future__ import annotations
