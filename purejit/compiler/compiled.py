@@ -70,13 +70,19 @@ class Compiled:
         transfer may share the NumPy array's memory, which a donated parameter would hand to
         an output; the signature copies such an array first)."""
         flat = fast_flatten(args)
-        if flat is None or self.stacked:  # several leaves to one parameter: the Python path
+        if flat is None:
             return None
         key, leaves = flat
         if len(leaves) != len(avals):
             return None
-        # every donated parameter, aliased or not (`donated` is per parameter)
-        donated = () if self.plain else self.lowered.donation.donated
+        # every donated parameter, aliased or not (`donated` is per parameter; with stacks
+        # of leaves, per leaf)
+        if self.stacked:  # (never jaxlib's C++ path: it maps one leaf to one parameter)
+            if self._placed:
+                return None
+            donated = self.lowered.leaf_donated
+        else:
+            donated = () if self.plain else self.lowered.donation.donated
         for i, (a, given, want) in enumerate(zip(leaves, sig_leaves, avals)):
             if type(a) is Array:
                 if a is not given or a.aval != want:
@@ -96,6 +102,11 @@ class Compiled:
         by `fast_key_for`: their shapes, dtypes and weak types are exactly this executable's
         parameters. `ELSEWHERE` when an argument sits on another device than the program's
         (the signature path then picks the program for that device)."""
+        if self.stacked:
+            # a NumPy leaf (never donated, never weak: `fast_key_for`) is read during the
+            # call: laid into its stack, or transferred as a parameter of its own
+            arrays = [a if type(a) is Array else Array(host=a) for a in leaves]
+            return self.run_arrays(arrays, [a.aval for a in arrays])
         if self.plain:
             # `_buf` read directly: a buffer that C++ dispatch donated fails in `_execute`
             bufs = [

@@ -239,9 +239,13 @@ def test_three_donated_training_steps_run_without_stacking_and_match_unrolled(mo
     assert hows == ["host", "found", "found", "found"]
     # XLA wrote the donated stack in place: the outputs are the same views, handed on
     assert [v._buf for v in jax.tree.leaves(a)] == bufs
-    # the donated views are deleted arrays
+    # the donated views are deleted arrays, read or passed again (purejit's Python fast
+    # path, which a program with stacks takes after its first call)
     with pytest.raises(DeletedArrayError, match="donated"):
         np.asarray(old[0][next(iter(old[0]))])
+    assert rolled._fast
+    with pytest.raises(DeletedArrayError, match="donated"):
+        rolled(old, x)
     # the outputs are row views of one stack; usable in any other program
     leaf = jax.tree.leaves(a)[0]
     assert sd.stack_of(leaf) is not None
