@@ -44,7 +44,7 @@ from purejit.runtime.array import Array
 
 # id(Array) -> (a weak reference to the Array, a weak reference to its stack, its offset)
 _TAGS: dict[int, tuple] = {}
-# how each group's last stack was made ("found", "host", "device"), for tests and explain
+# how each group's last stack was made ("found", "host", "device"), for tests and benches
 LAST: dict = {}
 
 
@@ -90,7 +90,8 @@ def _host_bytes(a: Array) -> np.ndarray:
     return a._host if a._buf is None else np.asarray(a._buf)
 
 
-# per group, the host array its last host build laid out (for the next build to reuse)
+# per group, the host array its last host build laid out (for the next build to reuse; it
+# stays allocated, one stack's bytes per group built on the host, until the process ends)
 _POOL: dict = {}
 _POOL_LOCK = threading.Lock()
 
