@@ -129,7 +129,9 @@ def test_a_group_with_mixed_donation_is_left_as_it_is():
 
 # how dispatch builds a group of device arrays the second time (the first: on the host)
 BUILT = "host" if pjrt.platform() == "cpu" else "device"
-D = 16  # every piece of a layer (16 and 256 floats) is 64-byte aligned: views, no copies
+# every piece of a layer (D and D * D floats) is aligned for a view on this platform (64 bytes
+# on CPU, 16 on a GPU): views, no copies
+D = max(16, row_views.alignment() // 4)
 
 
 def _model():
@@ -309,6 +311,8 @@ def test_the_option_is_checked():
 
 
 def test_explain_reports_the_stacked_arguments_and_results():
+    if D != 16:
+        pytest.skip("the figures below are for layers of width 16")
     ps, x = mlp_params(4, D), np.ones((2, D), np.float32)
     text = str(purejit.explain(purejit.jit(_step(_model()), donate_argnums=0,
                                            compiler_options=ROLL), ps, x))  # fmt: skip
