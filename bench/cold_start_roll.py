@@ -181,6 +181,13 @@ def roll_ab(args) -> dict:
                     + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in donated["temp"].items()),
                     flush=True,
                 )
+                print(
+                    "    donated training step, dispatch (until the call returns): "
+                    + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in donated["dispatch"].items())
+                    + "; row views made per call: "
+                    + ", ".join(f"{k} {v:.0f}" for k, v in donated["views"].items()),
+                    flush=True,
+                )
             if "other" in fs:
                 print(
                     f"    rolled with saved values {'one stack each' if gpu else 'packed'} "
@@ -195,7 +202,18 @@ def roll_ab(args) -> dict:
 def _donated_steps(purejit, xp, step, params, x, calls: int) -> dict:
     """The training step with its parameters donated, each call on the previous call's
     updated parameters (as a training loop runs it), unrolled, rolled, and rolled with the
-    stacks built in the program; best of `calls` per program, interleaved."""
+    stacks built in the program; best of `calls` per program, interleaved. Also per program:
+    the best dispatch time (until the call returns, before waiting for its results) and the
+    row views (`purejit.backend.row_views`) its calls made, per call."""
+    from purejit.backend import row_views
+
+    made = [0]
+    real = row_views._view
+
+    def counting(*a, **k):  # every view made goes through `_view`
+        made[0] += 1
+        return real(*a, **k)
+
     options = {
         "unrolled": {},
         "rolled": {"roll_layers": True},
@@ -208,12 +226,23 @@ def _donated_steps(purejit, xp, step, params, x, calls: int) -> dict:
         state[k], _ = f(state[k], x)
         temp[k] = next(iter(f.cache.values())).memory_analysis().temp_size_in_bytes
     times = {k: float("inf") for k in fs}
-    for _ in range(calls):
-        for k, f in fs.items():
-            t0 = time.perf_counter()
-            state[k], value = f(state[k], x)
-            value.block_until_ready()
-            for leaf in purejit.tree_util.tree_leaves(state[k]):
-                leaf.block_until_ready()
-            times[k] = min(times[k], time.perf_counter() - t0)
-    return {"times": times, "temp": temp}
+    dispatch = {k: float("inf") for k in fs}
+    views = {k: 0 for k in fs}
+    row_views._view = counting
+    try:
+        for _ in range(calls):
+            for k, f in fs.items():
+                before = made[0]
+                t0 = time.perf_counter()
+                state[k], value = f(state[k], x)
+                t1 = time.perf_counter()
+                views[k] += made[0] - before
+                value.block_until_ready()
+                for leaf in purejit.tree_util.tree_leaves(state[k]):
+                    leaf.block_until_ready()
+                times[k] = min(times[k], time.perf_counter() - t0)
+                dispatch[k] = min(dispatch[k], t1 - t0)
+    finally:
+        row_views._view = real
+    per_call = {k: v / calls for k, v in views.items()}
+    return {"times": times, "temp": temp, "dispatch": dispatch, "views": per_call}

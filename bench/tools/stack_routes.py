@@ -5,7 +5,10 @@ transformer's parameters as device arrays, one group of one dtype), by each rout
 - `host`: every leaf read to the host, laid out in one NumPy array, transferred once;
 - `device`: one small cached in-place update executable per leaf shape, once per leaf (the
   first build compiles them);
-- `views`: making the row views of a built stack (what dispatch gives a caller's leaves).
+- `views`: making the row views of a built stack (what dispatch gave a caller's leaves
+  before lazy rows);
+- `rows`: the lazy rows of a built stack (`Array.row`: what dispatch gives a caller's leaves
+  and a stacked program's outputs now), then each read once (`.buffer`: a view made).
 
 Each printed line is one build, in order (the first of each route includes its warm-up)."""
 
@@ -25,6 +28,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
 
     import purejit
+    from purejit.runtime.array import Array
     from bench.models import transformer_params
     from purejit.backend import pjrt, row_views
     from purejit.compiler import stacked_dispatch as sd
@@ -59,6 +63,18 @@ def main(argv=None) -> None:
         made = time.perf_counter() - t0
         del views
         print(f"views {k}: {made * 1e3:.1f} ms for {sum(viewed)} views", flush=True)
+    avals = [a.aval for a in leaves]
+    for k in range(args.repeats):
+        t0 = time.perf_counter()
+        rows = [Array.row(stack, off, aval) for off, aval in zip(g.offsets, avals)]
+        made = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for r in rows:
+            r.buffer
+        read = time.perf_counter() - t0
+        del rows
+        print(f"rows {k}: {made * 1e3:.2f} ms for {len(avals)} lazy rows; reading each "
+              f"(a view made): {read * 1e3:.1f} ms", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

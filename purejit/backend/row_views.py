@@ -89,6 +89,8 @@ _KEY_OF: dict[int, int] = {}
 # id(stack) -> how many views of it live
 _COUNT: dict[int, int] = {}
 _LOCK = threading.RLock()
+# how many views were made in this process (`made`)
+_MADE = [0]
 # [whether `release_all` is registered, whether it ran]
 _EXIT = [False, False]
 
@@ -168,6 +170,7 @@ def _view(stack, address: int, shape: tuple, dl_dtype: _DLDataType, device):
             _EXIT[0] = True
             atexit.register(release_all)
         _KEEP[key] = [m, dims, stack, 0, None]
+        _MADE[0] += 1
         _COUNT[id(stack)] = _COUNT.get(id(stack), 0) + 1
     capsule = _capsule_new()(key, b"dltensor", None)
     try:
@@ -239,33 +242,6 @@ def views(stack, pieces) -> tuple[list, list[bool]]:
     return out, viewed
 
 
-def retarget(bufs: list, old, new, address: int) -> bool:
-    """Make views `bufs` of stack `old` keep `new` alive instead, when `new` is the same
-    memory (a program that took `old` donated wrote `new` in place): the views then read
-    `new`, with no view made again. Waits until `new` is written (as `views` does).
-    Returns False, changing nothing, when `new` is other memory than `address` (`old`'s,
-    read before the call that donated it) or a buffer is no view of `old`."""
-    if tuple(new.shape) != tuple(old.shape) or np.dtype(new.dtype) != np.dtype(old.dtype):
-        return False
-    new.block_until_ready()
-    if new.unsafe_buffer_pointer() != address:
-        return False
-    with _LOCK:
-        keys = [_KEY_OF.get(id(b)) for b in bufs]
-        if any(k is None or _KEEP[k][2] is not old for k in keys):
-            return False
-        for k in keys:
-            _KEEP[k][2] = new
-        moved = len(keys)
-        left = _COUNT.get(id(old), 0) - moved
-        if left:
-            _COUNT[id(old)] = left
-        else:
-            _COUNT.pop(id(old), None)
-        _COUNT[id(new)] = _COUNT.get(id(new), 0) + moved
-    return True
-
-
 def is_view_of(buf, stack, offset: int) -> bool:
     """Whether `buf` is the memory of `stack` at element `offset` (same device, address)."""
     try:
@@ -281,6 +257,11 @@ def live_views_of(stack) -> int:
     """How many views of `stack` are alive."""
     with _LOCK:
         return _COUNT.get(id(stack), 0)
+
+
+def made() -> int:
+    """How many views were made in this process (benches and tests count them)."""
+    return _MADE[0]
 
 
 def live_views() -> int:

@@ -147,9 +147,8 @@ class Compiled:
                 f"the compiled parameters {[str(t) for t in self.exe.param_types]}"
             )
         if self.stacked:
-            outs, reuse = stacked_dispatch.execute(self, list(arrays))
-            plan = self.lowered.stack_plan
-            results = stacked_dispatch.outputs(plan, outs, self.out_avals, reuse)
+            outs = stacked_dispatch.execute(self, list(arrays))
+            results = stacked_dispatch.outputs(self.lowered.stack_plan, outs, self.out_avals)
             return (
                 results[0] if self.single_output else tree_unflatten(self.lowered.out_tree, results)
             )
@@ -163,7 +162,7 @@ class Compiled:
 
     def wrap(self, outs):
         """purejit Arrays in the output tree, from the executable's output buffers."""
-        if self.stacked:  # stacks of outputs: their leaves are row views
+        if self.stacked:  # stacks of outputs: their leaves are lazy rows
             results = stacked_dispatch.outputs(self.lowered.stack_plan, outs, self.out_avals)
         else:
             results = [Array.from_buffer(o, a) for o, a in zip(outs, self.out_avals)]

@@ -2,12 +2,13 @@
 
 For each group of leaves, the stack passed is, in this order:
 
-  (a) found: every leaf is a purejit Array whose buffer is the row view, at the leaf's
-      offset, of one live stack of the group's type (checked by address: `row_views.
-      is_view_of`), as the previous call left them: that stack, no copy;
+  (a) found: every leaf is a purejit Array that is the row, at the leaf's offset, of one
+      live stack of the group's type (`Array.row`; materialised or not), as the previous
+      call left them: that stack, no copy, no view, no wait;
   (b) built on the host: when some leaf is host data (a NumPy array, a purejit Array not on
-      a device yet) or the device is the CPU (its memory is the host's): the leaves' bytes
-      laid at their offsets in one NumPy array, transferred once;
+      a device yet) or a row of another stack (one layer replaced: that stack is read on the
+      host once), or the device is the CPU (its memory is the host's): the leaves' bytes laid
+      at their offsets in one NumPy array, transferred once;
   (c) built on the device (a GPU, every leaf a device buffer, the group built once before in
       this process): a zeroed stack, then one small cached executable per leaf shape writes
       each leaf at its offset in place (`dynamic_update_slice` at a runtime offset, the
@@ -16,11 +17,13 @@ For each group of leaves, the stack passed is, in this order:
       route's 44 ms), so a group's first build, on a program's first call, goes through
       the host (b) instead: a first call compiles nothing but the program.
 
-After a call that does not donate the group, the leaves' Arrays are rebound to row views of
-the stack just built (same values, zero copy: `row_views.views`), so that the next call finds
-it (a). A donated group donates its stack: the leaves' Arrays are deleted after the call, as
-any donated Array; a found stack is donated only when no view of it lives outside the group
-(else its views would read what the program wrote): otherwise a copy is built and donated.
+After a call that does not donate the group, the leaves' Arrays are rebound to lazy rows of
+the stack just built (same values, no view made), so that the next call finds it (a). A
+donated group donates its stack: the leaves' Arrays are deleted after the call, as any
+donated Array (a view made of a row is deleted too: whoever holds it gets an error, not
+what the program wrote); a found stack is donated only when no view of it lives outside the
+group: otherwise a copy is built and donated. The stacked outputs are lazy rows of their
+stack (`outputs`): a donated training step makes no view and waits for nothing.
 
 jaxlib's C++ dispatch maps one leaf to one parameter, so a program with groups always runs
 here (`Compiled.fast_key_for` and `cpp_dispatch.fastpath_for` decline it).
@@ -31,7 +34,6 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-import weakref
 from types import SimpleNamespace
 
 import numpy as np
@@ -42,31 +44,22 @@ from purejit.compiler.stacked_params import Group, StackPlan
 from purejit.ir import Builder, TensorType
 from purejit.runtime.array import Array
 
-# id(Array) -> (a weak reference to the Array, a weak reference to its stack, its offset)
-_TAGS: dict[int, tuple] = {}
 # how each group's last stack was made ("found", "host", "device"), for tests and benches
 LAST: dict = {}
 
 
-def _tag(a: Array, stack, offset: int) -> None:
-    key = id(a)
-    forget = lambda _, key=key: _TAGS.pop(key, None)  # noqa: E731
-    # the Array, its stack, its offset, and the view it was given (still its buffer?)
-    _TAGS[key] = (weakref.ref(a, forget), weakref.ref(stack), offset, weakref.ref(a._buf))
-
-
 def stack_of(a) -> tuple | None:
-    """`(stack, offset)` when Array `a` was made a row view of a live stack, else None."""
-    entry = _TAGS.get(id(a))
-    if entry is None or entry[0]() is not a:
+    """`(stack, offset)` when `a` is a purejit Array that is a row of a live stack (lazy or
+    materialised as a view), else None."""
+    row = a._row if type(a) is Array else None
+    if row is None or row[0].is_deleted() or a._deleted_by is not None:
         return None
-    stack = entry[1]()
-    return None if stack is None else (stack, entry[2])
+    return row[0], row[1]
 
 
 def _found(g: Group, arrays: list):
-    """The live stack whose row views `arrays` are, at `g`'s offsets, else None."""
-    first = stack_of(arrays[0])
+    """The live stack whose rows `arrays` are, at `g`'s offsets, else None."""
+    first = arrays[0]._row
     if first is None:
         return None
     stack = first[0]
@@ -75,19 +68,25 @@ def _found(g: Group, arrays: list):
     if stack.is_deleted():
         return None
     for a, off in zip(arrays, g.offsets):
-        # the view this Array was given at `off` (its address was checked when made) is
-        # still its buffer: the leaf is that piece of the stack
-        entry = _TAGS.get(id(a))
-        if entry is None or entry[0]() is not a or entry[1]() is not stack or entry[2] != off:
+        # a row of this stack at `off`, with no buffer but the view made of that row
+        row = a._row
+        if row is None or row[0] is not stack or row[1] != off or a._buf is not row[3]:
             return None
-        if a._buf is None or entry[3]() is not a._buf or a._deleted_by is not None:
+        if a._deleted_by is not None:
             return None
     return stack
 
 
 def _host_bytes(a: Array) -> np.ndarray:
     # no `a.host`: that would keep a host copy of a device array on the Array
-    return a._host if a._buf is None else np.asarray(a._buf)
+    if a._buf is not None:
+        return np.asarray(a._buf)
+    if a._host is not None:
+        return a._host
+    # a lazy row: its piece of the stack read on the host (jax keeps that host copy on the
+    # stack, so the other rows of it read the same copy)
+    stack, offset, shape, _ = a._row
+    return np.asarray(stack).reshape(-1)[offset : offset + a.size]
 
 
 # per group, the host array its last host build laid out (for the next build to reuse; it
@@ -180,17 +179,19 @@ def _build(g: Group, arrays: list, device):
 
 
 def _others_view(stack, arrays: list, members: set[int]) -> bool:
-    """Whether an argument outside the group, or a view outside the call, reads `stack`."""
+    """Whether an argument outside the group, or a view outside the group's, reads `stack`."""
+    mine = 0
     for k, a in enumerate(arrays):
-        if k not in members and (tag := stack_of(a)) is not None and tag[0] is stack:
-            return True
-    return row_views.live_views_of(stack) > len(members)
+        if a._row is not None and a._row[0] is stack:
+            if k not in members:
+                return True
+            mine += a._row[3] is not None
+    return row_views.live_views_of(stack) > mine
 
 
-def execute(compiled, arrays: list) -> tuple[list, dict]:
+def execute(compiled, arrays: list) -> list:
     """Run `compiled` (whose lowering has a `StackPlan`) on the user's leaves `arrays`
-    (purejit Arrays, checked against the signature); returns the output buffers and what
-    `outputs` may reuse (the views of stacks donated and possibly written in place)."""
+    (purejit Arrays, checked against the signature); returns the output buffers."""
     lowered = compiled.lowered
     plan: StackPlan = lowered.stack_plan
     exe = compiled.exe
@@ -207,23 +208,17 @@ def execute(compiled, arrays: list) -> tuple[list, dict]:
     # a donated buffer passed as another argument too: the same error as without groups
     dn.check_donated_inputs(arrays, SimpleNamespace(aliases=donated_leaves), paths, lowered.name)
     bufs, made = [], []
-    # output index -> (the group, its donated found stack, its views in stack order, the
-    # stack's address): what `outputs` hands on when the output is written in place
-    reuse: dict = {}
     for p, (kind, i) in enumerate(plan.sources):
         if kind == "leaf":
             bufs.append(arrays[i].buffer)
             continue
         g = plan.groups[i]
         members = [arrays[k] for k in g.leaves]
-        on_device = [a._buf is not None for a in members]  # host data is not adopted
+        # host data is not adopted
+        on_device = [a._buf is not None or a._row is not None for a in members]
         stack, how = _found(g, members), "found"
-        if stack is not None and p in aliases:
-            if _others_view(stack, arrays, set(g.leaves)):
-                stack = None  # donating it would change what other views read
-            else:  # the program may write the output in place: its views stay views
-                views = [a._buf for a in members]
-                reuse[aliases[p]] = (g, stack, views, stack.unsafe_buffer_pointer())
+        if stack is not None and p in aliases and _others_view(stack, arrays, set(g.leaves)):
+            stack = None  # donating it would change what other views read
         if stack is None:
             stack, how = _build(g, members, device)
         LAST[g] = how
@@ -235,53 +230,41 @@ def execute(compiled, arrays: list) -> tuple[list, dict]:
             arrays[i].delete(_donated_reason(paths[i], lowered.name), consumed=True)
     for p, g, members, stack, how, on_device in made:
         if p in aliases:
-            # a found stack's views are dropped (their memory is the output's now; `outputs`
-            # hands them on when the output is that memory), a built stack's leaves freed,
-            # as donating them would have
+            # the leaves are deleted as donating them would have: a built stack's own
+            # buffers freed, a found stack's rows dropped and the views made of them deleted
+            # (their memory is the output's now)
             for a, k in zip(members, g.leaves):
-                a.delete(_donated_reason(paths[k], lowered.name), consumed=how == "found")
+                a.delete(_donated_reason(paths[k], lowered.name))
         elif how != "found":
             adopt(g, [a if d else None for a, d in zip(members, on_device)], stack)
-    return outs, reuse
+    return outs
 
 
 def adopt(g: Group, members: list, stack) -> None:
     """Rebind the group's leaves that were device arrays (purejit Arrays; `members[k]` or
-    None when not rebound) to row views of `stack`, so that the next call finds it; a piece
-    that cannot be viewed keeps its own buffer."""
-    if not any(a is not None for a in members):
-        return
-    bufs, viewed = row_views.views(stack, g.pieces)
-    for a, b, ok, off in zip(members, bufs, viewed, g.offsets):
-        if ok and a is not None:
-            a._buf, a._host = b, None
-            _tag(a, stack, off)
+    None when not rebound) to lazy rows of `stack` (same values, no view made), so that the
+    next call finds it."""
+    for a, off, shape in zip(members, g.offsets, g.shapes):
+        if a is not None:
+            a._buf = a._host = None
+            a._row = (stack, off, tuple(shape), None)
 
 
-def outputs(plan: StackPlan, outs: list, out_avals: list, reuse=None) -> list:
+def outputs(plan: StackPlan, outs: list, out_avals: list) -> list:
     """The user's output leaves (purejit Arrays) from the entry's results `outs`: a
-    stacked result becomes row views of it, each tagged so that the next call finds it;
-    where `execute` donated a stack laid out alike that the program wrote in place (`reuse`),
-    its views are handed on, not made again."""
+    stacked result's leaves are lazy rows of it (`Array.row`: no view, no wait), which the
+    next call finds."""
     if not plan.out_groups:
         return [Array.from_buffer(o, a) for o, a in zip(outs, out_avals)]
     results: list = [None] * len(out_avals)
-    reuse = reuse or {}
-    for r, (buf, (kind, j)) in enumerate(zip(outs, plan.out_sources)):
+    row = Array.row
+    for buf, (kind, j) in zip(outs, plan.out_sources):
         if kind == "leaf":
             results[j] = Array.from_buffer(buf, out_avals[j])
             continue
         h = plan.out_groups[j]
-        old = reuse.get(r)
-        same = old is not None and (old[0].offsets, old[0].shapes) == (h.offsets, h.shapes)
-        if same and row_views.retarget(old[2], old[1], buf, old[3]):
-            bufs, viewed = old[2], [True] * len(old[2])  # written in place: the same views
-        else:
-            bufs, viewed = row_views.views(buf, h.pieces)
-        for k, b, ok, off in zip(h.leaves, bufs, viewed, h.offsets):
-            results[k] = a = Array.from_buffer(b, out_avals[k])
-            if ok:
-                _tag(a, buf, off)
+        for k, off in zip(h.leaves, h.offsets):
+            results[k] = row(buf, off, out_avals[k])
     return results
 
 
