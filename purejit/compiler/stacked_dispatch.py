@@ -6,16 +6,17 @@ For each group of leaves, the stack passed is, in this order:
       live stack of the group's type (`Array.row`; materialised or not), as the previous
       call left them: that stack, no copy, no view, no wait;
   (b) built on the host: when some leaf is host data (a NumPy array, a purejit Array not on
-      a device yet) or a row of another stack (one layer replaced: that stack is read on the
-      host once), or the device is the CPU (its memory is the host's): the leaves' bytes laid
-      at their offsets in one NumPy array, transferred once;
-  (c) built on the device (a GPU, every leaf a device buffer, the group built once before in
-      this process): a zeroed stack, then one small cached executable per leaf shape writes
-      each leaf at its offset in place (`dynamic_update_slice` at a runtime offset, the
-      stack donated), once per leaf. Those executables are compiled on first use (on CPU:
-      5 shapes of the 48-layer transformer, 0.25 s; then 37 ms a build against the host
-      route's 44 ms), so a group's first build, on a program's first call, goes through
-      the host (b) instead: a first call compiles nothing but the program.
+      a device yet), or the device is the CPU (its memory is the host's), or it is the
+      group's first build: the leaves' bytes laid at their offsets in one NumPy array (a
+      lazy row read from one host copy of its stack), transferred once;
+  (c) built on the device (a GPU, every leaf a device buffer or a row, the group built once
+      before in this process; a lazy row is materialised as its view): a zeroed stack, then
+      one small cached executable per leaf shape writes each leaf at its offset in place
+      (`dynamic_update_slice` at a runtime offset, the stack donated), once per leaf. Those
+      executables are compiled on first use (on CPU: 5 shapes of the 48-layer transformer,
+      0.25 s; then 37 ms a build against the host route's 44 ms), so a group's first build,
+      on a program's first call, goes through the host (b) instead: a first call compiles
+      nothing but the program.
 
 After a call that does not donate the group, the leaves' Arrays are rebound to lazy rows of
 the stack just built (same values, no view made), so that the next call finds it (a). A
@@ -161,7 +162,7 @@ def build_on_device(g: Group, arrays: list, device):
     stack = pjrt.to_device(np.zeros(g.stack_type.shape, g.stack_type.dtype), device)
     for a, off, shape in zip(arrays, g.offsets, g.shapes):
         exe = _updater(g.stack_type, tuple(shape), device)
-        leaf = pjrt.on_device(a._buf, device)
+        leaf = pjrt.on_device(a.buffer, device)  # a lazy row: its view made now
         (stack,) = exe.execute_unchecked([stack, leaf, _offset_buffer(off, device)])
     return stack
 
@@ -173,7 +174,8 @@ _BUILT: set = set()
 def _build(g: Group, arrays: list, device):
     first = g not in _BUILT
     _BUILT.add(g)
-    if device.platform == "cpu" or first or any(a._buf is None for a in arrays):
+    # host data goes through the host; a lazy row is read as its view on the device route
+    if device.platform == "cpu" or first or any(a._buf is None and a._row is None for a in arrays):
         return build_on_host(g, arrays, device), "host"
     return build_on_device(g, arrays, device), "device"
 

@@ -154,3 +154,17 @@ def test_a_layer_replaced_between_donated_steps_rebuilds_the_stack():
     assert sd.LAST[g] == "found"
     for u, v in zip(leaves(c), leaves(purejit.jit(step)(purejit.jit(step)(host, x), x))):
         np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6)
+
+
+def test_both_build_routes_read_lazy_rows():
+    got, want, rolled, x = _rows(3, seed=5)
+    g = rolled.lower(got, x).stack_plan.groups[1]  # the w's
+    members = [jax.tree.leaves(got)[k] for k in g.leaves]
+    assert all(a._buf is None for a in members)
+    dev = pjrt.default_device()
+    on_host = np.asarray(sd.build_on_host(g, members, dev))
+    assert all(a._buf is None for a in members)  # read from the stack's host copy
+    on_device = np.asarray(sd.build_on_device(g, members, dev))  # materialised: views
+    np.testing.assert_array_equal(on_device, on_host)
+    want_w = np.concatenate([want[k].reshape(-1) for k in g.leaves])
+    np.testing.assert_array_equal(on_host.reshape(-1), want_w)
