@@ -37,6 +37,7 @@ import atexit
 import ctypes
 import functools
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -197,6 +198,11 @@ def release_all() -> None:
                 buf.delete()
             except Exception:  # noqa: S110  (at exit: nothing to report it to)
                 pass
+    # a client may run a deleter after `delete` returns (once the buffer's last use is
+    # done): give those a moment to run while Python is whole
+    deadline = time.monotonic() + 2.0
+    while refs and live_views() and time.monotonic() < deadline:
+        time.sleep(0.001)
     _EXIT[1] = True
 
 

@@ -140,7 +140,11 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
             if self._host is None:  # a lazy row (`_deleted_by`, `_host` and `_buf` None)
                 return self._materialise()
             buf = self._buf = pjrt.to_device(self._host)
-        elif self._deleted_by is not None or buf.is_deleted() or self._stack_deleted():
+        elif (
+            self._deleted_by is not None
+            or buf.is_deleted()
+            or (self._row is not None and self._row[0].is_deleted())  # a row's stack donated
+        ):
             raise self.deleted_error()
         return buf
 
@@ -166,7 +170,7 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
         if (
             self._deleted_by is not None
             or (self._buf is not None and self._buf.is_deleted())
-            or self._stack_deleted()
+            or (self._row is not None and self._row[0].is_deleted())
         ):
             raise self.deleted_error()
 
