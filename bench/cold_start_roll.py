@@ -111,6 +111,10 @@ def roll_ab(args) -> dict:
             gpu = purejit.devices()[0].platform in ("gpu", "cuda", "rocm")  # packs by default
             if args.pack_ab:  # the rolled program with the other packing
                 fs["other"] = purejit.jit(fun, compiler_options={"roll_layers": True})
+            # the rolled program building its stacks itself (before `stacked_params`)
+            fs["inside"] = purejit.jit(
+                fun, compiler_options={"roll_layers": True, "stacked_params": False}
+            )
             dev = purejit.tree_util.tree_map(xp.asarray, params)
             temp, moved, kernels = {}, {}, {}
             for r, f in fs.items():
@@ -133,6 +137,9 @@ def roll_ab(args) -> dict:
                         leaf.block_until_ready()
                     times[r] = min(times[r], time.perf_counter() - t0)
             m = moved[True]
+            if what == "training step":
+                donated = _donated_steps(purejit, xp, fun, params, x, args.ab_calls)
+                best[f"{form}, donated training step"] = donated
             best[f"{form}, {what}"] = {"times": times, "temp": temp, "hlo_bytes": m}
             best[f"{form}, {what}"]["kernels"] = kernels
             ratio = times[True] / times[False]
@@ -154,6 +161,33 @@ def roll_ab(args) -> dict:
                 flush=True,
             )
             best[f"{form}, {what}"]["trip_kernels"] = trips
+            mi = moved["inside"]
+            print(
+                f"    rolled, stacks built in the program (stacked_params off): "
+                f"{times['inside'] * 1e3:.2f} ms ({times['inside'] / times[False]:.3f}x "
+                f"unrolled), temporaries {temp['inside'] / 2**20:.1f} MiB, HLO per call: stack "
+                f"{mi['stack'] / 2**20:.2f} MiB, unstack {mi['unstack'] / 2**20:.2f} MiB; "
+                f"kernels {kernels['inside']}",
+                flush=True,
+            )
+            if what == "training step":
+                dt = donated["times"]
+                print(
+                    "    donated training step, each call on the previous call's outputs: "
+                    + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in dt.items())
+                    + f"; rolled / unrolled {dt['rolled'] / dt['unrolled']:.3f}x, stacks "
+                    f"inside / unrolled {dt['rolled, stacks inside'] / dt['unrolled']:.3f}x; "
+                    "temporaries "
+                    + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in donated["temp"].items()),
+                    flush=True,
+                )
+                print(
+                    "    donated training step, dispatch (until the call returns): "
+                    + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in donated["dispatch"].items())
+                    + "; row views made per call: "
+                    + ", ".join(f"{k} {v:.0f}" for k, v in donated["views"].items()),
+                    flush=True,
+                )
             if "other" in fs:
                 print(
                     f"    rolled with saved values {'one stack each' if gpu else 'packed'} "
@@ -163,3 +197,52 @@ def roll_ab(args) -> dict:
                     flush=True,
                 )
     return best
+
+
+def _donated_steps(purejit, xp, step, params, x, calls: int) -> dict:
+    """The training step with its parameters donated, each call on the previous call's
+    updated parameters (as a training loop runs it), unrolled, rolled, and rolled with the
+    stacks built in the program; best of `calls` per program, interleaved. Also per program:
+    the best dispatch time (until the call returns, before waiting for its results) and the
+    row views (`purejit.backend.row_views`) its calls made, per call."""
+    from purejit.backend import row_views
+
+    made = [0]
+    real = row_views._view
+
+    def counting(*a, **k):  # every view made goes through `_view`
+        made[0] += 1
+        return real(*a, **k)
+
+    options = {
+        "unrolled": {},
+        "rolled": {"roll_layers": True},
+        "rolled, stacks inside": {"roll_layers": True, "stacked_params": False},
+    }
+    fs = {k: purejit.jit(step, donate_argnums=0, compiler_options=o) for k, o in options.items()}
+    state = {k: purejit.tree_util.tree_map(xp.asarray, params) for k in fs}
+    temp = {}
+    for k, f in fs.items():
+        state[k], _ = f(state[k], x)
+        temp[k] = next(iter(f.cache.values())).memory_analysis().temp_size_in_bytes
+    times = {k: float("inf") for k in fs}
+    dispatch = {k: float("inf") for k in fs}
+    views = {k: 0 for k in fs}
+    row_views._view = counting
+    try:
+        for _ in range(calls):
+            for k, f in fs.items():
+                before = made[0]
+                t0 = time.perf_counter()
+                state[k], value = f(state[k], x)
+                t1 = time.perf_counter()
+                views[k] += made[0] - before
+                value.block_until_ready()
+                for leaf in purejit.tree_util.tree_leaves(state[k]):
+                    leaf.block_until_ready()
+                times[k] = min(times[k], time.perf_counter() - t0)
+                dispatch[k] = min(dispatch[k], t1 - t0)
+    finally:
+        row_views._view = real
+    per_call = {k: v / calls for k, v in views.items()}
+    return {"times": times, "temp": temp, "dispatch": dispatch, "views": per_call}

@@ -57,9 +57,11 @@ outside a run; the calls it leaves are inlined by `inline` as before.
 
 When it runs: only with `compiler_options={"roll_layers": True}`, never in a partitioned
 program. It is off by default because rolling costs memory traffic the unrolled program
-does not have: the per-layer parameters are copied into stacks on every call (PJRT has no
-sub-buffer views; each run's `stacked_bytes` says how much), or on CPU each trip's into
-the case's buffers, and the loop's stacked outputs are buffers XLA zero-fills. The rule
+does not have: the per-layer parameters are copied into stacks on every call (each run's
+`stacked_bytes` says how much), or on CPU each trip's into the case's buffers, unless the
+compiler takes the stacks as arguments (`stacked_params`, on with roll_layers: the
+per-layer arrays stay row views of one stack between calls, `purejit/compiler/
+stacked_params.py`); and the loop's stacked outputs are buffers XLA zero-fills. The rule
 for turning it on by itself (unpartitioned, runs of at least 8 blocks, the stacking bytes
 under 2% of the step's traffic) and the CPU figures that keep it off are in
 docs/benchmarks/roll_layers_cpu.md.

@@ -8,6 +8,7 @@ import numpy as np
 
 from purejit.backend import pjrt
 from purejit.compiler import donation as dn
+from purejit.compiler import stacked_dispatch
 from purejit.runtime.array import Array, as_array, deleted_error_of
 from purejit.tracing import ShapedArray, Tracer
 from purejit.tree_util import flatten_one_level, tree_flatten, tree_paths, tree_unflatten
@@ -32,6 +33,10 @@ class Compiled:
         self.plain = donation is None or not donation.aliases
         # with several devices an argument may sit elsewhere: check before executing
         self._placed = lowered.layout is None and pjrt.several_devices()
+        # stacks of leaves passed as one parameter (`stacked_dispatch`): leaves' types here
+        self.stacked = getattr(lowered, "stack_plan", None) is not None
+        if self.stacked:
+            self._param_key = tuple((a.shape, a.dtype) for a in lowered.in_avals)
 
     def __call__(self, *args, **kwargs):
         leaves, tree = tree_flatten((args, kwargs))
@@ -70,8 +75,14 @@ class Compiled:
         key, leaves = flat
         if len(leaves) != len(avals):
             return None
-        # every donated parameter, aliased or not (`donated` is per parameter)
-        donated = () if self.plain else self.lowered.donation.donated
+        # every donated parameter, aliased or not (`donated` is per parameter; with stacks
+        # of leaves, per leaf)
+        if self.stacked:  # (never jaxlib's C++ path: it maps one leaf to one parameter)
+            if self._placed:
+                return None
+            donated = self.lowered.leaf_donated
+        else:
+            donated = () if self.plain else self.lowered.donation.donated
         for i, (a, given, want) in enumerate(zip(leaves, sig_leaves, avals)):
             if type(a) is Array:
                 if a is not given or a.aval != want:
@@ -91,6 +102,11 @@ class Compiled:
         by `fast_key_for`: their shapes, dtypes and weak types are exactly this executable's
         parameters. `ELSEWHERE` when an argument sits on another device than the program's
         (the signature path then picks the program for that device)."""
+        if self.stacked:
+            # a NumPy leaf (never donated, never weak: `fast_key_for`) is read during the
+            # call: laid into its stack, or transferred as a parameter of its own
+            arrays = [a if type(a) is Array else Array(host=a) for a in leaves]
+            return self.run_arrays(arrays, [a.aval for a in arrays])
         if self.plain:
             # `_buf` read directly: a buffer that C++ dispatch donated fails in `_execute`
             bufs = [
@@ -130,6 +146,12 @@ class Compiled:
                 f"{self.lowered.name}: arguments {[str(a.type) for a in avals]} do not match "
                 f"the compiled parameters {[str(t) for t in self.exe.param_types]}"
             )
+        if self.stacked:
+            outs = stacked_dispatch.execute(self, list(arrays))
+            results = stacked_dispatch.outputs(self.lowered.stack_plan, outs, self.out_avals)
+            return (
+                results[0] if self.single_output else tree_unflatten(self.lowered.out_tree, results)
+            )
         donation = self.lowered.donation
         if donation is not None and donation.aliases:
             return self._run_donating(arrays, donation)
@@ -140,7 +162,10 @@ class Compiled:
 
     def wrap(self, outs):
         """purejit Arrays in the output tree, from the executable's output buffers."""
-        results = [Array.from_buffer(o, a) for o, a in zip(outs, self.out_avals)]
+        if self.stacked:  # stacks of outputs: their leaves are lazy rows
+            results = stacked_dispatch.outputs(self.lowered.stack_plan, outs, self.out_avals)
+        else:
+            results = [Array.from_buffer(o, a) for o, a in zip(outs, self.out_avals)]
         if self.single_output:
             return results[0]
         return tree_unflatten(self.lowered.out_tree, results)

@@ -102,7 +102,7 @@ class _Outputs:
                 launched(children[0])
         a = _new(Array)
         a._buf = children[0]
-        a._host = a._deleted_by = None
+        a._host = a._deleted_by = a._row = None
         a.aval = aval
         a._weak = aval.weak_type
         return a
@@ -214,7 +214,7 @@ def mark_donated_leaves(leaves: list, position: int, fname: str) -> None:
                         f"it was donated as (part of) argument {position} of the jitted "
                         f"function {fname}; a donated array cannot be used after the call"
                     )
-                a._buf = a._host = None
+                a._buf = a._host = a._row = None
                 a._deleted_by = reason
 
 
@@ -244,7 +244,8 @@ def fastpath_for(jitted, compiled, ran_on: list, leaves: list, out):
     lowered = compiled.lowered
     exe = compiled.exe
     if (
-        callback.callback_keys(lowered.emitted)
+        getattr(compiled, "stacked", False)  # several leaves to one parameter: Python's
+        or callback.callback_keys(lowered.emitted)
         or cpp_jit.jax_x64() != config.enable_x64
         or len(leaves) != len(exe.param_types)
         or len(ran_on) != len(leaves)

@@ -117,8 +117,13 @@ def check_donated_inputs(arrays, plan: DonationPlan, paths, fname: str):
     for i, a in enumerate(arrays):
         buf = a._buf
         if buf is None:
-            continue
-        j = seen.setdefault(id(buf), i)
+            row = a._row  # a lazy row: the same piece of the same stack is the same buffer
+            if row is None:
+                continue
+            key = (id(row[0]), row[1])
+        else:
+            key = id(buf)
+        j = seen.setdefault(key, i)
         if j != i and (i in plan.aliases or j in plan.aliases):
             raise ValueError(
                 f"{fname}: argument {paths[i]} and argument {paths[j]} are the same buffer, "

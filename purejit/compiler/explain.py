@@ -17,6 +17,7 @@ Printed, an `Explanation` shows
 
 from __future__ import annotations
 
+from typing import Any
 from dataclasses import dataclass, field
 
 from purejit.backend import fusion, hlo_collectives, pjrt, stablehlo
@@ -67,6 +68,7 @@ class Explanation:
     # the compiled program's collectives and whether XLA scheduled each to overlap compute
     collectives: list = field(default_factory=list)  # backend.hlo_collectives.Collective
     layers: dict = field(default_factory=dict)  # roll_layers' report: rolled and refused runs
+    stacks: Any = None  # a StackPlan: stacks of leaves passed / returned as one argument
 
     @property
     def saved_bytes(self) -> int:
@@ -109,7 +111,7 @@ class Explanation:
             out += _attention_lines(self.attention)
         if self.layers.get("rolled") or self.layers.get("refused"):
             out += ["", "repeated layers (compiler_options={'roll_layers': True})"]
-            out += _layer_lines(self.layers)
+            out += _layer_lines(self.layers, self.stacks)
         if self.residuals:
             out += ["", "residuals (saved by the forward pass for the backward pass)"]
             out += _residual_lines(self.residuals)
@@ -210,14 +212,35 @@ def _attention_lines(entries) -> list[str]:
     return out
 
 
-def _layer_lines(report: dict) -> list[str]:
-    """One line per run of calls rolled into a scan or left unrolled, with the reason."""
+def _stack_lines(plan) -> list[str]:
+    """One line per stack of leaves the program takes or returns as one argument."""
+    out = []
+    for g in plan.groups:
+        out.append(
+            f"  argument: {len(g.leaves)} leaves ({g.leaves[0]}..{max(g.leaves)}) as one "
+            f"{g.stack_type} stack{' (donated)' if g.donated else ''}: "
+            f"{_size(g.stack_type.nbytes)} no longer copied into it per call when they are "
+            "its row views"
+        )
+    for h in plan.out_groups:
+        out.append(
+            f"  result: {len(h.leaves)} outputs returned as one {h.stack_type} stack, each a "
+            "row view of it (the next call takes the stack as it is)"
+        )
+    return out
+
+
+def _layer_lines(report: dict, stacks=None) -> list[str]:
+    """One line per run of calls rolled into a scan or left unrolled, with the reason; and
+    the stacks the program takes as arguments (`stacks`, a StackPlan or None)."""
     out = []
     for r in report.get("rolled", []):
         extra = ", reverse" if r["reverse"] else ""
         if r["stacks_reused"]:
             extra += f", {r['stacks_reused']} stacks read from an earlier scan as they are"
-        if r.get("stacked_bytes"):
+        if r.get("stacked_bytes") and stacks is not None:
+            extra += f"; stacks {_size(r['stacked_bytes'])} of parameters (arguments below)"
+        elif r.get("stacked_bytes"):
             extra += f"; copies {_size(r['stacked_bytes'])} per call to stack parameters"
         if r.get("xs_selected"):
             extra += f"; {r['xs_selected']} per-block parameters read per trip by a case, unstacked"
@@ -229,10 +252,13 @@ def _layer_lines(report: dict) -> list[str]:
     for r in report.get("refused", []):
         out.append(f"  refused  {r['callee']} at {r.get('loc') or '-'}: {r['reason']}")
     stacked = sum(r.get("stacked_bytes", 0) for r in report.get("rolled", []))
-    if stacked:
+    if stacks is not None:
+        out += _stack_lines(stacks)
+        stacked -= stacks.stacked_bytes
+    if stacked > 0:
         out.append(
-            f"  (off by default: stacking copies {_size(stacked)} per call, PJRT has no "
-            "sub-buffer views; the rule: docs/benchmarks/roll_layers_cpu.md)"
+            f"  (off by default: stacking copies {_size(stacked)} per call in the program; "
+            "the rule: docs/benchmarks/roll_layers_cpu.md)"
         )
     return out
 
@@ -352,5 +378,6 @@ def explain_lowered(lowered, *, compiled=None) -> Explanation:
             ex.attention += _jit_entries(r.report)
         if r.name == "roll_layers":
             ex.layers = r.report
+    ex.stacks = getattr(lowered, "stack_plan", None)
     ex.differences = _compare(ex)
     return ex

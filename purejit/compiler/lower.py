@@ -19,7 +19,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from purejit.backend import cudnn_fmha, fusion, pjrt, stablehlo
+from purejit.backend import cudnn_fmha, fusion, pjrt, row_views, stablehlo
 from purejit.backend.lowering import callback
 from purejit.compiler import cache as compile_cache
 from purejit.compiler import calibration
@@ -29,6 +29,7 @@ from purejit.compiler.compiled import Compiled
 from purejit.compiler.explain import explain_lowered
 from purejit.compiler.options import CompilerOptions
 from purejit.compiler.signature import CallSignature
+from purejit.compiler.stacked_params import stack_parameters
 from purejit.config import config
 from purejit.ir import Function, print_function
 from purejit.passes import Pipeline
@@ -98,6 +99,10 @@ class Lowered:
     tail: Any = None  # the deferred reporting passes (a Pipeline), if any
     residuals: list = field(default_factory=list)  # purejit.passes.remat.Record per grad
     attention: list = field(default_factory=list)  # attention fused/refused under grad
+    # a rolled program's stacks of leaves passed as one parameter each (`stacked_params`):
+    # the plan from the user's leaves to the entry's parameters, and per leaf its donation
+    stack_plan: Any = None
+    leaf_donated: tuple = ()
     # where a call of the jitted function with these arguments keeps its executable (set by
     # `jit(f).lower`): `compile` fills it, so the first call does not compile again
     cache_slot: Any = field(default=None, repr=False)
@@ -128,6 +133,8 @@ class Lowered:
     def args_info(self):
         """The arguments as the caller passed them ((args, kwargs)), each leaf an `ArgInfo`."""
         donated = self.donation.donated if self.donation is not None else ()
+        if self.stack_plan is not None:
+            donated = self.leaf_donated
         infos = [ArgInfo(a, bool(donated[i]) if i < len(donated) else False)
                  for i, a in enumerate(self.in_avals)]  # fmt: skip
         return tree_unflatten(self.in_tree, infos)
@@ -353,7 +360,12 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         layout = _layout(jc, sig, opt.fn, opt.out_tree)
     fn, records, traced, out_tree, tail = opt.fn, opt.records, opt.traced, opt.out_tree, opt.tail
     paths = sig.paths
-    donation = _donation(jc, sig, fn, paths)
+    mask = _donation_mask(jc, sig)
+    plan = None
+    if layout is None and jc.options.stacks_params():
+        donated = tuple(mask or [False] * len(fn.params))
+        fn, plan = stack_parameters(fn, donated, row_views.alignment())
+    donation = _donation(jc, fn, mask, paths, plan)
     if layout is not None and tail is not None:  # SPMD programs take every pass now
         fn, more = tail.run(fn)
         records, tail = records + more[1:], None
@@ -388,6 +400,9 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         tail,
     )
     lowered.residuals = opt.residuals
+    if plan is not None:
+        lowered.stack_plan = plan
+        lowered.leaf_donated = tuple(bool(d) for d in (mask or [False] * plan.n_leaves))
     lowered.attention = opt.reports
     lowered.attention_calls = attention_calls
     if layout is not None:
@@ -492,13 +507,29 @@ def _layout(jc: JitConfig, sig: CallSignature, fn: Function, out_tree):
     return spmd.plan_layout(fn, ins, outs)
 
 
-def _donation(jc: JitConfig, sig: CallSignature, fn: Function, paths):
-    """The donation plan for this signature (None when nothing is donated)."""
+def _donation_mask(jc: JitConfig, sig: CallSignature) -> list | None:
+    """Per input leaf, whether it is donated (None when nothing is)."""
     if not jc.donate_argnums and not jc.donate_argnames:
         return None
     mask = sig.arg_mask(jc.donate_argnums, jc.donate_argnames)
-    if not any(mask):
+    return mask if any(mask) else None
+
+
+def _donation(jc: JitConfig, fn: Function, mask, paths, stacks=None):
+    """The donation plan of `fn`'s parameters (None when nothing is donated); with a
+    `StackPlan` `stacks`, a stacked parameter is donated when its leaves are (all or none:
+    `stack_parameters` groups no others)."""
+    if mask is None:
         return None
+    if stacks is not None:
+        groups = stacks.groups
+        mask = [mask[i] if kind == "leaf" else groups[i].donated for kind, i in stacks.sources]
+        paths = [
+            paths[i]
+            if kind == "leaf"
+            else f"{paths[groups[i].leaves[0]]} (stacked with {len(groups[i].leaves) - 1} more)"
+            for kind, i in stacks.sources
+        ]
     plan = dn.plan_donation(fn.param_types, mask, fn.result_types)
     dn.warn_unusable(plan, fn.param_types, paths, jc.name)
     return plan

@@ -24,6 +24,12 @@ Keys:
     roll_layers     False (default): every call is inlined. True: chains of calls of one
                     jitted layer become one `scan` over the stacked per-layer parameters,
                     so XLA compiles the layer once (`passes/roll_layers.py`)
+    stacked_params  with roll_layers: True (default) the program takes each stack of
+                    per-layer parameters as one argument, which dispatch builds (or finds
+                    already built: the row views of a previous call's stack), and returns
+                    per-layer outputs as row views of one stack
+                    (`purejit/compiler/stacked_params.py`); False: the stacks are built
+                    inside the program on every call (on CPU: read per trip by a `case`)
     collective_matmul
                     None (default): the collective-matmul pass does not run (it is opt-in).
                     "auto": it runs first and times each timing unit of a shard_map body
@@ -129,6 +135,7 @@ KNOWN_KEYS = (
     "remat_budget",
     "fused_attention",
     "roll_layers",
+    "stacked_params",
     "collective_matmul",
     "optimization_level",
     "memory_fitting_level",
@@ -179,6 +186,7 @@ class CompilerOptions:
     collective_matmul: str | None = None
     # set by lowering for a jit with shardings: the program runs over several devices
     partitioned: bool = False
+    stacked_params: bool = True  # with roll_layers: stacks are arguments (see above)
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | CompilerOptions | None) -> CompilerOptions:
@@ -221,7 +229,22 @@ class CompilerOptions:
             raise ValueError(f"compiler_options: roll_layers={roll!r} must be True or False")
         cm = options.get("collective_matmul")
         _collective_matmul_pass(cm)  # checked here, made where the pipeline is
-        return cls(tuple(disable), dump, fusion, remat, budget, fused, roll, cm)
+        stacked = options.get("stacked_params", True)
+        if not isinstance(stacked, bool):
+            raise ValueError(f"compiler_options: stacked_params={stacked!r} must be True or False")
+        return cls(
+            tuple(disable), dump, fusion, remat, budget, fused, roll, cm, stacked_params=stacked
+        )
+
+    def stacks_params(self) -> bool:
+        """Whether rolled programs take their stacks of parameters as arguments: roll_layers
+        and stacked_params on, one device, XLA's own fusion."""
+        return (
+            self.roll_layers
+            and self.stacked_params
+            and not self.partitioned
+            and (self.fusion == "xla")
+        )
 
     def attention_enabled(self) -> bool:
         """Whether hand-written attention may be fused (the option, else purejit.config)."""
@@ -277,8 +300,15 @@ class CompilerOptions:
                     roll_layers=self.roll_layers,
                     # a rolled loop's saved values packed into one stacked output: fewer
                     # launches per trip on GPU; on CPU the unfused concatenate costs more,
-                    # and the layers' parameters are read per trip by a case, unstacked
-                    roll_options={"pack_ys": pjrt.is_gpu(), "select_xs": not pjrt.is_gpu()},
+                    # and the layers' parameters are read per trip by a case, unstacked,
+                    # unless the stacks are the program's arguments (`stacked_params`)
+                    # (stacks taken as arguments: one per parameter, as `lax.scan` takes
+                    # them, so that an update over a whole stack is the output, in place)
+                    roll_options={
+                        "pack_ys": pjrt.is_gpu(),
+                        "select_xs": not pjrt.is_gpu() and not self.stacks_params(),
+                        "pack_xs": not self.stacks_params(),
+                    },
                     **fusion_options,
                 )
             )

@@ -1,8 +1,18 @@
-"""`purejit.Array`: a concrete array, on the device (a PJRT buffer) or still on the host.
+"""`purejit.Array`: a concrete array, on the device (a PJRT buffer), still on the host, or a
+row of a stack.
 
 Values made from NumPy or Python scalars stay on the host until a device computation needs
 them, so closing over a NumPy constant inside jit costs no transfer. Python operators
 dispatch through purejit's own eager path (`purejit.numpy` installs them).
+
+A row of a stack (`Array.row`: a stacked program's per-layer output, or a leaf its dispatch
+laid into a stack; `compiler/stacked_dispatch.py`) is the stack's buffer, an element offset
+and a shape: no buffer of its own (`_buf` None, `_host` None, `_row` set), nothing waited
+for. Stacked dispatch passes the stack itself when it is given its rows in order; anything
+else that needs the data (`.buffer`, `.host`, another program, jaxlib's C++ dispatch, which
+reads `_buf` and misses to Python on None as for host data) materialises the row first:
+waits for the stack and makes a zero-copy view of the row (`backend/row_views`; a copy where
+no view can be made), which the Array keeps. A row of a stack that was donated is deleted.
 
 As for `jax.Array`, `isinstance(x, Array)` also holds for tracers and typed PRNG keys, so
 user code's checks work inside jit, grad and vmap. purejit's own code asks "is this a
@@ -15,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from purejit import dtypes as pdt
-from purejit.backend import callback_errors, pjrt
+from purejit.backend import callback_errors, pjrt, row_views
 from purejit.ir import dtypes as irdt
 from purejit.runtime.mesh import SingleDeviceSharding, named_sharding_of
 from purejit.tracing import ConcreteArray, ShapedArray, Tracer, host_value
@@ -30,6 +40,13 @@ class DeletedArrayError(RuntimeError):
 DONATED_IN_CPP = (
     "it was donated to a jitted function, which may write an output into its buffer; a "
     "donated array cannot be used after the call: use that function's outputs instead"
+)
+
+
+# why a row of a stack is dead when the stack was donated by a call that did not take the row
+STACK_DONATED = (
+    "it is a row of a stack of arrays that was donated to a jitted function; a donated array "
+    "cannot be used after the call: use that function's outputs instead"
 )
 
 
@@ -68,7 +85,9 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
 
     __array_priority__ = 1000
     # _weak repeats aval.weak_type where jaxlib's C++ dispatch reads it (compiler/cpp_dispatch)
-    __slots__ = ("_buf", "_host", "aval", "_weak", "_deleted_by", "__weakref__")
+    # _row: (the stack, element offset, shape, the view made of it or None) for a row of a
+    # stack (see the module docstring), else None
+    __slots__ = ("_buf", "_host", "aval", "_weak", "_deleted_by", "_row", "__weakref__")
 
     def __init__(self, buf=None, host: np.ndarray | None = None, weak_type: bool = False):
         self._buf = buf
@@ -76,27 +95,57 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
         src = host if host is not None else buf
         self.aval = ShapedArray(tuple(src.shape), np.dtype(src.dtype), weak_type)
         self._weak = bool(weak_type)
-        self._deleted_by = None
+        self._deleted_by = self._row = None
 
     @staticmethod
     def from_buffer(buf, aval: ShapedArray) -> "Array":
         """Wrap a device buffer whose type is known (no buffer property reads)."""
         obj = _new(Array)
         obj._buf = buf
-        obj._host = obj._deleted_by = None
+        obj._host = obj._deleted_by = obj._row = None
         obj.aval = aval
         obj._weak = aval.weak_type
         return obj
+
+    @staticmethod
+    def row(stack, offset: int, aval: ShapedArray) -> "Array":
+        """A row of `stack` (a one-device buffer): its elements `offset ..` taken as a flat
+        array, of `aval`'s shape; no view made, nothing waited for (module docstring)."""
+        obj = _new(Array)
+        obj._buf = obj._host = obj._deleted_by = None
+        obj._row = (stack, offset, aval.shape, None)
+        obj.aval = aval
+        obj._weak = aval.weak_type
+        return obj
+
+    def _materialise(self):
+        """A lazy row's buffer: a view of its piece of the stack (kept, and the Array stays
+        that row), or a copy of it where no view can be made (no longer a row)."""
+        stack, offset, shape, _ = self._row
+        if stack.is_deleted():
+            raise self.deleted_error()
+        (buf,), (viewed,) = row_views.views(stack, [(offset, shape)])
+        self._buf = buf
+        self._row = (stack, offset, shape, buf) if viewed else None
+        return buf
 
     # --- data ---------------------------------------------------------------------------
     @property
     def buffer(self):
         """The device buffer (a jax.Array), transferring host data on first use."""
         buf = self._buf  # `_check_alive` inlined (hot)
-        if self._deleted_by is not None or (buf is not None and buf.is_deleted()):
-            raise self.deleted_error()
         if buf is None:
+            if self._deleted_by is not None:
+                raise self.deleted_error()
+            if self._host is None:  # a lazy row (`_deleted_by`, `_host` and `_buf` None)
+                return self._materialise()
             buf = self._buf = pjrt.to_device(self._host)
+        elif (
+            self._deleted_by is not None
+            or buf.is_deleted()
+            or (self._row is not None and self._row[0].is_deleted())  # a row's stack donated
+        ):
+            raise self.deleted_error()
         return buf
 
     @property
@@ -105,6 +154,9 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
         if self._deleted_by is not None or (buf is not None and buf.is_deleted()):
             raise self.deleted_error()
         if self._host is None:
+            if self._row is not None:  # a row: a copy, not NumPy's alias of the stack's memory
+                self._host = np.array(self.buffer)
+                return self._host
             try:
                 self._host = np.asarray(self._buf)
             except Exception as e:  # a failed host callback's own exception, if one failed
@@ -115,8 +167,16 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
     def _check_alive(self):
         # jaxlib's C++ dispatch runs donating programs without telling this wrapper: PJRT
         # deleted the buffer itself
-        if self._deleted_by is not None or (self._buf is not None and self._buf.is_deleted()):
+        if (
+            self._deleted_by is not None
+            or (self._buf is not None and self._buf.is_deleted())
+            or (self._row is not None and self._row[0].is_deleted())
+        ):
             raise self.deleted_error()
+
+    def _stack_deleted(self) -> bool:
+        # a row (a view made of it too) of a stack that another call donated
+        return self._row is not None and self._row[0].is_deleted()
 
     def deleted_error(self) -> DeletedArrayError | None:
         """The error that using this array raises, or None while it is alive."""
@@ -124,18 +184,24 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
             return DeletedArrayError(f"Array has been deleted ({self._deleted_by})")
         if self._buf is not None and self._buf.is_deleted():
             return DeletedArrayError(f"Array has been deleted ({DONATED_IN_CPP})")
+        if self._stack_deleted():
+            return DeletedArrayError(f"Array has been deleted ({STACK_DONATED})")
         return None
 
     def delete(self, reason: str = "deleted", *, consumed: bool = False):
         """Free the buffer now; `consumed`: XLA already took it over (a donated argument),
         so only the reference is dropped."""
         if self._buf is not None and not consumed:
-            self._buf.delete()
-        self._buf = self._host = None
+            self._buf.delete()  # a row's view: its memory stays the stack's
+        self._buf = self._host = self._row = None
         self._deleted_by = reason
 
     def is_deleted(self) -> bool:
-        return self._deleted_by is not None or (self._buf is not None and self._buf.is_deleted())
+        return (
+            self._deleted_by is not None
+            or (self._buf is not None and self._buf.is_deleted())
+            or self._stack_deleted()
+        )
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)
@@ -146,9 +212,12 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
 
     @property
     def device(self):
-        return next(iter(self.buffer.devices()))
+        return next(iter(self.devices()))
 
     def devices(self):
+        if self._buf is None and self._row is not None:
+            self._check_alive()
+            return self._row[0].devices()  # the stack's: no view needed
         return self.buffer.devices()
 
     def to_device(self, device, /, *, stream=None):
@@ -158,7 +227,7 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
         if device is None:
             return self
         self._check_alive()
-        if self._buf is not None and device in self._buf.devices():
+        if (self._buf is not None or self._row is not None) and device in self.devices():
             return self
         return Array.from_buffer(pjrt.to_device(self.buffer, device), self.aval)
 
@@ -182,11 +251,16 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
 
     def copy_to_host_async(self) -> None:
         """Start copying the data to host memory now, so a later read does not wait for it."""
-        if self._buf is not None and self._host is None:
+        if self._host is None and (self._buf is not None or self._row is not None):
             self._check_alive()
-            self._buf.copy_to_host_async()
+            self.buffer.copy_to_host_async()
 
     def block_until_ready(self):
+        if self._buf is None and self._row is not None:
+            stack = self._row[0]
+            if not stack.is_deleted():
+                stack.block_until_ready()
+            return self
         if self._buf is not None:
             try:
                 self._buf.block_until_ready()
@@ -196,6 +270,14 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
                 callback_errors.reraise(e)
                 raise
         return self
+
+    def __getstate__(self):
+        """Pickled as the buffer or host data: a row is materialised, never its stack."""
+        if self._row is not None and self._buf is None and self._deleted_by is None:
+            self.buffer
+        slots = {n: getattr(self, n) for n in ("_buf", "_host", "aval", "_weak", "_deleted_by")}
+        slots["_row"] = None
+        return (None, slots)
 
     def __array__(self, dtype=None, copy=None):
         h = self.host

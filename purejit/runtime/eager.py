@@ -223,7 +223,7 @@ def _raise_if_donated(name: str, args) -> None:
 def _from_buffer(buf, aval: ShapedArray) -> Array:
     a = _new(Array)
     a._buf = buf
-    a._host = a._deleted_by = None
+    a._host = a._deleted_by = a._row = None
     a.aval = aval
     a._weak = aval.weak_type
     return a
@@ -240,7 +240,7 @@ def _from_parts(aval, children):
     # Array.from_buffer inlined: C++ calls this once per output of every fast call
     a = _new(Array)
     a._buf = children[0]
-    a._host = a._deleted_by = None
+    a._host = a._deleted_by = a._row = None
     a.aval = aval
     a._weak = aval.weak_type
     return a

@@ -5,6 +5,8 @@ XLA compiles one kernel per row shape instead of one per row."""
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -95,26 +97,39 @@ def test_the_row_index_loop_returns_the_indices():
     assert any(op.name == "while" for op in kept.ops)
 
 
-def test_gradient_rows_are_read_at_runtime_indices():
-    ps, x = mlp_params(6), np.random.default_rng(3).standard_normal((2, 8)).astype(np.float32)
+@pytest.mark.parametrize("stacked", [False, True])
+def test_gradient_rows_are_read_at_runtime_indices(stacked):
+    # width 16 with the stacks as arguments: each piece 64-byte aligned, as a view needs
+    d = 16 if stacked else 8
+    ps = mlp_params(6, d)
+    x = np.random.default_rng(3).standard_normal((2, d)).astype(np.float32)
     loss = _loss(pnp, purejit.jit(dense(pnp)))
 
     def step(ps, x):  # what a training step does with each layer's gradient
         g = purejit.grad(loss)(ps, x)
         return jax.tree.map(lambda p, g: p - 0.1 * g, ps, g)
 
-    f = purejit.jit(step, compiler_options=ROLL)
+    f = purejit.jit(step, compiler_options={**ROLL, "stacked_params": stacked})
     lowered = f.lower(ps, x)
     reads = [op for op in lowered.fn.ops if op.name == "dynamic_slice"]
-    # w and b of 6 layers, rows of the backward scan's stacks (and the layer outputs the
-    # backward scan stacks again with x, which no forward stack holds)
-    assert len([r for r in reads if r.results[0].type.shape[1:] in ((8, 8), (8,))]) == 12
-    loops = {op.results[0].type.rank: op for op in lowered.fn.ops if op.name == "while"}
-    (loop,) = loops.values()
-    assert all(r.operands[1] in loop.results for r in reads)
+    shapes = ((d, d), (d,))
+    per_layer = [r for r in reads if r.results[0].type.shape[1:] in shapes]
+    if stacked:
+        # the stacks are arguments and the updated parameters one stack: the update runs
+        # over whole stacks (`stacked_outputs`), no row of them is read one by one
+        assert not per_layer
+    else:
+        # w and b of 6 layers, rows of the backward scan's stacks (and the layer outputs
+        # the backward scan stacks again with x, which no forward stack holds)
+        assert len(per_layer) == 12
+        (loop,) = [op for op in lowered.fn.ops if op.name == "while"]
+        assert all(r.operands[1] in loop.results for r in reads)
     # XLA sees no constant row offset: no slice of one row of a stack is left
     hlo = lowered.compile().as_text()
-    assert not [line for line in hlo.splitlines() if " slice(" in line and "slice={[" in line]
+    one_row = re.compile(r" slice\(.*slice=\{\[(\d+):(\d+)\]")
+    rows = [m for m in map(one_row.search, hlo.splitlines()) if m]
+    assert not [m for m in rows if int(m.group(2)) - int(m.group(1)) == 1]
+    assert stacked or not rows  # with stacks as arguments: whole columns of every row
     got = f(ps, x)
     jloss = _loss(jnp, dense(jnp))
     want = jax.tree.map(lambda p, g: p - 0.1 * g, ps, jax.grad(jloss)(ps, x))

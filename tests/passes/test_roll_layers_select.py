@@ -136,13 +136,19 @@ def test_the_cpu_compiler_selects_and_a_transformer_forward_matches_jax():
     ps = transformer_params(layers, d, np.random.default_rng(2))
     x = np.random.default_rng(3).standard_normal((2, 8, d)).astype(np.float32)
     block = purejit.jit(lambda x, p: transformer(pnp, [p], x, heads))
-    rolled = purejit.jit(mlp(pnp, block), compiler_options=ROLL)
-    (run,) = roll_report(rolled, ps, x)["rolled"]
-    on_gpu = purejit.devices()[0].platform in ("gpu", "cuda", "rocm")
-    # the back end's choice: stacked on GPU, read by a case on CPU
-    assert (run["xs_selected"] == 0) == on_gpu and (run["stacked_bytes"] > 0) == on_gpu
     want = jax.jit(lambda ps, x: transformer(jnp, ps, x, heads))(ps, x)
-    np.testing.assert_allclose(np.asarray(rolled(ps, x)), np.asarray(want), rtol=1e-4, atol=1e-5)
+    on_gpu = purejit.devices()[0].platform in ("gpu", "cuda", "rocm")
+    # the back end's choice when the program builds its stacks (stacked_params off):
+    # stacked on GPU, read by a case on CPU; with the stacks as arguments (the default),
+    # stacked everywhere (the stack is a parameter, built by dispatch)
+    for stacked in (False, True):
+        options = {**ROLL, "stacked_params": stacked}
+        rolled = purejit.jit(mlp(pnp, block), compiler_options=options)
+        (run,) = roll_report(rolled, ps, x)["rolled"]
+        stacks = on_gpu or stacked
+        assert (run["xs_selected"] == 0) == stacks and (run["stacked_bytes"] > 0) == stacks
+        got = np.asarray(rolled(ps, x))
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-4, atol=1e-5)
 
 
 def test_parameters_both_loops_read_stay_one_stack_when_small(monkeypatch):
@@ -157,7 +163,9 @@ def test_parameters_both_loops_read_stay_one_stack_when_small(monkeypatch):
 
     def roll(**options):
         _roll_pass(monkeypatch, select_xs=True, **options)
-        rolled = purejit.jit(purejit.grad(loss), compiler_options=ROLL)
+        # the program building its stacks (what select_min_bytes decides between)
+        inside = {**ROLL, "stacked_params": False}
+        rolled = purejit.jit(purejit.grad(loss), compiler_options=inside)
         return rolled, roll_report(rolled, ps, x)["rolled"]
 
     rolled, (fwd, bwd) = roll()
@@ -170,7 +178,8 @@ def test_parameters_both_loops_read_stay_one_stack_when_small(monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
     # a forward pass alone (no other loop reads them) selects them however small
     _roll_pass(monkeypatch, select_xs=True)
-    (run,) = roll_report(purejit.jit(model, compiler_options=ROLL), ps, x)["rolled"]
+    inside = {**ROLL, "stacked_params": False}
+    (run,) = roll_report(purejit.jit(model, compiler_options=inside), ps, x)["rolled"]
     assert run["xs_selected"] == 2
 
 
