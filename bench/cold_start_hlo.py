@@ -1,7 +1,8 @@
 """What a rolled program spends moving per-layer arrays in and out of stacks, read from the
 compiled HLO (XLA's optimised module text, `compiled.as_text()`).
 
-PJRT has no sub-buffer views: a list of per-layer parameters is copied into one stack on
+With the stacks built in the program (`compiler_options={"stacked_params": False}`, or where a
+stack cannot be an argument) a list of per-layer parameters is copied into one stack on
 every call, the loop's stacked outputs (a forward scan's saved residuals, a backward scan's
 per-layer gradients) are buffers the program fills (XLA zero-initialises them) and whose rows
 are sliced back out where something outside the loop reads a layer's value. Counted on the
