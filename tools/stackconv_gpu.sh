@@ -4,7 +4,7 @@ OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 python3 -m pip install --no-deps --no-build-isolation -q -e . > "$OUT/install.log" 2>&1
 source tools/deadline.sh
-BASE=$PWD/base_0172bef
+BASE=${BASE:-$PWD/base_0172bef}  # a git archive of 0172bef (untracked): the tree before session 18
 run() { local name=$1; shift; local s=$(date +%s); timeout "$@" > "$OUT/$name.log" 2>&1; echo "$name: rc=$? $(( $(date +%s) - s )) s" | tee -a "$OUT/steps.txt"; }
 run tests 120 python3 -m pytest -q -p no:xdist -p no:cacheprovider tests/backend/test_row_views.py tests/compiler/test_stacked_params.py tests/compiler/test_lazy_rows.py tests/passes/test_roll_layers_first_call.py
 run routes 90 python3 -m bench.tools.stack_routes --layers 48 --d 128
