@@ -21,9 +21,9 @@ For each group of leaves, the stack passed is, in this order:
 After a call that does not donate the group, the leaves' Arrays are rebound to lazy rows of
 the stack just built (same values, no view made), so that the next call finds it (a). A
 donated group donates its stack: the leaves' Arrays are deleted after the call, as any
-donated Array (a view made of a row is deleted too: whoever holds it gets an error, not
-what the program wrote); a found stack is donated only when no view of it lives outside the
-group: otherwise a copy is built and donated. The stacked outputs are lazy rows of their
+donated Array; a found stack is donated only when no view of it lives (not even one made of
+a row of the group: a program reading it may still run) and no other argument reads it:
+otherwise a copy is built and donated. The stacked outputs are lazy rows of their
 stack (`outputs`): a donated training step makes no view and waits for nothing.
 
 jaxlib's C++ dispatch maps one leaf to one parameter, so a program with groups always runs
@@ -181,14 +181,14 @@ def _build(g: Group, arrays: list, device):
 
 
 def _others_view(stack, arrays: list, members: set[int]) -> bool:
-    """Whether an argument outside the group, or a view outside the group's, reads `stack`."""
-    mine = 0
+    """Whether an argument outside the group, or any view at all, reads `stack`. A view made
+    of one of the group's own rows counts too: a program reading that view may still run
+    (PJRT orders a donation after the uses of the donated buffer, not of views into it), and
+    donating the stack would let the call overwrite what it reads."""
     for k, a in enumerate(arrays):
-        if a._row is not None and a._row[0] is stack:
-            if k not in members:
-                return True
-            mine += a._row[3] is not None
-    return row_views.live_views_of(stack) > mine
+        if a._row is not None and a._row[0] is stack and k not in members:
+            return True
+    return row_views.live_views_of(stack) > 0
 
 
 def execute(compiled, arrays: list) -> list:

@@ -137,7 +137,7 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
         if buf is None:
             if self._deleted_by is not None:
                 raise self.deleted_error()
-            if self._host is None:  # a lazy row (`_deleted_by`, `_host` and `_buf` None)
+            if self._row is not None:  # a lazy row (its `_host` may be a copy NumPy read)
                 return self._materialise()
             buf = self._buf = pjrt.to_device(self._host)
         elif (
@@ -153,9 +153,11 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
         buf = self._buf  # `_check_alive` inlined (hot)
         if self._deleted_by is not None or (buf is not None and buf.is_deleted()):
             raise self.deleted_error()
+        if self._row is not None and self._row[0].is_deleted():  # a row's stack donated
+            raise self.deleted_error()
         if self._host is None:
             if self._row is not None:  # a row: a copy, not NumPy's alias of the stack's memory
-                self._host = np.array(self.buffer)
+                self._host = self._row_on_host()
                 return self._host
             try:
                 self._host = np.asarray(self._buf)
@@ -163,6 +165,19 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
                 callback_errors.reraise(e)
                 raise
         return self._host
+
+    def _row_on_host(self) -> np.ndarray:
+        """A copy of a row's data. A lazy row is read through a view made for the copy and
+        deleted after it, so the row stays lazy and leaves no view of its stack alive (a live
+        view keeps the next call from donating the stack in place: `stacked_dispatch`)."""
+        if self._buf is not None:
+            return np.array(self._buf)
+        stack, offset, shape, _ = self._row
+        (buf,), _ = row_views.views(stack, [(offset, shape)])
+        try:
+            return np.array(buf)
+        finally:
+            buf.delete()
 
     def _check_alive(self):
         # jaxlib's C++ dispatch runs donating programs without telling this wrapper: PJRT

@@ -168,3 +168,27 @@ def test_both_build_routes_read_lazy_rows():
     np.testing.assert_array_equal(on_device, on_host)
     want_w = np.concatenate([want[k].reshape(-1) for k in g.leaves])
     np.testing.assert_array_equal(on_host.reshape(-1), want_w)
+
+
+def test_a_live_view_of_a_row_keeps_its_stack_from_being_donated():
+    # a program reading a row's view may still run when the next call starts: PJRT orders a
+    # donation after the uses of the donated stack, not of views into it, so the stack is
+    # not donated while any view of it lives (a copy is built and donated instead)
+    ps, x = mlp_params(4, D), np.random.default_rng(6).standard_normal((2, D), np.float32)
+    step = _step(_model())
+    rolled = purejit.jit(step, donate_argnums=0, compiler_options=ROLL)
+    g = rolled.lower(ps, x).stack_plan.groups[1]  # the w's
+    a = rolled(_on_device(ps), x)
+    b = rolled(a, x)
+    assert sd.LAST[g] == "found"
+    host = jax.tree.map(np.asarray, b)  # NumPy reads leave no view: b's stack stays donatable
+    assert row_views.live_views_of(sd.stack_of(b[1]["w"])[0]) == 0
+    purejit.jit(lambda v: v * 2)(b[1]["w"])  # a program reads row 1 through its view
+    assert row_views.live_views_of(sd.stack_of(b[1]["w"])[0]) == 1
+    c = rolled(b, x)
+    assert sd.LAST[g] in ("host", "device")  # not "found": a copy was donated
+    for u, v in zip(leaves(c), leaves(purejit.jit(step)(host, x))):
+        np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6)
+    d = rolled(c, x)  # c's rows have no view: found and donated again
+    assert sd.LAST[g] == "found"
+    assert all(r.is_deleted() for r in jax.tree.leaves(c)) and not d[0]["w"].is_deleted()

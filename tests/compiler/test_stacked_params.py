@@ -169,15 +169,17 @@ def test_a_rolled_forward_takes_its_stack_and_finds_it_on_the_next_call():
     for how in ("host", "found", "found"):  # built on the host, then found
         np.testing.assert_allclose(np.asarray(rolled(dev, x)), want, rtol=1e-6, atol=1e-6)
         assert [sd.LAST[g] for g in gs] == [how, how]
-    # the leaves are lazy rows of their stack now (no view made); read, each is a view at
-    # its offset of the stack, same values, and the next call still finds the stack
+    # the leaves are lazy rows of their stack now (no view made); read by NumPy, each is
+    # copied through a view made for the copy and stays lazy; its buffer is a view at its
+    # offset of the stack, same values, and the next call still finds the stack
     for g in gs:
         stack = sd.stack_of(jax.tree.leaves(dev)[g.leaves[0]])[0]
         for k, a in zip(g.leaves, g.offsets):
             leaf = jax.tree.leaves(dev)[k]
             assert leaf._buf is None and sd.stack_of(leaf) == (stack, a)
             np.testing.assert_array_equal(np.asarray(leaf), jax.tree.leaves(ps)[k])
-            assert leaf._buf.unsafe_buffer_pointer() == stack.unsafe_buffer_pointer() + 4 * a
+            assert leaf._buf is None
+            assert leaf.buffer.unsafe_buffer_pointer() == stack.unsafe_buffer_pointer() + 4 * a
     np.testing.assert_allclose(np.asarray(rolled(dev, x)), want, rtol=1e-6, atol=1e-6)
     assert [sd.LAST[g] for g in gs] == ["found", "found"]
     g = gs[1]  # w
@@ -306,7 +308,9 @@ def test_a_donated_leaf_passed_twice_is_refused_and_views_do_not_leak():
     before = row_views.live_views()
     out = rolled(_on_device(ps), x)
     assert row_views.live_views() == before  # lazy rows: no view made
-    leaves(out)  # read: each row is a view now
+    leaves(out)  # read by NumPy: through views made for the copies and deleted after
+    assert row_views.live_views() == before
+    [a.buffer for a in jax.tree.leaves(out)]  # each row's buffer: a view it keeps
     assert row_views.live_views() >= before + 6
     del out
     gc.collect()
