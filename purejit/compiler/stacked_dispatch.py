@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+from collections import OrderedDict
 from types import SimpleNamespace
 
 import numpy as np
@@ -45,8 +46,38 @@ from purejit.compiler.stacked_params import Group, StackPlan
 from purejit.ir import Builder, TensorType
 from purejit.runtime.array import Array
 
+
+class _Recent:
+    """A map that keeps its `size` most recently written entries, under its own lock (what
+    this module remembers per group: bounded however many programs a process compiles)."""
+
+    def __init__(self, size: int):
+        self._entries: OrderedDict = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def __setitem__(self, key, value) -> None:
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def __getitem__(self, key):
+        with self._lock:
+            return self._entries[key]
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    def pop(self, key, default=None):
+        with self._lock:
+            return self._entries.pop(key, default)
+
+
 # how each group's last stack was made ("found", "host", "device"), for tests and benches
-LAST: dict = {}
+LAST = _Recent(256)
 
 
 def stack_of(a) -> tuple | None:
@@ -90,10 +121,9 @@ def _host_bytes(a: Array) -> np.ndarray:
     return np.asarray(stack).reshape(-1)[offset : offset + a.size]
 
 
-# per group, the host array its last host build laid out (for the next build to reuse; it
-# stays allocated, one stack's bytes per group built on the host, until the process ends)
-_POOL: dict = {}
-_POOL_LOCK = threading.Lock()
+# per group, the host array its last host build laid out, for the next build to reuse: one
+# stack's bytes per group, for the 8 groups built on the host most recently
+_POOL = _Recent(8)
 
 
 def _aligned_empty(n: int, dtype: np.dtype) -> np.ndarray:
@@ -111,8 +141,7 @@ def _host_array(g: Group) -> np.ndarray:
     buffer shares until that buffer and every program reading it are done), else a fresh
     one. Reusing it saves mapping and faulting in fresh pages (a fresh 36 MiB array took
     8 to 120 ms to fill here)."""
-    with _POOL_LOCK:
-        shaped = _POOL.pop(g, None)
+    shaped = _POOL.pop(g)
     # held by this frame and getrefcount's argument alone, and its memory by it alone: no
     # buffer shares it now
     if shaped is not None and sys.getrefcount(shaped) == 2 and sys.getrefcount(shaped.base) == 2:
@@ -130,8 +159,7 @@ def build_on_host(g: Group, arrays: list, device):
         out[off : off + src.size] = src
     del out
     stack = pjrt.to_device(shaped, device)  # what jaxlib holds is what the pool checks
-    with _POOL_LOCK:
-        _POOL[g] = shaped
+    _POOL[g] = shaped
     return stack
 
 
@@ -167,13 +195,14 @@ def build_on_device(g: Group, arrays: list, device):
     return stack
 
 
-# groups built once already in this process (on a GPU, the next build is on the device)
-_BUILT: set = set()
+# groups built once already in this process (on a GPU, the next build is on the device); a
+# group forgotten here is built on the host once more
+_BUILT = _Recent(256)
 
 
 def _build(g: Group, arrays: list, device):
     first = g not in _BUILT
-    _BUILT.add(g)
+    _BUILT[g] = True
     # host data goes through the host; a lazy row is read as its view on the device route
     if device.platform == "cpu" or first or any(a._buf is None and a._row is None for a in arrays):
         return build_on_host(g, arrays, device), "host"
