@@ -244,7 +244,7 @@ def fastpath_for(jitted, compiled, ran_on: list, leaves: list, out):
     lowered = compiled.lowered
     exe = compiled.exe
     if (
-        getattr(compiled, "stacked", False)  # several leaves to one parameter: Python's
+        compiled.stacked  # several leaves to one parameter: Python's
         or callback.callback_keys(lowered.emitted)
         or cpp_jit.jax_x64() != config.enable_x64
         or len(leaves) != len(exe.param_types)

@@ -209,14 +209,23 @@ def _build(g: Group, arrays: list, device):
     return build_on_device(g, arrays, device), "device"
 
 
-def _others_view(stack, arrays: list, members: set[int]) -> bool:
-    """Whether an argument outside the group, or any view at all, reads `stack`. A view made
-    of one of the group's own rows counts too: a program reading that view may still run
-    (PJRT orders a donation after the uses of the donated buffer, not of views into it), and
-    donating the stack would let the call overwrite what it reads."""
+def _row_readers(arrays: list) -> dict:
+    """id of a stack -> the indices of the arguments that are rows of it (once per call)."""
+    readers: dict = {}
     for k, a in enumerate(arrays):
-        if a._row is not None and a._row[0] is stack and k not in members:
-            return True
+        if a._row is not None:
+            readers.setdefault(id(a._row[0]), set()).add(k)
+    return readers
+
+
+def _others_view(stack, readers: dict, members: set[int]) -> bool:
+    """Whether an argument outside the group (`readers`: `_row_readers` of the call), or any
+    view at all, reads `stack`. A view made of one of the group's own rows counts too: a
+    program reading that view may still run (PJRT orders a donation after the uses of the
+    donated buffer, not of views into it), and donating the stack would let the call
+    overwrite what it reads."""
+    if not readers.get(id(stack), set()) <= members:
+        return True
     return row_views.live_views_of(stack) > 0
 
 
@@ -238,7 +247,7 @@ def execute(compiled, arrays: list) -> list:
             donated_leaves.add(i)
     # a donated buffer passed as another argument too: the same error as without groups
     dn.check_donated_inputs(arrays, SimpleNamespace(aliases=donated_leaves), paths, lowered.name)
-    bufs, made = [], []
+    bufs, made, readers = [], [], None
     for p, (kind, i) in enumerate(plan.sources):
         if kind == "leaf":
             bufs.append(arrays[i].buffer)
@@ -248,8 +257,11 @@ def execute(compiled, arrays: list) -> list:
         # host data is not adopted
         on_device = [a._buf is not None or a._row is not None for a in members]
         stack, how = _found(g, members), "found"
-        if stack is not None and p in aliases and _others_view(stack, arrays, set(g.leaves)):
-            stack = None  # donating it would change what other views read
+        if stack is not None and p in aliases:
+            if readers is None:
+                readers = _row_readers(arrays)
+            if _others_view(stack, readers, set(g.leaves)):
+                stack = None  # donating it would change what other views read
         if stack is None:
             stack, how = _build(g, members, device)
         LAST[g] = how

@@ -18,27 +18,10 @@ import purejit.numpy as pnp
 from purejit.backend import pjrt, row_views
 from purejit.compiler import stacked_dispatch as sd
 from purejit.runtime.array import Array, DeletedArrayError
-from tests.passes.roll_layers_util import ROLL, dense, leaves, mlp, mlp_params
+from tests.compiler.test_stacked_params import D, _model, _on_device, _step
+from tests.passes.roll_layers_util import ROLL, leaves, mlp_params
 
 pytestmark = pytest.mark.skipif(not row_views.available(), reason="no DLPack import here")
-
-D = max(16, row_views.alignment() // 4)  # every piece aligned for a view
-
-
-def _model():
-    return mlp(pnp, purejit.jit(dense(pnp)))
-
-
-def _step(model):
-    def step(ps, x):
-        g = purejit.grad(lambda ps: pnp.mean(model(ps, x) ** 2))(ps)
-        return jax.tree.map(lambda p, g: p - 0.1 * g, ps, g)
-
-    return step
-
-
-def _on_device(ps):
-    return jax.tree.map(purejit.device_put, ps)
 
 
 def _rows(n=4, seed=0):
