@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from purejit.ir import Function, Op, Value, interpret
+from purejit.passes._isomorphism import same_attr
 from purejit.passes.base import has_effect
 from purejit.passes.dce import DCE
 
@@ -36,18 +37,7 @@ _SHARED, _ROWS = "shared", "rows"
 
 
 def _attrs_equal(a: dict, b: dict) -> bool:
-    if a.keys() != b.keys():
-        return False
-    for k, x in a.items():
-        y = b[k]
-        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
-                return False
-            if x.dtype != y.dtype or x.shape != y.shape or not np.array_equal(x, y):
-                return False
-        elif x != y:
-            return False
-    return True
+    return a.keys() == b.keys() and all(same_attr(a[k], b[k]) for k in a)
 
 
 class _Vectorizer:
