@@ -82,11 +82,9 @@ _CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 # DLPack's device types: kDLCPU 1, kDLCUDA 2, kDLROCM 10
 _DEVICE_TYPES = {"cpu": 1, "cuda": 2, "gpu": 2, "rocm": 10}
 
-# address of a live view's DLManagedTensor -> [the struct, its shape array, the stack, id of
-# the view's buffer, a weak reference to that buffer]
+# address of a live view's DLManagedTensor -> [the struct, its shape array, the stack, a weak
+# reference to the view's buffer]
 _KEEP: dict[int, list] = {}
-# id of a live view's buffer -> that address
-_KEY_OF: dict[int, int] = {}
 # id(stack) -> how many views of it live
 _COUNT: dict[int, int] = {}
 _LOCK = threading.RLock()
@@ -104,8 +102,6 @@ def _deleter(managed):
     with _LOCK:
         entry = _KEEP.pop(key, None)
         if entry is not None:
-            if _KEY_OF.get(entry[3]) == key:
-                del _KEY_OF[entry[3]]
             sid = id(entry[2])
             left = _COUNT.get(sid, 1) - 1
             if left:
@@ -170,7 +166,7 @@ def _view(stack, address: int, shape: tuple, dl_dtype: _DLDataType, device):
         if not _EXIT[0]:
             _EXIT[0] = True
             atexit.register(release_all)
-        _KEEP[key] = [m, dims, stack, 0, None]
+        _KEEP[key] = [m, dims, stack, None]
         _MADE[0] += 1
         _COUNT[id(stack)] = _COUNT.get(id(stack), 0) + 1
     capsule = _capsule_new()(key, b"dltensor", None)
@@ -180,9 +176,7 @@ def _view(stack, address: int, shape: tuple, dl_dtype: _DLDataType, device):
         _deleter(ctypes.pointer(m))  # jaxlib did not take it: nothing will call the deleter
         raise
     with _LOCK:
-        _KEEP[key][3] = id(buf)
-        _KEEP[key][4] = weakref.ref(buf)
-        _KEY_OF[id(buf)] = key
+        _KEEP[key][3] = weakref.ref(buf)
     return buf
 
 
@@ -190,7 +184,7 @@ def release_all() -> None:
     """Delete the buffer of every live view (their deleters run now), then make the deleter
     do nothing: the `atexit` handler (see the module docstring)."""
     with _LOCK:
-        refs = [e[4] for e in _KEEP.values() if e[4] is not None]
+        refs = [e[3] for e in _KEEP.values() if e[3] is not None]
     for ref in refs:
         buf = ref()
         if buf is not None and not buf.is_deleted():
