@@ -139,6 +139,17 @@ for step in "$@"; do
     attn4096)  # issue #30: bench.attention at T = 4096 (the forward's timing loop was fixed)
       CUDA_VISIBLE_DEVICES=0 timeout 300 python3 -m bench.attention --out "$OUT/attention" \
         --rounds 5 --lengths 4096 > "$OUT/attention.log" 2>&1 ;;
+    rollprof)  # issue #32 on one GPU: kernels and device time per step of the rolled training
+               # step against the unrolled one on bench.train's model (bf16), with the GPU HLO
+      CUDA_VISIBLE_DEVICES=0 timeout 240 python3 -m bench.tools.roll_profile --out "$OUT/rollprof" \
+        --layers 12 --d 1024 --heads 16 --seq 1024 --batch 8 --dtype bfloat16 --steps 10 \
+        --forms "purejit unrolled,purejit rolled packed,purejit rolled unpacked" \
+        > "$OUT/rollprof.log" 2>&1 ;;
+    sweep2r)  # auto with its default forms (the ring alone) at n = 2, every shape of issue #31
+      timeout 400 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep2r" --devices 2 --iters 50 \
+        --repeats 5 --timeout 90 \
+        --shapes 16384x2048,4096x2048,8192x8192,2048x2048,8192x2048,2048x8192,16384x8192 \
+        > "$OUT/sweep2r.log" 2>&1 ;;
     sweep) timeout 250 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep" --devices 2,"$N" --iters 20 \
              --repeats 5 --timeout 60 > "$OUT/sweep.log" 2>&1
            python3 -m bench.tools.tp_mlp_fit "$OUT/sweep" --rows > "$OUT/fit.log" 2>&1 ;;

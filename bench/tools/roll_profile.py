@@ -26,14 +26,19 @@ FORMS = ("purejit unrolled", "purejit rolled packed", "purejit rolled unpacked",
 FORMS += ("jax.jit scan",)
 
 
-def make_form(name: str, layers: int, d: int, heads: int, batch: int, seq: int):
+def make_form(
+    name: str, layers: int, d: int, heads: int, batch: int, seq: int, dtype: str = "float32"
+):
     """(step, [parameters, x, None]) of one form: `step(params, x, _)` returns the updated
     parameters and the loss; the first call (the compile) has run."""
+    import ml_dtypes  # noqa: F401  (names bfloat16 for numpy)
+
     from bench.cold_start_roll import packing
     from bench.models import transformer, transformer_params
 
-    params = transformer_params(layers, d, np.random.default_rng(0))
-    x = np.random.default_rng(1).standard_normal((batch, seq, d)).astype(np.float32)
+    dt = np.dtype(dtype)
+    params = transformer_params(layers, d, np.random.default_rng(0), dtype=dt)
+    x = np.random.default_rng(1).standard_normal((batch, seq, d)).astype(dt)
     if name.startswith("purejit"):
         import purejit
         import purejit.numpy as xp
@@ -110,6 +115,7 @@ def main(argv=None):
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--seq", type=int, default=64)
+    p.add_argument("--dtype", default="float32", help="the model's dtype (bfloat16 as bench.train)")
     p.add_argument("--forms", default=",".join(FORMS))
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
@@ -119,12 +125,12 @@ def main(argv=None):
     report, lines = {}, []
     lines.append(
         f"# roll profile: {a.layers} layers, d={a.d}, {a.heads} heads, batch {a.batch} x seq "
-        f"{a.seq}, training step (donated), {a.steps} steps"
+        f"{a.seq}, {a.dtype}, training step (donated), {a.steps} steps"
     )
     head = "| form | kernels/step | device ms/step | wall ms/step | HLO kernels: entry + loop "
     lines += ["", head + "bodies | top categories (µs/step) |", "|---|---:|---:|---:|---|---|"]
     for name in [s.strip() for s in a.forms.split(",")]:
-        f, state = make_form(name, a.layers, a.d, a.heads, a.batch, a.seq)
+        f, state = make_form(name, a.layers, a.d, a.heads, a.batch, a.seq, a.dtype)
 
         def fn(ps, x, _unused, f=f):
             return f(ps, x)
