@@ -145,6 +145,13 @@ for step in "$@"; do
         --layers 12 --d 1024 --heads 16 --seq 1024 --batch 8 --dtype bfloat16 --steps 10 \
         --forms "purejit unrolled,purejit rolled packed,purejit rolled unpacked" \
         > "$OUT/rollprof.log" 2>&1 ;;
+    hostloop)  # issue #32 on one GPU: a layer's forward and backward as programs of their own,
+               # chained by the host, against the unrolled and rolled steps (fresh processes)
+      CUDA_VISIBLE_DEVICES=0 timeout 200 python3 -m bench.tools.host_loop --out "$OUT/hostloop12" \
+        --layers 12 > "$OUT/hostloop12.log" 2>&1
+      CUDA_VISIBLE_DEVICES=0 timeout 250 python3 -m bench.tools.host_loop --out "$OUT/hostloop48" \
+        --layers 48 --forms "purejit host loop,purejit rolled,purejit unrolled" \
+        > "$OUT/hostloop48.log" 2>&1 ;;
     sweep2r)  # auto with its default forms (the ring alone) at n = 2, every shape of issue #31
       timeout 400 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep2r" --devices 2 --iters 50 \
         --repeats 5 --timeout 90 \
