@@ -152,6 +152,19 @@ for step in "$@"; do
       CUDA_VISIBLE_DEVICES=0 timeout 250 python3 -m bench.tools.host_loop --out "$OUT/hostloop48" \
         --layers 48 --forms "purejit host loop,purejit rolled,purejit unrolled" \
         > "$OUT/hostloop48.log" 2>&1 ;;
+    rollflags)  # issue #32: the rolled step's row copies under XLA's dynamic-slice fusion, with
+                # the dots as Triton/cuBLASLt (default) and as legacy cuBLAS gemms it can take
+      for i in 1 2; do
+        case $i in
+          1) flags="--xla_gpu_enable_dynamic_slice_fusion=true" ;;
+          2) flags="--xla_gpu_enable_dynamic_slice_fusion=true --xla_gpu_enable_triton_gemm=false --xla_gpu_enable_cublaslt=false" ;;
+        esac
+        echo "rollflags_$i: $flags" >> "$OUT/steps.txt"
+        XLA_FLAGS="$flags" CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m bench.tools.roll_profile \
+          --out "$OUT/rollflags_$i" --layers 12 --d 1024 --heads 16 --seq 1024 --batch 8 \
+          --dtype bfloat16 --steps 10 --forms "purejit unrolled,purejit rolled packed" \
+          > "$OUT/rollflags_$i.log" 2>&1
+      done ;;
     sweep2r)  # auto with its default forms (the ring alone) at n = 2, every shape of issue #31
       timeout 400 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep2r" --devices 2 --iters 50 \
         --repeats 5 --timeout 90 \
