@@ -141,6 +141,46 @@ def registries(
     return Registries(inputs, outputs)
 
 
+def register_node(registries: Registries, cls: type, flatten: Callable, unflatten: Callable):
+    """Teach both registries one of purejit's pytree node types, flattened and rebuilt by
+    purejit's own functions, so a call whose arguments or results hold such nodes (a
+    `Partial`, a library's module or state class) flattens in C++ to the leaves purejit's
+    Python path sees. Aux data C++ cannot hash (purejit allows it) is wrapped: compared as
+    itself, hashed by its type, as `PyTreeDef.__hash__` does."""
+    to_iter = functools.partial(_to_iterable, flatten)
+    from_iter = functools.partial(_from_iterable, unflatten)
+    registries.inputs.register_node(cls, to_iter, from_iter)
+    registries.outputs.register_node(cls, to_iter, from_iter)
+
+
+class _UnhashableAux:
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return type(other) is _UnhashableAux and self.value == other.value
+
+    def __hash__(self):
+        return hash(type(self.value))
+
+
+def _to_iterable(flatten, x):
+    children, aux = flatten(x)
+    try:
+        hash(aux)
+    except TypeError:
+        aux = _UnhashableAux(aux)
+    return children, aux
+
+
+def _from_iterable(unflatten, aux, children):
+    if type(aux) is _UnhashableAux:
+        aux = aux.value
+    return unflatten(aux, list(children))
+
+
 def make(
     name: str,
     fun: Callable,

@@ -62,6 +62,7 @@ import weakref
 
 import numpy as np
 
+from purejit import _treedef
 from purejit import dtypes as pdt
 from purejit.backend import cpp_jit
 from purejit.backend.lowering import callback
@@ -113,12 +114,43 @@ _outputs = _Outputs()
 _registries = None
 
 
+class _NodeMirror:
+    """Which of purejit's registered pytree node types the C++ registries know: every one
+    but the containers C++ flattens itself (tuple, list, dict, None; namedtuples are not
+    registered), taught in registration order (`_treedef._REGISTRY` only grows). A type
+    registered after the registries were made is taught at the next `registries()`: until
+    then C++ sees its objects as leaves, so the signature misses to the Python path (its
+    leaves are no executable's parameters), which calls `registries()`."""
+
+    NATIVE = (tuple, list, dict, type(None))
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.taught = 0
+
+    def sync(self, regs: cpp_jit.Registries) -> None:
+        if self.taught == len(_treedef._REGISTRY):
+            return
+        with self.lock:
+            kinds = list(_treedef._REGISTRY.items())
+            for cls, node in kinds[self.taught :]:
+                if cls not in self.NATIVE:
+                    cpp_jit.register_node(regs, cls, node.flatten, node.unflatten)
+            self.taught = len(kinds)
+
+
+_mirror = _NodeMirror()
+
+
 def registries() -> cpp_jit.Registries:
     global _registries
     if _registries is None:
-        _registries = cpp_jit.registries(
-            Array, "_buf", "_weak", _outputs.to_parts, _Outputs.from_parts
-        )
+        with _mirror.lock:
+            if _registries is None:
+                _registries = cpp_jit.registries(
+                    Array, "_buf", "_weak", _outputs.to_parts, _Outputs.from_parts
+                )
+    _mirror.sync(_registries)
     return _registries
 
 
