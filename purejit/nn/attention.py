@@ -28,7 +28,7 @@ from purejit.backend import cudnn_fmha, pjrt
 from purejit.fused_attention import rewrite_may_run
 from purejit.ir import TensorType
 from purejit.ir.ops.attention import attention_attrs, large_negative
-from purejit.lax import stop_gradient
+from purejit.lax import DotAlgorithmPreset, stop_gradient
 from purejit.passes.fuse_attention import XLA_PATH
 from purejit.tracing import aval_of, bind, trace_to_function
 
@@ -220,7 +220,8 @@ def xla_attention(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, window, re
     g = n // kh
     q5 = jnp.reshape(q, (b, t, kh, g, h))
     acc = np.promote_types(q.dtype, np.float32)
-    logits = jnp.einsum("BTKGH,BSKH->BKGTS", q5, k, preferred_element_type=acc)
+    logits = jnp.einsum("BTKGH,BSKH->BKGTS", q5, k, precision=_logits_precision(q.dtype),
+                        preferred_element_type=acc)  # fmt: skip
     logits = logits * jnp.asarray(scale, acc)
     if bias is not None:
         logits = (logits + _grouped(bias, kh, g)).astype(acc)
@@ -254,6 +255,16 @@ def xla_attention(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, window, re
     lse = jnp.log(jnp.sum(jnp.exp(logits - m), axis=-1)) + m[..., 0]
     lse = jnp.reshape(jnp.transpose(lse, (0, 3, 1, 2)), (b, t, n)).astype(k.dtype)
     return out, stop_gradient(lse)
+
+
+def _logits_precision(dtype):
+    """The logits dot's algorithm, as JAX's XLA path sets it: BF16_BF16_F32 for bfloat16
+    inputs, so the backward's products keep their float32 cotangent for the algorithm to
+    round (XLA's GPU backend rounds it to bfloat16; its CPU backend contracts in float32).
+    JAX asks float16 inputs for F16_F16_F32, which rounds the float32 cotangent to float16
+    as purejit's transpose does without it (and which XLA's CPU backend does not run:
+    `jax.jit` raises there); other dtypes get none."""
+    return DotAlgorithmPreset.BF16_BF16_F32 if np.dtype(dtype) == pdt.bfloat16 else None
 
 
 def _and(a, c):

@@ -37,6 +37,20 @@ def _remaining(n, *taken):
     return [d for d in range(n) if d not in used]
 
 
+# the operand dtypes a dot algorithm's precision type takes as they are (JAX's
+# `DotAlgorithmPreset.supported_lhs_types`, which the transposed dot's operands go through)
+_STORED = {"bf16": ("bfloat16", "float32"), "tf32": ("float32",), "f32": ("float32",),
+           "f16": ("float16",), "f64": ("float64",)}  # fmt: skip
+
+
+def _stores(alg, dtype) -> bool:
+    """Whether dot algorithm `alg` (the IR attribute) takes operands of `dtype` unconverted."""
+    if alg is None:
+        return False
+    name = np.dtype(dtype).name
+    return all(name in _STORED.get(t, ()) for t in alg[:2])
+
+
 def _transpose_lhs(g, x_aval, y, lc, rc, lb, rb, out_dtype, swap_ans=False, keep=None):
     y_ndim = aval(y).ndim
     x_kept = _remaining(x_aval.ndim, lc, lb)
@@ -53,7 +67,14 @@ def _transpose_lhs(g, x_aval, y, lc, rc, lb, rb, out_dtype, swap_ans=False, keep
         **(keep or {}),
     }
     gd, yd = aval(g).dtype, aval(y).dtype
-    if gd != yd:
+    if gd != yd and _stores(attrs.get("algorithm"), gd):
+        # a dot algorithm that takes the cotangent's dtype as it is (BF16_BF16_F32 and the
+        # bf16/tf32 presets take float32): JAX keeps the cotangent unrounded and lets the
+        # algorithm round it, which XLA's GPU backend does and its CPU backend does not (it
+        # ignores the algorithm and contracts in float32); one dtype per dot here, so the
+        # other operand goes up to the cotangent's, exactly
+        y = convert(y, gd)
+    elif gd != yd:
         # mixed precision (preferred_element_type): contract in the operands' dtype and
         # accumulate in the cotangent's, as the forward dot did
         g = convert(g, yd)
