@@ -263,13 +263,18 @@ def xla_attention(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, window, re
 
 
 def _logits_precision(dtype):
-    """The logits dot's algorithm, as JAX's XLA path sets it: BF16_BF16_F32 for bfloat16
-    inputs, so the backward's products keep their float32 cotangent for the algorithm to
-    round (XLA's GPU backend rounds it to bfloat16; its CPU backend contracts in float32).
-    JAX asks float16 inputs for F16_F16_F32, which rounds the float32 cotangent to float16
-    as purejit's transpose does without it (and which XLA's CPU backend does not run:
-    `jax.jit` raises there); other dtypes get none."""
-    return DotAlgorithmPreset.BF16_BF16_F32 if np.dtype(dtype) == pdt.bfloat16 else None
+    """The logits dot's algorithm, as JAX's XLA path sets it, so that the backward's products
+    take the float32 cotangent as JAX's do: BF16_BF16_F32 for bfloat16 inputs (it takes
+    the float32 cotangent as it is: XLA's GPU backend rounds it to bfloat16, its CPU backend
+    contracts in float32); F16_F16_F32 for float16 inputs on a GPU (the cotangent rounded
+    to float16). XLA's CPU backend does not run F16_F16_F32 (under `jax.jit` JAX raises
+    there; eagerly it falls back to no algorithm, as here); other dtypes get none."""
+    dt = np.dtype(dtype)
+    if dt == pdt.bfloat16:
+        return DotAlgorithmPreset.BF16_BF16_F32
+    if dt == np.float16 and pjrt.is_gpu():
+        return DotAlgorithmPreset.F16_F16_F32
+    return None
 
 
 def _and(a, c):

@@ -179,6 +179,37 @@ def test_bf16_xla_path_gradient_with_grouped_heads_rounds_as_jax_s():
         np.testing.assert_allclose(g, w, rtol=2**-7, atol=2**-7)
 
 
+def test_float16_xla_path_asks_for_f16_f16_f32_where_the_backend_runs_it(monkeypatch):
+    # JAX's XLA path asks float16 logits for F16_F16_F32 (a GPU's backward rounds the float32
+    # cotangent to float16 for it); XLA's CPU backend cannot run it, and there JAX's eager
+    # fallback has no algorithm: its backward contracts the float32 cotangent in float32
+    q, k, v = _qkv(dtype=np.float16)
+
+    def loss(lib):
+        def f(q, k, v):
+            out = lib.nn.dot_product_attention(q, k, v, is_causal=True, implementation="xla")
+            return (out.astype(np.float32) ** 2).sum()
+
+        return f
+
+    grad = purejit.grad(loss(purejit), argnums=(0, 1, 2))
+    assert "algorithm=" not in str(purejit.make_jaxpr(grad)(q, k, v))
+    if purejit.default_backend() == "cpu":
+        got = purejit.jit(grad)(q, k, v)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = jax.grad(loss(jax), argnums=(0, 1, 2))(q, k, v)  # eager: JAX's fallback
+        for g, w in zip(got, want):
+            assert np.asarray(g).dtype == np.float16
+            np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32),
+                                       rtol=2e-3, atol=2e-3)  # fmt: skip
+    monkeypatch.setattr(pnn.attention.pjrt, "is_gpu", lambda: True)
+    ir = str(purejit.make_jaxpr(grad)(q, k, v))
+    assert ir.count('algorithm=["f16", "f16", "f32", 1, 1, 1, false]') == 3
+    # the logits' cotangent, rounded to float16 for each of the two backward products
+    assert ir.count("{dtype=f16} : (f16[2,2,6,2,6])") == 2
+
+
 # ---- purejit.nn.dot_product_attention ----------------------------------------------------------
 
 
