@@ -153,7 +153,7 @@ def test_bf16_xla_path_gradient_is_jax_bit_for_bit(kw):
         np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(w, np.float32))
 
 
-def test_bf16_xla_path_gradient_with_grouped_heads_rounds_as_jax_s():
+def test_bf16_xla_path_gradient_with_grouped_heads_rounds_as_jax():
     # grouped heads in JAX's order ([G,B,K,T,S], as its vmap over the groups leaves them): in
     # purejit's old [B,K,G,T,S], XLA's CPU backend fused the dp product into the softmax's
     # backward and dropped its bf16 rounding at this size, leaving dq and dk one bf16 ulp
