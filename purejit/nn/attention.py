@@ -28,7 +28,7 @@ from purejit.backend import cudnn_fmha, pjrt
 from purejit.fused_attention import rewrite_may_run
 from purejit.ir import TensorType
 from purejit.ir.ops.attention import attention_attrs, large_negative
-from purejit.lax import stop_gradient
+from purejit.lax import DotAlgorithmPreset, stop_gradient
 from purejit.passes.fuse_attention import XLA_PATH
 from purejit.tracing import aval_of, bind, trace_to_function
 
@@ -214,14 +214,20 @@ def _xla_call(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, window, residu
 
 
 def xla_attention(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, window, residual):
-    """JAX's `_dot_product_attention_xla`, op for op (grouped heads as [B,T,K,G,H])."""
+    """JAX's `_dot_product_attention_xla`, op for op. Grouped heads: q as [B,T,K,G,H]; JAX
+    maps its attention over G with `vmap`, which puts G first in the masked logits and all
+    that follows ([G,B,K,T,S]), and so does this: XLA's CPU backend fuses (and so rounds)
+    a program by the order of its dimensions, and in [B,K,G,T,S] it keeps the backward's
+    bf16 probability cotangent unrounded where JAX's program rounds it."""
     b, t, n, h = q.shape
     _, s, kh, _ = k.shape
     g = n // kh
     q5 = jnp.reshape(q, (b, t, kh, g, h))
     acc = np.promote_types(q.dtype, np.float32)
-    logits = jnp.einsum("BTKGH,BSKH->BKGTS", q5, k, preferred_element_type=acc)
+    logits = jnp.einsum("BTKGH,BSKH->BKTGS", q5, k, precision=_logits_precision(q.dtype),
+                        preferred_element_type=acc)  # fmt: skip
     logits = logits * jnp.asarray(scale, acc)
+    logits = jnp.transpose(logits, (3, 0, 1, 2, 4))  # [G,B,K,T,S]
     if bias is not None:
         logits = (logits + _grouped(bias, kh, g)).astype(acc)
     combined = None
@@ -237,14 +243,14 @@ def xla_attention(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, window, re
     if qlen is not None or kvlen is not None:
         qm = True if qlen is None else (jnp.arange(t)[None, :, None] < qlen[:, None, None])
         km = True if kvlen is None else (jnp.arange(s)[None, None, :] < kvlen[:, None, None])
-        combined = _and(combined, jnp.logical_and(qm, km)[:, None, None])
+        combined = _and(combined, jnp.logical_and(qm, km)[None, :, None])
     if combined is not None:
         logits = jnp.where(combined, logits, jnp.asarray(large_negative(), acc))
     logits = logits.astype(np.float32)
     m = stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
     unnormalized = jnp.exp(logits - m)
     probs = unnormalized / jnp.sum(unnormalized, axis=-1, keepdims=True)
-    out = jnp.einsum("BKGTS,BSKH->BTKGH", probs.astype(k.dtype), v)
+    out = jnp.einsum("GBKTS,BSKH->BTKGH", probs.astype(k.dtype), v)
     out = jnp.reshape(out, (b, t, n, v.shape[3]))
     if qlen is not None:
         rows = jnp.arange(t)[None, :] < qlen[:, None]
@@ -252,8 +258,23 @@ def xla_attention(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, window, re
     if not residual:
         return out
     lse = jnp.log(jnp.sum(jnp.exp(logits - m), axis=-1)) + m[..., 0]
-    lse = jnp.reshape(jnp.transpose(lse, (0, 3, 1, 2)), (b, t, n)).astype(k.dtype)
+    lse = jnp.reshape(jnp.transpose(lse, (1, 3, 2, 0)), (b, t, n)).astype(k.dtype)
     return out, stop_gradient(lse)
+
+
+def _logits_precision(dtype):
+    """The logits dot's algorithm, as JAX's XLA path sets it, so that the backward's products
+    take the float32 cotangent as JAX's do: BF16_BF16_F32 for bfloat16 inputs (it takes
+    the float32 cotangent as it is: XLA's GPU backend rounds it to bfloat16, its CPU backend
+    contracts in float32); F16_F16_F32 for float16 inputs on a GPU (the cotangent rounded
+    to float16). XLA's CPU backend does not run F16_F16_F32 (under `jax.jit` JAX raises
+    there; eagerly it falls back to no algorithm, as here); other dtypes get none."""
+    dt = np.dtype(dtype)
+    if dt == pdt.bfloat16:
+        return DotAlgorithmPreset.BF16_BF16_F32
+    if dt == np.float16 and pjrt.is_gpu():
+        return DotAlgorithmPreset.F16_F16_F32
+    return None
 
 
 def _and(a, c):
@@ -261,8 +282,8 @@ def _and(a, c):
 
 
 def _grouped(x, kh, g):
-    """A [b, n, T, S] bias or mask as [b, K, G, T, S] (n = 1 broadcasts)."""
+    """A [b, n, T, S] bias or mask as [G, b, K, T, S] (n = 1 broadcasts)."""
     bb, bn, tt, ss = x.shape
     if bn == 1:
-        return jnp.reshape(x, (bb, 1, 1, tt, ss))
-    return jnp.reshape(x, (bb, kh, g, tt, ss))
+        return jnp.reshape(x, (1, bb, 1, tt, ss))
+    return jnp.transpose(jnp.reshape(x, (bb, kh, g, tt, ss)), (2, 0, 1, 3, 4))

@@ -97,3 +97,47 @@ def test_vmap_and_grad_keep_the_algorithm():
     )
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.parametrize(
+    "dtype, out, alg",
+    [
+        (ml_dtypes.bfloat16, np.float32, "BF16_BF16_F32"),
+        (ml_dtypes.bfloat16, np.float32, None),
+        (np.float32, ml_dtypes.bfloat16, None),
+    ],
+)
+def test_grad_of_a_mixed_precision_dot_takes_the_cotangent_as_jax_does(dtype, out, alg):
+    # bf16 operands with a float32 result: JAX's backward products take the float32
+    # cotangent unrounded. Without an algorithm its lowering converts the other operand to
+    # float32; BF16_BF16_F32 (what JAX's attention asks for) takes float32 as it is and
+    # leaves the rounding to the algorithm (a GPU rounds to bf16; XLA's CPU backend
+    # contracts in float32). A bf16 result of float32 operands: both products in bf16.
+    # F16_F16_F32 takes float16 operands only, so there the cotangent is rounded first.
+    r = np.random.default_rng(1)
+    a, b = (r.standard_normal(s).astype(dtype) for s in ((16, 64), (64, 8)))
+    w = r.standard_normal((16, 8)).astype(np.float32)
+
+    def loss(lax_mod, alg, out=out):
+        def f(x, y):
+            res = lax_mod.dot(x, y, precision=alg, preferred_element_type=out)
+            return (res.astype(np.float32) * w).sum()
+
+        return f
+
+    f = loss(plax, alg)
+    ir = str(purejit.make_jaxpr(purejit.grad(f, argnums=(0, 1)))(a, b))
+    assert ir.count("algorithm=") == (3 if alg else 0)
+    if out == np.float32:
+        assert "bf16[16,8]" not in ir  # the [16, 8] cotangent is never rounded to bf16
+        assert ir.count("{dtype=f32} : (f32[") == 2  # the operands go up to float32 instead
+    a16, b16 = a.astype(np.float16), b.astype(np.float16)
+    f16 = str(purejit.make_jaxpr(purejit.grad(loss(plax, "F16_F16_F32", np.float32)))(a16, b16))
+    assert ": (f16[16,8])" in f16  # the cotangent rounded to float16 for the algorithm
+    _cpu()
+    got = purejit.jit(purejit.grad(f, argnums=(0, 1)))(a, b)
+    want = jax.jit(jax.grad(loss(jlax, alg and getattr(jlax.DotAlgorithmPreset, alg)),
+                            argnums=(0, 1)))(a, b)  # fmt: skip
+    for g, x in zip(got, want):
+        assert np.asarray(g).dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(x, np.float32))

@@ -37,6 +37,20 @@ def _remaining(n, *taken):
     return [d for d in range(n) if d not in used]
 
 
+# the operand dtypes a dot algorithm's precision type takes as they are (JAX's
+# `DotAlgorithmPreset.supported_lhs_types`, which the transposed dot's operands go through)
+_STORED = {"bf16": ("bfloat16", "float32"), "tf32": ("float32",), "f32": ("float32",),
+           "f16": ("float16",), "f64": ("float64",)}  # fmt: skip
+
+
+def _stores(alg, dtype) -> bool:
+    """Whether dot algorithm `alg` (the IR attribute) takes operands of `dtype` unconverted."""
+    if alg is None:
+        return False
+    name = np.dtype(dtype).name
+    return all(name in _STORED.get(t, ()) for t in alg[:2])
+
+
 def _transpose_lhs(g, x_aval, y, lc, rc, lb, rb, out_dtype, swap_ans=False, keep=None):
     y_ndim = aval(y).ndim
     x_kept = _remaining(x_aval.ndim, lc, lb)
@@ -53,9 +67,20 @@ def _transpose_lhs(g, x_aval, y, lc, rc, lb, rb, out_dtype, swap_ans=False, keep
         **(keep or {}),
     }
     gd, yd = aval(g).dtype, aval(y).dtype
-    if gd != yd:
-        # mixed precision (preferred_element_type): contract in the operands' dtype and
-        # accumulate in the cotangent's, as the forward dot did
+    alg = attrs.get("algorithm")
+    if gd != yd and (alg is None or _stores(alg, gd)):
+        # mixed dtypes (preferred_element_type): JAX's transposed dot takes the cotangent,
+        # in the forward's result dtype, with the other operand as it is, and its lowering
+        # converts that operand to the result dtype (bf16 operands with a float32 result:
+        # a float32 product of the unrounded cotangent). With a dot algorithm that takes
+        # the cotangent's dtype as it is (BF16_BF16_F32 and the bf16/tf32 presets take
+        # float32) JAX keeps it too and lets the algorithm round it, which XLA's GPU backend
+        # does and its CPU backend does not (it ignores the algorithm). One dtype per dot
+        # here, so the other operand goes to the cotangent's
+        y = convert(y, gd)
+    elif gd != yd:
+        # an algorithm that does not take the cotangent's dtype (F16_F16_F32 takes float16
+        # only): JAX converts it to the algorithm's operand type, accumulating as before
         g = convert(g, yd)
         attrs["preferred_element_type"] = gd
     x_contract_sorted_by_y = [lc[i] for i in np.argsort(rc)]
