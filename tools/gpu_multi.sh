@@ -165,6 +165,12 @@ for step in "$@"; do
           --dtype bfloat16 --steps 10 --forms "purejit unrolled,purejit rolled packed" \
           > "$OUT/rollflags_$i.log" 2>&1
       done ;;
+    attncheck)  # the XLA-path attention's dot algorithm and grouped layout (branch attngrad) on
+                # a GPU: its tests, then the numerics contract over 4 seeds
+      CUDA_VISIBLE_DEVICES=0 timeout 200 python3 -m pytest -q -p no:xdist tests/nn/test_attention_gpu.py \
+        tests/nn/test_attention.py tests/lax/test_dot_algorithm.py > "$OUT/attncheck_tests.log" 2>&1
+      CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m bench.attention_numerics --out "$OUT/attncheck_numerics" \
+        --seeds 4 > "$OUT/attncheck_numerics.log" 2>&1 ;;
     sweep2r)  # auto with its default forms (the ring alone) at n = 2, every shape of issue #31
       timeout 400 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep2r" --devices 2 --iters 50 \
         --repeats 5 --timeout 90 \
