@@ -65,7 +65,6 @@ import numpy as np
 from purejit import _treedef
 from purejit import dtypes as pdt
 from purejit.backend import cpp_jit
-from purejit.backend.lowering import callback
 from purejit.config import config
 from purejit.runtime import eval_trace
 from purejit.runtime.array import Array
@@ -277,7 +276,7 @@ def fastpath_for(jitted, compiled, ran_on: list, leaves: list, out):
     exe = compiled.exe
     if (
         compiled.stacked  # several leaves to one parameter: Python's
-        or callback.callback_keys(lowered.emitted)
+        or lowered.has_callbacks
         or cpp_jit.jax_x64() != config.enable_x64
         or len(leaves) != len(exe.param_types)
         or len(ran_on) != len(leaves)

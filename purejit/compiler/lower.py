@@ -10,6 +10,7 @@ Nothing here calls back into the user API: the function, its options and the cal
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import os
@@ -119,6 +120,12 @@ class Lowered:
             self._done = (fn, records)
         return self._done
 
+    @functools.cached_property
+    def has_callbacks(self) -> bool:
+        """Whether the emitted program calls back into Python (read per call that misses
+        jaxlib's C++ dispatch: one walk of the program, once)."""
+        return bool(callback.callback_keys(self.emitted))
+
     @property
     def fn(self) -> Function:
         """The optimised purejit IR, after every pass of the pipeline."""
@@ -178,7 +185,7 @@ class Lowered:
         t0 = time.perf_counter()
         hit = False
         if self.layout is not None:  # SPMD: one program for every device of the mesh
-            if callback.callback_keys(self.emitted):
+            if self.has_callbacks:
                 raise NotImplementedError(
                     f"{self.name}: debug.print / debug.callback / pure_callback in a program "
                     "over several devices (in_shardings, out_shardings) are not supported yet"
