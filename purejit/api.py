@@ -267,15 +267,20 @@ class Jitted:
                         if float_checks.STATE[0] or float_checks.STATE[1]:
                             self._check_floats(out, args, kwargs)
                         return out, compiled, flat[1]
-        sig = self.spec.signature(args, kwargs)
         if self._buckets is not None:
-            return self._buckets.call(self, sig), None, None
-        compiled = self.compile_signature(sig)
-        if self._fast_ok and not kwargs and not dispatch_key():
-            key = compiled.fast_key_for(args, sig.leaves, sig.avals)
-            if key is not None:
-                self._fast[key] = compiled
-        out = compiled.run_arrays(sig.leaves, sig.avals)
+            return self._buckets.call(self, self.spec.signature(args, kwargs)), None, None
+        # NumPy leaves are not copied yet: one that goes into a stack is copied once, into it
+        sig = self.spec.signature(args, kwargs, borrow=True)
+        try:
+            compiled = self.compile_signature(sig)
+            if self._fast_ok and not kwargs and not dispatch_key():
+                key = compiled.fast_key_for(args, sig.leaves, sig.avals)
+                if key is not None:
+                    self._fast[key] = compiled
+            sig.own(compiled.stacked_leaves)  # the others copied, as `as_array` does
+            out = compiled.run_arrays(sig.leaves, sig.avals, borrowed=sig.borrowed)
+        finally:
+            sig.own()  # none left holding the caller's arrays (an error on the way, say)
         if float_checks.STATE[0] or float_checks.STATE[1]:  # debug_nans / debug_infs
             self._check_floats(out, args, kwargs)
         return out, compiled, sig.leaves

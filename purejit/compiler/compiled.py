@@ -35,8 +35,11 @@ class Compiled:
         self._placed = lowered.layout is None and pjrt.several_devices()
         # stacks of leaves passed as one parameter (`stacked_dispatch`): leaves' types here
         self.stacked = getattr(lowered, "stack_plan", None) is not None
+        # the leaves laid into stacks (a NumPy one is copied once, into its stack)
+        self.stacked_leaves: frozenset[int] = frozenset()
         if self.stacked:
             self._param_key = tuple((a.shape, a.dtype) for a in lowered.in_avals)
+            self.stacked_leaves = frozenset(i for g in lowered.stack_plan.groups for i in g.leaves)
 
     def __call__(self, *args, **kwargs):
         leaves, tree = tree_flatten((args, kwargs))
@@ -137,8 +140,11 @@ class Compiled:
         arrays = [as_array(x) for x in leaves]
         return self.run_arrays(arrays, [a.aval for a in arrays])
 
-    def run_arrays(self, arrays: Sequence[Array], avals: Sequence[ShapedArray]):
+    def run_arrays(self, arrays: Sequence[Array], avals: Sequence[ShapedArray], borrowed=()):
         """Execute on purejit Arrays whose avals were already checked against the signature.
+        `borrowed`: `(index, array)` per leaf of `stacked_leaves` whose Array holds the
+        caller's NumPy array itself (`CallSignature.borrowed`): laid into its stack, then
+        rebound to a row of it.
 
         The hot path: purejit checks dtypes itself (PJRT would reinterpret bits silently)."""
         if self._param_key != tuple((a.shape, a.dtype) for a in avals):
@@ -147,7 +153,7 @@ class Compiled:
                 f"the compiled parameters {[str(t) for t in self.exe.param_types]}"
             )
         if self.stacked:
-            outs = stacked_dispatch.execute(self, list(arrays))
+            outs = stacked_dispatch.execute(self, list(arrays), {i for i, _ in borrowed})
             results = stacked_dispatch.outputs(self.lowered.stack_plan, outs, self.out_avals)
             return (
                 results[0] if self.single_output else tree_unflatten(self.lowered.out_tree, results)

@@ -229,9 +229,12 @@ def _others_view(stack, readers: dict, members: set[int]) -> bool:
     return row_views.live_views_of(stack) > 0
 
 
-def execute(compiled, arrays: list) -> list:
+def execute(compiled, arrays: list, borrowed: set[int] | frozenset[int] = frozenset()) -> list:
     """Run `compiled` (whose lowering has a `StackPlan`) on the user's leaves `arrays`
-    (purejit Arrays, checked against the signature); returns the output buffers."""
+    (purejit Arrays, checked against the signature); returns the output buffers.
+    `borrowed`: indices of group leaves whose Array holds the caller's NumPy array itself (no
+    copy of its own, `CallSignature.borrowed`): copied into the stack built, then rebound to
+    rows of it as device leaves are, so nothing holds the caller's memory after the call."""
     lowered = compiled.lowered
     plan: StackPlan = lowered.stack_plan
     exe = compiled.exe
@@ -254,8 +257,11 @@ def execute(compiled, arrays: list) -> list:
             continue
         g = plan.groups[i]
         members = [arrays[k] for k in g.leaves]
-        # host data is not adopted
-        on_device = [a._buf is not None or a._row is not None for a in members]
+        # host data is not adopted, but for the signature's borrowed wraps of NumPy leaves
+        on_device = [
+            a._buf is not None or a._row is not None or k in borrowed
+            for a, k in zip(members, g.leaves)
+        ]
         stack, how = _found(g, members), "found"
         if stack is not None and p in aliases:
             if readers is None:
