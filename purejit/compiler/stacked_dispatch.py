@@ -46,6 +46,8 @@ from purejit.compiler.stacked_params import Group, StackPlan
 from purejit.ir import Builder, TensorType
 from purejit.runtime.array import Array
 
+_new = object.__new__
+
 
 class _Recent:
     """A map that keeps its `size` most recently written entries, under its own lock (what
@@ -225,7 +227,7 @@ class _CallData:
     (`Compiled.stack_call`)."""
 
     __slots__ = ("plan", "exe", "device", "paths", "name", "aliases", "donating", "reasons")
-    __slots__ += ("members",)
+    __slots__ += ("members", "leaf_params", "donated_leaf_params")
 
     def __init__(self, compiled):
         lowered = compiled.lowered
@@ -246,6 +248,9 @@ class _CallData:
         # why a donated leaf is deleted, per leaf index
         self.reasons = {i: _donated_reason(self.paths[i], self.name) for i in donated}
         self.members = [frozenset(g.leaves) for g in plan.groups]  # per group
+        # (parameter, leaf index) of each parameter that takes one leaf; those donated
+        self.leaf_params = [(p, i) for p, (kind, i) in enumerate(plan.sources) if kind == "leaf"]
+        self.donated_leaf_params = [i for p, i in self.leaf_params if p in self.aliases]
 
 
 def _call_data(compiled) -> _CallData:
@@ -287,10 +292,14 @@ def execute(compiled, arrays: list, borrowed: set[int] | frozenset[int] = frozen
     # a donated buffer passed as another argument too: the same error as without groups
     if c.donating is not None and len(set(held)) != len(held):
         dn.check_donated_inputs(arrays, c.donating, c.paths, c.name)
-    bufs, made = [], []
+    bufs: list = [None] * len(plan.sources)
+    for p, i in c.leaf_params:
+        a = arrays[i]
+        # alive (checked above): its buffer, else host data transferred (or a row's view)
+        bufs[p] = a._buf if a._buf is not None else a.buffer
+    made = []
     for p, (kind, i) in enumerate(plan.sources):
         if kind == "leaf":
-            bufs.append(arrays[i].buffer)
             continue
         g = plan.groups[i]
         members = [arrays[k] for k in g.leaves]
@@ -309,12 +318,14 @@ def execute(compiled, arrays: list, borrowed: set[int] | frozenset[int] = frozen
         elif p in aliases:
             made.append((True, g, members, stack, None))
         LAST[g] = how
-        bufs.append(stack)
+        bufs[p] = stack
     outs = c.exe.execute_unchecked(bufs)
     reasons = c.reasons
-    for p, (kind, i) in enumerate(plan.sources):
-        if kind == "leaf" and p in aliases:
-            arrays[i].delete(reasons[i], consumed=True)
+    for i in c.donated_leaf_params:
+        # XLA took the buffer over: `Array.delete(consumed=True)` inlined
+        a = arrays[i]
+        a._buf = a._host = a._row = None
+        a._deleted_by = reasons[i]
     for donated, g, members, stack, on_device in made:
         if donated:
             # the leaves are deleted as donating them would have: a built stack's own
@@ -347,14 +358,20 @@ def outputs(plan: StackPlan, outs: list, out_avals: list) -> list:
     if not plan.out_groups:
         return [Array.from_buffer(o, a) for o, a in zip(outs, out_avals)]
     results: list = [None] * len(out_avals)
-    row = Array.row
+    from_buffer = Array.from_buffer
     for buf, (kind, j) in zip(outs, plan.out_sources):
         if kind == "leaf":
-            results[j] = Array.from_buffer(buf, out_avals[j])
+            results[j] = from_buffer(buf, out_avals[j])
             continue
         h = plan.out_groups[j]
         for k, off in zip(h.leaves, h.offsets):
-            results[k] = row(buf, off, out_avals[k])
+            # `Array.row` inlined
+            a = results[k] = _new(Array)
+            aval = out_avals[k]
+            a._buf = a._host = a._deleted_by = None
+            a._row = (buf, off, aval.shape, None)
+            a.aval = aval
+            a._weak = aval.weak_type
     return results
 
 
