@@ -124,3 +124,14 @@ def test_numpy_leaves_of_a_program_without_stacks_are_still_copied():
     np.testing.assert_array_equal(np.asarray(y), np.arange(4))
     np.testing.assert_array_equal(np.asarray(z), 2 * np.arange(4))
     assert pnp.sum(y) == 6
+
+
+def test_non_contiguous_numpy_layers_are_laid_out_right():
+    # a transposed view (`as_array` copied it C-contiguous): borrowed, read as its values
+    ps, x = mlp_params(4, D), np.random.default_rng(1).standard_normal((2, D), np.float32)
+    ps = [{"w": np.ascontiguousarray(p["w"].T).T, "b": p["b"]} for p in ps]
+    assert not ps[0]["w"].flags.c_contiguous
+    model = _model()
+    want = np.asarray(purejit.jit(model)(ps, x))
+    got = np.asarray(purejit.jit(model, compiler_options=ROLL)(ps, x))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
