@@ -91,3 +91,29 @@ def test_the_checks_hold_on_the_fast_path():
         step(twice, x)
     # and the right values still come out of the state that was not donated
     assert all(np.isfinite(np.asarray(v)).all() for v in jax.tree.leaves(state))
+
+
+def test_a_function_with_a_stacked_program_is_called_without_cpps_miss():
+    from purejit.compiler import cpp_dispatch
+
+    if not cpp_dispatch.available():
+        pytest.skip("no C++ dispatch in this jaxlib")
+    ps = mlp_params(4, D)
+    x = np.random.default_rng(0).standard_normal((2, D), np.float32)
+    model = _model()
+    f = purejit.jit(model, compiler_options=ROLL)
+    assert getattr(type(f), "_cpp_base", None) is not None  # C++ first
+    want = np.asarray(purejit.jit(model)(ps, x))
+    np.testing.assert_allclose(np.asarray(f(ps, x)), want, rtol=1e-6, atol=1e-6)
+    # the stacked program is on the Python fast path: calls go there directly
+    assert getattr(type(f), "_cpp_base", None) is None
+    hits = f.stats.hits
+    np.testing.assert_allclose(np.asarray(f(ps, x)), want, rtol=1e-6, atol=1e-6)
+    assert f.stats.hits == hits + 1
+    # another signature of it (one layer: nothing rolled, no stacks) runs right on Python's
+    np.testing.assert_allclose(
+        np.asarray(f(ps[:1], x)), np.asarray(model(ps[:1], x)), rtol=1e-6, atol=1e-6
+    )
+    f.clear_cache()  # no program with stacks: the C++ dispatch is back
+    assert getattr(type(f), "_cpp_base", None) is not None
+    np.testing.assert_allclose(np.asarray(f(ps, x)), want, rtol=1e-6, atol=1e-6)
