@@ -245,8 +245,12 @@ class _CallData:
                 donated.add(i)
         # what `donation.check_donated_inputs` takes: the donated leaves (None: none)
         self.donating = SimpleNamespace(aliases=frozenset(donated)) if donated else None
-        # why a donated leaf is deleted, per leaf index
-        self.reasons = {i: _donated_reason(self.paths[i], self.name) for i in donated}
+        # why a leaf is deleted after a call (donated, or in a group whose stack is), per leaf
+        deleted = set(donated)
+        for p, (kind, i) in enumerate(plan.sources):
+            if kind == "group" and p in self.aliases:
+                deleted.update(plan.groups[i].leaves)
+        self.reasons = {i: _donated_reason(self.paths[i], self.name) for i in deleted}
         self.members = [frozenset(g.leaves) for g in plan.groups]  # per group
         # (parameter, leaf index) of each parameter that takes one leaf; those donated
         self.leaf_params = [(p, i) for p, (kind, i) in enumerate(plan.sources) if kind == "leaf"]
