@@ -211,7 +211,8 @@ def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
 def _unflatten(td: PyTreeDef, it) -> Any:
     if td.kind is None:
         return next(it)
-    children = [_unflatten(c, it) for c in td.children]
+    # a leaf child taken here: no call per leaf
+    children = [next(it) if c.kind is None else _unflatten(c, it) for c in td.children]
     if td.kind in _REGISTRY:
         return _REGISTRY[td.kind].unflatten(td.aux, children)
     return td.kind(*children)  # namedtuple

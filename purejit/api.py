@@ -267,15 +267,22 @@ class Jitted:
                         if float_checks.STATE[0] or float_checks.STATE[1]:
                             self._check_floats(out, args, kwargs)
                         return out, compiled, flat[1]
-        sig = self.spec.signature(args, kwargs)
         if self._buckets is not None:
-            return self._buckets.call(self, sig), None, None
-        compiled = self.compile_signature(sig)
-        if self._fast_ok and not kwargs and not dispatch_key():
-            key = compiled.fast_key_for(args, sig.leaves, sig.avals)
-            if key is not None:
-                self._fast[key] = compiled
-        out = compiled.run_arrays(sig.leaves, sig.avals)
+            return self._buckets.call(self, self.spec.signature(args, kwargs)), None, None
+        # NumPy leaves are not copied yet: one that goes into a stack is copied once, into it
+        sig = self.spec.signature(args, kwargs, borrow=True)
+        try:
+            compiled = self.compile_signature(sig)
+            if self._fast_ok and not kwargs and not dispatch_key():
+                key = compiled.fast_key_for(args, sig.leaves, sig.avals)
+                if key is not None:
+                    self._fast[key] = compiled
+                    if compiled.stacked:
+                        self._python_calls()
+            sig.own(compiled.stacked_leaves)  # the others copied, as `as_array` does
+            out = compiled.run_arrays(sig.leaves, sig.avals, borrowed=sig.borrowed)
+        finally:
+            sig.own()  # none left holding the caller's arrays (an error on the way, say)
         if float_checks.STATE[0] or float_checks.STATE[1]:  # debug_nans / debug_infs
             self._check_floats(out, args, kwargs)
         return out, compiled, sig.leaves
@@ -352,6 +359,19 @@ class Jitted:
             derived.clear_cache()
         if self._cpp is not None:
             self._cpp._clear_cache()
+            if getattr(type(self), "_cpp_base", None) is None:  # no program with stacks now
+                self.__class__ = _cpp_class(type(self), cpp_dispatch.entry(self, self._cpp))
+
+    def _python_calls(self) -> None:
+        """Calls come to purejit's Python dispatch directly from now on, not through
+        jaxlib's C++ dispatch: done once a program with stacks of leaves is on the Python
+        fast path. C++ never runs such a program (`cpp_dispatch.fastpath_for`), so each
+        of its calls would go through C++'s signature of every leaf only to miss to Python
+        (0.1 ms a call at 97 leaves); the function's other signatures then take Python's
+        fast path too. `clear_cache` gives the C++ dispatch back."""
+        base = getattr(type(self), "_cpp_base", None)
+        if base is not None:
+            self.__class__ = base
 
     def __repr__(self):
         return f"<purejit.jit {self.__name__}>"
@@ -390,7 +410,8 @@ class _CacheSlot:
 def _cpp_class(base: type, dispatcher) -> type:
     """A subclass of `base` whose instances are called through `dispatcher` (no Python
     frame on the way: Python looks `__call__` up on the type)."""
-    return type(base.__name__, (base,), {"__call__": staticmethod(dispatcher), "__slots__": ()})
+    attrs = {"__call__": staticmethod(dispatcher), "__slots__": (), "_cpp_base": base}
+    return type(base.__name__, (base,), attrs)
 
 
 def jit(

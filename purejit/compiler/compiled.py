@@ -35,8 +35,12 @@ class Compiled:
         self._placed = lowered.layout is None and pjrt.several_devices()
         # stacks of leaves passed as one parameter (`stacked_dispatch`): leaves' types here
         self.stacked = getattr(lowered, "stack_plan", None) is not None
+        # the leaves laid into stacks (a NumPy one is copied once, into its stack)
+        self.stacked_leaves: frozenset[int] = frozenset()
+        self.stack_call = None  # what its stacked dispatch reads per call (made on the first)
         if self.stacked:
             self._param_key = tuple((a.shape, a.dtype) for a in lowered.in_avals)
+            self.stacked_leaves = frozenset(i for g in lowered.stack_plan.groups for i in g.leaves)
 
     def __call__(self, *args, **kwargs):
         leaves, tree = tree_flatten((args, kwargs))
@@ -105,8 +109,9 @@ class Compiled:
         if self.stacked:
             # a NumPy leaf (never donated, never weak: `fast_key_for`) is read during the
             # call: laid into its stack, or transferred as a parameter of its own
-            arrays = [a if type(a) is Array else Array(host=a) for a in leaves]
-            return self.run_arrays(arrays, [a.aval for a in arrays])
+            # (the key's hit proved each leaf's shape and dtype the parameter's, which
+            # `run_arrays` would check again)
+            return self._run_stacked([a if type(a) is Array else Array(host=a) for a in leaves])
         if self.plain:
             # `_buf` read directly: a buffer that C++ dispatch donated fails in `_execute`
             bufs = [
@@ -137,8 +142,11 @@ class Compiled:
         arrays = [as_array(x) for x in leaves]
         return self.run_arrays(arrays, [a.aval for a in arrays])
 
-    def run_arrays(self, arrays: Sequence[Array], avals: Sequence[ShapedArray]):
+    def run_arrays(self, arrays: Sequence[Array], avals: Sequence[ShapedArray], borrowed=()):
         """Execute on purejit Arrays whose avals were already checked against the signature.
+        `borrowed`: `(index, array)` per leaf of `stacked_leaves` whose Array holds the
+        caller's NumPy array itself (`CallSignature.borrowed`): laid into its stack, then
+        rebound to a row of it.
 
         The hot path: purejit checks dtypes itself (PJRT would reinterpret bits silently)."""
         if self._param_key != tuple((a.shape, a.dtype) for a in avals):
@@ -147,11 +155,7 @@ class Compiled:
                 f"the compiled parameters {[str(t) for t in self.exe.param_types]}"
             )
         if self.stacked:
-            outs = stacked_dispatch.execute(self, list(arrays))
-            results = stacked_dispatch.outputs(self.lowered.stack_plan, outs, self.out_avals)
-            return (
-                results[0] if self.single_output else tree_unflatten(self.lowered.out_tree, results)
-            )
+            return self._run_stacked(list(arrays), {i for i, _ in borrowed})
         donation = self.lowered.donation
         if donation is not None and donation.aliases:
             return self._run_donating(arrays, donation)
@@ -159,6 +163,12 @@ class Compiled:
         if self._placed and _off_device(self.exe, bufs, arrays):
             bufs = self.exe.on_my_device(bufs)
         return self.wrap(_execute(self.exe, bufs, arrays))
+
+    def _run_stacked(self, arrays: list, borrowed=frozenset()):
+        """Run through `stacked_dispatch` on checked Arrays (`run_arrays`)."""
+        outs = stacked_dispatch.execute(self, arrays, borrowed)
+        results = stacked_dispatch.outputs(self.lowered.stack_plan, outs, self.out_avals)
+        return results[0] if self.single_output else tree_unflatten(self.lowered.out_tree, results)
 
     def wrap(self, outs):
         """purejit Arrays in the output tree, from the executable's output buffers."""
@@ -201,9 +211,12 @@ def fast_flatten(args: tuple) -> tuple[tuple, list] | None:
     some argument holds anything but purejit Arrays and NumPy arrays in plain tuples, lists,
     dicts, Nones and other registered pytree nodes with hashable aux data.
 
-    The key holds each purejit Array's aval, each NumPy array's (shape, dtype) and, for each
-    container, its type and length (a dict: its sorted keys), so it names the tree as well as
-    the leaves; the leaves come in `tree_flatten`'s order (a dict's values by sorted key)."""
+    The key holds each purejit Array's aval (a `ShapedArray` as its `(shape, dtype,
+    weak_type)`: what its equality compares, hashed and compared in C where the dataclass's
+    own hash and equality run in Python twice a lookup), each NumPy array's (shape, dtype)
+    and, for each container, its type and length (a dict: its sorted keys), so it names the
+    tree as well as the leaves; the leaves come in `tree_flatten`'s order (a dict's values by
+    sorted key)."""
     key: list = []
     leaves: list = []
     for a in args:
@@ -215,7 +228,9 @@ def fast_flatten(args: tuple) -> tuple[tuple, list] | None:
 def _flatten_into(x, key: list, leaves: list) -> bool:
     t = type(x)
     if t is Array:
-        key.append(x.aval)
+        a = x.aval
+        # another aval class (none equals a tuple) keeps its own equality
+        key.append((a.shape, a.dtype, a.weak_type) if type(a) is ShapedArray else a)
         leaves.append(x)
     elif t is np.ndarray:
         key.append((x.shape, x.dtype))
@@ -223,7 +238,11 @@ def _flatten_into(x, key: list, leaves: list) -> bool:
     elif t is tuple or t is list:
         key.append((t, len(x)))
         for c in x:
-            if not _flatten_into(c, key, leaves):
+            if type(c) is Array and type(c.aval) is ShapedArray:  # the first branch, inlined
+                a = c.aval
+                key.append((a.shape, a.dtype, a.weak_type))
+                leaves.append(c)
+            elif not _flatten_into(c, key, leaves):
                 return False
     elif t is dict:
         try:
@@ -232,7 +251,12 @@ def _flatten_into(x, key: list, leaves: list) -> bool:
             return False
         key.append((dict, names))
         for n in names:
-            if not _flatten_into(x[n], key, leaves):
+            c = x[n]
+            if type(c) is Array and type(c.aval) is ShapedArray:  # as above
+                a = c.aval
+                key.append((a.shape, a.dtype, a.weak_type))
+                leaves.append(c)
+            elif not _flatten_into(c, key, leaves):
                 return False
     elif x is None:
         key.append(None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -21,7 +21,7 @@ from purejit import errors
 from purejit.config import config
 from purejit.backend import pjrt
 from purejit.runtime.array import Array, as_array
-from purejit.tracing import ShapedArray, Tracer
+from purejit.tracing import ShapedArray, Tracer, host_value
 from purejit.tracing.context import dispatch_key
 from purejit.tree_util import PyTreeDef, tree_flatten, tree_paths, tree_unflatten
 
@@ -96,13 +96,19 @@ class ArgSpec:
                 ) from None
         return tuple(static), dyn_args, dyn_kwargs
 
-    def signature(self, args, kwargs, *, shapes_only: bool = False) -> CallSignature:
+    def signature(
+        self, args, kwargs, *, shapes_only: bool = False, borrow: bool = False
+    ) -> CallSignature:
         """The signature of one call.
 
         Args:
             args, kwargs: the call's arguments.
             shapes_only: leaves may be shape specs (anything with `.shape` and `.dtype`
                 but no data, or a `ShapedArray`); used by `export` and ahead-of-time lowering.
+            borrow: a writeable NumPy leaf that needs no conversion is wrapped without the
+                private copy (`CallSignature.borrowed`); the caller must call
+                `CallSignature.own` before the call returns (purejit's dispatch, which lays
+                such a leaf into a stack with one copy).
         Returns:
             A `CallSignature` whose `leaves` are Tracers or `purejit.Array`s (converted once).
         """
@@ -110,13 +116,17 @@ class ArgSpec:
         leaves, tree = tree_flatten((tuple(dyn_args), dyn_kwargs))
         sig = CallSignature(self, static, tree, leaves, [], len(args))
         try:
-            sig.leaves, sig.avals = _convert(leaves, shapes_only)
+            sig.leaves, sig.avals = _convert(leaves, shapes_only, sig.borrowed if borrow else None)
         except (TypeError, OverflowError):
             _raise_bad_leaf(sig, shapes_only)
         return sig
 
 
-def _convert(leaves, shapes_only: bool):
+def _convert(leaves, shapes_only: bool, borrowed: list | None = None):
+    """Each leaf as a Tracer, a purejit Array (None for a shape spec) and its abstract value.
+    With `borrowed` (a list), a writeable NumPy array that `as_array` would copy unchanged is
+    wrapped as it is, and `(index, array)` appended to `borrowed`: same abstract value, no
+    copy yet."""
     out, avals = [], []
     for x in leaves:
         if type(x) is Array or isinstance(x, Tracer):
@@ -126,7 +136,15 @@ def _convert(leaves, shapes_only: bool):
             out.append(None)
             avals.append(ShapedArray(tuple(x.shape), np.dtype(x.dtype), False))
         else:
-            a = as_array(x)
+            if borrowed is not None and type(x) is np.ndarray and x.flags.writeable:
+                v, weak = host_value(x)
+                if v is x:  # what `as_array` copies: the caller's array, as it is
+                    borrowed.append((len(out), x))
+                    a = Array(host=x, weak_type=weak)
+                else:  # converted (a copy of its own already)
+                    a = Array(host=v, weak_type=weak)
+            else:
+                a = as_array(x)
             out.append(a)
             avals.append(a.aval)
     return out, avals
@@ -163,6 +181,8 @@ class CallSignature:
         leaves: the dynamic leaves as Tracers or `purejit.Array`s (None for shape specs).
         avals: one abstract value per leaf.
         nargs: the number of positional arguments of the call, static ones included.
+        borrowed: `(index, array)` per leaf whose Array holds the caller's writeable NumPy
+            array itself, not a copy (`ArgSpec.signature(borrow=True)`); `own` ends that.
     """
 
     spec: ArgSpec
@@ -171,6 +191,26 @@ class CallSignature:
     leaves: list
     avals: list
     nargs: int
+    borrowed: list = field(default_factory=list)
+
+    def own(self, keep: frozenset[int] | set[int] = frozenset()) -> None:
+        """Give every borrowed leaf but those in `keep` a copy of its own, as `as_array`
+        would have (a buffer made from the caller's memory meanwhile is dropped: jaxlib's CPU
+        client may share that memory). A leaf whose Array no longer holds the caller's
+        array (a stacked dispatch rebound it to a row of the stack it copied it into) needs
+        nothing. With `keep` empty nothing is borrowed after it: a call must end with that,
+        so that a caller's array mutated after the call changes nothing purejit holds."""
+        left = []
+        for i, x in self.borrowed:
+            a = self.leaves[i]
+            if a._host is not x:
+                continue
+            if i in keep:
+                left.append((i, x))
+                continue
+            a._buf = None
+            a._host = x.copy()
+        self.borrowed = left
 
     @property
     def key(self) -> tuple:

@@ -46,6 +46,8 @@ from purejit.compiler.stacked_params import Group, StackPlan
 from purejit.ir import Builder, TensorType
 from purejit.runtime.array import Array
 
+_new = object.__new__
+
 
 class _Recent:
     """A map that keeps its `size` most recently written entries, under its own lock (what
@@ -209,76 +211,136 @@ def _build(g: Group, arrays: list, device):
     return build_on_device(g, arrays, device), "device"
 
 
-def _row_readers(arrays: list) -> dict:
-    """id of a stack -> the indices of the arguments that are rows of it (once per call)."""
-    readers: dict = {}
-    for k, a in enumerate(arrays):
-        if a._row is not None:
-            readers.setdefault(id(a._row[0]), set()).add(k)
-    return readers
-
-
-def _others_view(stack, readers: dict, members: set[int]) -> bool:
-    """Whether an argument outside the group (`readers`: `_row_readers` of the call), or any
-    view at all, reads `stack`. A view made of one of the group's own rows counts too: a
-    program reading that view may still run (PJRT orders a donation after the uses of the
-    donated buffer, not of views into it), and donating the stack would let the call
-    overwrite what it reads."""
-    if not readers.get(id(stack), set()) <= members:
+def _others_view(stack, readers: dict, members: frozenset[int]) -> bool:
+    """Whether an argument outside the group (`readers`: id of a stack -> the indices of the
+    call's arguments that are rows of it), or any view at all, reads `stack`. A view made of
+    one of the group's own rows counts too: a program reading that view may still run (PJRT
+    orders a donation after the uses of the donated buffer, not of views into it), and
+    donating the stack would let the call overwrite what it reads."""
+    if not members.issuperset(readers.get(id(stack), ())):
         return True
     return row_views.live_views_of(stack) > 0
 
 
-def execute(compiled, arrays: list) -> list:
+class _CallData:
+    """What `execute` reads of a compiled program on every call, worked out on its first
+    (`Compiled.stack_call`)."""
+
+    __slots__ = ("plan", "exe", "device", "paths", "name", "aliases", "donating", "reasons")
+    __slots__ += ("members", "leaf_params", "donated_leaf_params")
+
+    def __init__(self, compiled):
+        lowered = compiled.lowered
+        plan: StackPlan = lowered.stack_plan
+        self.plan = plan
+        self.exe = compiled.exe
+        self.device = compiled.exe.device or pjrt.default_device()
+        self.paths = lowered.in_paths or [f"#{i}" for i in range(plan.n_leaves)]
+        self.name = lowered.name
+        donation = lowered.donation
+        self.aliases = donation.aliases if donation is not None else {}
+        donated = {i for g in plan.groups if g.donated for i in g.leaves}
+        for p, (kind, i) in enumerate(plan.sources):
+            if kind == "leaf" and p in self.aliases:
+                donated.add(i)
+        # what `donation.check_donated_inputs` takes: the donated leaves (None: none)
+        self.donating = SimpleNamespace(aliases=frozenset(donated)) if donated else None
+        # why a leaf is deleted after a call (donated, or in a group whose stack is), per leaf
+        deleted = set(donated)
+        for p, (kind, i) in enumerate(plan.sources):
+            if kind == "group" and p in self.aliases:
+                deleted.update(plan.groups[i].leaves)
+        self.reasons = {i: _donated_reason(self.paths[i], self.name) for i in deleted}
+        self.members = [frozenset(g.leaves) for g in plan.groups]  # per group
+        # (parameter, leaf index) of each parameter that takes one leaf; those donated
+        self.leaf_params = [(p, i) for p, (kind, i) in enumerate(plan.sources) if kind == "leaf"]
+        self.donated_leaf_params = [i for p, i in self.leaf_params if p in self.aliases]
+
+
+def _call_data(compiled) -> _CallData:
+    data = compiled.stack_call
+    if data is None:
+        data = compiled.stack_call = _CallData(compiled)
+    return data
+
+
+def execute(compiled, arrays: list, borrowed: set[int] | frozenset[int] = frozenset()) -> list:
     """Run `compiled` (whose lowering has a `StackPlan`) on the user's leaves `arrays`
-    (purejit Arrays, checked against the signature); returns the output buffers."""
-    lowered = compiled.lowered
-    plan: StackPlan = lowered.stack_plan
-    exe = compiled.exe
-    device = exe.device or pjrt.default_device()
-    paths = lowered.in_paths or [f"#{i}" for i in range(len(arrays))]
-    for a in arrays:
-        a._check_alive()
-    donated_leaves = {i for g in plan.groups if g.donated for i in g.leaves}
-    donation = lowered.donation
-    aliases = donation.aliases if donation is not None else {}
-    for p, (kind, i) in enumerate(plan.sources):
-        if kind == "leaf" and p in aliases:
-            donated_leaves.add(i)
+    (purejit Arrays, checked against the signature); returns the output buffers.
+    `borrowed`: indices of group leaves whose Array holds the caller's NumPy array itself (no
+    copy of its own, `CallSignature.borrowed`): copied into the stack built, then rebound to
+    rows of it as device leaves are, so nothing holds the caller's memory after the call."""
+    c = compiled.stack_call or _call_data(compiled)
+    plan, aliases = c.plan, c.aliases
+    # one pass over the arguments: `Array._check_alive` inlined (each stack asked once);
+    # what each holds, for the check that a donated buffer is not passed twice; and
+    # which arguments are rows of which stack (id of the stack -> indices)
+    held, readers, alive = [], {}, None
+    for k, a in enumerate(arrays):
+        if a._deleted_by is not None:
+            raise a.deleted_error()
+        buf, row = a._buf, a._row
+        if buf is not None:
+            if buf.is_deleted():
+                raise a.deleted_error()
+            held.append(id(buf))
+        if row is not None:
+            stack = row[0]
+            if stack is not alive:
+                if stack.is_deleted():
+                    raise a.deleted_error()
+                alive = stack
+            readers.setdefault(id(stack), []).append(k)
+            if buf is None:  # a lazy row: the same piece of the same stack is one buffer
+                held.append((id(stack), row[1]))
     # a donated buffer passed as another argument too: the same error as without groups
-    dn.check_donated_inputs(arrays, SimpleNamespace(aliases=donated_leaves), paths, lowered.name)
-    bufs, made, readers = [], [], None
+    if c.donating is not None and len(set(held)) != len(held):
+        dn.check_donated_inputs(arrays, c.donating, c.paths, c.name)
+    bufs: list = [None] * len(plan.sources)
+    for p, i in c.leaf_params:
+        a = arrays[i]
+        # alive (checked above): its buffer, else host data transferred (or a row's view)
+        bufs[p] = a._buf if a._buf is not None else a.buffer
+    made = []
     for p, (kind, i) in enumerate(plan.sources):
         if kind == "leaf":
-            bufs.append(arrays[i].buffer)
             continue
         g = plan.groups[i]
         members = [arrays[k] for k in g.leaves]
-        # host data is not adopted
-        on_device = [a._buf is not None or a._row is not None for a in members]
         stack, how = _found(g, members), "found"
-        if stack is not None and p in aliases:
-            if readers is None:
-                readers = _row_readers(arrays)
-            if _others_view(stack, readers, set(g.leaves)):
-                stack = None  # donating it would change what other views read
+        if stack is not None and p in aliases and _others_view(stack, readers, c.members[i]):
+            stack = None  # donating it would change what other views read
         if stack is None:
-            stack, how = _build(g, members, device)
+            # host data is not adopted, but for the signature's borrowed wraps of NumPy
+            # leaves (read before the build, which moves nothing)
+            on_device = [
+                a._buf is not None or a._row is not None or k in borrowed
+                for a, k in zip(members, g.leaves)
+            ]
+            stack, how = _build(g, members, c.device)
+            made.append((p in aliases, g, members, stack, on_device))
+        elif p in aliases:
+            made.append((True, g, members, stack, None))
         LAST[g] = how
-        bufs.append(stack)
-        made.append((p, g, members, stack, how, on_device))
-    outs = exe.execute_unchecked(bufs)
-    for p, (kind, i) in enumerate(plan.sources):
-        if kind == "leaf" and p in aliases:
-            arrays[i].delete(_donated_reason(paths[i], lowered.name), consumed=True)
-    for p, g, members, stack, how, on_device in made:
-        if p in aliases:
+        bufs[p] = stack
+    outs = c.exe.execute_unchecked(bufs)
+    reasons = c.reasons
+    for i in c.donated_leaf_params:
+        # XLA took the buffer over: `Array.delete(consumed=True)` inlined
+        a = arrays[i]
+        a._buf = a._host = a._row = None
+        a._deleted_by = reasons[i]
+    for donated, g, members, stack, on_device in made:
+        if donated:
             # the leaves are deleted as donating them would have: a built stack's own
             # buffers freed, a found stack's rows dropped and the views made of them deleted
-            # (their memory is the output's now)
+            # (their memory is the output's now); `Array.delete` inlined
             for a, k in zip(members, g.leaves):
-                a.delete(_donated_reason(paths[k], lowered.name))
-        elif how != "found":
+                if a._buf is not None:
+                    a._buf.delete()
+                a._buf = a._host = a._row = None
+                a._deleted_by = reasons[k]
+        else:
             adopt(g, [a if d else None for a, d in zip(members, on_device)], stack)
     return outs
 
@@ -300,14 +362,20 @@ def outputs(plan: StackPlan, outs: list, out_avals: list) -> list:
     if not plan.out_groups:
         return [Array.from_buffer(o, a) for o, a in zip(outs, out_avals)]
     results: list = [None] * len(out_avals)
-    row = Array.row
+    from_buffer = Array.from_buffer
     for buf, (kind, j) in zip(outs, plan.out_sources):
         if kind == "leaf":
-            results[j] = Array.from_buffer(buf, out_avals[j])
+            results[j] = from_buffer(buf, out_avals[j])
             continue
         h = plan.out_groups[j]
         for k, off in zip(h.leaves, h.offsets):
-            results[k] = row(buf, off, out_avals[k])
+            # `Array.row` inlined
+            a = results[k] = _new(Array)
+            aval = out_avals[k]
+            a._buf = a._host = a._deleted_by = None
+            a._row = (buf, off, aval.shape, None)
+            a.aval = aval
+            a._weak = aval.weak_type
     return results
 
 

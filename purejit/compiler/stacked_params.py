@@ -63,6 +63,16 @@ class Group:
     stack_type: TensorType
     donated: bool
 
+    def __hash__(self):  # the dataclass's (of the fields), kept: dispatch hashes it per call
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.leaves, self.offsets, self.shapes, self.stack_type, self.donated))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self):  # the fields only (the kept hash is remade where it is read)
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @property
     def pieces(self) -> list[tuple[int, tuple[int, ...]]]:
         """`(offset, shape)` per leaf, as `row_views.views` takes them."""

@@ -9,6 +9,7 @@ import pytest
 import purejit
 import purejit.numpy as jnp
 from purejit.compiler import ArgSpec, cpp_dispatch
+from purejit.compiler import signature as signature_mod
 from purejit.runtime import array as array_mod
 
 
@@ -25,6 +26,15 @@ def test_numpy_input_is_converted_once_per_call(monkeypatch):
 
     for mod in ("purejit.compiler.signature", "purejit.compiler.compiled"):
         monkeypatch.setattr(f"{mod}.as_array", counting)
+    # the dispatch's signature converts a writeable NumPy array itself (borrowed until it is
+    # copied, once: `CallSignature.own`, or into a stack)
+    real_host_value = signature_mod.host_value
+
+    def counting_host_value(v):
+        calls.append(type(v).__name__)
+        return real_host_value(v)
+
+    monkeypatch.setattr(signature_mod, "host_value", counting_host_value)
     out = f._dispatch((x, 1.0), {})[0]  # purejit's Python dispatch
     np.testing.assert_allclose(np.asarray(out), x * 2 + 1)
     assert calls == ["ndarray", "float"], calls
