@@ -132,13 +132,17 @@ def check_donated_inputs(arrays, plan: DonationPlan, paths, fname: str):
             )
 
 
+def donated_reason(path: str, fname: str) -> str:
+    """Why an Array donated as argument `path` of the jitted function `fname` is deleted."""
+    return (
+        f"it was donated as argument {path} of the jitted function {fname}; "
+        "a donated array cannot be used after the call"
+    )
+
+
 def consume_donated(arrays, plan: DonationPlan, paths, fname: str):
     """After a call: delete every donated Array whose buffer XLA took over."""
     for i in plan.aliases:
         # XLA took the buffer over (PJRT deleted it at execute): drop the reference only,
         # a jax.Array's delete() would walk its shards again in Python
-        arrays[i].delete(
-            f"it was donated as argument {paths[i]} of the jitted function {fname}; "
-            "a donated array cannot be used after the call",
-            consumed=True,
-        )
+        arrays[i].delete(donated_reason(paths[i], fname), consumed=True)

@@ -250,7 +250,7 @@ class _CallData:
         for p, (kind, i) in enumerate(plan.sources):
             if kind == "group" and p in self.aliases:
                 deleted.update(plan.groups[i].leaves)
-        self.reasons = {i: _donated_reason(self.paths[i], self.name) for i in deleted}
+        self.reasons = {i: dn.donated_reason(self.paths[i], self.name) for i in deleted}
         self.members = [frozenset(g.leaves) for g in plan.groups]  # per group
         # (parameter, leaf index) of each parameter that takes one leaf; those donated
         self.leaf_params = [(p, i) for p, (kind, i) in enumerate(plan.sources) if kind == "leaf"]
@@ -377,10 +377,3 @@ def outputs(plan: StackPlan, outs: list, out_avals: list) -> list:
             a.aval = aval
             a._weak = aval.weak_type
     return results
-
-
-def _donated_reason(path: str, name: str) -> str:
-    return (
-        f"it was donated as argument {path} of the jitted function {name}; "
-        "a donated array cannot be used after the call"
-    )

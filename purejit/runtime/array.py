@@ -182,11 +182,7 @@ class Array(ConcreteArray, metaclass=_ArrayMeta):
     def _check_alive(self):
         # jaxlib's C++ dispatch runs donating programs without telling this wrapper: PJRT
         # deleted the buffer itself
-        if (
-            self._deleted_by is not None
-            or (self._buf is not None and self._buf.is_deleted())
-            or (self._row is not None and self._row[0].is_deleted())
-        ):
+        if self.is_deleted():
             raise self.deleted_error()
 
     def _stack_deleted(self) -> bool:

@@ -121,11 +121,16 @@ def test_donated_rows_are_deleted_and_twice_in_a_donated_group_is_refused():
         np.asarray(r)
 
 
-def test_a_layer_replaced_between_donated_steps_rebuilds_the_stack():
-    ps, x = mlp_params(4, D), np.random.default_rng(4).standard_normal((2, D), np.float32)
+def _donated_step(seed):
+    """Parameters, input, the step, the rolled donating step and the group of its w's."""
+    ps, x = mlp_params(4, D), np.random.default_rng(seed).standard_normal((2, D), np.float32)
     step = _step(_model())
     rolled = purejit.jit(step, donate_argnums=0, compiler_options=ROLL)
-    g = rolled.lower(ps, x).stack_plan.groups[1]  # the w's
+    return ps, x, step, rolled, rolled.lower(ps, x).stack_plan.groups[1]
+
+
+def test_a_layer_replaced_between_donated_steps_rebuilds_the_stack():
+    ps, x, step, rolled, g = _donated_step(4)
     a = rolled(_on_device(ps), x)
     a[2]["w"] = purejit.device_put(np.asarray(a[2]["w"]) * 0.5)  # the user's own array
     host = jax.tree.map(np.asarray, a)
@@ -157,10 +162,7 @@ def test_a_live_view_of_a_row_keeps_its_stack_from_being_donated():
     # a program reading a row's view may still run when the next call starts: PJRT orders a
     # donation after the uses of the donated stack, not of views into it, so the stack is
     # not donated while any view of it lives (a copy is built and donated instead)
-    ps, x = mlp_params(4, D), np.random.default_rng(6).standard_normal((2, D), np.float32)
-    step = _step(_model())
-    rolled = purejit.jit(step, donate_argnums=0, compiler_options=ROLL)
-    g = rolled.lower(ps, x).stack_plan.groups[1]  # the w's
+    ps, x, step, rolled, g = _donated_step(6)
     a = rolled(_on_device(ps), x)
     b = rolled(a, x)
     assert sd.LAST[g] == "found"

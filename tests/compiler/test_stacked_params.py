@@ -197,12 +197,16 @@ def test_a_rolled_forward_takes_its_stack_and_finds_it_on_the_next_call():
     assert sd.LAST[g] == "found"
 
 
-def test_the_device_route_builds_the_same_stack():
+def _first_group_on_device():
+    """A rolled 3-layer forward's first group, its leaves on the device, and the device."""
     ps = _on_device(mlp_params(3, D))
     x = np.ones((2, D), np.float32)
     g = purejit.jit(_model(), compiler_options=ROLL).lower(ps, x).stack_plan.groups[0]
-    members = [jax.tree.leaves(ps)[k] for k in g.leaves]
-    dev = pjrt.default_device()
+    return g, [jax.tree.leaves(ps)[k] for k in g.leaves], pjrt.default_device()
+
+
+def test_the_device_route_builds_the_same_stack():
+    g, members, dev = _first_group_on_device()
     on_host = np.asarray(sd.build_on_host(g, members, dev))
     on_device = np.asarray(sd.build_on_device(g, members, dev))
     np.testing.assert_array_equal(on_device, on_host)
@@ -379,11 +383,7 @@ def test_a_per_layer_learning_rate_keeps_the_update_per_layer():
 
 
 def test_a_host_build_reuses_its_array_only_when_no_buffer_shares_it():
-    ps = _on_device(mlp_params(3, D))
-    x = np.ones((2, D), np.float32)
-    g = purejit.jit(_model(), compiler_options=ROLL).lower(ps, x).stack_plan.groups[0]
-    members = [jax.tree.leaves(ps)[k] for k in g.leaves]
-    dev = pjrt.default_device()
+    g, members, dev = _first_group_on_device()
     first = sd.build_on_host(g, members, dev)
     kept = np.array(np.asarray(first))
     doubled = [purejit.device_put(np.asarray(a) * 2) for a in members]
