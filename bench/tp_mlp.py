@@ -79,6 +79,12 @@ def _parse(argv):
         "pipelinedK, either with _free), comma separated; '' for none",
     )
     p.add_argument(
+        "--profile",
+        default=None,
+        help="GPU (needs torch): a folder for each variant's kernel trace per device (how much "
+        "of its collective time runs beside compute) and its compiled HLO",
+    )
+    p.add_argument(
         "--auto-decide",
         choices=("timed", "model"),
         default="timed",
@@ -104,6 +110,29 @@ def _lone_candidates(on: bool):
         yield
     finally:
         _timing_units.MAX_CHAIN = saved
+
+
+def _profile(out: str, calls: dict, texts: dict, jax_compiled: dict, results: dict) -> None:
+    """Each variant's kernels traced per device (`bench.tools.overlap_profile`: collective
+    time, compute time, both at once) into results and OUT/overlap.md, and every compiled
+    program's HLO into OUT/hlo/."""
+    import gzip
+
+    from bench.tools import overlap_profile
+
+    os.makedirs(os.path.join(out, "hlo"), exist_ok=True)
+    texts = {f"purejit_{m}": t for m, t in texts.items()}
+    texts.update({k: c.as_text() for k, c in jax_compiled.items()})
+    for k, t in texts.items():
+        with gzip.open(os.path.join(out, "hlo", f"{k}.hlo.gz"), "wt") as fh:
+            fh.write(t)
+    rows = {}
+    for k, fn in calls.items():
+        rows[k] = overlap_profile.trace(fn, 20, lambda o: o.block_until_ready())
+        results[k]["overlap"] = {str(d): s for d, s in rows[k].items()}
+    with open(os.path.join(out, "overlap.md"), "w") as fh:
+        fh.write("\n".join(overlap_profile.table(rows)) + "\n")
+    print("\n".join(overlap_profile.table(rows)))
 
 
 def _time_all(fns: dict, iters: int, repeats: int) -> dict:
@@ -267,6 +296,8 @@ def main(argv=None):
     outputs_jax_jit = np.asarray(jit_compiled(*args_jax)).astype(np.float32)
     for name, step in _time_all(calls, iters, args.repeats).items():
         results[name]["step_s"] = step
+    if args.profile:
+        _profile(args.profile, calls, texts, {"jax": jcompiled, name: jit_compiled}, results)
     for mode, out in outputs.items():
         results[f"purejit_{mode}"]["max_abs_diff_vs_jax"] = float(np.abs(out - want).max())
     results[name]["max_abs_diff_vs_jax"] = float(np.abs(outputs_jax_jit - want).max())

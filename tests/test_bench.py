@@ -77,3 +77,20 @@ def test_step_profile_xla_options_reach_a_compile_after_another(monkeypatch):
         assert float(purejit.jit(lambda x: x * 3)(np.ones(3, np.float32))[0]) == 3.0
     assert pjrt.xla_option_overrides() == ()
     assert "PUREJIT_XLA_OPTIONS" not in os.environ
+
+
+def test_overlap_profile_counts_collective_time_beside_compute():
+    from bench.tools.overlap_profile import device_summary
+
+    # two calls: a gemm 0-10 with an all-gather 5-15 beside it, then a fusion 20-30 alone,
+    # a second gemm 30-40 and a reduce-scatter 40-50 after it (not hidden)
+    kernels = [
+        ("sm90_gemm", 0, 10), ("ncclDevKernel_AllGather", 5, 15), ("loop_fusion", 20, 30),
+        ("sm90_gemm", 30, 40), ("ncclDevKernel_ReduceScatter", 40, 50),
+    ]  # fmt: skip
+    s = device_summary(kernels, calls=2)
+    assert s["span_us"] == 25.0  # 50 over 2 calls
+    assert s["collective_us"] == 10.0 and s["compute_us"] == 15.0
+    assert s["overlap_us"] == 2.5 and s["collective_hidden"] == 0.25
+    assert s["idle_us"] == 2.5  # 15-20
+    assert s["kernels"] == 2.5

@@ -171,6 +171,25 @@ for step in "$@"; do
         tests/nn/test_attention.py tests/lax/test_dot_algorithm.py > "$OUT/attncheck_tests.log" 2>&1
       CUDA_VISIBLE_DEVICES=0 timeout 150 python3 -m bench.attention_numerics --out "$OUT/attncheck_numerics" \
         --seeds 4 > "$OUT/attncheck_numerics.log" 2>&1 ;;
+    sweep4r)  # issue #31 at n = 4: the four shapes session 19 did not reach, every form
+      timeout 300 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep4r" --devices "$N" --iters 50 \
+        --repeats 5 --timeout 100 --shapes 2048x2048,8192x2048,2048x8192,16384x8192 \
+        > "$OUT/sweep4r.log" 2>&1 ;;
+    prof4|prof2)  # the communication-heavy shape's kernels per GPU: how much collective time
+                  # each form runs beside compute (bench.tools.overlap_profile), with its HLO
+      n=2; [ "$step" = prof4 ] && n="$N"
+      timeout 150 python3 -m bench.tp_mlp --tokens 16384 --dmodel 2048 --dff 8192 --devices "$n" \
+        --repeats 5 --forms chunked2,chunked4,pipelined4 --profile "$OUT/$step" \
+        --json "$OUT/$step/tp_mlp.json" > "$OUT/$step.log" 2>&1 ;;
+    train4f)  # tp and FSDP through jit at n = 4, against JAX + cuDNN, with fused attention off
+      for kind in tp fsdp_jit; do
+        timeout 150 python3 -m bench.tp_train --out "$OUT/train4f_$kind" --devices "$N" \
+          --variants jax_cudnn,purejit_unfused --steps "$kind" --repeats 3 > "$OUT/train4f_$kind.log" 2>&1
+        echo "train4f $kind: rc=$?" >> "$OUT/steps.txt"
+      done ;;
+    weak32)  # weak scaling with bench.train's batch per GPU (8; global 8n), dp and FSDP
+      timeout 200 python3 -m bench.tp_train --out "$OUT/weak32" --devices "$N" --batch $((8 * N)) \
+        --variants jax_cudnn --steps dp,fsdp --repeats 3 > "$OUT/weak32.log" 2>&1 ;;
     sweep2r)  # auto with its default forms (the ring alone) at n = 2, every shape of issue #31
       timeout 400 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep2r" --devices 2 --iters 50 \
         --repeats 5 --timeout 90 \
