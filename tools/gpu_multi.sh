@@ -190,6 +190,9 @@ for step in "$@"; do
     weak32)  # weak scaling with bench.train's batch per GPU (8; global 8n), dp and FSDP
       timeout 200 python3 -m bench.tp_train --out "$OUT/weak32" --devices "$N" --batch $((8 * N)) \
         --variants jax_cudnn --steps dp,fsdp --repeats 3 > "$OUT/weak32.log" 2>&1 ;;
+    fsdpjit4h)  # FSDP through jit with its compiled HLO and kernels, against JAX + cuDNN
+      timeout 150 python3 -m bench.tp_train --out "$OUT/fsdpjit4h" --devices "$N" --variants jax_cudnn \
+        --steps fsdp_jit --repeats 3 --hlo --profile > "$OUT/fsdpjit4h.log" 2>&1 ;;
     sweep2r)  # auto with its default forms (the ring alone) at n = 2, every shape of issue #31
       timeout 400 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep2r" --devices 2 --iters 50 \
         --repeats 5 --timeout 90 \
