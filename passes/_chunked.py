@@ -11,6 +11,15 @@ piece's transfer while another piece multiplies:
     y = reduce_scatter(dot_general(a, w))
       -> y_c = reduce_scatter(dot_general(a_c, w)) (or w_c) for k chunks, then y from the y_c
 
+XLA's GPU compiler may undo the cut: its dot merger joins independent dots that share an
+operand (here w, or the activation on the reduce-scatter side) into one dot over the
+concatenated pieces, below `xla_gpu_dot_merger_threshold_mb` (32 MB by default). On 4 H200s
+that merged both chunked2 pieces of the communication-heavy MLP back into one cuBLAS call and
+left 7% of the collective time hidden; with `PUREJIT_XLA_OPTIONS=
+xla_gpu_dot_merger_threshold_mb=0` the pieces stay apart and the form ran 0.878 ms against
+0.984, still slower than the plain program's 0.784 (docs/benchmarks/multigpu_s12.md,
+session 20), so the option is not set by the form.
+
 Every element of the result is computed by the same dot product over the same contraction
 as before (on a sub-block of rows or columns) and the same collective, so the values equal
 the plain program's, per element (up to a matmul kernel that sums its contraction in an order
