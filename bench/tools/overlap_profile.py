@@ -71,20 +71,11 @@ def device_summary(kernels: list, calls: int) -> dict:
 def trace(run, calls: int, sync) -> dict:
     """{device index: `device_summary`} of `calls` calls of `run()`, then `sync(last result)`,
     traced on the GPUs."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
+    from bench.tools.step_profile import cuda_events
 
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        out = None
-        for _ in range(calls):
-            out = run()
-        sync(out)
-        torch.cuda.synchronize()
     per_device: dict = defaultdict(list)
-    for ev in prof.events():
-        if ev.device_type.name == "CUDA":
-            per_device[ev.device_index].append((ev.name, ev.time_range.start, ev.time_range.end))
+    for ev in cuda_events(run, calls, sync):
+        per_device[ev.device_index].append((ev.name, ev.time_range.start, ev.time_range.end))
     return {d: device_summary(k, calls) for d, k in sorted(per_device.items())}
 
 

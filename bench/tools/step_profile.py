@@ -42,10 +42,9 @@ def _category(name: str) -> str:
     return "other fusion"
 
 
-def kernel_profile(run, steps: int, sync) -> tuple[dict, float, dict, dict]:
-    """Profile `steps` calls of `run()` (then `sync(result)`): {kernel name: (calls per step,
-    µs per step summed over devices)}, the total µs per step, {device: µs per step} and
-    {device: its idle time (`_gaps`)}."""
+def cuda_events(run, steps: int, sync) -> list:
+    """The GPU kernels (torch profiler events) of `steps` calls of `run()`, then
+    `sync(last result)`."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -56,12 +55,17 @@ def kernel_profile(run, steps: int, sync) -> tuple[dict, float, dict, dict]:
             out = run()
         sync(out)
         torch.cuda.synchronize()
+    return [ev for ev in prof.events() if ev.device_type.name == "CUDA"]
+
+
+def kernel_profile(run, steps: int, sync) -> tuple[dict, float, dict, dict]:
+    """Profile `steps` calls of `run()` (then `sync(result)`): {kernel name: (calls per step,
+    µs per step summed over devices)}, the total µs per step, {device: µs per step} and
+    {device: its idle time (`_gaps`)}."""
     kernels: dict = defaultdict(lambda: [0.0, 0.0])
     devices: dict = defaultdict(float)
     spans: dict = defaultdict(list)
-    for ev in prof.events():
-        if ev.device_type.name != "CUDA":
-            continue
+    for ev in cuda_events(run, steps, sync):
         spans[ev.device_index].append((ev.time_range.start, ev.time_range.end))
         us = (ev.device_time if hasattr(ev, "device_time") else ev.cuda_time) / steps
         k = kernels[ev.name]
