@@ -1,7 +1,7 @@
 """Fused scaled dot-product attention: one op for softmax(q kᵀ · scale + bias, masked) v.
 
 dot_product_attention(q, k, v[, bias][, q_seq_lengths, kv_seq_lengths])
-        {scale, mask, window, has_bias, has_seq_lengths, return_stats}
+        {scale, mask, window, has_bias, has_seq_lengths, return_stats[, precision]}
     q: [B, T, N, H], k: [B, S, K, H], v: [B, S, K, Hv] (BTNH), one floating dtype; N a
     multiple of K (grouped-query heads: q head n reads k/v head n // (N / K)). `bias` (when
     `has_bias`) has rank 4 and broadcasts to [B, N, T, S] (each dimension 1 or full), any
@@ -10,6 +10,9 @@ dot_product_attention(q, k, v[, bias][, q_seq_lengths, kv_seq_lengths])
     only if `has_seq_lengths`), `window` None or (left, right) ints >= 0. Results: the output
     [B, T, N, Hv] in q's dtype; with `return_stats` also the softmax statistics
     logsumexp(logits) along S, float32 [B, N, T] (what the fused backward needs).
+    `precision` (optional, a pair of StableHLO precision names as on `dot_general`) is the
+    precision of every dot where the op runs decomposed: the `default_matmul_precision` in
+    force where it was traced (JAX's XLA path reads it there too); a fused kernel ignores it.
 
     The meaning is JAX's XLA path (`jax.nn.dot_product_attention(implementation="xla")`),
     so a program gives the same answer whichever kernel runs it:
@@ -41,6 +44,7 @@ import numpy as np
 
 from purejit.ir import dtypes
 from purejit.ir.core import Op, TensorType, Value
+from purejit.ir.ops.conv import PRECISIONS
 from purejit.ir.registry import OpDef, fail, register
 
 MASKS = ("none", "causal", "padding", "padding_causal")
@@ -63,8 +67,10 @@ def attention_attrs(
     has_bias: bool = False,
     has_seq_lengths: bool = False,
     return_stats: bool = False,
+    precision=None,
 ) -> dict:
-    """The op's attributes, checked; raises ValueError naming the bad one."""
+    """The op's attributes, checked; raises ValueError naming the bad one. `precision` is
+    left out of them when None (XLA's default)."""
     if not isinstance(scale, (int, float, np.floating)) or isinstance(scale, bool):
         raise ValueError(f"{FWD}: scale must be a Python float, got {scale!r}")
     if mask not in MASKS:
@@ -79,7 +85,7 @@ def attention_attrs(
             f"{FWD}: mask={mask!r} with has_seq_lengths={has_seq_lengths}: the padding masks "
             "and only they take q_seq_lengths and kv_seq_lengths"
         )
-    return {
+    attrs = {
         "scale": float(scale),
         "mask": mask,
         "window": window,
@@ -87,6 +93,14 @@ def attention_attrs(
         "has_seq_lengths": bool(has_seq_lengths),
         "return_stats": bool(return_stats),
     }
+    if precision is not None:
+        ok = isinstance(precision, (tuple, list)) and len(precision) == 2
+        if not ok or any(p not in PRECISIONS for p in precision):
+            raise ValueError(
+                f"{FWD}: precision={precision!r} must be None or a pair of {list(PRECISIONS)}"
+            )
+        attrs["precision"] = tuple(precision)
+    return attrs
 
 
 def attention_operands(q, k, v, bias=None, q_seq_lengths=None, kv_seq_lengths=None) -> list:
@@ -148,7 +162,7 @@ def _need(op, attrs, names):
     if missing:
         fail(op, f"missing attributes {', '.join(missing)}")
     try:
-        checked = attention_attrs(**{n: attrs[n] for n in ATTRS})
+        checked = attention_attrs(**{n: attrs[n] for n in ATTRS}, precision=attrs.get("precision"))
     except ValueError as e:
         fail(op, str(e).split(": ", 1)[1])
     return checked
@@ -385,14 +399,23 @@ def _bwd_ref(args, attrs, regions, run):
 
 
 _DOC = "dot_product_attention(q, k, v[, bias][, q_lens, kv_lens]) {scale, mask, window, ...}"
-register(OpDef(FWD, _fwd_infer, _fwd_ref, frozenset({"pure", "saved"}), attrs=ATTRS, doc=_DOC))
+register(
+    OpDef(
+        FWD,
+        _fwd_infer,
+        _fwd_ref,
+        frozenset({"pure", "saved"}),
+        attrs=(*ATTRS, "precision"),
+        doc=_DOC,
+    )
+)
 register(
     OpDef(
         LIN,
         _lin_infer,
         _lin_ref,
         frozenset({"pure"}),
-        attrs=LIN_ATTRS,
+        attrs=(*LIN_ATTRS, "precision"),
         doc="dot_product_attention_lin(primals..., out, stats, tangents...): the output's "
         "tangent, linear in the tangents",
     )
@@ -403,7 +426,7 @@ register(
         _bwd_infer,
         _bwd_ref,
         frozenset({"pure"}),
-        attrs=BWD_ATTRS,
+        attrs=(*BWD_ATTRS, "precision"),
         doc="dot_product_attention_bwd(primals..., out, stats, d_out) -> dq, dk, dv[, dbias]",
     )
 )

@@ -15,7 +15,9 @@ JAX's tolerances of the XLA path (1e-2 in bf16/f16, 2e-2 with masks), bit-identi
 `jax.nn.dot_product_attention(implementation="cudnn")`. An explicit boolean `mask` becomes an
 additive bias as in JAX's cuDNN path (0 or a large negative number); a row the mask blanks
 entirely then gets nearly, not exactly, uniform weights. Sequence lengths, causal masks and
-windows keep the XLA path's meaning exactly.
+windows keep the XLA path's meaning exactly. Where the op runs decomposed its dots take the
+`default_matmul_precision` in force here, as JAX's XLA path does (on a GPU XLA's default
+for float32 is TF32).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from purejit.fused_attention import rewrite_may_run
 from purejit.ir import TensorType
 from purejit.ir.ops.attention import attention_attrs, large_negative
 from purejit.lax import DotAlgorithmPreset, stop_gradient
+from purejit.lax._precision import canonical_precision
 from purejit.passes.fuse_attention import XLA_PATH
 from purejit.tracing import aval_of, bind, trace_to_function
 
@@ -157,6 +160,7 @@ def _fused(q, k, v, bias, mask, is_causal, scale, qlen, kvlen, window, residual,
         has_bias=bias is not None,
         has_seq_lengths=padding,
         return_stats=residual,
+        precision=canonical_precision(None, "nn.dot_product_attention"),
     )
     if cudnn:
         _check_cudnn(q, k, v, bias, attrs)

@@ -1,10 +1,16 @@
-"""The attention op family and purejit.nn.dot_product_attention on CPU: type rules, the NumPy
+"""The attention op family and purejit.nn.dot_product_attention: type rules, the NumPy
 reference and the XLA-path lowering against jax.nn.dot_product_attention(implementation="xla"),
 differentiation through the fused backward, batching, the fallback when XLA refuses a cuDNN
-call (fault injection), and JAX's errors for implementation="cudnn"."""
+call (fault injection, on the CPU device), and JAX's errors for implementation="cudnn".
+
+Written for the CPU and run on a GPU too: there float32 dots at XLA's default precision are
+TF32 (10-bit mantissa, ~1e-3 off here), so numeric comparisons run both libraries at
+`default_matmul_precision("highest")` (`_highest`), which keeps their tolerances tight on
+every platform; the fused kernels' own numerics are tests/nn/test_attention_gpu.py's."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 
@@ -29,6 +35,15 @@ from purejit.passes.remat import _may_recompute
 R = np.random.default_rng(0)
 BF16 = ml_dtypes.bfloat16
 B, T, S, N, K, H = 2, 6, 6, 4, 2, 8
+
+
+@contextlib.contextmanager
+def _highest():
+    """float32 dots at full precision in JAX and purejit alike: XLA's default on a GPU is TF32
+    (on a CPU it is float32 already). purejit's attention op takes the precision in force
+    where it is traced into its decomposed dots, as JAX's XLA path does."""
+    with jax.default_matmul_precision("highest"), purejit.default_matmul_precision("highest"):
+        yield
 
 
 def _qkv(b=B, t=T, s=S, n=N, k=K, h=H, dtype=np.float32):
@@ -106,7 +121,8 @@ def test_reference_and_nn_match_jax_xla(case):
     def jx(q, k, v):
         return jax.nn.dot_product_attention(q, k, v, implementation="xla", **kw)
 
-    want, want_g = jax.jit(lambda *a: (jx(*a), jax.vjp(jx, *a)[1](d_out)))(q, k, v)
+    with _highest():
+        want, want_g = jax.jit(lambda *a: (jx(*a), jax.vjp(jx, *a)[1](d_out)))(q, k, v)
     np.testing.assert_allclose(attention_reference(args, attrs)[0], want, atol=2e-6)
     for got, w in zip(attention_grads(args, attrs, d_out), want_g):
         np.testing.assert_allclose(got, w, atol=5e-6)
@@ -118,9 +134,10 @@ def test_reference_and_nn_match_jax_xla(case):
             return pnn.dot_product_attention(q, k, v, implementation=impl, **kw)
 
         loss = lambda q, k, v: (pj(q, k, v) * d_out).sum()  # noqa: E731
-        got, got_g = purejit.jit(lambda *a: (pj(*a), purejit.grad(loss, argnums=(0, 1, 2))(*a)))(
-            q, k, v
-        )
+        with _highest():
+            got, got_g = purejit.jit(
+                lambda *a: (pj(*a), purejit.grad(loss, argnums=(0, 1, 2))(*a))
+            )(q, k, v)
         np.testing.assert_allclose(got, want, atol=2e-6)
         for g, w in zip(got_g, want_g):
             np.testing.assert_allclose(g, w, atol=5e-6)
@@ -227,9 +244,9 @@ def test_grouped_heads_vmap_and_value_and_grad():
 
     for groups in (1, 2, 4):
         q, k, v = _qkv(n=4, k=4 // groups)
-        pvg = purejit.jit(purejit.value_and_grad(loss(pj), argnums=(0, 1, 2)))
-        val, g = pvg(q, k, v)
-        jval, jg = jax.jit(jax.value_and_grad(loss(jx), argnums=(0, 1, 2)))(q, k, v)
+        with _highest():
+            val, g = purejit.jit(purejit.value_and_grad(loss(pj), argnums=(0, 1, 2)))(q, k, v)
+            jval, jg = jax.jit(jax.value_and_grad(loss(jx), argnums=(0, 1, 2)))(q, k, v)
         np.testing.assert_allclose(val, jval, rtol=1e-5)
         for a, b in zip(g, jg):
             np.testing.assert_allclose(a, b, atol=5e-6)
@@ -243,8 +260,9 @@ def test_grouped_heads_vmap_and_value_and_grad():
 
         return run
 
-    got = purejit.jit(both(purejit, pj))(qs, k, v)
-    want = jax.jit(both(jax, jx))(qs, k, v)
+    with _highest():
+        got = purejit.jit(both(purejit, pj))(qs, k, v)
+        want = jax.jit(both(jax, jx))(qs, k, v)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, atol=5e-6)
 
@@ -260,8 +278,9 @@ def test_vmap_of_the_bias_gradient_sums_a_broadcast_batch():
 
         return loss
 
-    got = purejit.jit(purejit.vmap(purejit.grad(f(purejit, None))))(bias)
-    want = jax.jit(jax.vmap(jax.grad(f(jax, "xla"))))(bias)
+    with _highest():
+        got = purejit.jit(purejit.vmap(purejit.grad(f(purejit, None))))(bias)
+        want = jax.jit(jax.vmap(jax.grad(f(jax, "xla"))))(bias)
     np.testing.assert_allclose(got, want, atol=5e-6)
 
 
@@ -270,8 +289,9 @@ def test_three_d_inputs_mask_and_residual():
     mask = R.random((N, T, S)) > 0.3
     mask[..., 0] = True
     f = lambda lib: lambda *a: lib.nn.dot_product_attention(*a, mask=mask, return_residual=True)  # noqa: E731
-    got, res = purejit.jit(f(purejit))(q, k, v)
-    want, wres = jax.jit(f(jax))(q, k, v)
+    with _highest():
+        got, res = purejit.jit(f(purejit))(q, k, v)
+        want, wres = jax.jit(f(jax))(q, k, v)
     assert got.shape == (T, N, H) and res.shape == (T, N)
     np.testing.assert_allclose(got, want, atol=2e-6)
     np.testing.assert_allclose(res, wres, atol=2e-5)
@@ -289,6 +309,34 @@ def test_gradient_runs_the_fused_backward_op():
     assert "dot_product_attention_lin(" not in ir  # transposed away, never lowered
 
 
+def test_the_decomposed_op_takes_the_matmul_precision_in_force():
+    # JAX's XLA path reads `default_matmul_precision` where it is traced; the op keeps it for
+    # every dot of its decomposed forward, backward, batched backward and tangent (it once
+    # emitted them at XLA's default: TF32 on a GPU whatever the user asked, ~1e-3 off JAX's)
+    q, k, v = _qkv()
+
+    def f(q, k, v):
+        return pnn.dot_product_attention(q, k, v, is_causal=True)
+
+    def loss(q, k, v):
+        return (f(q, k, v) ** 2).sum()
+
+    cases = [
+        (purejit.jit(f), (q, k, v)),
+        (purejit.jit(purejit.grad(loss, argnums=(0, 1, 2))), (q, k, v)),
+        (purejit.jit(purejit.vmap(purejit.grad(loss), in_axes=(0, None, None))),
+         (np.stack([q, q]), k, v)),
+        (purejit.jit(lambda q, t: purejit.jvp(lambda q: f(q, k, v), (q,), (t,))[1]), (q, q)),
+    ]  # fmt: skip
+    pair = "precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]"
+    for fn, args in cases:
+        assert "precision_config" not in fn.lower(*args).as_text()
+        with purejit.default_matmul_precision("highest"):
+            text = fn.lower(*args).as_text()
+        assert "__cudnn" not in text  # float32: decomposed on every platform
+        assert text.count(pair) == text.count("stablehlo.dot_general") >= 2, text
+
+
 def test_second_derivatives_through_the_decomposition():
     q, k, v = _qkv(b=1, t=4, s=4, n=2, k=1, h=4)
 
@@ -299,15 +347,31 @@ def test_second_derivatives_through_the_decomposition():
         return loss
 
     t = R.normal(size=q.shape).astype(np.float32)
-    got = purejit.jit(lambda q, t: purejit.jvp(purejit.grad(f(purejit)), (q,), (t,))[1])(q, t)
-    want = jax.jit(lambda q, t: jax.jvp(jax.grad(f(jax)), (q,), (t,))[1])(q, t)
+    with _highest():
+        got = purejit.jit(lambda q, t: purejit.jvp(purejit.grad(f(purejit)), (q,), (t,))[1])(q, t)
+        want = jax.jit(lambda q, t: jax.jvp(jax.grad(f(jax)), (q,), (t,))[1])(q, t)
     np.testing.assert_allclose(got, want, atol=1e-4)
 
 
+def _raised(fn) -> Exception:
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the error itself is what is compared
+        return e
+    raise AssertionError("no error raised")
+
+
 def test_cudnn_implementation_raises_jax_errors():
+    # float32: no cuDNN on a CPU; on a GPU, cuDNN takes fp16/bf16 only. Either way JAX's
+    # error, its exact class (NotImplementedError is a RuntimeError) and message
     q, k, v = _qkv()
-    with pytest.raises(RuntimeError, match="cuDNN is not detected"):
-        pnn.dot_product_attention(q, k, v, implementation="cudnn")
+    want = _raised(lambda: jax.nn.dot_product_attention(q, k, v, implementation="cudnn"))
+    got = _raised(lambda: pnn.dot_product_attention(q, k, v, implementation="cudnn"))
+    assert (type(got), str(got)) == (type(want), str(want))
+    if purejit.default_backend() == "cpu":
+        assert (type(got), str(got)) == (RuntimeError, "cuDNN is not detected.")
+    else:
+        assert type(got) is NotImplementedError and "fp16/bf16" in str(got)
     with pytest.raises(ValueError, match="Unsupported implementation"):
         pnn.dot_product_attention(q, k, v, implementation="triton")
     tgt = cudnn_fmha.Target(90800, (9, 0))
@@ -331,9 +395,14 @@ def test_cudnn_implementation_raises_jax_errors():
 
 
 def test_refused_calls_are_decomposed_remembered_and_said_once(tmp_path, monkeypatch):
-    monkeypatch.setenv("PUREJIT_ATTENTION_INJECT_CUDA", "1")  # cuDNN calls on the CPU
+    # cuDNN calls emitted for the CPU device, whose XLA backend refuses them (pinned to it: a
+    # GPU takes these calls; tests/nn/test_attention_gpu.py has a GPU's own refusals)
+    monkeypatch.setenv("PUREJIT_ATTENTION_INJECT_CUDA", "1")
     purejit.config.update("cache_dir", str(tmp_path))
     cudnn_fmha.refusals.clear()
+    cpu = contextlib.ExitStack()
+    cpu.enter_context(purejit.default_device("cpu"))
+    cpu.enter_context(jax.default_device(jax.devices("cpu")[0]))
     try:
         q, k, v = _qkv(t=16, s=16, k=N, h=32, dtype=dtypes.bfloat16)
 
@@ -365,6 +434,7 @@ def test_refused_calls_are_decomposed_remembered_and_said_once(tmp_path, monkeyp
         purejit.config.update("fused_attention", False)
         assert "__cudnn" not in purejit.jit(f).lower(q, k, v).as_text()
     finally:
+        cpu.close()
         purejit.config.update("fused_attention", True)
         purejit.config.update("cache_dir", None)
         cudnn_fmha.refusals.clear()

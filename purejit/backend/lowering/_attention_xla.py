@@ -6,8 +6,8 @@ float32 result, times the scale, plus the bias, masked by `select` with -0.7 · 
 softmax as max / subtract / exp / sum / divide in float32, probabilities rounded to k's dtype,
 a dot with v, and rows past the query length zeroed. The backward recomputes the
 probabilities from the saved logsumexp (as a flash kernel does) and forms every cotangent in
-float32 (float64 for float64 inputs). `dot_product_attention_lin` (forward mode only) is
-always decomposed.
+float32 (float64 for float64 inputs); every dot at the op's `precision` (XLA's default without
+one). `dot_product_attention_lin` (forward mode only) is always decomposed.
 
 Shapes inside: q [B,T,N,H] is viewed as [B,T,K,G,H] (G = N / K query heads per k/v head) and
 the logits as [B,K,G,T,S], so grouped-query heads never copy k or v.
@@ -24,8 +24,9 @@ from purejit.ir.ops.attention import FWD, large_negative, split_operands
 class _G:
     """A few IR ops by name on one Builder, for the decomposed programs below."""
 
-    def __init__(self, b: Builder):
+    def __init__(self, b: Builder, precision=None):
         self.b = b
+        self.precision = precision  # of every dot: the op's `precision` attribute
 
     def op(self, name, *xs, regions=(), **attrs):
         return self.b.op(name, list(xs), attrs, regions)[0]
@@ -61,6 +62,8 @@ class _G:
         }
         if out is not None and np.dtype(out) != x.type.dtype:
             attrs["preferred_element_type"] = np.dtype(out)
+        if self.precision is not None:
+            attrs["precision"] = self.precision
         return self.op("dot_general", x, y, **attrs)
 
     def reduce(self, x, dims, kind):
@@ -170,7 +173,7 @@ def _zero_rows(g: _G, x, rows):
 
 def xla_forward(b: Builder, op, *args):
     """The decomposed forward: [out] or [out, stats]."""
-    g, a = _G(b), op.attrs
+    g, a = _G(b, op.attrs.get("precision")), op.attrs
     q, k, v, bias, ql, kl, _ = split_operands(FWD, list(args), a)
     dims = _dims(op)
     bn, t, s, n, kh, gq, h, hv = dims
@@ -221,7 +224,7 @@ def xla_backward(b: Builder, op, *args, recompute: bool = False):
     """The decomposed backward: [dq, dk, dv(, dbias)]; with `recompute` the probabilities
     come from the logits, not the saved statistics (for differentiating the backward: the
     statistics have no tangent)."""
-    g, a = _G(b), op.attrs
+    g, a = _G(b, op.attrs.get("precision")), op.attrs
     q, k, v, bias, ql, kl, rest = split_operands(FWD, list(args), a)
     stats, d_out = (None if recompute else rest[1]), rest[2]
     dims = _dims(op)
@@ -257,7 +260,7 @@ def xla_backward(b: Builder, op, *args, recompute: bool = False):
 
 def xla_tangent(b: Builder, op, *args, recompute: bool = False):
     """The decomposed forward-mode tangent of the output (`recompute` as `xla_backward`)."""
-    g, a = _G(b), op.attrs
+    g, a = _G(b, op.attrs.get("precision")), op.attrs
     q, k, v, bias, ql, kl, rest = split_operands(FWD, list(args), a)
     stats, tq, tk, tv = (None if recompute else rest[1]), rest[2], rest[3], rest[4]
     dims = _dims(op)

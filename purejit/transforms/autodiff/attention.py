@@ -37,7 +37,8 @@ from purejit.transforms.autodiff._core import (
 
 def _plain(attrs) -> dict:
     """The shared attributes of the family (without the lin/bwd extras)."""
-    return {k: attrs[k] for k in ("scale", "mask", "window", "has_bias", "has_seq_lengths")}
+    keys = ("scale", "mask", "window", "has_bias", "has_seq_lengths", "precision")
+    return {k: attrs[k] for k in keys if k in attrs}
 
 
 @defjvp(FWD)
