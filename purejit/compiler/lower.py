@@ -25,7 +25,7 @@ from purejit.backend.lowering import callback
 from purejit.compiler import cache as compile_cache
 from purejit.compiler import calibration
 from purejit.compiler import donation as dn
-from purejit.compiler import spmd
+from purejit.compiler import host_loop, spmd
 from purejit.compiler.compiled import Compiled
 from purejit.compiler.explain import explain_lowered
 from purejit.compiler.options import CompilerOptions
@@ -104,6 +104,9 @@ class Lowered:
     # the plan from the user's leaves to the entry's parameters, and per leaf its donation
     stack_plan: Any = None
     leaf_donated: tuple = ()
+    # `roll_layers="host"`: the split into programs run from the host, or why it was refused
+    # (a `host_loop.HostRoute`; None for other programs)
+    host_route: Any = None
     # where a call of the jitted function with these arguments keeps its executable (set by
     # `jit(f).lower`): `compile` fills it, so the first call does not compile again
     cache_slot: Any = field(default=None, repr=False)
@@ -182,6 +185,8 @@ class Lowered:
         return self._compile(device)
 
     def _compile(self, device) -> Compiled:
+        if self.host_route is not None and self.host_route.split is not None:
+            return host_loop.compile(self, device)  # programs of their own, chained
         t0 = time.perf_counter()
         hit = False
         if self.layout is not None:  # SPMD: one program for every device of the mesh
@@ -373,6 +378,9 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         donated = tuple(mask or [False] * len(fn.params))
         fn, plan = stack_parameters(fn, donated, row_views.alignment())
     donation = _donation(jc, fn, mask, paths, plan)
+    host = None
+    if layout is None and jc.options.host_loop():
+        host = host_loop.plan(fn, donation, jc.options)
     if layout is not None and tail is not None:  # SPMD programs take every pass now
         fn, more = tail.run(fn)
         records, tail = records + more[1:], None
@@ -386,6 +394,8 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     with cudnn_fmha.emission(enabled=fused, manual=manual, **injection) as attention_calls:
         if layout is not None:
             module = layout.emit(fn, arg_attrs=arg_attrs)
+        elif host is not None and host.split is not None:
+            module = host.emit()
         else:  # the compiler options decide how fusion groups reach XLA
             module, xla_off = jc.options.emit(fn, arg_attrs=arg_attrs)
     t3 = time.perf_counter()
@@ -407,6 +417,7 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         tail,
     )
     lowered.residuals = opt.residuals
+    lowered.host_route = host
     if plan is not None:
         lowered.stack_plan = plan
         lowered.leaf_donated = tuple(bool(d) for d in (mask or [False] * plan.n_leaves))

@@ -1,0 +1,546 @@
+"""Splitting a rolled program at its top-level scans, for the host loop (`roll_layers="host"`).
+
+`roll_layers` turns a chain of a jitted layer's calls into one `scan` over stacks: the
+per-layer parameters stacked into its xs, what each layer saves for the backward pass
+stacked into its ys, which a later (reverse) scan reads row by row. XLA copies every such
+value into its row and back out (a GPU's library calls take whole buffers). The host loop
+keeps the rolled program's single compile of the layer and drops the stacks: `split` cuts
+the program into programs of its own, which the host runs in order
+(`purejit/compiler/host_loop.py`):
+
+  - each top-level scan's body is one program, launched once per trip;
+  - each stretch of top-level ops between scans is one program (a "glue" program).
+
+Every value passed between launches is a buffer in a numbered slot. A stack is never
+built: a scan's ys are one slot per trip (a "virtual" stack: its rows); a stack the roll
+pass built from per-layer values (`concatenate` of rows) is the list of those values; a
+constant stack is its rows, transferred once. Such a stack may be read only as rows:
+
+  - as a scan's xs: trip t takes row t;
+  - as a scan's loop constant that the body reads only by `dynamic_slice` of one whole row
+    at a start index known per trip (a constant, or a body parameter fed from a constant
+    xs: the roll pass's row indices): trip t takes the row the slice clamps its index to;
+  - by a top-level `dynamic_slice` of one row at an index known on the host (a constant,
+    or a result of `_row_index.py`'s loop, proved to return its operands), or a `slice`
+    along the leading axis: the row's slot (or a shorter virtual stack).
+
+Anything else that reads a scan's ys (the stack whole, a row at an index not known) is
+refused, with the reason: the program then runs as the rolled program. So is a program
+with effects (callbacks, collectives, anything not pure). A stack built from values is
+built only where something reads it whole (in its glue program).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from purejit.ir import Function, Op, TensorType, Value
+from purejit.passes.base import has_effect
+
+
+class Refused(Exception):
+    """The program cannot be split (the message says why)."""
+
+
+@dataclass
+class Launch:
+    """One run of `program` (an index into `Split.programs`): its parameters read slots
+    `ins`, its results are written to slots `outs`; `donate`: parameter positions whose
+    buffer it may take over (a donated entry parameter read for the last time); `free`:
+    slots nothing reads after this launch."""
+
+    program: int
+    ins: list[int]
+    outs: list[int]
+    donate: tuple[int, ...] = ()
+    free: tuple[int, ...] = ()
+
+
+@dataclass
+class Split:
+    """The program as programs and launches over slots. Slots `0..len(params)-1` are the
+    entry's parameters; `constants` are transferred once; `results` are the entry's."""
+
+    programs: list[Function]
+    kinds: list[str]  # per program: "glue", "body" or "copy"
+    launches: list[Launch]
+    n_slots: int
+    n_params: int
+    constants: dict[int, np.ndarray]
+    results: list[int]
+    report: dict = field(default_factory=dict)
+
+
+def _is_int_scalar(v: Value) -> bool:
+    return v.type.rank == 0 and np.issubdtype(v.type.dtype, np.integer)
+
+
+def _kept_by_loop(op: Op, k: int, lookup) -> bool:
+    """Whether result `k` (> 0) of the `while` `op` is its operand `k` whatever the trips
+    (`_row_index.py`'s loop). Proved: the counter (operand 0) starts at a known value >= 0,
+    the body adds a known constant >= 0 to it, the cond is `i < bound` with `bound + step`
+    below 2**31 (the count never wraps, so it never falls below 0), and the body returns
+    parameter k itself or `select(i < c, _, p_k)` with a known c <= 0 (never true)."""
+    cond, body = op.regions
+    start = _int_of(op.operands[0], lookup)
+    if start is None or start < 0:
+        return False
+    i = body.params[0]
+    made = {r: o for o in body.ops for r in o.results}
+    d = made.get(body.results[0])
+    if d is None or d.name != "add" or i not in d.operands:
+        return False
+    inc = _int_of(d.operands[1] if d.operands[0] is i else d.operands[0], made.get)
+    cmade = {r: o for o in cond.ops for r in o.results}
+    c = cmade.get(cond.results[0])
+    if c is None or c.name != "compare" or c.operands[0] is not cond.params[0]:
+        return False
+    bound = _int_of(c.operands[1], cmade.get)
+    if inc is None or inc < 0 or bound is None or c.attrs.get("comparison_direction") != "LT":
+        return False
+    if bound + inc >= 2**31 - 1:
+        return False
+    res = body.results[k]
+    if res is body.params[k]:
+        return True
+    s = made.get(res)
+    if s is None or s.name != "select" or s.operands[2] is not body.params[k]:
+        return False
+    cmp = made.get(s.operands[0])
+    if cmp is None or cmp.name != "compare" or cmp.operands[0] is not i:
+        return False
+    limit = _int_of(cmp.operands[1], made.get)
+    return cmp.attrs.get("comparison_direction") == "LT" and limit is not None and limit <= 0
+
+
+def _int_of(v: Value, lookup) -> int | None:
+    """The integer a scalar `v` is known to hold, or None: a constant, an `iota` of one
+    element reshaped (0), or a result of `_row_index.py`'s loop that returns its operand
+    (`lookup`: the op that makes a value, in `v`'s function)."""
+    if not _is_int_scalar(v):
+        return None
+    op = lookup(v)
+    if op is None:
+        return None
+    if op.name == "constant":
+        return int(np.asarray(op.attrs["value"]))
+    if op.name == "reshape":
+        src = lookup(op.operands[0])
+        if src is not None and src.name == "iota" and tuple(src.attrs["shape"]) == (1,):
+            return 0
+    if op.name == "while":
+        k = op.results.index(v)
+        if k > 0 and _kept_by_loop(op, k, lookup):
+            return _int_of(op.operands[k], lookup)
+    return None
+
+
+class _Glue:
+    """A stretch of top-level ops between scans, being rebuilt as a program of its own."""
+
+    def __init__(self, index: int):
+        self.index = index
+        self.ops: list[Op] = []
+        self.env: dict[Value, Value] = {}  # top-level value -> its value in this program
+        self.params: list[tuple[int, Value]] = []  # (slot, parameter)
+        self._param_of: dict[int, Value] = {}
+        self.exports: list[tuple[Value, int]] = []  # (value here, slot)
+        self.launch: Launch | None = None
+
+    def param_for(self, slot: int, t) -> Value:
+        if slot not in self._param_of:
+            p = Value(t)
+            self._param_of[slot] = p
+            self.params.append((slot, p))
+        return self._param_of[slot]
+
+
+class _Splitter:
+    def __init__(self, fn: Function, donated):
+        self.fn = fn
+        self.donated = donated
+        self.n_params = len(fn.params)
+        self.slot_of: dict[Value, int] = {p: i for i, p in enumerate(fn.params)}
+        self.n_slots = self.n_params
+        self.constants: dict[int, np.ndarray] = {}
+        self._const_slots: dict = {}
+        self.producer: dict[Value, Op] = {}
+        self.def_glue: dict[Value, _Glue] = {}
+        self.ys_rows: dict[Value, list[int]] = {}  # a scan's ys: one slot per row
+        self.deferred: dict[Value, Op] = {}  # stacks built only if read whole
+        self.rows_cache: dict[Value, list] = {}
+        self.programs: list[Function] = []
+        self.kinds: list[str] = []
+        self.launches: list[Launch] = []
+        self.glues: list[_Glue] = []
+        self.bodies: list[dict] = []
+
+    # --- slots ----------------------------------------------------------------------------
+    def new_slot(self) -> int:
+        self.n_slots += 1
+        return self.n_slots - 1
+
+    def const_slot(self, value: np.ndarray) -> int:
+        value = np.array(value)  # a copy of its own (0-d stays 0-d)
+        key = (value.dtype.str, value.shape, value.tobytes())
+        if key not in self._const_slots:
+            s = self.new_slot()
+            self.constants[s] = value
+            self._const_slots[key] = s
+        return self._const_slots[key]
+
+    def slot(self, v: Value) -> int:
+        """The slot holding `v` (a top-level value) for a later launch."""
+        if v in self.slot_of:
+            return self.slot_of[v]
+        if v in self.ys_rows:
+            raise Refused(f"a rolled loop's stacked output {v.type} is read whole")
+        op = self.producer.get(v)
+        if op is not None and op.name == "constant":
+            s = self.const_slot(np.asarray(op.attrs["value"]).reshape(v.type.shape))
+        else:
+            g = self.def_glue[v]
+            s = self.new_slot()
+            g.exports.append((self.local(v, g), s))
+        self.slot_of[v] = s
+        return s
+
+    def ref_slot(self, ref) -> int:
+        return ref if isinstance(ref, int) else self.slot(ref)
+
+    def local(self, v: Value, g: _Glue) -> Value:
+        """`v` as a value of glue program `g`: its own, a constant cloned, or a parameter."""
+        if v in g.env:
+            return g.env[v]
+        op = self.producer.get(v)
+        if op is not None and op.name == "constant":
+            c = Op("constant", [], dict(op.attrs), [Value(v.type)])
+            g.ops.append(c)
+            g.env[v] = c.results[0]
+            return g.env[v]
+        if v in self.deferred and self.def_glue[v] is g:  # a stack read whole: built here
+            d = self.deferred.pop(v)
+            new = d.rebuilt([self.local(u, g) for u in d.operands], d.regions)
+            if new is d:
+                new = Op(d.name, d.operands, d.attrs, [Value(r.type) for r in d.results])
+            g.ops.append(new)
+            g.env[v] = new.results[0]
+            return g.env[v]
+        if v in self.deferred:
+            self.local(v, self.def_glue[v])
+        return g.param_for(self.slot(v), v.type)
+
+    def ref_local(self, ref, t, g: _Glue) -> Value:
+        return g.param_for(ref, t) if isinstance(ref, int) else self.local(ref, g)
+
+    # --- stacks read as rows --------------------------------------------------------------
+    def rows(self, v: Value) -> list | None:
+        """Row refs of a stack (a slot, or a top-level value holding the row), or None."""
+        if v in self.ys_rows:
+            return self.ys_rows[v]
+        if v in self.rows_cache:
+            return self.rows_cache[v]
+        op = self.producer.get(v)
+        out = None
+        if op is None or v.type.rank == 0:
+            return None
+        row_t = v.type.shape[1:]
+        if op.name == "concatenate" and op.attrs.get("dimension") == 0:
+            if all(u.type.rank == v.type.rank and u.type.shape[0] == 1 for u in op.operands):
+                out = [self._row_value(u, row_t) for u in op.operands]
+        elif op.name == "constant":
+            value = np.asarray(op.attrs["value"]).reshape(v.type.shape)
+            out = [self.const_slot(value[k]) for k in range(v.type.shape[0])]
+        elif op.name == "slice" and self._leading_slice(op):
+            src = self.rows(op.operands[0])
+            if src is not None:
+                a, b = op.attrs["start_indices"][0], op.attrs["limit_indices"][0]
+                out = src[a:b]
+        self.rows_cache[v] = out
+        return out
+
+    def _row_value(self, u: Value, row_shape: tuple):
+        """The value holding row `u` (of shape `[1, *row_shape]`) of a stack being built."""
+        op = self.producer.get(u)
+        if op is not None and op.name == "reshape" and op.operands[0].type.shape == row_shape:
+            return op.operands[0]
+        g = self.def_glue[u]  # reshaped where the stack's rows are made
+        r = Op.inferred("reshape", [self.local(u, g)], {"shape": list(row_shape)})
+        g.ops.append(r)
+        row = Value(r.results[0].type)
+        self.producer[row] = r
+        self.def_glue[row] = g
+        g.env[row] = r.results[0]
+        return row
+
+    @staticmethod
+    def _leading_slice(op: Op) -> bool:
+        shape = op.operands[0].type.shape
+        st, lim, strides = (op.attrs[k] for k in ("start_indices", "limit_indices", "strides"))
+        return all(s == 1 for s in strides) and all(
+            st[d] == 0 and lim[d] == shape[d] for d in range(1, len(shape))
+        )
+
+    def is_stack_op(self, op: Op) -> bool:
+        """A stack that is built only if read whole (rows are read from its operands)."""
+        if op.name == "concatenate":
+            return self.rows(op.results[0]) is not None
+        if op.name == "slice" and self._leading_slice(op):
+            return self.rows(op.operands[0]) is not None
+        return False
+
+    def row_read(self, op: Op) -> int | None:
+        """The row a top-level `dynamic_slice` / `slice` of one whole row of a stack reads."""
+        x = op.operands[0]
+        if x.type.rank == 0 or self.rows(x) is None:
+            return None
+        if op.name == "dynamic_slice":
+            if list(op.attrs["slice_sizes"]) != [1, *x.type.shape[1:]]:
+                return None
+            k = _int_of(op.operands[1], self.producer.get)
+            if k is None:
+                return None
+            return min(max(k, 0), x.type.shape[0] - 1)
+        if op.name == "slice" and self._leading_slice(op):
+            a, b = op.attrs["start_indices"][0], op.attrs["limit_indices"][0]
+            return a if b == a + 1 else None
+        return None
+
+    # --- a scan: its body launched once per trip ------------------------------------------
+    def scan(self, op: Op) -> None:
+        a = op.attrs
+        n, nc, ncar = int(a["length"]), int(a["num_consts"]), int(a["num_carry"])
+        if n < 1:
+            raise Refused("a rolled loop of no trips")
+        body = op.regions[0]
+        consts, init, xs = op.operands[:nc], op.operands[nc : nc + ncar], op.operands[nc + ncar :]
+        cp, carp, xp = body.params[:nc], body.params[nc : nc + ncar], body.params[nc + ncar :]
+        xs_rows = []
+        for x in xs:
+            rows = self.rows(x)
+            if rows is None:
+                made = self.producer.get(x)
+                what = made.name if made is not None else "an argument of the program"
+                raise Refused(f"a rolled loop's xs {x.type} is a stack made by {what}, not rows")
+            xs_rows.append(rows)
+        made = {r: o for o in body.ops for r in o.results}
+        xs_const = {p: self.producer.get(x) for p, x in zip(xp, xs)}
+
+        def at_trip(v: Value, t: int) -> int | None:
+            """The integer body value `v` holds on trip t, when known."""
+            c = xs_const.get(v)
+            if c is not None and c.name == "constant" and _is_int_scalar(v):
+                return int(np.asarray(c.attrs["value"]).reshape(-1)[t])
+            return _int_of(v, made.get)
+
+        ts = list(range(n - 1, -1, -1)) if a["reverse"] else list(range(n))
+        # a loop constant the body reads only as whole rows at indices known per trip
+        by_rows: dict[int, list[Op]] = {}
+        for j, (p, c) in enumerate(zip(cp, consts)):
+            uses = [o for o in body.ops if p in o.operands]
+            rows = self.rows(c)
+            ok = bool(uses) and rows is not None and p not in body.results
+            for o in uses if ok else ():
+                ok = (
+                    o.name == "dynamic_slice"
+                    and o.operands[0] is p
+                    and p not in o.operands[1:]
+                    and list(o.attrs["slice_sizes"]) == [1, *p.type.shape[1:]]
+                    and all(at_trip(o.operands[1], t) is not None for t in ts)
+                )
+                if not ok:
+                    break
+            if ok:
+                by_rows[j] = uses
+            elif c in self.ys_rows:
+                raise Refused(
+                    f"a rolled loop reads an earlier loop's stacked output {c.type} other "
+                    "than by whole rows at indices known per trip"
+                )
+        # the body's program: loop constants (those read by rows: a row per read), carry, xs
+        sources: list = []  # per parameter: a slot, or ("carry", k), or a list of refs per t
+        params: list[Value] = []
+        replaced: dict[int, Op] = {}
+        for j, p in enumerate(cp):
+            if j in by_rows:
+                rows = self.rows(consts[j])
+                for o in by_rows[j]:
+                    row = Value(TensorType(p.type.shape[1:], p.type.dtype))
+                    replaced[id(o)] = Op("reshape", [row], {"shape": list(o.attrs["slice_sizes"])},
+                                         [o.results[0]])  # fmt: skip
+                    last = len(rows) - 1
+                    refs = {t: rows[min(max(at_trip(o.operands[1], t), 0), last)] for t in ts}
+                    params.append(row)
+                    sources.append(refs)
+            else:
+                params.append(p)
+                sources.append(self.slot(consts[j]))
+        for k, p in enumerate(carp):
+            params.append(p)
+            sources.append(("carry", k))
+        for j, p in enumerate(xp):
+            params.append(p)
+            rows = xs_rows[j]
+            sources.append({t: rows[t] for t in ts})
+        ops = [replaced.get(id(o), o) for o in body.ops]
+        used = {v for o in ops for v in o.operands}
+        keep = [i for i, p in enumerate(params) if p in used]
+        outs = list(dict.fromkeys(r for r in body.results if r not in params))
+        prog = len(self.programs)
+        self.programs.append(Function(body.name, [params[i] for i in keep], ops, outs))
+        self.kinds.append("body")
+        carry = [self.slot(v) for v in init]
+        ys = [[None] * n for _ in body.results[ncar:]]
+        for t in ts:
+            ins_of = {}
+            for i, src in enumerate(sources):
+                if isinstance(src, int):
+                    ins_of[i] = src
+                elif isinstance(src, tuple):
+                    ins_of[i] = carry[src[1]]
+                else:
+                    ins_of[i] = self.ref_slot(src[t])
+            out_slots = {v: self.new_slot() for v in outs}
+            slot_of = {params[i]: s for i, s in ins_of.items()}
+            res = [out_slots[r] if r in out_slots else slot_of[r] for r in body.results]
+            self.launches.append(Launch(prog, [ins_of[i] for i in keep], list(out_slots.values())))
+            carry = res[:ncar]
+            for m, s in enumerate(res[ncar:]):
+                ys[m][t] = s
+        for k in range(ncar):
+            self.slot_of[op.results[k]] = carry[k]
+        for m, v in enumerate(op.results[ncar:]):
+            self.ys_rows[v] = ys[m]
+        rows_read = sum(map(len, by_rows.values()))
+        self.bodies.append(
+            {"trips": n, "reverse": bool(a["reverse"]), "rows_read": rows_read,
+             "params": len(keep), "results": len(outs), "loc": op.loc}
+        )  # fmt: skip
+
+    # --- the whole program ----------------------------------------------------------------
+    def new_glue(self) -> _Glue:
+        g = _Glue(len(self.glues))
+        self.glues.append(g)
+        g.launch = Launch(-1, [], [])
+        self.launches.append(g.launch)
+        return g
+
+    def top_level(self, op: Op, g: _Glue) -> None:
+        for r in op.results:
+            self.producer[r] = op
+            self.def_glue[r] = g
+        if op.name == "constant":
+            return  # cloned into each program that reads it
+        if self.is_stack_op(op):
+            self.deferred[op.results[0]] = op
+            return
+        if op.name in ("dynamic_slice", "slice"):
+            k = self.row_read(op)
+            if k is not None:
+                x = op.operands[0]
+                row_t = TensorType(x.type.shape[1:], x.type.dtype)
+                row = self.ref_local(self.rows(x)[k], row_t, g)
+                out = op.results[0]
+                r = Op("reshape", [row], {"shape": list(out.type.shape)}, [Value(out.type)])
+                g.ops.append(r)
+                g.env[out] = r.results[0]
+                return
+        for u in op.operands:
+            if u in self.ys_rows:
+                raise Refused(f"`{op.name}` reads a rolled loop's stacked output {u.type} whole")
+        new = Op(op.name, [self.local(u, g) for u in op.operands], op.attrs,
+                 [Value(r.type) for r in op.results], op.regions, op.loc)  # fmt: skip
+        g.ops.append(new)
+        g.env.update(zip(op.results, new.results))
+
+    def run(self) -> Split:
+        fn = self.fn
+        for op in fn.ops:
+            if has_effect(op):
+                raise Refused(f"`{op.name}` has effects (a callback, a collective, or not pure)")
+        if not any(op.name == "scan" for op in fn.ops):
+            raise Refused("no rolled loop at the top level of the program")
+        g = self.new_glue()
+        for op in fn.ops:
+            if op.name == "scan":
+                for r in op.results:
+                    self.producer[r] = op
+                self.scan(op)
+                g = self.new_glue()
+            else:
+                self.top_level(op, g)
+        results = [self.slot(v) for v in fn.results]
+        copies = [
+            i for i, s in enumerate(results)
+            if s < self.n_params or s in self.constants or results.index(s) != i
+        ]  # fmt: skip
+        for g in self.glues:
+            self._finish_glue(g)
+        if copies:  # a parameter, a constant or a repeated result: a fresh buffer of its own
+            ps = [Value(fn.results[i].type) for i in copies]
+            self.programs.append(Function(f"{fn.name}_copy", ps, [], ps))
+            self.kinds.append("copy")
+            outs = [self.new_slot() for _ in copies]
+            self.launches.append(Launch(len(self.programs) - 1, [results[i] for i in copies], outs))
+            for i, s in zip(copies, outs):
+                results[i] = s
+        self.launches = [L for L in self.launches if L.program >= 0]
+        self._plan_buffers(results)
+        report = {
+            "programs": len(self.programs),
+            "glue_programs": self.kinds.count("glue"),
+            "launches": len(self.launches),
+            "loops": self.bodies,
+            "copies": len(copies),
+        }
+        return Split(self.programs, self.kinds, self.launches, self.n_slots, self.n_params,
+                     self.constants, results, report)  # fmt: skip
+
+    def _finish_glue(self, g: _Glue) -> None:
+        """`g` as a program: its ops that make what later launches read (the rest dropped)."""
+        live = {v for v, _ in g.exports}
+        kept = []
+        for o in reversed(g.ops):
+            if any(r in live for r in o.results):
+                kept.append(o)
+                live.update(o.operands)
+        params = [(s, p) for s, p in g.params if p in live]
+        if not g.exports:
+            return  # nothing read later: no launch (its launch stays a placeholder)
+        self.programs.append(
+            Function(f"{self.fn.name}_glue{g.index}", [p for _, p in params], kept[::-1],
+                     [v for v, _ in g.exports])
+        )  # fmt: skip
+        self.kinds.append("glue")
+        g.launch.program = len(self.programs) - 1
+        g.launch.ins = [s for s, _ in params]
+        g.launch.outs = [s for _, s in g.exports]
+
+    def _plan_buffers(self, results: list[int]) -> None:
+        """Each launch's slots read for the last time (dropped after it) and, for a glue
+        program, the donated entry parameters it reads last (their buffers taken over)."""
+        last: dict[int, int] = {}
+        for li, launch in enumerate(self.launches):
+            for s in launch.ins:
+                last[s] = li
+        keep = set(results) | set(self.constants)
+        for li, launch in enumerate(self.launches):
+            free = {s for s in launch.ins if last[s] == li} | {
+                s for s in launch.outs if s not in last
+            }
+            launch.free = tuple(sorted(free - keep))
+            if self.kinds[launch.program] != "glue":
+                continue
+            launch.donate = tuple(
+                i for i, s in enumerate(launch.ins)
+                if s < self.n_params and self.donated[s] and last[s] == li
+                and launch.ins.count(s) == 1 and s not in keep
+            )  # fmt: skip
+
+
+def split(fn: Function, donated) -> Split:
+    """`fn` (a rolled program after the pipeline) as programs and launches (module
+    docstring); `donated`: per entry parameter, whether the caller gives its buffer away.
+    Raises `Refused` with the reason when the program cannot be split."""
+    return _Splitter(fn, list(donated) or [False] * len(fn.params)).run()
