@@ -24,10 +24,13 @@ constant stack is its rows, transferred once. Such a stack may be read only as r
     or a result of `_row_index.py`'s loop, proved to return its operands), or a `slice`
     along the leading axis: the row's slot (or a shorter virtual stack).
 
-Anything else that reads a scan's ys (the stack whole, a row at an index not known) is
-refused, with the reason: the program then runs as the rolled program. So is a program
-with effects (callbacks, collectives, anything not pure). A stack built from values is
-built only where something reads it whole (in its glue program).
+A top-level scan whose xs are not rows (a stack the program was given, or computed) or
+whose ys something reads other than as rows (returned, read whole) is not split: it stays
+one op of its glue program, with the reason in the report (`kept`). Anything else that
+reads a split scan's ys whole (a later split loop's body reading it other than by rows) is
+refused, as is a program with effects (callbacks, collectives, anything not pure) or with
+no scan split: the program then runs as the rolled program, with the reason. A stack built
+from values is built only where something reads it whole (in its glue program).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
+from purejit.passes._known_ints import int_of as _int_of
+from purejit.passes._known_ints import is_int_scalar as _is_int_scalar
 from purejit.passes.base import has_effect
 
 
@@ -70,70 +75,6 @@ class Split:
     constants: dict[int, np.ndarray]
     results: list[int]
     report: dict = field(default_factory=dict)
-
-
-def _is_int_scalar(v: Value) -> bool:
-    return v.type.rank == 0 and np.issubdtype(v.type.dtype, np.integer)
-
-
-def _kept_by_loop(op: Op, k: int, lookup) -> bool:
-    """Whether result `k` (> 0) of the `while` `op` is its operand `k` whatever the trips
-    (`_row_index.py`'s loop). Proved: the counter (operand 0) starts at a known value >= 0,
-    the body adds a known constant >= 0 to it, the cond is `i < bound` with `bound + step`
-    below 2**31 (the count never wraps, so it never falls below 0), and the body returns
-    parameter k itself or `select(i < c, _, p_k)` with a known c <= 0 (never true)."""
-    cond, body = op.regions
-    start = _int_of(op.operands[0], lookup)
-    if start is None or start < 0:
-        return False
-    i = body.params[0]
-    made = {r: o for o in body.ops for r in o.results}
-    d = made.get(body.results[0])
-    if d is None or d.name != "add" or i not in d.operands:
-        return False
-    inc = _int_of(d.operands[1] if d.operands[0] is i else d.operands[0], made.get)
-    cmade = {r: o for o in cond.ops for r in o.results}
-    c = cmade.get(cond.results[0])
-    if c is None or c.name != "compare" or c.operands[0] is not cond.params[0]:
-        return False
-    bound = _int_of(c.operands[1], cmade.get)
-    if inc is None or inc < 0 or bound is None or c.attrs.get("comparison_direction") != "LT":
-        return False
-    if bound + inc >= 2**31 - 1:
-        return False
-    res = body.results[k]
-    if res is body.params[k]:
-        return True
-    s = made.get(res)
-    if s is None or s.name != "select" or s.operands[2] is not body.params[k]:
-        return False
-    cmp = made.get(s.operands[0])
-    if cmp is None or cmp.name != "compare" or cmp.operands[0] is not i:
-        return False
-    limit = _int_of(cmp.operands[1], made.get)
-    return cmp.attrs.get("comparison_direction") == "LT" and limit is not None and limit <= 0
-
-
-def _int_of(v: Value, lookup) -> int | None:
-    """The integer a scalar `v` is known to hold, or None: a constant, an `iota` of one
-    element reshaped (0), or a result of `_row_index.py`'s loop that returns its operand
-    (`lookup`: the op that makes a value, in `v`'s function)."""
-    if not _is_int_scalar(v):
-        return None
-    op = lookup(v)
-    if op is None:
-        return None
-    if op.name == "constant":
-        return int(np.asarray(op.attrs["value"]))
-    if op.name == "reshape":
-        src = lookup(op.operands[0])
-        if src is not None and src.name == "iota" and tuple(src.attrs["shape"]) == (1,):
-            return 0
-    if op.name == "while":
-        k = op.results.index(v)
-        if k > 0 and _kept_by_loop(op, k, lookup):
-            return _int_of(op.operands[k], lookup)
-    return None
 
 
 class _Glue:
@@ -175,6 +116,7 @@ class _Splitter:
         self.launches: list[Launch] = []
         self.glues: list[_Glue] = []
         self.bodies: list[dict] = []
+        self.kept: list[dict] = []  # top-level scans left whole inside a program, and why
 
     # --- slots ----------------------------------------------------------------------------
     def new_slot(self) -> int:
@@ -308,6 +250,31 @@ class _Splitter:
         return None
 
     # --- a scan: its body launched once per trip ------------------------------------------
+    def why_not_split(self, op: Op, readers: dict) -> str | None:
+        """Why a top-level scan stays whole (one op of a glue program), or None: an xs not
+        made of rows (a stack the program was given or computed), or a stacked output
+        that something reads other than as rows (returned, or read whole by an op)."""
+        nc, ncar = int(op.attrs["num_consts"]), int(op.attrs["num_carry"])
+        for x in op.operands[nc + ncar :]:
+            if self.rows(x) is None:
+                made = self.producer.get(x)
+                what = made.name if made is not None else "an argument of the program"
+                return f"its xs {x.type} is a stack made by {what}, not rows"
+        for v in op.results[ncar:]:
+            for r in readers.get(v, ()):
+                if r is None:
+                    return f"its stacked output {v.type} is returned whole"
+                if r.name == "scan" or (r.name == "slice" and self._leading_slice(r)):
+                    continue
+                if r.name == "dynamic_slice" and r.operands[0] is v:
+                    sizes = list(r.attrs["slice_sizes"])
+                    if sizes == [1, *v.type.shape[1:]] and (
+                        _int_of(r.operands[1], self.all_made.get) is not None
+                    ):
+                        continue
+                return f"its stacked output {v.type} is read whole by `{r.name}`"
+        return None
+
     def scan(self, op: Op) -> None:
         a = op.attrs
         n, nc, ncar = int(a["length"]), int(a["num_consts"]), int(a["num_carry"])
@@ -462,14 +429,26 @@ class _Splitter:
         if not any(op.name == "scan" for op in fn.ops):
             raise Refused("no rolled loop at the top level of the program")
         g = self.new_glue()
+        self.all_made = {r: o for o in fn.ops for r in o.results}
+        readers: dict[Value, list] = {}
         for op in fn.ops:
-            if op.name == "scan":
+            for u in op.operands:
+                readers.setdefault(u, []).append(op)
+        for v in fn.results:
+            readers.setdefault(v, []).append(None)
+        for op in fn.ops:
+            why = self.why_not_split(op, readers) if op.name == "scan" else None
+            if op.name == "scan" and why is None:
                 for r in op.results:
                     self.producer[r] = op
                 self.scan(op)
                 g = self.new_glue()
             else:
+                if why is not None:
+                    self.kept.append({"reason": why, "loc": op.loc})
                 self.top_level(op, g)
+        if not self.bodies:
+            raise Refused("no loop could be split: " + "; ".join(k["reason"] for k in self.kept))
         results = [self.slot(v) for v in fn.results]
         copies = [
             i for i, s in enumerate(results)
@@ -493,6 +472,7 @@ class _Splitter:
             "launches": len(self.launches),
             "loops": self.bodies,
             "copies": len(copies),
+            "kept": self.kept,
         }
         return Split(self.programs, self.kinds, self.launches, self.n_slots, self.n_params,
                      self.constants, results, report)  # fmt: skip
