@@ -466,6 +466,7 @@ class _Splitter:
                 results[i] = s
         self.launches = [L for L in self.launches if L.program >= 0]
         self._plan_buffers(results)
+        results = self._renumber(results)
         report = {
             "programs": len(self.programs),
             "glue_programs": self.kinds.count("glue"),
@@ -517,6 +518,24 @@ class _Splitter:
                 if s < self.n_params and self.donated[s] and last[s] == li
                 and launch.ins.count(s) == 1 and s not in keep
             )  # fmt: skip
+
+    def _renumber(self, results: list[int]) -> list[int]:
+        """Slots renumbered so that each launch's outputs are consecutive (written with one
+        slice assignment): the parameters first, then the constants, then each launch's
+        outputs in launch order. Returns `results` renumbered."""
+        new = {s: s for s in range(self.n_params)}
+        for s in self.constants:
+            new[s] = len(new)
+        for launch in self.launches:
+            for s in launch.outs:
+                new[s] = len(new)
+        self.n_slots = len(new)
+        for launch in self.launches:
+            launch.ins = [new[s] for s in launch.ins]
+            launch.outs = [new[s] for s in launch.outs]
+            launch.free = tuple(new[s] for s in launch.free)
+        self.constants = {new[s]: v for s, v in self.constants.items()}
+        return [new[s] for s in results]
 
 
 def split(fn: Function, donated) -> Split:

@@ -7,7 +7,10 @@ every saved value into its row and back out (a GPU's cuBLAS and cuDNN calls take
 buffers; `gpu_logs/s19/rollprof_h200`: 459 device-to-device copies, 3.5 ms of a 24 ms
 step). Chained programs keep each saved value in a buffer of its own, as the unrolled
 program does: the forward program returns `purejit.vjp`'s pullback (its leaves are the
-residuals) and the backward program takes it. Each form runs in a fresh process:
+residuals) and the backward program takes it. "purejit host route" is the compiler's own
+host loop (`compiler_options={"roll_layers": "host"}`, `purejit/compiler/host_loop.py`):
+the rolled step split at its loops, each loop's body one program launched per layer. Each
+form runs in a fresh process:
 
     python -m bench.tools.host_loop --out DIR [--layers 12 --d 1024 --heads 16 --seq 1024
         --batch 8 --dtype bfloat16 --steps 10]
@@ -29,7 +32,7 @@ import time
 
 import numpy as np
 
-FORMS = ("purejit unrolled", "purejit rolled", "purejit host loop")
+FORMS = ("purejit unrolled", "purejit rolled", "purejit host loop", "purejit host route")
 
 
 def _model(a):
@@ -43,8 +46,9 @@ def _model(a):
     return params, x
 
 
-def _whole_step(a, roll: bool):
-    """One jitted, donated training step over the Python loop of layers."""
+def _whole_step(a, roll):
+    """One jitted, donated training step over the Python loop of layers (`roll`: the
+    `roll_layers` option: False, True, or "host" for the compiler's host loop)."""
     import purejit
     import purejit.numpy as xp
     from bench.models import transformer
@@ -123,7 +127,8 @@ def child(a) -> dict:
     if a.child == "purejit host loop":
         step = _host_loop_step(a)
     else:
-        step = _whole_step(a, roll=a.child == "purejit rolled")
+        roll = {"purejit rolled": True, "purejit host route": "host"}.get(a.child, False)
+        step = _whole_step(a, roll=roll)
     ps = purejit.tree_util.tree_map(lambda v: purejit.numpy.asarray(v) + 0, params)
     xd = purejit.numpy.asarray(x)
     _block((ps, xd))

@@ -22,6 +22,7 @@ reason is in the roll report `explain` prints (`HostRoute.report`).
 
 from __future__ import annotations
 
+import operator
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -107,6 +108,14 @@ def compile(lowered, device) -> HostLoopCompiled:
     return compiled
 
 
+def _gatherer(ins: list[int]):
+    """A function of the slots returning the list of those at `ins` (in C for two or more)."""
+    if len(ins) >= 2:
+        get = operator.itemgetter(*ins)
+        return lambda slots: list(get(slots))
+    return lambda slots: [slots[i] for i in ins]
+
+
 class HostLoopCompiled(Compiled):
     """A rolled program run as its split's launches (module docstring). Like `Compiled`,
     callable on checked Arrays (`run_arrays`, `call_fast`); always on Python's dispatch
@@ -136,7 +145,13 @@ class HostLoopCompiled(Compiled):
         self._template = template
         self._n_params = s.n_params
         self._results = list(s.results)
-        self._launches = [(exes[L.program], L.ins, L.outs, L.free) for L in s.launches]
+        # per launch: the executable, its arguments' gatherer, where its outputs go (one
+        # slice: `split` numbers each launch's outputs consecutively) and what it frees
+        self._launches = [
+            (exes[L.program], _gatherer(L.ins), L.outs[0] if L.outs else 0,
+             L.outs[-1] + 1 if L.outs else 0, L.free)
+            for L in s.launches
+        ]  # fmt: skip
         donation = lowered.donation
         self._donation = donation if donation is not None and donation.aliases else None
 
@@ -186,10 +201,8 @@ class HostLoopCompiled(Compiled):
         slots[: self._n_params] = bufs
         del bufs
         try:
-            for exe, ins, outs, free in self._launches:
-                got = exe.execute_unchecked([slots[i] for i in ins])
-                for s, b in zip(outs, got):
-                    slots[s] = b
+            for exe, gather, start, stop, free in self._launches:
+                slots[start:stop] = exe.execute_unchecked(gather(slots))
                 for s in free:
                     slots[s] = None
         except Exception:
