@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import operator
 import os
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,12 +80,27 @@ def plan(fn, donation, options) -> HostRoute:
     return HostRoute(s, {"split": s.report})
 
 
-def compile(lowered, device) -> HostLoopCompiled:
+def compile(lowered, device) -> HostLoopCompiled | None:
     """Compile each program of `lowered.host_route` (in threads: XLA releases the GIL
-    while it compiles) and return the callable."""
+    while it compiles) and return the callable. When XLA refuses a program that holds
+    cuDNN attention calls (which the whole program's compile recovers from by decomposing
+    them: `Lowered._recovering`), the route is refused with the reason, `lowered.module` is
+    the whole rolled program again, and None is returned: the caller compiles that."""
+    try:
+        return _compile(lowered, device)
+    except Exception as e:  # noqa: BLE001 - XLA's refusal, whatever its type
+        calls = getattr(lowered, "attention_calls", None)
+        if calls is None or not calls.calls:
+            raise
+        why = f"XLA refused a program of the split with cuDNN attention ({type(e).__name__})"
+        lowered.host_route = HostRoute(None, {"refused": why})
+        lowered.module = lowered.reemit()
+        return None
+
+
+def _compile(lowered, device) -> HostLoopCompiled:
     route = lowered.host_route
     s = route.split
-    t0 = time.perf_counter()
 
     def one(k: int):
         fn = s.programs[k]
@@ -100,11 +114,8 @@ def compile(lowered, device) -> HostLoopCompiled:
     else:
         with ThreadPoolExecutor(workers, thread_name_prefix="purejit-host-loop") as pool:
             done = list(pool.map(one, range(len(s.programs))))
-    seconds = time.perf_counter() - t0
-    hit = all(h for _, h in done)
-    lowered.timings["cache_load" if hit else "xla_compile"] = seconds
     compiled = HostLoopCompiled(lowered, [e for e, _ in done], device)
-    compiled.cache_hit = hit
+    compiled.cache_hit = all(h for _, h in done)
     return compiled
 
 

@@ -185,11 +185,14 @@ class Lowered:
         return self._compile(device)
 
     def _compile(self, device) -> Compiled:
-        if self.host_route is not None and self.host_route.split is not None:
-            return host_loop.compile(self, device)  # programs of their own, chained
         t0 = time.perf_counter()
-        hit = False
-        if self.layout is not None:  # SPMD: one program for every device of the mesh
+        hit, host = False, None
+        if self.host_route is not None and self.host_route.split is not None:
+            # programs of their own, chained; None when XLA refused one (run rolled)
+            host = host_loop.compile(self, device)
+        if host is not None:
+            hit = host.cache_hit
+        elif self.layout is not None:  # SPMD: one program for every device of the mesh
             if self.has_callbacks:
                 raise NotImplementedError(
                     f"{self.name}: debug.print / debug.callback / pure_callback in a program "
@@ -207,7 +210,7 @@ class Lowered:
         if config.read("jit_log_compiles"):  # JAX's jax_log_compiles, at WARNING as JAX's
             how = "loaded from the persistent cache" if hit else "compiled by XLA"
             logger.warning("purejit: %s %s in %.3f s", self.name, how, seconds)
-        compiled = Compiled(self, exe)
+        compiled = host or Compiled(self, exe)
         compiled.cache_hit = hit
         return compiled
 
