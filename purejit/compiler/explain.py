@@ -95,7 +95,11 @@ class Explanation:
             f"purejit.explain: {self.name}",
             (
                 f"graphs: {self.graphs} (the whole function is traced into one program; "
-                "purejit never splits it)"
+                + (
+                    "the host loop runs it as programs of its own, below)"
+                    if "split" in (self.layers.get("host") or {})
+                    else "purejit never splits it)"
+                )
             ),
             "fusion: "
             + (
