@@ -7,7 +7,8 @@ the rolled and the unrolled programs at rtol/atol 1e-5 (XLA fuses a loop body an
 of its own differently, so the last bits may differ) and with purejit's interpreter run on
 the traced program at 1e-4; an integer-valued forward pass is compared exactly. What is
 refused (effects, a loop's stacked output read whole) runs as the rolled program, with the
-reason in the report and in `explain`. The programs: each loop body compiled once whatever
+reason in the report and in `explain`. Dots run at full precision (TF32 on a GPU would
+round differently in each program). The programs: each loop body compiled once whatever
 the depth, and no program stacks a saved value (no concatenate, no dynamic-update-slice)."""
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ from tests.passes.roll_layers_util import dense, leaves, mlp_params
 
 HOST = {"roll_layers": "host"}
 tmap = purejit.tree_util.tree_map
+
+
+@pytest.fixture(autouse=True)
+def _full_precision():
+    """float32 dots at full precision (a GPU's default is TF32, whose rounding differs
+    between programs the tolerances here do not cover)."""
+    with purejit.default_matmul_precision("highest"):
+        yield
 
 
 def _mlp_layer():
@@ -137,11 +146,15 @@ def _counting_compiles(monkeypatch):
 
 @pytest.mark.parametrize("layers", [3, 6])
 def test_each_body_compiled_once_whatever_the_depth(monkeypatch, layers):
-    purejit.config.update("cache_dir", None)
     layer, params, h = _model("mlp", layers)
     f = purejit.jit(_step_fn(layer), compiler_options=HOST)
     calls = _counting_compiles(monkeypatch)
-    f(tmap(pnp.asarray, params), h)
+    saved = purejit.config.read("cache_dir")
+    purejit.config.update("cache_dir", None)  # every program compiled here, none loaded
+    try:
+        f(tmap(pnp.asarray, params), h)
+    finally:
+        purejit.config.update("cache_dir", saved)
     route = f.lower(params, h).host_route
     s = route.split
     # two loop bodies and the programs between them, each compiled once
