@@ -149,7 +149,15 @@ def child(a) -> dict:
         host.append((time.perf_counter() - t0) / a.steps)
         _block((ps, value))
         windows.append((time.perf_counter() - t0) / a.steps)
+    route = None
+    if a.child == "purejit host route":  # what the compiler made of it (or why it refused)
+        report = step.lower(ps, xd).host_route.report
+        r = report.get("split")
+        route = report["refused"] if r is None else (
+            f"{r['programs']} programs, {r['launches']} launches a step"
+        )  # fmt: skip
     return {
+        "route": route,
         "first_call_s": first,
         "step_ms": min(windows) * 1e3,
         "host_ms": min(host) * 1e3,
@@ -206,6 +214,9 @@ def main(argv=None):
             f"| {form} | {r['first_call_s']:.2f} | {r['step_ms']:.2f} | {ratio} | "
             f"{r['host_ms']:.2f} | {peak} | {diff} |"
         )
+    for form, r in rows.items():
+        if r.get("route"):
+            lines.append(f"\n{form}: {r['route']}")
     with open(os.path.join(a.out, "host_loop.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
