@@ -132,6 +132,31 @@ def test_integer_forward_is_exact():
         np.testing.assert_array_equal(g, w)
 
 
+def test_layers_that_differ_in_constants_take_their_row_per_trip():
+    # the roll pass stacks the layers' constants (an xs of constants): each trip's row is a
+    # buffer made once, at compile time
+    def make(c):
+        return purejit.jit(lambda h, p: pnp.tanh(h @ p["w"] + p["b"]) * c)
+
+    layers = [make(0.5 + 0.25 * k) for k in range(4)]
+
+    def loss(ps, h):
+        for layer, p in zip(layers, ps):
+            h = layer(h, p)
+        return pnp.mean(h**2)
+
+    params, h = mlp_params(4), np.ones((2, 8), np.float32)
+    f = purejit.jit(purejit.value_and_grad(loss), compiler_options=HOST)
+    lowered = f.lower(params, h)
+    (rec,) = [r for r in lowered.records if r.name == "roll_layers"]
+    assert [r["stacked_constants"] for r in rec.report["rolled"]] == [1, 1]
+    assert lowered.host_route.split is not None
+    got = leaves(f(params, h))
+    want = leaves(purejit.jit(purejit.value_and_grad(loss))(params, h))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def _counting_compiles(monkeypatch):
     calls = []
     inner = pjrt.compile_step["fn"]
