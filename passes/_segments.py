@@ -177,8 +177,10 @@ class _Splitter:
         return g.param_for(ref, t) if isinstance(ref, int) else self.local(ref, g)
 
     # --- stacks read as rows --------------------------------------------------------------
-    def rows(self, v: Value) -> list | None:
-        """Row refs of a stack (a slot, or a top-level value holding the row), or None."""
+    def rows(self, v: Value, consts: bool = False) -> list | None:
+        """Row refs of a stack (a slot, or a top-level value holding the row), or None.
+        A constant has rows only for a loop (`consts`: each row a buffer made once); read
+        elsewhere it stays a constant of its program."""
         if v in self.ys_rows:
             return self.ys_rows[v]
         if v in self.rows_cache:
@@ -190,24 +192,27 @@ class _Splitter:
         row_t = v.type.shape[1:]
         if op.name == "concatenate" and op.attrs.get("dimension") == 0:
             if all(u.type.rank == v.type.rank and u.type.shape[0] == 1 for u in op.operands):
-                out = [self._row_value(u, row_t) for u in op.operands]
+                g = self.def_glue[v]
+                out = [self._row_value(u, row_t, g) for u in op.operands]
         elif op.name == "constant":
+            if not consts:
+                return None
             value = np.asarray(op.attrs["value"]).reshape(v.type.shape)
             out = [self.const_slot(value[k]) for k in range(v.type.shape[0])]
         elif op.name == "slice" and self._leading_slice(op):
-            src = self.rows(op.operands[0])
+            src = self.rows(op.operands[0], consts)
             if src is not None:
                 a, b = op.attrs["start_indices"][0], op.attrs["limit_indices"][0]
                 out = src[a:b]
         self.rows_cache[v] = out
         return out
 
-    def _row_value(self, u: Value, row_shape: tuple):
-        """The value holding row `u` (of shape `[1, *row_shape]`) of a stack being built."""
+    def _row_value(self, u: Value, row_shape: tuple, g: _Glue):
+        """The value holding row `u` (of shape `[1, *row_shape]`) of a stack being built in
+        glue program `g` (a reshape of `u` there, unless `u` is one)."""
         op = self.producer.get(u)
         if op is not None and op.name == "reshape" and op.operands[0].type.shape == row_shape:
             return op.operands[0]
-        g = self.def_glue[u]  # reshaped where the stack's rows are made
         r = Op.inferred("reshape", [self.local(u, g)], {"shape": list(row_shape)})
         g.ops.append(r)
         row = Value(r.results[0].type)
@@ -256,7 +261,7 @@ class _Splitter:
         that something reads other than as rows (returned, or read whole by an op)."""
         nc, ncar = int(op.attrs["num_consts"]), int(op.attrs["num_carry"])
         for x in op.operands[nc + ncar :]:
-            if self.rows(x) is None:
+            if self.rows(x, consts=True) is None:
                 made = self.producer.get(x)
                 what = made.name if made is not None else "an argument of the program"
                 return f"its xs {x.type} is a stack made by {what}, not rows"
@@ -285,7 +290,7 @@ class _Splitter:
         cp, carp, xp = body.params[:nc], body.params[nc : nc + ncar], body.params[nc + ncar :]
         xs_rows = []
         for x in xs:
-            rows = self.rows(x)
+            rows = self.rows(x, consts=True)
             if rows is None:
                 made = self.producer.get(x)
                 what = made.name if made is not None else "an argument of the program"
@@ -306,8 +311,8 @@ class _Splitter:
         by_rows: dict[int, list[Op]] = {}
         for j, (p, c) in enumerate(zip(cp, consts)):
             uses = [o for o in body.ops if p in o.operands]
-            rows = self.rows(c)
-            ok = bool(uses) and rows is not None and p not in body.results
+            rows = self.rows(c, consts=True)
+            ok = rows is not None and p not in body.results
             for o in uses if ok else ():
                 ok = (
                     o.name == "dynamic_slice"
@@ -331,7 +336,7 @@ class _Splitter:
         replaced: dict[int, Op] = {}
         for j, p in enumerate(cp):
             if j in by_rows:
-                rows = self.rows(consts[j])
+                rows = self.rows(consts[j], consts=True)
                 for o in by_rows[j]:
                     row = Value(TensorType(p.type.shape[1:], p.type.dtype))
                     replaced[id(o)] = Op("reshape", [row], {"shape": list(o.attrs["slice_sizes"])},
