@@ -101,6 +101,12 @@ def compile(lowered, device) -> HostLoopCompiled | None:
 def _compile(lowered, device) -> HostLoopCompiled:
     route = lowered.host_route
     s = route.split
+    # one compile per distinct module: two loops over one layer (two chains, or a model's
+    # encoder and decoder of one shape) share their bodies' executables
+    first: dict[str, int] = {}
+    for k, text in enumerate(route.modules):
+        first.setdefault(text, k)
+    unique = sorted(set(first.values()))
 
     def one(k: int):
         fn = s.programs[k]
@@ -108,14 +114,15 @@ def _compile(lowered, device) -> HostLoopCompiled:
             route.modules[k], fn.param_types, fn.result_types, device=device, write_behind=True
         )
 
-    workers = max(1, min(len(s.programs), os.cpu_count() or 1))
+    workers = max(1, min(len(unique), os.cpu_count() or 1))
     if workers == 1:
-        done = [one(k) for k in range(len(s.programs))]
+        done = dict(zip(unique, map(one, unique)))
     else:
         with ThreadPoolExecutor(workers, thread_name_prefix="purejit-host-loop") as pool:
-            done = list(pool.map(one, range(len(s.programs))))
-    compiled = HostLoopCompiled(lowered, [e for e, _ in done], device)
-    compiled.cache_hit = all(h for _, h in done)
+            done = dict(zip(unique, pool.map(one, unique)))
+    exes = [done[first[text]][0] for text in route.modules]
+    compiled = HostLoopCompiled(lowered, exes, device)
+    compiled.cache_hit = all(h for _, h in done.values())
     return compiled
 
 

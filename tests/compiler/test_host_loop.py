@@ -189,6 +189,36 @@ def test_each_body_compiled_once_whatever_the_depth(monkeypatch, layers):
     assert sorted(launched) == [1, 1, layers, layers]
 
 
+def test_two_chains_of_one_layer_share_their_bodies(monkeypatch):
+    layer, params, h = _model("mlp", 3)
+    more = mlp_params(4, seed=5)
+
+    def loss(ps, qs, h):
+        for p in ps:
+            h = layer(h, p)
+        h = h * 2
+        for q in qs:
+            h = layer(h, q)
+        return pnp.mean(h**2)
+
+    g = purejit.value_and_grad(loss, argnums=(0, 1))
+    f = purejit.jit(g, compiler_options=HOST)
+    s = f.lower(params, more, h).host_route.split
+    assert s.kinds.count("body") == 4
+    calls = _counting_compiles(monkeypatch)
+    saved = purejit.config.read("cache_dir")
+    purejit.config.update("cache_dir", None)
+    try:
+        got = leaves(f(params, more, h))
+    finally:
+        purejit.config.update("cache_dir", saved)
+    # the two forward bodies are one module (so are the two backward bodies): compiled once
+    assert len(calls) == len(s.programs) - 2
+    want = leaves(purejit.jit(g)(params, more, h))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_no_program_stacks_a_saved_value():
     layer, params, h = _model("transformer", 3)
     step = _step_fn(layer)
