@@ -26,6 +26,7 @@ import operator
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from purejit.backend import pjrt, stablehlo
@@ -256,5 +257,17 @@ class HostLoopCompiled(Compiled):
         return total
 
     def memory_analysis(self):
-        """Each program's memory figures (a list, in program order)."""
-        return [e.memory_analysis() for e in self.exes]
+        """XLA's memory figures as one: each `*_size_in_bytes` the largest of the programs'
+        (one program runs at a time; what the launches keep between them is not counted),
+        the generated code's summed over distinct programs; `programs`, each one's own."""
+        stats = [e.memory_analysis() for e in self.exes]
+        out = SimpleNamespace(programs=stats)
+        names = [n for n in dir(stats[0]) if n.endswith("_in_bytes")] if stats else []
+        for n in names:
+            values = [getattr(m, n) for m in stats]
+            if n.startswith("generated_code"):
+                distinct = {id(e): v for e, v in zip(self.exes, values)}
+                setattr(out, n, sum(distinct.values()))
+            else:
+                setattr(out, n, max(values))
+        return out
