@@ -342,6 +342,12 @@ def test_explain_names_the_host_loop():
         "host loop: 4 programs (2 loop bodies, each compiled once: 4 trips, 4 trips reversed"
         in text
     )
+    compiled = f.lower(params, h).compile()
+    # XLA's figures as one: flops over the launches, the largest program's temporaries
+    assert compiled.cost_analysis()["flops"] > 0
+    memory = compiled.memory_analysis()
+    assert len(memory.programs) == 4
+    assert memory.temp_size_in_bytes == max(m.temp_size_in_bytes for m in memory.programs)
 
 
 def test_option_values():
