@@ -103,6 +103,55 @@ def test_training_steps_match_rolled_unrolled_and_interpreter(kind):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
 
 
+def _variants():
+    rng = np.random.default_rng(4)
+    emb = (rng.standard_normal((4, 8)) / 2).astype(np.float32)
+    shared = purejit.jit(lambda h, p, s: pnp.tanh(h @ p["w"] + s) * 0.9)
+    pair = purejit.jit(
+        lambda hc, p: (pnp.tanh(hc[0] @ p["w"] + hc[1]), hc[1] * 0.5 + pnp.sin(hc[0] @ p["w"]))
+    )
+    layer = _mlp_layer()
+
+    def embed_head(ps, e, x):  # ops before the loop and after it
+        h = x @ e
+        for p in ps:
+            h = layer(h, p)
+        return pnp.sum(h * h) + pnp.sum(e)
+
+    def shared_value(ps, s, x):  # a value every layer reads (a loop constant)
+        h = x @ emb
+        for p in ps:
+            h = shared(h, p, s)
+        return pnp.mean(h**2)
+
+    def two_carries(ps, x):
+        hc = (x @ emb, x @ emb * 0.1)
+        for p in ps:
+            hc = pair(hc, p)
+        return pnp.mean(hc[0] ** 2 + hc[1])
+
+    ps, x = mlp_params(5, seed=3), rng.standard_normal((2, 4)).astype(np.float32)
+    s = rng.standard_normal(8).astype(np.float32)
+    return {
+        "embed_head": (embed_head, (ps, emb, x), (0, 1)),
+        "shared_value": (shared_value, (ps, s, x), (0, 1)),
+        "two_carries": (two_carries, (ps, x), (0,)),
+    }
+
+
+@pytest.mark.parametrize("name", ["embed_head", "shared_value", "two_carries"])
+@pytest.mark.parametrize("remat", [None, False])
+def test_other_programs_around_the_loop(name, remat):
+    model, args, argnums = _variants()[name]
+    g = purejit.value_and_grad(model, argnums=argnums)
+    f = purejit.jit(g, compiler_options={"roll_layers": "host", "remat": remat})
+    assert f.lower(*args).host_route.split is not None
+    got = leaves(f(*args))
+    want = leaves(purejit.jit(g)(*args))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_integer_forward_is_exact():
     layer = purejit.jit(lambda h, p: (h @ p["w"] + p["b"]) % 7)
 
