@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from purejit.backend import pjrt, stablehlo
+from purejit.backend import cudnn_fmha, pjrt, stablehlo
 from purejit.compiler import cache as compile_cache
 from purejit.compiler import donation as dn
 from purejit.compiler.compiled import Compiled, fast_flatten
@@ -95,7 +95,13 @@ def compile(lowered, device) -> HostLoopCompiled | None:
             raise
         why = f"XLA refused a program of the split with cuDNN attention ({type(e).__name__})"
         lowered.host_route = HostRoute(None, {"refused": why})
-        lowered.module = lowered.reemit()
+        # the whole program, emitted as its first emission was (its compile then decomposes
+        # the kinds of call XLA refuses: `Lowered._recovering`)
+        settings = {"enabled": calls.enabled, "manual": calls.manual,
+                    "platform": calls.platform, "target": calls.target}  # fmt: skip
+        with cudnn_fmha.emission(**settings) as again:
+            lowered.module = lowered.reemit()
+        lowered.attention_calls = again
         return None
 
 

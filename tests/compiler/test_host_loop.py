@@ -13,13 +13,17 @@ the depth, and no program stacks a saved value (no concatenate, no dynamic-updat
 
 from __future__ import annotations
 
+import warnings
+
+import ml_dtypes
 import numpy as np
 import pytest
 
 import purejit
+import purejit.nn as pnn
 import purejit.numpy as pnp
 from bench.models import transformer, transformer_params
-from purejit.backend import pjrt
+from purejit.backend import cudnn_fmha, pjrt
 from purejit.ir import interpret
 from purejit.runtime.array import DeletedArrayError
 from tests.passes.roll_layers_util import dense, leaves, mlp_params
@@ -405,3 +409,43 @@ def test_option_values():
     opts = purejit.compiler.options.CompilerOptions.parse(HOST)
     assert opts.host_loop() and not opts.stacks_params()
     assert not purejit.compiler.options.CompilerOptions.parse({"roll_layers": True}).host_loop()
+
+
+@pytest.mark.skipif(pjrt.platform() != "cpu", reason="XLA refuses cuDNN's calls on a CPU only")
+def test_xla_refusing_cudnn_attention_falls_back_to_the_rolled_program(monkeypatch):
+    # cuDNN's calls emitted on the CPU (the fault-injection switch): XLA refuses the split's
+    # programs; the whole rolled program is emitted again, and its compile decomposes them
+    monkeypatch.setenv("PUREJIT_ATTENTION_INJECT_CUDA", "1")
+    cudnn_fmha.refusals.clear()
+    bf = np.dtype(ml_dtypes.bfloat16)
+    rng = np.random.default_rng(0)
+
+    def body(h, w):
+        return (pnn.dot_product_attention(h @ w, h, h, is_causal=True) + h).astype(bf)
+
+    layer = purejit.jit(body)
+
+    def loss(ws, h):
+        for w in ws:
+            h = layer(h, w)
+        return h.astype(np.float32).sum()
+
+    ws = [(rng.standard_normal((32, 32)) / 6).astype(bf) for _ in range(3)]
+    h = rng.standard_normal((1, 16, 2, 32)).astype(bf)
+    try:
+        f = purejit.jit(purejit.grad(loss), compiler_options=HOST)
+        lowered = f.lower(ws, h)
+        assert lowered.host_route.split is not None and "__cudnn" in lowered.as_text()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "refused fused attention", said once
+            compiled = lowered.compile()
+            got = leaves(compiled(ws, h))
+            want = leaves(
+                purejit.jit(purejit.grad(loss), compiler_options={"roll_layers": True})(ws, h)
+            )
+    finally:
+        cudnn_fmha.refusals.clear()
+    assert "XLA refused a program of the split" in lowered.host_route.report["refused"]
+    assert type(compiled).__name__ == "Compiled"
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.float32(a), np.float32(b))
