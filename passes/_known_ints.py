@@ -1,7 +1,8 @@
 """Integers a program's scalars are known to hold, for the host loop's split
 (`_segments.py`): which row of a stack a `dynamic_slice` reads, proved where the index is a
 constant or comes out of `_row_index.py`'s loop (which returns its operands unchanged, a
-fact XLA cannot see and this module proves op by op)."""
+fact XLA cannot see and this module proves op by op); and the selects inside a loop's body
+that such integers decide on each trip, which the host makes instead (`picked_on_host`)."""
 
 from __future__ import annotations
 
@@ -71,3 +72,50 @@ def int_of(v: Value, lookup) -> int | None:
         if k > 0 and kept_by_loop(op, k, lookup):
             return int_of(op.operands[k], lookup)
     return None
+
+
+_COMPARE = {
+    "LT": lambda a, b: a < b, "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b,
+    "GE": lambda a, b: a >= b, "EQ": lambda a, b: a == b, "NE": lambda a, b: a != b,
+}  # fmt: skip
+
+
+def picked_on_host(ops, params, sources, row_of, made, at_trip, ts):
+    """`ops` without each `select(compare(i, c), a, b)` whose condition is known per trip
+    (i and c integers known on each trip) and whose `a` and `b` are what a launch passes in
+    (a parameter, or a row read): its result becomes a parameter, passed `a`'s buffer on
+    the trips where the condition holds and `b`'s on the others. The roll pass's loop reads
+    each layer's input so (the previous layer's saved output, or before the first layer the
+    loop's input): a select over a whole activation per trip, which the host makes instead.
+    Appends to `params` and `sources`; returns the ops and how many selects were picked."""
+    after = {r: o for o in ops for r in o.results}
+
+    def source(v):
+        if v in params:
+            return sources[params.index(v)]
+        o = after.get(v)
+        if o is not None and o.name == "reshape" and o.operands[0] in row_of:
+            row = row_of[o.operands[0]]
+            if row.type == v.type:
+                return sources[params.index(row)]
+        return None
+
+    def at(src, t):
+        return src if isinstance(src, (int, tuple)) else src[t]
+
+    out, picked = [], 0
+    for o in ops:
+        c = made.get(o.operands[0]) if o.name == "select" else None
+        if c is None or c.name != "compare" or o.operands[0].type.rank != 0:
+            out.append(o)
+            continue
+        cmp = _COMPARE.get(c.attrs.get("comparison_direction"))
+        known = [(at_trip(c.operands[0], t), at_trip(c.operands[1], t)) for t in ts]
+        a, b = source(o.operands[1]), source(o.operands[2])
+        if cmp is None or a is None or b is None or any(x is None or y is None for x, y in known):
+            out.append(o)
+            continue
+        params.append(o.results[0])
+        sources.append({t: at(a if cmp(x, y) else b, t) for t, (x, y) in zip(ts, known)})
+        picked += 1
+    return out, picked

@@ -41,6 +41,7 @@ import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
 from purejit.passes._known_ints import int_of as _int_of
 from purejit.passes._known_ints import is_int_scalar as _is_int_scalar
+from purejit.passes._known_ints import picked_on_host as _picked_on_host
 from purejit.passes.base import has_effect
 
 
@@ -334,6 +335,7 @@ class _Splitter:
         sources: list = []  # per parameter: a slot, or ("carry", k), or a list of refs per t
         params: list[Value] = []
         replaced: dict[int, Op] = {}
+        row_of: dict[Value, Value] = {}  # a row read's result -> the parameter it became
         for j, p in enumerate(cp):
             if j in by_rows:
                 rows = self.rows(consts[j], consts=True)
@@ -345,6 +347,7 @@ class _Splitter:
                     refs = {t: rows[min(max(at_trip(o.operands[1], t), 0), last)] for t in ts}
                     params.append(row)
                     sources.append(refs)
+                    row_of[o.results[0]] = row
             else:
                 params.append(p)
                 sources.append(self.slot(consts[j]))
@@ -356,6 +359,14 @@ class _Splitter:
             rows = xs_rows[j]
             sources.append({t: rows[t] for t in ts})
         ops = [replaced.get(id(o), o) for o in body.ops]
+        ops, picked = _picked_on_host(ops, params, sources, row_of, made, at_trip, ts)
+        live = set(body.results)
+        kept_ops = []
+        for o in reversed(ops):  # what the picks and row reads left unread
+            if any(r in live for r in o.results):
+                kept_ops.append(o)
+                live.update(o.operands)
+        ops = kept_ops[::-1]
         used = {v for o in ops for v in o.operands}
         keep = [i for i, p in enumerate(params) if p in used]
         outs = list(dict.fromkeys(r for r in body.results if r not in params))
@@ -372,7 +383,8 @@ class _Splitter:
                 elif isinstance(src, tuple):
                     ins_of[i] = carry[src[1]]
                 else:
-                    ins_of[i] = self.ref_slot(src[t])
+                    ref = src[t]
+                    ins_of[i] = carry[ref[1]] if isinstance(ref, tuple) else self.ref_slot(ref)
             out_slots = {v: self.new_slot() for v in outs}
             slot_of = {params[i]: s for i, s in ins_of.items()}
             res = [out_slots[r] if r in out_slots else slot_of[r] for r in body.results]
@@ -387,7 +399,8 @@ class _Splitter:
         rows_read = sum(map(len, by_rows.values()))
         self.bodies.append(
             {"trips": n, "reverse": bool(a["reverse"]), "rows_read": rows_read,
-             "params": len(keep), "results": len(outs), "loc": op.loc}
+             "picked_on_host": picked, "params": len(keep), "results": len(outs),
+             "loc": op.loc}
         )  # fmt: skip
 
     # --- the whole program ----------------------------------------------------------------

@@ -90,6 +90,9 @@ def test_training_steps_match_rolled_unrolled_and_interpreter(kind):
     assert route.split is not None, route.report
     loops = route.report["split"]["loops"]
     assert [(lp["trips"], lp["reverse"]) for lp in loops] == [(4, False), (4, True)]
+    # the backward loop's layer input (the previous layer's saved output, or the loop's
+    # input before the first layer) is picked by the host, not by a select in the body
+    assert [lp["picked_on_host"] for lp in loops] == [0, 1]
     # the donated parameters of the last step are gone, as after any donating call
     with pytest.raises(DeletedArrayError):
         np.asarray(old[0]["w"] if kind == "mlp" else old[0]["qkv"])
