@@ -137,16 +137,25 @@ def _variants():
             hc = pair(hc, p)
         return pnp.mean(hc[0] ** 2 + hc[1])
 
+    leaky = purejit.jit(lambda h, p: (lambda z: pnp.where(z > 0, z, 0.1 * z))(h @ p["w"] + p["b"]))
+
+    def selects_on_data(ps, x):  # selects the host cannot decide stay in the body
+        h = x @ emb
+        for p in ps:
+            h = leaky(h, p)
+        return pnp.mean(h**2)
+
     ps, x = mlp_params(5, seed=3), rng.standard_normal((2, 4)).astype(np.float32)
     s = rng.standard_normal(8).astype(np.float32)
     return {
         "embed_head": (embed_head, (ps, emb, x), (0, 1)),
         "shared_value": (shared_value, (ps, s, x), (0, 1)),
         "two_carries": (two_carries, (ps, x), (0,)),
+        "selects_on_data": (selects_on_data, (ps, x), (0,)),
     }
 
 
-@pytest.mark.parametrize("name", ["embed_head", "shared_value", "two_carries"])
+@pytest.mark.parametrize("name", ["embed_head", "shared_value", "two_carries", "selects_on_data"])
 @pytest.mark.parametrize("remat", [None, False])
 def test_other_programs_around_the_loop(name, remat):
     model, args, argnums = _variants()[name]
