@@ -55,8 +55,9 @@ and the blocks that do not roll are put back as they were.
 Never touches: ops inside regions (only top-level calls and stretches are rolled), calls
 outside a run; the calls it leaves are inlined by `inline` as before.
 
-When it runs: only with `compiler_options={"roll_layers": True}`, never in a partitioned
-program. It is off by default because rolling costs memory traffic the unrolled program
+When it runs: only with `compiler_options={"roll_layers": True}` (or `"host"`: every stack
+plain, for the host loop to split the program at its scans, `_segments.py`), never in a
+partitioned program. It is off by default because rolling costs memory traffic the unrolled program
 does not have: the per-layer parameters are copied into stacks on every call (each run's
 `stacked_bytes` says how much), or on CPU each trip's into the case's buffers, unless the
 compiler takes the stacks as arguments (`stacked_params`, on with roll_layers: the

@@ -7,7 +7,10 @@ every saved value into its row and back out (a GPU's cuBLAS and cuDNN calls take
 buffers; `gpu_logs/s19/rollprof_h200`: 459 device-to-device copies, 3.5 ms of a 24 ms
 step). Chained programs keep each saved value in a buffer of its own, as the unrolled
 program does: the forward program returns `purejit.vjp`'s pullback (its leaves are the
-residuals) and the backward program takes it. Each form runs in a fresh process:
+residuals) and the backward program takes it. "purejit host route" is the compiler's own
+host loop (`compiler_options={"roll_layers": "host"}`, `purejit/compiler/host_loop.py`):
+the rolled step split at its loops, each loop's body one program launched per layer. Each
+form runs in a fresh process:
 
     python -m bench.tools.host_loop --out DIR [--layers 12 --d 1024 --heads 16 --seq 1024
         --batch 8 --dtype bfloat16 --steps 10]
@@ -29,7 +32,7 @@ import time
 
 import numpy as np
 
-FORMS = ("purejit unrolled", "purejit rolled", "purejit host loop")
+FORMS = ("purejit unrolled", "purejit rolled", "purejit host loop", "purejit host route")
 
 
 def _model(a):
@@ -43,8 +46,9 @@ def _model(a):
     return params, x
 
 
-def _whole_step(a, roll: bool):
-    """One jitted, donated training step over the Python loop of layers."""
+def _whole_step(a, roll):
+    """One jitted, donated training step over the Python loop of layers (`roll`: the
+    `roll_layers` option: False, True, or "host" for the compiler's host loop)."""
     import purejit
     import purejit.numpy as xp
     from bench.models import transformer
@@ -123,7 +127,8 @@ def child(a) -> dict:
     if a.child == "purejit host loop":
         step = _host_loop_step(a)
     else:
-        step = _whole_step(a, roll=a.child == "purejit rolled")
+        roll = {"purejit rolled": True, "purejit host route": "host"}.get(a.child, False)
+        step = _whole_step(a, roll=roll)
     ps = purejit.tree_util.tree_map(lambda v: purejit.numpy.asarray(v) + 0, params)
     xd = purejit.numpy.asarray(x)
     _block((ps, xd))
@@ -144,7 +149,15 @@ def child(a) -> dict:
         host.append((time.perf_counter() - t0) / a.steps)
         _block((ps, value))
         windows.append((time.perf_counter() - t0) / a.steps)
+    route = None
+    if a.child == "purejit host route":  # what the compiler made of it (or why it refused)
+        report = step.lower(ps, xd).host_route.report
+        r = report.get("split")
+        route = report["refused"] if r is None else (
+            f"{r['programs']} programs, {r['launches']} launches a step"
+        )  # fmt: skip
     return {
+        "route": route,
         "first_call_s": first,
         "step_ms": min(windows) * 1e3,
         "host_ms": min(host) * 1e3,
@@ -201,6 +214,9 @@ def main(argv=None):
             f"| {form} | {r['first_call_s']:.2f} | {r['step_ms']:.2f} | {ratio} | "
             f"{r['host_ms']:.2f} | {peak} | {diff} |"
         )
+    for form, r in rows.items():
+        if r.get("route"):
+            lines.append(f"\n{form}: {r['route']}")
     with open(os.path.join(a.out, "host_loop.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -95,7 +95,11 @@ class Explanation:
             f"purejit.explain: {self.name}",
             (
                 f"graphs: {self.graphs} (the whole function is traced into one program; "
-                "purejit never splits it)"
+                + (
+                    "the host loop runs it as programs of its own, below)"
+                    if "split" in (self.layers.get("host") or {})
+                    else "purejit never splits it)"
+                )
             ),
             "fusion: "
             + (
@@ -109,7 +113,7 @@ class Explanation:
         if self.attention:
             out += ["", "attention (hand-written attention as one fused kernel)"]
             out += _attention_lines(self.attention)
-        if self.layers.get("rolled") or self.layers.get("refused"):
+        if self.layers.get("rolled") or self.layers.get("refused") or self.layers.get("host"):
             out += ["", "repeated layers (compiler_options={'roll_layers': True})"]
             out += _layer_lines(self.layers, self.stacks)
         if self.residuals:
@@ -251,16 +255,34 @@ def _layer_lines(report: dict, stacks=None) -> list[str]:
         )
     for r in report.get("refused", []):
         out.append(f"  refused  {r['callee']} at {r.get('loc') or '-'}: {r['reason']}")
+    out += _host_lines(report.get("host"))
     stacked = sum(r.get("stacked_bytes", 0) for r in report.get("rolled", []))
     if stacks is not None:
         out += _stack_lines(stacks)
         stacked -= stacks.stacked_bytes
-    if stacked > 0:
+    if stacked > 0 and "split" not in (report.get("host") or {}):
         out.append(
             f"  (off by default: stacking copies {_size(stacked)} per call in the program; "
             "the rule: docs/benchmarks/roll_layers_cpu.md)"
         )
     return out
+
+
+def _host_lines(host: dict | None) -> list[str]:
+    """The host loop's line (`roll_layers="host"`): its programs, or why it was refused."""
+    if not host:
+        return []
+    if "refused" in host:
+        return [f"  host loop refused (runs as the rolled program): {host['refused']}"]
+    r = host["split"]
+    loops = ", ".join(
+        f"{lp['trips']} trips{' reversed' if lp['reverse'] else ''}" for lp in r["loops"]
+    )
+    return [
+        f"  host loop: {r['programs']} programs ({len(r['loops'])} loop bodies, each compiled "
+        f"once: {loops}; {r['glue_programs']} between them), {r['launches']} launches a call, "
+        "no stacks"
+    ]
 
 
 def _residual_line(r) -> str:
@@ -378,6 +400,9 @@ def explain_lowered(lowered, *, compiled=None) -> Explanation:
             ex.attention += _jit_entries(r.report)
         if r.name == "roll_layers":
             ex.layers = r.report
+    host = getattr(lowered, "host_route", None)
+    if host is not None:
+        ex.layers = {**ex.layers, "host": host.report}
     ex.stacks = getattr(lowered, "stack_plan", None)
     ex.differences = _compare(ex)
     return ex

@@ -25,7 +25,7 @@ from purejit.backend.lowering import callback
 from purejit.compiler import cache as compile_cache
 from purejit.compiler import calibration
 from purejit.compiler import donation as dn
-from purejit.compiler import spmd
+from purejit.compiler import host_loop, spmd
 from purejit.compiler.compiled import Compiled
 from purejit.compiler.explain import explain_lowered
 from purejit.compiler.options import CompilerOptions
@@ -104,6 +104,9 @@ class Lowered:
     # the plan from the user's leaves to the entry's parameters, and per leaf its donation
     stack_plan: Any = None
     leaf_donated: tuple = ()
+    # `roll_layers="host"`: the split into programs run from the host, or why it was refused
+    # (a `host_loop.HostRoute`; None for other programs)
+    host_route: Any = None
     # where a call of the jitted function with these arguments keeps its executable (set by
     # `jit(f).lower`): `compile` fills it, so the first call does not compile again
     cache_slot: Any = field(default=None, repr=False)
@@ -183,8 +186,13 @@ class Lowered:
 
     def _compile(self, device) -> Compiled:
         t0 = time.perf_counter()
-        hit = False
-        if self.layout is not None:  # SPMD: one program for every device of the mesh
+        hit, host = False, None
+        if self.host_route is not None and self.host_route.split is not None:
+            # programs of their own, chained; None when XLA refused one (run rolled)
+            host = host_loop.compile(self, device)
+        if host is not None:
+            hit = host.cache_hit
+        elif self.layout is not None:  # SPMD: one program for every device of the mesh
             if self.has_callbacks:
                 raise NotImplementedError(
                     f"{self.name}: debug.print / debug.callback / pure_callback in a program "
@@ -202,7 +210,7 @@ class Lowered:
         if config.read("jit_log_compiles"):  # JAX's jax_log_compiles, at WARNING as JAX's
             how = "loaded from the persistent cache" if hit else "compiled by XLA"
             logger.warning("purejit: %s %s in %.3f s", self.name, how, seconds)
-        compiled = Compiled(self, exe)
+        compiled = host or Compiled(self, exe)
         compiled.cache_hit = hit
         return compiled
 
@@ -373,6 +381,9 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         donated = tuple(mask or [False] * len(fn.params))
         fn, plan = stack_parameters(fn, donated, row_views.alignment())
     donation = _donation(jc, fn, mask, paths, plan)
+    host = None
+    if layout is None and jc.options.host_loop():
+        host = host_loop.plan(fn, donation, jc.options)
     if layout is not None and tail is not None:  # SPMD programs take every pass now
         fn, more = tail.run(fn)
         records, tail = records + more[1:], None
@@ -386,6 +397,8 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
     with cudnn_fmha.emission(enabled=fused, manual=manual, **injection) as attention_calls:
         if layout is not None:
             module = layout.emit(fn, arg_attrs=arg_attrs)
+        elif host is not None and host.split is not None:
+            module = host.emit()
         else:  # the compiler options decide how fusion groups reach XLA
             module, xla_off = jc.options.emit(fn, arg_attrs=arg_attrs)
     t3 = time.perf_counter()
@@ -407,6 +420,7 @@ def _lower(jc: JitConfig, sig: CallSignature, stats) -> Lowered:
         tail,
     )
     lowered.residuals = opt.residuals
+    lowered.host_route = host
     if plan is not None:
         lowered.stack_plan = plan
         lowered.leaf_donated = tuple(bool(d) for d in (mask or [False] * plan.n_leaves))

@@ -23,7 +23,14 @@ Keys:
                     NVIDIA GPUs; `purejit/fused_attention.py`); False keeps it as written
     roll_layers     False (default): every call is inlined. True: chains of calls of one
                     jitted layer become one `scan` over the stacked per-layer parameters,
-                    so XLA compiles the layer once (`passes/roll_layers.py`)
+                    so XLA compiles the layer once (`passes/roll_layers.py`). "host": rolled
+                    likewise, then run from the host (`purejit/compiler/host_loop.py`): the
+                    program is split at its rolled scans, each scan's body is one program
+                    run once per trip and the stretches between scans programs of their
+                    own, so each saved value stays a buffer of its own (no stacks: stacked
+                    outputs are per-trip buffers, per-layer parameters are passed per trip).
+                    A program the split cannot prove (a stack read whole, effects, several
+                    devices) runs as the rolled program, with the reason in `explain`
     stacked_params  with roll_layers: True (default) the program takes each stack of
                     per-layer parameters as one argument, which dispatch builds (or finds
                     already built: the row views of a previous call's stack), and returns
@@ -182,7 +189,7 @@ class CompilerOptions:
     remat: bool | None = None  # None: purejit.config's
     remat_budget: float | None = None
     fused_attention: bool | None = None  # None: purejit.config's
-    roll_layers: bool = False
+    roll_layers: bool | str = False  # False, True or "host"
     collective_matmul: str | None = None
     # set by lowering for a jit with shardings: the program runs over several devices
     partitioned: bool = False
@@ -225,8 +232,10 @@ class CompilerOptions:
         if fused is not None and not isinstance(fused, bool):
             raise ValueError(f"compiler_options: fused_attention={fused!r} must be True or False")
         roll = options.get("roll_layers", False)
-        if not isinstance(roll, bool):
-            raise ValueError(f"compiler_options: roll_layers={roll!r} must be True or False")
+        if not isinstance(roll, bool) and roll != "host":
+            raise ValueError(
+                f"compiler_options: roll_layers={roll!r} must be True, False or 'host'"
+            )
         cm = options.get("collective_matmul")
         _collective_matmul_pass(cm)  # checked here, made where the pipeline is
         stacked = options.get("stacked_params", True)
@@ -240,11 +249,31 @@ class CompilerOptions:
         """Whether rolled programs take their stacks of parameters as arguments: roll_layers
         and stacked_params on, one device, XLA's own fusion."""
         return (
-            self.roll_layers
+            self.roll_layers is True
             and self.stacked_params
             and not self.partitioned
             and (self.fusion == "xla")
         )
+
+    def host_loop(self) -> bool:
+        """Whether a rolled program runs from the host (`roll_layers="host"`, one device)."""
+        return self.roll_layers == "host" and not self.partitioned
+
+    def _roll_options(self) -> dict:
+        """The roll pass's options. For the host loop (`host_loop`), every stack a plain
+        stack of its own (no packed rows, no case), which the split takes apart."""
+        if self.roll_layers == "host":
+            return {"pack_ys": False, "select_xs": False, "pack_xs": False}
+        # a rolled loop's saved values packed into one stacked output: fewer launches per
+        # trip on GPU; on CPU the unfused concatenate costs more, and the layers' parameters
+        # are read per trip by a case, unstacked, unless the stacks are the program's
+        # arguments (`stacked_params`: one per parameter, as `lax.scan` takes them, so that
+        # an update over a whole stack is the output, in place)
+        return {
+            "pack_ys": pjrt.is_gpu(),
+            "select_xs": not pjrt.is_gpu() and not self.stacks_params(),
+            "pack_xs": not self.stacks_params(),
+        }
 
     def attention_enabled(self) -> bool:
         """Whether hand-written attention may be fused (the option, else purejit.config)."""
@@ -264,7 +293,12 @@ class CompilerOptions:
         barriers = pjrt.platform() != "cpu" or "cse_barrier_expander" in flags
         forced = self.remat is True or self.remat_budget is not None
         s = Settings(
-            bool(enabled), budget, self.attention_enabled(), barriers, self.roll_layers, forced
+            bool(enabled),
+            budget,
+            self.attention_enabled(),
+            barriers,
+            bool(self.roll_layers),
+            forced,
         )
         return replace(over_devices(s), partitioned=True) if self.partitioned else s
 
@@ -297,18 +331,8 @@ class CompilerOptions:
                 default_passes(
                     layout_options=layout,
                     threefry_options=threefry,
-                    roll_layers=self.roll_layers,
-                    # a rolled loop's saved values packed into one stacked output: fewer
-                    # launches per trip on GPU; on CPU the unfused concatenate costs more,
-                    # and the layers' parameters are read per trip by a case, unstacked,
-                    # unless the stacks are the program's arguments (`stacked_params`)
-                    # (stacks taken as arguments: one per parameter, as `lax.scan` takes
-                    # them, so that an update over a whole stack is the output, in place)
-                    roll_options={
-                        "pack_ys": pjrt.is_gpu(),
-                        "select_xs": not pjrt.is_gpu() and not self.stacks_params(),
-                        "pack_xs": not self.stacks_params(),
-                    },
+                    roll_layers=bool(self.roll_layers),
+                    roll_options=self._roll_options(),
                     **fusion_options,
                 )
             )

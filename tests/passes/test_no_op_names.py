@@ -27,6 +27,10 @@ ALLOWED = {
     "roll_layers.py": "the pass rolls chains of call ops into one scan",
     "_roll_runs.py": "finds the chains of call ops roll_layers rolls",
     "_outline.py": "cuts repeated stretches of ops into call ops and puts back the unrolled",
+    "_segments.py": "splits a rolled program at its scans, reading the roll pass's stacks "
+    "(concatenate, slice, dynamic_slice) as rows",
+    "_known_ints.py": "proves the row indices of _row_index.py's while loop (constants, iota, "
+    "add, compare, select)",
     "_attention_padding.py": "finds the position < sequence-length masks of attention",
     "split_projection.py": "splits a dot_general whose slices feed the attention op",
     "attention_sharding.py": "runs the attention ops per device, leaving shard_map bodies be",

@@ -168,7 +168,7 @@ def test_the_option_is_checked_and_off_by_default():
     model = mlp(pnp, purejit.jit(dense(pnp)))
     names = [r.name for r in purejit.jit(model).lower(ps, x).records]
     assert "roll_layers" not in names
-    with pytest.raises(ValueError, match="roll_layers=1 must be True or False"):
+    with pytest.raises(ValueError, match="roll_layers=1 must be True, False or .host."):
         purejit.jit(model, compiler_options={"roll_layers": 1}).lower(ps, x)
 
 
