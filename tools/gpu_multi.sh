@@ -193,6 +193,23 @@ for step in "$@"; do
     fsdpjit4h)  # FSDP through jit with its compiled HLO and kernels, against JAX + cuDNN
       timeout 150 python3 -m bench.tp_train --out "$OUT/fsdpjit4h" --devices "$N" --variants jax_cudnn \
         --steps fsdp_jit --repeats 3 --hlo --profile > "$OUT/fsdpjit4h.log" 2>&1 ;;
+    hostroute)  # issue #32 on one GPU: the compiler's host route (roll_layers="host") beside the
+                # unrolled, rolled and hand-written host-loop steps; its tests and the attention
+                # tests on the GPU first
+      CUDA_VISIBLE_DEVICES=0 timeout 200 python3 -m pytest -q -p no:xdist tests/compiler/test_host_loop.py \
+        tests/nn/test_attention_gpu.py tests/nn/test_attention.py tests/lax/test_dot_algorithm.py \
+        > "$OUT/hostroute_tests.log" 2>&1
+      echo "hostroute tests: rc=$? $(tail -1 "$OUT/hostroute_tests.log")" >> "$OUT/steps.txt"
+      for L in 12 48; do
+        CUDA_VISIBLE_DEVICES=0 timeout 200 python3 -m bench.tools.host_loop --out "$OUT/hostroute$L" \
+          --layers $L --forms "purejit host route,purejit host loop,purejit rolled,purejit unrolled" \
+          > "$OUT/hostroute$L.log" 2>&1
+        echo "hostroute $L: rc=$?" >> "$OUT/steps.txt"
+      done ;;
+    hostcb)  # the host forms without XLA's command buffers (each run's buffers are new)
+      XLA_FLAGS=--xla_gpu_enable_command_buffer= CUDA_VISIBLE_DEVICES=0 timeout 120 \
+        python3 -m bench.tools.host_loop --out "$OUT/hostcb12" --layers 12 \
+        --forms "purejit host route,purejit host loop,purejit unrolled" > "$OUT/hostcb12.log" 2>&1 ;;
     sweep2r)  # auto with its default forms (the ring alone) at n = 2, every shape of issue #31
       timeout 400 python3 -m bench.tp_mlp_sweep --out "$OUT/sweep2r" --devices 2 --iters 50 \
         --repeats 5 --timeout 90 \
