@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
+from purejit.passes._fold_rows import fold_rows
 from purejit.passes._known_ints import int_of as _int_of
 from purejit.passes._known_ints import is_int_scalar as _is_int_scalar
 from purejit.passes._known_ints import picked_on_host as _picked_on_host
@@ -118,6 +119,7 @@ class _Splitter:
         self.glues: list[_Glue] = []
         self.bodies: list[dict] = []
         self.kept: list[dict] = []  # top-level scans left whole inside a program, and why
+        self.row_reads: dict[Value, tuple] = {}  # a top-level row read -> (its row, shape)
 
     # --- slots ----------------------------------------------------------------------------
     def new_slot(self) -> int:
@@ -417,19 +419,26 @@ class _Splitter:
             self.def_glue[r] = g
         if op.name == "constant":
             return  # cloned into each program that reads it
-        if self.is_stack_op(op):
-            self.deferred[op.results[0]] = op
-            return
         if op.name in ("dynamic_slice", "slice"):
             k = self.row_read(op)
             if k is not None:
                 x = op.operands[0]
                 row_t = TensorType(x.type.shape[1:], x.type.dtype)
-                row = self.ref_local(self.rows(x)[k], row_t, g)
+                ref = self.rows(x)[k]
+                row = self.ref_local(ref, row_t, g)
                 out = op.results[0]
+                self.row_reads[out] = (ref, row_t.shape)
                 r = Op("reshape", [row], {"shape": list(out.type.shape)}, [Value(out.type)])
                 g.ops.append(r)
                 g.env[out] = r.results[0]
+                return
+        if self.is_stack_op(op):
+            self.deferred[op.results[0]] = op
+            return
+        if op.name == "reshape" and op.operands[0] in self.row_reads:
+            ref, shape = self.row_reads[op.operands[0]]
+            if tuple(op.results[0].type.shape) == tuple(shape):  # the row's buffer as is
+                self.slot_of[op.results[0]] = self.ref_slot(ref)
                 return
         for u in op.operands:
             if u in self.ys_rows:
@@ -517,8 +526,9 @@ class _Splitter:
         g.launch.outs = [s for _, s in g.exports]
 
     def _plan_buffers(self, results: list[int]) -> None:
-        """Each launch's slots read for the last time (dropped after it) and, for a glue
-        program, the donated entry parameters it reads last (their buffers taken over)."""
+        """Each launch's slots read for the last time (dropped after it) and the donated entry
+        parameters it reads last (their buffers taken over; a loop body's, at the positions
+        donated on all its launches)."""
         last: dict[int, int] = {}
         for li, launch in enumerate(self.launches):
             for s in launch.ins:
@@ -529,13 +539,19 @@ class _Splitter:
                 s for s in launch.outs if s not in last
             }
             launch.free = tuple(sorted(free - keep))
-            if self.kinds[launch.program] != "glue":
-                continue
             launch.donate = tuple(
                 i for i, s in enumerate(launch.ins)
-                if s < self.n_params and self.donated[s] and last[s] == li
+                if self.kinds[launch.program] != "copy" and s < self.n_params
+                and self.donated[s] and last[s] == li
                 and launch.ins.count(s) == 1 and s not in keep
             )  # fmt: skip
+        # one executable per program: a position donated on every one of its launches
+        common: dict[int, set] = {}
+        for launch in self.launches:
+            d = set(launch.donate)
+            common[launch.program] = common.get(launch.program, d) & d
+        for launch in self.launches:
+            launch.donate = tuple(sorted(common[launch.program]))
 
     def _renumber(self, results: list[int]) -> list[int]:
         """Slots renumbered so that each launch's outputs are consecutive (written with one
@@ -560,4 +576,7 @@ def split(fn: Function, donated) -> Split:
     """`fn` (a rolled program after the pipeline) as programs and launches (module
     docstring); `donated`: per entry parameter, whether the caller gives its buffer away.
     Raises `Refused` with the reason when the program cannot be split."""
-    return _Splitter(fn, list(donated) or [False] * len(fn.params)).run()
+    fn, folded = fold_rows(fn)
+    s = _Splitter(fn, list(donated) or [False] * len(fn.params)).run()
+    s.report["folded"] = folded
+    return s

@@ -278,11 +278,19 @@ def _host_lines(host: dict | None) -> list[str]:
     loops = ", ".join(
         f"{lp['trips']} trips{' reversed' if lp['reverse'] else ''}" for lp in r["loops"]
     )
-    return [
+    out = [
         f"  host loop: {r['programs']} programs ({len(r['loops'])} loop bodies, each compiled "
         f"once: {loops}; {r['glue_programs']} between them), {r['launches']} launches a call, "
         "no stacks"
     ]
+    for f in r.get("folded", ()):
+        if "folded" in f:
+            f = f["folded"]
+            out.append(
+                f"    folded into the loop body at {f['loc']}: each layer's {f['ops_per_row']} "
+                f"ops after the loop ({f['per_row_inputs']} per-layer inputs)"
+            )
+    return out
 
 
 def _residual_line(r) -> str:

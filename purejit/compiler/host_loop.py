@@ -11,8 +11,10 @@ parameters are passed per trip as the caller's buffers: nothing is stacked.
 
 A call runs the launches in order over a list of slots (the entry's arguments, constants
 transferred at compile time, each launch's outputs), dropping each slot after its last
-reader. A donated argument is given to the last program that reads it (the update's), so
-the new parameters are written in place; the caller's Arrays are deleted after the call as
+reader. Each layer's update after the backward loop runs in that layer's backward trip
+where proved (`passes/_fold_rows.py`): its gradients die there. A donated argument is given
+to the last program that reads it (that trip, or the update's glue program), so the new
+parameters are written in place; the caller's Arrays are deleted after the call as
 after any donating call. Calls take purejit's Python dispatch (jaxlib's C++ path runs one
 executable).
 
@@ -48,10 +50,10 @@ class HostRoute:
     modules: list[str] = field(default_factory=list)
 
     def emit(self) -> str:
-        """Each program's module (donated parameters of a glue program aliased to its
-        outputs), kept in `modules`; returns them joined, for `Lowered.as_text`."""
+        """Each program's module (donated parameters aliased to its outputs), kept in
+        `modules`; returns them joined, for `Lowered.as_text`."""
         s = self.split
-        donate = {L.program: L.donate for L in s.launches if s.kinds[L.program] == "glue"}
+        donate = {L.program: L.donate for L in s.launches}
         self.modules = []
         for k, fn in enumerate(s.programs):
             attrs = None

@@ -247,11 +247,12 @@ def test_each_body_compiled_once_whatever_the_depth(monkeypatch, layers):
         purejit.config.update("cache_dir", saved)
     route = f.lower(params, h).host_route
     s = route.split
-    # two loop bodies and the programs between them, each compiled once
+    # two loop bodies and the loss head between them (the update folded into the
+    # backward body), each compiled once
     assert s.kinds.count("body") == 2
-    assert len(calls) == len(s.programs) == 4
+    assert len(calls) == len(s.programs) == 3
     launched = [sum(L.program == k for L in s.launches) for k in range(len(s.programs))]
-    assert sorted(launched) == [1, 1, layers, layers]
+    assert sorted(launched) == [1, layers, layers]
 
 
 def test_two_chains_of_one_layer_share_their_bodies(monkeypatch):
@@ -303,11 +304,13 @@ def test_donated_parameters_are_updated_in_place():
     layer, params, h = _model("mlp", 4)
     f = purejit.jit(_step_fn(layer), donate_argnums=0, compiler_options=HOST)
     lowered = f.lower(tmap(pnp.asarray, params), h)
-    # the update's program takes the parameters' buffers over (aliased to its outputs)
+    # each layer's update runs in its backward trip, which takes that layer's parameters'
+    # buffers over (aliased to its outputs): one program, two aliases, four launches
     s = lowered.host_route.split
-    (update,) = [L for L in s.launches if L.donate]
-    assert len(update.donate) == 8
-    assert lowered.as_text().count("tf.aliasing_output") == 8
+    donating = [L for L in s.launches if L.donate]
+    assert len(donating) == 4 and {s.kinds[L.program] for L in donating} == {"body"}
+    assert all(len(L.donate) == 2 for L in donating)
+    assert lowered.as_text().count("tf.aliasing_output") == 2
     ps = tmap(lambda v: pnp.asarray(v) + 0, params)
     kept = ps[1]["b"]
     ps, _ = f(ps, h)
@@ -404,14 +407,15 @@ def test_explain_names_the_host_loop():
     f = purejit.jit(_step_fn(layer), compiler_options=HOST)
     text = str(purejit.explain(f, params, h))
     assert (
-        "host loop: 4 programs (2 loop bodies, each compiled once: 4 trips, 4 trips reversed"
+        "host loop: 3 programs (2 loop bodies, each compiled once: 4 trips, 4 trips reversed"
         in text
     )
+    assert "each layer's 8 ops after the loop (2 per-layer inputs)" in text
     compiled = f.lower(params, h).compile()
     # XLA's figures as one: flops over the launches, the largest program's temporaries
     assert compiled.cost_analysis()["flops"] > 0
     memory = compiled.memory_analysis()
-    assert len(memory.programs) == 4
+    assert len(memory.programs) == 3
     assert memory.temp_size_in_bytes == max(m.temp_size_in_bytes for m in memory.programs)
 
 
