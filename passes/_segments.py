@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
+from purejit.passes._compose import launch_runs
 from purejit.passes._fold_rows import fold_rows
 from purejit.passes._known_ints import int_of as _int_of
 from purejit.passes._known_ints import is_int_scalar as _is_int_scalar
@@ -100,9 +101,10 @@ class _Glue:
 
 
 class _Splitter:
-    def __init__(self, fn: Function, donated):
+    def __init__(self, fn: Function, donated, per_run: int = 1):
         self.fn = fn
         self.donated = donated
+        self.per_run = per_run
         self.n_params = len(fn.params)
         self.slot_of: dict[Value, int] = {p: i for i, p in enumerate(fn.params)}
         self.n_slots = self.n_params
@@ -369,31 +371,11 @@ class _Splitter:
                 kept_ops.append(o)
                 live.update(o.operands)
         ops = kept_ops[::-1]
-        used = {v for o in ops for v in o.operands}
-        keep = [i for i, p in enumerate(params) if p in used]
-        outs = list(dict.fromkeys(r for r in body.results if r not in params))
-        prog = len(self.programs)
-        self.programs.append(Function(body.name, [params[i] for i in keep], ops, outs))
-        self.kinds.append("body")
-        carry = [self.slot(v) for v in init]
-        ys = [[None] * n for _ in body.results[ncar:]]
-        for t in ts:
-            ins_of = {}
-            for i, src in enumerate(sources):
-                if isinstance(src, int):
-                    ins_of[i] = src
-                elif isinstance(src, tuple):
-                    ins_of[i] = carry[src[1]]
-                else:
-                    ref = src[t]
-                    ins_of[i] = carry[ref[1]] if isinstance(ref, tuple) else self.ref_slot(ref)
-            out_slots = {v: self.new_slot() for v in outs}
-            slot_of = {params[i]: s for i, s in ins_of.items()}
-            res = [out_slots[r] if r in out_slots else slot_of[r] for r in body.results]
-            self.launches.append(Launch(prog, [ins_of[i] for i in keep], list(out_slots.values())))
-            carry = res[:ncar]
-            for m, s in enumerate(res[ncar:]):
-                ys[m][t] = s
+        carry, ys_of, runs = launch_runs(
+            self, Launch, body.name, params, sources, ops, list(body.results), ncar, ts,
+            [self.slot(v) for v in init], self.per_run,
+        )  # fmt: skip
+        ys = [[y[t] for t in range(n)] for y in ys_of]
         for k in range(ncar):
             self.slot_of[op.results[k]] = carry[k]
         for m, v in enumerate(op.results[ncar:]):
@@ -401,8 +383,7 @@ class _Splitter:
         rows_read = sum(map(len, by_rows.values()))
         self.bodies.append(
             {"trips": n, "reverse": bool(a["reverse"]), "rows_read": rows_read,
-             "picked_on_host": picked, "params": len(keep), "results": len(outs),
-             "loc": op.loc}
+             "picked_on_host": picked, **runs, "loc": op.loc}
         )  # fmt: skip
 
     # --- the whole program ----------------------------------------------------------------
@@ -572,11 +553,12 @@ class _Splitter:
         return [new[s] for s in results]
 
 
-def split(fn: Function, donated) -> Split:
+def split(fn: Function, donated, per_run: int = 1) -> Split:
     """`fn` (a rolled program after the pipeline) as programs and launches (module
-    docstring); `donated`: per entry parameter, whether the caller gives its buffer away.
-    Raises `Refused` with the reason when the program cannot be split."""
+    docstring); `donated`: per entry parameter, whether the caller gives its buffer away;
+    `per_run`: trips of a loop per launch (`_compose.py`). Raises `Refused` with the reason
+    when the program cannot be split."""
     fn, folded = fold_rows(fn)
-    s = _Splitter(fn, list(donated) or [False] * len(fn.params)).run()
+    s = _Splitter(fn, list(donated) or [False] * len(fn.params), per_run).run()
     s.report["folded"] = folded
     return s

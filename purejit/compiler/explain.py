@@ -276,7 +276,9 @@ def _host_lines(host: dict | None) -> list[str]:
         return [f"  host loop refused (runs as the rolled program): {host['refused']}"]
     r = host["split"]
     loops = ", ".join(
-        f"{lp['trips']} trips{' reversed' if lp['reverse'] else ''}" for lp in r["loops"]
+        f"{lp['trips']} trips{' reversed' if lp['reverse'] else ''}"
+        + (f", {lp['per_run']} a launch" if lp.get("per_run", 1) > 1 else "")
+        for lp in r["loops"]
     )
     out = [
         f"  host loop: {r['programs']} programs ({len(r['loops'])} loop bodies, each compiled "

@@ -77,7 +77,7 @@ def plan(fn, donation, options) -> HostRoute:
                                            "takes XLA's own fusion only)"})  # fmt: skip
     aliased = set(donation.aliases) if donation is not None else set()
     try:
-        s = split(fn, [i in aliased for i in range(len(fn.params))])
+        s = split(fn, [i in aliased for i in range(len(fn.params))], options.host_layers_per_run)
     except Refused as e:
         return HostRoute(None, {"refused": str(e)})
     return HostRoute(s, {"split": s.report})

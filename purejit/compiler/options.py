@@ -31,6 +31,12 @@ Keys:
                     outputs are per-trip buffers, per-layer parameters are passed per trip).
                     A program the split cannot prove (a stack read whole, effects, several
                     devices) runs as the rolled program, with the reason in `explain`
+    host_layers_per_run
+                    with roll_layers="host": 1 (default): a loop body's program runs one
+                    trip (one layer) per launch; k: k consecutive trips per launch (the
+                    body composed k times in one program, `passes/_compose.py`; a remainder
+                    of n mod k trips runs as a program of its own): k times fewer launches,
+                    a larger program to compile
     stacked_params  with roll_layers: True (default) the program takes each stack of
                     per-layer parameters as one argument, which dispatch builds (or finds
                     already built: the row views of a previous call's stack), and returns
@@ -143,6 +149,7 @@ KNOWN_KEYS = (
     "fused_attention",
     "roll_layers",
     "stacked_params",
+    "host_layers_per_run",
     "collective_matmul",
     "optimization_level",
     "memory_fitting_level",
@@ -194,6 +201,7 @@ class CompilerOptions:
     # set by lowering for a jit with shardings: the program runs over several devices
     partitioned: bool = False
     stacked_params: bool = True  # with roll_layers: stacks are arguments (see above)
+    host_layers_per_run: int = 1  # with roll_layers="host": trips per launch (see above)
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | CompilerOptions | None) -> CompilerOptions:
@@ -241,9 +249,15 @@ class CompilerOptions:
         stacked = options.get("stacked_params", True)
         if not isinstance(stacked, bool):
             raise ValueError(f"compiler_options: stacked_params={stacked!r} must be True or False")
+        per_run = options.get("host_layers_per_run", 1)
+        if isinstance(per_run, bool) or not isinstance(per_run, int) or per_run < 1:
+            raise ValueError(
+                f"compiler_options: host_layers_per_run={per_run!r} must be an int >= 1"
+            )
         return cls(
-            tuple(disable), dump, fusion, remat, budget, fused, roll, cm, stacked_params=stacked
-        )
+            tuple(disable), dump, fusion, remat, budget, fused, roll, cm,
+            stacked_params=stacked, host_layers_per_run=per_run,
+        )  # fmt: skip
 
     def stacks_params(self) -> bool:
         """Whether rolled programs take their stacks of parameters as arguments: roll_layers
