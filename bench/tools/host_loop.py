@@ -9,8 +9,9 @@ step). Chained programs keep each saved value in a buffer of its own, as the unr
 program does: the forward program returns `purejit.vjp`'s pullback (its leaves are the
 residuals) and the backward program takes it. "purejit host route" is the compiler's own
 host loop (`compiler_options={"roll_layers": "host"}`, `purejit/compiler/host_loop.py`):
-the rolled step split at its loops, each loop's body one program launched per layer. Each
-form runs in a fresh process:
+the rolled step split at its loops, each loop's body one program launched per layer;
+"purejit host route kN" runs N layers a launch (`host_layers_per_run`). Each form runs in a
+fresh process:
 
     python -m bench.tools.host_loop --out DIR [--layers 12 --d 1024 --heads 16 --seq 1024
         --batch 8 --dtype bfloat16 --steps 10]
@@ -46,9 +47,10 @@ def _model(a):
     return params, x
 
 
-def _whole_step(a, roll):
+def _whole_step(a, roll, per_run=1):
     """One jitted, donated training step over the Python loop of layers (`roll`: the
-    `roll_layers` option: False, True, or "host" for the compiler's host loop)."""
+    `roll_layers` option: False, True, or "host" for the compiler's host loop, running
+    `per_run` layers a launch)."""
     import purejit
     import purejit.numpy as xp
     from bench.models import transformer
@@ -65,7 +67,10 @@ def _whole_step(a, roll):
         value, grads = purejit.value_and_grad(loss)(ps, h)
         return tmap(lambda p, g: p - 1e-3 * g, ps, grads), value
 
-    return purejit.jit(step, donate_argnums=0, compiler_options={"roll_layers": roll})
+    opts = {"roll_layers": roll}
+    if roll == "host":
+        opts["host_layers_per_run"] = per_run
+    return purejit.jit(step, donate_argnums=0, compiler_options=opts)
 
 
 def _host_loop_step(a):
@@ -126,9 +131,12 @@ def child(a) -> dict:
     params, x = _model(a)
     if a.child == "purejit host loop":
         step = _host_loop_step(a)
+    elif a.child.startswith("purejit host route"):
+        # "purejit host route kN": N layers a launch (`host_layers_per_run`)
+        k = a.child.removeprefix("purejit host route").strip()
+        step = _whole_step(a, "host", int(k.removeprefix("k")) if k else 1)
     else:
-        roll = {"purejit rolled": True, "purejit host route": "host"}.get(a.child, False)
-        step = _whole_step(a, roll=roll)
+        step = _whole_step(a, roll={"purejit rolled": True}.get(a.child, False))
     ps = purejit.tree_util.tree_map(lambda v: purejit.numpy.asarray(v) + 0, params)
     xd = purejit.numpy.asarray(x)
     _block((ps, xd))
@@ -150,12 +158,16 @@ def child(a) -> dict:
         _block((ps, value))
         windows.append((time.perf_counter() - t0) / a.steps)
     route = None
-    if a.child == "purejit host route":  # what the compiler made of it (or why it refused)
+    if a.child.startswith("purejit host route"):  # what the compiler made of it (or why not)
         report = step.lower(ps, xd).host_route.report
         r = report.get("split")
         route = report["refused"] if r is None else (
             f"{r['programs']} programs, {r['launches']} launches a step"
         )  # fmt: skip
+        for f in (r or {}).get("folded", ()):
+            if "folded" in f:
+                route += (f"; each layer's {f['folded']['ops_per_row']} ops after the "
+                          "backward loop folded into its body")  # fmt: skip
     return {
         "route": route,
         "first_call_s": first,
