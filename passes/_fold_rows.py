@@ -156,6 +156,8 @@ def _fold_one(fn: Function, si: int) -> tuple[Function, dict]:
         for o in groups[k]:
             for r in o.results:
                 dep[r] = k
+    if not any(groups.values()):
+        raise _NotFolded("nothing after the loop reads one row alone")
     if not groups[0] or any(len(groups[k]) != len(groups[0]) for k in groups):
         raise _NotFolded("not every layer's row has a computation of its own after the loop")
     # the groups' structure, row by row, against row 0's
