@@ -154,3 +154,27 @@ def test_an_update_reading_another_layers_gradient_is_not_folded(layers):
     assert "not every layer's row" in backward["not_folded"]
     for roll in (True, False):
         _same(got, _run(step, (params, h), roll, (0,), n=2)[1])
+
+
+def test_gradients_returned_with_the_update():
+    # each layer's gradients are read after the loop as well (returned): they come out of
+    # the body as rows next to the new parameters
+    layer, params = _mlp_layer(), mlp_params(4)
+    h = np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
+
+    def loss(ps, h):
+        for p in ps:
+            h = layer(h, p)
+        return pnp.mean(h**2)
+
+    def step(ps, h):
+        value, g = purejit.value_and_grad(loss)(ps, h)
+        new = tmap(lambda p, d: p * 0.99 - 0.1 * d, ps, g)  # weight decay and SGD
+        return new, g, value
+
+    f, got = _run(step, (params, h), "host", (0,))
+    s = f.lower(tmap(pnp.asarray, params), h).host_route.split
+    (fold,) = [r["folded"] for r in s.report["folded"] if "folded" in r]
+    assert fold["results_per_row"] == 4  # new w, b and their gradients
+    for roll in (True, False):
+        _same(got, _run(step, (params, h), roll, (0,))[1])
