@@ -31,6 +31,9 @@ reads a split scan's ys whole (a later split loop's body reading it other than b
 refused, as is a program with effects (callbacks, collectives, anything not pure) or with
 no scan split: the program then runs as the rolled program, with the reason. A stack built
 from values is built only where something reads it whole (in its glue program).
+
+Before the split, each layer's own work after a loop (its update) moves into the loop's
+body where proved (`_fold_rows.py`); a body may run k trips a launch (`_compose.py`).
 """
 
 from __future__ import annotations
