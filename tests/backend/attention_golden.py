@@ -14,6 +14,8 @@ compiling, for tests/backend/test_attention_golden.py to diff against the file.
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import pathlib
 import re
@@ -69,7 +71,6 @@ def jax_calls(name: str) -> list[dict]:
     import jax
     import jax.numpy as jnp
 
-    _answer_gpu_queries()
     b, t, s, n, k, h, mask, window, bias = CASES[name]
     q = jax.ShapeDtypeStruct((b, t, n, h), jnp.bfloat16)
     kv = jax.ShapeDtypeStruct((b, s, k, h), jnp.bfloat16)
@@ -88,7 +89,9 @@ def jax_calls(name: str) -> list[dict]:
         loss = lambda *a: f(*a).astype(jnp.float32).sum()  # noqa: E731
         return jax.grad(loss, argnums=(0, 1, 2))(*args)
 
-    lowered = jax.jit(g).trace(q, kv, kv, bias_s, lens, lens).lower(lowering_platforms=("cuda",))
+    with _answer_gpu_queries():
+        traced = jax.jit(g).trace(q, kv, kv, bias_s, lens, lens)
+        lowered = traced.lower(lowering_platforms=("cuda",))
     return custom_calls(lowered.as_text())
 
 
@@ -131,16 +134,28 @@ def golden_path(version: str) -> pathlib.Path:
     return GOLDEN / f"attention_jax{major}.{minor}.json"
 
 
+@contextlib.contextmanager
 def _answer_gpu_queries():
     """Without a GPU, answer JAX's cuDNN version and compute capability queries with the
-    target above (JAX's lowering is plain Python; nothing is compiled)."""
+    target above while JAX lowers (its lowering is plain Python; nothing is compiled), and
+    put JAX's own queries back after: a test in the same process that asks JAX for its
+    error on a machine without cuDNN must get that error."""
     import jax
     from jax._src.cudnn import fused_attention_stablehlo as fa
 
-    if jax.default_backend() != "gpu":
-        fa.check_cudnn_version = lambda: CUDNN
-        fa.check_compute_capability = lambda c: tuple(map(int, c.split("."))) <= CC
-        fa.is_cuda_compute_capability_equal = lambda c: False
+    if jax.default_backend() == "gpu":
+        yield
+        return
+    names = ("check_cudnn_version", "check_compute_capability", "is_cuda_compute_capability_equal")
+    saved = {n: getattr(fa, n) for n in names}
+    fa.check_cudnn_version = lambda: CUDNN
+    fa.check_compute_capability = lambda c: tuple(map(int, c.split("."))) <= CC
+    fa.is_cuda_compute_capability_equal = lambda c: False
+    try:
+        yield
+    finally:
+        for n, f in saved.items():
+            setattr(fa, n, f)
 
 
 def record() -> pathlib.Path:
