@@ -32,7 +32,8 @@ refused, as is a program with effects (callbacks, collectives, anything not pure
 no scan split: the program then runs as the rolled program, with the reason. A stack built
 from values is built only where something reads it whole (in its glue program).
 
-Before the split, each layer's own work after a loop (its update) moves into the loop's
+Before the split, a value a loop's body returns as several ys is returned once
+(`_same_rows.py`), and each layer's own work after a loop (its update) moves into the loop's
 body where proved (`_fold_rows.py`); a body may run k trips a launch (`_compose.py`).
 """
 
@@ -47,6 +48,7 @@ from purejit.passes._fold_rows import fold_rows
 from purejit.passes._known_ints import int_of as _int_of
 from purejit.passes._known_ints import is_int_scalar as _is_int_scalar
 from purejit.passes._known_ints import picked_on_host as _picked_on_host
+from purejit.passes._same_rows import merge_same_rows
 from purejit.passes.base import has_effect
 
 
@@ -561,7 +563,10 @@ def split(fn: Function, donated, per_run: int = 1) -> Split:
     docstring); `donated`: per entry parameter, whether the caller gives its buffer away;
     `per_run`: trips of a loop per launch (`_compose.py`). Raises `Refused` with the reason
     when the program cannot be split."""
+    fn, merged = merge_same_rows(fn)
     fn, folded = fold_rows(fn)
     s = _Splitter(fn, list(donated) or [False] * len(fn.params), per_run).run()
     s.report["folded"] = folded
+    if merged:
+        s.report["merged"] = merged
     return s

@@ -125,6 +125,36 @@ def _peak_bytes():
         return None
 
 
+def _memory(a, step, ps, xd) -> dict:
+    """The device's allocator counters after the steps, and what the program's buffers
+    come to by XLA's figures: for the host route `HostLoopCompiled.memory_plan` (`model`:
+    the most its launches hold at once; `saved_per_layer`: the forward body's outputs), for
+    one program its arguments, outputs and temporaries less the donated aliases."""
+    import jax
+
+    try:
+        stats = jax.devices()[0].memory_stats() or {}
+    except (RuntimeError, NotImplementedError):
+        stats = {}
+    keys = ("bytes_in_use", "num_allocs", "largest_alloc_size", "bytes_reserved",
+            "peak_bytes_reserved", "largest_free_block_bytes", "bytes_limit")  # fmt: skip
+    out = {"allocator": {k: stats[k] for k in keys if k in stats}}
+    if a.child == "purejit host loop":
+        return out
+    compiled = step.lower(ps, xd).compile()
+    if hasattr(compiled, "memory_plan"):
+        plan = compiled.memory_plan()
+        first = compiled.lowered.host_route.split.launches[0].program
+        out["model_bytes"] = plan["peak"]
+        out["saved_per_layer"] = plan["programs"][first]["output"]
+        out["programs"] = plan["programs"]
+    else:
+        m = compiled.memory_analysis()
+        out["model_bytes"] = (m.argument_size_in_bytes + m.output_size_in_bytes
+                              - m.alias_size_in_bytes + m.temp_size_in_bytes)  # fmt: skip
+    return out
+
+
 def child(a) -> dict:
     import purejit
 
@@ -169,6 +199,7 @@ def child(a) -> dict:
                 route += (f"; each layer's {f['folded']['ops_per_row']} ops after the "
                           "backward loop folded into its body")  # fmt: skip
     return {
+        **_memory(a, step, ps, xd),
         "route": route,
         "first_call_s": first,
         "step_ms": min(windows) * 1e3,
@@ -226,6 +257,31 @@ def main(argv=None):
             f"| {form} | {r['first_call_s']:.2f} | {r['step_ms']:.2f} | {ratio} | "
             f"{r['host_ms']:.2f} | {peak} | {diff} |"
         )
+    mib = 2**20
+    lines += [
+        "",
+        "| form | peak (MiB) | XLA's buffers at most (MiB) | peak - buffers (MiB) | "
+        "forward trip's outputs (MiB) | allocator: allocs, largest free block (MiB) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for form, r in rows.items():
+        model, peak, al = r.get("model_bytes"), r["peak_bytes"], r.get("allocator", {})
+        gap = f"{(peak - model) / mib:.0f}" if model and peak else ""
+        saved = f"{r['saved_per_layer'] / mib:.1f}" if r.get("saved_per_layer") else ""
+        free = al.get("largest_free_block_bytes")
+        lines.append(
+            f"| {form} | {f'{peak / mib:.0f}' if peak else ''} | "
+            f"{f'{model / mib:.0f}' if model else ''} | {gap} | {saved} | "
+            f"{al.get('num_allocs', '')}, {f'{free / mib:.0f}' if free else ''} |"
+        )
+    lines.append("")
+    for form, r in rows.items():
+        for k, p in enumerate(r.get("programs", ())):
+            lines.append(
+                f"- {form} program {k} ({p['kind']}, {p['launches']}x): "
+                + ", ".join(f"{n} {p[n] / mib:.1f} MiB" for n in ("argument", "output",
+                                                                   "temp", "alias"))
+            )  # fmt: skip
     for form, r in rows.items():
         if r.get("route"):
             lines.append(f"\n{form}: {r['route']}")

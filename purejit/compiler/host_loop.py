@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+
 from purejit.backend import cudnn_fmha, pjrt, stablehlo
 from purejit.compiler import cache as compile_cache
 from purejit.compiler import donation as dn
@@ -263,6 +265,44 @@ class HostLoopCompiled(Compiled):
                 if isinstance(v, (int, float)):
                     total[key] = total.get(key, 0.0) + n * v
         return total
+
+    def memory_plan(self) -> dict:
+        """The bytes the launches hold on the device, from each slot's type and XLA's figures
+        for each program (what the allocator is asked for, before its own rounding).
+
+        `live`: after each launch, the entry's arguments (a donated one until the launch
+        that takes it), the constants (`constants`) and every slot not yet dropped. `peak`:
+        the most at one time, what is live when a launch starts plus its temporaries and
+        its outputs (less those written into its donated arguments). `programs`: per
+        program, its launches and XLA's argument, output, temporary and aliased bytes."""
+        s: Split = self.lowered.host_route.split
+        stats = [e.memory_analysis() for e in self.exes]
+        size = {slot: int(np.asarray(v).nbytes) for slot, v in s.constants.items()}
+        for L in s.launches:
+            fn = s.programs[L.program]
+            for slot, p in zip(L.ins, fn.params):
+                size.setdefault(slot, p.type.nbytes)
+            for slot, r in zip(L.outs, fn.results):
+                size[slot] = r.type.nbytes
+        constants = sum(size[slot] for slot in s.constants)
+        live = sum(size.get(i, 0) for i in range(s.n_params)) + constants
+        peak, after = live, []
+        for L in s.launches:
+            m = stats[L.program]
+            out = sum(size[o] for o in L.outs)
+            peak = max(peak, live + m.temp_size_in_bytes + out - m.alias_size_in_bytes)
+            # an entry argument's buffer is the caller's until a launch takes it (donated)
+            taken = {L.ins[i] for i in L.donate}
+            dropped = sum(size[x] for x in L.free if x >= s.n_params and x not in s.constants)
+            live += out - dropped - sum(size[x] for x in taken)
+            after.append(live)
+        programs = [
+            {"kind": kind, "launches": self.lowered.host_route.launches_of(k),
+             "argument": m.argument_size_in_bytes, "output": m.output_size_in_bytes,
+             "temp": m.temp_size_in_bytes, "alias": m.alias_size_in_bytes}
+            for k, (kind, m) in enumerate(zip(s.kinds, stats))
+        ]  # fmt: skip
+        return {"peak": peak, "live": after, "constants": constants, "programs": programs}
 
     def memory_analysis(self):
         """XLA's memory figures as one: each `*_size_in_bytes` the largest of the programs'
