@@ -29,6 +29,11 @@ ALLOWED = {
     "_outline.py": "cuts repeated stretches of ops into call ops and puts back the unrolled",
     "_segments.py": "splits a rolled program at its scans, reading the roll pass's stacks "
     "(concatenate, slice, dynamic_slice) as rows",
+    "_fold_rows.py": "moves each layer's work after a rolled scan into its body, reading the "
+    "roll pass's own forms (scan, its rows read by dynamic_slice / slice, stacks built by "
+    "concatenate of reshaped rows)",
+    "_same_rows.py": "merges a scan's ys that are one value through optimization_barrier, "
+    "the identity",
     "_known_ints.py": "proves the row indices of _row_index.py's while loop (constants, iota, "
     "add, compare, select)",
     "_attention_padding.py": "finds the position < sequence-length masks of attention",
