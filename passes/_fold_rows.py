@@ -31,24 +31,12 @@ as is). A stacked output only the groups read leaves the body.
 
 from __future__ import annotations
 
-import numpy as np
 from purejit.ir import Function, Op, TensorType, Value
-from purejit.passes._known_ints import int_of as _int_of
+from purejit.passes._isomorphism import attr_key
+from purejit.passes._known_ints import row_index
 from purejit.passes.base import has_effect
 
 _MANY = -1  # depends on the scan other than through one row
-
-
-def _attr_key(v):
-    if isinstance(v, np.ndarray):
-        return ("nd", v.dtype.str, v.shape, v.tobytes())
-    if isinstance(v, (list, tuple)):
-        return tuple(_attr_key(u) for u in v)
-    if isinstance(v, dict):
-        return tuple(sorted((k, _attr_key(u)) for k, u in v.items()))
-    if isinstance(v, (np.generic,)):
-        return ("np", v.dtype.str, v.item())
-    return (type(v).__name__, repr(v))
 
 
 def _region_key(fn: Function) -> tuple:
@@ -66,31 +54,20 @@ def _region_key(fn: Function) -> tuple:
 def _op_key(op: Op, operand_keys) -> tuple:
     return (
         op.name,
-        _attr_key(op.attrs),
+        attr_key(op.attrs),
         tuple(str(r.type) for r in op.results),
         tuple(_region_key(r) for r in op.regions),
         tuple(operand_keys),
     )
 
 
-def _row_read(op: Op, ys: set, n: int, made) -> int | None:
+def _row_read(op: Op, ys: set, made) -> int | None:
     """The row of a stacked output `op` reads whole, when known at compile time."""
     if not op.operands or op.operands[0] not in ys:
         return None
-    x = op.operands[0]
-    if op.name == "dynamic_slice":
-        if list(op.attrs["slice_sizes"]) != [1, *x.type.shape[1:]]:
-            return None
-        if any(u in ys for u in op.operands[1:]):
-            return None
-        k = _int_of(op.operands[1], made.get)
-        return None if k is None else min(max(k, 0), n - 1)
-    if op.name == "slice":
-        st, lim, strides = (op.attrs[k] for k in ("start_indices", "limit_indices", "strides"))
-        whole = all(st[d] == 0 and lim[d] == x.type.shape[d] for d in range(1, x.type.rank))
-        if whole and all(s == 1 for s in strides) and lim[0] == st[0] + 1:
-            return st[0]
-    return None
+    if op.name == "dynamic_slice" and any(u in ys for u in op.operands[1:]):
+        return None
+    return row_index(op, made.get)
 
 
 class _NotFolded(Exception):
@@ -125,7 +102,7 @@ def _fold_one(fn: Function, si: int) -> tuple[Function, dict]:
     for op in after:
         if has_effect(op):
             raise _NotFolded(f"`{op.name}` after the loop has effects")
-        k = _row_read(op, ys, n, made)
+        k = _row_read(op, ys, made)
         if k is not None:
             reads[id(op)] = scan.results.index(op.operands[0]) - ncar
         else:

@@ -74,6 +74,33 @@ def int_of(v: Value, lookup) -> int | None:
     return None
 
 
+def leading_slice(op: Op) -> bool:
+    """Whether the `slice` `op` takes whole rows of its operand (unit strides, every other
+    dimension whole)."""
+    shape = op.operands[0].type.shape
+    st, lim, strides = (op.attrs[k] for k in ("start_indices", "limit_indices", "strides"))
+    return all(s == 1 for s in strides) and all(
+        st[d] == 0 and lim[d] == shape[d] for d in range(1, len(shape))
+    )
+
+
+def row_index(op: Op, lookup) -> int | None:
+    """The row of its operand a `dynamic_slice` or `slice` of one whole leading row reads,
+    when known at compile time (a dynamic index clamped as XLA clamps it), else None."""
+    x = op.operands[0]
+    if x.type.rank == 0:
+        return None
+    if op.name == "dynamic_slice":
+        if list(op.attrs["slice_sizes"]) != [1, *x.type.shape[1:]]:
+            return None
+        k = int_of(op.operands[1], lookup)
+        return None if k is None else min(max(k, 0), x.type.shape[0] - 1)
+    if op.name == "slice" and leading_slice(op):
+        a, b = op.attrs["start_indices"][0], op.attrs["limit_indices"][0]
+        return a if b == a + 1 else None
+    return None
+
+
 _COMPARE = {
     "LT": lambda a, b: a < b, "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b,
     "GE": lambda a, b: a >= b, "EQ": lambda a, b: a == b, "NE": lambda a, b: a != b,

@@ -47,7 +47,9 @@ from purejit.passes._compose import launch_runs
 from purejit.passes._fold_rows import fold_rows
 from purejit.passes._known_ints import int_of as _int_of
 from purejit.passes._known_ints import is_int_scalar as _is_int_scalar
+from purejit.passes._known_ints import leading_slice as _leading_slice
 from purejit.passes._known_ints import picked_on_host as _picked_on_host
+from purejit.passes._known_ints import row_index as _row_index
 from purejit.passes._same_rows import merge_same_rows
 from purejit.passes.base import has_effect
 
@@ -209,7 +211,7 @@ class _Splitter:
                 return None
             value = np.asarray(op.attrs["value"]).reshape(v.type.shape)
             out = [self.const_slot(value[k]) for k in range(v.type.shape[0])]
-        elif op.name == "slice" and self._leading_slice(op):
+        elif op.name == "slice" and _leading_slice(op):
             src = self.rows(op.operands[0], consts)
             if src is not None:
                 a, b = op.attrs["start_indices"][0], op.attrs["limit_indices"][0]
@@ -231,38 +233,19 @@ class _Splitter:
         g.env[row] = r.results[0]
         return row
 
-    @staticmethod
-    def _leading_slice(op: Op) -> bool:
-        shape = op.operands[0].type.shape
-        st, lim, strides = (op.attrs[k] for k in ("start_indices", "limit_indices", "strides"))
-        return all(s == 1 for s in strides) and all(
-            st[d] == 0 and lim[d] == shape[d] for d in range(1, len(shape))
-        )
-
     def is_stack_op(self, op: Op) -> bool:
         """A stack that is built only if read whole (rows are read from its operands)."""
         if op.name == "concatenate":
             return self.rows(op.results[0]) is not None
-        if op.name == "slice" and self._leading_slice(op):
+        if op.name == "slice" and _leading_slice(op):
             return self.rows(op.operands[0]) is not None
         return False
 
     def row_read(self, op: Op) -> int | None:
         """The row a top-level `dynamic_slice` / `slice` of one whole row of a stack reads."""
-        x = op.operands[0]
-        if x.type.rank == 0 or self.rows(x) is None:
+        if self.rows(op.operands[0]) is None:
             return None
-        if op.name == "dynamic_slice":
-            if list(op.attrs["slice_sizes"]) != [1, *x.type.shape[1:]]:
-                return None
-            k = _int_of(op.operands[1], self.producer.get)
-            if k is None:
-                return None
-            return min(max(k, 0), x.type.shape[0] - 1)
-        if op.name == "slice" and self._leading_slice(op):
-            a, b = op.attrs["start_indices"][0], op.attrs["limit_indices"][0]
-            return a if b == a + 1 else None
-        return None
+        return _row_index(op, self.producer.get)
 
     # --- a scan: its body launched once per trip ------------------------------------------
     def why_not_split(self, op: Op, readers: dict) -> str | None:
@@ -279,7 +262,7 @@ class _Splitter:
             for r in readers.get(v, ()):
                 if r is None:
                     return f"its stacked output {v.type} is returned whole"
-                if r.name == "scan" or (r.name == "slice" and self._leading_slice(r)):
+                if r.name == "scan" or (r.name == "slice" and _leading_slice(r)):
                     continue
                 if r.name == "dynamic_slice" and r.operands[0] is v:
                     sizes = list(r.attrs["slice_sizes"])

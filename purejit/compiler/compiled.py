@@ -77,16 +77,9 @@ class Compiled:
         if flat is None:
             return None
         key, leaves = flat
-        if len(leaves) != len(avals):
+        donated = self._fast_donated()
+        if donated is None or len(leaves) != len(avals):
             return None
-        # every donated parameter, aliased or not (`donated` is per parameter; with stacks
-        # of leaves, per leaf)
-        if self.stacked:  # (never jaxlib's C++ path: it maps one leaf to one parameter)
-            if self._placed:
-                return None
-            donated = self.lowered.leaf_donated
-        else:
-            donated = () if self.plain else self.lowered.donation.donated
         for i, (a, given, want) in enumerate(zip(leaves, sig_leaves, avals)):
             if type(a) is Array:
                 if a is not given or a.aval != want:
@@ -100,6 +93,14 @@ class Compiled:
             ):
                 return None
         return key
+
+    def _fast_donated(self) -> Sequence[bool] | None:
+        """For `fast_key_for`: per leaf whether the program donates it, aliased or not
+        (`donated` is per parameter; with stacks of leaves, per leaf); None when no call may
+        take the fast path."""
+        if self.stacked:  # (never jaxlib's C++ path: it maps one leaf to one parameter)
+            return None if self._placed else self.lowered.leaf_donated
+        return () if self.plain else self.lowered.donation.donated
 
     def call_fast(self, leaves: list):
         """Run on the leaves of positional arguments whose `fast_flatten` key was registered

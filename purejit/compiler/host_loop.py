@@ -36,7 +36,7 @@ import numpy as np
 from purejit.backend import cudnn_fmha, pjrt, stablehlo
 from purejit.compiler import cache as compile_cache
 from purejit.compiler import donation as dn
-from purejit.compiler.compiled import Compiled, fast_flatten
+from purejit.compiler.compiled import Compiled
 from purejit.passes._segments import Refused, Split, split
 from purejit.runtime.array import Array, deleted_error_of
 from purejit.tree_util import tree_unflatten
@@ -184,28 +184,11 @@ class HostLoopCompiled(Compiled):
         donation = lowered.donation
         self._donation = donation if donation is not None and donation.aliases else None
 
-    def fast_key_for(self, args: tuple, sig_leaves, avals):
-        """As `Compiled.fast_key_for`: purejit Arrays as the signature kept them, or NumPy
-        arrays of dtypes under 64 bits at parameters that are not donated."""
-        flat = fast_flatten(args)
-        if flat is None or self._placed:
+    def _fast_donated(self):
+        """As `Compiled._fast_donated`: the entry's donated parameters (one leaf each)."""
+        if self._placed:
             return None
-        key, leaves = flat
-        if len(leaves) != len(avals):
-            return None
-        donated = self.lowered.donation.donated if self._donation is not None else ()
-        for i, (a, given, want) in enumerate(zip(leaves, sig_leaves, avals)):
-            if type(a) is Array:
-                if a is not given or a.aval != want:
-                    return None
-            elif (
-                (i < len(donated) and donated[i])
-                or a.dtype.itemsize >= 8
-                or want.weak_type
-                or (a.shape, a.dtype) != (want.shape, want.dtype)
-            ):
-                return None
-        return key
+        return self.lowered.donation.donated if self._donation is not None else ()
 
     def call_fast(self, leaves: list):
         return self._run([a if type(a) is Array else Array(host=a) for a in leaves])

@@ -26,7 +26,7 @@ from bench.models import transformer, transformer_params
 from purejit.backend import cudnn_fmha, pjrt
 from purejit.ir import interpret
 from purejit.runtime.array import DeletedArrayError
-from tests.passes.roll_layers_util import dense, leaves, mlp_params
+from tests.passes.roll_layers_util import dense, leaves, mlp, mlp_params
 
 HOST = {"roll_layers": "host"}
 tmap = purejit.tree_util.tree_map
@@ -48,14 +48,15 @@ def _tf_layer():
     return purejit.jit(lambda h, p: transformer(pnp, [p], h, 2))
 
 
-def _step_fn(layer, lr=0.1):
-    def loss(ps, h):
-        for p in ps:
-            h = layer(h, p)
-        return pnp.mean(h**2)
+def _loss(layer):
+    """The loss the steps here differentiate: the layers chained, the mean square."""
+    chain = mlp(pnp, layer)
+    return lambda ps, h: pnp.mean(chain(ps, h) ** 2)
 
+
+def _step_fn(layer, lr=0.1):
     def step(ps, h):
-        value, grads = purejit.value_and_grad(loss)(ps, h)
+        value, grads = purejit.value_and_grad(_loss(layer))(ps, h)
         return tmap(lambda p, g: p - lr * g, ps, grads), value
 
     return step

@@ -11,7 +11,7 @@ import pytest
 
 import purejit
 import purejit.numpy as pnp
-from tests.compiler.test_host_loop import _full_precision, _mlp_layer, _step_fn  # noqa: F401
+from tests.compiler.test_host_loop import _full_precision, _loss, _mlp_layer, _step_fn  # noqa: F401
 from tests.passes.roll_layers_util import leaves, mlp_params
 
 tmap = purejit.tree_util.tree_map
@@ -19,13 +19,8 @@ HOST = {"roll_layers": "host"}
 
 
 def _adam_step(layer, lr=0.01, b1=0.9, b2=0.99, eps=1e-6):
-    def loss(ps, h):
-        for p in ps:
-            h = layer(h, p)
-        return pnp.mean(h**2)
-
     def step(ps, m, v, t, h):
-        value, g = purejit.value_and_grad(loss)(ps, h)
+        value, g = purejit.value_and_grad(_loss(layer))(ps, h)
         m = tmap(lambda a, b: b1 * a + (1 - b1) * b, m, g)
         v = tmap(lambda a, b: b2 * a + (1 - b2) * b * b, v, g)
         c1, c2 = 1 - b1**t, 1 - b2**t  # shared by every layer, computed after the loop
@@ -36,13 +31,8 @@ def _adam_step(layer, lr=0.01, b1=0.9, b2=0.99, eps=1e-6):
 
 
 def _clipped_step(layer, lr=0.1, clip=0.05):
-    def loss(ps, h):
-        for p in ps:
-            h = layer(h, p)
-        return pnp.mean(h**2)
-
     def step(ps, h):
-        value, g = purejit.value_and_grad(loss)(ps, h)
+        value, g = purejit.value_and_grad(_loss(layer))(ps, h)
         norm = pnp.sqrt(sum(pnp.sum(x * x) for x in purejit.tree_util.tree_leaves(g)))
         scale = pnp.minimum(1.0, clip / norm)
         return tmap(lambda p, d: p - lr * scale * d, ps, g), value
@@ -134,13 +124,8 @@ def test_an_update_reading_another_layers_gradient_is_not_folded(layers):
     layer, params = _mlp_layer(), mlp_params(layers)
     h = np.ones((2, 8), np.float32)
 
-    def loss(ps, h):
-        for p in ps:
-            h = layer(h, p)
-        return pnp.mean(h**2)
-
     def step(ps, h):
-        value, g = purejit.value_and_grad(loss)(ps, h)
+        value, g = purejit.value_and_grad(_loss(layer))(ps, h)
         n = len(ps)
         new = [
             {"w": p["w"] - 0.1 * g[min(i + 1, n - 1)]["w"], "b": p["b"] - 0.1 * g[i]["b"]}
@@ -162,13 +147,8 @@ def test_gradients_returned_with_the_update():
     layer, params = _mlp_layer(), mlp_params(4)
     h = np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
 
-    def loss(ps, h):
-        for p in ps:
-            h = layer(h, p)
-        return pnp.mean(h**2)
-
     def step(ps, h):
-        value, g = purejit.value_and_grad(loss)(ps, h)
+        value, g = purejit.value_and_grad(_loss(layer))(ps, h)
         new = tmap(lambda p, d: p * 0.99 - 0.1 * d, ps, g)  # weight decay and SGD
         return new, g, value
 

@@ -13,25 +13,14 @@ import purejit.fused_attention as fa
 import purejit.numpy as pnp
 from bench.models import transformer, transformer_params
 from passes._same_rows import _root
-from tests.compiler.test_host_loop import _steps
+from tests.compiler.test_host_loop import _step_fn, _steps
 from tests.passes.roll_layers_util import leaves
 
 tmap = purejit.tree_util.tree_map
 
 
 def _step(heads: int):
-    layer = purejit.jit(lambda h, p: transformer(pnp, [p], h, heads))
-
-    def loss(ps, h):
-        for p in ps:
-            h = layer(h, p)
-        return pnp.mean(h**2)
-
-    def step(ps, h):
-        value, grads = purejit.value_and_grad(loss)(ps, h)
-        return tmap(lambda p, g: p - 0.1 * g, ps, grads), value
-
-    return step
+    return _step_fn(purejit.jit(lambda h, p: transformer(pnp, [p], h, heads)))
 
 
 def _lowered(layers: int, roll, d=16, heads=2, dtype=np.float32):
@@ -157,15 +146,7 @@ def test_a_value_behind_barriers_is_saved_once_and_steps_match():
     h = rng.standard_normal((2, 8)).astype(np.float32)
     layer = purejit.jit(_barrier_layer)
 
-    def step(ps, h):
-        def loss(ps, h):
-            for p in ps:
-                h = layer(h, p)
-            return pnp.mean(h**2)
-
-        value, grads = purejit.value_and_grad(loss)(ps, h)
-        return tmap(lambda p, g: p - 0.1 * g, ps, grads), value
-
+    step = _step_fn(layer)
     f, _, got, values = _steps(step, params, h, "host")
     s = f.lower(tmap(pnp.asarray, params), h).host_route.split
     (merged,) = s.report["merged"]
